@@ -1,0 +1,136 @@
+//! The JSON side of the protocol: request bodies in, RESP replies out.
+//!
+//! Replies map as Upstash maps them: integers to numbers, strings to strings, nil to `null`, arrays to arrays, and
+//! RESP3-only types to their RESP2 shapes (maps flatten to `[k, v, …]`). With `Upstash-Encoding: base64` every
+//! string is base64 except the status reply `OK`, which Upstash's clients expect verbatim.
+
+use base64::Engine as _;
+use serde_json::{json, Value as Json};
+
+/// One command from a request body: its words as bytes.
+pub type Words = Vec<Vec<u8>>;
+
+/// Parses `["SET", "k", 1]` into words. Numbers are sent to Redis as their decimal text.
+pub fn command(body: &Json) -> Result<Words, String> {
+    let Json::Array(items) = body else {
+        return Err(format!(
+            "a command must be a JSON array like [\"PING\"], got {}",
+            kind(body)
+        ));
+    };
+    if items.is_empty() {
+        return Err("a command must not be empty: put its name first, like [\"PING\"]".into());
+    }
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| match item {
+            Json::String(text) => Ok(text.as_bytes().to_vec()),
+            Json::Number(number) => Ok(number.to_string().into_bytes()),
+            other => Err(format!(
+                "argument {i} must be a string or a number, got {}",
+                kind(other)
+            )),
+        })
+        .collect()
+}
+
+/// Parses `[["SET", "k", 1], ["GET", "k"]]` into commands.
+pub fn commands(body: &Json) -> Result<Vec<Words>, String> {
+    let Json::Array(items) = body else {
+        return Err(format!(
+            "a pipeline must be a JSON array of commands, got {}",
+            kind(body)
+        ));
+    };
+    if items.is_empty() {
+        return Err("a pipeline must hold at least one command".into());
+    }
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| command(item).map_err(|e| format!("command {i}: {e}")))
+        .collect()
+}
+
+fn kind(json: &Json) -> &'static str {
+    match json {
+        Json::Null => "null",
+        Json::Bool(_) => "a boolean",
+        Json::Number(_) => "a number",
+        Json::String(_) => "a string",
+        Json::Array(_) => "an array",
+        Json::Object(_) => "an object",
+    }
+}
+
+/// The text of a Redis error reply, as Redis wrote it (`ERR …`, `NOSCRIPT …`, `WRONGTYPE …`).
+pub(super) fn server_error_text(error: &redis::ServerError) -> String {
+    match error.details() {
+        Some(details) => format!("{} {details}", error.code()),
+        None => error.code().to_owned(),
+    }
+}
+
+/// Renders one RESP reply as JSON.
+pub fn reply(value: redis::Value, base64: bool) -> Json {
+    use redis::Value as V;
+    let text = |bytes: &[u8]| -> Json {
+        if base64 {
+            Json::String(base64::engine::general_purpose::STANDARD.encode(bytes))
+        } else {
+            Json::String(String::from_utf8_lossy(bytes).into_owned())
+        }
+    };
+    let list = |items: Vec<V>| Json::Array(items.into_iter().map(|item| reply(item, base64)).collect());
+    match value {
+        V::Nil => Json::Null,
+        V::Int(n) => json!(n),
+        V::Okay => json!("OK"),
+        V::BulkString(bytes) => text(&bytes),
+        V::SimpleString(s) => text(s.as_bytes()),
+        V::VerbatimString { text: s, .. } => text(s.as_bytes()),
+        V::BigNumber(digits) => text(&digits),
+        V::Double(x) => json!(x),
+        V::Boolean(b) => json!(i64::from(b)),
+        V::Array(items) | V::Set(items) | V::Push { data: items, .. } => list(items),
+        V::Map(pairs) => list(pairs.into_iter().flat_map(|(k, v)| [k, v]).collect()),
+        V::Attribute { data, .. } => reply(*data, base64),
+        // An error nested inside an array (a Lua table holding an error reply) has no JSON shape of its own in the
+        // protocol; its text is the most useful rendering.
+        V::ServerError(error) => Json::String(server_error_text(&error)),
+        // `redis::Value` is non-exhaustive; a type added by a future RESP version is rendered by its debug form
+        // rather than dropped.
+        other => Json::String(format!("{other:?}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use redis::Value as V;
+
+    #[test]
+    fn parses_commands_and_says_what_is_wrong() {
+        assert_eq!(
+            command(&json!(["SET", "k", 12])).unwrap(),
+            vec![b"SET".to_vec(), b"k".to_vec(), b"12".to_vec()]
+        );
+        assert!(command(&json!({"cmd": "PING"})).unwrap_err().contains("JSON array"));
+        assert!(command(&json!([])).unwrap_err().contains("empty"));
+        assert!(command(&json!(["SET", "k", true])).unwrap_err().contains("argument 2"));
+        assert!(commands(&json!([["PING"], [null]]))
+            .unwrap_err()
+            .starts_with("command 1"));
+    }
+
+    #[test]
+    fn renders_resp_like_upstash() {
+        let value = V::Array(vec![V::Nil, V::Int(-3), V::BulkString(b"hi".to_vec()), V::Okay]);
+        assert_eq!(reply(value.clone(), false), json!([null, -3, "hi", "OK"]));
+        assert_eq!(reply(value, true), json!([null, -3, "aGk=", "OK"]));
+        assert_eq!(reply(V::SimpleString("PONG".into()), true), json!("UE9ORw=="));
+        let map = V::Map(vec![(V::BulkString(b"a".to_vec()), V::Int(1))]);
+        assert_eq!(reply(map, false), json!(["a", 1]));
+    }
+}

@@ -1,0 +1,306 @@
+//! The Upstash-compatible REST bridge: HTTP+JSON in front of a real Redis.
+//!
+//! | route | body | reply |
+//! |---|---|---|
+//! | `POST /` | `["CMD", arg…]` | `{"result": …}`, or HTTP 400 `{"error": "ERR …"}` |
+//! | `POST /pipeline` | `[["CMD", …], …]` | HTTP 200 `[{"result": …} or {"error": …}, …]` |
+//! | `POST /multi-exec` | the same | the same, run inside MULTI/EXEC |
+//!
+//! Every request needs `Authorization: Bearer <token>` (HTTP 401 otherwise). When Redis cannot be reached the
+//! bridge answers HTTP 503 `{"error": …}` and keeps trying to reconnect; it never needs a restart.
+
+mod auth;
+mod json;
+mod policy;
+mod redis_link;
+mod shebang;
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::{Json, Router};
+use serde_json::{json, Value as JsonValue};
+
+use self::auth::TokenCheck;
+use self::json::Words;
+use self::redis_link::RedisLink;
+use self::shebang::ScriptAliases;
+
+/// How the bridge is set up.
+#[derive(Debug, Clone)]
+pub struct BridgeConfig {
+    /// Where Redis is, e.g. `redis://127.0.0.1:6379`.
+    pub redis_url: String,
+    /// The bearer token every request must carry.
+    pub token: String,
+    /// Largest request body accepted; larger ones get HTTP 413.
+    pub max_request_bytes: usize,
+    /// Bound on connecting to Redis and on each Redis reply.
+    pub redis_timeout: Duration,
+}
+
+impl BridgeConfig {
+    /// A config with the default limits: 1 MiB request bodies, 2 s Redis timeout.
+    pub fn new(redis_url: impl Into<String>, token: impl Into<String>) -> Self {
+        BridgeConfig {
+            redis_url: redis_url.into(),
+            token: token.into(),
+            max_request_bytes: 1 << 20,
+            redis_timeout: Duration::from_secs(2),
+        }
+    }
+}
+
+/// Why the bridge could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BridgeError {
+    /// The token was empty.
+    #[error("the bridge needs a non-empty token: pass --token or set EDGELIMIT_TOKEN")]
+    EmptyToken,
+    /// The Redis URL could not be parsed.
+    #[error("invalid Redis URL {url:?}: {source}; expected e.g. redis://127.0.0.1:6379")]
+    RedisUrl {
+        /// The URL as given.
+        url: String,
+        /// The parser's complaint.
+        #[source]
+        source: redis::RedisError,
+    },
+    /// Serving HTTP failed.
+    #[error("the HTTP server failed: {0}")]
+    Serve(#[from] std::io::Error),
+}
+
+struct Bridge {
+    redis: RedisLink,
+    tokens: TokenCheck,
+    aliases: ScriptAliases,
+}
+
+/// Serves the bridge on `listener` until `shutdown` completes, then finishes the requests in flight and returns.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    config: BridgeConfig,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), BridgeError> {
+    if config.token.is_empty() {
+        return Err(BridgeError::EmptyToken);
+    }
+    let redis = RedisLink::new(&config.redis_url, config.redis_timeout).map_err(|source| BridgeError::RedisUrl {
+        url: config.redis_url.clone(),
+        source,
+    })?;
+    let bridge = Arc::new(Bridge {
+        redis,
+        tokens: TokenCheck::new(&config.token),
+        aliases: ScriptAliases::default(),
+    });
+    let app = Router::new()
+        .route("/", post(single))
+        .route("/pipeline", post(pipeline))
+        .route("/multi-exec", post(multi_exec))
+        .fallback(not_found)
+        .layer(middleware::from_fn_with_state(bridge.clone(), authenticate))
+        .layer(DefaultBodyLimit::max(config.max_request_bytes))
+        .with_state(bridge);
+    axum::serve(listener, app).with_graceful_shutdown(shutdown).await?;
+    Ok(())
+}
+
+/// A request that failed before or instead of reaching Redis, answered as `{"error": …}` with its status.
+struct Failure {
+    status: StatusCode,
+    message: String,
+}
+
+impl Failure {
+    fn new(status: StatusCode, message: impl Into<String>) -> Self {
+        Failure {
+            status,
+            message: message.into(),
+        }
+    }
+
+    fn bad_request(message: impl Into<String>) -> Self {
+        Failure::new(StatusCode::BAD_REQUEST, message)
+    }
+}
+
+impl IntoResponse for Failure {
+    fn into_response(self) -> Response {
+        (self.status, Json(json!({ "error": self.message }))).into_response()
+    }
+}
+
+async fn authenticate(State(bridge): State<Arc<Bridge>>, request: Request, next: Next) -> Response {
+    let authorization = request.headers().get("authorization").map(|value| value.as_bytes());
+    if bridge.tokens.accepts(authorization) {
+        next.run(request).await
+    } else {
+        Failure::new(
+            StatusCode::UNAUTHORIZED,
+            "Unauthorized: send the bridge's token as 'Authorization: Bearer <token>'",
+        )
+        .into_response()
+    }
+}
+
+async fn not_found() -> Failure {
+    Failure::new(
+        StatusCode::NOT_FOUND,
+        "no such route: POST a command to /, /pipeline or /multi-exec",
+    )
+}
+
+/// Reads a JSON body; an oversized or unparsable one is a failure that says so.
+fn parse_body(body: Result<Bytes, BytesRejection>) -> Result<JsonValue, Failure> {
+    let bytes = body.map_err(|rejection| {
+        Failure::new(
+            rejection.status(),
+            format!("could not read the request body: {}", rejection.body_text()),
+        )
+    })?;
+    serde_json::from_slice(&bytes).map_err(|e| Failure::bad_request(format!("the request body is not valid JSON: {e}")))
+}
+
+fn wants_base64(headers: &HeaderMap) -> bool {
+    headers
+        .get("upstash-encoding")
+        .is_some_and(|value| value.as_bytes().eq_ignore_ascii_case(b"base64"))
+}
+
+/// The text of a Redis error reply, or `None` when the error is not Redis's reply (I/O, timeout, protocol).
+fn redis_reply_error(error: &redis::RedisError) -> Option<String> {
+    let code = error.code()?;
+    Some(match error.detail() {
+        Some(detail) => format!("{code} {detail}"),
+        // An aborted transaction carries the per-command errors that caused it only in its rendering.
+        None => format!("{code} {error}"),
+    })
+}
+
+/// One prepared command and, for a `SCRIPT LOAD` of a rewritten script, the SHA1 its reply must name.
+type Prepared = (redis::Cmd, Option<String>);
+
+impl Bridge {
+    /// Checks and rewrites the commands of one request; nothing runs unless all of them may.
+    fn prepare(&self, mut commands: Vec<Words>) -> Result<Vec<Prepared>, Failure> {
+        if let Some(why) = commands.iter().find_map(|words| policy::refusal(words)) {
+            return Err(Failure::bad_request(why));
+        }
+        Ok(commands
+            .iter_mut()
+            .map(|words| {
+                let loaded_sha = self.aliases.rewrite(words);
+                let mut command = redis::Cmd::new();
+                words.iter().for_each(|word| {
+                    command.arg(word.as_slice());
+                });
+                (command, loaded_sha)
+            })
+            .collect())
+    }
+
+    async fn connection(&self) -> Result<redis::aio::ConnectionManager, Failure> {
+        self.redis.connection().await.map_err(|e| self.failure(&e))
+    }
+
+    /// A Redis error reply is the client's 400; anything else means Redis could not be reached: 503.
+    fn failure(&self, error: &redis::RedisError) -> Failure {
+        if let Some(message) = redis_reply_error(error) {
+            return Failure::bad_request(message);
+        }
+        let redis = self.redis.describe();
+        eprintln!("edgelimit bridge: redis at {redis} unavailable: {error}");
+        Failure::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("redis at {redis} is unavailable ({error}); the bridge reconnects by itself, retry shortly"),
+        )
+    }
+}
+
+/// One reply as JSON; a `SCRIPT LOAD` of a rewritten script answers the SHA1 the client computed.
+fn render(value: redis::Value, loaded_sha: Option<String>, base64: bool) -> JsonValue {
+    match loaded_sha {
+        Some(sha) => json::reply(redis::Value::BulkString(sha.into_bytes()), base64),
+        None => json::reply(value, base64),
+    }
+}
+
+async fn single(
+    State(bridge): State<Arc<Bridge>>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<JsonValue>, Failure> {
+    let words = json::command(&parse_body(body)?).map_err(Failure::bad_request)?;
+    let (command, loaded_sha) = bridge.prepare(vec![words])?.remove(0);
+    let mut connection = bridge.connection().await?;
+    let value = command
+        .query_async::<redis::Value>(&mut connection)
+        .await
+        .map_err(|e| bridge.failure(&e))?;
+    Ok(Json(
+        json!({ "result": render(value, loaded_sha, wants_base64(&headers)) }),
+    ))
+}
+
+async fn pipeline(
+    State(bridge): State<Arc<Bridge>>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<JsonValue>, Failure> {
+    batch(&bridge, &headers, body, false).await
+}
+
+async fn multi_exec(
+    State(bridge): State<Arc<Bridge>>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<JsonValue>, Failure> {
+    batch(&bridge, &headers, body, true).await
+}
+
+async fn batch(
+    bridge: &Bridge,
+    headers: &HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+    atomic: bool,
+) -> Result<Json<JsonValue>, Failure> {
+    let commands = json::commands(&parse_body(body)?).map_err(Failure::bad_request)?;
+    let prepared = bridge.prepare(commands)?;
+    let mut pipe = redis::pipe();
+    if atomic {
+        pipe.atomic();
+    }
+    pipe.ignore_errors();
+    let mut loaded_shas = Vec::with_capacity(prepared.len());
+    for (command, loaded_sha) in prepared {
+        pipe.add_command(command);
+        loaded_shas.push(loaded_sha);
+    }
+    let mut connection = bridge.connection().await?;
+    // A transaction that Redis refuses as a whole (EXECABORT) fails here: it has no per-command results.
+    let results = pipe
+        .query_async::<Vec<redis::RedisResult<redis::Value>>>(&mut connection)
+        .await
+        .map_err(|e| bridge.failure(&e))?;
+    let base64 = wants_base64(headers);
+    let items = results
+        .into_iter()
+        .zip(loaded_shas)
+        .map(|(result, loaded_sha)| match result {
+            Ok(value) => json!({ "result": render(value, loaded_sha, base64) }),
+            Err(e) => json!({ "error": redis_reply_error(&e).unwrap_or_else(|| e.to_string()) }),
+        })
+        .collect();
+    Ok(Json(JsonValue::Array(items)))
+}

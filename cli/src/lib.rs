@@ -1,0 +1,20 @@
+//! # edgelimit-cli
+//!
+//! The native side of edgelimit, on the same core as the wasm build: the Upstash-compatible REST bridge over a real
+//! Redis (for local development and self-hosting), the local dev stack, and the `edgelimit` binary's commands.
+//!
+//! ## Layout
+//!
+//! | module | concept |
+//! |---|---|
+//! | [`bridge`] | the REST bridge: routes, auth, JSON<->RESP, script shebang compatibility, the Redis link |
+//! | [`redis_server`] | a real `redis-server` child process on a loopback port (dev stack and tests) |
+//! | [`dev`] | `edgelimit dev`: Redis + bridge in one command |
+//! | [`signals`] | graceful shutdown on SIGINT/SIGTERM |
+
+#![warn(missing_docs)]
+
+pub mod bridge;
+pub mod dev;
+pub mod redis_server;
+pub mod signals;

@@ -1,0 +1,44 @@
+//! # edgelimit
+//!
+//! Exact distributed rate limiting for the edge. Every decision is one HTTP round trip: an atomic Lua script sent
+//! with `EVALSHA` (falling back to `EVAL` on `NOSCRIPT`) to an Upstash-compatible Redis REST endpoint, so every edge
+//! location shares one exact limit, timed by the Redis server's clock.
+//!
+//! The same crate compiles natively (the `edgelimit` CLI, the tests) and to `wasm32-unknown-unknown` (the npm
+//! package and the Cloudflare Worker). It carries no server-side dependencies: the REST bridge lives in the CLI crate.
+//!
+//! ## Layout
+//!
+//! | module | concept |
+//! |---|---|
+//! | [`error`] | the one error enum, with stable `EDGELIMIT_…` codes |
+//! | [`value`] | Redis replies as the REST protocol carries them, and their checked decoding |
+//! | [`rest`] | the REST client: one command, pipeline, multi-exec, base64, per-request timeout |
+//! | [`script`] | Lua scripts by SHA1: `EVALSHA`, then `EVAL` on `NOSCRIPT` |
+//! | `wasm` (wasm32 only) | the wasm-bindgen surface that JavaScript sees |
+//!
+//! ## Example
+//!
+//! ```no_run
+//! # async fn demo() -> edgelimit::Result<()> {
+//! use edgelimit::{Command, RestClient};
+//! let client = RestClient::new("http://127.0.0.1:8079", "dev-token")?;
+//! let pong = client.command(&Command::new("PING")).await?.into_string()?;
+//! assert_eq!(pong, "PONG");
+//! # Ok(()) }
+//! ```
+
+#![warn(missing_docs)]
+
+pub mod error;
+pub mod rest;
+pub mod script;
+pub mod value;
+
+#[cfg(target_arch = "wasm32")]
+mod wasm;
+
+pub use error::{Error, Result};
+pub use rest::{Command, RestClient};
+pub use script::Script;
+pub use value::Value;

@@ -1,0 +1,236 @@
+//! The client side of the Upstash REST protocol, on reqwest (hyper natively, the global `fetch` in wasm).
+//!
+//! `POST /` carries one command as a JSON array and answers `{"result": …}` (HTTP 200) or `{"error": …}` (HTTP 400);
+//! `POST /pipeline` and `POST /multi-exec` carry an array of commands and answer an array of such objects. The
+//! client always asks for `Upstash-Encoding: base64`, so binary strings (script members, packed ids) arrive intact.
+
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+use crate::value::Value;
+
+/// How long a request may take when the caller does not say. Well under Upstash's own 5 s limit: a rate limiter
+/// that makes an edge request wait seconds has already failed at its job.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_millis(1_000);
+
+/// One Redis command: its name and arguments, sent as a JSON array of strings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Command(Vec<String>);
+
+impl Command {
+    /// Starts a command with its name, e.g. `Command::new("EVALSHA")`.
+    pub fn new(name: &str) -> Self {
+        Command(vec![name.to_owned()])
+    }
+
+    /// Appends one argument. Numbers are sent as their decimal text, which Redis parses as it would over RESP.
+    pub fn arg(mut self, arg: impl ToString) -> Self {
+        self.0.push(arg.to_string());
+        self
+    }
+
+    /// Appends every argument of `args`, in order.
+    pub fn args<T: ToString>(mut self, args: impl IntoIterator<Item = T>) -> Self {
+        self.0.extend(args.into_iter().map(|arg| arg.to_string()));
+        self
+    }
+
+    /// The command's words, name first.
+    pub fn words(&self) -> &[String] {
+        &self.0
+    }
+}
+
+/// A connection to one Upstash-compatible REST endpoint. Cheap to clone; clones share the HTTP connection pool.
+#[derive(Debug, Clone)]
+pub struct RestClient {
+    http: reqwest::Client,
+    base_url: String,
+    token: String,
+    timeout: Duration,
+}
+
+impl RestClient {
+    /// A client for the endpoint at `url` (e.g. `https://eu1-xyz.upstash.io` or `http://127.0.0.1:8079`),
+    /// authenticating with the bearer `token`, with [`DEFAULT_TIMEOUT`].
+    pub fn new(url: &str, token: &str) -> Result<Self> {
+        let base_url = url.trim().trim_end_matches('/');
+        if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+            return Err(Error::InvalidConfig(format!(
+                "the REST URL must start with http:// or https://, got {url:?}; set EDGELIMIT_URL or \
+                 UPSTASH_REDIS_REST_URL"
+            )));
+        }
+        if token.is_empty() {
+            return Err(Error::InvalidConfig(
+                "the REST token is empty; set EDGELIMIT_TOKEN or UPSTASH_REDIS_REST_TOKEN".into(),
+            ));
+        }
+        Ok(RestClient {
+            http: reqwest::Client::new(),
+            base_url: base_url.to_owned(),
+            token: token.to_owned(),
+            timeout: DEFAULT_TIMEOUT,
+        })
+    }
+
+    /// The same client with another per-request timeout (which must be above zero).
+    pub fn with_timeout(mut self, timeout: Duration) -> Result<Self> {
+        if timeout.is_zero() {
+            return Err(Error::InvalidConfig("the request timeout must be above zero".into()));
+        }
+        self.timeout = timeout;
+        Ok(self)
+    }
+
+    /// The endpoint URL, without a trailing slash.
+    pub fn url(&self) -> &str {
+        &self.base_url
+    }
+
+    /// The per-request timeout.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// Runs one command. A Redis error reply becomes [`Error::Redis`].
+    pub async fn command(&self, command: &Command) -> Result<Value> {
+        let body = serde_json::to_vec(command.words()).expect("a list of strings always serialises");
+        let reply = self.post("", body).await?;
+        decode_item(&reply)
+    }
+
+    /// Runs several commands in one round trip, not atomically: each gets its own result, and one command's error
+    /// does not stop the others.
+    pub async fn pipeline(&self, commands: &[Command]) -> Result<Vec<Result<Value>>> {
+        self.batch("/pipeline", commands).await
+    }
+
+    /// Runs several commands in one round trip inside MULTI/EXEC: no other client's command runs between them.
+    pub async fn multi_exec(&self, commands: &[Command]) -> Result<Vec<Result<Value>>> {
+        self.batch("/multi-exec", commands).await
+    }
+
+    async fn batch(&self, path: &str, commands: &[Command]) -> Result<Vec<Result<Value>>> {
+        let words: Vec<&[String]> = commands.iter().map(Command::words).collect();
+        let body = serde_json::to_vec(&words).expect("lists of strings always serialise");
+        let reply = self.post(path, body).await?;
+        let serde_json::Value::Array(items) = reply else {
+            return Err(Error::malformed("an array of results", reply));
+        };
+        if items.len() != commands.len() {
+            return Err(Error::malformed(
+                format!("{} results, one per command", commands.len()),
+                format!("{} results", items.len()),
+            ));
+        }
+        Ok(items.iter().map(decode_item).collect())
+    }
+
+    /// Sends one request and returns its JSON body, mapping HTTP-level failures to errors.
+    async fn post(&self, path: &str, body: Vec<u8>) -> Result<serde_json::Value> {
+        let url = format!("{}{path}", self.base_url);
+        let request = self
+            .http
+            .post(&url)
+            .bearer_auth(&self.token)
+            .header("Upstash-Encoding", "base64")
+            .header("Content-Type", "application/json")
+            .timeout(self.timeout)
+            .body(body);
+        let response = request.send().await.map_err(|e| self.transport_error(e))?;
+        let status = response.status().as_u16();
+        let bytes = response.bytes().await.map_err(|e| self.transport_error(e))?;
+        let json: Option<serde_json::Value> = serde_json::from_slice(&bytes).ok();
+        let error_text = || match json.as_ref().and_then(|j| j.get("error")).and_then(|e| e.as_str()) {
+            Some(message) => message.to_owned(),
+            None => String::from_utf8_lossy(&bytes[..bytes.len().min(200)]).into_owned(),
+        };
+        match status {
+            200 => json.ok_or_else(|| Error::malformed("a JSON body", String::from_utf8_lossy(&bytes))),
+            // Upstash answers a command that Redis rejected with 400 and the Redis error text.
+            400 if json.is_some() => Err(Error::Redis(error_text())),
+            401 | 403 => Err(Error::Unauthorized {
+                status,
+                message: error_text(),
+            }),
+            _ => Err(Error::Endpoint {
+                status,
+                message: error_text(),
+            }),
+        }
+    }
+
+    fn transport_error(&self, error: reqwest::Error) -> Error {
+        // reqwest's wasm backend reports its abort-on-timeout as an error whose text says "TimedOut" rather than
+        // through `is_timeout()`, so both are checked.
+        if error.is_timeout() || error.to_string().contains("TimedOut") {
+            Error::Timeout { after: self.timeout }
+        } else {
+            Error::Transport {
+                url: self.base_url.clone(),
+                source: Box::new(error),
+            }
+        }
+    }
+}
+
+/// Decodes one `{"result": …}` / `{"error": …}` object.
+fn decode_item(item: &serde_json::Value) -> Result<Value> {
+    if let Some(error) = item.get("error") {
+        return match error.as_str() {
+            Some(message) => Err(Error::Redis(message.to_owned())),
+            None => Err(Error::malformed("an error message string", error)),
+        };
+    }
+    match item.get("result") {
+        Some(result) => Value::from_json(result, true),
+        None => Err(Error::malformed("an object with \"result\" or \"error\"", item)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn commands_serialise_as_arrays_of_strings() {
+        let command = Command::new("EVALSHA").arg("abc").arg(1).args(["k", "v"]);
+        assert_eq!(
+            serde_json::to_string(command.words()).unwrap(),
+            r#"["EVALSHA","abc","1","k","v"]"#
+        );
+    }
+
+    #[test]
+    fn rejects_unusable_configuration_with_what_to_do() {
+        let err = RestClient::new("127.0.0.1:8079", "t").unwrap_err();
+        assert!(err.to_string().contains("http://"), "{err}");
+        let err = RestClient::new("http://127.0.0.1:8079", "").unwrap_err();
+        assert!(err.to_string().contains("EDGELIMIT_TOKEN"), "{err}");
+        let client = RestClient::new("http://127.0.0.1:8079/", "t").unwrap();
+        assert_eq!(client.url(), "http://127.0.0.1:8079");
+        assert!(client.with_timeout(Duration::ZERO).is_err());
+    }
+
+    #[test]
+    fn result_and_error_items_are_decoded_and_anything_else_is_malformed() {
+        assert_eq!(
+            decode_item(&json!({"result": "UE9ORw=="})).unwrap(),
+            Value::Bytes(b"PONG".to_vec())
+        );
+        assert_eq!(
+            decode_item(&json!({"error": "ERR x"})).unwrap_err().to_string(),
+            "redis replied with an error: ERR x"
+        );
+        assert_eq!(
+            decode_item(&json!({"nope": 1})).unwrap_err().code(),
+            "EDGELIMIT_MALFORMED_REPLY"
+        );
+        assert_eq!(
+            decode_item(&json!({"error": 5})).unwrap_err().code(),
+            "EDGELIMIT_MALFORMED_REPLY"
+        );
+    }
+}

@@ -1,0 +1,87 @@
+//! Lua scripts and how they are run: `EVALSHA` first, `EVAL` only when Redis answers `NOSCRIPT`.
+//!
+//! A decision is one round trip in the steady state: the script's SHA1 is computed once from its text, and Redis
+//! keeps the text in its script cache after the first `EVAL`. After a restart, a `SCRIPT FLUSH` or a fail-over the
+//! cache is empty; the `NOSCRIPT` reply costs one extra round trip, once, and loses nothing because `EVALSHA` did
+//! not run.
+
+use crate::error::Result;
+use crate::rest::{Command, RestClient};
+use crate::value::Value;
+
+/// A Lua script with its SHA1, as Redis's script cache names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Script {
+    source: String,
+    sha1: String,
+}
+
+impl Script {
+    /// Wraps a script's text and computes its SHA1 (lowercase hex, as `SCRIPT LOAD` returns it).
+    pub fn new(source: impl Into<String>) -> Self {
+        let source = source.into();
+        let sha1 = sha1_smol::Sha1::from(source.as_bytes()).digest().to_string();
+        Script { source, sha1 }
+    }
+
+    /// The script's text.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// The SHA1 of the text, lowercase hex.
+    pub fn sha1(&self) -> &str {
+        &self.sha1
+    }
+
+    /// The `EVALSHA` command for these keys and arguments.
+    pub fn evalsha_command<K: ToString, A: ToString>(&self, keys: &[K], args: &[A]) -> Command {
+        Self::invocation("EVALSHA", &self.sha1, keys, args)
+    }
+
+    /// The `EVAL` command (the full text) for these keys and arguments.
+    pub fn eval_command<K: ToString, A: ToString>(&self, keys: &[K], args: &[A]) -> Command {
+        Self::invocation("EVAL", &self.source, keys, args)
+    }
+
+    fn invocation<K: ToString, A: ToString>(verb: &str, script: &str, keys: &[K], args: &[A]) -> Command {
+        Command::new(verb)
+            .arg(script)
+            .arg(keys.len())
+            .args(keys.iter().map(ToString::to_string))
+            .args(args.iter().map(ToString::to_string))
+    }
+
+    /// Runs the script atomically in Redis: `EVALSHA`, and `EVAL` with the full text if the cache misses.
+    ///
+    /// Every key the script touches must be in `keys` (Redis Cluster routes on them, and Redis 7 checks them).
+    pub async fn run<K: ToString, A: ToString>(&self, client: &RestClient, keys: &[K], args: &[A]) -> Result<Value> {
+        match client.command(&self.evalsha_command(keys, args)).await {
+            Err(error) if error.is_noscript() => client.command(&self.eval_command(keys, args)).await,
+            reply => reply,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sha1_matches_redis_script_load() {
+        // `redis-cli SCRIPT LOAD "return 1"` answers this digest.
+        assert_eq!(
+            Script::new("return 1").sha1(),
+            "e0e1f9fabfc9d4800c877a703b823ac0578ff8db"
+        );
+    }
+
+    #[test]
+    fn invocations_carry_numkeys_keys_then_args() {
+        let script = Script::new("return 1");
+        let command = script.evalsha_command(&["{a}:x", "{a}:y"], &[5]);
+        assert_eq!(command.words(), ["EVALSHA", script.sha1(), "2", "{a}:x", "{a}:y", "5"]);
+        let command = script.eval_command::<&str, &str>(&[], &[]);
+        assert_eq!(command.words(), ["EVAL", "return 1", "0"]);
+    }
+}

@@ -1,0 +1,177 @@
+//! Redis replies as they arrive over the REST protocol, and their checked decoding.
+//!
+//! The REST endpoint maps RESP to JSON: integers become numbers, bulk and simple strings become strings (base64 when
+//! the client asked for `Upstash-Encoding: base64`), nil and a Lua `false` become `null`, arrays nest. [`Value`] is
+//! that mapping, and every accessor checks the shape instead of assuming it, so a reply that is not what a script
+//! promises becomes [`Error::MalformedReply`], never a panic.
+
+use base64::Engine as _;
+
+use crate::error::{Error, Result};
+
+/// One decoded Redis reply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Value {
+    /// Redis nil (also what a Lua `false` becomes).
+    Nil,
+    /// A Redis integer (also what a Lua `true` becomes: 1).
+    Int(i64),
+    /// A bulk or simple string, as bytes: script members may be binary (Redisson packs them with `struct.pack`).
+    Bytes(Vec<u8>),
+    /// A multi-bulk reply.
+    Array(Vec<Value>),
+}
+
+impl Value {
+    /// Decodes one JSON reply value. With `base64` every string but the literal `OK` is base64, as Upstash sends
+    /// it (`OK` is never valid base64 output, whose length is a multiple of four, so the exception is unambiguous).
+    pub fn from_json(json: &serde_json::Value, base64: bool) -> Result<Value> {
+        match json {
+            serde_json::Value::Null => Ok(Value::Nil),
+            serde_json::Value::Number(number) => number
+                .as_i64()
+                .map(Value::Int)
+                .ok_or_else(|| Error::malformed("an integer that fits in 64 bits", number)),
+            serde_json::Value::String(text) if base64 && text != "OK" => base64::engine::general_purpose::STANDARD
+                .decode(text)
+                .map(Value::Bytes)
+                .map_err(|_| Error::malformed("a base64 string", json)),
+            serde_json::Value::String(text) => Ok(Value::Bytes(text.clone().into_bytes())),
+            serde_json::Value::Array(items) => items
+                .iter()
+                .map(|item| Value::from_json(item, base64))
+                .collect::<Result<_>>()
+                .map(Value::Array),
+            serde_json::Value::Bool(_) | serde_json::Value::Object(_) => {
+                Err(Error::malformed("a Redis reply (null, number, string or array)", json))
+            }
+        }
+    }
+
+    /// The reply as an integer.
+    pub fn into_int(self) -> Result<i64> {
+        match self {
+            Value::Int(n) => Ok(n),
+            other => Err(Error::malformed("an integer", other)),
+        }
+    }
+
+    /// The reply as a UTF-8 string.
+    pub fn into_string(self) -> Result<String> {
+        match self {
+            Value::Bytes(bytes) => {
+                String::from_utf8(bytes).map_err(|e| Error::malformed("a UTF-8 string", Value::Bytes(e.into_bytes())))
+            }
+            other => Err(Error::malformed("a string", other)),
+        }
+    }
+
+    /// The reply as raw bytes.
+    pub fn into_bytes(self) -> Result<Vec<u8>> {
+        match self {
+            Value::Bytes(bytes) => Ok(bytes),
+            other => Err(Error::malformed("a string", other)),
+        }
+    }
+
+    /// The reply as an array.
+    pub fn into_array(self) -> Result<Vec<Value>> {
+        match self {
+            Value::Array(items) => Ok(items),
+            other => Err(Error::malformed("an array", other)),
+        }
+    }
+
+    /// The reply as an array of exactly `N` items: the shape every script decision has.
+    pub fn into_tuple<const N: usize>(self) -> Result<[Value; N]> {
+        let items = self.into_array()?;
+        let len = items.len();
+        <[Value; N]>::try_from(items).map_err(|items| {
+            Error::malformed(
+                format!("an array of {N} items"),
+                format!("{len} items: {}", Value::Array(items)),
+            )
+        })
+    }
+
+    /// `None` for nil, otherwise the reply itself.
+    pub fn into_option(self) -> Option<Value> {
+        match self {
+            Value::Nil => None,
+            other => Some(other),
+        }
+    }
+}
+
+/// A compact, Redis-CLI-like rendering, used in error messages.
+impl std::fmt::Display for Value {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Value::Nil => f.write_str("(nil)"),
+            Value::Int(n) => write!(f, "(integer) {n}"),
+            Value::Bytes(bytes) => write!(f, "{:?}", String::from_utf8_lossy(bytes)),
+            Value::Array(items) => {
+                f.write_str("[")?;
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{item}")?;
+                }
+                f.write_str("]")
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn maps_every_json_shape_of_the_protocol() {
+        let reply = json!([null, 7, "abc", ["x", -1]]);
+        assert_eq!(
+            Value::from_json(&reply, false).unwrap(),
+            Value::Array(vec![
+                Value::Nil,
+                Value::Int(7),
+                Value::Bytes(b"abc".to_vec()),
+                Value::Array(vec![Value::Bytes(b"x".to_vec()), Value::Int(-1)]),
+            ])
+        );
+    }
+
+    #[test]
+    fn base64_strings_are_decoded_except_the_literal_ok() {
+        let reply = json!(["T0s=", "OK", "AP8="]);
+        assert_eq!(
+            Value::from_json(&reply, true).unwrap(),
+            Value::Array(vec![
+                Value::Bytes(b"OK".to_vec()),
+                Value::Bytes(b"OK".to_vec()),
+                Value::Bytes(vec![0, 255]),
+            ])
+        );
+    }
+
+    #[test]
+    fn rejects_what_redis_never_sends() {
+        for bad in [json!(1.5), json!(true), json!({"a": 1}), json!(u64::MAX)] {
+            let err = Value::from_json(&bad, false).unwrap_err();
+            assert_eq!(err.code(), "EDGELIMIT_MALFORMED_REPLY", "{bad}");
+        }
+        assert!(Value::from_json(&json!("not base64!"), true).is_err());
+    }
+
+    #[test]
+    fn typed_accessors_check_instead_of_assuming() {
+        assert_eq!(Value::Int(3).into_int().unwrap(), 3);
+        assert!(Value::Nil.into_int().is_err());
+        assert!(Value::Bytes(vec![0xff]).into_string().is_err());
+        assert!(Value::Array(vec![Value::Int(1)]).into_tuple::<2>().is_err());
+        let [a, b] = Value::Array(vec![Value::Int(1), Value::Nil]).into_tuple::<2>().unwrap();
+        assert_eq!((a, b.into_option()), (Value::Int(1), None));
+    }
+}

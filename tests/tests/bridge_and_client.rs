@@ -1,0 +1,195 @@
+//! The Rust REST client against the real bridge over a real Redis: exact replies, errors, recovery.
+
+use std::time::Duration;
+
+use edgelimit::{Command, Error, RestClient, Script, Value};
+use edgelimit_tests::{Stack, TOKEN};
+
+fn cmd(words: &str) -> Command {
+    let mut parts = words.split(' ');
+    Command::new(parts.next().unwrap()).args(parts)
+}
+
+fn bytes(text: &str) -> Value {
+    Value::Bytes(text.as_bytes().to_vec())
+}
+
+#[tokio::test]
+async fn every_reply_type_round_trips_exactly() {
+    let stack = Stack::start().await;
+    let client = stack.client();
+    assert_eq!(client.command(&cmd("PING")).await.unwrap(), bytes("PONG"));
+    assert_eq!(client.command(&cmd("SET greeting héllo")).await.unwrap(), bytes("OK"));
+    assert_eq!(client.command(&cmd("GET greeting")).await.unwrap(), bytes("héllo"));
+    assert_eq!(client.command(&cmd("GET missing")).await.unwrap(), Value::Nil);
+    assert_eq!(client.command(&cmd("INCRBY n -42")).await.unwrap(), Value::Int(-42));
+    client.command(&cmd("RPUSH list a b c")).await.unwrap();
+    assert_eq!(
+        client.command(&cmd("LRANGE list 0 -1")).await.unwrap(),
+        Value::Array(vec![bytes("a"), bytes("b"), bytes("c")])
+    );
+    // A Lua reply mixing every type, including binary bytes that are not UTF-8 and a Lua false (nil).
+    let script = Script::new("return {1, 'two', {3}, false, struct.pack('>I2', 65535)}");
+    assert_eq!(
+        script.run::<&str, &str>(&client, &[], &[]).await.unwrap(),
+        Value::Array(vec![
+            Value::Int(1),
+            bytes("two"),
+            Value::Array(vec![Value::Int(3)]),
+            Value::Nil,
+            Value::Bytes(vec![0xff, 0xff]),
+        ])
+    );
+}
+
+#[tokio::test]
+async fn command_errors_are_redis_errors_with_redis_text() {
+    let stack = Stack::start().await;
+    let client = stack.client();
+    client.command(&cmd("SET s x")).await.unwrap();
+    let err = client.command(&cmd("LPUSH s y")).await.unwrap_err();
+    assert!(matches!(&err, Error::Redis(m) if m.starts_with("WRONGTYPE")), "{err}");
+    let err = client.command(&cmd("NOSUCHCOMMAND")).await.unwrap_err();
+    assert!(
+        matches!(&err, Error::Redis(m) if m.starts_with("ERR unknown command")),
+        "{err}"
+    );
+    let err = client.command(&cmd("MULTI")).await.unwrap_err();
+    assert!(err.to_string().contains("/multi-exec"), "{err}");
+    let err = Script::new("error('boom')")
+        .run::<&str, &str>(&client, &[], &[])
+        .await
+        .unwrap_err();
+    assert!(matches!(&err, Error::Redis(m) if m.contains("boom")), "{err}");
+}
+
+#[tokio::test]
+async fn pipeline_reports_each_command_and_multi_exec_is_atomic() {
+    let stack = Stack::start().await;
+    let client = stack.client();
+    let results = client
+        .pipeline(&[cmd("SET p 1"), cmd("HSET p f v"), cmd("INCR p")])
+        .await
+        .unwrap();
+    assert_eq!(results[0].as_ref().unwrap(), &bytes("OK"));
+    assert!(matches!(&results[1], Err(Error::Redis(m)) if m.starts_with("WRONGTYPE")));
+    assert_eq!(results[2].as_ref().unwrap(), &Value::Int(2));
+
+    let results = client
+        .multi_exec(&[cmd("INCR m"), cmd("INCR m"), cmd("GET m")])
+        .await
+        .unwrap();
+    let values: Vec<Value> = results.into_iter().map(Result::unwrap).collect();
+    assert_eq!(values, vec![Value::Int(1), Value::Int(2), bytes("2")]);
+
+    // A transaction Redis refuses as a whole runs nothing.
+    let err = client
+        .multi_exec(&[cmd("INCR m"), cmd("NOSUCHCOMMAND")])
+        .await
+        .unwrap_err();
+    assert!(matches!(&err, Error::Redis(m) if m.starts_with("EXECABORT")), "{err}");
+    assert_eq!(client.command(&cmd("GET m")).await.unwrap(), bytes("2"));
+}
+
+#[tokio::test]
+async fn evalsha_falls_back_to_eval_once_after_a_script_flush() {
+    let stack = Stack::start().await;
+    let client = stack.client();
+    let script = Script::new("return redis.call('INCR', KEYS[1])");
+    assert_eq!(
+        script.run(&client, &["{c}:n"], &[] as &[&str]).await.unwrap(),
+        Value::Int(1)
+    );
+    client.command(&cmd("SCRIPT FLUSH")).await.unwrap();
+    // EVALSHA misses (NOSCRIPT, nothing ran), EVAL runs it exactly once.
+    assert_eq!(
+        script.run(&client, &["{c}:n"], &[] as &[&str]).await.unwrap(),
+        Value::Int(2)
+    );
+    let exists = client.command(&cmd("SCRIPT EXISTS").arg(script.sha1())).await.unwrap();
+    assert_eq!(exists, Value::Array(vec![Value::Int(1)]));
+}
+
+#[tokio::test]
+async fn upstash_shebang_scripts_run_and_keep_their_original_sha1() {
+    let stack = Stack::start().await;
+    let client = stack.client();
+    let script = Script::new("#!lua flags=allow-key-locking\nreturn redis.call('INCR', KEYS[1])");
+    let loaded = client.command(&cmd("SCRIPT LOAD").arg(script.source())).await.unwrap();
+    assert_eq!(loaded.into_string().unwrap(), script.sha1());
+    assert_eq!(
+        script.run(&client, &["{s}:n"], &[] as &[&str]).await.unwrap(),
+        Value::Int(1)
+    );
+    assert_eq!(
+        script.run(&client, &["{s}:n"], &[] as &[&str]).await.unwrap(),
+        Value::Int(2)
+    );
+}
+
+#[tokio::test]
+async fn a_wrong_token_is_unauthorized() {
+    let stack = Stack::start().await;
+    let client = RestClient::new(stack.url(), "wrong").unwrap();
+    let err = client.command(&cmd("PING")).await.unwrap_err();
+    assert!(matches!(err, Error::Unauthorized { status: 401, .. }), "{err}");
+    assert_eq!(err.code(), "EDGELIMIT_AUTH");
+    assert_ne!(TOKEN, "wrong");
+}
+
+#[tokio::test]
+async fn redis_down_gives_clean_errors_then_the_bridge_recovers_by_itself() {
+    let mut stack = Stack::start().await;
+    let client = stack.client();
+    client.command(&cmd("SET before restart")).await.unwrap();
+    stack.stop_redis().await;
+    for _ in 0..3 {
+        let err = client.command(&cmd("PING")).await.unwrap_err();
+        assert!(
+            matches!(&err, Error::Endpoint { status: 503, message } if message.contains("unavailable")),
+            "{err}"
+        );
+    }
+    let err = client.pipeline(&[cmd("PING")]).await.unwrap_err();
+    assert!(matches!(err, Error::Endpoint { status: 503, .. }), "{err}");
+    stack.restart_redis().await;
+    // The first request after the restart may still meet the old, broken socket; recovery must follow promptly.
+    let mut recovered = false;
+    for _ in 0..20 {
+        if client.command(&cmd("PING")).await.is_ok() {
+            recovered = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(recovered, "the bridge did not reconnect to the restarted Redis");
+    // A restarted, disk-less Redis is empty: the script cache too, which EVALSHA's fallback handles.
+    assert_eq!(client.command(&cmd("GET before")).await.unwrap(), Value::Nil);
+    let script = Script::new("return 7");
+    assert_eq!(
+        script.run::<&str, &str>(&client, &[], &[]).await.unwrap(),
+        Value::Int(7)
+    );
+}
+
+#[tokio::test]
+async fn an_oversized_or_unparsable_body_gets_a_json_error() {
+    let stack = Stack::start().await;
+    let client = stack.client();
+    let huge = "x".repeat(2 << 20);
+    let err = client.command(&cmd("SET big").arg(huge)).await.unwrap_err();
+    assert!(
+        matches!(&err, Error::Endpoint { status: 413, message } if message.contains("body")),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn the_bridge_shuts_down_gracefully() {
+    let mut stack = Stack::start().await;
+    let client = stack.client();
+    client.command(&cmd("PING")).await.unwrap();
+    stack.stop_bridge().await;
+    let err = client.command(&cmd("PING")).await.unwrap_err();
+    assert_eq!(err.code(), "EDGELIMIT_TRANSPORT", "{err}");
+}

@@ -1,0 +1,113 @@
+//! The REST client against endpoints that misbehave: stalls, garbage, wrong shapes. Each is a real TCP server on
+//! loopback that answers with fixed bytes, so the client's own decoding is what is tested.
+
+use std::time::{Duration, Instant};
+
+use edgelimit::{Command, Error, RestClient};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+/// Serves every connection with `response` (or never answers when it is `None`); returns the base URL.
+async fn endpoint(response: Option<&'static str>) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        loop {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            tokio::spawn(async move {
+                let mut buffer = [0u8; 4096];
+                let _ = socket.read(&mut buffer).await;
+                match response {
+                    Some(body) => {
+                        let _ = socket.write_all(body.as_bytes()).await;
+                        let _ = socket.shutdown().await;
+                    }
+                    // Hold the connection open and say nothing: a stalled store.
+                    None => tokio::time::sleep(Duration::from_secs(60)).await,
+                }
+            });
+        }
+    });
+    url
+}
+
+fn http(status: &str, body: &str) -> &'static str {
+    let text = format!(
+        "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    Box::leak(text.into_boxed_str())
+}
+
+async fn ping(url: &str) -> Error {
+    let client = RestClient::new(url, "t")
+        .unwrap()
+        .with_timeout(Duration::from_millis(300))
+        .unwrap();
+    client.command(&Command::new("PING")).await.unwrap_err()
+}
+
+#[tokio::test]
+async fn a_stalled_endpoint_times_out_at_the_configured_timeout() {
+    let url = endpoint(None).await;
+    let started = Instant::now();
+    let err = ping(&url).await;
+    assert!(
+        matches!(err, Error::Timeout { after } if after == Duration::from_millis(300)),
+        "{err}"
+    );
+    assert_eq!(err.code(), "EDGELIMIT_TIMEOUT");
+    // Only a lower bound: the client must not give up early. Upper bounds are for benchmarks, not tests.
+    assert!(started.elapsed() >= Duration::from_millis(300));
+}
+
+#[tokio::test]
+async fn malformed_replies_are_errors_not_panics() {
+    for (status, body, expected) in [
+        ("200 OK", "not json", "a JSON body"),
+        ("200 OK", r#"{"result": 1.5}"#, "an integer that fits"),
+        ("200 OK", r#"{"result": "%%%"}"#, "a base64 string"),
+        ("200 OK", r#"{"unexpected": 1}"#, "\"result\" or \"error\""),
+        ("200 OK", r#"{"result": {"a": 1}}"#, "a Redis reply"),
+    ] {
+        let err = ping(&endpoint(Some(http(status, body))).await).await;
+        assert!(
+            matches!(&err, Error::MalformedReply { what, .. } if what.contains(expected)),
+            "{body}: {err}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn pipeline_replies_must_hold_one_result_per_command() {
+    let url = endpoint(Some(http("200 OK", r#"[{"result": "T0s="}]"#))).await;
+    let client = RestClient::new(&url, "t").unwrap();
+    let err = client
+        .pipeline(&[Command::new("PING"), Command::new("PING")])
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::MalformedReply { what, .. } if what.contains("2 results")),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn http_failures_say_what_happened() {
+    let err = ping(&endpoint(Some(http("502 Bad Gateway", "upstream down"))).await).await;
+    assert!(
+        matches!(&err, Error::Endpoint { status: 502, message } if message == "upstream down"),
+        "{err}"
+    );
+    let err = ping(&endpoint(Some(http("403 Forbidden", r#"{"error":"read-only token"}"#))).await).await;
+    assert!(matches!(&err, Error::Unauthorized { status: 403, message } if message == "read-only token"));
+
+    // Nothing listens on a port that was just freed.
+    let port = edgelimit_cli::redis_server::free_port().unwrap();
+    let err = ping(&format!("http://127.0.0.1:{port}")).await;
+    assert!(matches!(&err, Error::Transport { .. }), "{err}");
+    assert!(
+        std::error::Error::source(&err).is_some(),
+        "a transport error keeps its cause"
+    );
+}
