@@ -47,8 +47,16 @@ fn words(array: &js_sys::Array, what: &str) -> Result<Vec<String>, Error> {
         .map(|(i, word)| match (word.as_string(), word.as_f64()) {
             (Some(text), _) => Ok(text),
             (None, Some(n)) if n.fract() == 0.0 && n.abs() <= MAX_SAFE_INTEGER as f64 => Ok(format!("{n:.0}")),
-            _ => Err(Error::InvalidArgument(format!(
-                "{what}[{i}] must be a string or an integer, got {word:?}"
+            (None, Some(n)) => Err(Error::InvalidArgument(format!(
+                "{what}[{i}] must be a string or an integer, got the number {n}"
+            ))),
+            (None, None) => Err(Error::InvalidArgument(format!(
+                "{what}[{i}] must be a string or an integer, got {}",
+                if word.is_null() {
+                    "null".into()
+                } else {
+                    word.js_typeof().as_string().unwrap_or_default()
+                }
             ))),
         })
         .collect()

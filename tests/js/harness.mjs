@@ -1,0 +1,113 @@
+// Test harness for the JS tests: a real redis-server and the real `edgelimit bridge` binary, each on a free
+// loopback port, stopped when the test ends. No test depends on a service it did not start.
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { createConnection, createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+export const TOKEN = "js-test-token";
+const BRIDGE_BIN = process.env.EDGELIMIT_BIN ?? join(ROOT, "target/debug/edgelimit");
+
+/** A loopback port that was free a moment ago. */
+export async function freePort() {
+  const server = createServer().listen(0, "127.0.0.1");
+  await once(server, "listening");
+  const { port } = server.address();
+  server.close();
+  await once(server, "close");
+  return port;
+}
+
+function ping(port) {
+  return new Promise((resolve) => {
+    const socket = createConnection({ port, host: "127.0.0.1" }, () => socket.write("PING\r\n"));
+    socket.on("data", (data) => {
+      socket.destroy();
+      resolve(data.toString() === "+PONG\r\n");
+    });
+    socket.on("error", () => resolve(false));
+  });
+}
+
+async function waitFor(what, check, timeoutMs = 10_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`${what} did not become ready within ${timeoutMs} ms`);
+}
+
+/** Starts redis-server on `port` (nothing on disk). */
+export async function startRedis(port) {
+  const dir = mkdtempSync(join(tmpdir(), "edgelimit-js-redis-"));
+  const child = spawn(
+    "redis-server",
+    ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir],
+    { stdio: ["ignore", "ignore", "inherit"] },
+  );
+  child.on("error", (e) => console.error(`redis-server failed to start (${e.message}); run scripts/setup`));
+  await waitFor(`redis-server on port ${port}`, () => ping(port));
+  return {
+    port,
+    url: `redis://127.0.0.1:${port}`,
+    async stop() {
+      if (child.exitCode === null) {
+        child.kill("SIGKILL");
+        await once(child, "exit");
+      }
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Starts `edgelimit bridge` in front of `redisUrl`; resolves once it prints its address. */
+export async function startBridge(redisUrl, token = TOKEN) {
+  if (!existsSync(BRIDGE_BIN)) {
+    throw new Error(`${BRIDGE_BIN} is missing: build it with 'cargo build -p edgelimit-cli' (scripts/test does)`);
+  }
+  const child = spawn(BRIDGE_BIN, ["bridge", "--listen", "127.0.0.1:0", "--redis", redisUrl, "--redis-timeout-ms", "1500"], {
+    env: { ...process.env, EDGELIMIT_TOKEN: token },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const url = await new Promise((resolve, reject) => {
+    let seen = "";
+    child.stdout.on("data", (chunk) => {
+      seen += chunk;
+      const match = seen.match(/listening on (http:\/\/[\d.:]+)/);
+      if (match) resolve(match[1]);
+    });
+    child.on("exit", (code) => reject(new Error(`bridge exited with ${code} before listening`)));
+  });
+  return {
+    url,
+    async stop() {
+      if (child.exitCode === null) {
+        child.kill("SIGTERM");
+        await once(child, "exit");
+      }
+    },
+  };
+}
+
+/** Redis + bridge; `stopRedis`/`restartRedis` act under a running bridge. */
+export async function startStack() {
+  let redis = await startRedis(await freePort());
+  const bridge = await startBridge(redis.url);
+  return {
+    url: bridge.url,
+    token: TOKEN,
+    stopRedis: () => redis.stop(),
+    async restartRedis() {
+      redis = await startRedis(redis.port);
+    },
+    async stop() {
+      await bridge.stop();
+      await redis.stop();
+    },
+  };
+}

@@ -1,0 +1,103 @@
+// The official @upstash/redis client, unmodified, against the edgelimit bridge over a real Redis.
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+import { Redis } from "@upstash/redis";
+import { startStack } from "./harness.mjs";
+
+let stack;
+let redis;
+before(async () => {
+  stack = await startStack();
+  // The client's defaults: base64 response encoding, automatic JSON (de)serialisation.
+  redis = new Redis({ url: stack.url, token: stack.token, enableTelemetry: false });
+});
+after(() => stack.stop());
+
+test("strings, integers and nil", async () => {
+  assert.equal(await redis.ping(), "PONG");
+  assert.equal(await redis.set("greeting", "héllo wörld ✓"), "OK");
+  assert.equal(await redis.get("greeting"), "héllo wörld ✓");
+  assert.equal(await redis.get("missing"), null);
+  assert.equal(await redis.incrby("counter", 41), 41);
+  assert.equal(await redis.incr("counter"), 42);
+  assert.deepEqual(await redis.set("json", { a: [1, 2] }), "OK");
+  assert.deepEqual(await redis.get("json"), { a: [1, 2] });
+});
+
+test("arrays and hashes", async () => {
+  await redis.rpush("list", "a", "b", "c");
+  assert.deepEqual(await redis.lrange("list", 0, -1), ["a", "b", "c"]);
+  await redis.hset("hash", { field: "value", n: 3 });
+  assert.deepEqual(await redis.hgetall("hash"), { field: "value", n: 3 });
+  await redis.zadd("z", { score: 2, member: "two" }, { score: 1, member: "one" });
+  assert.deepEqual(await redis.zrange("z", 0, -1, { withScores: true }), ["one", 1, "two", 2]);
+});
+
+test("pipeline with a failing command in the middle", async () => {
+  const p = redis.pipeline();
+  p.set("p", "1");
+  p.hset("p", { f: "v" });
+  p.incr("p");
+  const results = await p.exec({ keepErrors: true });
+  assert.equal(results[0].result, "OK");
+  assert.match(results[1].error, /^WRONGTYPE/);
+  assert.equal(results[2].result, 2);
+});
+
+test("multi-exec runs atomically", async () => {
+  const tx = redis.multi();
+  tx.incr("tx");
+  tx.incr("tx");
+  tx.get("tx");
+  assert.deepEqual(await tx.exec(), [1, 2, 2]);
+});
+
+test("eval, evalsha and scriptLoad, with and without Upstash's shebang", async () => {
+  assert.deepEqual(await redis.eval("return {KEYS[1], ARGV[1], 7}", ["k"], ["v"]), ["k", "v", 7]);
+  const plain = "return redis.call('INCR', KEYS[1])";
+  const sha = await redis.scriptLoad(plain);
+  assert.equal(await redis.evalsha(sha, ["e"], []), 1);
+  const flagged = "#!lua flags=allow-key-locking\nreturn redis.call('INCRBY', KEYS[1], ARGV[1])";
+  const flaggedSha = await redis.scriptLoad(flagged);
+  assert.equal(flaggedSha.length, 40);
+  assert.equal(await redis.evalsha(flaggedSha, ["f"], [5]), 5);
+  assert.equal(await redis.eval(flagged, ["f"], [5]), 10);
+  assert.deepEqual(await redis.scriptExists(flaggedSha), [1]);
+});
+
+test("createScript: EVALSHA with NOSCRIPT fallback after SCRIPT FLUSH", async () => {
+  const script = redis.createScript("#!lua flags=allow-key-locking\nreturn ARGV[1] .. '!'");
+  assert.equal(await script.exec([], ["hi"]), "hi!");
+  await redis.scriptFlush();
+  assert.equal(await script.exec([], ["again"]), "again!");
+});
+
+test("control characters survive the base64 response encoding", async () => {
+  const raw = new Redis({ url: stack.url, token: stack.token, enableTelemetry: false, automaticDeserialization: false });
+  await raw.set("nul", "a\u0000b\u0001c");
+  assert.equal(await raw.get("nul"), "a\u0000b\u0001c");
+});
+
+test("a command error is thrown with Redis's text", async () => {
+  await redis.set("s", "x");
+  await assert.rejects(redis.lpush("s", "y"), /WRONGTYPE/);
+});
+
+test("a wrong token is refused", async () => {
+  const intruder = new Redis({ url: stack.url, token: "wrong", enableTelemetry: false, retry: false });
+  await assert.rejects(intruder.ping(), /Unauthorized/);
+});
+
+test("Redis stopped and restarted: clean errors, then recovery without restarting the bridge", async () => {
+  const client = new Redis({ url: stack.url, token: stack.token, enableTelemetry: false, retry: false });
+  await stack.stopRedis();
+  await assert.rejects(client.ping(), /unavailable/);
+  await assert.rejects(client.ping(), /unavailable/);
+  await stack.restartRedis();
+  let pong;
+  for (let i = 0; i < 20 && pong !== "PONG"; i++) {
+    pong = await client.ping().catch(() => undefined);
+    if (pong !== "PONG") await new Promise((r) => setTimeout(r, 100));
+  }
+  assert.equal(pong, "PONG");
+});
