@@ -18,6 +18,28 @@ pub enum Error {
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
 
+    /// The limiter has no rate: it was never set, or its configuration expired after its keep-alive.
+    #[error(
+        "limiter {name:?} has no rate: set one first (`edgelimit set-rate {name} --rate N --interval 1s`, or \
+             try_set_rate); a configuration with a keep-alive vanishes after that long unused"
+    )]
+    NotInitialized {
+        /// The limiter's name.
+        name: String,
+    },
+
+    /// More permits were asked for than the limiter can ever grant at once.
+    #[error(
+        "asked for {permits} permits, but the limit is {rate} per interval: such a request could never succeed; \
+             ask for at most {rate}, or raise the rate"
+    )]
+    PermitsExceedRate {
+        /// Permits asked for.
+        permits: u32,
+        /// The limiter's rate.
+        rate: u64,
+    },
+
     /// The REST endpoint refused the token (HTTP 401/403).
     #[error("the REST endpoint rejected the token (HTTP {status}): {message}; check EDGELIMIT_TOKEN / UPSTASH_REDIS_REST_TOKEN")]
     Unauthorized {
@@ -73,6 +95,8 @@ impl Error {
         match self {
             Error::InvalidConfig(_) => "EDGELIMIT_INVALID_CONFIG",
             Error::InvalidArgument(_) => "EDGELIMIT_INVALID_ARGUMENT",
+            Error::NotInitialized { .. } => "EDGELIMIT_NOT_INITIALIZED",
+            Error::PermitsExceedRate { .. } => "EDGELIMIT_PERMITS_EXCEED_RATE",
             Error::Unauthorized { .. } => "EDGELIMIT_AUTH",
             Error::Timeout { .. } => "EDGELIMIT_TIMEOUT",
             Error::Transport { .. } => "EDGELIMIT_TRANSPORT",

@@ -11,6 +11,10 @@
 //!
 //! | module | concept |
 //! |---|---|
+//! | [`sliding_log`] | the sliding log (Redisson's `RRateLimiter`, fixed): rates, the limiter handle |
+//! | [`decision`] | a decision as a value: `{success, limit, remaining, reset, retry_after}` |
+//! | [`duration`] | human durations: `"10 s"`, `"250ms"`, `"1m"` |
+//! | [`time`] | waiting on every target (`acquire`) |
 //! | [`error`] | the one error enum, with stable `EDGELIMIT_…` codes |
 //! | [`value`] | Redis replies as the REST protocol carries them, and their checked decoding |
 //! | [`rest`] | the REST client: one command, pipeline, multi-exec, base64, per-request timeout |
@@ -30,15 +34,22 @@
 
 #![warn(missing_docs)]
 
+pub mod decision;
+pub mod duration;
 pub mod error;
 pub mod rest;
 pub mod script;
+pub mod sliding_log;
+pub mod time;
 pub mod value;
 
 #[cfg(target_arch = "wasm32")]
 mod wasm;
 
+pub use decision::Decision;
+pub use duration::parse_duration;
 pub use error::{Error, Result};
 pub use rest::{Command, RestClient};
 pub use script::Script;
+pub use sliding_log::{Mode, Rate, RateConfig, RateLimiter};
 pub use value::Value;

@@ -1,0 +1,51 @@
+-- Sliding log: try to take ARGV[2] permits now.
+--   ARGV[2] permits, ARGV[3] grant id (unique per request; any bytes up to 255)
+-- Reply: {status, limit, remaining, reset_ms, retry_after_ms}
+--   status 'granted' | 'denied' | 'not_initialized' | 'exceeds_rate' | 'invalid_permits'
+-- A denied request writes nothing but expiry housekeeping: it consumes no permits.
+
+local limiter = load_limiter()
+if not limiter then
+    return { 'not_initialized', 0, 0, 0, 0 }
+end
+local permits = parse_permits(ARGV[2])
+if not permits then
+    return { 'invalid_permits', limiter.rate, 0, 0, 0 }
+end
+if permits > limiter.rate then
+    return { 'exceeds_rate', limiter.rate, 0, 0, 0 }
+end
+
+local now = now_ms()
+local available = refresh(limiter, now)
+local status, retry_after = 'granted', 0
+if available >= permits then
+    log_grant(limiter, now, ARGV[3], permits)
+    available = redis.call('DECRBY', limiter.value_key, permits)
+else
+    -- Exact wait: walk the log from the oldest grant until the expiring grants free what this request lacks.
+    -- Each grant frees its permits at score + interval. Bounded by the grants needed, not by the log's size.
+    status = 'denied'
+    local missing, offset = permits - available, 0
+    while missing > 0 do
+        local batch = redis.call('ZRANGE', limiter.log_key, offset, offset + 31, 'WITHSCORES')
+        if #batch == 0 then
+            break
+        end
+        for i = 1, #batch, 2 do
+            local _, granted = struct.unpack('Bc0I', batch[i])
+            missing = missing - granted
+            if missing <= 0 then
+                retry_after = tonumber(batch[i + 1]) + limiter.interval - now
+                break
+            end
+        end
+        offset = offset + 32
+    end
+    -- The invariant guarantees the log frees enough; should it not, a full interval is a safe answer.
+    if missing > 0 then
+        retry_after = limiter.interval
+    end
+end
+touch(limiter)
+return { status, limiter.rate, math.max(available, 0), full_again_at(limiter, now), retry_after }

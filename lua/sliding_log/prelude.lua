@@ -1,0 +1,109 @@
+-- Sliding log, shared prelude: prepended to every sliding-log script (see src/sliding_log/scripts.rs).
+--
+-- Redisson RRateLimiter's layout, kept exactly so Java services using Redisson and edge Workers using edgelimit
+-- can share one limiter:
+--   KEYS[1]  `name`                    config hash {rate, interval (ms), type (0 overall, 1 per client), keepAliveTime}
+--   KEYS[2]  `{name}:value`            permits available now (overall mode)
+--   KEYS[3]  `{name}:value:<client>`   the same, per client
+--   KEYS[4]  `{name}:permits`          log of grants: zset, score = grant time (ms),
+--   KEYS[5]  `{name}:permits:<client>`   member = struct.pack('Bc0I', #id, id, permits)
+-- All five share the hash tag `name`, so they live in one Redis Cluster slot.
+--
+-- ARGV[1] is the time in ms, or '' to use the Redis server's clock (the default: callers' clocks are skewed).
+--
+-- Invariant kept by every script: value = rate - (permits in the log). It is what makes a decision O(expired
+-- grants) instead of O(log), and what keeps available permits from ever exceeding the rate.
+
+local function now_ms()
+    if ARGV[1] ~= '' then
+        return tonumber(ARGV[1])
+    end
+    local time = redis.call('TIME')
+    return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+end
+
+-- The limiter's config and the keys of its mode, or nil when no rate was set (or it expired).
+local function load_limiter()
+    local config = redis.call('HMGET', KEYS[1], 'rate', 'interval', 'type', 'keepAliveTime')
+    local rate, interval = tonumber(config[1]), tonumber(config[2])
+    if not rate or not interval or not config[3] then
+        return nil
+    end
+    local limiter = { rate = rate, interval = interval, keep_alive = tonumber(config[4]) or 0 }
+    if config[3] == '1' then
+        limiter.value_key, limiter.log_key = KEYS[3], KEYS[5]
+    else
+        limiter.value_key, limiter.log_key = KEYS[2], KEYS[4]
+    end
+    return limiter
+end
+
+-- Total permits carried by log members.
+local function permits_in(members)
+    local total = 0
+    for _, member in ipairs(members) do
+        local _, permits = struct.unpack('Bc0I', member)
+        total = total + permits
+    end
+    return total
+end
+
+-- Permits available at `now`, after dropping grants that left the window. Missing, evicted or inconsistent state
+-- is rebuilt from the log instead of failing (Redisson crashes on a nil here).
+local function refresh(limiter, now)
+    local horizon = now - limiter.interval
+    local value = tonumber(redis.call('GET', limiter.value_key))
+    local expired = redis.call('ZRANGEBYSCORE', limiter.log_key, '-inf', horizon)
+    if #expired > 0 then
+        redis.call('ZREMRANGEBYSCORE', limiter.log_key, '-inf', horizon)
+    end
+    local released = permits_in(expired)
+    if value == nil or value + released > limiter.rate then
+        -- Rare: first use, an evicted key, or writes from an older client. O(log), once.
+        value = limiter.rate - permits_in(redis.call('ZRANGE', limiter.log_key, 0, -1))
+        redis.call('SET', limiter.value_key, value)
+    elseif released > 0 then
+        value = value + released
+        redis.call('SET', limiter.value_key, value)
+    end
+    return value
+end
+
+-- Adds a grant to the log. Members are unique per (id, permits); NX with a suffix keeps two equal grants in the
+-- same millisecond from collapsing into one (which would under-count).
+local function log_grant(limiter, now, id, permits)
+    local candidate, attempt = id, 0
+    while redis.call('ZADD', limiter.log_key, 'NX', now, struct.pack('Bc0I', #candidate, candidate, permits)) == 0 do
+        attempt = attempt + 1
+        candidate = id .. '#' .. attempt
+    end
+end
+
+-- When the window is full again: the newest grant's expiry, or now for an empty log.
+local function full_again_at(limiter, now)
+    local newest = redis.call('ZRANGE', limiter.log_key, -1, -1, 'WITHSCORES')
+    if #newest == 0 then
+        return now
+    end
+    return tonumber(newest[2]) + limiter.interval
+end
+
+-- Idle limiters vanish: the state keys live at least one interval past the last write (so no grant in the window
+-- is lost), or the keep-alive when it is longer; the config hash lives for the keep-alive if one was set.
+local function touch(limiter)
+    local state_ttl = math.max(limiter.keep_alive, 2 * limiter.interval)
+    redis.call('PEXPIRE', limiter.value_key, state_ttl)
+    redis.call('PEXPIRE', limiter.log_key, state_ttl)
+    if limiter.keep_alive > 0 then
+        redis.call('PEXPIRE', KEYS[1], limiter.keep_alive)
+    end
+end
+
+-- A positive whole number of permits, or nil.
+local function parse_permits(text)
+    local permits = tonumber(text)
+    if permits and permits >= 1 and permits == math.floor(permits) and permits < 2 ^ 32 then
+        return permits
+    end
+    return nil
+end

@@ -1,0 +1,35 @@
+-- Sliding log: give back up to ARGV[2] permits (a refund), newest grants first.
+-- The permits leave the log, so available permits can never exceed the rate, and the next acquire cannot undo the
+-- release (Redisson's release only bumped the counter, which the next expiry then corrected away).
+-- Reply: {status, limit, remaining, reset_ms, released} with status 'released', 'not_initialized' or
+-- 'invalid_permits'; `released` is what was given back (less than asked when the log held less).
+
+local limiter = load_limiter()
+if not limiter then
+    return { 'not_initialized', 0, 0, 0, 0 }
+end
+local wanted = parse_permits(ARGV[2])
+if not wanted then
+    return { 'invalid_permits', limiter.rate, 0, 0, 0 }
+end
+
+local now = now_ms()
+refresh(limiter, now)
+local released = 0
+while released < wanted do
+    local newest = redis.call('ZRANGE', limiter.log_key, -1, -1, 'WITHSCORES')
+    if #newest == 0 then
+        break
+    end
+    local id, permits = struct.unpack('Bc0I', newest[1])
+    redis.call('ZREM', limiter.log_key, newest[1])
+    local give_back = math.min(permits, wanted - released)
+    if give_back < permits then
+        -- Keep the rest of a partly released grant, with its original time.
+        log_grant(limiter, tonumber(newest[2]), id, permits - give_back)
+    end
+    released = released + give_back
+end
+local available = redis.call('INCRBY', limiter.value_key, released)
+touch(limiter)
+return { 'released', limiter.rate, math.max(available, 0), full_again_at(limiter, now), released }

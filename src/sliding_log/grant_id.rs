@@ -1,0 +1,45 @@
+//! Ids for log members: unique per process (a random prefix) and per grant (a counter).
+//!
+//! Uniqueness matters: two equal members in one zset collapse into one, and the log would under-count. The scripts
+//! also guard against a collision with `ZADD NX`, so the prefix needs no cryptographic randomness, which a Worker
+//! could not use at its global scope anyway.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+
+/// The next grant id, e.g. `3f9a…:17`.
+pub fn next() -> String {
+    static PREFIX: OnceLock<u64> = OnceLock::new();
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let prefix = PREFIX.get_or_init(random_u64);
+    format!("{prefix:016x}:{}", COUNTER.fetch_add(1, Ordering::Relaxed))
+}
+
+#[cfg(target_arch = "wasm32")]
+fn random_u64() -> u64 {
+    // Math.random is allowed everywhere, including a Worker's global scope.
+    (js_sys::Math::random() * 9_007_199_254_740_992.0) as u64
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+fn random_u64() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    // RandomState is seeded from the OS per process; mixing in the time separates processes further.
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u128(
+        web_time::SystemTime::now()
+            .duration_since(web_time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos(),
+    );
+    hasher.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn ids_are_unique_within_a_process() {
+        let ids: std::collections::HashSet<String> = (0..1000).map(|_| super::next()).collect();
+        assert_eq!(ids.len(), 1000);
+    }
+}

@@ -1,0 +1,237 @@
+//! The sliding log: Redisson's `RRateLimiter`, done right.
+//!
+//! Every grant is logged with its time; a request is granted when the permits logged within the last interval plus
+//! the request stay within the rate. It is the most exact limiter (no boundary bursts, no approximation) and it keeps
+//! Redisson's Redis layout exactly, so a Java service using Redisson and an edge Worker using edgelimit can share
+//! one limiter. What it fixes, compared with Redisson:
+//!
+//! - time is the Redis server's (an explicit time only on request, see [`RateLimiter::at`]);
+//! - a denied request's `retry_after` is the wait until enough permits are free for *this* request;
+//! - missing or evicted state is rebuilt, never a Lua error; bad input is a typed error;
+//! - permits are counted by amount; [`release`](RateLimiter::release) can never push availability above the rate;
+//! - expired grants are removed by score range, never by rescanning the whole log;
+//! - every state key has a TTL, so idle limiters vanish.
+
+mod grant_id;
+mod rate;
+mod scripts;
+
+use std::time::Duration;
+
+pub use self::rate::{Mode, Rate, RateConfig};
+use crate::decision::{Decision, ScriptReply};
+use crate::error::{Error, Result};
+use crate::rest::{Command, RestClient};
+use crate::script::Script;
+use crate::time::{sleep, Instant};
+
+/// A handle on one named limiter. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct RateLimiter {
+    client: RestClient,
+    name: String,
+    client_id: String,
+    now_ms: Option<u64>,
+}
+
+impl RateLimiter {
+    /// A handle on the limiter `name` (shared with Redisson's `getRateLimiter(name)`). Names may not contain `{` or
+    /// `}`: the name is the hash tag that keeps the limiter's keys in one Redis Cluster slot.
+    pub fn new(client: RestClient, name: &str) -> Result<RateLimiter> {
+        if name.is_empty() || name.contains(['{', '}']) {
+            return Err(Error::InvalidArgument(format!(
+                "limiter name {name:?} must be non-empty and free of '{{' and '}}' (it is the Redis hash tag)"
+            )));
+        }
+        Ok(RateLimiter {
+            client,
+            name: name.to_owned(),
+            client_id: "edgelimit".to_owned(),
+            now_ms: None,
+        })
+    }
+
+    /// The id whose budget this handle uses in [`Mode::PerClient`] (Redisson uses its client's id).
+    pub fn with_client_id(mut self, client_id: &str) -> RateLimiter {
+        self.client_id = client_id.to_owned();
+        self
+    }
+
+    /// Decide at this explicit time (unix ms) instead of the Redis server's: for deterministic tests and for clients
+    /// that must share a limiter with a clock-based client. Production code should leave time to the server.
+    pub fn at(mut self, now_ms: u64) -> RateLimiter {
+        self.now_ms = Some(now_ms);
+        self
+    }
+
+    /// The limiter's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn keys(&self) -> [String; 5] {
+        let (name, client) = (&self.name, &self.client_id);
+        [
+            name.clone(),
+            format!("{{{name}}}:value"),
+            format!("{{{name}}}:value:{client}"),
+            format!("{{{name}}}:permits"),
+            format!("{{{name}}}:permits:{client}"),
+        ]
+    }
+
+    async fn run(&self, script: &Script, args: &[String]) -> Result<crate::Value> {
+        let time = self.now_ms.map(|ms| ms.to_string()).unwrap_or_default();
+        let args: Vec<&str> = std::iter::once(time.as_str())
+            .chain(args.iter().map(String::as_str))
+            .collect();
+        script.run(&self.client, &self.keys(), &args).await
+    }
+
+    async fn write_rate(&self, rate: Rate, mode: Mode, how: &str) -> Result<bool> {
+        let args = [
+            rate.permits().to_string(),
+            rate.interval_ms().to_string(),
+            mode.redisson_type().to_owned(),
+            rate.keep_alive_ms().to_string(),
+            how.to_owned(),
+        ];
+        match self.run(&scripts::SET_RATE, &args).await?.into_int()? {
+            0 => Ok(false),
+            1 => Ok(true),
+            other => Err(Error::malformed("0 or 1 from set-rate", other)),
+        }
+    }
+
+    /// Sets the rate only if none is set: the first caller wins, later calls return `false` and change nothing.
+    pub async fn try_set_rate(&self, rate: Rate, mode: Mode) -> Result<bool> {
+        self.write_rate(rate, mode, "try").await
+    }
+
+    /// Sets the rate and clears the state: the window starts full (Redisson's `setRate`).
+    pub async fn set_rate(&self, rate: Rate, mode: Mode) -> Result<()> {
+        self.write_rate(rate, mode, "set").await.map(drop)
+    }
+
+    /// Changes the rate and keeps the state: permits in use stay in use under the new rate, so raising the rate
+    /// frees the difference at once and lowering it denies until enough grants expire.
+    pub async fn update_rate(&self, rate: Rate, mode: Mode) -> Result<()> {
+        self.write_rate(rate, mode, "update").await.map(drop)
+    }
+
+    /// Takes `permits` now if they are available. Denied is a [`Decision`] with `success == false` and the exact
+    /// `retry_after`; it consumes nothing.
+    pub async fn try_acquire(&self, permits: u32) -> Result<Decision> {
+        let reply = ScriptReply::decode(
+            self.run(&scripts::ACQUIRE, &[permits.to_string(), grant_id::next()])
+                .await?,
+        )?;
+        match reply.status.as_str() {
+            "granted" => Ok(reply.decision(true)),
+            "denied" => Ok(reply.decision(false)),
+            _ => Err(self.status_error(&reply, permits)),
+        }
+    }
+
+    /// Takes `permits`, waiting as long as needed up to `timeout`. It never waits past the timeout and never gives
+    /// up while time remains: after the last wait it asks once more. Returns the last decision (denied if the
+    /// timeout ran out).
+    pub async fn acquire(&self, permits: u32, timeout: Duration) -> Result<Decision> {
+        if self.now_ms.is_some() {
+            return Err(Error::InvalidArgument(
+                "acquire waits in real time, so it cannot run at an explicit time; use try_acquire".into(),
+            ));
+        }
+        let deadline = Instant::now() + timeout;
+        loop {
+            let decision = self.try_acquire(permits).await?;
+            let now = Instant::now();
+            if decision.success || now >= deadline {
+                return Ok(decision);
+            }
+            sleep(Duration::from_millis(decision.retry_after).min(deadline - now)).await;
+        }
+    }
+
+    /// Permits available now (0 or more), taking none.
+    pub async fn available_permits(&self) -> Result<u64> {
+        let reply = ScriptReply::decode(self.run(&scripts::AVAILABLE, &[]).await?)?;
+        match reply.status.as_str() {
+            "available" => Ok(reply.decision(true).remaining),
+            _ => Err(self.status_error(&reply, 0)),
+        }
+    }
+
+    /// Gives back up to `permits` (newest grants first) and returns how many were given back: fewer than asked
+    /// when fewer are in use. Availability never exceeds the rate.
+    pub async fn release(&self, permits: u32) -> Result<u64> {
+        let reply = ScriptReply::decode(self.run(&scripts::RELEASE, &[permits.to_string()]).await?)?;
+        match reply.status.as_str() {
+            // For a release the fifth number is what was given back.
+            "released" => Ok(reply.decision(true).retry_after),
+            _ => Err(self.status_error(&reply, permits)),
+        }
+    }
+
+    /// The stored configuration, or `None` when no rate is set.
+    pub async fn config(&self) -> Result<Option<RateConfig>> {
+        let fields = ["rate", "interval", "type", "keepAliveTime"];
+        let reply = self
+            .client
+            .command(&Command::new("HMGET").arg(&self.name).args(fields))
+            .await?;
+        let [rate, interval, mode, keep_alive] = reply.into_tuple::<4>()?.map(|field| field.into_option());
+        let (Some(rate), Some(interval), Some(mode)) = (rate, interval, mode) else {
+            return Ok(None);
+        };
+        let number = |value: crate::Value, what: &str| -> Result<u64> {
+            let text = value.into_string()?;
+            text.parse()
+                .map_err(|_| Error::malformed(format!("a whole number for {what}"), text))
+        };
+        let permits = u32::try_from(number(rate, "rate")?).map_err(|_| Error::malformed("a 32-bit rate", "more"))?;
+        let mut rate = Rate::new(permits, Duration::from_millis(number(interval, "interval")?))
+            .map_err(|e| Error::malformed("a valid stored rate", e))?;
+        let keep_alive_ms = match keep_alive {
+            Some(value) => number(value, "keepAliveTime")?,
+            None => 0,
+        };
+        if keep_alive_ms > 0 {
+            // Redisson accepts keep-alives shorter than the interval; report what is stored rather than fail.
+            rate.keep_alive_ms = keep_alive_ms;
+        }
+        let mode = match mode.into_string()?.as_str() {
+            "0" => Mode::Overall,
+            "1" => Mode::PerClient,
+            other => return Err(Error::malformed("type 0 or 1", other)),
+        };
+        Ok(Some(RateConfig { rate, mode }))
+    }
+
+    /// Deletes the limiter: its configuration and the state of this handle's modes. Returns whether it existed.
+    pub async fn delete(&self) -> Result<bool> {
+        let deleted = self
+            .client
+            .command(&Command::new("DEL").args(self.keys()))
+            .await?
+            .into_int()?;
+        Ok(deleted > 0)
+    }
+
+    fn status_error(&self, reply: &ScriptReply, permits: u32) -> Error {
+        match reply.status.as_str() {
+            "not_initialized" => Error::NotInitialized {
+                name: self.name.clone(),
+            },
+            "exceeds_rate" => Error::PermitsExceedRate {
+                permits,
+                rate: reply.numbers[0],
+            },
+            "invalid_permits" => Error::InvalidArgument(format!(
+                "permits must be a whole number from 1 to {}, got {permits}",
+                u32::MAX
+            )),
+            other => Error::malformed("a known script status", other),
+        }
+    }
+}

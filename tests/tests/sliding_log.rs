@@ -1,0 +1,368 @@
+//! The sliding log against real Redis through the real bridge: Redisson's behaviours, the bugs it must not have,
+//! concurrency, and interop with Redisson's own script. Time travel uses an explicit `now`; only the keep-alive and
+//! concurrency tests use real time, briefly.
+
+use std::time::Duration;
+
+use edgelimit::{Command, Decision, Error, Mode, Rate, RateLimiter, Script, Value};
+use edgelimit_tests::Stack;
+
+const T0: u64 = 1_700_000_000_000;
+
+fn rate(permits: u32, interval_ms: u64) -> Rate {
+    Rate::new(permits, Duration::from_millis(interval_ms)).unwrap()
+}
+
+async fn limiter(stack: &Stack, name: &str, permits: u32, interval_ms: u64) -> RateLimiter {
+    let limiter = RateLimiter::new(stack.client(), name).unwrap();
+    assert!(limiter
+        .try_set_rate(rate(permits, interval_ms), Mode::Overall)
+        .await
+        .unwrap());
+    limiter
+}
+
+async fn take(limiter: &RateLimiter, at: u64, permits: u32) -> Decision {
+    limiter.clone().at(at).try_acquire(permits).await.unwrap()
+}
+
+async fn available(limiter: &RateLimiter, at: u64) -> u64 {
+    limiter.clone().at(at).available_permits().await.unwrap()
+}
+
+#[tokio::test]
+async fn first_set_wins_and_config_reads_back() {
+    let stack = Stack::start().await;
+    let limiter = RateLimiter::new(stack.client(), "first").unwrap();
+    assert_eq!(limiter.config().await.unwrap(), None);
+    let first = rate(5, 1000).with_keep_alive(Duration::from_secs(60)).unwrap();
+    assert!(limiter.try_set_rate(first, Mode::Overall).await.unwrap());
+    assert!(!limiter.try_set_rate(rate(9, 2000), Mode::PerClient).await.unwrap());
+    let config = limiter.config().await.unwrap().unwrap();
+    assert_eq!((config.rate, config.mode), (first, Mode::Overall));
+}
+
+#[tokio::test]
+async fn exact_count_per_interval_then_permits_return() {
+    let stack = Stack::start().await;
+    let limiter = limiter(&stack, "exact", 5, 1000).await;
+    for remaining in (0..5).rev() {
+        let d = take(&limiter, T0, 1).await;
+        assert_eq!(
+            d,
+            Decision {
+                success: true,
+                limit: 5,
+                remaining,
+                reset: T0 + 1000,
+                retry_after: 0
+            }
+        );
+    }
+    let denied = take(&limiter, T0, 1).await;
+    assert_eq!((denied.success, denied.remaining, denied.retry_after), (false, 0, 1000));
+    assert_eq!(take(&limiter, T0 + 999, 1).await.retry_after, 1);
+    let again = take(&limiter, T0 + 1000, 1).await;
+    assert!(again.success, "{again:?}");
+    assert_eq!(again.remaining, 4);
+}
+
+#[tokio::test]
+async fn retry_after_is_the_wait_for_this_request_not_for_the_oldest_grant() {
+    let stack = Stack::start().await;
+    let limiter = limiter(&stack, "weighted", 10, 1000).await;
+    assert!(take(&limiter, T0, 3).await.success);
+    assert!(take(&limiter, T0 + 100, 3).await.success);
+    assert!(take(&limiter, T0 + 200, 4).await.success);
+    // 5 permits are missing; the oldest grant frees 3 at T0+1000, the next 3 more at T0+1100.
+    // (Redisson answers 3 + 1000 - 300 = 703 ms, after which the request is still denied.)
+    let denied = take(&limiter, T0 + 300, 5).await;
+    assert_eq!((denied.success, denied.retry_after), (false, 800));
+    assert!(!take(&limiter, T0 + 1099, 5).await.success);
+    assert!(take(&limiter, T0 + 1100, 5).await.success);
+}
+
+#[tokio::test]
+async fn permits_are_counted_by_amount_and_denials_consume_nothing() {
+    let stack = Stack::start().await;
+    let limiter = limiter(&stack, "amount", 5, 1000).await;
+    assert!(take(&limiter, T0, 2).await.success);
+    assert_eq!(available(&limiter, T0).await, 3);
+    for _ in 0..10 {
+        assert!(!take(&limiter, T0 + 1, 4).await.success);
+    }
+    assert_eq!(available(&limiter, T0 + 1).await, 3);
+    assert!(take(&limiter, T0 + 2, 3).await.success);
+    assert_eq!(available(&limiter, T0 + 2).await, 0);
+}
+
+#[tokio::test]
+async fn bad_requests_are_typed_errors_not_lua_errors() {
+    let stack = Stack::start().await;
+    let unset = RateLimiter::new(stack.client(), "unset").unwrap();
+    let err = unset.try_acquire(1).await.unwrap_err();
+    assert!(
+        matches!(&err, Error::NotInitialized { name } if name == "unset"),
+        "{err}"
+    );
+    assert!(err.to_string().contains("set-rate unset"), "{err}");
+    assert_eq!(
+        unset.available_permits().await.unwrap_err().code(),
+        "EDGELIMIT_NOT_INITIALIZED"
+    );
+
+    let limiter = limiter(&stack, "bad", 5, 1000).await;
+    let err = limiter.try_acquire(6).await.unwrap_err();
+    assert!(matches!(err, Error::PermitsExceedRate { permits: 6, rate: 5 }), "{err}");
+    assert_eq!(err.code(), "EDGELIMIT_PERMITS_EXCEED_RATE");
+    let err = limiter.try_acquire(0).await.unwrap_err();
+    assert_eq!(err.code(), "EDGELIMIT_INVALID_ARGUMENT", "{err}");
+    assert_eq!(limiter.available_permits().await.unwrap(), 5, "nothing was consumed");
+    assert!(RateLimiter::new(stack.client(), "a{b}").is_err());
+    assert!(limiter.acquire(1, Duration::from_secs(1)).await.is_ok());
+    assert!(limiter.clone().at(T0).acquire(1, Duration::from_secs(1)).await.is_err());
+}
+
+#[tokio::test]
+async fn missing_or_evicted_state_is_rebuilt_not_a_crash() {
+    let stack = Stack::start().await;
+    let client = stack.client();
+    let limiter = limiter(&stack, "evict", 5, 1000).await;
+    assert!(take(&limiter, T0, 2).await.success);
+    // The counter evicted: rebuilt from the log.
+    client.command(&Command::new("DEL").arg("{evict}:value")).await.unwrap();
+    assert_eq!(available(&limiter, T0 + 1).await, 3);
+    // The log evicted (Redisson's script then crashes on a nil): the counter is trusted no further than the rate.
+    client
+        .command(&Command::new("DEL").arg("{evict}:permits"))
+        .await
+        .unwrap();
+    let d = take(&limiter, T0 + 2, 3).await;
+    assert!(d.success, "{d:?}");
+    // Both gone: a fresh window.
+    client
+        .command(&Command::new("DEL").arg("{evict}:value").arg("{evict}:permits"))
+        .await
+        .unwrap();
+    assert_eq!(available(&limiter, T0 + 3).await, 5);
+}
+
+#[tokio::test]
+async fn release_never_exceeds_the_rate_and_survives_the_next_acquire() {
+    let stack = Stack::start().await;
+    let limiter = limiter(&stack, "release", 5, 1000).await;
+    assert!(take(&limiter, T0, 2).await.success);
+    assert_eq!(
+        limiter.clone().at(T0 + 1).release(10).await.unwrap(),
+        2,
+        "only what is in use comes back"
+    );
+    assert_eq!(available(&limiter, T0 + 1).await, 5);
+
+    assert!(take(&limiter, T0 + 10, 5).await.success);
+    assert_eq!(limiter.clone().at(T0 + 20).release(2).await.unwrap(), 2);
+    assert_eq!(available(&limiter, T0 + 20).await, 2);
+    assert!(take(&limiter, T0 + 30, 2).await.success);
+    assert!(!take(&limiter, T0 + 40, 1).await.success);
+    // When the window moves on, availability returns to the rate, not beyond it.
+    assert_eq!(available(&limiter, T0 + 1030).await, 5);
+}
+
+#[tokio::test]
+async fn rate_changes_keep_or_clear_state_as_asked() {
+    let stack = Stack::start().await;
+    let limiter = limiter(&stack, "change", 5, 1000).await;
+    assert!(take(&limiter, T0, 5).await.success);
+    limiter.update_rate(rate(8, 1000), Mode::Overall).await.unwrap();
+    assert_eq!(available(&limiter, T0 + 1).await, 3, "raising keeps the 5 in use");
+    limiter.update_rate(rate(2, 1000), Mode::Overall).await.unwrap();
+    assert_eq!(available(&limiter, T0 + 2).await, 0, "lowering below use denies");
+    assert!(!take(&limiter, T0 + 3, 1).await.success);
+    assert_eq!(available(&limiter, T0 + 1000).await, 2, "until the grants expire");
+
+    assert!(take(&limiter, T0 + 1000, 2).await.success);
+    limiter.set_rate(rate(4, 1000), Mode::Overall).await.unwrap();
+    assert_eq!(available(&limiter, T0 + 1001).await, 4, "set_rate starts a full window");
+}
+
+#[tokio::test]
+async fn per_client_mode_gives_each_client_its_own_budget() {
+    let stack = Stack::start().await;
+    let limiter = limiter(&stack, "mode", 2, 1000).await;
+    assert!(take(&limiter, T0, 2).await.success);
+    limiter.update_rate(rate(2, 1000), Mode::PerClient).await.unwrap();
+    let alice = limiter.clone().with_client_id("alice");
+    let bob = limiter.clone().with_client_id("bob");
+    assert!(take(&alice, T0 + 1, 2).await.success);
+    assert!(!take(&alice, T0 + 1, 1).await.success);
+    assert!(take(&bob, T0 + 1, 2).await.success);
+}
+
+#[tokio::test]
+async fn idle_limiters_vanish_after_their_keep_alive() {
+    let stack = Stack::start().await;
+    let client = stack.client();
+    let idle = RateLimiter::new(stack.client(), "idle").unwrap();
+    let short = rate(5, 20).with_keep_alive(Duration::from_millis(60)).unwrap();
+    idle.set_rate(short, Mode::Overall).await.unwrap();
+    assert!(idle.try_acquire(1).await.unwrap().success);
+    for key in ["idle", "{idle}:value", "{idle}:permits"] {
+        let ttl = client
+            .command(&Command::new("PTTL").arg(key))
+            .await
+            .unwrap()
+            .into_int()
+            .unwrap();
+        assert!((1..=60).contains(&ttl), "{key} has TTL {ttl}");
+    }
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    assert_eq!(
+        client
+            .command(&Command::new("EXISTS").args(["idle", "{idle}:value", "{idle}:permits"]))
+            .await
+            .unwrap(),
+        Value::Int(0)
+    );
+    assert_eq!(idle.config().await.unwrap(), None);
+
+    // Without a keep-alive the configuration stays, and the state still expires (2 intervals).
+    let kept = limiter(&stack, "kept", 5, 1000).await;
+    assert!(kept.try_acquire(1).await.unwrap().success);
+    let ttl = client
+        .command(&Command::new("PTTL").arg("{kept}:permits"))
+        .await
+        .unwrap()
+        .into_int()
+        .unwrap();
+    assert!((1..=2000).contains(&ttl), "state TTL {ttl}");
+    assert_eq!(
+        client.command(&Command::new("PTTL").arg("kept")).await.unwrap(),
+        Value::Int(-1)
+    );
+}
+
+#[tokio::test]
+async fn expired_grants_leave_the_log() {
+    let stack = Stack::start().await;
+    let client = stack.client();
+    let limiter = limiter(&stack, "trim", 100, 1000).await;
+    for i in 0..100 {
+        assert!(take(&limiter, T0 + i, 1).await.success);
+    }
+    assert!(take(&limiter, T0 + 1050, 1).await.success);
+    // Grants at T0..T0+50 left the window and the log; T0+51..T0+99 and the new one remain.
+    let size = client
+        .command(&Command::new("ZCARD").arg("{trim}:permits"))
+        .await
+        .unwrap();
+    assert_eq!(size, Value::Int(50));
+}
+
+#[tokio::test]
+async fn delete_removes_the_limiter() {
+    let stack = Stack::start().await;
+    let limiter = limiter(&stack, "gone", 5, 1000).await;
+    assert!(take(&limiter, T0, 1).await.success);
+    assert!(limiter.delete().await.unwrap());
+    assert!(!limiter.delete().await.unwrap());
+    assert_eq!(limiter.config().await.unwrap(), None);
+}
+
+#[tokio::test]
+async fn acquire_waits_for_the_exact_delay_and_honours_its_timeout() {
+    let stack = Stack::start().await;
+    let limiter = limiter(&stack, "wait", 2, 300).await;
+    assert!(limiter.try_acquire(2).await.unwrap().success);
+    // Too short a timeout: denied, after waiting (at most) the timeout.
+    let denied = limiter.acquire(1, Duration::from_millis(50)).await.unwrap();
+    assert!(!denied.success);
+    // Enough time: granted once the window frees a permit.
+    let granted = limiter.acquire(1, Duration::from_secs(5)).await.unwrap();
+    assert!(granted.success, "{granted:?}");
+}
+
+#[tokio::test]
+async fn sixteen_concurrent_clients_never_get_more_than_the_rate_in_any_window() {
+    const RATE: u64 = 20;
+    const INTERVAL: u64 = 200;
+    let stack = Stack::start().await;
+    let limiter = limiter(&stack, "busy", RATE as u32, INTERVAL).await;
+    let tasks: Vec<_> = (0..16)
+        .map(|task| {
+            let limiter = limiter.clone();
+            tokio::spawn(async move {
+                let mut grants = Vec::new();
+                for i in 0..60 {
+                    let permits = 1 + (task + i) % 3;
+                    let d = limiter.try_acquire(permits).await.unwrap();
+                    if d.success {
+                        // For a grant, `reset` is its own server time + interval: the exact server grant time.
+                        grants.push((d.reset - INTERVAL, u64::from(permits)));
+                    }
+                }
+                grants
+            })
+        })
+        .collect();
+    let mut grants = Vec::new();
+    for task in tasks {
+        grants.extend(task.await.unwrap());
+    }
+    grants.sort();
+    assert!(
+        grants.len() > RATE as usize,
+        "the test must span several windows ({} grants)",
+        grants.len()
+    );
+    // A window at time t holds the grants with time in (t - interval, t].
+    let mut worst = 0;
+    for &(t, _) in &grants {
+        let in_window: u64 = grants
+            .iter()
+            .filter(|(g, _)| *g + INTERVAL > t && *g <= t)
+            .map(|(_, p)| p)
+            .sum();
+        worst = worst.max(in_window);
+    }
+    assert!(
+        worst <= RATE,
+        "{worst} permits granted within one {INTERVAL} ms window, rate {RATE}"
+    );
+}
+
+#[tokio::test]
+async fn redisson_and_edgelimit_share_one_budget() {
+    let stack = Stack::start().await;
+    let client = stack.client();
+    let limiter = limiter(&stack, "shared", 10, 1000).await;
+    let redisson = Script::new(include_str!("../fixtures/redisson_acquire.lua"));
+    let keys = [
+        "shared",
+        "{shared}:value",
+        "{shared}:value:java",
+        "{shared}:permits",
+        "{shared}:permits:java",
+    ];
+    let redisson_acquire = |now: u64, id: &'static str| {
+        let (client, redisson) = (client.clone(), redisson.clone());
+        async move {
+            redisson
+                .run(&client, &keys, &["2", &now.to_string(), id])
+                .await
+                .unwrap()
+        }
+    };
+    // Alternate: edgelimit takes 3, Redisson 2, edgelimit 3, Redisson 2: the 10 are gone for both sides.
+    assert!(take(&limiter, T0, 3).await.success);
+    assert_eq!(redisson_acquire(T0 + 1, "java-1").await, Value::Nil, "Redisson granted");
+    assert!(take(&limiter, T0 + 2, 3).await.success);
+    assert_eq!(redisson_acquire(T0 + 3, "java-2").await, Value::Nil, "Redisson granted");
+    assert!(!take(&limiter, T0 + 4, 1).await.success);
+    assert!(matches!(redisson_acquire(T0 + 5, "java-3").await, Value::Int(delay) if delay > 0));
+    assert_eq!(available(&limiter, T0 + 5).await, 0);
+    // Both sides see the window move: at T0+1001 the first two grants (3 + 2) expire.
+    assert_eq!(available(&limiter, T0 + 1001).await, 5);
+    // At T0+1002 edgelimit's T0+2 grant expires too; Redisson takes 2 of the 8 then free: 10 - 2 (T0+3) - 2 = 6.
+    assert_eq!(redisson_acquire(T0 + 1002, "java-4").await, Value::Nil);
+    assert_eq!(available(&limiter, T0 + 1002).await, 6);
+}
