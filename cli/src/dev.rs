@@ -32,15 +32,15 @@ pub async fn run(config: DevConfig, shutdown: impl Future<Output = ()> + Send + 
         )
     })?;
     let url = format!("http://{}", listener.local_addr().map_err(|e| e.to_string())?);
-    println!("edgelimit dev stack is up");
-    println!("  redis    {}", redis.url());
-    println!("  bridge   {url}   (token: {})", config.token);
-    println!(
+    say!("edgelimit dev stack is up");
+    say!("  redis    {}", redis.url());
+    say!("  bridge   {url}   (token: {})", config.token);
+    say!(
         "  try      curl -H 'Authorization: Bearer {}' -d '[\"PING\"]' {url}/",
         config.token
     );
-    println!("  clients  EDGELIMIT_URL={url} EDGELIMIT_TOKEN={}", config.token);
-    println!("Ctrl-C stops everything.");
+    say!("  clients  EDGELIMIT_URL={url} EDGELIMIT_TOKEN={}", config.token);
+    say!("Ctrl-C stops everything.");
     let bridge_config = BridgeConfig::new(redis.url(), config.token);
     bridge::serve(listener, bridge_config, shutdown)
         .await
@@ -49,6 +49,6 @@ pub async fn run(config: DevConfig, shutdown: impl Future<Output = ()> + Send + 
         .stop()
         .await
         .map_err(|e| format!("could not stop redis-server: {e}"))?;
-    println!("edgelimit dev stack stopped");
+    say!("edgelimit dev stack stopped");
     Ok(())
 }

@@ -7,6 +7,7 @@
 //!
 //! | module | concept |
 //! |---|---|
+//! | [`admin`] | the operator commands on a limiter: set-rate, acquire, permits, config, release, delete |
 //! | [`bridge`] | the REST bridge: routes, auth, JSON<->RESP, script shebang compatibility, the Redis link |
 //! | [`redis_server`] | a real `redis-server` child process on a loopback port (dev stack and tests) |
 //! | [`dev`] | `edgelimit dev`: Redis + bridge in one command |
@@ -14,6 +15,16 @@
 
 #![warn(missing_docs)]
 
+/// Prints a line to stdout, ignoring a closed pipe (`edgelimit dev | head` must not panic).
+#[macro_export]
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
+pub mod admin;
 pub mod bridge;
 pub mod dev;
 pub mod redis_server;

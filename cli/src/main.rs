@@ -4,9 +4,12 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
+use edgelimit::{Mode, Rate, RateLimiter};
+use edgelimit_cli::admin::{self, Outcome, SetHow};
 use edgelimit_cli::bridge::{self, BridgeConfig};
 use edgelimit_cli::dev::{self, DevConfig};
+use edgelimit_cli::say;
 use edgelimit_cli::signals::shutdown_requested;
 
 /// Exact distributed rate limiting for the edge.
@@ -15,6 +18,35 @@ use edgelimit_cli::signals::shutdown_requested;
 struct Cli {
     #[command(subcommand)]
     command: Commands,
+}
+
+/// The REST endpoint and the limiter a command acts on.
+#[derive(Args)]
+struct Target {
+    /// The limiter's name (shared with Redisson's `getRateLimiter(name)`).
+    name: String,
+    /// REST endpoint URL [env: EDGELIMIT_URL, then UPSTASH_REDIS_REST_URL].
+    #[arg(long)]
+    url: Option<String>,
+    /// REST token [env: EDGELIMIT_TOKEN, then UPSTASH_REDIS_REST_TOKEN].
+    #[arg(long)]
+    token: Option<String>,
+    /// Client id whose budget per-client limiters use.
+    #[arg(long, default_value = "edgelimit")]
+    client_id: String,
+}
+
+impl Target {
+    fn limiter(self) -> Result<RateLimiter, String> {
+        let client = admin::endpoint(self.url, self.token)?;
+        RateLimiter::new(client, &self.name)
+            .map(|limiter| limiter.with_client_id(&self.client_id))
+            .map_err(|e| e.to_string())
+    }
+}
+
+fn duration(text: &str) -> Result<Duration, String> {
+    edgelimit::parse_duration(text).map_err(|e| e.to_string())
 }
 
 #[derive(Subcommand)]
@@ -53,11 +85,82 @@ enum Commands {
         #[arg(long, env = "EDGELIMIT_TOKEN", default_value = "dev-token")]
         token: String,
     },
+    /// Set a limiter's rate (by default replacing any rate and clearing the state).
+    SetRate {
+        #[command(flatten)]
+        target: Target,
+        /// Permits per interval.
+        #[arg(long)]
+        rate: u32,
+        /// The interval, e.g. 1s, 250ms, 1m.
+        #[arg(long, value_parser = duration)]
+        interval: Duration,
+        /// Let the configuration vanish after this long unused (at least the interval).
+        #[arg(long, value_parser = duration)]
+        keep_alive: Option<Duration>,
+        /// Give each client id its own budget.
+        #[arg(long)]
+        per_client: bool,
+        /// Only set it when no rate is set (first set wins).
+        #[arg(long, conflicts_with = "keep_state")]
+        if_absent: bool,
+        /// Keep the permits in use under the new rate.
+        #[arg(long)]
+        keep_state: bool,
+    },
+    /// Take permits; prints the decision. Exit 0 granted, 1 denied, 2 error.
+    Acquire {
+        #[command(flatten)]
+        target: Target,
+        /// Permits to take.
+        #[arg(long, default_value_t = 1)]
+        permits: u32,
+        /// Wait up to this long for the permits (default: do not wait).
+        #[arg(long, value_parser = duration)]
+        timeout: Option<Duration>,
+    },
+    /// Print the permits available now.
+    Permits {
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Print the stored configuration (exit 1 when none).
+    Config {
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Give permits back (newest grants first).
+    Release {
+        #[command(flatten)]
+        target: Target,
+        /// Permits to give back.
+        permits: u32,
+    },
+    /// Delete the limiter.
+    Delete {
+        #[command(flatten)]
+        target: Target,
+    },
 }
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let result = match Cli::parse().command {
+    match run(Cli::parse().command).await {
+        Ok(Some(outcome)) => {
+            say!("{}", outcome.output);
+            ExitCode::from(outcome.exit_code)
+        }
+        Ok(None) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("edgelimit: {message}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Runs one command: servers return `None` when they stop, limiter commands their outcome.
+async fn run(command: Commands) -> Result<Option<Outcome>, String> {
+    let outcome = match command {
         Commands::Bridge {
             listen,
             redis_url,
@@ -65,40 +168,58 @@ async fn main() -> ExitCode {
             max_request_bytes,
             redis_timeout_ms,
         } => {
-            run_bridge(
-                listen,
-                BridgeConfig {
-                    redis_url,
-                    token,
-                    max_request_bytes,
-                    redis_timeout: Duration::from_millis(redis_timeout_ms),
-                },
-            )
-            .await
+            let config = BridgeConfig {
+                redis_url,
+                token,
+                max_request_bytes,
+                redis_timeout: Duration::from_millis(redis_timeout_ms),
+            };
+            return run_bridge(listen, config).await.map(|()| None);
         }
         Commands::Dev {
             listen,
             redis_port,
             token,
         } => {
-            dev::run(
-                DevConfig {
-                    listen,
-                    redis_port,
-                    token,
-                },
-                shutdown_requested(),
-            )
-            .await
+            let config = DevConfig {
+                listen,
+                redis_port,
+                token,
+            };
+            return dev::run(config, shutdown_requested()).await.map(|()| None);
         }
+        Commands::SetRate {
+            target,
+            rate,
+            interval,
+            keep_alive,
+            per_client,
+            if_absent,
+            keep_state,
+        } => {
+            let mut rate = Rate::new(rate, interval).map_err(|e| e.to_string())?;
+            if let Some(keep_alive) = keep_alive {
+                rate = rate.with_keep_alive(keep_alive).map_err(|e| e.to_string())?;
+            }
+            let mode = if per_client { Mode::PerClient } else { Mode::Overall };
+            let how = match (if_absent, keep_state) {
+                (true, _) => SetHow::IfAbsent,
+                (_, true) => SetHow::KeepState,
+                _ => SetHow::Replace,
+            };
+            admin::set_rate(&target.limiter()?, rate, mode, how).await
+        }
+        Commands::Acquire {
+            target,
+            permits,
+            timeout,
+        } => admin::acquire(&target.limiter()?, permits, timeout).await,
+        Commands::Permits { target } => admin::permits(&target.limiter()?).await,
+        Commands::Config { target } => admin::config(&target.limiter()?).await,
+        Commands::Release { target, permits } => admin::release(&target.limiter()?, permits).await,
+        Commands::Delete { target } => admin::delete(&target.limiter()?).await,
     };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
-            eprintln!("edgelimit: {message}");
-            ExitCode::from(2)
-        }
-    }
+    outcome.map(Some).map_err(|e| e.to_string())
 }
 
 async fn run_bridge(listen: SocketAddr, config: BridgeConfig) -> Result<(), String> {
@@ -107,7 +228,7 @@ async fn run_bridge(listen: SocketAddr, config: BridgeConfig) -> Result<(), Stri
         .map_err(|e| format!("could not listen on {listen}: {e}"))?;
     let address = listener.local_addr().map_err(|e| e.to_string())?;
     // Tests and scripts read this line to learn the port when --listen asked for port 0.
-    println!(
+    say!(
         "edgelimit bridge listening on http://{address} (redis: {})",
         config.redis_url
     );

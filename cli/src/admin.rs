@@ -1,0 +1,115 @@
+//! The operator commands on a named sliding-log limiter: `set-rate`, `acquire`, `permits`, `config`, `release`,
+//! `delete`. Each prints one JSON line, so scripts can read it; errors go to stderr.
+
+use std::time::Duration;
+
+use edgelimit::{Decision, Mode, Rate, RateLimiter, RestClient};
+use serde_json::{json, Value as Json};
+
+/// How a command ended: the process exit code and the line to print.
+pub struct Outcome {
+    /// 0 done (or granted), 1 denied (or not found), 2 error.
+    pub exit_code: u8,
+    /// One JSON line for stdout.
+    pub output: Json,
+}
+
+impl Outcome {
+    fn ok(output: Json) -> Self {
+        Outcome { exit_code: 0, output }
+    }
+}
+
+/// Where the REST endpoint is. Flags win over `EDGELIMIT_URL`/`EDGELIMIT_TOKEN`, which win over Upstash's
+/// `UPSTASH_REDIS_REST_URL`/`UPSTASH_REDIS_REST_TOKEN`.
+pub fn endpoint(url: Option<String>, token: Option<String>) -> Result<RestClient, String> {
+    let from_env = |names: [&str; 2]| {
+        names
+            .iter()
+            .find_map(|name| std::env::var(name).ok().filter(|v| !v.is_empty()))
+    };
+    let url = url
+        .or_else(|| from_env(["EDGELIMIT_URL", "UPSTASH_REDIS_REST_URL"]))
+        .ok_or(
+            "no REST endpoint: pass --url or set EDGELIMIT_URL (or UPSTASH_REDIS_REST_URL); `edgelimit dev` prints one",
+        )?;
+    let token = token
+        .or_else(|| from_env(["EDGELIMIT_TOKEN", "UPSTASH_REDIS_REST_TOKEN"]))
+        .ok_or("no REST token: pass --token or set EDGELIMIT_TOKEN (or UPSTASH_REDIS_REST_TOKEN)")?;
+    RestClient::new(&url, &token).map_err(|e| e.to_string())
+}
+
+/// The JSON shape of a decision, with the field names the npm package and the Worker use.
+pub fn decision_json(decision: &Decision) -> Json {
+    json!({
+        "success": decision.success,
+        "limit": decision.limit,
+        "remaining": decision.remaining,
+        "reset": decision.reset,
+        "retryAfter": decision.retry_after,
+    })
+}
+
+/// What `set-rate` should do with an existing rate.
+#[derive(Debug, Clone, Copy)]
+pub enum SetHow {
+    /// Only when none is set (`--if-absent`).
+    IfAbsent,
+    /// Replace, clearing the state.
+    Replace,
+    /// Replace, keeping the state (`--keep-state`).
+    KeepState,
+}
+
+/// `edgelimit set-rate`.
+pub async fn set_rate(limiter: &RateLimiter, rate: Rate, mode: Mode, how: SetHow) -> edgelimit::Result<Outcome> {
+    let applied = match how {
+        SetHow::IfAbsent => limiter.try_set_rate(rate, mode).await?,
+        SetHow::Replace => limiter.set_rate(rate, mode).await.map(|()| true)?,
+        SetHow::KeepState => limiter.update_rate(rate, mode).await.map(|()| true)?,
+    };
+    Ok(Outcome::ok(json!({ "name": limiter.name(), "applied": applied })))
+}
+
+/// `edgelimit acquire`: exit 0 when granted, 1 when denied.
+pub async fn acquire(limiter: &RateLimiter, permits: u32, timeout: Option<Duration>) -> edgelimit::Result<Outcome> {
+    let decision = match timeout {
+        Some(timeout) => limiter.acquire(permits, timeout).await?,
+        None => limiter.try_acquire(permits).await?,
+    };
+    Ok(Outcome {
+        exit_code: if decision.success { 0 } else { 1 },
+        output: decision_json(&decision),
+    })
+}
+
+/// `edgelimit permits`.
+pub async fn permits(limiter: &RateLimiter) -> edgelimit::Result<Outcome> {
+    Ok(Outcome::ok(json!({ "available": limiter.available_permits().await? })))
+}
+
+/// `edgelimit config`: exit 1 with `null` when no rate is set.
+pub async fn config(limiter: &RateLimiter) -> edgelimit::Result<Outcome> {
+    Ok(match limiter.config().await? {
+        Some(config) => Outcome::ok(json!({
+            "rate": config.rate.permits(),
+            "intervalMs": config.rate.interval().as_millis() as u64,
+            "keepAliveMs": config.rate.keep_alive().map(|d| d.as_millis() as u64),
+            "mode": match config.mode { Mode::Overall => "overall", Mode::PerClient => "per-client" },
+        })),
+        None => Outcome {
+            exit_code: 1,
+            output: Json::Null,
+        },
+    })
+}
+
+/// `edgelimit release`.
+pub async fn release(limiter: &RateLimiter, permits: u32) -> edgelimit::Result<Outcome> {
+    Ok(Outcome::ok(json!({ "released": limiter.release(permits).await? })))
+}
+
+/// `edgelimit delete`.
+pub async fn delete(limiter: &RateLimiter) -> edgelimit::Result<Outcome> {
+    Ok(Outcome::ok(json!({ "deleted": limiter.delete().await? })))
+}

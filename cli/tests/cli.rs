@@ -1,0 +1,170 @@
+//! The `edgelimit` binary end to end: `edgelimit dev` brings up a real redis-server and the bridge, and the limiter
+//! commands run against it as an operator would run them.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::Value as Json;
+
+const BIN: &str = env!("CARGO_BIN_EXE_edgelimit");
+
+/// `edgelimit dev` on free ports; stopped with SIGTERM (graceful: it also stops its redis-server).
+struct DevStack {
+    child: Child,
+    url: String,
+}
+
+impl DevStack {
+    fn start() -> DevStack {
+        let redis_port = edgelimit_cli::redis_server::free_port().unwrap();
+        let mut child = Command::new(BIN)
+            .args([
+                "dev",
+                "--listen",
+                "127.0.0.1:0",
+                "--redis-port",
+                &redis_port.to_string(),
+                "--token",
+                "cli",
+            ])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut url = None;
+        for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+            let line = line.unwrap();
+            if let Some(rest) = line.trim().strip_prefix("bridge") {
+                url = rest.split_whitespace().next().map(str::to_owned);
+            }
+            if line.starts_with("Ctrl-C") {
+                break;
+            }
+        }
+        DevStack {
+            child,
+            url: url.expect("edgelimit dev printed the bridge URL"),
+        }
+    }
+
+    /// Runs `edgelimit ARGS` against this stack; returns (exit code, parsed stdout, stderr).
+    fn run(&self, args: &[&str]) -> (i32, Json, String) {
+        let output = Command::new(BIN)
+            .args(args)
+            .env("EDGELIMIT_URL", &self.url)
+            .env("EDGELIMIT_TOKEN", "cli")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8(output.stdout).unwrap();
+        let json = serde_json::from_str(stdout.trim()).unwrap_or(Json::Null);
+        (
+            output.status.code().unwrap(),
+            json,
+            String::from_utf8(output.stderr).unwrap(),
+        )
+    }
+}
+
+impl Drop for DevStack {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn five_per_second_grants_five_denies_the_sixth_then_grants_after_retry_after() {
+    let stack = DevStack::start();
+    let (code, out, _) = stack.run(&["set-rate", "api", "--rate", "5", "--interval", "1s"]);
+    assert_eq!((code, out), (0, serde_json::json!({"name": "api", "applied": true})));
+    for remaining in (0..5).rev() {
+        let (code, out, _) = stack.run(&["acquire", "api"]);
+        assert_eq!(code, 0, "{out}");
+        assert_eq!(
+            (out["success"].as_bool(), out["remaining"].as_u64()),
+            (Some(true), Some(remaining))
+        );
+        assert_eq!(out["retryAfter"], 0);
+    }
+    let (code, denied, _) = stack.run(&["acquire", "api"]);
+    assert_eq!(code, 1, "{denied}");
+    assert_eq!(denied["success"], false);
+    let retry_after = denied["retryAfter"].as_u64().unwrap();
+    assert!((1..=1000).contains(&retry_after), "{denied}");
+    assert!(
+        denied["reset"].as_u64().unwrap() > 1_600_000_000_000,
+        "reset is unix ms"
+    );
+
+    std::thread::sleep(Duration::from_millis(retry_after));
+    let (code, out, _) = stack.run(&["acquire", "api"]);
+    assert_eq!(code, 0, "granted after waiting retryAfter: {out}");
+}
+
+#[test]
+fn the_other_commands_report_as_json_and_errors_say_what_to_do() {
+    let stack = DevStack::start();
+    let (code, _, stderr) = stack.run(&["acquire", "nothing"]);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("has no rate") && stderr.contains("set-rate nothing"),
+        "{stderr}"
+    );
+
+    stack.run(&[
+        "set-rate",
+        "ops",
+        "--rate",
+        "10",
+        "--interval",
+        "1m",
+        "--keep-alive",
+        "1h",
+    ]);
+    let (code, out, _) = stack.run(&["set-rate", "ops", "--rate", "99", "--interval", "1s", "--if-absent"]);
+    assert_eq!((code, out["applied"].as_bool()), (0, Some(false)));
+    let (_, config, _) = stack.run(&["config", "ops"]);
+    assert_eq!(
+        config,
+        serde_json::json!({"rate": 10, "intervalMs": 60000, "keepAliveMs": 3600000, "mode": "overall"})
+    );
+
+    assert_eq!(stack.run(&["acquire", "ops", "--permits", "4"]).0, 0);
+    assert_eq!(stack.run(&["permits", "ops"]).1, serde_json::json!({"available": 6}));
+    assert_eq!(
+        stack.run(&["release", "ops", "3"]).1,
+        serde_json::json!({"released": 3})
+    );
+    assert_eq!(stack.run(&["permits", "ops"]).1, serde_json::json!({"available": 9}));
+    let (code, _, stderr) = stack.run(&["acquire", "ops", "--permits", "11"]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("asked for 11 permits, but the limit is 10"), "{stderr}");
+    let (code, _, stderr) = stack.run(&["set-rate", "ops", "--rate", "0", "--interval", "1s"]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("at least 1 permit"), "{stderr}");
+    let (code, _, stderr) = stack.run(&["set-rate", "ops", "--rate", "5", "--interval", "10"]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("\"250ms\""), "{stderr}");
+
+    assert_eq!(stack.run(&["delete", "ops"]).1, serde_json::json!({"deleted": true}));
+    assert_eq!(stack.run(&["config", "ops"]).0, 1);
+}
+
+#[test]
+fn a_missing_endpoint_or_a_wrong_token_is_a_clear_error() {
+    let output = Command::new(BIN)
+        .args(["permits", "api"])
+        .env_remove("EDGELIMIT_URL")
+        .env_remove("UPSTASH_REDIS_REST_URL")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("set EDGELIMIT_URL"));
+
+    let stack = DevStack::start();
+    let (code, _, stderr) = stack.run(&["permits", "api", "--token", "wrong"]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("rejected the token"), "{stderr}");
+}
