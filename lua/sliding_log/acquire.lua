@@ -1,5 +1,5 @@
 -- Sliding log: try to take ARGV[2] permits now.
---   ARGV[2] permits, ARGV[3] grant id (unique per request; any bytes up to 255)
+--   ARGV[2] permits, ARGV[3] grant id (unique per request; any bytes, at most 200)
 -- Reply: {status, limit, remaining, reset_ms, retry_after_ms}
 --   status 'granted' | 'denied' | 'not_initialized' | 'exceeds_rate' | 'invalid_permits'
 -- A denied request writes nothing but expiry housekeeping: it consumes no permits.
@@ -16,11 +16,16 @@ if permits > limiter.rate then
     return { 'exceeds_rate', limiter.rate, 0, 0, 0 }
 end
 
+local id = ARGV[3] or ''
+if #id > 200 then
+    reject('grant id (at most 200 bytes)', #id .. ' bytes')
+end
+
 local now = now_ms()
 local available = refresh(limiter, now)
 local status, retry_after = 'granted', 0
 if available >= permits then
-    log_grant(limiter, now, ARGV[3], permits)
+    log_grant(limiter, now, id, permits)
     available = redis.call('DECRBY', limiter.value_key, permits)
 else
     -- Exact wait: walk the log from the oldest grant until the expiring grants free what this request lacks.

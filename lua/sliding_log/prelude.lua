@@ -14,9 +14,28 @@
 -- Invariant kept by every script: value = rate - (permits in the log). It is what makes a decision O(expired
 -- grants) instead of O(log), and what keeps available permits from ever exceeding the rate.
 
+-- Rejects an argument no edgelimit client sends (a hand-made call): a clean Redis error reply naming the argument,
+-- instead of a Lua runtime error with a stack trace.
+local function reject(what, value)
+    error({ err = 'ERR edgelimit: invalid ' .. what .. ': ' .. tostring(value) })
+end
+
+-- A whole number within [low, high] from an argument, or a clean error.
+local function whole(text, what, low, high)
+    local n = text and tonumber(text)
+    if not n or n ~= math.floor(n) or n < low or n > high then
+        reject(what, text)
+    end
+    return n
+end
+
+if #KEYS ~= 5 then
+    reject('number of keys (expected 5: name, value, client value, permits, client permits)', #KEYS)
+end
+
 local function now_ms()
     if ARGV[1] ~= '' then
-        return tonumber(ARGV[1])
+        return whole(ARGV[1], 'time (unix ms, or empty for server time)', 0, 2 ^ 53)
     end
     local time = redis.call('TIME')
     return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
@@ -101,7 +120,7 @@ end
 
 -- A positive whole number of permits, or nil.
 local function parse_permits(text)
-    local permits = tonumber(text)
+    local permits = text and tonumber(text)
     if permits and permits >= 1 and permits == math.floor(permits) and permits < 2 ^ 32 then
         return permits
     end

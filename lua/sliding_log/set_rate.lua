@@ -4,7 +4,16 @@
 --   setRate does) or 'update' (replace and keep the state: permits in use stay in use under the new rate).
 -- Reply: 1 when the rate was written, 0 when 'try' found one already set.
 
-local rate, interval, mode, keep_alive, how = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5]), ARGV[6]
+local rate = whole(ARGV[2], 'rate', 1, 2 ^ 32 - 1)
+local interval = whole(ARGV[3], 'interval (ms)', 1, 2 ^ 53)
+local keep_alive = whole(ARGV[5], 'keep-alive (ms)', 0, 2 ^ 53)
+local mode, how = ARGV[4], ARGV[6]
+if mode ~= '0' and mode ~= '1' then
+    reject('type (0 overall, 1 per client)', mode)
+end
+if how ~= 'try' and how ~= 'set' and how ~= 'update' then
+    reject("mode (try, set or update)", how)
+end
 local previous = load_limiter()
 if how == 'try' and previous then
     return 0

@@ -14,7 +14,7 @@
 
 mod grant_id;
 mod rate;
-mod scripts;
+pub mod scripts;
 
 use std::time::Duration;
 

@@ -366,3 +366,63 @@ async fn redisson_and_edgelimit_share_one_budget() {
     assert_eq!(redisson_acquire(T0 + 1002, "java-4").await, Value::Nil);
     assert_eq!(available(&limiter, T0 + 1002).await, 6);
 }
+
+#[tokio::test]
+async fn no_input_makes_a_script_raise_a_raw_lua_error() {
+    use edgelimit::sliding_log::scripts::{ACQUIRE, AVAILABLE, RELEASE, SET_RATE};
+    let stack = Stack::start().await;
+    let client = stack.client();
+    limiter(&stack, "fuzz", 5, 1000).await;
+    let good_keys = [
+        "fuzz",
+        "{fuzz}:value",
+        "{fuzz}:value:c",
+        "{fuzz}:permits",
+        "{fuzz}:permits:c",
+    ];
+    let long_id = "x".repeat(300);
+    let arg_sets: Vec<Vec<&str>> = vec![
+        vec![],
+        vec![""],
+        vec!["abc"],
+        vec!["-5", "1", "id"],
+        vec!["", "x", "id"],
+        vec!["", "-1", "id"],
+        vec!["", "1.5", "id"],
+        vec!["", "1e40", "id"],
+        vec!["", "nan", "id"],
+        vec!["", "6", "id"],
+        vec!["", "2", &long_id],
+        vec!["", "2"],
+        vec!["", "0", "1000", "0", "0", "set"],
+        vec!["", "5", "abc", "0", "0", "set"],
+        vec!["", "5", "1000", "7", "0", "set"],
+        vec!["", "5", "1000", "0", "-5", "set"],
+        vec!["", "5", "1000", "0", "0", "bogus"],
+        vec!["", "5", "1000", "0", "0"],
+    ];
+    let mut checked = 0;
+    for script in [&*ACQUIRE, &*AVAILABLE, &*RELEASE, &*SET_RATE] {
+        for keys in [&good_keys[..], &good_keys[..2], &[]] {
+            for args in &arg_sets {
+                match script.run(&client, keys, args).await {
+                    Ok(_) => {}
+                    // Our own message first; Redis 7 appends only the script's location. A raw Lua error would
+                    // start "ERR user_script:…" or "ERR Error running script…".
+                    Err(Error::Redis(message)) => assert!(
+                        message.starts_with("ERR edgelimit: invalid"),
+                        "{keys:?} {args:?}: {message}"
+                    ),
+                    Err(other) => panic!("{keys:?} {args:?}: {other}"),
+                }
+                checked += 1;
+            }
+        }
+        // Between scripts, put the limiter back: a garbage-free set-rate above may have changed it.
+        SET_RATE
+            .run(&client, &good_keys, &["", "5", "1000", "0", "0", "set"])
+            .await
+            .unwrap();
+    }
+    assert_eq!(checked, 4 * 3 * arg_sets.len());
+}
