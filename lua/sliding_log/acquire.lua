@@ -28,29 +28,24 @@ if available >= permits then
     log_grant(limiter, now, id, permits)
     available = redis.call('DECRBY', limiter.value_key, permits)
 else
-    -- Exact wait: walk the log from the oldest grant until the expiring grants free what this request lacks.
-    -- Each grant frees its permits at score + interval. Bounded by the grants needed, not by the log's size.
+    -- Exact wait: the expiring grants, oldest first, must free what this request lacks; each frees its permits at
+    -- score + interval. Every grant carries at least one permit, so the oldest `missing` grants always suffice:
+    -- one bounded read, whatever the size of the log.
     status = 'denied'
-    local missing, offset = permits - available, 0
-    while missing > 0 do
-        local batch = redis.call('ZRANGE', limiter.log_key, offset, offset + 31, 'WITHSCORES')
-        if #batch == 0 then
+    local missing = permits - available
+    local oldest = redis.call('ZRANGE', limiter.log_key, 0, missing - 1, 'WITHSCORES')
+    for i = 1, #oldest, 2 do
+        local _, granted = struct.unpack('Bc0I', oldest[i])
+        missing = missing - granted
+        if missing <= 0 then
+            retry_after = tonumber(oldest[i + 1]) + limiter.interval - now
             break
         end
-        for i = 1, #batch, 2 do
-            local _, granted = struct.unpack('Bc0I', batch[i])
-            missing = missing - granted
-            if missing <= 0 then
-                retry_after = tonumber(batch[i + 1]) + limiter.interval - now
-                break
-            end
-        end
-        offset = offset + 32
     end
     -- The invariant guarantees the log frees enough; should it not, a full interval is a safe answer.
     if missing > 0 then
         retry_after = limiter.interval
     end
 end
-touch(limiter)
+touch(limiter, status == 'granted')
 return { status, limiter.rate, math.max(available, 0), full_again_at(limiter, now), retry_after }

@@ -8,5 +8,5 @@ if not limiter then
 end
 local now = now_ms()
 local available = refresh(limiter, now)
-touch(limiter)
+touch(limiter, false)
 return { 'available', limiter.rate, math.max(available, 0), full_again_at(limiter, now), 0 }

@@ -80,10 +80,11 @@ local function refresh(limiter, now)
     if value == nil or value + released > limiter.rate then
         -- Rare: first use, an evicted key, or writes from an older client. O(log), once.
         value = limiter.rate - permits_in(redis.call('ZRANGE', limiter.log_key, 0, -1))
-        redis.call('SET', limiter.value_key, value)
+        redis.call('SET', limiter.value_key, value, 'PX', math.max(limiter.keep_alive, 2 * limiter.interval))
     elseif released > 0 then
         value = value + released
-        redis.call('SET', limiter.value_key, value)
+        -- KEEPTTL: a plain SET would drop the key's TTL and leave it behind forever.
+        redis.call('SET', limiter.value_key, value, 'KEEPTTL')
     end
     return value
 end
@@ -107,12 +108,15 @@ local function full_again_at(limiter, now)
     return tonumber(newest[2]) + limiter.interval
 end
 
--- Idle limiters vanish: the state keys live at least one interval past the last write (so no grant in the window
--- is lost), or the keep-alive when it is longer; the config hash lives for the keep-alive if one was set.
-local function touch(limiter)
-    local state_ttl = math.max(limiter.keep_alive, 2 * limiter.interval)
-    redis.call('PEXPIRE', limiter.value_key, state_ttl)
-    redis.call('PEXPIRE', limiter.log_key, state_ttl)
+-- Idle limiters vanish. After a grant the state keys live at least one more interval (no grant in the window is
+-- lost), or the keep-alive when it is longer; every use, granted or not, renews the config's keep-alive if one is
+-- set (Redisson's semantics). A call that logs nothing leaves the state's TTL as it was: it is already long enough.
+local function touch(limiter, logged)
+    if logged then
+        local state_ttl = math.max(limiter.keep_alive, 2 * limiter.interval)
+        redis.call('PEXPIRE', limiter.value_key, state_ttl)
+        redis.call('PEXPIRE', limiter.log_key, state_ttl)
+    end
     if limiter.keep_alive > 0 then
         redis.call('PEXPIRE', KEYS[1], limiter.keep_alive)
     end

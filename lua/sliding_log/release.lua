@@ -31,5 +31,5 @@ while released < wanted do
     released = released + give_back
 end
 local available = redis.call('INCRBY', limiter.value_key, released)
-touch(limiter)
+touch(limiter, released > 0)
 return { 'released', limiter.rate, math.max(available, 0), full_again_at(limiter, now), released }

@@ -34,7 +34,7 @@ if how == 'update' and previous and previous.log_key == limiter.log_key then
     if redis.call('EXISTS', limiter.value_key) == 1 then
         redis.call('INCRBY', limiter.value_key, limiter.rate - previous.rate)
     end
-    touch(limiter)
+    touch(limiter, true)
 else
     -- 'set', a first rate, or a change of mode (whose state lives under other keys): start from a full window.
     -- A mode change can only clear this client's per-client keys; other clients' expire with their TTL.

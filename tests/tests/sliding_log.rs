@@ -426,3 +426,35 @@ async fn no_input_makes_a_script_raise_a_raw_lua_error() {
     }
     assert_eq!(checked, 4 * 3 * arg_sets.len());
 }
+
+#[tokio::test]
+async fn state_keys_never_lose_their_ttl() {
+    let stack = Stack::start().await;
+    let client = stack.client();
+    let limiter = limiter(&stack, "ttl", 2, 1000).await;
+    let pttl = |key: &'static str| {
+        let client = client.clone();
+        async move {
+            client
+                .command(&Command::new("PTTL").arg(key))
+                .await
+                .unwrap()
+                .into_int()
+                .unwrap()
+        }
+    };
+    // Grants, then calls that only expire grants and deny: no key may be left without a TTL (-1).
+    assert!(take(&limiter, T0, 2).await.success);
+    assert!(!take(&limiter, T0 + 1, 1).await.success);
+    assert_eq!(available(&limiter, T0 + 1000).await, 2);
+    for key in ["{ttl}:value", "{ttl}:permits"] {
+        assert_ne!(pttl(key).await, -1, "{key} lost its TTL");
+    }
+    // A rebuild from scratch (both keys evicted) sets a TTL too.
+    client
+        .command(&Command::new("DEL").args(["{ttl}:value", "{ttl}:permits"]))
+        .await
+        .unwrap();
+    assert_eq!(available(&limiter, T0 + 2000).await, 2);
+    assert!(pttl("{ttl}:value").await > 0);
+}
