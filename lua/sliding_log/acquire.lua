@@ -4,13 +4,9 @@
 --   status 'granted' | 'denied' | 'not_initialized' | 'exceeds_rate' | 'invalid_permits'
 -- A denied request writes nothing but expiry housekeeping: it consumes no permits.
 
-local limiter = load_limiter()
-if not limiter then
-    return { 'not_initialized', 0, 0, 0, 0 }
-end
-local permits = parse_permits(ARGV[2])
-if not permits then
-    return { 'invalid_permits', limiter.rate, 0, 0, 0 }
+local limiter, permits, refusal = limiter_and_permits(ARGV[2])
+if refusal then
+    return refusal
 end
 if permits > limiter.rate then
     return { 'exceeds_rate', limiter.rate, 0, 0, 0 }

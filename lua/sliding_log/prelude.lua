@@ -130,3 +130,16 @@ local function parse_permits(text)
     end
     return nil
 end
+
+-- The limiter, and `text` as a number of permits; or, instead, the status reply to return (no rate, bad permits).
+local function limiter_and_permits(text)
+    local limiter = load_limiter()
+    if not limiter then
+        return nil, nil, { 'not_initialized', 0, 0, 0, 0 }
+    end
+    local permits = parse_permits(text)
+    if not permits then
+        return nil, nil, { 'invalid_permits', limiter.rate, 0, 0, 0 }
+    end
+    return limiter, permits
+end

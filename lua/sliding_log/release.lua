@@ -4,13 +4,9 @@
 -- Reply: {status, limit, remaining, reset_ms, released} with status 'released', 'not_initialized' or
 -- 'invalid_permits'; `released` is what was given back (less than asked when the log held less).
 
-local limiter = load_limiter()
-if not limiter then
-    return { 'not_initialized', 0, 0, 0, 0 }
-end
-local wanted = parse_permits(ARGV[2])
-if not wanted then
-    return { 'invalid_permits', limiter.rate, 0, 0, 0 }
+local limiter, wanted, refusal = limiter_and_permits(ARGV[2])
+if refusal then
+    return refusal
 end
 
 local now = now_ms()
