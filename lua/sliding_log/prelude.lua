@@ -48,7 +48,11 @@ local function load_limiter()
     if not rate or not interval or not config[3] then
         return nil
     end
-    local limiter = { rate = rate, interval = interval, keep_alive = tonumber(config[4]) or 0 }
+    local keep_alive = tonumber(config[4]) or 0
+    -- State keys live at least one more interval past their last write, so no grant in the window is lost, or
+    -- the keep-alive when it is longer.
+    local limiter = { rate = rate, interval = interval, keep_alive = keep_alive,
+                      state_ttl = math.max(keep_alive, 2 * interval) }
     if config[3] == '1' then
         limiter.value_key, limiter.log_key = KEYS[3], KEYS[5]
     else
@@ -67,8 +71,10 @@ local function permits_in(members)
     return total
 end
 
--- Permits available at `now`, after dropping grants that left the window. Missing, evicted or inconsistent state
--- is rebuilt from the log instead of failing (Redisson crashes on a nil here).
+-- Permits available at `now`, after dropping grants that left the window. A missing counter (first use, evicted) or
+-- one above what the log allows is rebuilt from the log instead of failing (Redisson crashes on a nil here). An
+-- evicted log under a surviving counter is not detected: capacity stays reduced (never exceeded) until the counter
+-- expires; detecting it would cost a command on every decision.
 local function refresh(limiter, now)
     local horizon = now - limiter.interval
     local value = tonumber(redis.call('GET', limiter.value_key))
@@ -80,7 +86,7 @@ local function refresh(limiter, now)
     if value == nil or value + released > limiter.rate then
         -- Rare: first use, an evicted key, or writes from an older client. O(log), once.
         value = limiter.rate - permits_in(redis.call('ZRANGE', limiter.log_key, 0, -1))
-        redis.call('SET', limiter.value_key, value, 'PX', math.max(limiter.keep_alive, 2 * limiter.interval))
+        redis.call('SET', limiter.value_key, value, 'PX', limiter.state_ttl)
     elseif released > 0 then
         value = value + released
         -- KEEPTTL: a plain SET would drop the key's TTL and leave it behind forever.
@@ -108,14 +114,13 @@ local function full_again_at(limiter, now)
     return tonumber(newest[2]) + limiter.interval
 end
 
--- Idle limiters vanish. After a grant the state keys live at least one more interval (no grant in the window is
--- lost), or the keep-alive when it is longer; every use, granted or not, renews the config's keep-alive if one is
--- set (Redisson's semantics). A call that logs nothing leaves the state's TTL as it was: it is already long enough.
+-- Idle limiters vanish. A call that logged a grant renews the state keys' TTL; every use, granted or not, renews
+-- the config's keep-alive if one is set (Redisson's semantics). A call that logs nothing leaves the state's TTL as it
+-- was: it is already long enough.
 local function touch(limiter, logged)
     if logged then
-        local state_ttl = math.max(limiter.keep_alive, 2 * limiter.interval)
-        redis.call('PEXPIRE', limiter.value_key, state_ttl)
-        redis.call('PEXPIRE', limiter.log_key, state_ttl)
+        redis.call('PEXPIRE', limiter.value_key, limiter.state_ttl)
+        redis.call('PEXPIRE', limiter.log_key, limiter.state_ttl)
     end
     if limiter.keep_alive > 0 then
         redis.call('PEXPIRE', KEYS[1], limiter.keep_alive)
