@@ -122,15 +122,11 @@ impl RateLimiter {
     /// Takes `permits` now if they are available. Denied is a [`Decision`] with `success == false` and the exact
     /// `retry_after`; it consumes nothing.
     pub async fn try_acquire(&self, permits: u32) -> Result<Decision> {
-        let reply = ScriptReply::decode(
-            self.run(&scripts::ACQUIRE, &[permits.to_string(), grant_id::next()])
-                .await?,
-        )?;
-        match reply.status.as_str() {
-            "granted" => Ok(reply.decision(true)),
-            "denied" => Ok(reply.decision(false)),
-            _ => Err(self.status_error(&reply, permits)),
-        }
+        let args = [permits.to_string(), grant_id::next()];
+        let reply = self
+            .reply(&scripts::ACQUIRE, &args, permits, &["granted", "denied"])
+            .await?;
+        Ok(reply.decision(reply.status == "granted"))
     }
 
     /// Takes `permits`, waiting as long as needed up to `timeout`. It never waits past the timeout and never gives
@@ -155,22 +151,18 @@ impl RateLimiter {
 
     /// Permits available now (0 or more), taking none.
     pub async fn available_permits(&self) -> Result<u64> {
-        let reply = ScriptReply::decode(self.run(&scripts::AVAILABLE, &[]).await?)?;
-        match reply.status.as_str() {
-            "available" => Ok(reply.decision(true).remaining),
-            _ => Err(self.status_error(&reply, 0)),
-        }
+        let reply = self.reply(&scripts::AVAILABLE, &[], 0, &["available"]).await?;
+        Ok(reply.decision(true).remaining)
     }
 
     /// Gives back up to `permits` (newest grants first) and returns how many were given back: fewer than asked
     /// when fewer are in use. Availability never exceeds the rate.
     pub async fn release(&self, permits: u32) -> Result<u64> {
-        let reply = ScriptReply::decode(self.run(&scripts::RELEASE, &[permits.to_string()]).await?)?;
-        match reply.status.as_str() {
-            // For a release the fifth number is what was given back.
-            "released" => Ok(reply.decision(true).retry_after),
-            _ => Err(self.status_error(&reply, permits)),
-        }
+        let reply = self
+            .reply(&scripts::RELEASE, &[permits.to_string()], permits, &["released"])
+            .await?;
+        // A release reply's last number is what was given back.
+        Ok(reply.numbers[3])
     }
 
     /// The stored configuration, or `None` when no rate is set.
@@ -189,7 +181,8 @@ impl RateLimiter {
             text.parse()
                 .map_err(|_| Error::malformed(format!("a whole number for {what}"), text))
         };
-        let permits = u32::try_from(number(rate, "rate")?).map_err(|_| Error::malformed("a 32-bit rate", "more"))?;
+        let stored_rate = number(rate, "rate")?;
+        let permits = u32::try_from(stored_rate).map_err(|_| Error::malformed("a 32-bit rate", stored_rate))?;
         let mut rate = Rate::new(permits, Duration::from_millis(number(interval, "interval")?))
             .map_err(|e| Error::malformed("a valid stored rate", e))?;
         let keep_alive_ms = match keep_alive {
@@ -216,6 +209,16 @@ impl RateLimiter {
             .await?
             .into_int()?;
         Ok(deleted > 0)
+    }
+
+    /// Runs a decision-shaped script and decodes its reply; a status outside `expected` becomes its typed error.
+    async fn reply(&self, script: &Script, args: &[String], permits: u32, expected: &[&str]) -> Result<ScriptReply> {
+        let reply = ScriptReply::decode(self.run(script, args).await?)?;
+        if expected.contains(&reply.status.as_str()) {
+            Ok(reply)
+        } else {
+            Err(self.status_error(&reply, permits))
+        }
     }
 
     fn status_error(&self, reply: &ScriptReply, permits: u32) -> Error {
