@@ -7,6 +7,7 @@ import { createConnection, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { Redis } from "@upstash/redis";
 
 export const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 export const TOKEN = "js-test-token";
@@ -110,4 +111,9 @@ export async function startStack() {
       await redis.stop();
     },
   };
+}
+
+/** An unmodified `@upstash/redis` client for `stack`, without telemetry; `options` override its settings. */
+export function upstashRedis(stack, options = {}) {
+  return new Redis({ url: stack.url, token: stack.token, enableTelemetry: false, ...options });
 }

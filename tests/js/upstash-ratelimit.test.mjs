@@ -4,14 +4,13 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { Ratelimit } from "@upstash/ratelimit";
-import { Redis } from "@upstash/redis";
-import { startStack } from "./harness.mjs";
+import { startStack, upstashRedis } from "./harness.mjs";
 
 let stack;
 let redis;
 before(async () => {
   stack = await startStack();
-  redis = new Redis({ url: stack.url, token: stack.token, enableTelemetry: false });
+  redis = upstashRedis(stack);
 });
 after(() => stack.stop());
 

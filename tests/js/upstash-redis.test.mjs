@@ -1,15 +1,14 @@
 // The official @upstash/redis client, unmodified, against the edgelimit bridge over a real Redis.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { Redis } from "@upstash/redis";
-import { startStack } from "./harness.mjs";
+import { startStack, upstashRedis } from "./harness.mjs";
 
 let stack;
 let redis;
 before(async () => {
   stack = await startStack();
   // The client's defaults: base64 response encoding, automatic JSON (de)serialisation.
-  redis = new Redis({ url: stack.url, token: stack.token, enableTelemetry: false });
+  redis = upstashRedis(stack);
 });
 after(() => stack.stop());
 
@@ -73,7 +72,7 @@ test("createScript: EVALSHA with NOSCRIPT fallback after SCRIPT FLUSH", async ()
 });
 
 test("control characters survive the base64 response encoding", async () => {
-  const raw = new Redis({ url: stack.url, token: stack.token, enableTelemetry: false, automaticDeserialization: false });
+  const raw = upstashRedis(stack, { automaticDeserialization: false });
   await raw.set("nul", "a\u0000b\u0001c");
   assert.equal(await raw.get("nul"), "a\u0000b\u0001c");
 });
@@ -84,12 +83,12 @@ test("a command error is thrown with Redis's text", async () => {
 });
 
 test("a wrong token is refused", async () => {
-  const intruder = new Redis({ url: stack.url, token: "wrong", enableTelemetry: false, retry: false });
+  const intruder = upstashRedis(stack, { token: "wrong", retry: false });
   await assert.rejects(intruder.ping(), /Unauthorized/);
 });
 
 test("Redis stopped and restarted: clean errors, then recovery without restarting the bridge", async () => {
-  const client = new Redis({ url: stack.url, token: stack.token, enableTelemetry: false, retry: false });
+  const client = upstashRedis(stack, { retry: false });
   await stack.stopRedis();
   await assert.rejects(client.ping(), /unavailable/);
   await assert.rejects(client.ping(), /unavailable/);
