@@ -6,6 +6,21 @@
 //! not run.
 
 use crate::error::Result;
+
+/// A [`Script`] composed at compile time from files under `lua/`, joined in order with newlines: `lua/common.lua`
+/// first (argument checks and the clock every script shares), then the given files. No Lua is copy-pasted between
+/// scripts, and the SHA1 covers exactly the composed text.
+macro_rules! lua_script {
+    ($($file:literal),+ $(,)?) => {
+        std::sync::LazyLock::new(|| {
+            $crate::script::Script::new(concat!(
+                include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/lua/common.lua"))
+                $(, "\n", include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/lua/", $file)))+
+            ))
+        })
+    };
+}
+pub(crate) use lua_script;
 use crate::rest::{Command, RestClient};
 use crate::value::Value;
 

@@ -17,7 +17,7 @@ if #id > 200 then
     reject('grant id (at most 200 bytes)', #id .. ' bytes')
 end
 
-local now = now_ms()
+local now = clock(ARGV[1])
 local available = refresh(limiter, now)
 local status, retry_after = 'granted', 0
 if available >= permits then

@@ -6,7 +6,7 @@ local limiter = load_limiter()
 if not limiter then
     return { 'not_initialized', 0, 0, 0, 0 }
 end
-local now = now_ms()
+local now = clock(ARGV[1])
 local available = refresh(limiter, now)
 touch(limiter, false)
 return { 'available', limiter.rate, math.max(available, 0), full_again_at(limiter, now), 0 }

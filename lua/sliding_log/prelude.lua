@@ -1,4 +1,4 @@
--- Sliding log, shared prelude: prepended to every sliding-log script (see src/sliding_log/scripts.rs).
+-- Sliding log, shared prelude: prepended to every sliding-log script after lua/common.lua (see src/sliding_log/scripts.rs).
 --
 -- Redisson RRateLimiter's layout, kept exactly so Java services using Redisson and edge Workers using edgelimit
 -- can share one limiter:
@@ -14,31 +14,8 @@
 -- Invariant kept by every script: value = rate - (permits in the log). It is what makes a decision O(expired
 -- grants) instead of O(log), and what keeps available permits from ever exceeding the rate.
 
--- Rejects an argument no edgelimit client sends (a hand-made call): a clean Redis error reply naming the argument,
--- instead of a Lua runtime error with a stack trace.
-local function reject(what, value)
-    error({ err = 'ERR edgelimit: invalid ' .. what .. ': ' .. tostring(value) })
-end
-
--- A whole number within [low, high] from an argument, or a clean error.
-local function whole(text, what, low, high)
-    local n = text and tonumber(text)
-    if not n or n ~= math.floor(n) or n < low or n > high then
-        reject(what, text)
-    end
-    return n
-end
-
 if #KEYS ~= 5 then
     reject('number of keys (expected 5: name, value, client value, permits, client permits)', #KEYS)
-end
-
-local function now_ms()
-    if ARGV[1] ~= '' then
-        return whole(ARGV[1], 'time (unix ms, or empty for server time)', 0, 2 ^ 53)
-    end
-    local time = redis.call('TIME')
-    return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 end
 
 -- The limiter's config and the keys of its mode, or nil when no rate was set (or it expired).

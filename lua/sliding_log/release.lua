@@ -9,7 +9,7 @@ if refusal then
     return refusal
 end
 
-local now = now_ms()
+local now = clock(ARGV[1])
 refresh(limiter, now)
 local released = 0
 while released < wanted do

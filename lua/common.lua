@@ -1,0 +1,26 @@
+-- Shared by every edgelimit script (prepended at compile time, see src/script.rs): argument checks and the clock.
+
+-- Rejects an argument no edgelimit client sends (a hand-made call): a clean Redis error reply naming the argument,
+-- instead of a Lua runtime error with a stack trace.
+local function reject(what, value)
+    error({ err = 'ERR edgelimit: invalid ' .. what .. ': ' .. tostring(value) })
+end
+
+-- A whole number within [low, high] from an argument, or a clean error.
+local function whole(text, what, low, high)
+    local n = text and tonumber(text)
+    if not n or n ~= math.floor(n) or n < low or n > high then
+        reject(what, text)
+    end
+    return n
+end
+
+-- Unix ms: `text` when a caller passed an explicit time (tests, clients sharing a limiter with a clock-based
+-- client), else the Redis server's clock, the default, because callers' clocks are skewed.
+local function clock(text)
+    if text ~= '' then
+        return whole(text, 'time (unix ms, or empty for server time)', 0, 2 ^ 53)
+    end
+    local time = redis.call('TIME')
+    return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+end
