@@ -3,6 +3,7 @@
 //! Being denied is not an error. It is a [`Decision`] with `success == false` and the exact time to wait.
 
 use crate::error::{Error, Result};
+use crate::limit::Lease;
 use crate::value::Value;
 
 /// What a limiter decided for one request, in the shape every algorithm returns.
@@ -14,10 +15,13 @@ pub struct Decision {
     pub limit: u64,
     /// Permits still available after this decision.
     pub remaining: u64,
-    /// Unix time in ms when the window is full again (every current grant expired).
+    /// Unix time in ms when the limit is whole again if no further request comes (for the sliding log: when every
+    /// current grant has expired).
     pub reset: u64,
     /// Milliseconds until this request could succeed; 0 when it did.
     pub retry_after: u64,
+    /// For a granted concurrency request, the lease to release; `None` otherwise.
+    pub lease: Option<Lease>,
 }
 
 /// The status word a script put first in its reply, with the four numbers that follow it.
@@ -50,6 +54,7 @@ impl ScriptReply {
             remaining,
             reset,
             retry_after,
+            lease: None,
         }
     }
 }
@@ -80,7 +85,8 @@ mod tests {
                 limit: 5,
                 remaining: 0,
                 reset: 1_700_000_001_000,
-                retry_after: 420
+                retry_after: 420,
+                lease: None,
             }
         );
     }

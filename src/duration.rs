@@ -34,6 +34,17 @@ pub fn parse_duration(text: &str) -> Result<Duration> {
     Ok(Duration::from_secs_f64(ms / 1_000.0))
 }
 
+/// A duration as whole milliseconds, at least 1 ms: what every limiter stores. `what` names it in the error.
+pub(crate) fn whole_ms(duration: Duration, what: &str) -> Result<u64> {
+    let ms = duration.as_millis();
+    if ms == 0 || duration.subsec_nanos() % 1_000_000 != 0 {
+        return Err(Error::InvalidArgument(format!(
+            "the {what} must be a whole number of milliseconds, at least 1 ms (got {duration:?})"
+        )));
+    }
+    u64::try_from(ms).map_err(|_| Error::InvalidArgument(format!("the {what} is too long")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,6 +12,7 @@
 //! | module | concept |
 //! |---|---|
 //! | [`sliding_log`] | the sliding log (Redisson's `RRateLimiter`, fixed): rates, the limiter handle |
+//! | [`limit`] | the algorithm family (token bucket, fixed and sliding window, GCRA, concurrency), several limits in one round trip, and their reference [`limit::model`] |
 //! | [`decision`] | a decision as a value: `{success, limit, remaining, reset, retry_after}` |
 //! | [`duration`] | human durations: `"10 s"`, `"250ms"`, `"1m"` |
 //! | [`time`] | waiting on every target (`acquire`) |
@@ -37,10 +38,12 @@
 pub mod decision;
 pub mod duration;
 pub mod error;
+pub mod limit;
 pub mod rest;
 pub mod script;
 pub mod sliding_log;
 pub mod time;
+mod unique_id;
 pub mod value;
 
 #[cfg(target_arch = "wasm32")]
@@ -49,6 +52,7 @@ mod wasm;
 pub use decision::Decision;
 pub use duration::parse_duration;
 pub use error::{Error, Result};
+pub use limit::{Algorithm, Decisions, Lease, Limiter, Quota};
 pub use rest::{Command, RestClient};
 pub use script::Script;
 pub use sliding_log::{Mode, Rate, RateConfig, RateLimiter};

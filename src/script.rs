@@ -20,9 +20,9 @@ macro_rules! lua_script {
         })
     };
 }
-pub(crate) use lua_script;
 use crate::rest::{Command, RestClient};
 use crate::value::Value;
+pub(crate) use lua_script;
 
 /// A Lua script with its SHA1, as Redis's script cache names it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,6 +76,40 @@ impl Script {
             reply => reply,
         }
     }
+
+    /// Runs several script calls in one pipeline (one round trip), each atomic on its own but not together. Calls
+    /// whose script was not cached are sent again with the full text, in a second pipeline.
+    pub async fn run_many(client: &RestClient, calls: &[ScriptCall<'_>]) -> Result<Vec<Result<Value>>> {
+        let evalsha: Vec<Command> = calls
+            .iter()
+            .map(|call| call.script.evalsha_command(&call.keys, &call.args))
+            .collect();
+        let mut replies = client.pipeline(&evalsha).await?;
+        let missing: Vec<usize> = (0..replies.len())
+            .filter(|&i| matches!(&replies[i], Err(error) if error.is_noscript()))
+            .collect();
+        if !missing.is_empty() {
+            let eval: Vec<Command> = missing
+                .iter()
+                .map(|&i| calls[i].script.eval_command(&calls[i].keys, &calls[i].args))
+                .collect();
+            for (i, reply) in missing.into_iter().zip(client.pipeline(&eval).await?) {
+                replies[i] = reply;
+            }
+        }
+        Ok(replies)
+    }
+}
+
+/// One script call of a pipeline: [`Script::run_many`].
+#[derive(Debug, Clone)]
+pub struct ScriptCall<'a> {
+    /// The script.
+    pub script: &'a Script,
+    /// Its keys.
+    pub keys: Vec<String>,
+    /// Its arguments.
+    pub args: Vec<String>,
 }
 
 #[cfg(test)]

@@ -12,7 +12,6 @@
 //! - expired grants are removed by score range, never by rescanning the whole log;
 //! - every state key has a TTL, so idle limiters vanish.
 
-mod grant_id;
 mod rate;
 pub mod scripts;
 
@@ -122,7 +121,7 @@ impl RateLimiter {
     /// Takes `permits` now if they are available. Denied is a [`Decision`] with `success == false` and the exact
     /// `retry_after`; it consumes nothing.
     pub async fn try_acquire(&self, permits: u32) -> Result<Decision> {
-        let args = [permits.to_string(), grant_id::next()];
+        let args = [permits.to_string(), crate::unique_id::next()];
         let reply = self
             .reply(&scripts::ACQUIRE, &args, permits, &["granted", "denied"])
             .await?;

@@ -4,6 +4,7 @@
 use std::num::NonZeroU32;
 use std::time::Duration;
 
+use crate::duration::whole_ms;
 use crate::error::{Error, Result};
 
 /// How many permits a limiter grants per interval. Redisson packs permit counts as 32-bit unsigned integers, so
@@ -65,16 +66,6 @@ impl Rate {
     pub(crate) fn keep_alive_ms(&self) -> u64 {
         self.keep_alive_ms
     }
-}
-
-fn whole_ms(duration: Duration, what: &str) -> Result<u64> {
-    let ms = duration.as_millis();
-    if ms == 0 || duration.subsec_nanos() % 1_000_000 != 0 {
-        return Err(Error::InvalidArgument(format!(
-            "the {what} must be a whole number of milliseconds, at least 1 ms (got {duration:?})"
-        )));
-    }
-    u64::try_from(ms).map_err(|_| Error::InvalidArgument(format!("the {what} is too long")))
 }
 
 /// Who shares the permits.

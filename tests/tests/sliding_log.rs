@@ -55,7 +55,8 @@ async fn exact_count_per_interval_then_permits_return() {
                 limit: 5,
                 remaining,
                 reset: T0 + 1000,
-                retry_after: 0
+                retry_after: 0,
+                lease: None,
             }
         );
     }

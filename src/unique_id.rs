@@ -1,18 +1,27 @@
-//! Ids for log members: unique per process (a random prefix) and per grant (a counter).
+//! Ids for sliding-log grants and concurrency leases: unique per process (a random prefix) and per id (a counter).
 //!
-//! Uniqueness matters: two equal members in one zset collapse into one, and the log would under-count. The scripts
-//! also guard against a collision with `ZADD NX`, so the prefix needs no cryptographic randomness, which a Worker
+//! Uniqueness matters: two equal members in one zset collapse into one, and the limiter would under-count. The
+//! scripts also guard against a collision (`ZADD NX`, `ZSCORE`), so the prefix needs no cryptographic randomness, which a Worker
 //! could not use at its global scope anyway.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
-/// The next grant id, e.g. `3f9a…:17`.
+static PREFIX: OnceLock<u64> = OnceLock::new();
+static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// The next id, e.g. `3f9a…:17`.
 pub fn next() -> String {
-    static PREFIX: OnceLock<u64> = OnceLock::new();
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
     let prefix = PREFIX.get_or_init(random_u64);
     format!("{prefix:016x}:{}", COUNTER.fetch_add(1, Ordering::Relaxed))
+}
+
+/// The next id as one number: the process's random prefix plus the counter, so ids never repeat within a process
+/// (for 2^64 ids) and rarely across processes.
+pub fn next_u64() -> u64 {
+    PREFIX
+        .get_or_init(random_u64)
+        .wrapping_add(COUNTER.fetch_add(1, Ordering::Relaxed))
 }
 
 #[cfg(target_arch = "wasm32")]
@@ -41,5 +50,7 @@ mod tests {
     fn ids_are_unique_within_a_process() {
         let ids: std::collections::HashSet<String> = (0..1000).map(|_| super::next()).collect();
         assert_eq!(ids.len(), 1000);
+        let numbers: std::collections::HashSet<u64> = (0..1000).map(|_| super::next_u64()).collect();
+        assert_eq!(numbers.len(), 1000);
     }
 }

@@ -1,0 +1,514 @@
+//! The algorithm family: token bucket, fixed window, sliding window counter, GCRA and concurrency, each decided by
+//! one atomic script on the Redis server's clock, and several limits decided together in one round trip.
+//!
+//! A [`Limiter`] is a named limit, with its [`Quota`] given in code or stored in Redis (so operators change it at
+//! runtime, without redeploying anything). It limits many identifiers (an IP, an API key, a user): each has its own
+//! state key. Keys are `<prefix>:{<name>}` for the stored config and `<prefix>:{<name>}:<id>` for state, all under
+//! the hash tag `{<name>}`, so one limiter's keys share a Redis Cluster slot.
+//!
+//! Denied is a [`Decision`] with the exact `retry_after`, never an error. Errors are for what no waiting fixes:
+//! permits above the limit ([`Error::PermitsExceedRate`]), no stored config ([`Error::NotInitialized`]), and the
+//! transport's failures.
+//!
+//! ```no_run
+//! # async fn demo() -> edgelimit::Result<()> {
+//! use std::time::Duration;
+//! use edgelimit::{limit, Limiter, Quota, RestClient};
+//! let client = RestClient::new("http://127.0.0.1:8079", "dev-token")?;
+//! let per_ip = Limiter::new(client.clone(), "ip", Quota::gcra(10, 10, Duration::from_secs(1))?)?;
+//! let per_key = Limiter::new(client, "key", Quota::fixed_window(1000, Duration::from_secs(60))?)?;
+//! // Both limits in one round trip; a denial by either consumes from neither.
+//! let decisions = limit::limit_all(&[per_ip.request("203.0.113.7", 1), per_key.request("key-42", 1)]).await?;
+//! if !decisions.success {
+//!     println!("retry in {} ms", decisions.retry_after());
+//! }
+//! # Ok(()) }
+//! ```
+
+mod lease;
+pub mod model;
+mod quota;
+pub mod scripts;
+mod slot;
+
+use std::collections::BTreeMap;
+
+pub use self::lease::Lease;
+pub use self::quota::{Algorithm, Quota};
+pub use self::slot::hash_slot;
+use crate::decision::Decision;
+use crate::error::{Error, Result};
+use crate::rest::{Command, RestClient};
+use crate::script::{Script, ScriptCall};
+use crate::value::Value;
+
+/// The default key prefix.
+pub const DEFAULT_PREFIX: &str = "edgelimit";
+
+/// A handle on one named limit. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Limiter {
+    client: RestClient,
+    prefix: String,
+    name: String,
+    /// `None`: read from the config hash at every decision.
+    quota: Option<Quota>,
+    now_ms: Option<u64>,
+}
+
+impl Limiter {
+    /// A limiter `name` with a quota fixed in code.
+    pub fn new(client: RestClient, name: &str, quota: Quota) -> Result<Limiter> {
+        Limiter::with_quota(client, name, Some(quota))
+    }
+
+    /// A limiter `name` whose quota is stored in Redis ([`Limiter::store_quota`], `edgelimit configure`) and read by
+    /// the script at every decision, so a change applies at once everywhere. Deciding before a quota is stored is
+    /// [`Error::NotInitialized`].
+    pub fn stored(client: RestClient, name: &str) -> Result<Limiter> {
+        Limiter::with_quota(client, name, None)
+    }
+
+    fn with_quota(client: RestClient, name: &str, quota: Option<Quota>) -> Result<Limiter> {
+        check_key_part("limiter name", name)?;
+        Ok(Limiter {
+            client,
+            prefix: DEFAULT_PREFIX.to_owned(),
+            name: name.to_owned(),
+            quota,
+            now_ms: None,
+        })
+    }
+
+    /// Uses `prefix` instead of `edgelimit` before every key.
+    pub fn with_prefix(mut self, prefix: &str) -> Result<Limiter> {
+        check_key_part("key prefix", prefix)?;
+        self.prefix = prefix.to_owned();
+        Ok(self)
+    }
+
+    /// Decides at this explicit time (unix ms) instead of the Redis server's: for deterministic tests. Keys written
+    /// at an explicit time live a minute longer than they matter, since that clock may lag Redis's.
+    pub fn at(mut self, now_ms: u64) -> Limiter {
+        self.now_ms = Some(now_ms);
+        self
+    }
+
+    /// The limiter's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The quota given in code; `None` for a stored one.
+    pub fn quota(&self) -> Option<Quota> {
+        self.quota
+    }
+
+    /// The key of the stored config hash: `<prefix>:{<name>}`.
+    pub fn config_key(&self) -> String {
+        format!("{}:{{{}}}", self.prefix, self.name)
+    }
+
+    /// The state key of identifier `id`: `<prefix>:{<name>}:<id>`.
+    pub fn state_key(&self, id: &str) -> String {
+        format!("{}:{{{}}}:{id}", self.prefix, self.name)
+    }
+
+    /// A request of `permits` for identifier `id`, to decide with others in [`limit_all`].
+    pub fn request<'a>(&'a self, id: &'a str, permits: u32) -> LimitRequest<'a> {
+        LimitRequest {
+            limiter: self,
+            id,
+            permits,
+        }
+    }
+
+    /// Takes `permits` for `id` if the limit allows it now. A granted concurrency request carries its
+    /// [`Lease`] in [`Decision::lease`].
+    pub async fn limit(&self, id: &str, permits: u32) -> Result<Decision> {
+        Ok(single(limit_all(&[self.request(id, permits)]).await?))
+    }
+
+    /// What [`limit`](Limiter::limit) would decide, recording nothing: `remaining` is what is left now.
+    pub async fn peek(&self, id: &str, permits: u32) -> Result<Decision> {
+        Ok(single(peek_all(&[self.request(id, permits)]).await?))
+    }
+
+    /// Gives `permits` back to `id` (never above the limit), e.g. when the request they paid for failed. The
+    /// decision shows what is left after the refund. For a concurrency limit use [`release`](Limiter::release).
+    pub async fn refund(&self, id: &str, permits: u32) -> Result<Decision> {
+        let request = self.request(id, permits);
+        let reply = Batch::new(Operation::Refund, &[request])?.run().await?;
+        Ok(single(reply))
+    }
+
+    /// Releases a concurrency lease. Returns `false` if it was not held any more (released before, or expired).
+    pub async fn release(&self, id: &str, lease: &Lease) -> Result<bool> {
+        let request = self.request(id, lease.permits);
+        let mut batch = Batch::new(Operation::Refund, &[request])?;
+        batch.args[5] = lease.to_string();
+        let reply = batch.run().await?;
+        Ok(reply.success)
+    }
+
+    /// Forgets `id`'s state: its limit is whole again. Returns whether there was any.
+    pub async fn reset(&self, id: &str) -> Result<bool> {
+        let command = Command::new("DEL").arg(self.state_key(id));
+        Ok(self.client.command(&command).await?.into_int()? > 0)
+    }
+
+    /// Stores `quota` as this limiter's config in Redis; limiters built with [`Limiter::stored`] use it from their
+    /// next decision on. State is kept: a fixed-window count stays counted under the new limit.
+    pub async fn store_quota(&self, quota: Quota) -> Result<()> {
+        let command = Command::new("HSET").arg(self.config_key()).args([
+            "algorithm".to_owned(),
+            quota.algorithm().script_name().to_owned(),
+            "limit".to_owned(),
+            quota.limit().to_string(),
+            "interval".to_owned(),
+            quota.interval_ms().to_string(),
+            "rate".to_owned(),
+            quota.rate().to_string(),
+        ]);
+        self.client.command(&command).await?.into_int().map(drop)
+    }
+
+    /// The quota stored in Redis for this limiter, or `None`.
+    pub async fn stored_quota(&self) -> Result<Option<Quota>> {
+        let command = Command::new("HMGET")
+            .arg(self.config_key())
+            .args(["algorithm", "limit", "interval", "rate"]);
+        let [algorithm, limit, interval, rate] = self.client.command(&command).await?.into_tuple::<4>()?;
+        let Some(algorithm) = algorithm.into_option() else {
+            return Ok(None);
+        };
+        let number = |value: Value, what: &str| -> Result<u64> {
+            let text = value.into_string()?;
+            text.parse()
+                .map_err(|_| Error::malformed(format!("a whole number for the stored {what}"), text))
+        };
+        let count = |value: Value, what: &str| -> Result<u32> {
+            let n = number(value, what)?;
+            u32::try_from(n).map_err(|_| Error::malformed(format!("a 32-bit stored {what}"), n))
+        };
+        let algorithm: Algorithm = algorithm
+            .into_string()?
+            .parse()
+            .map_err(|e| Error::malformed("a known stored algorithm", e))?;
+        let interval = std::time::Duration::from_millis(number(interval, "interval")?);
+        Quota::new(algorithm, count(limit, "limit")?, interval, count(rate, "rate")?)
+            .map(Some)
+            .map_err(|e| Error::malformed("a valid stored quota", e))
+    }
+
+    /// Deletes the stored config. Returns whether there was one.
+    pub async fn delete_stored_quota(&self) -> Result<bool> {
+        let command = Command::new("DEL").arg(self.config_key());
+        Ok(self.client.command(&command).await?.into_int()? > 0)
+    }
+}
+
+fn check_key_part(what: &str, text: &str) -> Result<()> {
+    if text.is_empty() || text.contains(['{', '}']) {
+        return Err(Error::InvalidArgument(format!(
+            "{what} {text:?} must be non-empty and free of '{{' and '}}' (the name is the Redis hash tag)"
+        )));
+    }
+    Ok(())
+}
+
+/// One limit's part in a decision over several: see [`Limiter::request`].
+#[derive(Debug, Clone, Copy)]
+pub struct LimitRequest<'a> {
+    limiter: &'a Limiter,
+    id: &'a str,
+    permits: u32,
+}
+
+/// The decisions of several limits taken together.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decisions {
+    /// True when every limit allowed the request and all of them recorded it; false when nothing was recorded.
+    pub success: bool,
+    /// One decision per request, in order. Each one's `success` says whether *that* limit allowed it.
+    pub decisions: Vec<Decision>,
+}
+
+impl Decisions {
+    /// Milliseconds until every denying limit would allow the request (0 when none denies).
+    pub fn retry_after(&self) -> u64 {
+        self.decisions.iter().map(|d| d.retry_after).max().unwrap_or(0)
+    }
+}
+
+/// Decides several limits in one round trip, all or nothing: a request denied by one limit consumes from none.
+///
+/// One script runs all of them atomically, so every key must be on one Redis node: a single Redis (Upstash, the
+/// bridge) or keys in one Cluster slot. For limits spread over a Redis Cluster, use [`limit_all_across_slots`]. The
+/// requests go through the first limiter's client (and its explicit time, if it has one).
+pub async fn limit_all(requests: &[LimitRequest<'_>]) -> Result<Decisions> {
+    Batch::new(Operation::Limit, requests)?.run().await
+}
+
+/// What [`limit_all`] would decide, recording nothing.
+pub async fn peek_all(requests: &[LimitRequest<'_>]) -> Result<Decisions> {
+    Batch::new(Operation::Peek, requests)?.run().await
+}
+
+/// [`limit_all`] for limits whose keys live in different Redis Cluster slots, still in one round trip.
+///
+/// The requests are grouped by hash slot and each group is decided by its own script, all in one pipeline. Each
+/// group is all-or-nothing; across groups, if one denies while others grant, the grants are given back (refunded, or
+/// their leases released) in a second round trip. Between the two round trips another request may see those permits
+/// as taken and be denied: this errs toward under-admission, never over-admission. `Decisions::success` is false in
+/// that case, as with [`limit_all`].
+pub async fn limit_all_across_slots(requests: &[LimitRequest<'_>]) -> Result<Decisions> {
+    let mut groups: BTreeMap<u16, Vec<usize>> = BTreeMap::new();
+    for (i, request) in requests.iter().enumerate() {
+        groups
+            .entry(hash_slot(&request.limiter.config_key()))
+            .or_default()
+            .push(i);
+    }
+    if groups.len() <= 1 {
+        return limit_all(requests).await;
+    }
+    let batches = groups
+        .values()
+        .map(|members| {
+            let group: Vec<LimitRequest> = members.iter().map(|&i| requests[i]).collect();
+            Batch::new(Operation::Limit, &group)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let client = &requests[0].limiter.client;
+    let replies = Script::run_many(client, &batches.iter().map(Batch::call).collect::<Vec<_>>()).await?;
+    let mut decided = Vec::with_capacity(batches.len());
+    for (batch, reply) in batches.iter().zip(replies) {
+        decided.push(batch.decode(reply?)?);
+    }
+    let success = decided.iter().all(|group| group.success);
+    if !success {
+        give_back(client, &batches, &mut decided).await?;
+    }
+    let mut decisions = vec![None; requests.len()];
+    for (members, group) in groups.values().zip(decided) {
+        for (&i, decision) in members.iter().zip(group.decisions) {
+            decisions[i] = Some(decision);
+        }
+    }
+    Ok(Decisions {
+        success,
+        decisions: decisions.into_iter().flatten().collect(),
+    })
+}
+
+/// Refunds the groups that granted, in one pipeline, and reports their standing after the refund.
+async fn give_back(client: &RestClient, batches: &[Batch<'_>], decided: &mut [Decisions]) -> Result<()> {
+    let mut refunds = Vec::new();
+    for (index, (batch, group)) in batches.iter().zip(decided.iter()).enumerate() {
+        if group.success {
+            for (member, decision) in group.decisions.iter().enumerate() {
+                let mut refund = Batch::new(Operation::Refund, &[batch.requests[member]])?;
+                if let Some(lease) = decision.lease {
+                    refund.args[5] = lease.to_string();
+                }
+                refunds.push((index, member, refund));
+            }
+        }
+    }
+    let calls: Vec<ScriptCall> = refunds.iter().map(|(_, _, refund)| refund.call()).collect();
+    for ((index, member, refund), reply) in refunds.iter().zip(Script::run_many(client, &calls).await?) {
+        let after = single(refund.decode(reply?)?);
+        let decision = &mut decided[*index].decisions[*member];
+        decision.remaining = after.remaining;
+        decision.reset = after.reset;
+        decision.lease = None;
+    }
+    Ok(())
+}
+
+fn single(decisions: Decisions) -> Decision {
+    let mut decision = decisions
+        .decisions
+        .into_iter()
+        .next()
+        .expect("one request, one decision");
+    // A single limit's decision is its own verdict, except that a refund's `success` means "refunded".
+    decision.success = decisions.success;
+    decision
+}
+
+/// What a script call does (the driver's ARGV[1]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Operation {
+    Limit,
+    Peek,
+    Refund,
+}
+
+impl Operation {
+    fn word(self) -> &'static str {
+        match self {
+            Operation::Limit => "limit",
+            Operation::Peek => "peek",
+            Operation::Refund => "refund",
+        }
+    }
+}
+
+/// One script call deciding some requests: its keys and arguments (see `lua/limits/driver.lua`).
+struct Batch<'a> {
+    operation: Operation,
+    requests: Vec<LimitRequest<'a>>,
+    script: &'static Script,
+    keys: Vec<String>,
+    /// ARGV from index 2 on (the first request's six are at `args[0..6]`).
+    args: Vec<String>,
+}
+
+impl<'a> Batch<'a> {
+    fn new(operation: Operation, requests: &[LimitRequest<'a>]) -> Result<Batch<'a>> {
+        let first = requests
+            .first()
+            .ok_or_else(|| Error::InvalidArgument("no limits to decide: pass at least one request".into()))?;
+        let mut keys = Vec::with_capacity(2 * requests.len());
+        let mut args = Vec::with_capacity(6 * requests.len());
+        for request in requests {
+            let limiter = request.limiter;
+            if limiter.now_ms != first.limiter.now_ms {
+                return Err(Error::InvalidArgument(
+                    "limits decided together must all use the server's clock or the same explicit time".into(),
+                ));
+            }
+            if request.permits == 0 {
+                return Err(Error::InvalidArgument(format!(
+                    "permits must be at least 1 (limiter {:?}); use peek to read the remaining permits",
+                    limiter.name
+                )));
+            }
+            keys.push(limiter.config_key());
+            keys.push(limiter.state_key(request.id));
+            let needs_lease = operation == Operation::Limit
+                && limiter
+                    .quota
+                    .is_none_or(|quota| quota.algorithm() == Algorithm::Concurrency);
+            let lease = if needs_lease {
+                Lease::fresh(request.permits).id_text()
+            } else {
+                String::new()
+            };
+            let quota_args = match limiter.quota {
+                Some(quota) => [
+                    quota.algorithm().script_name().to_owned(),
+                    request.permits.to_string(),
+                    quota.limit().to_string(),
+                    quota.interval_ms().to_string(),
+                    quota.rate().to_string(),
+                    lease,
+                ],
+                None => [
+                    String::new(),
+                    request.permits.to_string(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    lease,
+                ],
+            };
+            args.extend(quota_args);
+        }
+        let script = scripts::for_algorithms(requests.iter().map(|r| r.limiter.quota.map(|q| q.algorithm())));
+        Ok(Batch {
+            operation,
+            requests: requests.to_vec(),
+            script,
+            keys,
+            args,
+        })
+    }
+
+    fn call(&self) -> ScriptCall<'_> {
+        let time = self.requests[0]
+            .limiter
+            .now_ms
+            .map(|ms| ms.to_string())
+            .unwrap_or_default();
+        let mut args = vec![self.operation.word().to_owned(), time];
+        args.extend(self.args.iter().cloned());
+        ScriptCall {
+            script: self.script,
+            keys: self.keys.clone(),
+            args,
+        }
+    }
+
+    async fn run(&self) -> Result<Decisions> {
+        let call = self.call();
+        let client = &self.requests[0].limiter.client;
+        self.decode(call.script.run(client, &call.keys, &call.args).await?)
+    }
+
+    /// Checks the reply entry by entry; a status that means an error becomes its typed error.
+    fn decode(&self, reply: Value) -> Result<Decisions> {
+        let entries = reply.into_array()?;
+        if entries.len() != self.requests.len() {
+            return Err(Error::malformed(
+                format!("{} decisions", self.requests.len()),
+                entries.len(),
+            ));
+        }
+        let mut success = true;
+        let mut decisions = Vec::with_capacity(entries.len());
+        for (entry, request) in entries.into_iter().zip(&self.requests) {
+            let [status, limit, remaining, reset, retry_after, lease] = entry.into_tuple::<6>()?;
+            let number = |value: Value| -> Result<u64> {
+                let n = value.into_int()?;
+                u64::try_from(n).map_err(|_| Error::malformed("a non-negative integer", n))
+            };
+            let limit = number(limit)?;
+            let allowed = match status.into_string()?.as_str() {
+                "granted" | "refunded" => true,
+                "allowed" | "not_held" => {
+                    success = false;
+                    self.operation == Operation::Limit || self.operation == Operation::Peek
+                }
+                "denied" => {
+                    success = false;
+                    false
+                }
+                "exceeds_limit" => {
+                    return Err(Error::PermitsExceedRate {
+                        permits: request.permits,
+                        rate: limit,
+                    })
+                }
+                "not_configured" => {
+                    return Err(Error::NotInitialized {
+                        name: request.limiter.name.clone(),
+                    })
+                }
+                other => return Err(Error::malformed("a known limit status", other)),
+            };
+            let lease = match lease.into_string()?.as_str() {
+                "" => None,
+                token => Some(
+                    token
+                        .parse::<Lease>()
+                        .map_err(|_| Error::malformed("a lease token", token))?,
+                ),
+            };
+            decisions.push(Decision {
+                success: allowed,
+                limit,
+                remaining: number(remaining)?,
+                reset: number(reset)?,
+                retry_after: number(retry_after)?,
+                lease,
+            });
+        }
+        if self.operation == Operation::Peek {
+            success = decisions.iter().all(|d| d.success);
+        }
+        Ok(Decisions { success, decisions })
+    }
+}

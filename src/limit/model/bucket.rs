@@ -1,0 +1,98 @@
+//! Token bucket and GCRA: one decision over "units" (a permit is `interval` units; `rate` units return per ms; the
+//! limit holds limit × interval units), two ways to store it.
+
+use super::{ceil_div, Standing, Verdict};
+use crate::limit::Quota;
+
+fn full(q: &Quota) -> u64 {
+    u64::from(q.limit()) * q.interval_ms()
+}
+
+/// The shared decision: `available` units (negative when the limit was lowered under existing debt).
+fn verdict(q: &Quota, now: u64, available: i128, permits: u64) -> Verdict {
+    let (full, rate, interval) = (i128::from(full(q)), i128::from(q.rate()), i128::from(q.interval_ms()));
+    let need = i128::from(permits) * interval;
+    let standing = |units: i128| Standing {
+        remaining: (units.max(0) / interval) as u64,
+        reset: now + ceil_div((full - units) as u64, rate as u64),
+    };
+    let allowed = available >= need;
+    let retry_after = if allowed {
+        0
+    } else {
+        ceil_div((need - available) as u64, rate as u64)
+    };
+    Verdict::new(allowed, retry_after, standing(available), standing(available - need))
+}
+
+/// Token bucket state: units in the bucket at ms `at`; `None` is a full bucket.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TokenBucket(Option<(u64, u64)>);
+
+impl TokenBucket {
+    /// Units at `now` after continuous refill, and the time they are as of.
+    fn units(&self, q: &Quota, now: u64) -> (u64, u64) {
+        let full = full(q);
+        let Some((units, at)) = self.0 else {
+            return (full, now);
+        };
+        let units = units.min(full);
+        if now <= at {
+            return (units, at);
+        }
+        let refilled = u128::from(units) + u128::from(now - at) * u128::from(q.rate());
+        (refilled.min(u128::from(full)) as u64, now)
+    }
+
+    fn write(&mut self, q: &Quota, units: u64, at: u64) {
+        self.0 = (units < full(q)).then_some((units, at));
+    }
+
+    pub(super) fn decide(&mut self, q: &Quota, now: u64, permits: u64) -> Verdict {
+        verdict(q, now, i128::from(self.units(q, now).0), permits)
+    }
+
+    pub(super) fn grant(&mut self, q: &Quota, now: u64, permits: u64) {
+        let (units, at) = self.units(q, now);
+        self.write(q, units - permits * q.interval_ms(), at);
+    }
+
+    pub(super) fn refund(&mut self, q: &Quota, now: u64, permits: u64) {
+        let (units, at) = self.units(q, now);
+        self.write(q, units.saturating_add(permits * q.interval_ms()), at);
+    }
+}
+
+/// GCRA state: the theoretical arrival time as (whole ms, remainder in 1/rate ms); `None` is no debt.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Gcra(Option<(u64, u64)>);
+
+impl Gcra {
+    /// (TAT − now) × rate, at least 0.
+    fn debt(&self, q: &Quota, now: u64) -> u64 {
+        match self.0 {
+            Some((ms, rem)) if ms >= now => (ms - now) * u64::from(q.rate()) + rem.min(u64::from(q.rate()) - 1),
+            _ => 0,
+        }
+    }
+
+    fn write(&mut self, q: &Quota, now: u64, debt: u64) {
+        let rate = u64::from(q.rate());
+        self.0 = (debt > 0).then_some((now + debt / rate, debt % rate));
+    }
+
+    pub(super) fn decide(&mut self, q: &Quota, now: u64, permits: u64) -> Verdict {
+        let available = i128::from(full(q)) - i128::from(self.debt(q, now));
+        verdict(q, now, available, permits)
+    }
+
+    pub(super) fn grant(&mut self, q: &Quota, now: u64, permits: u64) {
+        let debt = self.debt(q, now) + permits * q.interval_ms();
+        self.write(q, now, debt);
+    }
+
+    pub(super) fn refund(&mut self, q: &Quota, now: u64, permits: u64) {
+        let debt = self.debt(q, now).saturating_sub(permits * q.interval_ms());
+        self.write(q, now, debt);
+    }
+}

@@ -1,0 +1,91 @@
+//! Sliding window counter: previous window's count × the share of it still covered, plus the current count.
+
+use super::{Standing, Verdict};
+use crate::limit::Quota;
+
+/// (window, current count, previous window's count); `None` is nothing counted.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SlidingWindow(Option<(u64, u64, u64)>);
+
+impl SlidingWindow {
+    /// (window, ms elapsed in it, current, previous) at `now`.
+    fn counts(&self, q: &Quota, now: u64) -> (u64, u64, u64, u64) {
+        let interval = q.interval_ms();
+        let window = now / interval;
+        let (window, current, previous) = match self.0 {
+            Some((stored, current, previous)) if stored >= window => (stored, current, previous),
+            Some((stored, current, _)) if stored + 1 == window => (window, 0, current),
+            _ => (window, 0, 0),
+        };
+        (window, now.saturating_sub(window * interval), current, previous)
+    }
+
+    pub(super) fn decide(&mut self, q: &Quota, now: u64, permits: u64) -> Verdict {
+        let (window, elapsed, current, previous) = self.counts(q, now);
+        let (limit, interval) = (i128::from(q.limit()), i128::from(q.interval_ms()));
+        let weighted_previous = i128::from(previous) * (interval - i128::from(elapsed));
+        // Room in 1/interval permits with `counted` in the current window: limit − weighted count, exactly.
+        let room = |counted: u64| limit * interval - weighted_previous - i128::from(counted) * interval;
+        let standing = |counted: u64| Standing {
+            remaining: (room(counted).max(0) / interval) as u64,
+            reset: if counted > 0 {
+                (window + 2) * q.interval_ms()
+            } else if previous > 0 {
+                (window + 1) * q.interval_ms()
+            } else {
+                now
+            },
+        };
+        let allowed = room(current + permits) >= 0;
+        let retry_after = if allowed {
+            0
+        } else {
+            first_fit(q, window, current, previous, permits) - now
+        };
+        Verdict::new(allowed, retry_after, standing(current), standing(current + permits))
+    }
+
+    pub(super) fn grant(&mut self, q: &Quota, now: u64, permits: u64) {
+        let (window, _, current, previous) = self.counts(q, now);
+        self.0 = Some((window, current + permits, previous));
+    }
+
+    pub(super) fn refund(&mut self, q: &Quota, now: u64, permits: u64) {
+        let (window, _, current, previous) = self.counts(q, now);
+        let current = current.saturating_sub(permits);
+        self.0 = (current > 0 || previous > 0).then_some((window, current, previous));
+    }
+}
+
+/// The first ms at which `permits` fit, by search rather than algebra: scan this window, the next, then the start of
+/// the one after (where both counts have left). Slow, obviously right, and only used by the model.
+fn first_fit(q: &Quota, window: u64, current: u64, previous: u64, permits: u64) -> u64 {
+    let (limit, interval) = (u64::from(q.limit()), q.interval_ms());
+    let fits = |weighted: u64, counted: u64, elapsed: u64| {
+        u128::from(weighted) * u128::from(interval - elapsed) + u128::from(counted + permits) * u128::from(interval)
+            <= u128::from(limit) * u128::from(interval)
+    };
+    // Binary search works: the weighted part only falls as `elapsed` grows.
+    let search = |weighted: u64, counted: u64| {
+        if !fits(weighted, counted, interval - 1) {
+            return None;
+        }
+        let (mut low, mut high) = (0, interval - 1);
+        while low < high {
+            let middle = (low + high) / 2;
+            if fits(weighted, counted, middle) {
+                high = middle;
+            } else {
+                low = middle + 1;
+            }
+        }
+        Some(low)
+    };
+    if let Some(elapsed) = search(previous, current) {
+        return window * interval + elapsed;
+    }
+    if let Some(elapsed) = search(current, 0) {
+        return (window + 1) * interval + elapsed;
+    }
+    (window + 2) * interval
+}

@@ -1,0 +1,358 @@
+//! The algorithm family against real Redis through the real bridge: exact decisions at explicit times, weighted
+//! requests, several limits at once, stored configs, leases, refunds, TTLs under server time, and hand-made garbage.
+
+use std::time::Duration;
+
+use edgelimit::limit::{self, scripts, Algorithm, Decisions, Lease, Limiter, Quota};
+use edgelimit::{Command, Decision, Error, Value};
+use edgelimit_tests::Stack;
+
+const T0: u64 = 1_700_000_000_000;
+const SECOND: Duration = Duration::from_secs(1);
+
+fn limiter(stack: &Stack, name: &str, quota: Quota) -> Limiter {
+    Limiter::new(stack.client(), name, quota).unwrap()
+}
+
+async fn take(limiter: &Limiter, at: u64, permits: u32) -> Decision {
+    limiter.clone().at(at).limit("id", permits).await.unwrap()
+}
+
+fn decision(success: bool, limit: u64, remaining: u64, reset: u64, retry_after: u64) -> Decision {
+    Decision {
+        success,
+        limit,
+        remaining,
+        reset,
+        retry_after,
+        lease: None,
+    }
+}
+
+#[tokio::test]
+async fn token_bucket_refills_continuously_and_waits_exactly_for_weighted_requests() {
+    let stack = Stack::start().await;
+    // 5 tokens, 3 per second: a token every 333.3 ms, with no rounding drift.
+    let bucket = limiter(&stack, "tb", Quota::token_bucket(5, 3, SECOND).unwrap());
+    assert_eq!(take(&bucket, T0, 5).await, decision(true, 5, 0, T0 + 1667, 0));
+    // Two tokens need 2000/3 ms = 666.7 → 667 ms.
+    assert_eq!(take(&bucket, T0, 2).await, decision(false, 5, 0, T0 + 1667, 667));
+    assert!(!take(&bucket, T0 + 666, 2).await.success);
+    // Full again 5000/3 ms after this grant.
+    assert_eq!(take(&bucket, T0 + 667, 2).await, decision(true, 5, 0, T0 + 2334, 0));
+    // 5 tokens refill in 5000/3 ms: exactly 5 by T0 + 2334 (a drifting bucket shows 4), not yet at T0 + 2333.
+    assert_eq!(bucket.clone().at(T0 + 2333).peek("id", 1).await.unwrap().remaining, 4);
+    assert_eq!(take(&bucket, T0 + 2334, 1).await.remaining, 4);
+}
+
+#[tokio::test]
+async fn gcra_decides_like_the_token_bucket_with_one_timestamp() {
+    let stack = Stack::start().await;
+    let gcra = limiter(&stack, "gcra", Quota::gcra(5, 3, SECOND).unwrap());
+    assert_eq!(take(&gcra, T0, 5).await, decision(true, 5, 0, T0 + 1667, 0));
+    assert_eq!(take(&gcra, T0, 2).await, decision(false, 5, 0, T0 + 1667, 667));
+    assert_eq!(take(&gcra, T0 + 667, 2).await, decision(true, 5, 0, T0 + 2334, 0));
+    let stored = stack
+        .client()
+        .command(&Command::new("GET").arg(gcra.state_key("id")))
+        .await
+        .unwrap();
+    // The first grant set TAT = T0 + 5000/3 ms; at T0 + 667 that left a debt of 2999/3 ms, plus 2000/3 ms for this
+    // grant: TAT = T0 + 667 + 4999/3 ms = T0 + 2333 ms + 1/3 ms, whole ms and the remainder in thirds.
+    assert_eq!(stored.into_string().unwrap(), format!("{}:1", T0 + 2333));
+}
+
+#[tokio::test]
+async fn fixed_window_counts_per_aligned_window_and_denials_count_nothing() {
+    let stack = Stack::start().await;
+    let window = limiter(&stack, "fw", Quota::fixed_window(3, SECOND).unwrap());
+    let start = T0 + 250; // T0 is a whole second, so this window ends at T0 + 1000.
+    assert_eq!(take(&window, start, 2).await, decision(true, 3, 1, T0 + 1000, 0));
+    assert_eq!(take(&window, start, 2).await, decision(false, 3, 1, T0 + 1000, 750));
+    assert_eq!(take(&window, start + 10, 1).await, decision(true, 3, 0, T0 + 1000, 0));
+    assert_eq!(take(&window, T0 + 1000, 3).await, decision(true, 3, 0, T0 + 2000, 0));
+}
+
+#[tokio::test]
+async fn sliding_window_weighs_the_previous_window_exactly() {
+    let stack = Stack::start().await;
+    let sliding = limiter(&stack, "sw", Quota::sliding_window(10, SECOND).unwrap());
+    assert!(take(&sliding, T0 + 500, 10).await.success);
+    // 250 ms into the next window the previous 10 weigh 7.5: 2 fit (9.5), 3 do not (10.5).
+    assert_eq!(
+        take(&sliding, T0 + 1250, 3).await,
+        decision(false, 10, 2, T0 + 2000, 50)
+    );
+    assert_eq!(take(&sliding, T0 + 1300, 3).await, decision(true, 10, 0, T0 + 3000, 0));
+}
+
+#[tokio::test]
+async fn concurrency_leases_are_released_or_expire() {
+    let stack = Stack::start().await;
+    let slots = limiter(&stack, "conc", Quota::concurrency(2, Duration::from_secs(30)).unwrap());
+    let first = take(&slots, T0, 1).await;
+    let second = take(&slots, T0 + 10, 1).await;
+    assert!(first.success && second.success);
+    let (first_lease, second_lease) = (first.lease.unwrap(), second.lease.unwrap());
+    assert_ne!(first_lease, second_lease);
+    // Full: the wait is until the oldest lease expires (an upper bound: holders usually release sooner).
+    assert_eq!(
+        take(&slots, T0 + 20, 1).await,
+        decision(false, 2, 0, T0 + 30_010, 29_980)
+    );
+    let at = slots.clone().at(T0 + 30);
+    assert!(at.release("id", &first_lease).await.unwrap());
+    assert!(
+        !at.release("id", &first_lease).await.unwrap(),
+        "a lease is released once"
+    );
+    assert!(take(&slots, T0 + 40, 1).await.success);
+    // The second lease expires at T0 + 30 010 without being released.
+    let after_expiry = take(&slots, T0 + 30_010, 1).await;
+    assert_eq!((after_expiry.success, after_expiry.remaining), (true, 0));
+    assert!(!slots
+        .clone()
+        .at(T0 + 30_020)
+        .release("id", &second_lease)
+        .await
+        .unwrap());
+    let forged = Lease { permits: 1, id: 42 };
+    assert!(!at.release("id", &forged).await.unwrap());
+}
+
+#[tokio::test]
+async fn several_limits_are_all_or_nothing() {
+    let stack = Stack::start().await;
+    let per_ip = limiter(&stack, "ip", Quota::fixed_window(2, SECOND).unwrap()).at(T0);
+    let per_key = limiter(&stack, "key", Quota::gcra(10, 10, SECOND).unwrap()).at(T0);
+    let global = limiter(&stack, "global", Quota::sliding_window(100, SECOND).unwrap()).at(T0);
+    let request = || {
+        [
+            per_ip.request("1.2.3.4", 1),
+            per_key.request("k", 1),
+            global.request("all", 1),
+        ]
+    };
+    for _ in 0..2 {
+        assert!(limit::limit_all(&request()).await.unwrap().success);
+    }
+    let denied = limit::limit_all(&request()).await.unwrap();
+    assert!(!denied.success);
+    let verdicts: Vec<bool> = denied.decisions.iter().map(|d| d.success).collect();
+    assert_eq!(verdicts, [false, true, true], "only the per-IP limit denies");
+    assert_eq!(denied.retry_after(), 1000);
+    // The others allowed but recorded nothing: 8 and 98 left, as after two requests.
+    let remaining: Vec<u64> = denied.decisions.iter().map(|d| d.remaining).collect();
+    assert_eq!(remaining, [0, 8, 98]);
+    assert_eq!(per_key.peek("k", 1).await.unwrap().remaining, 8);
+    // Another IP under the same key and global limits is unaffected.
+    let other = [
+        per_ip.request("5.6.7.8", 1),
+        per_key.request("k", 1),
+        global.request("all", 1),
+    ];
+    assert!(limit::limit_all(&other).await.unwrap().success);
+}
+
+#[tokio::test]
+async fn limits_across_cluster_slots_use_one_pipeline_and_give_back_partial_grants() {
+    let stack = Stack::start().await;
+    let per_ip = limiter(&stack, "ip", Quota::fixed_window(1, SECOND).unwrap()).at(T0);
+    let slots = limiter(&stack, "slots", Quota::concurrency(5, SECOND).unwrap()).at(T0);
+    let bucket = limiter(&stack, "bucket", Quota::token_bucket(5, 5, SECOND).unwrap()).at(T0);
+    assert_ne!(
+        limit::hash_slot(&per_ip.config_key()),
+        limit::hash_slot(&bucket.config_key())
+    );
+    let request = [per_ip.request("a", 1), slots.request("a", 2), bucket.request("a", 3)];
+    let granted = limit::limit_all_across_slots(&request).await.unwrap();
+    assert!(granted.success);
+    assert!(granted.decisions[1].lease.is_some());
+    let denied: Decisions = limit::limit_all_across_slots(&request).await.unwrap();
+    assert!(!denied.success);
+    assert!(!denied.decisions[0].success);
+    // The other two granted in their own slots, then were given back.
+    assert_eq!(slots.peek("a", 1).await.unwrap().remaining, 3);
+    assert_eq!(bucket.peek("a", 1).await.unwrap().remaining, 2);
+    assert_eq!(denied.decisions[1].lease, None);
+}
+
+#[tokio::test]
+async fn a_stored_quota_applies_at_once_everywhere() {
+    let stack = Stack::start().await;
+    let admin = limiter(&stack, "api", Quota::fixed_window(1, SECOND).unwrap());
+    let stored = Limiter::stored(stack.client(), "api").unwrap().at(T0);
+    let missing = stored.limit("u", 1).await.unwrap_err();
+    assert!(
+        matches!(missing, Error::NotInitialized { ref name } if name == "api"),
+        "{missing}"
+    );
+    assert_eq!(stored.stored_quota().await.unwrap(), None);
+    let two_per_second = Quota::sliding_window(2, SECOND).unwrap();
+    admin.store_quota(two_per_second).await.unwrap();
+    assert_eq!(stored.stored_quota().await.unwrap(), Some(two_per_second));
+    assert!(stored.limit("u", 2).await.unwrap().success);
+    assert!(!stored.limit("u", 1).await.unwrap().success);
+    // An operator raises the limit: the next decision uses it, state kept.
+    admin
+        .store_quota(Quota::sliding_window(3, SECOND).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(stored.limit("u", 1).await.unwrap(), decision(true, 3, 0, T0 + 2000, 0));
+    let as_lease = Quota::concurrency(1, SECOND).unwrap();
+    admin.store_quota(as_lease).await.unwrap();
+    let leased = stored.limit("v", 1).await.unwrap();
+    assert!(leased.lease.is_some(), "a stored concurrency quota hands out leases");
+    assert!(admin.delete_stored_quota().await.unwrap());
+}
+
+#[tokio::test]
+async fn refunds_give_back_but_never_above_the_limit() {
+    let stack = Stack::start().await;
+    for quota in [
+        Quota::token_bucket(4, 1, SECOND).unwrap(),
+        Quota::gcra(4, 1, SECOND).unwrap(),
+        Quota::fixed_window(4, SECOND).unwrap(),
+        Quota::sliding_window(4, SECOND).unwrap(),
+    ] {
+        let limiter = limiter(&stack, &quota.algorithm().to_string(), quota).at(T0);
+        assert!(limiter.limit("id", 3).await.unwrap().success);
+        let refunded = limiter.refund("id", 2).await.unwrap();
+        assert_eq!((refunded.success, refunded.remaining), (true, 3), "{quota}");
+        assert_eq!(limiter.refund("id", 4).await.unwrap().remaining, 4, "{quota}");
+        assert_eq!(limiter.peek("id", 1).await.unwrap().remaining, 4, "{quota}");
+        assert!(
+            !limiter.reset("id").await.unwrap(),
+            "{quota}: a whole limit keeps no state"
+        );
+    }
+}
+
+#[tokio::test]
+async fn bad_requests_are_typed_errors_that_record_nothing() {
+    let stack = Stack::start().await;
+    let small = limiter(&stack, "small", Quota::gcra(3, 1, SECOND).unwrap()).at(T0);
+    let other = limiter(&stack, "other", Quota::fixed_window(10, SECOND).unwrap()).at(T0);
+    let too_many = limit::limit_all(&[other.request("id", 1), small.request("id", 4)])
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(too_many, Error::PermitsExceedRate { permits: 4, rate: 3 }),
+        "{too_many}"
+    );
+    assert_eq!(too_many.code(), "EDGELIMIT_PERMITS_EXCEED_RATE");
+    assert_eq!(other.peek("id", 1).await.unwrap().remaining, 10, "nothing recorded");
+    assert_eq!(
+        small.limit("id", 0).await.unwrap_err().code(),
+        "EDGELIMIT_INVALID_ARGUMENT"
+    );
+    assert!(limit::limit_all(&[]).await.is_err());
+    let later = small.clone().at(T0 + 1);
+    let skewed = [other.request("id", 1), later.request("id", 1)];
+    assert!(limit::limit_all(&skewed).await.is_err());
+    assert!(Limiter::new(stack.client(), "a{b", Quota::fixed_window(1, SECOND).unwrap()).is_err());
+}
+
+#[tokio::test]
+async fn under_server_time_idle_keys_vanish_when_they_stop_mattering() {
+    let stack = Stack::start().await;
+    let client = stack.client();
+    let quotas = [
+        Quota::token_bucket(10, 10, Duration::from_millis(200)).unwrap(),
+        Quota::gcra(10, 10, Duration::from_millis(200)).unwrap(),
+        Quota::fixed_window(10, Duration::from_millis(200)).unwrap(),
+        Quota::sliding_window(10, Duration::from_millis(200)).unwrap(),
+        Quota::concurrency(10, Duration::from_millis(200)).unwrap(),
+    ];
+    for quota in quotas {
+        let limiter = limiter(&stack, &quota.algorithm().to_string(), quota);
+        assert!(limiter.limit("id", 3).await.unwrap().success);
+        let key = limiter.state_key("id");
+        let ttl = client
+            .command(&Command::new("PTTL").arg(&key))
+            .await
+            .unwrap()
+            .into_int()
+            .unwrap();
+        // At most two intervals (the sliding window keeps its count through the next window).
+        assert!(ttl > 0 && ttl <= 400, "{quota}: PTTL {ttl}");
+    }
+    tokio::time::sleep(Duration::from_millis(450)).await;
+    let keys = client.command(&Command::new("KEYS").arg("edgelimit:*")).await.unwrap();
+    assert_eq!(keys, Value::Array(vec![]));
+}
+
+#[tokio::test]
+async fn hand_made_calls_get_clean_errors_never_lua_stack_traces() {
+    let stack = Stack::start().await;
+    let client = stack.client();
+    let good = ["token_bucket", "1", "5", "1000", "5", ""];
+    let mut cases: Vec<(Vec<&str>, Vec<&str>)> = vec![
+        (vec![], vec!["limit", ""]),
+        (vec!["c"], [&["limit", ""][..], &good].concat()),
+        (vec!["c", "s"], [&["jump", ""][..], &good].concat()),
+        (vec!["c", "s"], [&["limit", "yesterday"][..], &good].concat()),
+        (vec!["c", "s"], vec!["limit", "", "token_bucket", "1"]),
+    ];
+    let mut bad_limit = |index: usize, values: &[&'static str]| {
+        for &value in values {
+            let mut args = good.to_vec();
+            args[index] = value;
+            cases.push((vec!["c", "s"], [&["limit", ""][..], &args].concat()));
+        }
+    };
+    bad_limit(0, &["leaky", "sliding_log"]);
+    bad_limit(1, &["0", "-1", "1.5", "x", "4294967296"]);
+    bad_limit(2, &["0", "1e10", "two"]);
+    bad_limit(3, &["0", "4503599627370497", "1.5"]);
+    bad_limit(4, &["0", "-3"]);
+    let mut too_large = good.to_vec();
+    too_large[2] = "4294967295";
+    too_large[3] = "4503599627370";
+    cases.push((vec!["c", "s"], [&["limit", ""][..], &too_large].concat()));
+    let concurrency = ["concurrency", "1", "5", "1000", "1", "no spaces allowed"];
+    cases.push((vec!["c", "s"], [&["limit", ""][..], &concurrency].concat()));
+    cases.push((
+        vec!["c", "s"],
+        [&["refund", ""][..], &concurrency[..5], &["nocolon"]].concat(),
+    ));
+    for (keys, args) in cases {
+        let error = scripts::ALL.run(&client, &keys, &args).await.unwrap_err();
+        let message = error.to_string();
+        assert!(
+            message.contains("ERR edgelimit: invalid"),
+            "{keys:?} {args:?}: {message}"
+        );
+    }
+    // A stored config that someone garbled by hand is named in the error.
+    let command = Command::new("HSET")
+        .arg("c")
+        .args(["algorithm", "gcra", "limit", "ten", "interval", "1000"]);
+    client.command(&command).await.unwrap();
+    let stored = ["", "1", "", "", "", ""];
+    let error = scripts::ALL
+        .run(&client, &["c", "s"], &[&["limit", ""][..], &stored].concat())
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains("stored config in c, field limit"), "{error}");
+    assert_eq!(
+        client.command(&Command::new("EXISTS").arg("s")).await.unwrap(),
+        Value::Int(0)
+    );
+}
+
+#[test]
+fn every_algorithm_has_a_script_and_the_mixed_script_has_them_all() {
+    for algorithm in Algorithm::ALL {
+        let script = scripts::for_algorithms(std::iter::once(Some(algorithm)));
+        assert!(script
+            .source()
+            .contains(&format!("ALGORITHMS.{} =", algorithm.script_name())));
+        assert!(scripts::ALL
+            .source()
+            .contains(&format!("ALGORITHMS.{} =", algorithm.script_name())));
+    }
+    let mixed = [Some(Algorithm::Gcra), Some(Algorithm::FixedWindow)];
+    assert_eq!(scripts::for_algorithms(mixed.into_iter()).sha1(), scripts::ALL.sha1());
+    assert_eq!(scripts::for_algorithms([None].into_iter()).sha1(), scripts::ALL.sha1());
+}
