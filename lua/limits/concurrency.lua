@@ -58,6 +58,8 @@ ALGORITHMS.concurrency = {
     end,
     -- Releases the lease `token`; false when it is not held (already released, or expired).
     refund = function(quota, key, now, permits, grace, token)
+        -- An expired lease is not held, even before anything dropped it.
+        redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
         return redis.call('ZREM', key, token) == 1
     end,
 }

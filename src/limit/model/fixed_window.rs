@@ -36,6 +36,6 @@ impl FixedWindow {
 
     pub(super) fn refund(&mut self, q: &Quota, now: u64, permits: u64) {
         let (window, count) = self.count(q, now);
-        self.0 = (count > permits).then_some((window, count - permits));
+        self.0 = (count > permits).then(|| (window, count - permits));
     }
 }

@@ -75,6 +75,11 @@ impl ModelLimit {
         ModelLimit { quota, state }
     }
 
+    /// The quota.
+    pub fn quota(&self) -> Quota {
+        self.quota
+    }
+
     /// The verdict on `permits` at `now`; changes nothing that matters (concurrency forgets expired leases).
     pub fn decide(&mut self, now: u64, permits: u32) -> Verdict {
         let (q, n) = (&self.quota, u64::from(permits));
@@ -115,17 +120,18 @@ impl ModelLimit {
     }
 }
 
-/// Decides several limits together, all or nothing, as the driver script does. Returns whether they were granted
-/// and each limit's verdict.
-pub fn decide_all(limits: &mut [(&mut ModelLimit, u32)], now: u64, lease_id: u64) -> (bool, Vec<Verdict>) {
+/// Decides several limits together, all or nothing, as the driver script does: each entry is a limit, the permits
+/// asked of it, and the id its lease gets if it is a concurrency limit. Returns whether the request was granted and
+/// each limit's verdict.
+pub fn decide_all(limits: &mut [(&mut ModelLimit, u32, u64)], now: u64) -> (bool, Vec<Verdict>) {
     let verdicts: Vec<Verdict> = limits
         .iter_mut()
-        .map(|(limit, permits)| limit.decide(now, *permits))
+        .map(|(limit, permits, _)| limit.decide(now, *permits))
         .collect();
     let granted = verdicts.iter().all(|verdict| verdict.allowed);
     if granted {
-        for (limit, permits) in limits.iter_mut() {
-            limit.grant(now, *permits, lease_id);
+        for (limit, permits, lease_id) in limits.iter_mut() {
+            limit.grant(now, *permits, *lease_id);
         }
     }
     (granted, verdicts)
