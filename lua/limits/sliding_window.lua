@@ -1,7 +1,9 @@
 -- Sliding window counter (Cloudflare's and Upstash's approximation): the previous fixed window's count, weighted
 -- by how much of it the sliding window still covers, plus the current window's count, must stay within `limit`.
--- O(1) memory whatever the rate. It assumes the previous window's requests were spread evenly, so it can admit
--- more or fewer than an exact log would; the over-admission test measures by how much.
+-- O(1) memory whatever the rate. It assumes the previous window's requests were spread evenly: under steady
+-- overload it holds the limit exactly, but a burst at the very end of one window followed by steady traffic lets
+-- up to nearly twice the limit through in one interval-long span (measured: 1.95×, tests/tests/over_admission.rs).
+-- Use GCRA or the sliding log where that matters.
 --
 -- Exactness of the arithmetic itself: with e ms elapsed in the current window, a request is allowed when
 --   previous × (interval − e) + (current + permits) × interval <= limit × interval

@@ -22,7 +22,8 @@ pub enum Algorithm {
     /// At most `limit` per aligned window of `interval`. Cheapest to explain; allows up to 2 × limit across a window
     /// boundary.
     FixedWindow,
-    /// The weighted two-window approximation: O(1) memory, smooth, approximate.
+    /// The weighted two-window approximation: O(1) memory, smooth, and exact under steady traffic; a burst timed at
+    /// a window's end lets up to nearly 2 × limit through in one interval-long span.
     SlidingWindow,
     /// Generic cell rate algorithm: a burst of `limit`, then `rate` per interval; one timestamp per key. Decides
     /// exactly as a token bucket with the same numbers.
