@@ -20,8 +20,10 @@ pub enum Error {
 
     /// The limiter has no rate: it was never set, or its configuration expired after its keep-alive.
     #[error(
-        "limiter {name:?} has no rate: set one first (`edgelimit set-rate {name} --rate N --interval 1s`, or \
-             try_set_rate); a configuration with a keep-alive vanishes after that long unused"
+        "limiter {name:?} has no rate: set one first (a sliding log: `edgelimit set-rate {name} --rate N \
+             --interval 1s` or try_set_rate; a stored quota: `edgelimit configure {name} --algorithm gcra --limit N \
+             --interval 1s` or store_quota); a sliding-log configuration with a keep-alive vanishes after that long \
+             unused"
     )]
     NotInitialized {
         /// The limiter's name.
@@ -30,8 +32,8 @@ pub enum Error {
 
     /// More permits were asked for than the limiter can ever grant at once.
     #[error(
-        "asked for {permits} permits, but the limit is {rate} per interval: such a request could never succeed; \
-             ask for at most {rate}, or raise the rate"
+        "asked for {permits} permits, but the limit is {rate}: such a request could never succeed; ask for at \
+             most {rate}, or raise the limit"
     )]
     PermitsExceedRate {
         /// Permits asked for.

@@ -7,7 +7,8 @@
 //!
 //! | module | concept |
 //! |---|---|
-//! | [`admin`] | the operator commands on a limiter: set-rate, acquire, permits, config, release, delete |
+//! | [`admin`] | the operator commands on a sliding-log limiter: set-rate, acquire, permits, config, release, delete |
+//! | [`family`] | the same commands for the algorithm family (`--algorithm`), and `configure` to store a quota in Redis |
 //! | [`bridge`] | the REST bridge: routes, auth, JSON<->RESP, script shebang compatibility, the Redis link |
 //! | [`redis_server`] | a real `redis-server` child process on a loopback port (dev stack and tests) |
 //! | [`dev`] | `edgelimit dev`: Redis + bridge in one command |
@@ -27,5 +28,6 @@ macro_rules! say {
 pub mod admin;
 pub mod bridge;
 pub mod dev;
+pub mod family;
 pub mod redis_server;
 pub mod signals;

@@ -9,6 +9,7 @@ use edgelimit::{Mode, Rate, RateLimiter};
 use edgelimit_cli::admin::{self, Outcome, SetHow};
 use edgelimit_cli::bridge::{self, BridgeConfig};
 use edgelimit_cli::dev::{self, DevConfig};
+use edgelimit_cli::family::{self, AlgorithmArgs};
 use edgelimit_cli::say;
 use edgelimit_cli::signals::shutdown_requested;
 
@@ -42,6 +43,11 @@ impl Target {
         RateLimiter::new(client, &self.name)
             .map(|limiter| limiter.with_client_id(&self.client_id))
             .map_err(|e| e.to_string())
+    }
+
+    /// The algorithm-family limiter these flags name.
+    fn family(self, algorithm: &AlgorithmArgs) -> Result<edgelimit::Limiter, String> {
+        algorithm.limiter(admin::endpoint(self.url, self.token)?, &self.name)
     }
 }
 
@@ -112,6 +118,8 @@ enum Commands {
     Acquire {
         #[command(flatten)]
         target: Target,
+        #[command(flatten)]
+        algorithm: AlgorithmArgs,
         /// Permits to take.
         #[arg(long, default_value_t = 1)]
         permits: u32,
@@ -123,23 +131,47 @@ enum Commands {
     Permits {
         #[command(flatten)]
         target: Target,
+        #[command(flatten)]
+        algorithm: AlgorithmArgs,
     },
-    /// Print the stored configuration (exit 1 when none).
+    /// Print the stored configuration (exit 1 when none): the sliding log's, or with `--algorithm stored` the
+    /// quota saved by `configure`.
     Config {
         #[command(flatten)]
         target: Target,
+        #[command(flatten)]
+        algorithm: AlgorithmArgs,
     },
-    /// Give permits back (newest grants first).
+    /// Give permits back (the sliding log's newest grants first), or release a concurrency lease.
     Release {
         #[command(flatten)]
         target: Target,
+        #[command(flatten)]
+        algorithm: AlgorithmArgs,
         /// Permits to give back.
+        #[arg(default_value_t = 1)]
         permits: u32,
+        /// The concurrency lease to release, as acquire printed it.
+        #[arg(long)]
+        lease: Option<String>,
     },
-    /// Delete the limiter.
+    /// Delete the sliding-log limiter, or with another algorithm the identifier's state (`--id`).
     Delete {
         #[command(flatten)]
         target: Target,
+        #[command(flatten)]
+        algorithm: AlgorithmArgs,
+    },
+    /// Store a quota in Redis under the limiter's name: every limiter built as "stored" (`--algorithm stored`, the
+    /// Worker's stored rules) uses it from its next decision on, with no redeploy.
+    Configure {
+        #[command(flatten)]
+        target: Target,
+        #[command(flatten)]
+        algorithm: AlgorithmArgs,
+        /// Remove the stored quota instead.
+        #[arg(long, conflicts_with_all = ["limit", "interval", "rate"])]
+        remove: bool,
     },
 }
 
@@ -211,13 +243,61 @@ async fn run(command: Commands) -> Result<Option<Outcome>, String> {
         }
         Commands::Acquire {
             target,
+            algorithm,
             permits,
             timeout,
-        } => admin::acquire(&target.limiter()?, permits, timeout).await,
-        Commands::Permits { target } => admin::permits(&target.limiter()?).await,
-        Commands::Config { target } => admin::config(&target.limiter()?).await,
-        Commands::Release { target, permits } => admin::release(&target.limiter()?, permits).await,
-        Commands::Delete { target } => admin::delete(&target.limiter()?).await,
+        } => {
+            if algorithm.is_sliding_log() {
+                admin::acquire(&target.limiter()?, permits, timeout).await
+            } else {
+                family::acquire(&target.family(&algorithm)?, &algorithm.id, permits, timeout).await
+            }
+        }
+        Commands::Permits { target, algorithm } => {
+            if algorithm.is_sliding_log() {
+                admin::permits(&target.limiter()?).await
+            } else {
+                family::permits(&target.family(&algorithm)?, &algorithm.id).await
+            }
+        }
+        Commands::Config { target, algorithm } => {
+            if algorithm.is_sliding_log() {
+                admin::config(&target.limiter()?).await
+            } else {
+                family::stored_config(&target.family(&algorithm)?).await
+            }
+        }
+        Commands::Release {
+            target,
+            algorithm,
+            permits,
+            lease,
+        } => {
+            if algorithm.is_sliding_log() {
+                admin::release(&target.limiter()?, permits).await
+            } else {
+                family::release(&target.family(&algorithm)?, &algorithm.id, permits, lease.as_deref()).await
+            }
+        }
+        Commands::Delete { target, algorithm } => {
+            if algorithm.is_sliding_log() {
+                admin::delete(&target.limiter()?).await
+            } else {
+                family::reset(&target.family(&algorithm)?, &algorithm.id).await
+            }
+        }
+        Commands::Configure {
+            target,
+            algorithm,
+            remove,
+        } => {
+            let quota = if remove { None } else { Some(algorithm.quota()?) };
+            let stored = AlgorithmArgs {
+                algorithm: family::Choice::Stored,
+                ..algorithm
+            };
+            family::configure(&target.family(&stored)?, quota).await
+        }
     };
     outcome.map(Some).map_err(|e| e.to_string())
 }

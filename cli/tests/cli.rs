@@ -168,3 +168,90 @@ fn a_missing_endpoint_or_a_wrong_token_is_a_clear_error() {
     assert_eq!(code, 2);
     assert!(stderr.contains("rejected the token"), "{stderr}");
 }
+
+#[test]
+fn every_algorithm_from_the_command_line_and_a_stored_quota_changed_at_runtime() {
+    let stack = DevStack::start();
+    for algorithm in ["token-bucket", "fixed-window", "sliding-window", "gcra", "concurrency"] {
+        let flags = [
+            "--algorithm",
+            algorithm,
+            "--limit",
+            "2",
+            "--interval",
+            "1m",
+            "--id",
+            "ip-1",
+        ];
+        let acquire = [&["acquire", "cli"][..], &flags].concat();
+        let (code, first, _) = stack.run(&acquire);
+        assert_eq!((code, &first["remaining"]), (0, &Json::from(1)), "{algorithm}: {first}");
+        assert_eq!(stack.run(&acquire).0, 0, "{algorithm}");
+        let (code, denied, _) = stack.run(&acquire);
+        assert_eq!(code, 1, "{algorithm}: {denied}");
+        assert!(denied["retryAfter"].as_u64().unwrap() > 0, "{algorithm}: {denied}");
+        let (_, peek, _) = stack.run(&[&["permits", "cli"][..], &flags].concat());
+        assert_eq!(peek["available"], 0, "{algorithm}");
+        if algorithm == "concurrency" {
+            let lease = first["lease"].as_str().unwrap();
+            let release = [&["release", "cli"][..], &flags, &["--lease", lease]].concat();
+            assert_eq!(stack.run(&release).1["released"], true);
+            assert_eq!(stack.run(&release).0, 1, "a lease is released once");
+        } else {
+            let (_, refunded, _) = stack.run(&[&["release", "cli"][..], &flags, &["1"]].concat());
+            assert_eq!(refunded["available"], 1, "{algorithm}: {refunded}");
+        }
+        let (_, deleted, _) = stack.run(&[&["delete", "cli"][..], &flags].concat());
+        assert_eq!(deleted["deleted"], true, "{algorithm}");
+    }
+
+    // An operator stores a quota; limiters reading it change at once.
+    let stored = ["--algorithm", "stored", "--id", "key-9"];
+    let (code, _, stderr) = stack.run(&[&["acquire", "api"][..], &stored].concat());
+    assert_eq!(code, 2);
+    assert!(stderr.contains("edgelimit configure api"), "{stderr}");
+    let configure = [
+        "configure",
+        "api",
+        "--algorithm",
+        "fixed-window",
+        "--limit",
+        "1",
+        "--interval",
+        "1m",
+    ];
+    let (code, out, _) = stack.run(&configure);
+    assert_eq!((code, &out["stored"]["limit"]), (0, &Json::from(1)), "{out}");
+    assert_eq!(stack.run(&[&["acquire", "api"][..], &stored].concat()).0, 0);
+    assert_eq!(stack.run(&[&["acquire", "api"][..], &stored].concat()).0, 1);
+    let raised = [
+        "configure",
+        "api",
+        "--algorithm",
+        "fixed-window",
+        "--limit",
+        "3",
+        "--interval",
+        "1m",
+    ];
+    stack.run(&raised);
+    assert_eq!(
+        stack.run(&[&["acquire", "api"][..], &stored].concat()).0,
+        0,
+        "the raised limit applies at once"
+    );
+    let (code, config, _) = stack.run(&["config", "api", "--algorithm", "stored"]);
+    assert_eq!(
+        (code, &config["limit"], &config["algorithm"]),
+        (0, &Json::from(3), &Json::from("fixed-window"))
+    );
+    assert_eq!(stack.run(&["configure", "api", "--remove"]).1["removed"], true);
+
+    // Incomplete or invalid flags say what to write.
+    let (code, _, stderr) = stack.run(&["acquire", "x", "--algorithm", "gcra", "--limit", "5"]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("--interval"), "{stderr}");
+    let (code, _, stderr) = stack.run(&["acquire", "x", "--algorithm", "leaky-bucket"]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("token-bucket"), "{stderr}");
+}

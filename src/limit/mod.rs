@@ -32,6 +32,7 @@ pub mod scripts;
 mod slot;
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 pub use self::lease::Lease;
 pub use self::quota::{Algorithm, Quota};
@@ -40,6 +41,7 @@ use crate::decision::Decision;
 use crate::error::{Error, Result};
 use crate::rest::{Command, RestClient};
 use crate::script::{Script, ScriptCall};
+use crate::time::{sleep, Instant};
 use crate::value::Value;
 
 /// The default key prefix.
@@ -129,6 +131,33 @@ impl Limiter {
         Ok(single(limit_all(&[self.request(id, permits)]).await?))
     }
 
+    /// Takes `permits` for `id`, waiting as long as needed up to `timeout`: it sleeps the exact `retry_after` (for
+    /// a concurrency limit, at most 20 ms at a time, since leases are usually released before they expire) and asks
+    /// again, and asks once more when the time is up. Returns the last decision (denied if the timeout ran out).
+    pub async fn block_until_ready(&self, id: &str, permits: u32, timeout: Duration) -> Result<Decision> {
+        if self.now_ms.is_some() {
+            return Err(Error::InvalidArgument(
+                "block_until_ready waits in real time, so it cannot run at an explicit time; use limit".into(),
+            ));
+        }
+        let poll_leases = self
+            .quota
+            .is_none_or(|quota| quota.algorithm() == Algorithm::Concurrency);
+        let deadline = Instant::now() + timeout;
+        loop {
+            let decision = self.limit(id, permits).await?;
+            let now = Instant::now();
+            if decision.success || now >= deadline {
+                return Ok(decision);
+            }
+            let mut wait = Duration::from_millis(decision.retry_after).min(deadline - now);
+            if poll_leases {
+                wait = wait.min(Duration::from_millis(20));
+            }
+            sleep(wait).await;
+        }
+    }
+
     /// What [`limit`](Limiter::limit) would decide, recording nothing: `remaining` is what is left now.
     pub async fn peek(&self, id: &str, permits: u32) -> Result<Decision> {
         Ok(single(peek_all(&[self.request(id, permits)]).await?))
@@ -195,7 +224,7 @@ impl Limiter {
             .into_string()?
             .parse()
             .map_err(|e| Error::malformed("a known stored algorithm", e))?;
-        let interval = std::time::Duration::from_millis(number(interval, "interval")?);
+        let interval = Duration::from_millis(number(interval, "interval")?);
         Quota::new(algorithm, count(limit, "limit")?, interval, count(rate, "rate")?)
             .map(Some)
             .map_err(|e| Error::malformed("a valid stored quota", e))
