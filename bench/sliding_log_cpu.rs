@@ -10,41 +10,12 @@
 use std::time::Duration;
 
 use edgelimit::sliding_log::scripts::ACQUIRE;
-use edgelimit::{Command, Mode, Rate, RateLimiter, RestClient, Script};
+use edgelimit::{Mode, Rate, RateLimiter, Script};
+use edgelimit_tests::redis_stats::{reset as reset_stats, script_cost};
 use edgelimit_tests::Stack;
 
 const T0: u64 = 1_700_000_000_000;
 const MEASURED_MS: u64 = 2_000;
-
-/// EVALSHA µs/call and Redis commands run per call, since the last reset.
-async fn script_cost(client: &RestClient) -> (f64, f64) {
-    let info = client
-        .command(&Command::new("INFO").arg("commandstats"))
-        .await
-        .unwrap()
-        .into_string()
-        .unwrap();
-    let (mut evalsha_calls, mut evalsha_usec, mut other_calls) = (0.0, 0.0, 0.0);
-    for line in info.lines().filter(|line| line.starts_with("cmdstat_")) {
-        let (name, stats) = line.split_once(':').unwrap();
-        let field = |key: &str| -> f64 {
-            stats
-                .split(',')
-                .find_map(|kv| kv.strip_prefix(key)?.strip_prefix('=')?.parse().ok())
-                .unwrap_or(0.0)
-        };
-        match name {
-            "cmdstat_evalsha" => (evalsha_calls, evalsha_usec) = (field("calls"), field("usec")),
-            "cmdstat_config" | "cmdstat_info" => {}
-            _ => other_calls += field("calls"),
-        }
-    }
-    (evalsha_usec / evalsha_calls, other_calls / evalsha_calls)
-}
-
-async fn reset_stats(client: &RestClient) {
-    client.command(&Command::new("CONFIG").arg("RESETSTAT")).await.unwrap();
-}
 
 /// Runs `call(now)` for every `now` in `times`, 16 at a time (warm-up order does not matter: nothing expires).
 async fn warm_up<F, Fut>(rate: u64, call: F)

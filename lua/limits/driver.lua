@@ -35,28 +35,41 @@ if ARGV[2] ~= '' then
     grace = EXPLICIT_TIME_GRACE_MS
 end
 
+-- A whole number within [low, high] from a limit's quota field, or a clean error naming where it came from (the
+-- message is only built on failure: string building costs as much as a Redis command here).
+local function quota_field(text, high, stored_in, field)
+    local n = tonumber(text)
+    if not n or n ~= math.floor(n) or n < 1 or n > high then
+        local source = stored_in and ('stored config in ' .. stored_in .. ', field ') or 'argument '
+        reject(source .. field, text)
+    end
+    return n
+end
+
 -- A limit's quota {algorithm, limit, interval, rate}, checked, from its arguments or its stored config; nil when it
 -- is stored and there is none.
 local function quota_of(i, base)
-    local source, fields = 'argument', { ARGV[base + 1], ARGV[base + 3], ARGV[base + 4], ARGV[base + 5] }
-    if fields[1] == '' then
-        source = 'stored config in ' .. KEYS[2 * i - 1] .. ', field'
-        fields = redis.call('HMGET', KEYS[2 * i - 1], 'algorithm', 'limit', 'interval', 'rate')
-        if not fields[1] then
+    local algorithm, limit, interval, rate = ARGV[base + 1], ARGV[base + 3], ARGV[base + 4], ARGV[base + 5]
+    local stored_in
+    if algorithm == '' then
+        stored_in = KEYS[2 * i - 1]
+        local stored = redis.call('HMGET', stored_in, 'algorithm', 'limit', 'interval', 'rate')
+        if not stored[1] then
             return nil
         end
+        algorithm, limit, interval, rate = stored[1], stored[2], stored[3], stored[4]
     end
     local quota = {
-        algorithm = fields[1],
-        limit = whole(fields[2], source .. ' limit', 1, MAX_COUNT),
-        interval = whole(fields[3], source .. ' interval (ms)', 1, 2 ^ 52),
-        rate = whole(fields[4], source .. ' rate', 1, MAX_COUNT),
+        algorithm = algorithm,
+        limit = quota_field(limit, MAX_COUNT, stored_in, 'limit'),
+        interval = quota_field(interval, 2 ^ 52, stored_in, 'interval (ms)'),
+        rate = quota_field(rate, MAX_COUNT, stored_in, 'rate'),
     }
-    if not ALGORITHMS[quota.algorithm] then
-        reject(source .. ' algorithm (not in this script)', quota.algorithm)
+    if not ALGORITHMS[algorithm] then
+        reject((stored_in and 'stored ' or '') .. 'algorithm (not in this script)', algorithm)
     end
     if quota.limit * quota.interval > 2 ^ 52 then
-        reject(source .. ' limit × interval (must stay below 2^52 for exact arithmetic)', quota.limit)
+        reject('limit × interval (must stay below 2^52 for exact arithmetic)', quota.limit)
     end
     return quota
 end

@@ -1,15 +1,16 @@
 -- Fixed window: at most `limit` permits in each window [k × interval, (k + 1) × interval) of unix ms. Cheap and
 -- simple, but a client can take `limit` at the end of one window and `limit` again at the start of the next.
 --
--- State: hash {window = k, count}. The window is a field, not part of the key's name, because only the script
--- knows the server's time. The key expires when its window ends. A denied request counts nothing.
+-- State: string '<k>:<count>'. The window is in the value, not in the key's name, because only the script knows
+-- the server's time. The key expires when its window ends. A denied request counts nothing (one GET); a grant adds
+-- one SET … PX.
 
 -- The current window and the permits counted in it. A stored window after `now`'s (a caller's clock behind
 -- Redis's) stays the current one.
 local function window_count(quota, key, now)
     local window = math.floor(now / quota.interval)
-    local state = redis.call('HMGET', key, 'window', 'count')
-    local stored_window, count = tonumber(state[1]), tonumber(state[2])
+    local stored_window, count = string.match(redis.call('GET', key) or '', '^(%d+):(%d+)$')
+    stored_window, count = tonumber(stored_window), tonumber(count)
     if stored_window and count and stored_window >= window then
         return stored_window, count
     end
@@ -21,8 +22,7 @@ local function write_window(key, window, count, expires_at, now, grace)
         redis.call('DEL', key)
         return
     end
-    redis.call('HSET', key, 'window', window, 'count', count)
-    redis.call('PEXPIRE', key, expires_at - now + grace)
+    redis.call('SET', key, string.format('%d:%d', window, count), 'PX', expires_at - now + grace)
 end
 
 ALGORITHMS.fixed_window = {

@@ -9,14 +9,15 @@
 --   previous × (interval − e) + (current + permits) × interval <= limit × interval
 -- all in whole numbers, so there is no rounding (Upstash floors the weighted count, which admits a little more).
 --
--- State: one hash {window = k, current, previous}: both windows in one key, so in one Cluster slot by
--- construction. The key expires when its current window stops counting, at the end of the next window.
+-- State: one string '<k>:<current>:<previous>': both windows in one key, so in one Cluster slot by construction,
+-- read with one GET and written with one SET … PX. The key expires when its current window stops counting, at the
+-- end of the next window.
 
 -- The window, elapsed ms in it, and the two counts at `now`.
 local function sliding_counts(quota, key, now)
     local window = math.floor(now / quota.interval)
-    local state = redis.call('HMGET', key, 'window', 'current', 'previous')
-    local stored_window, current, previous = tonumber(state[1]), tonumber(state[2]), tonumber(state[3])
+    local stored_window, current, previous = string.match(redis.call('GET', key) or '', '^(%d+):(%d+):(%d+)$')
+    stored_window, current, previous = tonumber(stored_window), tonumber(current), tonumber(previous)
     if not stored_window or not current or not previous or stored_window < window - 1 then
         current, previous = 0, 0
     elseif stored_window == window - 1 then
@@ -54,8 +55,8 @@ local function write_sliding(quota, key, window, current, previous, now, grace)
         redis.call('DEL', key)
         return
     end
-    redis.call('HSET', key, 'window', window, 'current', current, 'previous', previous)
-    redis.call('PEXPIRE', key, (window + 2) * quota.interval - now + grace)
+    redis.call('SET', key, string.format('%d:%d:%d', window, current, previous), 'PX',
+        (window + 2) * quota.interval - now + grace)
 end
 
 ALGORITHMS.sliding_window = {

@@ -1,15 +1,16 @@
 -- Token bucket: `limit` tokens of capacity, refilled continuously at `rate` tokens per `interval` ms; a new bucket
 -- starts full. A request takes `permits` tokens if the bucket holds them; tokens never go negative.
 --
--- State: hash {units = tokens × interval, at = unix ms of `units`}. A missing key is a full bucket, so the key
--- expires exactly when the bucket would be full again.
+-- State: string '<units>:<at>', units = tokens × interval as of unix ms `at`: one GET to read, one SET … PX to
+-- write (Redis commands dominate a script's cost). A missing key is a full bucket, so the key expires exactly when
+-- the bucket would be full again.
 
 -- Units in the bucket at `now`, refilled since `at`. A stored `at` after `now` (a caller's clock behind Redis's)
 -- refills nothing and keeps the later time.
 local function bucket_units(quota, key, now)
     local full = quota.limit * quota.interval
-    local state = redis.call('HMGET', key, 'units', 'at')
-    local units, at = tonumber(state[1]), tonumber(state[2])
+    local units, at = string.match(redis.call('GET', key) or '', '^(%d+):(%d+)$')
+    units, at = tonumber(units), tonumber(at)
     if not units or not at then
         return full, now
     end
@@ -32,8 +33,7 @@ local function write_bucket(quota, key, units, at, now, grace)
         redis.call('DEL', key)
         return
     end
-    redis.call('HSET', key, 'units', units, 'at', at)
-    redis.call('PEXPIRE', key, at - now + ceil_div(full - units, quota.rate) + grace)
+    redis.call('SET', key, string.format('%d:%d', units, at), 'PX', at - now + ceil_div(full - units, quota.rate) + grace)
 end
 
 ALGORITHMS.token_bucket = {

@@ -3,6 +3,8 @@
 //! No test depends on a service it did not start. The bridge runs in-process (same code as `edgelimit bridge`), so
 //! a test can stop and restart Redis under it and watch it recover.
 
+pub mod redis_stats;
+
 use std::time::Duration;
 
 use edgelimit::RestClient;

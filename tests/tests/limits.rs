@@ -356,3 +356,14 @@ fn every_algorithm_has_a_script_and_the_mixed_script_has_them_all() {
     assert_eq!(scripts::for_algorithms(mixed.into_iter()).sha1(), scripts::ALL.sha1());
     assert_eq!(scripts::for_algorithms([None].into_iter()).sha1(), scripts::ALL.sha1());
 }
+
+#[tokio::test]
+async fn a_lease_of_many_permits_is_held_and_released_whole() {
+    let stack = Stack::start().await;
+    let slots = limiter(&stack, "wide", Quota::concurrency(5000, SECOND).unwrap()).at(T0);
+    let wide = slots.limit("id", 4999).await.unwrap();
+    assert_eq!((wide.success, wide.remaining), (true, 1));
+    assert!(!slots.limit("id", 2).await.unwrap().success);
+    assert!(slots.release("id", &wide.lease.unwrap()).await.unwrap());
+    assert_eq!(slots.peek("id", 1).await.unwrap().remaining, 5000);
+}
