@@ -367,3 +367,23 @@ async fn a_lease_of_many_permits_is_held_and_released_whole() {
     assert!(slots.release("id", &wide.lease.unwrap()).await.unwrap());
     assert_eq!(slots.peek("id", 1).await.unwrap().remaining, 5000);
 }
+
+#[tokio::test]
+async fn script_sha1s_match_what_redis_computes() {
+    let stack = Stack::start().await;
+    let client = stack.client();
+    for script in [
+        &*scripts::TOKEN_BUCKET,
+        &*scripts::FIXED_WINDOW,
+        &*scripts::SLIDING_WINDOW,
+        &*scripts::GCRA,
+        &*scripts::CONCURRENCY,
+        &*scripts::ALL,
+    ] {
+        let loaded = client
+            .command(&Command::new("SCRIPT").args(["LOAD", script.source()]))
+            .await
+            .unwrap();
+        assert_eq!(loaded.into_string().unwrap(), script.sha1());
+    }
+}
