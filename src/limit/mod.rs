@@ -41,7 +41,7 @@ use crate::decision::Decision;
 use crate::error::{Error, Result};
 use crate::rest::{Command, RestClient};
 use crate::script::{Script, ScriptCall};
-use crate::time::{sleep, Instant};
+use crate::time::retry_until_granted;
 use crate::value::Value;
 
 /// The default key prefix.
@@ -143,19 +143,12 @@ impl Limiter {
         let poll_leases = self
             .quota
             .is_none_or(|quota| quota.algorithm() == Algorithm::Concurrency);
-        let deadline = Instant::now() + timeout;
-        loop {
-            let decision = self.limit(id, permits).await?;
-            let now = Instant::now();
-            if decision.success || now >= deadline {
-                return Ok(decision);
-            }
-            let mut wait = Duration::from_millis(decision.retry_after).min(deadline - now);
-            if poll_leases {
-                wait = wait.min(Duration::from_millis(20));
-            }
-            sleep(wait).await;
-        }
+        let longest_sleep = if poll_leases {
+            Duration::from_millis(20)
+        } else {
+            Duration::MAX
+        };
+        retry_until_granted(timeout, longest_sleep, || self.limit(id, permits)).await
     }
 
     /// What [`limit`](Limiter::limit) would decide, recording nothing: `remaining` is what is left now.

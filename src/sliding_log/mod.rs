@@ -22,7 +22,7 @@ use crate::decision::{Decision, ScriptReply};
 use crate::error::{Error, Result};
 use crate::rest::{Command, RestClient};
 use crate::script::Script;
-use crate::time::{sleep, Instant};
+use crate::time::retry_until_granted;
 
 /// A handle on one named limiter. Cheap to clone.
 #[derive(Debug, Clone)]
@@ -137,15 +137,7 @@ impl RateLimiter {
                 "acquire waits in real time, so it cannot run at an explicit time; use try_acquire".into(),
             ));
         }
-        let deadline = Instant::now() + timeout;
-        loop {
-            let decision = self.try_acquire(permits).await?;
-            let now = Instant::now();
-            if decision.success || now >= deadline {
-                return Ok(decision);
-            }
-            sleep(Duration::from_millis(decision.retry_after).min(deadline - now)).await;
-        }
+        retry_until_granted(timeout, Duration::MAX, || self.try_acquire(permits)).await
     }
 
     /// Permits available now (0 or more), taking none.
