@@ -2,7 +2,7 @@
 //!
 //! Being denied is not an error. It is a [`Decision`] with `success == false` and the exact time to wait.
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::limit::Lease;
 use crate::value::Value;
 
@@ -37,11 +37,7 @@ impl ScriptReply {
     pub fn decode(value: Value) -> Result<ScriptReply> {
         let [status, a, b, c, d] = value.into_tuple::<5>()?;
         let status = status.into_string()?;
-        let mut numbers = [0u64; 4];
-        for (slot, item) in numbers.iter_mut().zip([a, b, c, d]) {
-            let n = item.into_int()?;
-            *slot = u64::try_from(n).map_err(|_| Error::malformed("a non-negative integer", n))?;
-        }
+        let numbers = [a.into_u64()?, b.into_u64()?, c.into_u64()?, d.into_u64()?];
         Ok(ScriptReply { status, numbers })
     }
 

@@ -56,6 +56,24 @@ impl Value {
         }
     }
 
+    /// The reply as a non-negative integer: every count, time and wait a script returns.
+    pub fn into_u64(self) -> Result<u64> {
+        let n = self.into_int()?;
+        u64::try_from(n).map_err(|_| Error::malformed("a non-negative integer", n))
+    }
+
+    /// A string reply holding a number, as Redis stores numbers in hashes (`what` names it in the error): a text
+    /// that is not a number of type `T`, or out of its range, is malformed.
+    pub fn into_number<T: std::str::FromStr>(self, what: &str) -> Result<T> {
+        let text = self.into_string()?;
+        text.parse().map_err(|_| {
+            Error::malformed(
+                format!("a whole number ({}) for {what}", std::any::type_name::<T>()),
+                text,
+            )
+        })
+    }
+
     /// The reply as a UTF-8 string.
     pub fn into_string(self) -> Result<String> {
         match self {
@@ -163,6 +181,26 @@ mod tests {
             assert_eq!(err.code(), "EDGELIMIT_MALFORMED_REPLY", "{bad}");
         }
         assert!(Value::from_json(&json!("not base64!"), true).is_err());
+    }
+
+    #[test]
+    fn numbers_are_checked_for_sign_type_and_range() {
+        assert_eq!(Value::Int(7).into_u64().unwrap(), 7);
+        assert!(Value::Int(-1).into_u64().is_err());
+        assert!(Value::Bytes(b"7".to_vec()).into_u64().is_err());
+        assert_eq!(
+            Value::Bytes(b"4294967295".to_vec())
+                .into_number::<u32>("a rate")
+                .unwrap(),
+            u32::MAX
+        );
+        let too_large = Value::Bytes(b"4294967296".to_vec())
+            .into_number::<u32>("a rate")
+            .unwrap_err();
+        assert_eq!(too_large.code(), "EDGELIMIT_MALFORMED_REPLY");
+        assert!(too_large.to_string().contains("for a rate"), "{too_large}");
+        assert!(Value::Bytes(b"ten".to_vec()).into_number::<u64>("an interval").is_err());
+        assert!(Value::Int(10).into_number::<u64>("an interval").is_err());
     }
 
     #[test]

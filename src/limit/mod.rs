@@ -204,21 +204,16 @@ impl Limiter {
         let Some(algorithm) = algorithm.into_option() else {
             return Ok(None);
         };
-        let number = |value: Value, what: &str| -> Result<u64> {
-            let text = value.into_string()?;
-            text.parse()
-                .map_err(|_| Error::malformed(format!("a whole number for the stored {what}"), text))
-        };
-        let count = |value: Value, what: &str| -> Result<u32> {
-            let n = number(value, what)?;
-            u32::try_from(n).map_err(|_| Error::malformed(format!("a 32-bit stored {what}"), n))
-        };
         let algorithm: Algorithm = algorithm
             .into_string()?
             .parse()
             .map_err(|e| Error::malformed("a known stored algorithm", e))?;
-        let interval = Duration::from_millis(number(interval, "interval")?);
-        Quota::new(algorithm, count(limit, "limit")?, interval, count(rate, "rate")?)
+        let interval = Duration::from_millis(interval.into_number("the stored interval")?);
+        let (limit, rate) = (
+            limit.into_number("the stored limit")?,
+            rate.into_number("the stored rate")?,
+        );
+        Quota::new(algorithm, limit, interval, rate)
             .map(Some)
             .map_err(|e| Error::malformed("a valid stored quota", e))
     }
@@ -483,11 +478,7 @@ impl<'a> Batch<'a> {
         let mut decisions = Vec::with_capacity(entries.len());
         for (entry, request) in entries.into_iter().zip(&self.requests) {
             let [status, limit, remaining, reset, retry_after, lease] = entry.into_tuple::<6>()?;
-            let number = |value: Value| -> Result<u64> {
-                let n = value.into_int()?;
-                u64::try_from(n).map_err(|_| Error::malformed("a non-negative integer", n))
-            };
-            let limit = number(limit)?;
+            let limit = limit.into_u64()?;
             let allowed = match status.into_string()?.as_str() {
                 "granted" | "refunded" => true,
                 "allowed" | "not_held" => {
@@ -522,9 +513,9 @@ impl<'a> Batch<'a> {
             decisions.push(Decision {
                 success: allowed,
                 limit,
-                remaining: number(remaining)?,
-                reset: number(reset)?,
-                retry_after: number(retry_after)?,
+                remaining: remaining.into_u64()?,
+                reset: reset.into_u64()?,
+                retry_after: retry_after.into_u64()?,
                 lease,
             });
         }

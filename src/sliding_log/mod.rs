@@ -167,17 +167,11 @@ impl RateLimiter {
         let (Some(rate), Some(interval), Some(mode)) = (rate, interval, mode) else {
             return Ok(None);
         };
-        let number = |value: crate::Value, what: &str| -> Result<u64> {
-            let text = value.into_string()?;
-            text.parse()
-                .map_err(|_| Error::malformed(format!("a whole number for {what}"), text))
-        };
-        let stored_rate = number(rate, "rate")?;
-        let permits = u32::try_from(stored_rate).map_err(|_| Error::malformed("a 32-bit rate", stored_rate))?;
-        let mut rate = Rate::new(permits, Duration::from_millis(number(interval, "interval")?))
+        let permits: u32 = rate.into_number("rate")?;
+        let mut rate = Rate::new(permits, Duration::from_millis(interval.into_number("interval")?))
             .map_err(|e| Error::malformed("a valid stored rate", e))?;
-        let keep_alive_ms = match keep_alive {
-            Some(value) => number(value, "keepAliveTime")?,
+        let keep_alive_ms: u64 = match keep_alive {
+            Some(value) => value.into_number("keepAliveTime")?,
             None => 0,
         };
         if keep_alive_ms > 0 {
