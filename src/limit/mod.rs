@@ -29,7 +29,7 @@ mod lease;
 pub mod model;
 mod quota;
 pub mod scripts;
-mod slot;
+pub(crate) mod slot;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -72,7 +72,7 @@ impl Limiter {
     }
 
     fn with_quota(client: RestClient, name: &str, quota: Option<Quota>) -> Result<Limiter> {
-        check_key_part("limiter name", name)?;
+        slot::check_tag_part("limiter name", name)?;
         Ok(Limiter {
             client,
             prefix: DEFAULT_PREFIX.to_owned(),
@@ -84,7 +84,7 @@ impl Limiter {
 
     /// Uses `prefix` instead of `edgelimit` before every key.
     pub fn with_prefix(mut self, prefix: &str) -> Result<Limiter> {
-        check_key_part("key prefix", prefix)?;
+        slot::check_tag_part("key prefix", prefix)?;
         self.prefix = prefix.to_owned();
         Ok(self)
     }
@@ -223,15 +223,6 @@ impl Limiter {
         let command = Command::new("DEL").arg(self.config_key());
         Ok(self.client.command(&command).await?.into_int()? > 0)
     }
-}
-
-fn check_key_part(what: &str, text: &str) -> Result<()> {
-    if text.is_empty() || text.contains(['{', '}']) {
-        return Err(Error::InvalidArgument(format!(
-            "{what} {text:?} must be non-empty and free of '{{' and '}}' (the name is the Redis hash tag)"
-        )));
-    }
-    Ok(())
 }
 
 /// One limit's part in a decision over several: see [`Limiter::request`].

@@ -1,5 +1,18 @@
 //! Redis Cluster hash slots: which keys a single script may touch together.
 
+use crate::error::{Error, Result};
+
+/// Checks a limiter name (or key prefix) that goes into a key's hash tag `{…}`: non-empty and free of braces, which
+/// would end the tag early and scatter a limiter's keys over several slots.
+pub(crate) fn check_tag_part(what: &str, text: &str) -> Result<()> {
+    if text.is_empty() || text.contains(['{', '}']) {
+        return Err(Error::InvalidArgument(format!(
+            "{what} {text:?} must be non-empty and free of '{{' and '}}' (the name is the Redis hash tag)"
+        )));
+    }
+    Ok(())
+}
+
 /// The hash slot of `key` (0..16384): CRC16 (XMODEM) of its hash tag, the text between the first `{` and the next
 /// `}` when that is non-empty, else of the whole key.
 pub fn hash_slot(key: &str) -> u16 {

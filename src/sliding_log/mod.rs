@@ -37,11 +37,7 @@ impl RateLimiter {
     /// A handle on the limiter `name` (shared with Redisson's `getRateLimiter(name)`). Names may not contain `{` or
     /// `}`: the name is the hash tag that keeps the limiter's keys in one Redis Cluster slot.
     pub fn new(client: RestClient, name: &str) -> Result<RateLimiter> {
-        if name.is_empty() || name.contains(['{', '}']) {
-            return Err(Error::InvalidArgument(format!(
-                "limiter name {name:?} must be non-empty and free of '{{' and '}}' (it is the Redis hash tag)"
-            )));
-        }
+        crate::limit::slot::check_tag_part("limiter name", name)?;
         Ok(RateLimiter {
             client,
             name: name.to_owned(),
