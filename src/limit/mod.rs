@@ -159,17 +159,15 @@ impl Limiter {
     /// Gives `permits` back to `id` (never above the limit), e.g. when the request they paid for failed. The
     /// decision shows what is left after the refund. For a concurrency limit use [`release`](Limiter::release).
     pub async fn refund(&self, id: &str, permits: u32) -> Result<Decision> {
-        let request = self.request(id, permits);
-        let reply = Batch::new(Operation::Refund, &[request])?.run().await?;
+        let reply = Batch::refund(self.request(id, permits), None)?.run().await?;
         Ok(single(reply))
     }
 
     /// Releases a concurrency lease. Returns `false` if it was not held any more (released before, or expired).
     pub async fn release(&self, id: &str, lease: &Lease) -> Result<bool> {
-        let request = self.request(id, lease.permits);
-        let mut batch = Batch::new(Operation::Refund, &[request])?;
-        batch.args[5] = lease.to_string();
-        let reply = batch.run().await?;
+        let reply = Batch::refund(self.request(id, lease.permits), Some(*lease))?
+            .run()
+            .await?;
         Ok(reply.success)
     }
 
@@ -316,10 +314,7 @@ async fn give_back(client: &RestClient, batches: &[Batch<'_>], decided: &mut [De
     for (index, (batch, group)) in batches.iter().zip(decided.iter()).enumerate() {
         if group.success {
             for (member, decision) in group.decisions.iter().enumerate() {
-                let mut refund = Batch::new(Operation::Refund, &[batch.requests[member]])?;
-                if let Some(lease) = decision.lease {
-                    refund.args[5] = lease.to_string();
-                }
+                let refund = Batch::refund(batch.requests[member], decision.lease)?;
                 refunds.push((index, member, refund));
             }
         }
@@ -433,6 +428,16 @@ impl<'a> Batch<'a> {
             keys,
             args,
         })
+    }
+
+    /// A refund of one request; for a concurrency limit, the release of its `lease`.
+    fn refund(request: LimitRequest<'a>, lease: Option<Lease>) -> Result<Batch<'a>> {
+        let mut batch = Batch::new(Operation::Refund, &[request])?;
+        if let Some(lease) = lease {
+            // The request's sixth argument: the lease token to release (see lua/limits/driver.lua).
+            batch.args[5] = lease.to_string();
+        }
+        Ok(batch)
     }
 
     fn call(&self) -> ScriptCall<'_> {

@@ -1,7 +1,7 @@
 //! Token bucket and GCRA: one decision over "units" (a permit is `interval` units; `rate` units return per ms; the
 //! limit holds limit × interval units), two ways to store it.
 
-use super::{ceil_div, Standing, Verdict};
+use super::{Standing, Verdict};
 use crate::limit::Quota;
 
 fn full(q: &Quota) -> u64 {
@@ -14,13 +14,13 @@ fn verdict(q: &Quota, now: u64, available: i128, permits: u64) -> Verdict {
     let need = i128::from(permits) * interval;
     let standing = |units: i128| Standing {
         remaining: (units.max(0) / interval) as u64,
-        reset: now + ceil_div((full - units) as u64, rate as u64),
+        reset: now + ((full - units) as u64).div_ceil(rate as u64),
     };
     let allowed = available >= need;
     let retry_after = if allowed {
         0
     } else {
-        ceil_div((need - available) as u64, rate as u64)
+        ((need - available) as u64).div_ceil(rate as u64)
     };
     Verdict::new(allowed, retry_after, standing(available), standing(available - need))
 }

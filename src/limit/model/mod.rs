@@ -136,8 +136,3 @@ pub fn decide_all(limits: &mut [(&mut ModelLimit, u32, u64)], now: u64) -> (bool
     }
     (granted, verdicts)
 }
-
-/// ceil(a / b) for b > 0.
-fn ceil_div(a: u64, b: u64) -> u64 {
-    a.div_ceil(b)
-}
