@@ -39,6 +39,11 @@ pub fn endpoint(url: Option<String>, token: Option<String>) -> Result<RestClient
     RestClient::new(&url, &token).map_err(|e| e.to_string())
 }
 
+/// Parses a duration flag (`1s`, `250ms`, `1m`) for clap, with the core's explanation on failure.
+pub fn duration(text: &str) -> Result<Duration, String> {
+    edgelimit::parse_duration(text).map_err(|e| e.to_string())
+}
+
 /// The JSON shape of a decision, with the field names the npm package and the Worker use.
 pub fn decision_json(decision: &Decision) -> Json {
     json!({

@@ -9,7 +9,7 @@ use edgelimit::limit::{Algorithm, Lease, Limiter, Quota};
 use edgelimit::RestClient;
 use serde_json::{json, Value as Json};
 
-use crate::admin::{decision_json, Outcome};
+use crate::admin::{decision_json, duration, Outcome};
 
 /// Which limiter a command acts on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,10 +30,6 @@ fn choice(text: &str) -> Result<Choice, String> {
             format!("{e}; or sliding-log (the default), or stored (the quota saved by `edgelimit configure`)")
         }),
     }
-}
-
-fn duration(text: &str) -> Result<Duration, String> {
-    edgelimit::parse_duration(text).map_err(|e| e.to_string())
 }
 
 /// The algorithm and its numbers, as flags.

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use edgelimit::{Mode, Rate, RateLimiter};
-use edgelimit_cli::admin::{self, Outcome, SetHow};
+use edgelimit_cli::admin::{self, duration, Outcome, SetHow};
 use edgelimit_cli::bridge::{self, BridgeConfig};
 use edgelimit_cli::dev::{self, DevConfig};
 use edgelimit_cli::family::{self, AlgorithmArgs};
@@ -49,10 +49,6 @@ impl Target {
     fn family(self, algorithm: &AlgorithmArgs) -> Result<edgelimit::Limiter, String> {
         algorithm.limiter(admin::endpoint(self.url, self.token)?, &self.name)
     }
-}
-
-fn duration(text: &str) -> Result<Duration, String> {
-    edgelimit::parse_duration(text).map_err(|e| e.to_string())
 }
 
 #[derive(Subcommand)]
