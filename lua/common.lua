@@ -6,13 +6,18 @@ local function reject(what, value)
     error({ err = 'ERR edgelimit: invalid ' .. what .. ': ' .. tostring(value) })
 end
 
+-- A whole number within [low, high] from an argument (nil, or text), or nil.
+local function whole_number(text, low, high)
+    local n = text and tonumber(text)
+    if n and n == math.floor(n) and n >= low and n <= high then
+        return n
+    end
+    return nil
+end
+
 -- A whole number within [low, high] from an argument, or a clean error.
 local function whole(text, what, low, high)
-    local n = text and tonumber(text)
-    if not n or n ~= math.floor(n) or n < low or n > high then
-        reject(what, text)
-    end
-    return n
+    return whole_number(text, low, high) or reject(what, text)
 end
 
 -- Unix ms: `text` when a caller passed an explicit time (tests, clients sharing a limiter with a clock-based

@@ -38,8 +38,8 @@ end
 -- A whole number within [low, high] from a limit's quota field, or a clean error naming where it came from (the
 -- message is only built on failure: string building costs as much as a Redis command here).
 local function quota_field(text, high, stored_in, field)
-    local n = tonumber(text)
-    if not n or n ~= math.floor(n) or n < 1 or n > high then
+    local n = whole_number(text, 1, high)
+    if not n then
         local source = stored_in and ('stored config in ' .. stored_in .. ', field ') or 'argument '
         reject(source .. field, text)
     end

@@ -104,22 +104,13 @@ local function touch(limiter, logged)
     end
 end
 
--- A positive whole number of permits, or nil.
-local function parse_permits(text)
-    local permits = text and tonumber(text)
-    if permits and permits >= 1 and permits == math.floor(permits) and permits < 2 ^ 32 then
-        return permits
-    end
-    return nil
-end
-
 -- The limiter, and `text` as a number of permits; or, instead, the status reply to return (no rate, bad permits).
 local function limiter_and_permits(text)
     local limiter = load_limiter()
     if not limiter then
         return nil, nil, { 'not_initialized', 0, 0, 0, 0 }
     end
-    local permits = parse_permits(text)
+    local permits = whole_number(text, 1, 2 ^ 32 - 1)
     if not permits then
         return nil, nil, { 'invalid_permits', limiter.rate, 0, 0, 0 }
     end

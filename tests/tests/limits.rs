@@ -335,6 +335,19 @@ async fn hand_made_calls_get_clean_errors_never_lua_stack_traces() {
         .await
         .unwrap_err();
     assert!(error.to_string().contains("stored config in c, field limit"), "{error}");
+    // … and so is a field someone left out.
+    let command = Command::new("HSET")
+        .arg("c2")
+        .args(["algorithm", "gcra", "limit", "10", "interval", "1000"]);
+    client.command(&command).await.unwrap();
+    let error = scripts::ALL
+        .run(&client, &["c2", "s"], &[&["limit", ""][..], &stored].concat())
+        .await
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("stored config in c2, field rate: false"),
+        "{error}"
+    );
     assert_eq!(
         client.command(&Command::new("EXISTS").arg("s")).await.unwrap(),
         Value::Int(0)
