@@ -1,7 +1,7 @@
-//! The algorithm family's scripts: `lua/common.lua`, `lua/limits/prelude.lua`, one or every algorithm file, then
-//! `lua/limits/driver.lua`. A limit with a known algorithm runs the smallest script that has it; several limits of
-//! different algorithms, or a config stored in Redis (whose algorithm only the script reads), run the script that
-//! has all five.
+//! The algorithm family's scripts: `lua/common.lua`, `lua/limits/prelude.lua`, `lua/limits/zset_log.lua` where an
+//! algorithm keeps a permit log, one or every algorithm file, then `lua/limits/driver.lua`. A limit with a known
+//! algorithm runs the smallest script that has it; several limits of different algorithms, or a config stored in
+//! Redis (whose algorithm only the script reads), run the script that has all five.
 
 use std::sync::LazyLock;
 
@@ -20,8 +20,12 @@ pub static SLIDING_WINDOW: LazyLock<Script> =
 /// GCRA only.
 pub static GCRA: LazyLock<Script> = lua_script!("limits/prelude.lua", "limits/gcra.lua", "limits/driver.lua");
 /// Concurrency only.
-pub static CONCURRENCY: LazyLock<Script> =
-    lua_script!("limits/prelude.lua", "limits/concurrency.lua", "limits/driver.lua");
+pub static CONCURRENCY: LazyLock<Script> = lua_script!(
+    "limits/prelude.lua",
+    "limits/zset_log.lua",
+    "limits/concurrency.lua",
+    "limits/driver.lua",
+);
 /// Every algorithm: for mixed limits and stored configs.
 pub static ALL: LazyLock<Script> = lua_script!(
     "limits/prelude.lua",
@@ -29,6 +33,7 @@ pub static ALL: LazyLock<Script> = lua_script!(
     "limits/fixed_window.lua",
     "limits/sliding_window.lua",
     "limits/gcra.lua",
+    "limits/zset_log.lua",
     "limits/concurrency.lua",
     "limits/driver.lua",
 );
