@@ -1,22 +1,43 @@
-// Writes pkg/package.json for the wasm-bindgen output, taking name and version from the core crate.
-import { readFileSync, writeFileSync } from "node:fs";
+// Completes pkg/ after wasm-bindgen: copies the hand-written layer (js/) and writes package.json, taking name and
+// version from the core crate. The `exports` conditions pick how the wasm is loaded:
+//   workerd/worker  import the .wasm as a compiled WebAssembly.Module (the only way Workers allow), initSync
+//   node            read the .wasm from the package folder, initSync
+//   browser/default fetch it next to the module (streaming compile), top-level await
+import { copyFileSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 
-const cargo = readFileSync(new URL("../Cargo.toml", import.meta.url), "utf8");
+const root = new URL("../", import.meta.url);
+const pkg = new URL("pkg/", root);
+for (const file of readdirSync(new URL("js/", root))) {
+  copyFileSync(new URL(`js/${file}`, root), new URL(file, pkg));
+}
+
+const cargo = readFileSync(new URL("Cargo.toml", root), "utf8");
 const version = cargo.match(/^\[workspace\.package\][^[]*?^version = "([^"]+)"/ms)[1];
+const entry = (file) => ({ types: "./index.d.ts", default: file });
 
 const manifest = {
   name: "edgelimit",
   version,
   description: "Exact distributed rate limiting for the edge: one round trip, one atomic Lua script.",
+  keywords: ["rate limit", "ratelimit", "redis", "upstash", "cloudflare workers", "wasm", "gcra", "token bucket"],
   license: "MIT OR Apache-2.0",
   type: "module",
-  main: "./edgelimit.js",
-  types: "./edgelimit.d.ts",
+  types: "./index.d.ts",
+  main: "./node.js",
+  browser: "./browser.js",
   exports: {
-    ".": { types: "./edgelimit.d.ts", default: "./edgelimit.js" },
-    "./edgelimit_bg.wasm": "./edgelimit_bg.wasm",
+    ".": {
+      workerd: entry("./workerd.js"),
+      worker: entry("./workerd.js"),
+      browser: entry("./browser.js"),
+      node: entry("./node.js"),
+      default: entry("./browser.js"),
+    },
+    "./core_bg.wasm": "./core_bg.wasm",
+    "./package.json": "./package.json",
   },
-  files: ["edgelimit.js", "edgelimit.d.ts", "edgelimit_bg.wasm", "edgelimit_bg.wasm.d.ts"],
-  sideEffects: false,
+  files: ["*.js", "*.d.ts", "core_bg.wasm", "README.md"],
+  engines: { node: ">=20" },
+  sideEffects: ["./node.js", "./workerd.js", "./browser.js"],
 };
-writeFileSync(new URL("../pkg/package.json", import.meta.url), JSON.stringify(manifest, null, 2) + "\n");
+writeFileSync(new URL("package.json", pkg), JSON.stringify(manifest, null, 2) + "\n");

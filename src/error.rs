@@ -108,6 +108,21 @@ impl Error {
         }
     }
 
+    /// True when the store failed rather than the caller: it was unreachable, slow, overloaded, or answered
+    /// something unusable. These are the failures a fail-open or fail-closed policy (`onError`) may absorb; the
+    /// others (bad arguments, permits above the limit, a wrong token, a missing config) are the caller's to fix and
+    /// are always reported.
+    pub fn is_store_failure(&self) -> bool {
+        matches!(
+            self,
+            Error::Timeout { .. }
+                | Error::Transport { .. }
+                | Error::Endpoint { .. }
+                | Error::Redis(_)
+                | Error::MalformedReply { .. }
+        )
+    }
+
     /// True for a Redis `NOSCRIPT` reply: the script cache does not hold the SHA1 that EVALSHA named.
     pub fn is_noscript(&self) -> bool {
         matches!(self, Error::Redis(message) if message.starts_with("NOSCRIPT"))

@@ -13,6 +13,7 @@
 //! |---|---|
 //! | [`sliding_log`] | the sliding log (Redisson's `RRateLimiter`, fixed): rates, the limiter handle |
 //! | [`limit`] | the algorithm family (token bucket, fixed and sliding window, GCRA, concurrency), several limits in one round trip, and their reference [`limit::model`] |
+//! | [`ratelimit`] | what the npm package's `Ratelimit` does: limits per identifier, the block cache, the failure policy |
 //! | [`decision`] | a decision as a value: `{success, limit, remaining, reset, retry_after}` |
 //! | [`duration`] | human durations: `"10 s"`, `"250ms"`, `"1m"` |
 //! | [`time`] | waiting on every target (`acquire`) |
@@ -39,6 +40,7 @@ pub mod decision;
 pub mod duration;
 pub mod error;
 pub mod limit;
+pub mod ratelimit;
 pub mod rest;
 pub mod script;
 pub mod sliding_log;

@@ -12,27 +12,34 @@ pub use web_time::Instant;
 use crate::decision::Decision;
 use crate::error::Result;
 
-/// Asks `attempt` until it grants or `timeout` runs out, sleeping each decision's `retry_after` (at most
+/// The answer to one attempt of a waiting call.
+pub(crate) trait Attempt {
+    /// Milliseconds to wait before asking again; `None` when the answer is final (granted, or unanswerable).
+    fn ask_again_after(&self) -> Option<u64>;
+}
+
+impl Attempt for Decision {
+    fn ask_again_after(&self) -> Option<u64> {
+        (!self.success).then_some(self.retry_after)
+    }
+}
+
+/// Asks `attempt` until its answer is final or `timeout` runs out, sleeping each answer's wait (at most
 /// `longest_sleep`) in between. It never waits past the timeout and never gives up while time remains: after the last
-/// wait it asks once more. Returns the last decision (denied if the timeout ran out).
-pub(crate) async fn retry_until_granted<F: Future<Output = Result<Decision>>>(
+/// wait it asks once more. Returns the last answer (denied if the timeout ran out).
+pub(crate) async fn retry_until_granted<T: Attempt, F: Future<Output = Result<T>>>(
     timeout: Duration,
     longest_sleep: Duration,
     mut attempt: impl FnMut() -> F,
-) -> Result<Decision> {
+) -> Result<T> {
     let deadline = Instant::now() + timeout;
     loop {
-        let decision = attempt().await?;
+        let answer = attempt().await?;
         let now = Instant::now();
-        if decision.success || now >= deadline {
-            return Ok(decision);
-        }
-        sleep(
-            Duration::from_millis(decision.retry_after)
-                .min(deadline - now)
-                .min(longest_sleep),
-        )
-        .await;
+        let Some(wait) = answer.ask_again_after().filter(|_| now < deadline) else {
+            return Ok(answer);
+        };
+        sleep(Duration::from_millis(wait).min(deadline - now).min(longest_sleep)).await;
     }
 }
 

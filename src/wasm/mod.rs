@@ -1,15 +1,29 @@
-//! The wasm-bindgen surface: what JavaScript (Workers, Node, browsers) sees of the core.
+//! The wasm-bindgen surface: what JavaScript (Workers, Node, browsers) sees of the core. The npm package's public
+//! API is the hand-written layer in `js/` over these classes; their JS names end in `Core` where that layer wraps
+//! them.
+//!
+//! | module | JS class |
+//! |---|---|
+//! | [`rest_client`] | `RestClient`: raw commands and scripts |
+//! | [`ratelimit`] | `RatelimitCore`: `Ratelimit`'s decisions, cache and failure policy |
+//! | [`sliding_log`] | `RateLimiterCore`: the Redisson-style handle on a named sliding log |
 //!
 //! Errors cross into JS as `Error` objects whose `name` is `EdgelimitError` and whose `code` is [`Error::code`], so
-//! JS callers branch on a stable string rather than on message text.
+//! JS callers branch on a stable string rather than on message text. Values from JS are read through the checked
+//! readers below: a wrong type or range is an `EDGELIMIT_INVALID_ARGUMENT` naming the option, never a panic.
+
+mod ratelimit;
+mod rest_client;
+mod sliding_log;
 
 use std::time::Duration;
 
 use wasm_bindgen::prelude::*;
 
-use crate::error::Error;
-use crate::rest::{self, Command};
-use crate::script::Script;
+use crate::decision::Decision;
+use crate::duration::parse_duration;
+use crate::error::{Error, Result};
+use crate::rest::Command;
 use crate::value::Value;
 
 /// Turns a core error into a JS `Error` with a stable `code`.
@@ -47,16 +61,9 @@ fn words(array: &js_sys::Array, what: &str) -> Result<Vec<String>, Error> {
         .map(|(i, word)| match (word.as_string(), word.as_f64()) {
             (Some(text), _) => Ok(text),
             (None, Some(n)) if n.fract() == 0.0 && n.abs() <= MAX_SAFE_INTEGER as f64 => Ok(format!("{n:.0}")),
-            (None, Some(n)) => Err(Error::InvalidArgument(format!(
-                "{what}[{i}] must be a string or an integer, got the number {n}"
-            ))),
-            (None, None) => Err(Error::InvalidArgument(format!(
+            _ => Err(Error::InvalidArgument(format!(
                 "{what}[{i}] must be a string or an integer, got {}",
-                if word.is_null() {
-                    "null".into()
-                } else {
-                    word.js_typeof().as_string().unwrap_or_default()
-                }
+                describe(&word)
             ))),
         })
         .collect()
@@ -70,41 +77,100 @@ fn command(array: &js_sys::Array) -> Result<Command, Error> {
     Ok(Command::new(name).args(args))
 }
 
-/// A client for an Upstash-compatible Redis REST endpoint.
-#[wasm_bindgen(js_name = RestClient)]
-pub struct JsRestClient {
-    inner: rest::RestClient,
+/// `object[name]`, `undefined` when absent.
+fn field(object: &JsValue, name: &str) -> JsValue {
+    js_sys::Reflect::get(object, &name.into()).unwrap_or(JsValue::UNDEFINED)
 }
 
-#[wasm_bindgen(js_class = RestClient)]
-impl JsRestClient {
-    /// `new RestClient(url, token, timeoutMs?)`; the timeout defaults to 1000 ms.
-    #[wasm_bindgen(constructor)]
-    pub fn new(url: &str, token: &str, timeout_ms: Option<u32>) -> Result<JsRestClient, JsValue> {
-        let mut inner = rest::RestClient::new(url, token).map_err(to_js_error)?;
-        if let Some(ms) = timeout_ms {
-            inner = inner
-                .with_timeout(Duration::from_millis(ms.into()))
-                .map_err(to_js_error)?;
-        }
-        Ok(JsRestClient { inner })
+/// How a JS value is named in an error message: its type, or the value itself when short.
+fn describe(value: &JsValue) -> String {
+    match (value.as_string(), value.as_f64()) {
+        (Some(text), _) => format!("the string {text:?}"),
+        (None, Some(n)) => format!("the number {n}"),
+        _ if value.is_null() => "null".into(),
+        _ => value.js_typeof().as_string().unwrap_or_default(),
     }
+}
 
-    /// Runs one command, e.g. `await client.command(["SET", "k", "v"])`.
-    pub async fn command(&self, command_words: js_sys::Array) -> Result<JsValue, JsValue> {
-        let command = command(&command_words).map_err(to_js_error)?;
-        let reply = self.inner.command(&command).await.map_err(to_js_error)?;
-        Ok(to_js_value(reply))
-    }
+/// A string, or an invalid-argument error naming `what`.
+fn string(value: &JsValue, what: &str) -> Result<String> {
+    value
+        .as_string()
+        .ok_or_else(|| Error::InvalidArgument(format!("{what} must be a string, got {}", describe(value))))
+}
 
-    /// Runs a script with `EVALSHA`, falling back to `EVAL` when Redis does not have it cached.
-    pub async fn eval(&self, script: &str, keys: js_sys::Array, args: js_sys::Array) -> Result<JsValue, JsValue> {
-        let keys = words(&keys, "keys").map_err(to_js_error)?;
-        let args = words(&args, "args").map_err(to_js_error)?;
-        let reply = Script::new(script)
-            .run(&self.inner, &keys, &args)
-            .await
-            .map_err(to_js_error)?;
-        Ok(to_js_value(reply))
+/// A whole number within `low..=high`, or an invalid-argument error naming `what` and the range.
+fn whole(value: &JsValue, what: &str, low: u64, high: u64) -> Result<u64> {
+    match value.as_f64() {
+        Some(n) if n.fract() == 0.0 && n >= low as f64 && n <= high as f64 => Ok(n as u64),
+        _ => Err(Error::InvalidArgument(format!(
+            "{what} must be a whole number from {low} to {high}, got {}",
+            describe(value)
+        ))),
     }
+}
+
+/// Permits: a whole number from 1, `1` when `undefined`.
+fn permits(value: &JsValue) -> Result<u32> {
+    if value.is_undefined() {
+        return Ok(1);
+    }
+    whole(value, "permits", 1, u32::MAX.into()).map(|n| n as u32)
+}
+
+/// `options.permits` from an options object such as `{ permits: 2 }`; 1 when the options or the field are absent.
+fn permits_in(options: &JsValue) -> Result<u32> {
+    if options.is_undefined() {
+        return Ok(1);
+    }
+    if !options.is_object() {
+        return Err(Error::InvalidArgument(format!(
+            "options must be an object like {{ permits: 2 }}, got {}",
+            describe(options)
+        )));
+    }
+    permits(&field(options, "permits"))
+}
+
+/// A duration written with its unit (`"10 s"`, `"250ms"`). Numbers are refused: ms or s is what a rate limit must
+/// not leave to a guess.
+fn duration(value: &JsValue, what: &str) -> Result<Duration> {
+    match value.as_string() {
+        Some(text) => parse_duration(&text).map_err(|e| Error::InvalidArgument(format!("{what}: {e}"))),
+        None => Err(Error::InvalidArgument(format!(
+            "{what} must be a duration with a unit, like \"10 s\" or \"250ms\", got {}",
+            describe(value)
+        ))),
+    }
+}
+
+/// Milliseconds given as a number (timeouts, as JS APIs take them).
+fn milliseconds(value: &JsValue, what: &str) -> Result<Duration> {
+    whole(value, &format!("{what} (ms)"), 0, u32::MAX.into()).map(Duration::from_millis)
+}
+
+/// A plain object with these properties.
+fn object(properties: &[(&str, JsValue)]) -> JsValue {
+    let object = js_sys::Object::new();
+    for (name, value) in properties {
+        // Reflect::set only fails on frozen objects; a fresh one is not.
+        let _ = js_sys::Reflect::set(&object, &(*name).into(), value);
+    }
+    object.into()
+}
+
+/// A decision as JS sees it: `{success, limit, remaining, reset, retryAfter}` (plus `lease` for a concurrency grant).
+fn decision_object(decision: &Decision) -> JsValue {
+    let number = |n: u64| JsValue::from_f64(n as f64);
+    let object = object(&[
+        ("success", decision.success.into()),
+        ("limit", number(decision.limit)),
+        ("remaining", number(decision.remaining)),
+        ("reset", number(decision.reset)),
+        ("retryAfter", number(decision.retry_after)),
+    ]);
+    if let Some(lease) = decision.lease {
+        let _ = js_sys::Reflect::set(&object, &"lease".into(), &lease.to_string().into());
+    }
+    object
 }

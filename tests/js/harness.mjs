@@ -43,6 +43,22 @@ async function waitFor(what, check, timeoutMs = 10_000) {
   throw new Error(`${what} did not become ready within ${timeoutMs} ms`);
 }
 
+/**
+ * An endpoint that accepts connections and never answers: a store that hangs. `stop()` closes it and its sockets.
+ */
+export async function startStalledEndpoint() {
+  const sockets = new Set();
+  const server = createServer((socket) => sockets.add(socket)).listen(0, "127.0.0.1");
+  await once(server, "listening");
+  return {
+    url: `http://127.0.0.1:${server.address().port}`,
+    stop() {
+      sockets.forEach((socket) => socket.destroy());
+      server.close();
+    },
+  };
+}
+
 /** Starts redis-server on `port` (nothing on disk). */
 export async function startRedis(port) {
   const dir = mkdtempSync(join(tmpdir(), "edgelimit-js-redis-"));

@@ -29,3 +29,62 @@ export const EXPECTED = {
     message: "invalid argument: command[0] must be a string or an integer, got object",
   },
 };
+
+// The `Ratelimit` checks both runtimes run: every algorithm once, the block cache, several limits in one round
+// trip, the Redisson-style handle and the error codes. Values are exact: limits of a minute leave no timing slack
+// to worry about. `prefix` keeps runs apart.
+export async function ratelimitSmoke({ Ratelimit }, url, token, prefix) {
+  const make = (limiter) => new Ratelimit({ url, token, prefix, limiter });
+  const first = (results) => results.map((r) => [r.success, r.remaining, r.reason]);
+  const out = {};
+  for (const [name, limiter] of Object.entries({
+    slidingLog: Ratelimit.slidingLog(3, "1 m"),
+    fixedWindow: Ratelimit.fixedWindow(3, "1 m"),
+    slidingWindow: Ratelimit.slidingWindow(3, "1 m"),
+    tokenBucket: Ratelimit.tokenBucket(1, "1 m", 3),
+    gcra: Ratelimit.gcra(1, "1 m", 3),
+  })) {
+    const ratelimit = make(limiter);
+    const results = [];
+    for (let i = 0; i < 5; i++) results.push(await ratelimit.limit("user"));
+    out[name] = first(results);
+    out[`${name}RetryInMinute`] = results[3].retryAfter > 0 && results[3].retryAfter <= 60_000;
+  }
+  // Limits are keyed by algorithm and interval unless named: the 1-minute fixed windows below share one count.
+  const ratelimit = make(Ratelimit.fixedWindow(5, "1 m"));
+  const all = await ratelimit.limitAll("other", [Ratelimit.slidingLog(2, "1 m"), Ratelimit.fixedWindow(9, "1 m")], {
+    permits: 2,
+  });
+  out.limitAll = [all.success, all.remaining, all.results.map((r) => r.remaining)];
+  out.remaining = (await ratelimit.getRemaining("other")).remaining;
+  const handle = ratelimit.rateLimiter(`${prefix}-redisson`);
+  out.handle = [await handle.trySetRate(2, "1 m"), (await handle.tryAcquire()).remaining, await handle.availablePermits()];
+  const tooMany = await ratelimit.limit("user", { permits: 6 }).catch((e) => e);
+  out.tooMany = [tooMany.name, tooMany.code];
+  return out;
+}
+
+const TWO_THEN_CACHE = [
+  [true, 2, "decided"],
+  [true, 1, "decided"],
+  [true, 0, "decided"],
+  [false, 0, "decided"],
+  [false, 0, "cache"],
+];
+
+export const EXPECTED_RATELIMIT = {
+  slidingLog: TWO_THEN_CACHE,
+  slidingLogRetryInMinute: true,
+  fixedWindow: TWO_THEN_CACHE,
+  fixedWindowRetryInMinute: true,
+  slidingWindow: TWO_THEN_CACHE,
+  slidingWindowRetryInMinute: true,
+  tokenBucket: TWO_THEN_CACHE,
+  tokenBucketRetryInMinute: true,
+  gcra: TWO_THEN_CACHE,
+  gcraRetryInMinute: true,
+  limitAll: [true, 0, [0, 7]],
+  remaining: 3,
+  handle: [true, 1, 1],
+  tooMany: ["EdgelimitError", "EDGELIMIT_PERMITS_EXCEED_RATE"],
+};

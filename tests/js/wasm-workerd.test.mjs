@@ -1,23 +1,38 @@
-// The built package's wasm module inside real workerd (Miniflare 4), fetching the real bridge on loopback.
-// The module is imported as a compiled WebAssembly.Module and instantiated with initSync, never by URL.
+// The built package inside real workerd (Miniflare 4), fetching the real bridge on loopback. The Worker imports the
+// package's `workerd` entry, which takes the wasm as a compiled WebAssembly.Module (as wrangler bundles it) and
+// instantiates it with initSync: never by URL, never from bytes at runtime.
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { Miniflare } from "miniflare";
 import { ROOT, startStack } from "./harness.mjs";
-import { EXPECTED } from "./wasm-smoke.mjs";
+import { EXPECTED, EXPECTED_RATELIMIT, ratelimitSmoke, smoke } from "./wasm-smoke.mjs";
 
 const WORKER = `
-import * as edgelimit from "./edgelimit.js";
-import wasm from "./edgelimit_bg.wasm";
-import { smoke } from "./wasm-smoke.mjs";
-edgelimit.initSync({ module: wasm });
+import * as edgelimit from "./edgelimit/workerd.js";
+import { ratelimitSmoke, smoke } from "./wasm-smoke.mjs";
 export default {
   async fetch(request, env) {
-    return Response.json(await smoke(edgelimit, env.BRIDGE_URL, env.BRIDGE_TOKEN));
+    const which = new URL(request.url).pathname;
+    const result = which === "/ratelimit"
+      ? await ratelimitSmoke(edgelimit, env.BRIDGE_URL, env.BRIDGE_TOKEN, "workerd")
+      : await smoke(edgelimit, env.BRIDGE_URL, env.BRIDGE_TOKEN);
+    return Response.json(result);
   },
 };`;
+
+/** Every file of the built package, as workerd modules under ./edgelimit/. */
+function packageModules() {
+  const pkg = join(ROOT, "pkg");
+  return readdirSync(pkg)
+    .filter((file) => file.endsWith(".js") || file.endsWith(".wasm"))
+    .map((file) => ({
+      type: file.endsWith(".wasm") ? "CompiledWasm" : "ESModule",
+      path: join(ROOT, "edgelimit", file),
+      contents: readFileSync(join(pkg, file)),
+    }));
+}
 
 let stack;
 let mf;
@@ -28,9 +43,8 @@ before(async () => {
     modulesRoot: ROOT,
     modules: [
       { type: "ESModule", path: join(ROOT, "worker.mjs"), contents: WORKER },
-      { type: "ESModule", path: join(ROOT, "edgelimit.js"), contents: readFileSync(join(ROOT, "pkg/edgelimit.js")) },
       { type: "ESModule", path: join(ROOT, "wasm-smoke.mjs"), contents: readFileSync(join(ROOT, "tests/js/wasm-smoke.mjs")) },
-      { type: "CompiledWasm", path: join(ROOT, "edgelimit_bg.wasm"), contents: readFileSync(join(ROOT, "pkg/edgelimit_bg.wasm")) },
+      ...packageModules(),
     ],
     bindings: { BRIDGE_URL: stack.url, BRIDGE_TOKEN: stack.token },
   });
@@ -44,4 +58,10 @@ test("the wasm core loads in workerd and talks to the bridge", async () => {
   const response = await mf.dispatchFetch("http://worker.test/");
   assert.equal(response.status, 200, await response.clone().text());
   assert.deepEqual(await response.json(), EXPECTED);
+});
+
+test("Ratelimit decides in workerd exactly as in Node", async () => {
+  const response = await mf.dispatchFetch("http://worker.test/ratelimit");
+  assert.equal(response.status, 200, await response.clone().text());
+  assert.deepEqual(await response.json(), EXPECTED_RATELIMIT);
 });

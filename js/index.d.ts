@@ -1,0 +1,285 @@
+/**
+ * edgelimit: exact distributed rate limiting for Workers, Node and browsers. Every decision is one HTTP round trip
+ * to an Upstash-compatible Redis REST endpoint, where one atomic Lua script decides on the Redis server's clock.
+ *
+ * @example
+ * ```ts
+ * import { Ratelimit } from "edgelimit";
+ *
+ * const ratelimit = new Ratelimit({
+ *   url: "http://127.0.0.1:8079",
+ *   token: "dev-token",
+ *   limiter: Ratelimit.slidingLog(10, "10 s"),
+ * });
+ * const { success, remaining, retryAfter } = await ratelimit.limit("203.0.113.7");
+ * if (!success) console.log(`denied; retry in ${retryAfter} ms (${remaining} left)`);
+ * ```
+ *
+ * @packageDocumentation
+ */
+
+/**
+ * A duration with its unit: `"250ms"`, `"10 s"`, `"1m"`, `"2h"`, `"1d"` (also `sec`, `min`, `hour`, `day` and
+ * plurals; fractions such as `"1.5s"`). A bare number is refused: milliseconds or seconds is exactly what a rate
+ * limit must not leave to a guess. It must come to whole milliseconds, at least 1.
+ */
+export type Duration = `${number}${"ms" | "s" | "m" | "h" | "d"}` | `${number} ${string}` | string;
+
+/** The algorithm names limiter descriptions carry (the factories fill them in). */
+export type Algorithm = "sliding_log" | "fixed_window" | "sliding_window" | "token_bucket" | "gcra";
+
+/**
+ * A limit, as the factories of {@link Ratelimit} build it. Plain data: spread it to rename it, e.g.
+ * `{ ...Ratelimit.fixedWindow(1000, "1 h"), name: "hourly" }`.
+ */
+export interface Limiter {
+  /** The algorithm. */
+  algorithm: Algorithm;
+  /** Permits per interval, or the capacity/burst of a token bucket or GCRA. A whole number from 1 to 2^32 − 1. */
+  limit: number;
+  /** The window, or the refill period of a token bucket or GCRA. */
+  interval: Duration;
+  /** Permits refilled per interval (token bucket, GCRA). Default: `limit`. */
+  rate?: number;
+  /**
+   * The name this limit's keys live under: `<prefix>:{<name>}:<identifier>`. Default: the algorithm and the
+   * interval, e.g. `sliding_log-10000ms`, so that changing the limit keeps the state, and two limiters with the same
+   * algorithm and interval share it. Give distinct names to keep them apart. May not contain `{` or `}`.
+   */
+  name?: string;
+}
+
+/** Options of {@link Ratelimit}. */
+export interface RatelimitConfig {
+  /** The REST endpoint, e.g. `https://<db>.upstash.io` or the local bridge `http://127.0.0.1:8079`. */
+  url: string;
+  /** The endpoint's bearer token. */
+  token: string;
+  /**
+   * The limit every identifier is held to, or several (all must allow; a request denied by one consumes from none),
+   * e.g. `[Ratelimit.slidingLog(10, "1 s"), Ratelimit.fixedWindow(1000, "1 h")]`.
+   */
+  limiter: Limiter | Limiter[];
+  /** Before every key. Default `"edgelimit"`. May not contain `{` or `}`. */
+  prefix?: string;
+  /**
+   * How long to wait for the store, in ms, before the request is aborted and `onError` decides. Default 1000
+   * (@upstash/ratelimit waits 5000): a rate limiter must not add seconds to a request.
+   */
+  timeout?: number;
+  /**
+   * What `limit` answers when the store is slow or down (timeout, connection refused, HTTP 5xx, a Redis error):
+   * - `"allow"` (default): fail open, `success: true`;
+   * - `"deny"`: fail closed, `success: false`;
+   * - `"throw"`: reject with the {@link EdgelimitError}.
+   *
+   * With `"allow"`/`"deny"` the result's `reason` is `"timeout"` or `"error"`, `error` holds the failure, and
+   * `remaining`, `reset` and `retryAfter` are 0 (nothing is known). Mistakes that no retry fixes always reject:
+   * invalid arguments, permits above the limit, a wrong token.
+   */
+  onError?: "allow" | "deny" | "throw";
+  /**
+   * The block cache: identifiers denied moments ago are denied again from memory, without a round trip, until the
+   * denial's `retryAfter` has passed (`reason: "cache"`). Only requests at least as large as the one denied are
+   * answered from it. `true` (default) holds up to 10 000 identifiers, a number sets the bound, `false` or `0`
+   * turns it off. It lives in this `Ratelimit` object (one Worker isolate, one Node process): a `reset` made
+   * elsewhere is not seen until the cached denial ends.
+   */
+  cache?: boolean | number;
+}
+
+/** Options of a single decision. */
+export interface LimitOptions {
+  /** Permits this request takes: a whole number from 1. Default 1. More than the limit rejects with `EDGELIMIT_PERMITS_EXCEED_RATE`. */
+  permits?: number;
+}
+
+/** One limit's decision. */
+export interface Decision {
+  /** Whether the request was allowed (for one limit of `results`: whether *that* limit allowed it). */
+  success: boolean;
+  /** The limit: permits per interval, or the capacity of a bucket. */
+  limit: number;
+  /** Permits left after this decision. */
+  remaining: number;
+  /** Unix time (ms, the Redis server's clock) when the limit is whole again if no request comes. */
+  reset: number;
+  /** Milliseconds until this request could succeed: exact, not an estimate; 0 when allowed. */
+  retryAfter: number;
+}
+
+/** What `limit` answers. Denied is a result with `success: false`, never a rejection. */
+export interface RatelimitResponse extends Decision {
+  /**
+   * Who decided: `"decided"` (Redis), `"cache"` (the block cache, no round trip), `"timeout"` or `"error"` (the store
+   * failed and `onError` decided).
+   */
+  reason: "decided" | "cache" | "timeout" | "error";
+  /** Each limit's own decision, in the order given, when Redis decided; empty otherwise. */
+  results: Decision[];
+  /** The store's failure, when `onError` turned it into this result. */
+  error?: EdgelimitError;
+}
+
+/** The stable codes of {@link EdgelimitError}. */
+export type ErrorCode =
+  | "EDGELIMIT_INVALID_CONFIG"
+  | "EDGELIMIT_INVALID_ARGUMENT"
+  | "EDGELIMIT_NOT_INITIALIZED"
+  | "EDGELIMIT_PERMITS_EXCEED_RATE"
+  | "EDGELIMIT_AUTH"
+  | "EDGELIMIT_TIMEOUT"
+  | "EDGELIMIT_TRANSPORT"
+  | "EDGELIMIT_ENDPOINT"
+  | "EDGELIMIT_REDIS"
+  | "EDGELIMIT_MALFORMED_REPLY";
+
+/** Every error the package throws or rejects with: an `Error` named `EdgelimitError` with a stable `code`. */
+export interface EdgelimitError extends Error {
+  name: "EdgelimitError";
+  /** Branch on this, not on the message. */
+  code: ErrorCode;
+}
+
+/**
+ * A rate limiter over an Upstash-compatible Redis REST endpoint. Familiar to `@upstash/ratelimit` users, more exact:
+ * the Redis server's clock, no over-admission, exact `retryAfter`.
+ */
+export declare class Ratelimit {
+  /**
+   * @throws {@link EdgelimitError} `EDGELIMIT_INVALID_CONFIG` for an unusable option (a missing URL, a limit of 0, a
+   * duration without a unit), naming the option.
+   */
+  constructor(config: RatelimitConfig);
+
+  /**
+   * Exact sliding log: at most `limit` permits in any `interval`-long span; a permit comes back exactly `interval`
+   * after it was granted. Memory grows with the permits in the window.
+   * @example Ratelimit.slidingLog(10, "1 s")
+   */
+  static slidingLog(limit: number, interval: Duration): Limiter;
+
+  /**
+   * At most `limit` permits per aligned window. Cheapest; allows up to 2 × limit across a window boundary.
+   * @example Ratelimit.fixedWindow(100, "1 m")
+   */
+  static fixedWindow(limit: number, window: Duration): Limiter;
+
+  /**
+   * About `limit` permits per sliding window, by weighting the previous window: O(1) memory, exact under steady
+   * traffic, up to nearly 2 × limit for a burst timed at a window's end.
+   * @example Ratelimit.slidingWindow(100, "1 m")
+   */
+  static slidingWindow(limit: number, window: Duration): Limiter;
+
+  /**
+   * A bucket of `maxTokens` (starts full) refilled continuously by `refillRate` tokens per `interval` (the argument
+   * order of `@upstash/ratelimit`).
+   * @example Ratelimit.tokenBucket(5, "1 s", 20) // bursts of 20, then 5 per second
+   */
+  static tokenBucket(refillRate: number, interval: Duration, maxTokens: number): Limiter;
+
+  /**
+   * GCRA: `rate` per `interval` sustained, bursts of up to `burst` (default `rate`). Decides exactly as a token
+   * bucket with the same numbers, with one timestamp per key.
+   * @example Ratelimit.gcra(10, "1 s", 20)
+   */
+  static gcra(rate: number, interval: Duration, burst?: number): Limiter;
+
+  /**
+   * Takes `permits` for `identifier` if every limit allows it now. One round trip, or none when the block cache
+   * knows the answer.
+   * @param identifier Whose budget: an IP, a user id, an API key.
+   * @returns The decision; denied is `success: false` with the exact `retryAfter`.
+   * @throws {@link EdgelimitError} for invalid arguments, permits above the limit, a wrong token, and (with
+   * `onError: "throw"`) store failures.
+   */
+  limit(identifier: string, options?: LimitOptions): Promise<RatelimitResponse>;
+
+  /**
+   * Takes `permits` for `identifier` under every one of `limiters` (instead of the configured ones), all or nothing,
+   * in one round trip: a request denied by one limit consumes from none. `results` has each limit's decision.
+   * @example await ratelimit.limitAll(ip, [Ratelimit.slidingLog(10, "1 s"), Ratelimit.fixedWindow(1000, "1 h")])
+   */
+  limitAll(identifier: string, limiters: Limiter[], options?: LimitOptions): Promise<RatelimitResponse>;
+
+  /**
+   * Takes `permits` for `identifier`, waiting each denial's exact `retryAfter`, for at most `timeout` ms. Resolves
+   * with the last result: allowed, denied when the time ran out, or the `onError` answer as soon as the store fails.
+   */
+  blockUntilReady(identifier: string, timeout: number, options?: LimitOptions): Promise<RatelimitResponse>;
+
+  /** What is left for `identifier` now, taking nothing: the limit with the fewest permits left. */
+  getRemaining(identifier: string): Promise<{ remaining: number; reset: number; limit: number }>;
+
+  /** Forgets `identifier`'s state under every limit (and its cached denials). Resolves to whether there was any. */
+  reset(identifier: string): Promise<boolean>;
+
+  /**
+   * A handle on the named sliding log `name`, Redisson's `RRateLimiter` layout: a Java service using Redisson's
+   * `getRateLimiter(name)` and this handle share one limit. Set its rate once (`trySetRate`), then acquire.
+   * @param options.clientId The budget this handle uses in `"perClient"` mode. Default `"edgelimit"`.
+   */
+  rateLimiter(name: string, options?: { clientId?: string }): RateLimiter;
+}
+
+/** Options of the rate setters of {@link RateLimiter}. */
+export interface RateOptions {
+  /** `"overall"` (default): all clients share the permits; `"perClient"`: each client id has its own. */
+  mode?: "overall" | "perClient";
+  /** Delete the configuration after this long unused (at least the interval). Default: kept forever. */
+  keepAlive?: Duration;
+}
+
+/** The stored configuration of a {@link RateLimiter}. */
+export interface RateConfig {
+  /** Permits per interval. */
+  rate: number;
+  /** The interval in ms. */
+  interval: number;
+  mode: "overall" | "perClient";
+  /** The keep-alive in ms, or `null` when none is set. */
+  keepAlive: number | null;
+}
+
+/** The Redisson-style handle on a named sliding log: see {@link Ratelimit.rateLimiter}. */
+export interface RateLimiter {
+  /** Sets the rate only if none is set (the first caller wins). Resolves to whether this call set it. */
+  trySetRate(rate: number, interval: Duration, options?: RateOptions): Promise<boolean>;
+  /** Sets the rate and clears the state: the window starts full. */
+  setRate(rate: number, interval: Duration, options?: RateOptions): Promise<void>;
+  /** Changes the rate and keeps the state: permits in use stay in use under the new rate. */
+  updateRate(rate: number, interval: Duration, options?: RateOptions): Promise<void>;
+  /**
+   * Takes `permits` (default 1) now if available.
+   * @throws {@link EdgelimitError} `EDGELIMIT_NOT_INITIALIZED` when no rate is set.
+   */
+  tryAcquire(permits?: number): Promise<Decision>;
+  /** Takes `permits` (default 1), waiting the exact `retryAfter`, for at most `timeout` ms (default 10 000). */
+  acquire(permits?: number, timeout?: number): Promise<Decision>;
+  /** Permits available now. */
+  availablePermits(): Promise<number>;
+  /** Gives back up to `permits`, newest grants first; resolves to how many were given back. */
+  release(permits?: number): Promise<number>;
+  /** The stored configuration, or `null` when no rate is set. */
+  getConfig(): Promise<RateConfig | null>;
+  /** Deletes the limiter. Resolves to whether it existed. */
+  delete(): Promise<boolean>;
+  /** Frees the handle's wasm memory now (otherwise freed when it is garbage-collected). */
+  free(): void;
+}
+
+/**
+ * A raw client for the REST endpoint, for commands and scripts outside the limiters (values come back as
+ * `@upstash/redis` returns them).
+ */
+export declare class RestClient {
+  /** @param timeoutMs Per-request timeout in ms. Default 1000. */
+  constructor(url: string, token: string, timeoutMs?: number);
+  /** Runs one command, e.g. `await client.command(["SET", "k", "v"])`. */
+  command(command: (string | number)[]): Promise<unknown>;
+  /** Runs a Lua script by SHA1 (`EVALSHA`), sending its text (`EVAL`) only when Redis does not have it cached. */
+  eval(script: string, keys: (string | number)[], args: (string | number)[]): Promise<unknown>;
+  /** Frees the client's wasm memory now (otherwise freed when it is garbage-collected). */
+  free(): void;
+}

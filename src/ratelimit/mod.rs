@@ -1,0 +1,417 @@
+//! `Ratelimit`: the npm package's main class, in Rust. One or several limits per identifier decided in one round
+//! trip, an in-memory [`BlockCache`] of identifiers known to be denied, and a policy ([`OnError`]) for when the store
+//! is slow or down.
+//!
+//! The JS class of the same name is a thin wrapper over this type (see `js/ratelimit.js`): the decisions, the
+//! scripts, the protocol, the cache and the failure policy all live here, so the Worker, the npm package and the
+//! Rust API behave the same.
+//!
+//! ```no_run
+//! # async fn demo() -> edgelimit::Result<()> {
+//! use std::time::Duration;
+//! use edgelimit::ratelimit::{Limit, Options, Ratelimit};
+//! use edgelimit::{Quota, RestClient};
+//! let client = RestClient::new("http://127.0.0.1:8079", "dev-token")?;
+//! let limits = [Limit::new(Quota::sliding_window(10, Duration::from_secs(1))?)];
+//! let ratelimit = Ratelimit::new(client, &limits, Options::default())?;
+//! let outcome = ratelimit.limit("203.0.113.7", 1).await?;
+//! println!("{} ({})", outcome.decision.success, outcome.reason);
+//! # Ok(()) }
+//! ```
+
+mod block_cache;
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Mutex;
+use std::time::Duration;
+
+pub use self::block_cache::BlockCache;
+use crate::decision::Decision;
+use crate::error::{Error, Result};
+use crate::limit::{self, Algorithm, Decisions, Limiter, Quota, DEFAULT_PREFIX};
+use crate::rest::{Command, RestClient};
+use crate::time::{retry_until_granted, Attempt, Instant};
+
+/// What to answer when the store fails (times out, is unreachable, errs): see [`Error::is_store_failure`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OnError {
+    /// Fail open: allow the request (the default, as rate limiters usually should: an outage of the limiter must
+    /// not become an outage of the service).
+    #[default]
+    Allow,
+    /// Fail closed: deny the request.
+    Deny,
+    /// Return the error.
+    Throw,
+}
+
+impl FromStr for OnError {
+    type Err = Error;
+
+    fn from_str(text: &str) -> Result<OnError> {
+        match text {
+            "allow" => Ok(OnError::Allow),
+            "deny" => Ok(OnError::Deny),
+            "throw" => Ok(OnError::Throw),
+            other => Err(Error::InvalidConfig(format!(
+                "onError must be \"allow\", \"deny\" or \"throw\", got {other:?}"
+            ))),
+        }
+    }
+}
+
+/// Why an [`Outcome`] is what it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Reason {
+    /// Redis decided.
+    Decided,
+    /// The block cache answered: the identifier was denied moments ago and cannot succeed yet. No round trip.
+    Cache,
+    /// The store did not answer in time; [`OnError`] decided.
+    Timeout,
+    /// The store failed otherwise; [`OnError`] decided.
+    Error,
+}
+
+impl Reason {
+    /// The JS spelling: `decided`, `cache`, `timeout`, `error`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::Decided => "decided",
+            Reason::Cache => "cache",
+            Reason::Timeout => "timeout",
+            Reason::Error => "error",
+        }
+    }
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A limit of a [`Ratelimit`]: a quota and the name its keys live under.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limit {
+    /// What the limit allows.
+    pub quota: Quota,
+    /// The name its keys are under (`<prefix>:{<name>}:<id>`); by default the algorithm and the interval, e.g.
+    /// `sliding_window-1000ms`, so that changing the limit keeps the state while changing the algorithm (whose state
+    /// has another shape) starts afresh.
+    pub name: Option<String>,
+}
+
+impl Limit {
+    /// A limit under its default name.
+    pub fn new(quota: Quota) -> Limit {
+        Limit { quota, name: None }
+    }
+
+    fn name(&self) -> String {
+        self.name.clone().unwrap_or_else(|| {
+            format!(
+                "{}-{}ms",
+                self.quota.algorithm().script_name(),
+                self.quota.interval_ms()
+            )
+        })
+    }
+}
+
+/// How a [`Ratelimit`] keys, caches and fails.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Options {
+    /// Before every key; default `edgelimit`.
+    pub prefix: String,
+    /// What to answer when the store fails; default [`OnError::Allow`].
+    pub on_error: OnError,
+    /// How many denied identifiers the block cache remembers; 0 turns it off. Default 10 000.
+    pub cache_entries: usize,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            prefix: DEFAULT_PREFIX.to_owned(),
+            on_error: OnError::default(),
+            cache_entries: 10_000,
+        }
+    }
+}
+
+/// A decision and where it came from.
+#[derive(Debug)]
+pub struct Outcome {
+    /// The decision that speaks for all limits: when denied, the denying limit that frees last; when granted, the
+    /// limit with the fewest permits left.
+    pub decision: Decision,
+    /// Who decided.
+    pub reason: Reason,
+    /// Each limit's own decision, in order, when Redis decided; empty otherwise.
+    pub limits: Vec<Decision>,
+    /// The store's failure that [`OnError`] turned into this decision.
+    pub error: Option<Error>,
+}
+
+impl Attempt for Outcome {
+    /// Waiting is pointless when the store failed: the policy's answer is final.
+    fn ask_again_after(&self) -> Option<u64> {
+        match self.reason {
+            Reason::Decided | Reason::Cache => self.decision.ask_again_after(),
+            Reason::Timeout | Reason::Error => None,
+        }
+    }
+}
+
+/// Limits identifiers under one or several limits at once. Cheap to share; every method takes `&self`.
+#[derive(Debug)]
+pub struct Ratelimit {
+    client: RestClient,
+    prefix: String,
+    limiters: Vec<Limiter>,
+    on_error: OnError,
+    cache: Option<Mutex<BlockCache>>,
+}
+
+impl Ratelimit {
+    /// A rate limiter enforcing every one of `limits` (at least one) on each identifier.
+    pub fn new(client: RestClient, limits: &[Limit], options: Options) -> Result<Ratelimit> {
+        let mut ratelimit = Ratelimit {
+            client,
+            prefix: options.prefix,
+            limiters: Vec::new(),
+            on_error: options.on_error,
+            cache: (options.cache_entries > 0).then(|| Mutex::new(BlockCache::new(options.cache_entries))),
+        };
+        ratelimit.limiters = ratelimit.limiters_for(limits)?;
+        Ok(ratelimit)
+    }
+
+    /// The limiters enforced by [`limit`](Ratelimit::limit).
+    pub fn limiters(&self) -> &[Limiter] {
+        &self.limiters
+    }
+
+    fn limiters_for(&self, limits: &[Limit]) -> Result<Vec<Limiter>> {
+        if limits.is_empty() {
+            return Err(Error::InvalidConfig(
+                "no limits: give at least one, e.g. Ratelimit.slidingWindow(10, \"1 s\")".into(),
+            ));
+        }
+        let mut limiters: Vec<Limiter> = Vec::with_capacity(limits.len());
+        for limit in limits {
+            let name = limit.name();
+            if limiters.iter().any(|other| other.name() == name) {
+                return Err(Error::InvalidConfig(format!(
+                    "two limits are named {name:?}: their state would collide; give each a distinct name"
+                )));
+            }
+            limiters.push(Limiter::new(self.client.clone(), &name, limit.quota)?.with_prefix(&self.prefix)?);
+        }
+        Ok(limiters)
+    }
+
+    /// Takes `permits` for `id` under every limit, all or nothing, in one round trip (none when the block cache
+    /// knows the answer).
+    pub async fn limit(&self, id: &str, permits: u32) -> Result<Outcome> {
+        self.decide(&self.limiters, id, permits).await
+    }
+
+    /// [`limit`](Ratelimit::limit) under these `limits` instead of this limiter's own.
+    pub async fn limit_all(&self, id: &str, limits: &[Limit], permits: u32) -> Result<Outcome> {
+        self.decide(&self.limiters_for(limits)?, id, permits).await
+    }
+
+    /// Takes `permits` for `id`, waiting each denial's exact `retry_after`, up to `timeout`. Returns the last
+    /// outcome: denied if the time ran out, or the failure policy's answer as soon as the store fails.
+    pub async fn block_until_ready(&self, id: &str, permits: u32, timeout: Duration) -> Result<Outcome> {
+        // Concurrency leases usually come back before they expire: poll instead of sleeping the upper bound.
+        let longest_sleep = if self.has_concurrency(&self.limiters) {
+            Duration::from_millis(20)
+        } else {
+            Duration::MAX
+        };
+        retry_until_granted(timeout, longest_sleep, || self.limit(id, permits)).await
+    }
+
+    /// What is left for `id` now, taking nothing: the limit with the fewest permits left.
+    pub async fn remaining(&self, id: &str) -> Result<Decision> {
+        let requests: Vec<_> = self.limiters.iter().map(|limiter| limiter.request(id, 1)).collect();
+        Ok(speaking_for_all(&limit::peek_all(&requests).await?))
+    }
+
+    /// Forgets `id`'s state under every limit (one `DEL`) and its cached denials. Returns whether there was any
+    /// state.
+    pub async fn reset(&self, id: &str) -> Result<bool> {
+        if let Some(cache) = &self.cache {
+            let prefix = format!("{id}\u{0}");
+            lock(cache).forget(|key| key.starts_with(&prefix));
+        }
+        let keys = self.limiters.iter().map(|limiter| limiter.state_key(id));
+        Ok(self.client.command(&Command::new("DEL").args(keys)).await?.into_int()? > 0)
+    }
+
+    fn has_concurrency(&self, limiters: &[Limiter]) -> bool {
+        limiters.iter().any(|limiter| {
+            limiter
+                .quota()
+                .is_none_or(|quota| quota.algorithm() == Algorithm::Concurrency)
+        })
+    }
+
+    async fn decide(&self, limiters: &[Limiter], id: &str, permits: u32) -> Result<Outcome> {
+        // A concurrency lease released early frees capacity before the denial's retry_after: never cache those.
+        let cache = self.cache.as_ref().filter(|_| !self.has_concurrency(limiters));
+        let key = cache_key(limiters, id);
+        let sent = Instant::now();
+        if let Some(decision) = cache.and_then(|cache| lock(cache).check(&key, permits, sent)) {
+            return Ok(Outcome {
+                decision,
+                reason: Reason::Cache,
+                limits: Vec::new(),
+                error: None,
+            });
+        }
+        let requests: Vec<_> = limiters.iter().map(|limiter| limiter.request(id, permits)).collect();
+        match limit::limit_all(&requests).await {
+            Ok(decisions) => {
+                let decision = speaking_for_all(&decisions);
+                if let Some(cache) = cache {
+                    lock(cache).block(&key, permits, sent, decision);
+                }
+                Ok(Outcome {
+                    decision,
+                    reason: Reason::Decided,
+                    limits: decisions.decisions,
+                    error: None,
+                })
+            }
+            Err(error) => self.on_failure(limiters, error),
+        }
+    }
+
+    /// Applies the failure policy to a store failure; any other error is returned as it is.
+    fn on_failure(&self, limiters: &[Limiter], error: Error) -> Result<Outcome> {
+        if !error.is_store_failure() || self.on_error == OnError::Throw {
+            return Err(error);
+        }
+        let reason = match error {
+            Error::Timeout { .. } => Reason::Timeout,
+            _ => Reason::Error,
+        };
+        let limit = limiters
+            .iter()
+            .filter_map(|limiter| limiter.quota())
+            .map(|quota| u64::from(quota.limit()))
+            .min()
+            .unwrap_or(0);
+        // Nothing is known of the store's state: no permits are promised and no wait is made up.
+        let decision = Decision {
+            success: self.on_error == OnError::Allow,
+            limit,
+            remaining: 0,
+            reset: 0,
+            retry_after: 0,
+            lease: None,
+        };
+        Ok(Outcome {
+            decision,
+            reason,
+            limits: Vec::new(),
+            error: Some(error),
+        })
+    }
+}
+
+/// The block cache's key: the identifier, then the limits' names (a denial under one set of limits says nothing of
+/// another set).
+fn cache_key(limiters: &[Limiter], id: &str) -> String {
+    let mut key = format!("{id}\u{0}");
+    for limiter in limiters {
+        key.push_str(limiter.name());
+        key.push('\u{0}');
+    }
+    key
+}
+
+/// The cache stays usable even if a panic poisoned its lock: it holds no invariant a half-done update could break.
+fn lock(cache: &Mutex<BlockCache>) -> std::sync::MutexGuard<'_, BlockCache> {
+    cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// The one decision that speaks for several: when denied, the denying limit that frees last (its `retry_after` is
+/// when all could allow); when granted, the limit with the fewest permits left.
+fn speaking_for_all(decisions: &Decisions) -> Decision {
+    let mut all = decisions.decisions.iter().copied();
+    let first = all.next().expect("a batch has at least one limit");
+    let speaker = if decisions.success {
+        all.fold(first, |best, d| if d.remaining < best.remaining { d } else { best })
+    } else {
+        std::iter::once(first)
+            .chain(all)
+            .filter(|d| !d.success)
+            .max_by_key(|d| d.retry_after)
+            .unwrap_or(first)
+    };
+    Decision {
+        success: decisions.success,
+        ..speaker
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decision(success: bool, remaining: u64, retry_after: u64) -> Decision {
+        Decision {
+            success,
+            limit: 10,
+            remaining,
+            reset: 5_000 + retry_after,
+            retry_after,
+            lease: None,
+        }
+    }
+
+    #[test]
+    fn granted_speaks_with_the_fewest_left_denied_with_the_longest_wait() {
+        let granted = Decisions {
+            success: true,
+            decisions: vec![decision(true, 7, 0), decision(true, 2, 0), decision(true, 4, 0)],
+        };
+        assert_eq!(speaking_for_all(&granted).remaining, 2);
+        let denied = Decisions {
+            success: false,
+            decisions: vec![decision(false, 0, 300), decision(true, 9, 0), decision(false, 0, 900)],
+        };
+        let speaker = speaking_for_all(&denied);
+        assert_eq!((speaker.success, speaker.retry_after), (false, 900));
+    }
+
+    #[test]
+    fn on_error_spellings() {
+        assert_eq!("deny".parse::<OnError>().unwrap(), OnError::Deny);
+        let wrong = "fail-open".parse::<OnError>().unwrap_err();
+        assert_eq!(wrong.code(), "EDGELIMIT_INVALID_CONFIG");
+        assert!(wrong.to_string().contains("\"allow\", \"deny\" or \"throw\""));
+    }
+
+    #[test]
+    fn default_names_keep_state_across_limit_changes_not_algorithm_changes() {
+        let second = Duration::from_secs(1);
+        let name = |quota| Limit::new(quota).name();
+        assert_eq!(name(Quota::fixed_window(10, second).unwrap()), "fixed_window-1000ms");
+        assert_eq!(
+            name(Quota::fixed_window(10, second).unwrap()),
+            name(Quota::fixed_window(20, second).unwrap())
+        );
+        assert_ne!(
+            name(Quota::fixed_window(10, second).unwrap()),
+            name(Quota::sliding_window(10, second).unwrap())
+        );
+    }
+}

@@ -1,0 +1,195 @@
+//! `RatelimitCore`: the JS `Ratelimit` class's engine. It reads the user's options itself (so every check and its
+//! message is the same wherever the package runs) and answers plain JS objects.
+
+use wasm_bindgen::prelude::*;
+
+use super::sliding_log::JsRateLimiter;
+use super::{decision_object, duration, field, milliseconds, object, permits_in, string, to_js_error, whole};
+use crate::error::{Error, Result};
+use crate::limit::{Algorithm, Quota};
+use crate::ratelimit::{Limit, OnError, Options, Outcome, Ratelimit};
+use crate::rest::RestClient;
+
+/// The store's timeout when the options give none: well under a user's patience and Upstash's 5 s default, well
+/// over a healthy round trip.
+const DEFAULT_TIMEOUT_MS: u64 = 1000;
+
+/// Options errors are the configuration's: report them as such.
+fn as_config_error(error: Error) -> Error {
+    match error {
+        Error::InvalidArgument(message) => Error::InvalidConfig(message),
+        other => other,
+    }
+}
+
+/// A limit as the factories (`Ratelimit.slidingWindow(10, "1 s")`, …) build it:
+/// `{algorithm, limit, interval, rate?, name?}`.
+fn limit_of(value: &JsValue, what: &str) -> Result<Limit> {
+    if !value.is_object() {
+        return Err(Error::InvalidArgument(format!(
+            "{what} must be a limiter from a factory, like Ratelimit.slidingWindow(10, \"1 s\"), got {}",
+            super::describe(value)
+        )));
+    }
+    let algorithm: Algorithm = string(&field(value, "algorithm"), &format!("{what}.algorithm"))?.parse()?;
+    let limit = whole(&field(value, "limit"), &format!("{what}.limit"), 1, u32::MAX.into())? as u32;
+    let interval = duration(&field(value, "interval"), &format!("{what}.interval"))?;
+    let rate = match field(value, "rate") {
+        rate if rate.is_undefined() => limit,
+        rate => whole(&rate, &format!("{what}.rate"), 1, u32::MAX.into())? as u32,
+    };
+    let name = match field(value, "name") {
+        name if name.is_undefined() => None,
+        name => Some(string(&name, &format!("{what}.name"))?),
+    };
+    Ok(Limit {
+        quota: Quota::new(algorithm, limit, interval, rate)?,
+        name,
+    })
+}
+
+/// One limit, or an array of them.
+fn limits_of(value: &JsValue, what: &str) -> Result<Vec<Limit>> {
+    if js_sys::Array::is_array(value) {
+        js_sys::Array::from(value)
+            .iter()
+            .enumerate()
+            .map(|(i, item)| limit_of(&item, &format!("{what}[{i}]")))
+            .collect()
+    } else {
+        Ok(vec![limit_of(value, what)?])
+    }
+}
+
+/// `cache`: `true`/absent (10 000 entries), `false`/`0` (off), or a number of entries.
+fn cache_entries(value: &JsValue) -> Result<usize> {
+    match value.as_bool() {
+        Some(true) => Ok(Options::default().cache_entries),
+        Some(false) => Ok(0),
+        None if value.is_undefined() => Ok(Options::default().cache_entries),
+        None => whole(value, "cache (entries)", 0, 10_000_000).map(|n| n as usize),
+    }
+}
+
+fn ratelimit_of(options: &JsValue) -> Result<(Ratelimit, RestClient)> {
+    if !options.is_object() {
+        return Err(Error::InvalidArgument(
+            "new Ratelimit(options) needs an object: { url, token, limiter: Ratelimit.slidingWindow(10, \"1 s\") }"
+                .into(),
+        ));
+    }
+    let url = string(&field(options, "url"), "url")?;
+    let token = string(&field(options, "token"), "token")?;
+    let timeout = match field(options, "timeout") {
+        timeout if timeout.is_undefined() => std::time::Duration::from_millis(DEFAULT_TIMEOUT_MS),
+        timeout => milliseconds(&timeout, "timeout")?,
+    };
+    let client = RestClient::new(&url, &token)?.with_timeout(timeout)?;
+    let limits = limits_of(&field(options, "limiter"), "limiter")?;
+    let mut settings = Options {
+        cache_entries: cache_entries(&field(options, "cache"))?,
+        ..Options::default()
+    };
+    if let Some(prefix) = Some(field(options, "prefix")).filter(|p| !p.is_undefined()) {
+        settings.prefix = string(&prefix, "prefix")?;
+    }
+    if let Some(policy) = Some(field(options, "onError")).filter(|p| !p.is_undefined()) {
+        settings.on_error = string(&policy, "onError")?.parse::<OnError>()?;
+    }
+    Ok((Ratelimit::new(client.clone(), &limits, settings)?, client))
+}
+
+/// An outcome as JS sees it: the decision, `reason`, each limit's own decision in `results`, and the absorbed
+/// `error` when the failure policy decided.
+fn outcome_object(outcome: Outcome) -> JsValue {
+    let result = decision_object(&outcome.decision);
+    let results: js_sys::Array = outcome.limits.iter().map(decision_object).collect();
+    let mut extra = vec![("reason", outcome.reason.as_str().into()), ("results", results.into())];
+    if let Some(error) = outcome.error {
+        extra.push(("error", to_js_error(error)));
+    }
+    for (name, value) in extra {
+        let _ = js_sys::Reflect::set(&result, &name.into(), &value);
+    }
+    result
+}
+
+fn identifier(id: &JsValue) -> Result<String> {
+    string(id, "identifier")
+}
+
+/// The engine of the JS `Ratelimit` class.
+#[wasm_bindgen(js_name = RatelimitCore)]
+pub struct JsRatelimit {
+    inner: Ratelimit,
+    client: RestClient,
+}
+
+#[wasm_bindgen(js_class = RatelimitCore)]
+impl JsRatelimit {
+    /// `new RatelimitCore(options)`: see the `RatelimitConfig` type of the package.
+    #[wasm_bindgen(constructor)]
+    pub fn new(options: JsValue) -> Result<JsRatelimit, JsValue> {
+        let (inner, client) = ratelimit_of(&options).map_err(as_config_error).map_err(to_js_error)?;
+        Ok(JsRatelimit { inner, client })
+    }
+
+    /// Takes `options.permits` (default 1) for `id` under every limit.
+    pub async fn limit(&self, id: JsValue, options: JsValue) -> Result<JsValue, JsValue> {
+        let id = identifier(&id).map_err(to_js_error)?;
+        let permits = permits_in(&options).map_err(to_js_error)?;
+        Ok(outcome_object(
+            self.inner.limit(&id, permits).await.map_err(to_js_error)?,
+        ))
+    }
+
+    /// Takes `permits` for `id` under `limiters` (an array of factory results), all or nothing, in one round trip.
+    #[wasm_bindgen(js_name = limitAll)]
+    pub async fn limit_all(&self, id: JsValue, limiters: JsValue, options: JsValue) -> Result<JsValue, JsValue> {
+        let id = identifier(&id).map_err(to_js_error)?;
+        let limits = limits_of(&limiters, "limiters").map_err(to_js_error)?;
+        let permits = permits_in(&options).map_err(to_js_error)?;
+        let outcome = self.inner.limit_all(&id, &limits, permits).await.map_err(to_js_error)?;
+        Ok(outcome_object(outcome))
+    }
+
+    /// Takes `permits` for `id`, waiting up to `timeout_ms`.
+    #[wasm_bindgen(js_name = blockUntilReady)]
+    pub async fn block_until_ready(
+        &self,
+        id: JsValue,
+        timeout_ms: JsValue,
+        options: JsValue,
+    ) -> Result<JsValue, JsValue> {
+        let id = identifier(&id).map_err(to_js_error)?;
+        let timeout = milliseconds(&timeout_ms, "timeout").map_err(to_js_error)?;
+        let permits = permits_in(&options).map_err(to_js_error)?;
+        let outcome = self.inner.block_until_ready(&id, permits, timeout).await;
+        Ok(outcome_object(outcome.map_err(to_js_error)?))
+    }
+
+    /// `{remaining, reset, limit}` for `id` now, taking nothing.
+    #[wasm_bindgen(js_name = getRemaining)]
+    pub async fn get_remaining(&self, id: JsValue) -> Result<JsValue, JsValue> {
+        let id = identifier(&id).map_err(to_js_error)?;
+        let decision = self.inner.remaining(&id).await.map_err(to_js_error)?;
+        let number = |n: u64| JsValue::from_f64(n as f64);
+        Ok(object(&[
+            ("remaining", number(decision.remaining)),
+            ("reset", number(decision.reset)),
+            ("limit", number(decision.limit)),
+        ]))
+    }
+
+    /// Forgets `id`'s state and cached denials; resolves to whether there was state.
+    pub async fn reset(&self, id: JsValue) -> Result<bool, JsValue> {
+        let id = identifier(&id).map_err(to_js_error)?;
+        self.inner.reset(&id).await.map_err(to_js_error)
+    }
+
+    /// The Redisson-style handle on the sliding log `name`, through the same endpoint.
+    #[wasm_bindgen(js_name = rateLimiter)]
+    pub fn rate_limiter(&self, name: JsValue, client_id: JsValue) -> Result<JsRateLimiter, JsValue> {
+        JsRateLimiter::new(self.client.clone(), &name, &client_id).map_err(to_js_error)
+    }
+}

@@ -1,0 +1,136 @@
+//! `RateLimiterCore`: the Redisson-style handle on a named sliding log (`ratelimit.rateLimiter(name)`), sharing its
+//! layout with Redisson's `RRateLimiter`.
+
+use wasm_bindgen::prelude::*;
+
+use super::{decision_object, duration, field, milliseconds, object, permits, string, to_js_error};
+use crate::error::{Error, Result};
+use crate::rest::RestClient;
+use crate::sliding_log::{Mode, Rate, RateLimiter};
+
+/// How long `acquire` waits when the caller gives no timeout.
+const DEFAULT_ACQUIRE_TIMEOUT_MS: u64 = 10_000;
+
+/// `(rate, interval, {mode?, keepAlive?})` as the three setters take them.
+fn rate_of(rate: &JsValue, interval: &JsValue, options: &JsValue) -> Result<(Rate, Mode)> {
+    let permits = super::whole(rate, "rate", 1, u32::MAX.into())? as u32;
+    let mut rate = Rate::new(permits, duration(interval, "interval")?)?;
+    let (keep_alive, mode) = if options.is_undefined() {
+        (JsValue::UNDEFINED, JsValue::UNDEFINED)
+    } else {
+        (field(options, "keepAlive"), field(options, "mode"))
+    };
+    if !keep_alive.is_undefined() {
+        rate = rate.with_keep_alive(duration(&keep_alive, "keepAlive")?)?;
+    }
+    let mode = match mode.as_string().as_deref() {
+        None if mode.is_undefined() => Mode::Overall,
+        Some("overall") => Mode::Overall,
+        Some("perClient") => Mode::PerClient,
+        _ => {
+            return Err(Error::InvalidArgument(format!(
+                "mode must be \"overall\" or \"perClient\", got {}",
+                super::describe(&mode)
+            )))
+        }
+    };
+    Ok((rate, mode))
+}
+
+/// A handle on one named sliding log.
+#[wasm_bindgen(js_name = RateLimiterCore)]
+pub struct JsRateLimiter {
+    inner: RateLimiter,
+}
+
+impl JsRateLimiter {
+    pub(super) fn new(client: RestClient, name: &JsValue, client_id: &JsValue) -> Result<JsRateLimiter> {
+        let mut inner = RateLimiter::new(client, &string(name, "limiter name")?)?;
+        if !client_id.is_undefined() {
+            inner = inner.with_client_id(&string(client_id, "clientId")?);
+        }
+        Ok(JsRateLimiter { inner })
+    }
+}
+
+#[wasm_bindgen(js_class = RateLimiterCore)]
+impl JsRateLimiter {
+    /// Sets the rate only if none is set; resolves to whether this call set it.
+    #[wasm_bindgen(js_name = trySetRate)]
+    pub async fn try_set_rate(&self, rate: JsValue, interval: JsValue, options: JsValue) -> Result<bool, JsValue> {
+        let (rate, mode) = rate_of(&rate, &interval, &options).map_err(to_js_error)?;
+        self.inner.try_set_rate(rate, mode).await.map_err(to_js_error)
+    }
+
+    /// Sets the rate and clears the state.
+    #[wasm_bindgen(js_name = setRate)]
+    pub async fn set_rate(&self, rate: JsValue, interval: JsValue, options: JsValue) -> Result<(), JsValue> {
+        let (rate, mode) = rate_of(&rate, &interval, &options).map_err(to_js_error)?;
+        self.inner.set_rate(rate, mode).await.map_err(to_js_error)
+    }
+
+    /// Changes the rate and keeps the state.
+    #[wasm_bindgen(js_name = updateRate)]
+    pub async fn update_rate(&self, rate: JsValue, interval: JsValue, options: JsValue) -> Result<(), JsValue> {
+        let (rate, mode) = rate_of(&rate, &interval, &options).map_err(to_js_error)?;
+        self.inner.update_rate(rate, mode).await.map_err(to_js_error)
+    }
+
+    /// Takes `permits` (default 1) now if available: a decision object.
+    #[wasm_bindgen(js_name = tryAcquire)]
+    pub async fn try_acquire(&self, permits_wanted: JsValue) -> Result<JsValue, JsValue> {
+        let permits = permits(&permits_wanted).map_err(to_js_error)?;
+        let decision = self.inner.try_acquire(permits).await.map_err(to_js_error)?;
+        Ok(decision_object(&decision))
+    }
+
+    /// Takes `permits` (default 1), waiting up to `timeout_ms` (default 10 000).
+    pub async fn acquire(&self, permits_wanted: JsValue, timeout_ms: JsValue) -> Result<JsValue, JsValue> {
+        let permits = permits(&permits_wanted).map_err(to_js_error)?;
+        let timeout = if timeout_ms.is_undefined() {
+            std::time::Duration::from_millis(DEFAULT_ACQUIRE_TIMEOUT_MS)
+        } else {
+            milliseconds(&timeout_ms, "timeout").map_err(to_js_error)?
+        };
+        let decision = self.inner.acquire(permits, timeout).await.map_err(to_js_error)?;
+        Ok(decision_object(&decision))
+    }
+
+    /// Permits available now.
+    #[wasm_bindgen(js_name = availablePermits)]
+    pub async fn available_permits(&self) -> Result<f64, JsValue> {
+        let available = self.inner.available_permits().await.map_err(to_js_error)?;
+        Ok(available as f64)
+    }
+
+    /// Gives back up to `permits`; resolves to how many were given back.
+    pub async fn release(&self, permits_given: JsValue) -> Result<f64, JsValue> {
+        let permits = permits(&permits_given).map_err(to_js_error)?;
+        let released = self.inner.release(permits).await.map_err(to_js_error)?;
+        Ok(released as f64)
+    }
+
+    /// `{rate, interval (ms), mode, keepAlive (ms or null)}`, or `null` when no rate is set.
+    #[wasm_bindgen(js_name = getConfig)]
+    pub async fn get_config(&self) -> Result<JsValue, JsValue> {
+        let Some(config) = self.inner.config().await.map_err(to_js_error)? else {
+            return Ok(JsValue::NULL);
+        };
+        let ms = |d: std::time::Duration| JsValue::from_f64(d.as_millis() as f64);
+        let mode = match config.mode {
+            Mode::Overall => "overall",
+            Mode::PerClient => "perClient",
+        };
+        Ok(object(&[
+            ("rate", config.rate.permits().into()),
+            ("interval", ms(config.rate.interval())),
+            ("mode", mode.into()),
+            ("keepAlive", config.rate.keep_alive().map_or(JsValue::NULL, ms)),
+        ]))
+    }
+
+    /// Deletes the limiter; resolves to whether it existed.
+    pub async fn delete(&self) -> Result<bool, JsValue> {
+        self.inner.delete().await.map_err(to_js_error)
+    }
+}
