@@ -1,0 +1,241 @@
+// The npm package's `Ratelimit`, imported by name as users import it, against real Redis behind the real bridge:
+// every method, the block cache, the failure policy (a stalled endpoint, Redis stopped, a wrong token), the
+// Redisson-style handle, and the errors for bad input. Waits are asserted from below only (never "within N ms").
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+import { Ratelimit } from "edgelimit";
+import { startStack, startStalledEndpoint } from "./harness.mjs";
+
+let stack;
+let prefixes = 0;
+before(async () => (stack = await startStack()));
+after(() => stack.stop());
+
+/** A Ratelimit on the stack, under a prefix of its own so tests never share state. */
+function ratelimit(limiter, options = {}) {
+  return new Ratelimit({ url: stack.url, token: stack.token, prefix: `t${++prefixes}`, limiter, ...options });
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+test("limit: exact counts, weighted permits, and a denial that consumes nothing", async () => {
+  const limits = ratelimit(Ratelimit.slidingLog(5, "1 m"), { cache: false });
+  const taken = [];
+  for (const permits of [2, 2, 2, 1]) taken.push(await limits.limit("ip", { permits }));
+  assert.deepEqual(
+    taken.map((r) => [r.success, r.remaining, r.limit]),
+    [[true, 3, 5], [true, 1, 5], [false, 1, 5], [true, 0, 5]],
+  );
+  // The denied 2 waited for the first grant to free: a minute after it, to the millisecond the server knows.
+  assert.ok(taken[2].retryAfter > 0 && taken[2].retryAfter <= 60_000);
+  assert.equal(taken[2].reason, "decided");
+  assert.ok(taken[3].reset > Date.now() - 5_000, "reset is a unix time in ms");
+});
+
+test("every factory builds its algorithm, with @upstash/ratelimit's argument order", () => {
+  assert.deepEqual(Ratelimit.tokenBucket(5, "1 s", 20), { algorithm: "token_bucket", limit: 20, interval: "1 s", rate: 5 });
+  assert.deepEqual(Ratelimit.gcra(10, "1 s"), { algorithm: "gcra", limit: 10, interval: "1 s", rate: 10 });
+  assert.deepEqual(Ratelimit.fixedWindow(3, "10 s"), { algorithm: "fixed_window", limit: 3, interval: "10 s" });
+  assert.deepEqual(Ratelimit.slidingWindow(3, "10 s").algorithm, "sliding_window");
+  assert.deepEqual(Ratelimit.slidingLog(3, "10 s").algorithm, "sliding_log");
+});
+
+test("token bucket refills continuously: a denial's retryAfter is when one token is back", async () => {
+  const bucket = ratelimit(Ratelimit.tokenBucket(10, "1 s", 2), { cache: false });
+  assert.equal((await bucket.limit("k")).success, true);
+  assert.equal((await bucket.limit("k")).success, true);
+  const denied = await bucket.limit("k");
+  assert.equal(denied.success, false);
+  assert.ok(denied.retryAfter > 0 && denied.retryAfter <= 100, `10 per second: ${denied.retryAfter} ms`);
+  await sleep(denied.retryAfter);
+  assert.equal((await bucket.limit("k")).success, true, "granted once retryAfter has passed");
+});
+
+test("limitAll: several limits in one call, all or nothing, each reported", async () => {
+  const limits = ratelimit(Ratelimit.fixedWindow(100, "1 m"));
+  const both = [{ ...Ratelimit.slidingLog(3, "1 m"), name: "burst" }, { ...Ratelimit.fixedWindow(4, "1 h"), name: "hourly" }];
+  const first = await limits.limitAll("key", both, { permits: 2 });
+  assert.deepEqual([first.success, first.results.map((r) => r.remaining)], [true, [1, 2]]);
+  // 2 more: the burst limit (1 left) denies, so the hourly one records nothing either.
+  const denied = await limits.limitAll("key", both, { permits: 2 });
+  assert.deepEqual([denied.success, denied.results.map((r) => [r.success, r.remaining])], [false, [[false, 1], [true, 2]]]);
+  assert.equal(denied.remaining, 1, "the denying limit speaks for the result");
+  const one = await limits.limitAll("key", both);
+  assert.deepEqual([one.success, one.results.map((r) => r.remaining)], [true, [0, 1]]);
+  const clash = await limits.limitAll("key", [Ratelimit.fixedWindow(1, "1 s"), Ratelimit.fixedWindow(2, "1 s")]).catch((e) => e);
+  assert.equal(clash.code, "EDGELIMIT_INVALID_CONFIG");
+  assert.match(clash.message, /two limits are named "fixed_window-1000ms".*distinct name/);
+});
+
+test("a limiter array in the config is enforced on every limit() call", async () => {
+  const limits = ratelimit([Ratelimit.fixedWindow(2, "1 m"), Ratelimit.gcra(1, "1 h", 5)], { cache: false });
+  const results = [];
+  for (let i = 0; i < 3; i++) results.push(await limits.limit("u"));
+  assert.deepEqual(results.map((r) => [r.success, r.results.length]), [[true, 2], [true, 2], [false, 2]]);
+  assert.deepEqual(await limits.getRemaining("u"), { remaining: 0, reset: results[2].reset, limit: 2 });
+});
+
+test("getRemaining takes nothing; reset forgets the state and the cached denial", async () => {
+  const limits = ratelimit(Ratelimit.fixedWindow(2, "1 m"));
+  assert.equal((await limits.getRemaining("u")).remaining, 2);
+  assert.equal((await limits.getRemaining("u")).remaining, 2, "peeking is free");
+  await limits.limit("u", { permits: 2 });
+  assert.equal((await limits.limit("u")).reason, "decided");
+  assert.equal((await limits.limit("u")).reason, "cache");
+  assert.equal(await limits.reset("u"), true);
+  assert.equal(await limits.reset("u"), false, "nothing left to forget");
+  const after = await limits.limit("u");
+  assert.deepEqual([after.success, after.remaining, after.reason], [true, 1, "decided"]);
+});
+
+test("block cache: a denied identifier is answered from memory, even with Redis stopped, and only until retryAfter", async () => {
+  const limits = ratelimit(Ratelimit.slidingLog(1, "400 ms"), { onError: "throw" });
+  assert.equal((await limits.limit("c")).success, true);
+  const denied = await limits.limit("c");
+  assert.deepEqual([denied.success, denied.reason], [false, "decided"]);
+  await stack.stopRedis();
+  try {
+    const cached = await limits.limit("c");
+    assert.deepEqual([cached.success, cached.reason, cached.results], [false, "cache", []]);
+    assert.ok(cached.retryAfter > 0 && cached.retryAfter <= denied.retryAfter);
+    // A larger request is covered too; another identifier is not (and Redis is down, so it throws).
+    assert.equal((await limits.limit("c", { permits: 1 })).reason, "cache");
+    assert.equal((await limits.limit("d").catch((e) => e)).code, "EDGELIMIT_ENDPOINT");
+  } finally {
+    await stack.restartRedis();
+  }
+  await sleep(denied.retryAfter);
+  const later = await limits.limit("c");
+  assert.deepEqual([later.success, later.reason], [true, "decided"], "the cache let go at retryAfter");
+});
+
+test("blockUntilReady waits the exact retryAfter and takes the permits", async () => {
+  const limits = ratelimit(Ratelimit.slidingLog(2, "300 ms"));
+  await limits.limit("w", { permits: 2 });
+  const started = Date.now();
+  const ready = await limits.blockUntilReady("w", 5_000);
+  assert.deepEqual([ready.success, ready.reason], [true, "decided"]);
+  assert.ok(Date.now() - started >= 200, "it waited for the window to move");
+  const gaveUp = await limits.blockUntilReady("w", 50, { permits: 2 });
+  assert.equal(gaveUp.success, false, "denied when the timeout runs out first");
+});
+
+test("onError: a stalled store times out at `timeout` and the policy answers, without hanging or rejecting", async () => {
+  const stalled = await startStalledEndpoint();
+  try {
+    const make = (onError) =>
+      new Ratelimit({ url: stalled.url, token: "t", limiter: Ratelimit.fixedWindow(10, "1 s"), timeout: 150, onError });
+    const started = Date.now();
+    const allowed = await make(undefined).limit("x");
+    assert.ok(Date.now() - started >= 145, "it waited the whole timeout");
+    assert.deepEqual(
+      [allowed.success, allowed.reason, allowed.error.code, allowed.remaining, allowed.retryAfter],
+      [true, "timeout", "EDGELIMIT_TIMEOUT", 0, 0],
+      "fail open is the default",
+    );
+    const denied = await make("deny").limit("x");
+    assert.deepEqual([denied.success, denied.reason, denied.limit], [false, "timeout", 10]);
+    const thrown = await make("throw").limit("x").catch((e) => e);
+    assert.deepEqual([thrown.name, thrown.code], ["EdgelimitError", "EDGELIMIT_TIMEOUT"]);
+    assert.match(thrown.message, /within 150 ms/);
+    // blockUntilReady returns the policy's answer at once instead of retrying a dead store.
+    const blocked = await make("deny").blockUntilReady("x", 10_000);
+    assert.deepEqual([blocked.success, blocked.reason], [false, "timeout"]);
+  } finally {
+    stalled.stop();
+  }
+});
+
+test("onError: Redis down behind the bridge is reason 'error'; a wrong token always rejects", async () => {
+  const limits = ratelimit(Ratelimit.gcra(5, "1 s"), { onError: "deny" });
+  await stack.stopRedis();
+  try {
+    const down = await limits.limit("y");
+    assert.deepEqual([down.success, down.reason, down.error.code], [false, "error", "EDGELIMIT_ENDPOINT"]);
+  } finally {
+    await stack.restartRedis();
+  }
+  assert.equal((await limits.limit("y")).success, true, "back once Redis is");
+  const wrongToken = new Ratelimit({ url: stack.url, token: "wrong", limiter: Ratelimit.gcra(5, "1 s"), onError: "allow" });
+  const error = await wrongToken.limit("y").catch((e) => e);
+  assert.deepEqual([error.code, error.name], ["EDGELIMIT_AUTH", "EdgelimitError"], "a wrong token is not absorbed");
+  assert.match(error.message, /rejected the token \(HTTP 401\)/);
+});
+
+test("bad configuration and arguments: a clear EDGELIMIT_ error naming what was wrong", async () => {
+  const base = { url: stack.url, token: stack.token, limiter: Ratelimit.fixedWindow(5, "1 s") };
+  const configError = (config) => {
+    try {
+      new Ratelimit(config);
+    } catch (e) {
+      return [e.code, e.message];
+    }
+    return "accepted";
+  };
+  const cases = [
+    [{ ...base, limiter: Ratelimit.fixedWindow(0, "1 s") }, /limiter.limit must be a whole number from 1/],
+    [{ ...base, limiter: Ratelimit.fixedWindow(5, 1000) }, /limiter.interval must be a duration with a unit/],
+    [{ ...base, limiter: Ratelimit.fixedWindow(5, "1 fortnight") }, /invalid duration "1 fortnight"/],
+    [{ ...base, limiter: Ratelimit.tokenBucket(0, "1 s", 5) }, /limiter.rate must be a whole number from 1/],
+    [{ ...base, limiter: { algorithm: "leaky_bucket", limit: 1, interval: "1 s" } }, /unknown algorithm "leaky_bucket"/],
+    [{ ...base, limiter: [] }, /no limits: give at least one/],
+    [{ ...base, limiter: undefined }, /limiter must be a limiter from a factory/],
+    [{ ...base, url: undefined }, /url must be a string/],
+    [{ ...base, url: "not a url" }, /url/],
+    [{ ...base, timeout: 0 }, /timeout/],
+    [{ ...base, onError: "ignore" }, /onError must be "allow", "deny" or "throw", got "ignore"/],
+    [{ ...base, prefix: "a{b}" }, /key prefix "a\{b\}" must be non-empty and free of/],
+    [{ ...base, cache: -1 }, /cache \(entries\) must be a whole number/],
+  ];
+  for (const [config, message] of cases) {
+    const [code, text] = configError(config);
+    assert.equal(code, "EDGELIMIT_INVALID_CONFIG", `${text}`);
+    assert.match(text, message);
+  }
+  const limits = new Ratelimit(base);
+  const argument = async (call) => {
+    const e = await call().catch((e) => e);
+    return [e.code, e.message];
+  };
+  assert.deepEqual(await argument(() => limits.limit("k", { permits: 6 })), [
+    "EDGELIMIT_PERMITS_EXCEED_RATE",
+    "asked for 6 permits, but the limit is 5: such a request could never succeed; ask for at most 5, or raise the limit",
+  ]);
+  assert.match((await argument(() => limits.limit("k", { permits: 1.5 })))[1], /permits must be a whole number from 1 to 4294967295, got the number 1.5/);
+  assert.match((await argument(() => limits.limit("k", 2)))[1], /options must be an object like \{ permits: 2 \}, got the number 2/);
+  assert.match((await argument(() => limits.limit(42)))[1], /identifier must be a string, got the number 42/);
+  assert.equal((await argument(() => limits.blockUntilReady("k", "1 s")))[0], "EDGELIMIT_INVALID_ARGUMENT");
+  assert.equal((await limits.getRemaining("k")).remaining, 5, "nothing was taken by any of them");
+});
+
+test("rateLimiter(name): the Redisson-style handle, every method", async () => {
+  const limits = ratelimit(Ratelimit.fixedWindow(1, "1 s"));
+  const handle = limits.rateLimiter("redisson-js");
+  assert.equal((await handle.tryAcquire().catch((e) => e)).code, "EDGELIMIT_NOT_INITIALIZED");
+  assert.equal(await handle.getConfig(), null);
+  assert.equal(await handle.trySetRate(3, "1 m", { keepAlive: "1 h" }), true);
+  assert.equal(await handle.trySetRate(9, "1 m"), false, "the first caller wins");
+  assert.deepEqual(await handle.getConfig(), { rate: 3, interval: 60_000, mode: "overall", keepAlive: 3_600_000 });
+  assert.deepEqual(pick(await handle.tryAcquire(2)), [true, 1]);
+  assert.deepEqual(pick(await handle.tryAcquire(2)), [false, 1]);
+  assert.equal(await handle.availablePermits(), 1);
+  assert.equal(await handle.release(5), 2, "gives back what is in use, no more");
+  assert.equal(await handle.availablePermits(), 3);
+  await handle.updateRate(1, "1 m");
+  assert.deepEqual(pick(await handle.acquire(1, 100)), [true, 0]);
+  const timedOut = await handle.acquire(1, 100);
+  assert.equal(timedOut.success, false, "acquire gives up at its timeout");
+  await handle.setRate(2, "1 m", { mode: "perClient" });
+  assert.equal((await handle.getConfig()).mode, "perClient");
+  const other = limits.rateLimiter("redisson-js", { clientId: "other" });
+  assert.deepEqual(pick(await handle.tryAcquire(2)), [true, 0]);
+  assert.deepEqual(pick(await other.tryAcquire(2)), [true, 0], "per client: each id has its own budget");
+  assert.equal(await handle.delete(), true);
+  assert.equal(await handle.getConfig(), null);
+  const bad = await handle.setRate(2, "1 m", { mode: "everyone" }).catch((e) => e);
+  assert.match(bad.message, /mode must be "overall" or "perClient", got the string "everyone"/);
+});
+
+function pick(decision) {
+  return [decision.success, decision.remaining];
+}
