@@ -11,6 +11,11 @@ for (const file of readdirSync(new URL("js/", root))) {
   copyFileSync(new URL(`js/${file}`, root), new URL(file, pkg));
 }
 
+// The package's README is the root README's npm section: one text, so the two cannot drift apart.
+const readme = readFileSync(new URL("README.md", root), "utf8");
+const section = readme.match(/^## The npm package\n([\s\S]*?)^## /m)[1];
+writeFileSync(new URL("README.md", pkg), `# edgelimit\n${section.replace(/<!--.*?-->\n/g, "")}`);
+
 const cargo = readFileSync(new URL("Cargo.toml", root), "utf8");
 const version = cargo.match(/^\[workspace\.package\][^[]*?^version = "([^"]+)"/ms)[1];
 const entry = (file) => ({ types: "./index.d.ts", default: file });
