@@ -150,6 +150,8 @@ async fn main() {
             ours(Quota::concurrency(LIMIT, second).unwrap()),
             None,
         ),
+        // @upstash/ratelimit has no sliding log.
+        ("sliding log", ours(Quota::sliding_log(LIMIT, second).unwrap()), None),
     ];
     println!("| algorithm | edgelimit µs/decision | @upstash/ratelimit µs/decision | ratio | edgelimit cmds/decision | @upstash cmds/decision | edgelimit bytes idle / busy | @upstash bytes idle / busy |");
     println!("|---|---|---|---|---|---|---|---|");

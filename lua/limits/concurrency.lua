@@ -6,6 +6,7 @@
 -- released sooner. The lease token given to the holder is '<permits>:<lease id>'.
 
 ALGORITHMS.concurrency = {
+    ids = { limit = GRANT_ID, refund = '^%d+:[%w_%-]+$' },
     decide = function(quota, key, now, permits, lease_id)
         -- The wait for a denied request is an upper bound here: holders may release sooner.
         local verdict = log_verdict(quota, key, now, permits, lease_id)

@@ -6,7 +6,8 @@
 --   ARGV[1]  'limit' (decide and record), 'peek' (decide, record nothing), 'refund' (give permits back)
 --   ARGV[2]  unix ms, or '' for the Redis server's clock (the default)
 --   then six per limit: algorithm ('' = read the config hash), permits, limit, interval (ms), rate, lease
---     lease: for a concurrency limit, the new lease's random id ('limit') or the lease token to release ('refund')
+--     lease: for a concurrency or sliding log limit, a fresh random id naming the grant ('limit'); for a concurrency
+--            limit, the lease token to release ('refund')
 --
 -- The reply has one entry per limit, in order: {status, limit, remaining, reset, retry_after, lease token or ''}.
 --   granted        allowed and recorded
@@ -80,12 +81,10 @@ for i = 1, count do
     local quota = quota_of(i, base)
     local permits = whole(ARGV[base + 2], 'permits', 1, MAX_COUNT)
     local lease = ARGV[base + 6]
-    local pattern = '^[%w_%-]+$'
-    if operation == 'refund' then
-        pattern = '^%d+:[%w_%-]+$'
-    end
-    if operation ~= 'peek' and quota and quota.algorithm == 'concurrency'
-        and (#lease > 64 or not string.match(lease, pattern)) then
+    -- The form of the sixth argument, where the algorithm takes one for this operation (its `ids`).
+    local pattern = quota and ALGORITHMS[quota.algorithm].ids
+    pattern = pattern and pattern[operation]
+    if pattern and (#lease > 64 or not string.match(lease, pattern)) then
         reject('lease (an id of letters, digits, _ or -, at most 64; a token "<permits>:<id>" to release)', lease)
     end
     limits[i] = { quota = quota, key = KEYS[2 * i], permits = permits, lease = lease }

@@ -1,6 +1,8 @@
 -- The algorithm family, shared prelude: after lua/common.lua, before the algorithms' files and driver.lua (see
--- src/limit/scripts.rs). Each algorithm file adds one entry to ALGORITHMS; driver.lua reads the arguments, asks
--- every limit for a verdict, and commits all of them or none.
+-- src/limit/scripts.rs). Each algorithm file adds one entry to ALGORITHMS: decide(quota, key, now, permits, id)
+-- returns a verdict, refund(quota, key, now, permits, grace, token) gives permits back, and `ids` (optional) maps an
+-- operation to the pattern its sixth argument must match. driver.lua reads the arguments, asks every limit for a
+-- verdict, and commits all of them or none.
 --
 -- All arithmetic is on whole numbers below 2^53, where Lua's doubles are exact: quotas are checked so that
 -- limit × interval stays below 2^52 (see quota_of in driver.lua), and no product below grows past that.

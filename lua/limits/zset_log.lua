@@ -5,6 +5,9 @@
 -- ZCARD is what is held (O(1), whatever the limit), freed permits go by score range, and the wait for a denied
 -- request is one ranked read. The key expires when its last permit frees.
 
+-- What names a grant's members (the driver checks it before anything is written): letters, digits, _ or -.
+local GRANT_ID = '^[%w_%-]+$'
+
 -- Runs `command key …` over `items` in batches: unpack has a stack limit, and one grant may hold many permits.
 local function in_batches(command, key, items)
     local done = 0

@@ -1,5 +1,9 @@
-//! The algorithm family: token bucket, fixed window, sliding window counter, GCRA and concurrency, each decided by
-//! one atomic script on the Redis server's clock, and several limits decided together in one round trip.
+//! The algorithm family: token bucket, fixed window, sliding window counter, GCRA, concurrency and sliding log, each
+//! decided by one atomic script on the Redis server's clock, and several limits decided together in one round trip.
+//!
+//! The family's sliding log ([`Algorithm::SlidingLog`]) is exact like the Redisson-compatible
+//! [`crate::sliding_log`], but takes its quota inline (or stored) and limits each identifier on its own key, like the
+//! other algorithms here; [`crate::sliding_log`] keeps Redisson's layout, one named config shared by every caller.
 //!
 //! A [`Limiter`] is a named limit, with its [`Quota`] given in code or stored in Redis (so operators change it at
 //! runtime, without redeploying anything). It limits many identifiers (an IP, an API key, a user): each has its own
@@ -156,8 +160,9 @@ impl Limiter {
         Ok(single(peek_all(&[self.request(id, permits)]).await?))
     }
 
-    /// Gives `permits` back to `id` (never above the limit), e.g. when the request they paid for failed. The
-    /// decision shows what is left after the refund. For a concurrency limit use [`release`](Limiter::release).
+    /// Gives `permits` back to `id` (never above the limit), e.g. when the request they paid for failed; a sliding
+    /// log gives back its newest grants. The decision shows what is left after the refund. For a concurrency limit
+    /// use [`release`](Limiter::release).
     pub async fn refund(&self, id: &str, permits: u32) -> Result<Decision> {
         let reply = Batch::refund(self.request(id, permits), None)?.run().await?;
         Ok(single(reply))
@@ -391,11 +396,11 @@ impl<'a> Batch<'a> {
             }
             keys.push(limiter.config_key());
             keys.push(limiter.state_key(request.id));
-            let needs_lease = operation == Operation::Limit
-                && limiter
-                    .quota
-                    .is_none_or(|quota| quota.algorithm() == Algorithm::Concurrency);
-            let lease = if needs_lease {
+            // A grant logged as zset members (concurrency, sliding log; maybe a stored quota) needs a fresh id to
+            // name them; a concurrency grant also hands it back in its lease.
+            let names_grant =
+                operation == Operation::Limit && limiter.quota.is_none_or(|quota| quota.algorithm().names_grants());
+            let lease = if names_grant {
                 Lease::fresh(request.permits).id_text()
             } else {
                 String::new()

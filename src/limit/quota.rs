@@ -11,8 +11,8 @@ use crate::error::{Error, Result};
 /// The scripts do exact whole-number arithmetic in Lua's doubles; `limit × interval` must stay below this.
 const MAX_LIMIT_TIMES_INTERVAL: u64 = 1 << 52;
 
-/// The rate-limiting algorithms of the family. The sliding log (Redisson-compatible) has its own module,
-/// [`crate::sliding_log`].
+/// The rate-limiting algorithms of the family. The Redisson-compatible sliding log, whose config is stored once under
+/// its name, is a separate module, [`crate::sliding_log`]; [`Algorithm::SlidingLog`] is the family's own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Algorithm {
@@ -30,20 +30,31 @@ pub enum Algorithm {
     Gcra,
     /// At most `limit` permits held at once; leases expire after `interval` if not released.
     Concurrency,
+    /// At most `limit` permits granted in any interval-long span: every grant is logged and frees its permits
+    /// exactly `interval` after it was made. Exact, with an exact `retry_after`, at the cost of one zset member per
+    /// permit in the window.
+    ///
+    /// It decides exactly as [`crate::sliding_log`] does, but is shaped like the rest of the family: the quota comes
+    /// with each request (or from a stored quota) and each identifier has its own state key, so it limits any
+    /// identifier and combines with other limits in [`limit_all`](super::limit_all). [`crate::sliding_log`] keeps
+    /// Redisson's `RRateLimiter` layout instead (a named config shared by every caller, state under that name), so
+    /// that Java services using Redisson can share its limiters.
+    SlidingLog,
 }
 
 impl Algorithm {
     /// Every algorithm, in the order the docs list them.
-    pub const ALL: [Algorithm; 5] = [
+    pub const ALL: [Algorithm; 6] = [
         Algorithm::TokenBucket,
         Algorithm::FixedWindow,
         Algorithm::SlidingWindow,
         Algorithm::Gcra,
         Algorithm::Concurrency,
+        Algorithm::SlidingLog,
     ];
 
     /// The name scripts and stored configs use: `token_bucket`, `fixed_window`, `sliding_window`, `gcra`,
-    /// `concurrency`.
+    /// `concurrency`, `sliding_log`.
     pub fn script_name(self) -> &'static str {
         match self {
             Algorithm::TokenBucket => "token_bucket",
@@ -51,12 +62,18 @@ impl Algorithm {
             Algorithm::SlidingWindow => "sliding_window",
             Algorithm::Gcra => "gcra",
             Algorithm::Concurrency => "concurrency",
+            Algorithm::SlidingLog => "sliding_log",
         }
+    }
+
+    /// Whether a grant is logged as zset members that need a fresh id to name them (concurrency, sliding log).
+    pub(crate) fn names_grants(self) -> bool {
+        matches!(self, Algorithm::Concurrency | Algorithm::SlidingLog)
     }
 }
 
 impl fmt::Display for Algorithm {
-    /// The CLI's spelling: `token-bucket`, `fixed-window`, `sliding-window`, `gcra`, `concurrency`.
+    /// The CLI's spelling: `token-bucket`, `fixed-window`, `sliding-window`, `gcra`, `concurrency`, `sliding-log`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.script_name().replace('_', "-"))
     }
@@ -74,7 +91,7 @@ impl FromStr for Algorithm {
             .ok_or_else(|| {
                 Error::InvalidArgument(format!(
                     "unknown algorithm {text:?}: use one of token-bucket, fixed-window, sliding-window, gcra, \
-                     concurrency"
+                     concurrency, sliding-log"
                 ))
             })
     }
@@ -115,6 +132,11 @@ impl Quota {
         Quota::new(Algorithm::Concurrency, limit, lease_timeout, 1)
     }
 
+    /// At most `limit` permits in any interval-long span, exactly: see [`Algorithm::SlidingLog`].
+    pub fn sliding_log(limit: u32, interval: Duration) -> Result<Quota> {
+        Quota::new(Algorithm::SlidingLog, limit, interval, limit)
+    }
+
     /// Any algorithm from its three numbers (as the CLI and stored configs carry them). `rate` matters only for
     /// token bucket and GCRA; the others ignore it.
     pub fn new(algorithm: Algorithm, limit: u32, interval: Duration, rate: u32) -> Result<Quota> {
@@ -142,7 +164,8 @@ impl Quota {
         self.algorithm
     }
 
-    /// The limit: capacity (token bucket), burst (GCRA), permits per window, or permits in flight.
+    /// The limit: capacity (token bucket), burst (GCRA), permits per window or per sliding interval, or permits in
+    /// flight.
     pub fn limit(&self) -> u32 {
         self.limit.get()
     }
@@ -157,8 +180,8 @@ impl Quota {
         self.interval_ms
     }
 
-    /// Permits refilled per interval (token bucket, GCRA); equal to the limit for the window algorithms and 1 for
-    /// concurrency, where it is unused.
+    /// Permits refilled per interval (token bucket, GCRA); equal to the limit for the window algorithms and the
+    /// sliding log and 1 for concurrency, where it is unused.
     pub fn rate(&self) -> u32 {
         self.rate.get()
     }

@@ -1,7 +1,7 @@
 //! The algorithm family's scripts: `lua/common.lua`, `lua/limits/prelude.lua`, `lua/limits/zset_log.lua` where an
 //! algorithm keeps a permit log, one or every algorithm file, then `lua/limits/driver.lua`. A limit with a known
 //! algorithm runs the smallest script that has it; several limits of different algorithms, or a config stored in
-//! Redis (whose algorithm only the script reads), run the script that has all five.
+//! Redis (whose algorithm only the script reads), run the script that has all six.
 
 use std::sync::LazyLock;
 
@@ -26,6 +26,13 @@ pub static CONCURRENCY: LazyLock<Script> = lua_script!(
     "limits/concurrency.lua",
     "limits/driver.lua",
 );
+/// Sliding log only.
+pub static SLIDING_LOG: LazyLock<Script> = lua_script!(
+    "limits/prelude.lua",
+    "limits/zset_log.lua",
+    "limits/sliding_log.lua",
+    "limits/driver.lua",
+);
 /// Every algorithm: for mixed limits and stored configs.
 pub static ALL: LazyLock<Script> = lua_script!(
     "limits/prelude.lua",
@@ -35,6 +42,7 @@ pub static ALL: LazyLock<Script> = lua_script!(
     "limits/gcra.lua",
     "limits/zset_log.lua",
     "limits/concurrency.lua",
+    "limits/sliding_log.lua",
     "limits/driver.lua",
 );
 
@@ -48,6 +56,7 @@ pub fn for_algorithms(mut algorithms: impl Iterator<Item = Option<Algorithm>>) -
             Algorithm::SlidingWindow => &SLIDING_WINDOW,
             Algorithm::Gcra => &GCRA,
             Algorithm::Concurrency => &CONCURRENCY,
+            Algorithm::SlidingLog => &SLIDING_LOG,
         },
         _ => &ALL,
     }

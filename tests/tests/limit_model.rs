@@ -159,6 +159,8 @@ proptest! {
                     Algorithm::FixedWindow if start / interval == end / interval => limit,
                     // Leases last `interval`: within one lease time no more than the limit can be held.
                     Algorithm::Concurrency if end - start < interval => limit,
+                    // Within any interval-long span: the limit.
+                    Algorithm::SlidingLog if end - start < interval => limit,
                     _ => continue,
                 };
                 prop_assert!(taken <= bound, "{} permits in [{}, {}], bound {}", taken, start, end, bound);

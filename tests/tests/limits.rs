@@ -121,6 +121,61 @@ async fn concurrency_leases_are_released_or_expire() {
 }
 
 #[tokio::test]
+async fn sliding_log_frees_each_grant_exactly_one_interval_later() {
+    let stack = Stack::start().await;
+    let log = limiter(&stack, "sl", Quota::sliding_log(5, SECOND).unwrap());
+    assert_eq!(take(&log, T0, 2).await, decision(true, 5, 3, T0 + 1000, 0));
+    assert_eq!(take(&log, T0 + 400, 3).await, decision(true, 5, 0, T0 + 1400, 0));
+    // Weighted waits, exact: 1 permit fits once T0's grant frees, 3 only once T0 + 400's frees too.
+    assert_eq!(take(&log, T0 + 400, 1).await, decision(false, 5, 0, T0 + 1400, 600));
+    assert_eq!(take(&log, T0 + 400, 3).await, decision(false, 5, 0, T0 + 1400, 1000));
+    assert!(!take(&log, T0 + 999, 1).await.success, "not 1 ms sooner");
+    let members = Command::new("ZCARD").arg(log.state_key("id"));
+    assert_eq!(
+        stack.client().command(&members).await.unwrap(),
+        Value::Int(5),
+        "denials log nothing"
+    );
+    // At exactly T0 + 1000 the grant made at T0 is out of the window (T0, T0 + 1000]: its 2 permits are free.
+    assert_eq!(take(&log, T0 + 1000, 2).await, decision(true, 5, 0, T0 + 2000, 0));
+    assert_eq!(take(&log, T0 + 1000, 1).await.retry_after, 400);
+    // A grant's id names its members, so a reused one is refused before anything is written.
+    let call = ["limit", "", "sliding_log", "1", "5", "1000", "5", "same-id"];
+    scripts::SLIDING_LOG
+        .run(&stack.client(), &["c", "s"], &call)
+        .await
+        .unwrap();
+    let reused = scripts::SLIDING_LOG
+        .run(&stack.client(), &["c", "s"], &call)
+        .await
+        .unwrap_err();
+    assert!(reused.to_string().contains("invalid grant id"), "{reused}");
+}
+
+#[tokio::test]
+async fn sliding_log_refunds_its_newest_grants_and_its_key_expires_with_the_newest_left() {
+    let stack = Stack::start().await;
+    let client = stack.client();
+    let log = limiter(&stack, "sl-refund", Quota::sliding_log(4, SECOND).unwrap());
+    let ttl = || async {
+        let command = Command::new("PTTL").arg(log.state_key("id"));
+        client.command(&command).await.unwrap().into_int().unwrap()
+    };
+    assert!(take(&log, T0, 1).await.success);
+    assert!(take(&log, T0 + 100, 2).await.success);
+    // Explicit time: the key lives a minute past the newest grant's end (T0 + 1100), seen from T0 + 100.
+    assert!((60_900..=61_000).contains(&ttl().await));
+    let refunded = log.clone().at(T0 + 200).refund("id", 2).await.unwrap();
+    // The two permits of T0 + 100 went back, not T0's: the limit is whole again when T0's grant frees.
+    assert_eq!(refunded, decision(true, 4, 3, T0 + 1000, 0));
+    assert!((60_700..=60_800).contains(&ttl().await));
+    assert_eq!(
+        log.clone().at(T0 + 999).peek("id", 1).await.unwrap(),
+        decision(true, 4, 3, T0 + 1000, 0)
+    );
+}
+
+#[tokio::test]
 async fn several_limits_are_all_or_nothing() {
     let stack = Stack::start().await;
     let per_ip = limiter(&stack, "ip", Quota::fixed_window(2, SECOND).unwrap()).at(T0);
@@ -152,6 +207,33 @@ async fn several_limits_are_all_or_nothing() {
         global.request("all", 1),
     ];
     assert!(limit::limit_all(&other).await.unwrap().success);
+}
+
+#[tokio::test]
+async fn a_sliding_log_decides_with_other_limits_in_one_round_trip() {
+    let stack = Stack::start().await;
+    let log = limiter(&stack, "log", Quota::sliding_log(2, SECOND).unwrap()).at(T0);
+    let bucket = limiter(&stack, "bucket", Quota::token_bucket(10, 10, SECOND).unwrap()).at(T0);
+    let request = || [log.request("ip", 1), bucket.request("ip", 1)];
+    for _ in 0..2 {
+        let granted = limit::limit_all(&request()).await.unwrap();
+        assert!(granted.success);
+        assert_eq!(granted.decisions[0].lease, None, "a sliding log hands out no lease");
+    }
+    let denied = limit::limit_all(&request()).await.unwrap();
+    assert_eq!(denied.decisions[0], decision(false, 2, 0, T0 + 1000, 1000));
+    assert_eq!(denied.decisions[1], decision(true, 10, 8, T0 + 200, 0));
+    assert_eq!(
+        bucket.peek("ip", 1).await.unwrap().remaining,
+        8,
+        "the bucket recorded nothing"
+    );
+    // The other way round: the bucket denies, and the log, which allowed, logs nothing.
+    let too_many = [log.request("other", 1), bucket.request("ip", 9)];
+    let denied = limit::limit_all(&too_many).await.unwrap();
+    let verdicts: Vec<bool> = denied.decisions.iter().map(|d| d.success).collect();
+    assert_eq!((denied.success, verdicts), (false, vec![true, false]));
+    assert!(!log.reset("other").await.unwrap(), "no state for the log's identifier");
 }
 
 #[tokio::test]
@@ -203,6 +285,12 @@ async fn a_stored_quota_applies_at_once_everywhere() {
     admin.store_quota(as_lease).await.unwrap();
     let leased = stored.limit("v", 1).await.unwrap();
     assert!(leased.lease.is_some(), "a stored concurrency quota hands out leases");
+    admin.store_quota(Quota::sliding_log(1, SECOND).unwrap()).await.unwrap();
+    assert_eq!(stored.limit("w", 1).await.unwrap(), decision(true, 1, 0, T0 + 1000, 0));
+    assert_eq!(
+        stored.limit("w", 1).await.unwrap(),
+        decision(false, 1, 0, T0 + 1000, 1000)
+    );
     assert!(admin.delete_stored_quota().await.unwrap());
 }
 
@@ -214,6 +302,7 @@ async fn refunds_give_back_but_never_above_the_limit() {
         Quota::gcra(4, 1, SECOND).unwrap(),
         Quota::fixed_window(4, SECOND).unwrap(),
         Quota::sliding_window(4, SECOND).unwrap(),
+        Quota::sliding_log(4, SECOND).unwrap(),
     ] {
         let limiter = limiter(&stack, &quota.algorithm().to_string(), quota).at(T0);
         assert!(limiter.limit("id", 3).await.unwrap().success);
@@ -263,6 +352,7 @@ async fn under_server_time_idle_keys_vanish_when_they_stop_mattering() {
         Quota::fixed_window(10, Duration::from_millis(200)).unwrap(),
         Quota::sliding_window(10, Duration::from_millis(200)).unwrap(),
         Quota::concurrency(10, Duration::from_millis(200)).unwrap(),
+        Quota::sliding_log(10, Duration::from_millis(200)).unwrap(),
     ];
     for quota in quotas {
         let limiter = limiter(&stack, &quota.algorithm().to_string(), quota);
@@ -301,7 +391,8 @@ async fn hand_made_calls_get_clean_errors_never_lua_stack_traces() {
             cases.push((vec!["c", "s"], [&["limit", ""][..], &args].concat()));
         }
     };
-    bad_limit(0, &["leaky", "sliding_log"]);
+    // The CLI's spelling is not a script name.
+    bad_limit(0, &["leaky", "sliding-log"]);
     bad_limit(1, &["0", "-1", "1.5", "x", "4294967296"]);
     bad_limit(2, &["0", "1e10", "two"]);
     bad_limit(3, &["0", "4503599627370497", "1.5"]);
@@ -316,6 +407,8 @@ async fn hand_made_calls_get_clean_errors_never_lua_stack_traces() {
         vec!["c", "s"],
         [&["refund", ""][..], &concurrency[..5], &["nocolon"]].concat(),
     ));
+    let unnamed_grant = ["sliding_log", "1", "5", "1000", "5", ""];
+    cases.push((vec!["c", "s"], [&["limit", ""][..], &unnamed_grant].concat()));
     for (keys, args) in cases {
         let error = scripts::ALL.run(&client, &keys, &args).await.unwrap_err();
         let message = error.to_string();
@@ -391,6 +484,7 @@ async fn script_sha1s_match_what_redis_computes() {
         &*scripts::SLIDING_WINDOW,
         &*scripts::GCRA,
         &*scripts::CONCURRENCY,
+        &*scripts::SLIDING_LOG,
         &*scripts::ALL,
     ] {
         let loaded = client

@@ -1,7 +1,7 @@
 //! Over-admission under contention: 16 concurrent clients hammer one limit through the bridge, on the Redis
 //! server's clock, and every grant is checked against what the algorithm promises. The exact algorithms must show
 //! zero excess; the sliding window counter's approximation error is measured (at explicit times, where grant times
-//! are known) and printed.
+//! are known) and printed, next to the fixed window's and the sliding log's.
 //!
 //! `cargo test -p edgelimit-tests --test over_admission -- --nocapture` shows the numbers.
 
@@ -78,6 +78,23 @@ async fn fixed_window_grants_at_most_the_limit_in_every_window() {
         per_window.values().any(|&n| n == 20),
         "the limit was reached, so the test means something"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sliding_log_grants_at_most_the_limit_in_every_interval() {
+    let stack = Stack::start().await;
+    let interval = 100;
+    let quota = Quota::sliding_log(20, Duration::from_millis(interval)).unwrap();
+    let (granted, _) = hammer(&stack, quota, 1).await;
+    // A grant's reset is its own time + interval (the newest grant is the one just made, on server time).
+    let mut times: Vec<u64> = granted.iter().map(|decision| decision.reset - interval).collect();
+    times.sort_unstable();
+    let most = most_in_any_span(&times, interval);
+    eprintln!(
+        "sliding log 20/100ms: {} grants, at most {most} in any {interval} ms",
+        granted.len()
+    );
+    assert_eq!(most, 20, "never above the limit, and the limit was reached");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -200,11 +217,15 @@ async fn worst_window_ratio(stack: &Stack, quota: Quota, pattern: Pattern) -> f6
             granted.push(start + offset);
         }
     }
-    let most = (0..granted.len())
-        .map(|i| granted[i..].iter().take_while(|&&t| t < granted[i] + interval).count())
+    most_in_any_span(&granted, interval) as f64 / f64::from(quota.limit())
+}
+
+/// The most of these grant times (sorted) that fall in any span [t, t + span).
+fn most_in_any_span(times: &[u64], span: u64) -> usize {
+    (0..times.len())
+        .map(|i| times[i..].iter().take_while(|&&t| t < times[i] + span).count())
         .max()
-        .unwrap_or(0);
-    most as f64 / f64::from(quota.limit())
+        .unwrap_or(0)
 }
 
 #[tokio::test]
@@ -214,7 +235,12 @@ async fn sliding_window_error_is_measured_against_the_fixed_window() {
     for pattern in [Pattern::SteadyOverload, Pattern::BoundaryBurst] {
         let sliding = worst_window_ratio(&stack, Quota::sliding_window(20, interval).unwrap(), pattern).await;
         let fixed = worst_window_ratio(&stack, Quota::fixed_window(20, interval).unwrap(), pattern).await;
-        eprintln!("{pattern:?}: most grants in any 1 s / limit: sliding window {sliding:.3}, fixed window {fixed:.3}");
+        let log = worst_window_ratio(&stack, Quota::sliding_log(20, interval).unwrap(), pattern).await;
+        eprintln!(
+            "{pattern:?}: most grants in any 1 s / limit: sliding window {sliding:.3}, fixed window {fixed:.3}, \
+             sliding log {log:.3}"
+        );
+        assert_eq!(log, 1.0, "the sliding log is exact and the load reaches its limit");
         // Both window algorithms are bounded by twice the limit by construction.
         assert!(sliding <= 2.0 && fixed <= 2.0);
         if let Pattern::BoundaryBurst = pattern {

@@ -1,6 +1,6 @@
 //! Concurrency: leases held at once, each expiring `interval` ms after its grant.
 
-use super::{Standing, Verdict};
+use super::Verdict;
 use crate::limit::Quota;
 
 /// Live leases as (expiry, permits, id).
@@ -15,30 +15,18 @@ impl Concurrency {
 
     pub(super) fn decide(&mut self, q: &Quota, now: u64, permits: u64) -> Verdict {
         self.expire(now);
-        let limit = u64::from(q.limit());
         let held: u64 = self.0.iter().map(|&(_, permits, _)| permits).sum();
         let last_expiry = self.0.last().map_or(now, |&(expiry, _, _)| expiry);
-        let allowed = held + permits <= limit;
-        let mut retry_after = 0;
-        if !allowed {
-            let (mut freed, excess) = (0, held + permits - limit);
-            for &(expiry, lease_permits, _) in &self.0 {
+        Verdict::of_log(q, now, permits, held, last_expiry, || {
+            // Until the soonest-expiring leases free the excess (never, for more than the limit: the scripts refuse
+            // such a request before deciding).
+            let (mut freed, excess) = (0, held + permits - u64::from(q.limit()));
+            let enough = self.0.iter().find(|&&(_, lease_permits, _)| {
                 freed += lease_permits;
-                if freed >= excess {
-                    retry_after = expiry - now;
-                    break;
-                }
-            }
-        }
-        let now_standing = Standing {
-            remaining: limit.saturating_sub(held),
-            reset: last_expiry,
-        };
-        let after = Standing {
-            remaining: limit.saturating_sub(held + permits),
-            reset: last_expiry.max(now + q.interval_ms()),
-        };
-        Verdict::new(allowed, retry_after, now_standing, after)
+                freed >= excess
+            });
+            enough.map_or(0, |&(expiry, _, _)| expiry - now)
+        })
     }
 
     pub(super) fn grant(&mut self, q: &Quota, now: u64, permits: u64, id: u64) {

@@ -9,6 +9,7 @@
 mod bucket;
 mod concurrency;
 mod fixed_window;
+mod sliding_log;
 mod sliding_window;
 
 use super::quota::{Algorithm, Quota};
@@ -44,6 +45,23 @@ impl Verdict {
             after: if allowed { after } else { now },
         }
     }
+
+    /// The verdict of a limit whose grants hold their permits until they free (concurrency, sliding log): `held`
+    /// permits at `now`, the last of them freeing at `last_free` (`now` when none); `retry_after` is asked only when
+    /// the request does not fit.
+    fn of_log(q: &Quota, now: u64, permits: u64, held: u64, last_free: u64, retry_after: impl FnOnce() -> u64) -> Self {
+        let limit = u64::from(q.limit());
+        let allowed = held + permits <= limit;
+        let now_standing = Standing {
+            remaining: limit.saturating_sub(held),
+            reset: last_free,
+        };
+        let after = Standing {
+            remaining: limit.saturating_sub(held + permits),
+            reset: last_free.max(now + q.interval_ms()),
+        };
+        Verdict::new(allowed, if allowed { 0 } else { retry_after() }, now_standing, after)
+    }
 }
 
 /// One identifier's state under one quota.
@@ -60,10 +78,11 @@ enum State {
     FixedWindow(fixed_window::FixedWindow),
     SlidingWindow(sliding_window::SlidingWindow),
     Concurrency(concurrency::Concurrency),
+    SlidingLog(sliding_log::SlidingLog),
 }
 
 impl ModelLimit {
-    /// A fresh identifier under `quota` (a full bucket, empty windows, no leases).
+    /// A fresh identifier under `quota` (a full bucket, empty windows, no leases, an empty log).
     pub fn new(quota: Quota) -> ModelLimit {
         let state = match quota.algorithm() {
             Algorithm::TokenBucket => State::TokenBucket(Default::default()),
@@ -71,6 +90,7 @@ impl ModelLimit {
             Algorithm::FixedWindow => State::FixedWindow(Default::default()),
             Algorithm::SlidingWindow => State::SlidingWindow(Default::default()),
             Algorithm::Concurrency => State::Concurrency(Default::default()),
+            Algorithm::SlidingLog => State::SlidingLog(Default::default()),
         };
         ModelLimit { quota, state }
     }
@@ -80,7 +100,8 @@ impl ModelLimit {
         self.quota
     }
 
-    /// The verdict on `permits` at `now`; changes nothing that matters (concurrency forgets expired leases).
+    /// The verdict on `permits` at `now`; changes nothing that matters (concurrency and the sliding log forget what
+    /// has expired).
     pub fn decide(&mut self, now: u64, permits: u32) -> Verdict {
         let (q, n) = (&self.quota, u64::from(permits));
         match &mut self.state {
@@ -89,6 +110,7 @@ impl ModelLimit {
             State::FixedWindow(state) => state.decide(q, now, n),
             State::SlidingWindow(state) => state.decide(q, now, n),
             State::Concurrency(state) => state.decide(q, now, n),
+            State::SlidingLog(state) => state.decide(q, now, n),
         }
     }
 
@@ -102,6 +124,7 @@ impl ModelLimit {
             State::FixedWindow(state) => state.grant(q, now, n),
             State::SlidingWindow(state) => state.grant(q, now, n),
             State::Concurrency(state) => state.grant(q, now, n, lease_id),
+            State::SlidingLog(state) => state.grant(q, now, n),
         }
     }
 
@@ -115,6 +138,7 @@ impl ModelLimit {
             State::FixedWindow(state) => state.refund(q, now, n),
             State::SlidingWindow(state) => state.refund(q, now, n),
             State::Concurrency(state) => return state.release(now, n, lease_id),
+            State::SlidingLog(state) => state.refund(now, n),
         }
         true
     }
