@@ -12,7 +12,7 @@
 //! | module | concept |
 //! |---|---|
 //! | [`sliding_log`] | the sliding log (Redisson's `RRateLimiter`, fixed): rates, the limiter handle |
-//! | [`limit`] | the algorithm family (token bucket, fixed and sliding window, GCRA, concurrency), several limits in one round trip, and their reference [`limit::model`] |
+//! | [`limit`] | the algorithm family (token bucket, fixed and sliding window, GCRA, concurrency, sliding log), several limits in one round trip, and their reference [`limit::model`] |
 //! | [`ratelimit`] | what the npm package's `Ratelimit` does: limits per identifier, the block cache, the failure policy |
 //! | [`decision`] | a decision as a value: `{success, limit, remaining, reset, retry_after}` |
 //! | [`duration`] | human durations: `"10 s"`, `"250ms"`, `"1m"` |
