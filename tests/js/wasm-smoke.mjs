@@ -48,7 +48,10 @@ export async function ratelimitSmoke({ Ratelimit }, url, token, prefix) {
     const results = [];
     for (let i = 0; i < 5; i++) results.push(await ratelimit.limit("user"));
     out[name] = first(results);
-    out[`${name}RetryInMinute`] = results[3].retryAfter > 0 && results[3].retryAfter <= 60_000;
+    // Within a minute, except for the sliding window: its previous window still weighs on the next one, so its
+    // wait can reach into the following minute (up to two intervals, depending on where in the minute this runs).
+    const longest = name === "slidingWindow" ? 120_000 : 60_000;
+    out[`${name}RetryBounded`] = results[3].retryAfter > 0 && results[3].retryAfter <= longest;
   }
   // Limits are keyed by algorithm and interval unless named: the 1-minute fixed windows below share one count.
   const ratelimit = make(Ratelimit.fixedWindow(5, "1 m"));
@@ -74,15 +77,15 @@ const TWO_THEN_CACHE = [
 
 export const EXPECTED_RATELIMIT = {
   slidingLog: TWO_THEN_CACHE,
-  slidingLogRetryInMinute: true,
+  slidingLogRetryBounded: true,
   fixedWindow: TWO_THEN_CACHE,
-  fixedWindowRetryInMinute: true,
+  fixedWindowRetryBounded: true,
   slidingWindow: TWO_THEN_CACHE,
-  slidingWindowRetryInMinute: true,
+  slidingWindowRetryBounded: true,
   tokenBucket: TWO_THEN_CACHE,
-  tokenBucketRetryInMinute: true,
+  tokenBucketRetryBounded: true,
   gcra: TWO_THEN_CACHE,
-  gcraRetryInMinute: true,
+  gcraRetryBounded: true,
   limitAll: [true, 0, [0, 7]],
   remaining: 3,
   handle: [true, 1, 1],

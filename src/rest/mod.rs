@@ -1,11 +1,17 @@
-//! The client side of the Upstash REST protocol, on reqwest (hyper natively, the global `fetch` in wasm).
+//! The client side of the Upstash REST protocol: reqwest (hyper) natively, the runtime's own `fetch` in wasm (see
+//! [`http`]).
 //!
 //! `POST /` carries one command as a JSON array and answers `{"result": …}` (HTTP 200) or `{"error": …}` (HTTP 400);
 //! `POST /pipeline` and `POST /multi-exec` carry an array of commands and answer an array of such objects. The
 //! client always asks for `Upstash-Encoding: base64`, so binary strings (script members, packed ids) arrive intact.
 
+#[cfg_attr(not(target_arch = "wasm32"), path = "http_native.rs")]
+#[cfg_attr(target_arch = "wasm32", path = "http_wasm.rs")]
+mod http;
+
 use std::time::Duration;
 
+use self::http::{Failure, Http};
 use crate::error::{Error, Result};
 use crate::value::Value;
 
@@ -44,7 +50,7 @@ impl Command {
 /// A connection to one Upstash-compatible REST endpoint. Cheap to clone; clones share the HTTP connection pool.
 #[derive(Debug, Clone)]
 pub struct RestClient {
-    http: reqwest::Client,
+    http: Http,
     base_url: String,
     token: String,
     timeout: Duration,
@@ -67,7 +73,7 @@ impl RestClient {
             ));
         }
         Ok(RestClient {
-            http: reqwest::Client::new(),
+            http: Http::default(),
             base_url: base_url.to_owned(),
             token: token.to_owned(),
             timeout: DEFAULT_TIMEOUT,
@@ -95,7 +101,7 @@ impl RestClient {
 
     /// Runs one command. A Redis error reply becomes [`Error::Redis`].
     pub async fn command(&self, command: &Command) -> Result<Value> {
-        let body = serde_json::to_vec(command.words()).expect("a list of strings always serialises");
+        let body = serde_json::to_string(command.words()).expect("a list of strings always serialises");
         let reply = self.post("", body).await?;
         decode_item(&reply)
     }
@@ -113,7 +119,7 @@ impl RestClient {
 
     async fn batch(&self, path: &str, commands: &[Command]) -> Result<Vec<Result<Value>>> {
         let words: Vec<&[String]> = commands.iter().map(Command::words).collect();
-        let body = serde_json::to_vec(&words).expect("lists of strings always serialise");
+        let body = serde_json::to_string(&words).expect("lists of strings always serialise");
         let reply = self.post(path, body).await?;
         let serde_json::Value::Array(items) = reply else {
             return Err(Error::malformed("an array of results", reply));
@@ -128,26 +134,25 @@ impl RestClient {
     }
 
     /// Sends one request and returns its JSON body, mapping HTTP-level failures to errors.
-    async fn post(&self, path: &str, body: Vec<u8>) -> Result<serde_json::Value> {
+    async fn post(&self, path: &str, body: String) -> Result<serde_json::Value> {
         let url = format!("{}{path}", self.base_url);
-        let request = self
-            .http
-            .post(&url)
-            .bearer_auth(&self.token)
-            .header("Upstash-Encoding", "base64")
-            .header("Content-Type", "application/json")
-            .timeout(self.timeout)
-            .body(body);
-        let response = request.send().await.map_err(|e| self.transport_error(e))?;
-        let status = response.status().as_u16();
-        let bytes = response.bytes().await.map_err(|e| self.transport_error(e))?;
-        let json: Option<serde_json::Value> = serde_json::from_slice(&bytes).ok();
+        let (status, text) = match self.http.post(&url, &self.token, body, self.timeout).await {
+            Ok(reply) => reply,
+            Err(Failure::Timeout) => return Err(Error::Timeout { after: self.timeout }),
+            Err(Failure::Other(source)) => {
+                return Err(Error::Transport {
+                    url: self.base_url.clone(),
+                    source,
+                })
+            }
+        };
+        let json: Option<serde_json::Value> = serde_json::from_str(&text).ok();
         let error_text = || match json.as_ref().and_then(|j| j.get("error")).and_then(|e| e.as_str()) {
             Some(message) => message.to_owned(),
-            None => String::from_utf8_lossy(&bytes[..bytes.len().min(200)]).into_owned(),
+            None => text.chars().take(200).collect(),
         };
         match status {
-            200 => json.ok_or_else(|| Error::malformed("a JSON body", String::from_utf8_lossy(&bytes))),
+            200 => json.ok_or_else(|| Error::malformed("a JSON body", &text)),
             // Upstash answers a command that Redis rejected with 400 and the Redis error text.
             400 if json.is_some() => Err(Error::Redis(error_text())),
             401 | 403 => Err(Error::Unauthorized {
@@ -158,19 +163,6 @@ impl RestClient {
                 status,
                 message: error_text(),
             }),
-        }
-    }
-
-    fn transport_error(&self, error: reqwest::Error) -> Error {
-        // reqwest's wasm backend reports its abort-on-timeout as an error whose text says "TimedOut" rather than
-        // through `is_timeout()`, so both are checked.
-        if error.is_timeout() || error.to_string().contains("TimedOut") {
-            Error::Timeout { after: self.timeout }
-        } else {
-            Error::Transport {
-                url: self.base_url.clone(),
-                source: Box::new(error),
-            }
         }
     }
 }

@@ -1,0 +1,47 @@
+//! HTTP natively: reqwest on hyper, with one connection pool per client (shared by its clones).
+
+use std::time::Duration;
+
+/// Why a request got no HTTP reply.
+pub(crate) enum Failure {
+    /// Nothing came back within the timeout.
+    Timeout,
+    /// The request could not be made or its body not read.
+    Other(Box<dyn std::error::Error + Send + Sync>),
+}
+
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Http {
+    client: reqwest::Client,
+}
+
+impl Http {
+    /// POSTs `body` (JSON) with the bearer `token`, asking for base64-encoded replies; the status and the body.
+    pub(crate) async fn post(
+        &self,
+        url: &str,
+        token: &str,
+        body: String,
+        timeout: Duration,
+    ) -> Result<(u16, String), Failure> {
+        let request = self
+            .client
+            .post(url)
+            .bearer_auth(token)
+            .header("Upstash-Encoding", "base64")
+            .header("Content-Type", "application/json")
+            .timeout(timeout)
+            .body(body);
+        let response = request.send().await.map_err(failure)?;
+        let status = response.status().as_u16();
+        Ok((status, response.text().await.map_err(failure)?))
+    }
+}
+
+fn failure(error: reqwest::Error) -> Failure {
+    if error.is_timeout() {
+        Failure::Timeout
+    } else {
+        Failure::Other(Box::new(error))
+    }
+}

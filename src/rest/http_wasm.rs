@@ -1,0 +1,107 @@
+//! HTTP in wasm: the runtime's global `fetch` (Workers, Node, browsers), called directly.
+//!
+//! Not reqwest's wasm backend: it builds a `Request` object, an `AbortController` and a timer per request and
+//! aborts the controller after every request, finished or not, which costs more JS time than the round trip to a
+//! local endpoint (measured in `bench/npm.mjs`). Here a request is one `fetch(url, init)` with
+//! `AbortSignal.timeout`, and the body is read as text.
+
+use std::fmt;
+use std::time::Duration;
+
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use wasm_bindgen_futures::JsFuture;
+
+#[wasm_bindgen]
+extern "C" {
+    #[wasm_bindgen(catch, js_name = fetch)]
+    fn global_fetch(url: &str, init: &js_sys::Object) -> Result<js_sys::Promise, JsValue>;
+
+    #[wasm_bindgen(js_namespace = AbortSignal, js_name = timeout)]
+    fn abort_signal_timeout(ms: f64) -> JsValue;
+
+    type FetchResponse;
+
+    #[wasm_bindgen(method, getter)]
+    fn status(this: &FetchResponse) -> u16;
+
+    #[wasm_bindgen(method)]
+    fn text(this: &FetchResponse) -> js_sys::Promise;
+}
+
+/// Why a request got no HTTP reply.
+pub(crate) enum Failure {
+    /// Nothing came back within the timeout.
+    Timeout,
+    /// The request could not be made or its body not read.
+    Other(Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// What `fetch` rejected with, as text (a JS value cannot cross threads, and the message is what matters).
+#[derive(Debug)]
+struct FetchError(String);
+
+impl fmt::Display for FetchError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for FetchError {}
+
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Http;
+
+impl Http {
+    /// POSTs `body` (JSON) with the bearer `token`, asking for base64-encoded replies; the status and the body.
+    pub(crate) async fn post(
+        &self,
+        url: &str,
+        token: &str,
+        body: String,
+        timeout: Duration,
+    ) -> Result<(u16, String), Failure> {
+        let headers = js_sys::Object::new();
+        let init = js_sys::Object::new();
+        for (object, name, value) in [
+            (&headers, "authorization", JsValue::from(format!("Bearer {token}"))),
+            (&headers, "upstash-encoding", "base64".into()),
+            (&headers, "content-type", "application/json".into()),
+            (&init, "method", "POST".into()),
+            (&init, "headers", headers.clone().into()),
+            (&init, "body", body.into()),
+            (&init, "signal", abort_signal_timeout(timeout.as_millis() as f64)),
+        ] {
+            // Reflect::set only fails on frozen objects; these are fresh.
+            let _ = js_sys::Reflect::set(object, &name.into(), &value);
+        }
+        let response: FetchResponse = JsFuture::from(global_fetch(url, &init).map_err(failure)?)
+            .await
+            .map_err(failure)?
+            .unchecked_into();
+        let status = response.status();
+        let text = JsFuture::from(response.text()).await.map_err(failure)?;
+        Ok((status, text.as_string().unwrap_or_default()))
+    }
+}
+
+/// Our signal is the only thing that aborts these requests, so an abort is the timeout.
+fn failure(error: JsValue) -> Failure {
+    let property = |value: &JsValue, name: &str| {
+        js_sys::Reflect::get(value, &name.into())
+            .ok()
+            .and_then(|v| v.as_string())
+    };
+    if matches!(property(&error, "name").as_deref(), Some("TimeoutError" | "AbortError")) {
+        return Failure::Timeout;
+    }
+    let mut message = property(&error, "message").unwrap_or_else(|| format!("{error:?}"));
+    // Node's fetch says only "fetch failed"; the reason (ECONNREFUSED, …) is in its cause.
+    if let Some(cause) = js_sys::Reflect::get(&error, &"cause".into())
+        .ok()
+        .and_then(|cause| property(&cause, "message"))
+    {
+        message = format!("{message}: {cause}");
+    }
+    Failure::Other(Box::new(FetchError(message)))
+}
