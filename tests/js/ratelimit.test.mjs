@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { Ratelimit } from "edgelimit";
-import { startStack, startStalledEndpoint } from "./harness.mjs";
+import { freePort, startStack, startStalledEndpoint } from "./harness.mjs";
 
 let stack;
 let prefixes = 0;
@@ -146,7 +146,7 @@ test("onError: a stalled store times out at `timeout` and the policy answers, wi
   }
 });
 
-test("onError: Redis down behind the bridge is reason 'error'; a wrong token always rejects", async () => {
+test("onError: Redis down behind the bridge is reason 'error'; nothing listening is EDGELIMIT_TRANSPORT; a wrong token always rejects", async () => {
   const limits = ratelimit(Ratelimit.gcra(5, "1 s"), { onError: "deny" });
   await stack.stopRedis();
   try {
@@ -156,6 +156,12 @@ test("onError: Redis down behind the bridge is reason 'error'; a wrong token alw
     await stack.restartRedis();
   }
   assert.equal((await limits.limit("y")).success, true, "back once Redis is");
+  const nobody = `http://127.0.0.1:${await freePort()}`;
+  const refused = await new Ratelimit({ url: nobody, token: "t", limiter: Ratelimit.gcra(5, "1 s"), onError: "throw" })
+    .limit("y")
+    .catch((e) => e);
+  assert.equal(refused.code, "EDGELIMIT_TRANSPORT");
+  assert.match(refused.message, new RegExp(`could not reach the REST endpoint at ${nobody}: fetch failed: .*ECONNREFUSED`));
   const wrongToken = new Ratelimit({ url: stack.url, token: "wrong", limiter: Ratelimit.gcra(5, "1 s"), onError: "allow" });
   const error = await wrongToken.limit("y").catch((e) => e);
   assert.deepEqual([error.code, error.name], ["EDGELIMIT_AUTH", "EdgelimitError"], "a wrong token is not absorbed");
