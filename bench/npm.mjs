@@ -1,0 +1,172 @@
+// The npm package measured from Node, next to @upstash/ratelimit in the same run, on the same bridge and Redis:
+//   - package size: the wasm (raw, gzip) and the JS;
+//   - cold start: a fresh process (Node) or a fresh workerd (Miniflare) until the first decision is back;
+//   - decisions per second and latency (p50, p99) through the bridge, `IN_FLIGHT` requests at a time, per
+//     algorithm both libraries have. Limits are so high that every request is allowed: this measures the decision,
+//     not the block cache (off on both sides). @upstash/redis auto-pipelines by default (commands issued in the
+//     same tick share one HTTP request), which edgelimit does not (yet): it is measured both ways.
+// Not a test: numbers on a shared machine move. Ratios between contenders measured in one run are what to read.
+//
+// Run: scripts/build-wasm && cargo build --release -p edgelimit-cli && node bench/npm.mjs
+//      (EDGELIMIT_BIN=target/release/edgelimit is set below unless given; ROUNDS, SECONDS and IN_FLIGHT override)
+import { execFile } from "node:child_process";
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { gzipSync } from "node:zlib";
+
+process.env.EDGELIMIT_BIN ??= new URL("../target/release/edgelimit", import.meta.url).pathname;
+const { ROOT, startStack } = await import("../tests/js/harness.mjs");
+const { Ratelimit } = await import("edgelimit");
+const upstash = await import("@upstash/ratelimit");
+const { Redis } = await import("@upstash/redis");
+const { Miniflare } = await import("miniflare");
+
+const ROUNDS = Number(process.env.ROUNDS ?? 3);
+const SECONDS = Number(process.env.SECONDS ?? 3);
+const IN_FLIGHT = Number(process.env.IN_FLIGHT ?? 8);
+const run = promisify(execFile);
+const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+const quantile = (sorted, q) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
+const fmt = (n, digits = 1) => n.toFixed(digits);
+
+function packageSize() {
+  const pkg = join(ROOT, "pkg");
+  const wasm = readFileSync(join(pkg, "core_bg.wasm"));
+  const js = readdirSync(pkg)
+    .filter((f) => f.endsWith(".js"))
+    .map((f) => readFileSync(join(pkg, f)));
+  const jsBytes = js.reduce((n, b) => n + b.length, 0);
+  const jsGzip = js.reduce((n, b) => n + gzipSync(b, { level: 9 }).length, 0);
+  const dts = statSync(join(pkg, "index.d.ts")).size;
+  return { wasmRaw: wasm.length, wasmGzip: gzipSync(wasm, { level: 9 }).length, jsBytes, jsGzip, dts };
+}
+
+/** A fresh Node process: import, construct, first decision. Reports ms from the process's own start. */
+async function nodeColdStart(stack, which) {
+  const script =
+    which === "edgelimit"
+      ? `const { Ratelimit } = await import("edgelimit");
+         const r = new Ratelimit({ url: process.env.URL, token: process.env.TOKEN, limiter: Ratelimit.fixedWindow(1e8, "1 h"), prefix: "cold" + Math.random() });
+         await r.limit("id");`
+      : `const { Ratelimit } = await import("@upstash/ratelimit"); const { Redis } = await import("@upstash/redis");
+         const r = new Ratelimit({ redis: new Redis({ url: process.env.URL, token: process.env.TOKEN, enableTelemetry: false }), limiter: Ratelimit.fixedWindow(1e8, "1 h"), prefix: "cold" + Math.random(), ephemeralCache: false });
+         await r.limit("id");`;
+  const wrapped = `${script}\nprocess.stdout.write(String(performance.now()));`;
+  const { stdout } = await run("node", ["--input-type=module", "-e", wrapped], {
+    cwd: ROOT,
+    env: { ...process.env, URL: stack.url, TOKEN: stack.token },
+  });
+  return Number(stdout);
+}
+
+/** A fresh workerd (Miniflare): from construction until the first decision's response is back. */
+async function workerdColdStart(stack, which) {
+  const pkg = join(ROOT, "pkg");
+  const modules =
+    which === "edgelimit"
+      ? readdirSync(pkg)
+          .filter((f) => f.endsWith(".js") || f.endsWith(".wasm"))
+          .map((f) => ({
+            type: f.endsWith(".wasm") ? "CompiledWasm" : "ESModule",
+            path: join(ROOT, "edgelimit", f),
+            contents: readFileSync(join(pkg, f)),
+          }))
+      : [];
+  const body =
+    which === "edgelimit"
+      ? `import { Ratelimit } from "./edgelimit/workerd.js";
+         export default { async fetch(req, env) {
+           const r = new Ratelimit({ url: env.URL, token: env.TOKEN, limiter: Ratelimit.fixedWindow(1e8, "1 h") });
+           return Response.json(await r.limit("id"));
+         } };`
+      : `export default { async fetch(req, env) { return new Response("no limiter"); } };`;
+  const started = performance.now();
+  const mf = new Miniflare({
+    compatibilityDate: "2025-09-01",
+    modulesRoot: ROOT,
+    modules: [{ type: "ESModule", path: join(ROOT, "worker.mjs"), contents: body }, ...modules],
+    bindings: { URL: stack.url, TOKEN: stack.token },
+  });
+  const response = await mf.dispatchFetch("http://bench.test/");
+  await response.text();
+  const elapsed = performance.now() - started;
+  await mf.dispose();
+  return elapsed;
+}
+
+/** `IN_FLIGHT` loops calling `decide` for `SECONDS`; decisions per second and latency quantiles (ms). */
+async function throughput(decide) {
+  const latencies = [];
+  const deadline = performance.now() + SECONDS * 1000;
+  await Promise.all(
+    Array.from({ length: IN_FLIGHT }, async (_, lane) => {
+      let i = 0;
+      while (performance.now() < deadline) {
+        const start = performance.now();
+        const result = await decide(`lane-${lane}-${i++ % 100}`);
+        if (!result.success) throw new Error(`a bench request was denied: ${JSON.stringify(result)}`);
+        latencies.push(performance.now() - start);
+      }
+    }),
+  );
+  latencies.sort((a, b) => a - b);
+  return { perSecond: latencies.length / SECONDS, p50: quantile(latencies, 0.5), p99: quantile(latencies, 0.99) };
+}
+
+const stack = await startStack();
+try {
+  const size = packageSize();
+  console.log("## Package size\n");
+  console.log("| part | raw bytes | gzip bytes |\n|---|---|---|");
+  console.log(`| core_bg.wasm | ${size.wasmRaw} | ${size.wasmGzip} |`);
+  console.log(`| JS (glue, layer, entry points) | ${size.jsBytes} | ${size.jsGzip} |`);
+  console.log(`| index.d.ts | ${size.dts} | — |\n`);
+
+  const cold = { node: { edgelimit: [], upstash: [] }, workerd: { edgelimit: [], none: [] } };
+  for (let i = 0; i < 5; i++) {
+    cold.node.edgelimit.push(await nodeColdStart(stack, "edgelimit"));
+    cold.node.upstash.push(await nodeColdStart(stack, "upstash"));
+    cold.workerd.edgelimit.push(await workerdColdStart(stack, "edgelimit"));
+    cold.workerd.none.push(await workerdColdStart(stack, "none"));
+  }
+  console.log("## Cold start to the first decision (median of 5, ms)\n");
+  console.log("| runtime | edgelimit | baseline | baseline is |\n|---|---|---|---|");
+  console.log(`| Node (process start → first decision) | ${fmt(median(cold.node.edgelimit))} | ${fmt(median(cold.node.upstash))} | @upstash/ratelimit + @upstash/redis, same steps |`);
+  console.log(`| workerd (new Miniflare → first response) | ${fmt(median(cold.workerd.edgelimit))} | ${fmt(median(cold.workerd.none))} | a Worker without a limiter |\n`);
+
+  const redis = new Redis({ url: stack.url, token: stack.token, enableTelemetry: false });
+  const unpipelined = new Redis({ url: stack.url, token: stack.token, enableTelemetry: false, enableAutoPipelining: false });
+  const contenders = [];
+  for (const [name, ours, theirs] of [
+    ["fixed window", Ratelimit.fixedWindow(1e8, "1 h"), upstash.Ratelimit.fixedWindow(1e8, "1 h")],
+    ["sliding window", Ratelimit.slidingWindow(1e8, "1 h"), upstash.Ratelimit.slidingWindow(1e8, "1 h")],
+    ["token bucket", Ratelimit.tokenBucket(1e8, "1 h", 1e8), upstash.Ratelimit.tokenBucket(1e8, "1 h", 1e8)],
+  ]) {
+    const mine = new Ratelimit({ url: stack.url, token: stack.token, limiter: ours, prefix: "bench", cache: false });
+    const peer = new upstash.Ratelimit({ redis, limiter: theirs, prefix: "bench-upstash", ephemeralCache: false });
+    const plain = new upstash.Ratelimit({ redis: unpipelined, limiter: theirs, prefix: "bench-upstash", ephemeralCache: false });
+    contenders.push({ name, edgelimit: (id) => mine.limit(id), upstash: (id) => peer.limit(id), plain: (id) => plain.limit(id) });
+  }
+  console.log(`## Decisions per second through the bridge (${IN_FLIGHT} in flight, ${SECONDS} s, best of ${ROUNDS} rounds)\n`);
+  console.log("| algorithm | edgelimit /s | @upstash, no auto-pipelining /s | ratio | @upstash, auto-pipelining (default) /s | ratio | p50 / p99 ms: edgelimit · @upstash plain · @upstash pipelined |");
+  console.log("|---|---|---|---|---|---|---|");
+  for (const contender of contenders) {
+    const best = { edgelimit: null, upstash: null, plain: null };
+    for (let round = 0; round < ROUNDS; round++) {
+      // Rotate who goes first, so no one always runs on a warmer (or busier) machine.
+      const order = ["edgelimit", "plain", "upstash"].map((_, i, all) => all[(i + round) % all.length]);
+      for (const who of order) {
+        const result = await throughput(contender[who]);
+        if (!best[who] || result.perSecond > best[who].perSecond) best[who] = result;
+      }
+    }
+    const [a, p, b] = [best.edgelimit, best.plain, best.upstash];
+    const latency = (r) => `${fmt(r.p50, 2)} / ${fmt(r.p99, 2)}`;
+    console.log(
+      `| ${contender.name} | ${fmt(a.perSecond, 0)} | ${fmt(p.perSecond, 0)} | ${fmt(a.perSecond / p.perSecond, 2)} | ${fmt(b.perSecond, 0)} | ${fmt(a.perSecond / b.perSecond, 2)} | ${latency(a)} · ${latency(p)} · ${latency(b)} |`,
+    );
+  }
+} finally {
+  await stack.stop();
+}
