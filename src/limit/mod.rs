@@ -144,15 +144,15 @@ impl Limiter {
                 "block_until_ready waits in real time, so it cannot run at an explicit time; use limit".into(),
             ));
         }
-        let poll_leases = self
-            .quota
-            .is_none_or(|quota| quota.algorithm() == Algorithm::Concurrency);
-        let longest_sleep = if poll_leases {
-            Duration::from_millis(20)
-        } else {
-            Duration::MAX
-        };
-        retry_until_granted(timeout, longest_sleep, || self.limit(id, permits)).await
+        retry_until_granted(timeout, longest_sleep([self]), || self.limit(id, permits)).await
+    }
+
+    /// True when capacity may come back before a denial's `retry_after`: a concurrency lease is usually released
+    /// before it expires (and a stored quota may be a concurrency one). Such denials are upper bounds, to poll
+    /// rather than sleep through, and never to cache.
+    pub(crate) fn frees_early(&self) -> bool {
+        self.quota
+            .is_none_or(|quota| quota.algorithm() == Algorithm::Concurrency)
     }
 
     /// What [`limit`](Limiter::limit) would decide, recording nothing: `remaining` is what is left now.
@@ -225,6 +225,16 @@ impl Limiter {
     pub async fn delete_stored_quota(&self) -> Result<bool> {
         let command = Command::new("DEL").arg(self.config_key());
         Ok(self.client.command(&command).await?.into_int()? > 0)
+    }
+}
+
+/// The longest a waiting call on these limiters sleeps between attempts: a denial's exact `retry_after`, unless one
+/// of them [frees early](Limiter::frees_early): then it asks again every 20 ms.
+pub(crate) fn longest_sleep<'a>(limiters: impl IntoIterator<Item = &'a Limiter>) -> Duration {
+    if limiters.into_iter().any(Limiter::frees_early) {
+        Duration::from_millis(20)
+    } else {
+        Duration::MAX
     }
 }
 

@@ -29,7 +29,7 @@ use std::time::Duration;
 pub use self::block_cache::BlockCache;
 use crate::decision::Decision;
 use crate::error::{Error, Result};
-use crate::limit::{self, Algorithm, Decisions, Limiter, Quota, DEFAULT_PREFIX};
+use crate::limit::{self, Decisions, Limiter, Quota, DEFAULT_PREFIX};
 use crate::rest::{Command, RestClient};
 use crate::time::{retry_until_granted, Attempt, Instant};
 
@@ -190,6 +190,11 @@ impl Ratelimit {
         Ok(ratelimit)
     }
 
+    /// The client every limit decides through.
+    pub fn client(&self) -> &RestClient {
+        &self.client
+    }
+
     /// The limiters enforced by [`limit`](Ratelimit::limit).
     pub fn limiters(&self) -> &[Limiter] {
         &self.limiters
@@ -228,12 +233,7 @@ impl Ratelimit {
     /// Takes `permits` for `id`, waiting each denial's exact `retry_after`, up to `timeout`. Returns the last
     /// outcome: denied if the time ran out, or the failure policy's answer as soon as the store fails.
     pub async fn block_until_ready(&self, id: &str, permits: u32, timeout: Duration) -> Result<Outcome> {
-        // Concurrency leases usually come back before they expire: poll instead of sleeping the upper bound.
-        let longest_sleep = if self.has_concurrency(&self.limiters) {
-            Duration::from_millis(20)
-        } else {
-            Duration::MAX
-        };
+        let longest_sleep = limit::longest_sleep(&self.limiters);
         retry_until_granted(timeout, longest_sleep, || self.limit(id, permits)).await
     }
 
@@ -254,20 +254,16 @@ impl Ratelimit {
         Ok(self.client.command(&Command::new("DEL").args(keys)).await?.into_int()? > 0)
     }
 
-    fn has_concurrency(&self, limiters: &[Limiter]) -> bool {
-        limiters.iter().any(|limiter| {
-            limiter
-                .quota()
-                .is_none_or(|quota| quota.algorithm() == Algorithm::Concurrency)
-        })
-    }
-
     async fn decide(&self, limiters: &[Limiter], id: &str, permits: u32) -> Result<Outcome> {
-        // A concurrency lease released early frees capacity before the denial's retry_after: never cache those.
-        let cache = self.cache.as_ref().filter(|_| !self.has_concurrency(limiters));
-        let key = cache_key(limiters, id);
+        // A denial that a lease released early can cut short is not one to remember.
+        let cache = (self.cache.as_ref())
+            .filter(|_| !limiters.iter().any(Limiter::frees_early))
+            .map(|cache| (cache, cache_key(limiters, id)));
         let sent = Instant::now();
-        if let Some(decision) = cache.and_then(|cache| lock(cache).check(&key, permits, sent)) {
+        if let Some(decision) = cache
+            .as_ref()
+            .and_then(|(cache, key)| lock(cache).check(key, permits, sent))
+        {
             return Ok(Outcome {
                 decision,
                 reason: Reason::Cache,
@@ -279,8 +275,8 @@ impl Ratelimit {
         match limit::limit_all(&requests).await {
             Ok(decisions) => {
                 let decision = speaking_for_all(&decisions);
-                if let Some(cache) = cache {
-                    lock(cache).block(&key, permits, sent, decision);
+                if let Some((cache, key)) = &cache {
+                    lock(cache).block(key, permits, sent, decision);
                 }
                 Ok(Outcome {
                     decision,
@@ -345,17 +341,15 @@ fn lock(cache: &Mutex<BlockCache>) -> std::sync::MutexGuard<'_, BlockCache> {
 /// The one decision that speaks for several: when denied, the denying limit that frees last (its `retry_after` is
 /// when all could allow); when granted, the limit with the fewest permits left.
 fn speaking_for_all(decisions: &Decisions) -> Decision {
-    let mut all = decisions.decisions.iter().copied();
-    let first = all.next().expect("a batch has at least one limit");
+    let all = decisions.decisions.iter().copied();
     let speaker = if decisions.success {
-        all.fold(first, |best, d| if d.remaining < best.remaining { d } else { best })
+        all.min_by_key(|d| d.remaining)
     } else {
-        std::iter::once(first)
-            .chain(all)
-            .filter(|d| !d.success)
-            .max_by_key(|d| d.retry_after)
-            .unwrap_or(first)
+        all.filter(|d| !d.success).max_by_key(|d| d.retry_after)
     };
+    let speaker = speaker
+        .or(decisions.decisions.first().copied())
+        .expect("a batch has at least one limit");
     Decision {
         success: decisions.success,
         ..speaker
