@@ -2,13 +2,7 @@
 
 use std::time::Duration;
 
-/// Why a request got no HTTP reply.
-pub(crate) enum Failure {
-    /// Nothing came back within the timeout.
-    Timeout,
-    /// The request could not be made or its body not read.
-    Other(Box<dyn std::error::Error + Send + Sync>),
-}
+use super::Failure;
 
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Http {

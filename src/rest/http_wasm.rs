@@ -12,6 +12,8 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 
+use super::Failure;
+
 #[wasm_bindgen]
 extern "C" {
     #[wasm_bindgen(catch, js_name = fetch)]
@@ -27,14 +29,6 @@ extern "C" {
 
     #[wasm_bindgen(method)]
     fn text(this: &FetchResponse) -> js_sys::Promise;
-}
-
-/// Why a request got no HTTP reply.
-pub(crate) enum Failure {
-    /// Nothing came back within the timeout.
-    Timeout,
-    /// The request could not be made or its body not read.
-    Other(Box<dyn std::error::Error + Send + Sync>),
 }
 
 /// What `fetch` rejected with, as text (a JS value cannot cross threads, and the message is what matters).

@@ -11,13 +11,21 @@ mod http;
 
 use std::time::Duration;
 
-use self::http::{Failure, Http};
+use self::http::Http;
 use crate::error::{Error, Result};
 use crate::value::Value;
 
 /// How long a request may take when the caller does not say. Well under Upstash's own 5 s limit: a rate limiter
 /// that makes an edge request wait seconds has already failed at its job.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_millis(1_000);
+
+/// Why a request got no HTTP reply (from either HTTP backend).
+enum Failure {
+    /// Nothing came back within the timeout.
+    Timeout,
+    /// The request could not be made or its body not read.
+    Other(Box<dyn std::error::Error + Send + Sync>),
+}
 
 /// One Redis command: its name and arguments, sent as a JSON array of strings.
 #[derive(Debug, Clone, PartialEq, Eq)]
