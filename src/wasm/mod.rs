@@ -82,6 +82,16 @@ fn field(object: &JsValue, name: &str) -> JsValue {
     js_sys::Reflect::get(object, &name.into()).unwrap_or(JsValue::UNDEFINED)
 }
 
+/// The value, or `None` when it is `undefined` (an option left out).
+fn given(value: &JsValue) -> Option<&JsValue> {
+    (!value.is_undefined()).then_some(value)
+}
+
+/// A JS number for a count or a time in ms (all far below 2^53, where numbers are exact).
+fn number(n: u64) -> JsValue {
+    JsValue::from_f64(n as f64)
+}
+
 /// How a JS value is named in an error message: its type, or the value itself when short.
 fn describe(value: &JsValue) -> String {
     match (value.as_string(), value.as_f64()) {
@@ -112,17 +122,17 @@ fn whole(value: &JsValue, what: &str, low: u64, high: u64) -> Result<u64> {
 
 /// Permits: a whole number from 1, `1` when `undefined`.
 fn permits(value: &JsValue) -> Result<u32> {
-    if value.is_undefined() {
-        return Ok(1);
+    match given(value) {
+        None => Ok(1),
+        Some(value) => whole(value, "permits", 1, u32::MAX.into()).map(|n| n as u32),
     }
-    whole(value, "permits", 1, u32::MAX.into()).map(|n| n as u32)
 }
 
 /// `options.permits` from an options object such as `{ permits: 2 }`; 1 when the options or the field are absent.
 fn permits_in(options: &JsValue) -> Result<u32> {
-    if options.is_undefined() {
+    let Some(options) = given(options) else {
         return Ok(1);
-    }
+    };
     if !options.is_object() {
         return Err(Error::InvalidArgument(format!(
             "options must be an object like {{ permits: 2 }}, got {}",
@@ -161,7 +171,6 @@ fn object(properties: &[(&str, JsValue)]) -> JsValue {
 
 /// A decision as JS sees it: `{success, limit, remaining, reset, retryAfter}` (plus `lease` for a concurrency grant).
 fn decision_object(decision: &Decision) -> JsValue {
-    let number = |n: u64| JsValue::from_f64(n as f64);
     let object = object(&[
         ("success", decision.success.into()),
         ("limit", number(decision.limit)),

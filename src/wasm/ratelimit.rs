@@ -4,15 +4,13 @@
 use wasm_bindgen::prelude::*;
 
 use super::sliding_log::JsRateLimiter;
-use super::{decision_object, duration, field, milliseconds, object, permits_in, string, to_js_error, whole};
+use super::{
+    decision_object, duration, field, given, milliseconds, number, object, permits_in, string, to_js_error, whole,
+};
 use crate::error::{Error, Result};
 use crate::limit::{Algorithm, Quota};
 use crate::ratelimit::{Limit, OnError, Options, Outcome, Ratelimit};
 use crate::rest::RestClient;
-
-/// The store's timeout when the options give none: well under a user's patience and Upstash's 5 s default, well
-/// over a healthy round trip.
-const DEFAULT_TIMEOUT_MS: u64 = 1000;
 
 /// Options errors are the configuration's: report them as such.
 fn as_config_error(error: Error) -> Error {
@@ -34,14 +32,13 @@ fn limit_of(value: &JsValue, what: &str) -> Result<Limit> {
     let algorithm: Algorithm = string(&field(value, "algorithm"), &format!("{what}.algorithm"))?.parse()?;
     let limit = whole(&field(value, "limit"), &format!("{what}.limit"), 1, u32::MAX.into())? as u32;
     let interval = duration(&field(value, "interval"), &format!("{what}.interval"))?;
-    let rate = match field(value, "rate") {
-        rate if rate.is_undefined() => limit,
-        rate => whole(&rate, &format!("{what}.rate"), 1, u32::MAX.into())? as u32,
+    let rate = match given(&field(value, "rate")) {
+        None => limit,
+        Some(rate) => whole(rate, &format!("{what}.rate"), 1, u32::MAX.into())? as u32,
     };
-    let name = match field(value, "name") {
-        name if name.is_undefined() => None,
-        name => Some(string(&name, &format!("{what}.name"))?),
-    };
+    let name = given(&field(value, "name"))
+        .map(|name| string(name, &format!("{what}.name")))
+        .transpose()?;
     Ok(Limit {
         quota: Quota::new(algorithm, limit, interval, rate)?,
         name,
@@ -71,7 +68,7 @@ fn cache_entries(value: &JsValue) -> Result<usize> {
     }
 }
 
-fn ratelimit_of(options: &JsValue) -> Result<(Ratelimit, RestClient)> {
+fn ratelimit_of(options: &JsValue) -> Result<Ratelimit> {
     if !options.is_object() {
         return Err(Error::InvalidArgument(
             "new Ratelimit(options) needs an object: { url, token, limiter: Ratelimit.slidingWindow(10, \"1 s\") }"
@@ -80,23 +77,23 @@ fn ratelimit_of(options: &JsValue) -> Result<(Ratelimit, RestClient)> {
     }
     let url = string(&field(options, "url"), "url")?;
     let token = string(&field(options, "token"), "token")?;
-    let timeout = match field(options, "timeout") {
-        timeout if timeout.is_undefined() => std::time::Duration::from_millis(DEFAULT_TIMEOUT_MS),
-        timeout => milliseconds(&timeout, "timeout")?,
-    };
-    let client = RestClient::new(&url, &token)?.with_timeout(timeout)?;
+    // Without a timeout option the client keeps its own default (rest::DEFAULT_TIMEOUT, 1 s).
+    let mut client = RestClient::new(&url, &token)?;
+    if let Some(timeout) = given(&field(options, "timeout")) {
+        client = client.with_timeout(milliseconds(timeout, "timeout")?)?;
+    }
     let limits = limits_of(&field(options, "limiter"), "limiter")?;
     let mut settings = Options {
         cache_entries: cache_entries(&field(options, "cache"))?,
         ..Options::default()
     };
-    if let Some(prefix) = Some(field(options, "prefix")).filter(|p| !p.is_undefined()) {
-        settings.prefix = string(&prefix, "prefix")?;
+    if let Some(prefix) = given(&field(options, "prefix")) {
+        settings.prefix = string(prefix, "prefix")?;
     }
-    if let Some(policy) = Some(field(options, "onError")).filter(|p| !p.is_undefined()) {
-        settings.on_error = string(&policy, "onError")?.parse::<OnError>()?;
+    if let Some(policy) = given(&field(options, "onError")) {
+        settings.on_error = string(policy, "onError")?.parse::<OnError>()?;
     }
-    Ok((Ratelimit::new(client.clone(), &limits, settings)?, client))
+    Ratelimit::new(client, &limits, settings)
 }
 
 /// An outcome as JS sees it: the decision, `reason`, each limit's own decision in `results`, and the absorbed
@@ -122,7 +119,6 @@ fn identifier(id: &JsValue) -> Result<String> {
 #[wasm_bindgen(js_name = RatelimitCore)]
 pub struct JsRatelimit {
     inner: Ratelimit,
-    client: RestClient,
 }
 
 #[wasm_bindgen(js_class = RatelimitCore)]
@@ -130,8 +126,8 @@ impl JsRatelimit {
     /// `new RatelimitCore(options)`: see the `RatelimitConfig` type of the package.
     #[wasm_bindgen(constructor)]
     pub fn new(options: JsValue) -> Result<JsRatelimit, JsValue> {
-        let (inner, client) = ratelimit_of(&options).map_err(as_config_error).map_err(to_js_error)?;
-        Ok(JsRatelimit { inner, client })
+        let inner = ratelimit_of(&options).map_err(as_config_error).map_err(to_js_error)?;
+        Ok(JsRatelimit { inner })
     }
 
     /// Takes `options.permits` (default 1) for `id` under every limit.
@@ -173,7 +169,6 @@ impl JsRatelimit {
     pub async fn get_remaining(&self, id: JsValue) -> Result<JsValue, JsValue> {
         let id = identifier(&id).map_err(to_js_error)?;
         let decision = self.inner.remaining(&id).await.map_err(to_js_error)?;
-        let number = |n: u64| JsValue::from_f64(n as f64);
         Ok(object(&[
             ("remaining", number(decision.remaining)),
             ("reset", number(decision.reset)),
@@ -190,6 +185,6 @@ impl JsRatelimit {
     /// The Redisson-style handle on the sliding log `name`, through the same endpoint.
     #[wasm_bindgen(js_name = rateLimiter)]
     pub fn rate_limiter(&self, name: JsValue, client_id: JsValue) -> Result<JsRateLimiter, JsValue> {
-        JsRateLimiter::new(self.client.clone(), &name, &client_id).map_err(to_js_error)
+        JsRateLimiter::new(self.inner.client().clone(), &name, &client_id).map_err(to_js_error)
     }
 }

@@ -3,7 +3,7 @@
 
 use wasm_bindgen::prelude::*;
 
-use super::{decision_object, duration, field, milliseconds, object, permits, string, to_js_error};
+use super::{decision_object, duration, field, given, milliseconds, number, object, permits, string, to_js_error};
 use crate::error::{Error, Result};
 use crate::rest::RestClient;
 use crate::sliding_log::{Mode, Rate, RateLimiter};
@@ -15,24 +15,22 @@ const DEFAULT_ACQUIRE_TIMEOUT_MS: u64 = 10_000;
 fn rate_of(rate: &JsValue, interval: &JsValue, options: &JsValue) -> Result<(Rate, Mode)> {
     let permits = super::whole(rate, "rate", 1, u32::MAX.into())? as u32;
     let mut rate = Rate::new(permits, duration(interval, "interval")?)?;
-    let (keep_alive, mode) = if options.is_undefined() {
-        (JsValue::UNDEFINED, JsValue::UNDEFINED)
-    } else {
-        (field(options, "keepAlive"), field(options, "mode"))
-    };
-    if !keep_alive.is_undefined() {
-        rate = rate.with_keep_alive(duration(&keep_alive, "keepAlive")?)?;
+    // `field` of an absent options object is `undefined` too: every option is then left out.
+    if let Some(keep_alive) = given(&field(options, "keepAlive")) {
+        rate = rate.with_keep_alive(duration(keep_alive, "keepAlive")?)?;
     }
-    let mode = match mode.as_string().as_deref() {
-        None if mode.is_undefined() => Mode::Overall,
-        Some("overall") => Mode::Overall,
-        Some("perClient") => Mode::PerClient,
-        _ => {
-            return Err(Error::InvalidArgument(format!(
-                "mode must be \"overall\" or \"perClient\", got {}",
-                super::describe(&mode)
-            )))
-        }
+    let mode = match given(&field(options, "mode")) {
+        None => Mode::Overall,
+        Some(mode) => match mode.as_string().as_deref() {
+            Some("overall") => Mode::Overall,
+            Some("perClient") => Mode::PerClient,
+            _ => {
+                return Err(Error::InvalidArgument(format!(
+                    "mode must be \"overall\" or \"perClient\", got {}",
+                    super::describe(mode)
+                )))
+            }
+        },
     };
     Ok((rate, mode))
 }
@@ -46,7 +44,7 @@ pub struct JsRateLimiter {
 impl JsRateLimiter {
     pub(super) fn new(client: RestClient, name: &JsValue, client_id: &JsValue) -> Result<JsRateLimiter> {
         let mut inner = RateLimiter::new(client, &string(name, "limiter name")?)?;
-        if !client_id.is_undefined() {
+        if let Some(client_id) = given(client_id) {
             inner = inner.with_client_id(&string(client_id, "clientId")?);
         }
         Ok(JsRateLimiter { inner })
@@ -87,10 +85,9 @@ impl JsRateLimiter {
     /// Takes `permits` (default 1), waiting up to `timeout_ms` (default 10 000).
     pub async fn acquire(&self, permits_wanted: JsValue, timeout_ms: JsValue) -> Result<JsValue, JsValue> {
         let permits = permits(&permits_wanted).map_err(to_js_error)?;
-        let timeout = if timeout_ms.is_undefined() {
-            std::time::Duration::from_millis(DEFAULT_ACQUIRE_TIMEOUT_MS)
-        } else {
-            milliseconds(&timeout_ms, "timeout").map_err(to_js_error)?
+        let timeout = match given(&timeout_ms) {
+            None => std::time::Duration::from_millis(DEFAULT_ACQUIRE_TIMEOUT_MS),
+            Some(ms) => milliseconds(ms, "timeout").map_err(to_js_error)?,
         };
         let decision = self.inner.acquire(permits, timeout).await.map_err(to_js_error)?;
         Ok(decision_object(&decision))
@@ -116,7 +113,7 @@ impl JsRateLimiter {
         let Some(config) = self.inner.config().await.map_err(to_js_error)? else {
             return Ok(JsValue::NULL);
         };
-        let ms = |d: std::time::Duration| JsValue::from_f64(d.as_millis() as f64);
+        let ms = |d: std::time::Duration| number(d.as_millis() as u64);
         let mode = match config.mode {
             Mode::Overall => "overall",
             Mode::PerClient => "perClient",
