@@ -16,7 +16,7 @@ import { promisify } from "node:util";
 import { gzipSync } from "node:zlib";
 
 process.env.EDGELIMIT_BIN ??= new URL("../target/release/edgelimit", import.meta.url).pathname;
-const { ROOT, startStack } = await import("../tests/js/harness.mjs");
+const { packageModules, ROOT, startStack } = await import("../tests/js/harness.mjs");
 const { Ratelimit } = await import("edgelimit");
 const upstash = await import("@upstash/ratelimit");
 const { Redis } = await import("@upstash/redis");
@@ -62,17 +62,7 @@ async function nodeColdStart(stack, which) {
 
 /** A fresh workerd (Miniflare): from construction until the first decision's response is back. */
 async function workerdColdStart(stack, which) {
-  const pkg = join(ROOT, "pkg");
-  const modules =
-    which === "edgelimit"
-      ? readdirSync(pkg)
-          .filter((f) => f.endsWith(".js") || f.endsWith(".wasm"))
-          .map((f) => ({
-            type: f.endsWith(".wasm") ? "CompiledWasm" : "ESModule",
-            path: join(ROOT, "edgelimit", f),
-            contents: readFileSync(join(pkg, f)),
-          }))
-      : [];
+  const modules = which === "edgelimit" ? packageModules() : [];
   const body =
     which === "edgelimit"
       ? `import { Ratelimit } from "./edgelimit/workerd.js";

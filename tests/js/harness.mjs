@@ -2,7 +2,7 @@
 // loopback port, stopped when the test ends. No test depends on a service it did not start.
 import { spawn } from "node:child_process";
 import { once } from "node:events";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { createConnection, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -132,4 +132,19 @@ export async function startStack() {
 /** An unmodified `@upstash/redis` client for `stack`, without telemetry; `options` override its settings. */
 export function upstashRedis(stack, options = {}) {
   return new Redis({ url: stack.url, token: stack.token, enableTelemetry: false, ...options });
+}
+
+/**
+ * Every file of the built package as Miniflare modules under `<ROOT>/edgelimit/`, the .wasm as a compiled module
+ * (as wrangler bundles it), so a Worker imports "./edgelimit/workerd.js".
+ */
+export function packageModules() {
+  const pkg = join(ROOT, "pkg");
+  return readdirSync(pkg)
+    .filter((file) => file.endsWith(".js") || file.endsWith(".wasm"))
+    .map((file) => ({
+      type: file.endsWith(".wasm") ? "CompiledWasm" : "ESModule",
+      path: join(ROOT, "edgelimit", file),
+      contents: readFileSync(join(pkg, file)),
+    }));
 }

@@ -2,11 +2,11 @@
 // package's `workerd` entry, which takes the wasm as a compiled WebAssembly.Module (as wrangler bundles it) and
 // instantiates it with initSync: never by URL, never from bytes at runtime.
 import assert from "node:assert/strict";
-import { readdirSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { Miniflare } from "miniflare";
-import { ROOT, startStack } from "./harness.mjs";
+import { packageModules, ROOT, startStack } from "./harness.mjs";
 import { EXPECTED, EXPECTED_RATELIMIT, ratelimitSmoke, smoke } from "./wasm-smoke.mjs";
 
 const WORKER = `
@@ -21,18 +21,6 @@ export default {
     return Response.json(result);
   },
 };`;
-
-/** Every file of the built package, as workerd modules under ./edgelimit/. */
-function packageModules() {
-  const pkg = join(ROOT, "pkg");
-  return readdirSync(pkg)
-    .filter((file) => file.endsWith(".js") || file.endsWith(".wasm"))
-    .map((file) => ({
-      type: file.endsWith(".wasm") ? "CompiledWasm" : "ESModule",
-      path: join(ROOT, "edgelimit", file),
-      contents: readFileSync(join(pkg, file)),
-    }));
-}
 
 let stack;
 let mf;
