@@ -13,6 +13,7 @@
 //! |---|---|
 //! | [`sliding_log`] | the sliding log (Redisson's `RRateLimiter`, fixed): rates, the limiter handle |
 //! | [`limit`] | the algorithm family (token bucket, fixed and sliding window, GCRA, concurrency, sliding log), several limits in one round trip, and their reference [`limit::model`] |
+//! | [`gate`] | the Cloudflare Worker's decisions: rules, request matching, client keys, RateLimit fields |
 //! | [`ratelimit`] | what the npm package's `Ratelimit` does: limits per identifier, the block cache, the failure policy |
 //! | [`decision`] | a decision as a value: `{success, limit, remaining, reset, retry_after}` |
 //! | [`duration`] | human durations: `"10 s"`, `"250ms"`, `"1m"` |
@@ -39,6 +40,7 @@
 pub mod decision;
 pub mod duration;
 pub mod error;
+pub mod gate;
 pub mod limit;
 pub mod ratelimit;
 pub mod rest;

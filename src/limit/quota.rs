@@ -84,7 +84,16 @@ impl FromStr for Algorithm {
 
     /// Accepts the CLI's spelling and the scripts' (`token-bucket` or `token_bucket`).
     fn from_str(text: &str) -> Result<Algorithm> {
-        let wanted = text.trim().replace('-', "_");
+        // `sliding-log`, `sliding_log` and `slidingLog` (as the JS factories are named) are one algorithm.
+        let wanted: String = text
+            .trim()
+            .chars()
+            .flat_map(|c| match c {
+                '-' => vec!['_'],
+                c if c.is_ascii_uppercase() => vec!['_', c.to_ascii_lowercase()],
+                c => vec![c],
+            })
+            .collect();
         Algorithm::ALL
             .into_iter()
             .find(|algorithm| algorithm.script_name() == wanted)
@@ -223,6 +232,8 @@ mod tests {
             assert_eq!(algorithm.to_string().parse::<Algorithm>().unwrap(), algorithm);
             assert_eq!(algorithm.script_name().parse::<Algorithm>().unwrap(), algorithm);
         }
+        assert_eq!("slidingLog".parse::<Algorithm>().unwrap(), Algorithm::SlidingLog);
+        assert_eq!("tokenBucket".parse::<Algorithm>().unwrap(), Algorithm::TokenBucket);
         let unknown = "leaky-bucket".parse::<Algorithm>().unwrap_err();
         assert!(unknown.to_string().contains("token-bucket"));
     }

@@ -111,13 +111,16 @@ impl Limit {
     }
 
     fn name(&self) -> String {
-        self.name.clone().unwrap_or_else(|| {
-            format!(
-                "{}-{}ms",
-                self.quota.algorithm().script_name(),
-                self.quota.interval_ms()
-            )
-        })
+        self.name.clone().unwrap_or_else(|| self.default_name())
+    }
+
+    /// The name used when none is given: the algorithm and the interval, e.g. `sliding_window-1000ms`.
+    pub(crate) fn default_name(&self) -> String {
+        format!(
+            "{}-{}ms",
+            self.quota.algorithm().script_name(),
+            self.quota.interval_ms()
+        )
     }
 }
 

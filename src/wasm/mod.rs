@@ -5,6 +5,7 @@
 //! | module | JS class |
 //! |---|---|
 //! | [`rest_client`] | `RestClient`: raw commands and scripts |
+//! | [`gate`] | `GateCore`, `RouteCore`: the Cloudflare Worker's rules and verdicts |
 //! | [`ratelimit`] | `RatelimitCore`: `Ratelimit`'s decisions, cache and failure policy |
 //! | [`sliding_log`] | `RateLimiterCore`: the Redisson-style handle on a named sliding log |
 //!
@@ -12,6 +13,7 @@
 //! JS callers branch on a stable string rather than on message text. Values from JS are read through the checked
 //! readers below: a wrong type or range is an `EDGELIMIT_INVALID_ARGUMENT` naming the option, never a panic.
 
+mod gate;
 mod ratelimit;
 mod rest_client;
 mod sliding_log;

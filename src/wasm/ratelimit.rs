@@ -13,7 +13,7 @@ use crate::ratelimit::{Limit, OnError, Options, Outcome, Ratelimit};
 use crate::rest::RestClient;
 
 /// Options errors are the configuration's: report them as such.
-fn as_config_error(error: Error) -> Error {
+pub(super) fn as_config_error(error: Error) -> Error {
     match error {
         Error::InvalidArgument(message) => Error::InvalidConfig(message),
         other => other,
@@ -46,7 +46,7 @@ fn limit_of(value: &JsValue, what: &str) -> Result<Limit> {
 }
 
 /// One limit, or an array of them.
-fn limits_of(value: &JsValue, what: &str) -> Result<Vec<Limit>> {
+pub(super) fn limits_of(value: &JsValue, what: &str) -> Result<Vec<Limit>> {
     if js_sys::Array::is_array(value) {
         js_sys::Array::from(value)
             .iter()

@@ -1,0 +1,263 @@
+//! Who a request is counted against: the client IP (IPv6 grouped by /64), an API-key header, a cookie, or the path,
+//! and the allow/deny list entries those keys are compared with.
+
+use std::fmt;
+use std::net::{IpAddr, Ipv6Addr};
+use std::str::FromStr;
+
+use crate::error::{Error, Result};
+
+/// The header Cloudflare puts the client's address in. Only Cloudflare can set it on a request that reaches a
+/// Worker, unlike `X-Forwarded-For`, which the client writes.
+pub const CLIENT_IP_HEADER: &str = "cf-connecting-ip";
+
+/// Where a rule reads its key from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeySource {
+    /// The client IP (`CF-Connecting-IP`). An IPv6 client is counted by its /64: one subscriber usually holds a whole
+    /// /64 and can pick any address in it, so counting single addresses would let it multiply its limit by 2^64.
+    Ip,
+    /// A request header, e.g. an API key (`header:x-api-key`).
+    Header(String),
+    /// A cookie, e.g. a session (`cookie:session`).
+    Cookie(String),
+    /// The URL path: one shared limit per path, whoever asks.
+    Path,
+}
+
+impl FromStr for KeySource {
+    type Err = Error;
+
+    /// `ip`, `path`, `header:<name>` or `cookie:<name>`.
+    fn from_str(text: &str) -> Result<KeySource> {
+        let named = |kind: &str, name: &str| {
+            if name.is_empty() || !name.bytes().all(|b| b.is_ascii_graphic() && b != b':') {
+                return Err(Error::InvalidConfig(format!(
+                    "key {text:?} needs a {kind} name after the colon, like \"{kind}:x-api-key\""
+                )));
+            }
+            Ok(name.to_owned())
+        };
+        match text.split_once(':') {
+            None if text == "ip" => Ok(KeySource::Ip),
+            None if text == "path" => Ok(KeySource::Path),
+            Some(("header", name)) => Ok(KeySource::Header(named("header", name)?.to_ascii_lowercase())),
+            Some(("cookie", name)) => Ok(KeySource::Cookie(named("cookie", name)?)),
+            _ => Err(Error::InvalidConfig(format!(
+                "key must be \"ip\", \"path\", \"header:<name>\" or \"cookie:<name>\", got {text:?}"
+            ))),
+        }
+    }
+}
+
+impl fmt::Display for KeySource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            KeySource::Ip => f.write_str("ip"),
+            KeySource::Path => f.write_str("path"),
+            KeySource::Header(name) => write!(f, "header:{name}"),
+            KeySource::Cookie(name) => write!(f, "cookie:{name}"),
+        }
+    }
+}
+
+/// The key a request was counted under, before and after it is made fit for a Redis key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientKey {
+    /// What the request carried (the IP, the header's or cookie's value, the path): what allow and deny lists are
+    /// compared with.
+    pub raw: String,
+    /// The identifier in Redis: `ip:<ip or /64>`, `path:<path>`, or `header:<name>:<sha1>` /
+    /// `cookie:<name>:<sha1>`. Header and cookie values are hashed so that API keys and sessions never sit in
+    /// Redis key names.
+    pub id: String,
+}
+
+/// Reads a request's key. A request without the header or cookie is counted by its IP instead, so leaving out the
+/// API key never escapes the limit.
+pub fn client_key(source: &KeySource, path: &str, header: impl Fn(&str) -> Option<String>) -> ClientKey {
+    let secret = |kind: &str, name: &str, value: String| ClientKey {
+        id: format!("{kind}:{name}:{}", sha1_smol::Sha1::from(&value).digest()),
+        raw: value,
+    };
+    match source {
+        KeySource::Header(name) => match header(name).filter(|value| !value.is_empty()) {
+            Some(value) => secret("header", name, value),
+            None => ip_key(&header),
+        },
+        KeySource::Cookie(name) => match header("cookie").and_then(|cookies| cookie(&cookies, name)) {
+            Some(value) => secret("cookie", name, value),
+            None => ip_key(&header),
+        },
+        KeySource::Path => ClientKey {
+            raw: path.to_owned(),
+            id: format!("path:{path}"),
+        },
+        KeySource::Ip => ip_key(&header),
+    }
+}
+
+/// The client IP as a key. Without a readable `CF-Connecting-IP` (only outside Cloudflare, e.g. a local test that
+/// does not set it) every such request shares the key `ip:unknown`.
+fn ip_key(header: &impl Fn(&str) -> Option<String>) -> ClientKey {
+    let raw = header(CLIENT_IP_HEADER).unwrap_or_default();
+    let id = match raw.trim().parse::<IpAddr>() {
+        Ok(IpAddr::V4(v4)) => format!("ip:{v4}"),
+        Ok(IpAddr::V6(v6)) => match v6.to_ipv4_mapped() {
+            Some(v4) => format!("ip:{v4}"),
+            None => format!("ip:{}/64", Ipv6Addr::from(u128::from(v6) & !((1u128 << 64) - 1))),
+        },
+        Err(_) => "ip:unknown".to_owned(),
+    };
+    ClientKey { raw, id }
+}
+
+/// The value of cookie `name` in a `Cookie` header (`a=1; b=2`).
+fn cookie(header: &str, name: &str) -> Option<String> {
+    header
+        .split(';')
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(key, _)| *key == name)
+        .map(|(_, value)| value.trim_matches('"').to_owned())
+        .filter(|value| !value.is_empty())
+}
+
+/// An allow or deny list entry: an IP range for rules keyed by IP, an exact value otherwise.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ListEntry {
+    /// An address range in CIDR form; a single address is a /32 or /128.
+    Range {
+        /// The range's first address.
+        network: IpAddr,
+        /// How many leading bits must match.
+        prefix_len: u8,
+    },
+    /// A header, cookie or path value, compared exactly.
+    Exact(String),
+}
+
+impl ListEntry {
+    /// Reads an entry for a rule keyed by `source`: `203.0.113.7`, `2001:db8::/32`, or any value for other keys.
+    pub fn parse(text: &str, source: &KeySource) -> Result<ListEntry> {
+        if *source != KeySource::Ip {
+            return Ok(ListEntry::Exact(text.to_owned()));
+        }
+        let invalid = || {
+            Error::InvalidConfig(format!(
+                "{text:?} is not an IP address or range: write e.g. \"203.0.113.7\", \"198.51.100.0/24\" or \
+                 \"2001:db8::/32\""
+            ))
+        };
+        let (address, prefix_len) = match text.split_once('/') {
+            Some((address, bits)) => (address, Some(bits.parse::<u8>().map_err(|_| invalid())?)),
+            None => (text, None),
+        };
+        let network: IpAddr = address.trim().parse().map_err(|_| invalid())?;
+        let max = if network.is_ipv4() { 32 } else { 128 };
+        let prefix_len = prefix_len.unwrap_or(max);
+        if prefix_len > max {
+            return Err(invalid());
+        }
+        Ok(ListEntry::Range { network, prefix_len })
+    }
+
+    /// Whether `key` is on this entry.
+    pub fn contains(&self, key: &ClientKey) -> bool {
+        match self {
+            ListEntry::Exact(value) => *value == key.raw,
+            ListEntry::Range { network, prefix_len } => match (key.raw.trim().parse::<IpAddr>(), network) {
+                (Ok(IpAddr::V4(ip)), IpAddr::V4(net)) => {
+                    same_prefix(ip.to_bits().into(), net.to_bits().into(), 32, *prefix_len)
+                }
+                (Ok(IpAddr::V6(ip)), IpAddr::V6(net)) => same_prefix(ip.to_bits(), net.to_bits(), 128, *prefix_len),
+                _ => false,
+            },
+        }
+    }
+}
+
+fn same_prefix(a: u128, b: u128, width: u8, prefix_len: u8) -> bool {
+    let shift = u32::from(width - prefix_len);
+    a.checked_shr(shift).unwrap_or(0) == b.checked_shr(shift).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |name| {
+            pairs
+                .iter()
+                .find(|(key, _)| *key == name)
+                .map(|(_, value)| value.to_string())
+        }
+    }
+
+    #[test]
+    fn ipv6_clients_are_counted_by_their_64() {
+        let key = |ip| client_key(&KeySource::Ip, "/", headers(&[("cf-connecting-ip", ip)])).id;
+        assert_eq!(key("2001:db8:1:2:aaaa::1"), "ip:2001:db8:1:2::/64");
+        assert_eq!(key("2001:db8:1:2:ffff:ffff:ffff:ffff"), key("2001:db8:1:2::9"));
+        assert_ne!(key("2001:db8:1:2::1"), key("2001:db8:1:3::1"));
+        assert_eq!(key("203.0.113.7"), "ip:203.0.113.7");
+        assert_eq!(key("::ffff:203.0.113.7"), "ip:203.0.113.7");
+        assert_eq!(key("not an ip"), "ip:unknown");
+    }
+
+    #[test]
+    fn secrets_are_hashed_and_missing_ones_fall_back_to_the_ip() {
+        let source: KeySource = "header:X-API-Key".parse().unwrap();
+        let with_key = client_key(
+            &source,
+            "/",
+            headers(&[("x-api-key", "k1"), ("cf-connecting-ip", "192.0.2.1")]),
+        );
+        assert_eq!(with_key.raw, "k1");
+        assert_eq!(
+            with_key.id,
+            format!("header:x-api-key:{}", sha1_smol::Sha1::from("k1").digest())
+        );
+        let without = client_key(&source, "/", headers(&[("cf-connecting-ip", "192.0.2.1")]));
+        assert_eq!(without.id, "ip:192.0.2.1");
+        let cookie_source: KeySource = "cookie:session".parse().unwrap();
+        let session = client_key(
+            &cookie_source,
+            "/",
+            headers(&[("cookie", "theme=dark; session=\"abc\"")]),
+        );
+        assert_eq!(session.raw, "abc");
+        assert!(session.id.starts_with("cookie:session:"));
+    }
+
+    #[test]
+    fn key_sources_are_checked() {
+        assert_eq!("path".parse::<KeySource>().unwrap(), KeySource::Path);
+        let wrong = "user".parse::<KeySource>().unwrap_err().to_string();
+        assert!(
+            wrong.contains("\"ip\", \"path\", \"header:<name>\" or \"cookie:<name>\", got \"user\""),
+            "{wrong}"
+        );
+        assert!("header:".parse::<KeySource>().is_err());
+    }
+
+    #[test]
+    fn list_entries_match_ranges_and_exact_values() {
+        let ip = |text: &str| ClientKey {
+            raw: text.into(),
+            id: String::new(),
+        };
+        let range = ListEntry::parse("198.51.100.0/24", &KeySource::Ip).unwrap();
+        assert!(range.contains(&ip("198.51.100.200")));
+        assert!(!range.contains(&ip("198.51.101.1")));
+        assert!(!range.contains(&ip("2001:db8::1")));
+        let v6 = ListEntry::parse("2001:db8::/32", &KeySource::Ip).unwrap();
+        assert!(v6.contains(&ip("2001:db8:ffff::1")));
+        let everyone = ListEntry::parse("0.0.0.0/0", &KeySource::Ip).unwrap();
+        assert!(everyone.contains(&ip("203.0.113.9")));
+        assert!(ListEntry::parse("198.51.100.0/33", &KeySource::Ip).is_err());
+        assert!(ListEntry::parse("example.com", &KeySource::Ip).is_err());
+        let exact = ListEntry::parse("k1", &KeySource::Header("x-api-key".into())).unwrap();
+        assert!(exact.contains(&ip("k1")) && !exact.contains(&ip("k2")));
+    }
+}

@@ -1,0 +1,137 @@
+//! What a client is told: the IETF RateLimit header fields (draft-ietf-httpapi-ratelimit-headers-10, Structured
+//! Field lists), `Retry-After`, and the problem-details body (RFC 9457) of a refused request.
+
+use crate::decision::Decision;
+
+/// A quota policy as advertised: its name, quota and window.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Policy {
+    /// The policy's name (the limit's name in Redis).
+    pub name: String,
+    /// Quota units (permits) per window.
+    pub quota: u64,
+    /// The window in ms.
+    pub window_ms: u64,
+}
+
+/// Whole seconds, rounded up: a client that waits this long is never early.
+pub fn seconds_ceil(ms: u64) -> u64 {
+    ms.div_ceil(1000)
+}
+
+/// An sf-string: printable ASCII with `"` and `\` escaped; anything else (which limit names cannot hold) becomes `?`.
+fn sf_string(text: &str) -> String {
+    let mut quoted = String::with_capacity(text.len() + 2);
+    quoted.push('"');
+    for c in text.chars() {
+        match c {
+            '"' | '\\' => {
+                quoted.push('\\');
+                quoted.push(c);
+            }
+            ' '..='~' => quoted.push(c),
+            _ => quoted.push('?'),
+        }
+    }
+    quoted.push('"');
+    quoted
+}
+
+/// `RateLimit-Policy`: every policy of the rule, e.g. `"login";q=5;w=10`.
+pub fn policy_field(policies: &[Policy]) -> String {
+    policies
+        .iter()
+        .map(|policy| {
+            format!(
+                "{};q={};w={}",
+                sf_string(&policy.name),
+                policy.quota,
+                seconds_ceil(policy.window_ms)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// One `RateLimit` item: what is left (`r`) and the seconds until the policy is whole again (`t`). A denial's `t` is
+/// its exact `retry_after`; a grant's is counted from `now_ms` to the decision's `reset`.
+pub fn limit_item(policy: &Policy, decision: &Decision, now_ms: u64) -> String {
+    let until_reset_ms = if decision.success {
+        decision.reset.saturating_sub(now_ms).min(policy.window_ms)
+    } else {
+        decision.retry_after
+    };
+    format!(
+        "{};r={};t={}",
+        sf_string(&policy.name),
+        decision.remaining,
+        seconds_ceil(until_reset_ms)
+    )
+}
+
+/// A problem-details body (`application/problem+json`).
+pub fn problem(status: u16, title: &str, detail: &str, retry_after_ms: Option<u64>) -> String {
+    let mut body = serde_json::json!({
+        "type": "about:blank",
+        "title": title,
+        "status": status,
+        "detail": detail,
+    });
+    if let Some(ms) = retry_after_ms {
+        body["retryAfterMs"] = ms.into();
+    }
+    body.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn login() -> Policy {
+        Policy {
+            name: "login".into(),
+            quota: 5,
+            window_ms: 10_000,
+        }
+    }
+
+    #[test]
+    fn fields_use_the_draft_syntax() {
+        let other = Policy {
+            name: "a \"b\"".into(),
+            quota: 100,
+            window_ms: 1_500,
+        };
+        assert_eq!(
+            policy_field(&[login(), other]),
+            r#""login";q=5;w=10, "a \"b\"";q=100;w=2"#
+        );
+        let denied = Decision {
+            success: false,
+            limit: 5,
+            remaining: 0,
+            reset: 0,
+            retry_after: 7_001,
+            lease: None,
+        };
+        assert_eq!(limit_item(&login(), &denied, 0), r#""login";r=0;t=8"#);
+        let granted = Decision {
+            success: true,
+            limit: 5,
+            remaining: 3,
+            reset: 12_500,
+            retry_after: 0,
+            lease: None,
+        };
+        assert_eq!(limit_item(&login(), &granted, 10_000), r#""login";r=3;t=3"#);
+        // A skewed clock cannot make t exceed the window.
+        assert_eq!(limit_item(&login(), &granted, 0), r#""login";r=3;t=10"#);
+    }
+
+    #[test]
+    fn problems_are_json() {
+        let body: serde_json::Value = serde_json::from_str(&problem(429, "Too Many Requests", "x", Some(5))).unwrap();
+        assert_eq!(body["status"], 429);
+        assert_eq!(body["retryAfterMs"], 5);
+    }
+}

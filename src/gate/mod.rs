@@ -1,0 +1,443 @@
+//! The gate: what the Cloudflare Worker decides for each HTTP request in front of an origin.
+//!
+//! The Worker's JS shim (`worker/index.js`) only moves requests and responses; everything that decides is here.
+//! Rules are tried in order and the first whose [`RequestMatch`] holds applies (a request is counted by at most one
+//! rule, in at most one round trip). The rule reads the request's [`ClientKey`], checks its deny and allow lists,
+//! then takes one permit under all of its limits at once with a [`Ratelimit`], and the outcome becomes a
+//! [`Verdict`]: proxy with RateLimit fields, or refuse with 429 / 403 / 503 and a problem body.
+//!
+//! | module | concept |
+//! |---|---|
+//! | [`request_match`] | which requests a rule applies to: hosts, path prefix or pattern, methods |
+//! | [`client_key`] | who a request counts against (IP by /64, header, cookie, path) and allow/deny list entries |
+//! | [`fields`] | the IETF RateLimit fields, `Retry-After` and the problem body |
+
+pub mod client_key;
+pub mod fields;
+pub mod request_match;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use self::client_key::{ClientKey, KeySource, ListEntry};
+use self::fields::{limit_item, policy_field, problem, seconds_ceil, Policy};
+pub use self::request_match::RequestMatch;
+use crate::decision::Decision;
+use crate::error::{Error, Result};
+use crate::limit::Algorithm;
+use crate::ratelimit::{Limit, OnError, Options, Outcome, Ratelimit, Reason};
+use crate::rest::RestClient;
+
+/// One rule of the Worker's `RULES`.
+#[derive(Debug, Clone)]
+pub struct Rule {
+    /// Names the rule in logs, in the RateLimit fields and in its Redis keys: letters, digits, `-`, `_`, `.`.
+    pub name: String,
+    /// Which requests it applies to.
+    pub request_match: RequestMatch,
+    /// What requests are counted by.
+    pub key: KeySource,
+    /// Its limits, all decided in one round trip; a request passes only if every one has room.
+    pub limits: Vec<Limit>,
+    /// Keys that are never limited (no round trip).
+    pub allow: Vec<ListEntry>,
+    /// Keys that are always refused with 403 (no round trip).
+    pub deny: Vec<ListEntry>,
+    /// Count and log, but refuse nothing.
+    pub dry_run: bool,
+    /// When the store is down, slow or refuses the token: [`OnError::Allow`] (fail open) or [`OnError::Deny`]
+    /// (fail closed, 503).
+    pub on_error: OnError,
+    /// How long to wait for the store; the client's default (1 s) when `None`.
+    pub timeout: Option<Duration>,
+}
+
+impl Rule {
+    /// A rule with the given name, key and limits that matches every request, enforces, and fails open.
+    pub fn new(name: &str, key: KeySource, limits: Vec<Limit>) -> Rule {
+        Rule {
+            name: name.to_owned(),
+            request_match: RequestMatch::default(),
+            key,
+            limits,
+            allow: Vec::new(),
+            deny: Vec::new(),
+            dry_run: false,
+            on_error: OnError::Allow,
+            timeout: None,
+        }
+    }
+}
+
+/// A rule made ready: its limiter and the policies it advertises.
+#[derive(Debug)]
+struct ArmedRule {
+    rule: Rule,
+    ratelimit: Ratelimit,
+    policies: Vec<Policy>,
+}
+
+impl ArmedRule {
+    fn new(client: &RestClient, mut rule: Rule, prefix: &str) -> Result<ArmedRule> {
+        let invalid = |message: String| Error::InvalidConfig(format!("rule {:?}: {message}", rule.name));
+        if rule.name.is_empty()
+            || !rule
+                .name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+        {
+            return Err(invalid("a rule name is letters, digits, '-', '_' and '.'".into()));
+        }
+        if rule.on_error == OnError::Throw {
+            return Err(invalid(
+                "onError is \"allow\" (fail open) or \"deny\" (fail closed)".into(),
+            ));
+        }
+        if rule
+            .limits
+            .iter()
+            .any(|limit| limit.quota.algorithm() == Algorithm::Concurrency)
+        {
+            return Err(invalid(
+                "concurrency limits are not available in rules (a Worker cannot hold a lease across requests); \
+                 use slidingLog, slidingWindow, fixedWindow, tokenBucket or gcra"
+                    .into(),
+            ));
+        }
+        // Limits are stored under the rule's name unless named, so two rules never share state by accident, and
+        // two rules that name a limit alike share it on purpose.
+        for limit in &mut rule.limits {
+            let name = limit
+                .name
+                .take()
+                .unwrap_or_else(|| format!("{}/{}", rule.name, limit.default_name()));
+            limit.name = Some(name);
+        }
+        let policies = rule
+            .limits
+            .iter()
+            .map(|limit| Policy {
+                name: limit.name.clone().unwrap_or_default(),
+                quota: limit.quota.limit().into(),
+                window_ms: limit.quota.interval_ms(),
+            })
+            .collect();
+        let mut client = client.clone();
+        if let Some(timeout) = rule.timeout {
+            client = client.with_timeout(timeout)?;
+        }
+        let options = Options {
+            prefix: prefix.to_owned(),
+            on_error: OnError::Throw,
+            ..Options::default()
+        };
+        let ratelimit = Ratelimit::new(client, &rule.limits, options).map_err(|e| match e {
+            Error::InvalidConfig(message) | Error::InvalidArgument(message) => invalid(message),
+            other => other,
+        })?;
+        Ok(ArmedRule {
+            rule,
+            ratelimit,
+            policies,
+        })
+    }
+}
+
+/// The Worker's rules, ready to decide.
+#[derive(Debug)]
+pub struct Gate {
+    rules: Vec<Arc<ArmedRule>>,
+}
+
+impl Gate {
+    /// Checks every rule (a broken rule is an [`Error::InvalidConfig`] naming it) and readies its limiter. Keys
+    /// start with `prefix`.
+    pub fn new(client: RestClient, rules: Vec<Rule>, prefix: &str) -> Result<Gate> {
+        let mut armed: Vec<Arc<ArmedRule>> = Vec::with_capacity(rules.len());
+        for rule in rules {
+            if armed.iter().any(|other| other.rule.name == rule.name) {
+                return Err(Error::InvalidConfig(format!(
+                    "two rules are named {:?}: give each rule its own name",
+                    rule.name
+                )));
+            }
+            armed.push(Arc::new(ArmedRule::new(&client, rule, prefix)?));
+        }
+        Ok(Gate { rules: armed })
+    }
+
+    /// The rule that applies to this request and the key it counts under; `None` when no rule matches (the request
+    /// goes to the origin untouched). `header` reads a request header by its lower-case name.
+    pub fn route(
+        &self,
+        method: &str,
+        host: &str,
+        path: &str,
+        header: impl Fn(&str) -> Option<String>,
+    ) -> Option<Route> {
+        let armed = self
+            .rules
+            .iter()
+            .find(|armed| armed.rule.request_match.matches(method, host, path))?;
+        Some(Route {
+            key: client_key::client_key(&armed.rule.key, path, header),
+            armed: Arc::clone(armed),
+        })
+    }
+}
+
+/// A request on its way through a rule.
+#[derive(Debug, Clone)]
+pub struct Route {
+    armed: Arc<ArmedRule>,
+    key: ClientKey,
+}
+
+/// Why a [`Verdict`] is what it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum VerdictReason {
+    /// Redis decided, or the block cache did (see [`Reason`]).
+    Limit(Reason),
+    /// The key is on the rule's allow list.
+    AllowList,
+    /// The key is on the rule's deny list.
+    DenyList,
+}
+
+impl VerdictReason {
+    /// `decided`, `cache`, `timeout`, `error`, `allow-list` or `deny-list`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            VerdictReason::Limit(reason) => reason.as_str(),
+            VerdictReason::AllowList => "allow-list",
+            VerdictReason::DenyList => "deny-list",
+        }
+    }
+}
+
+/// What to do with a request.
+#[derive(Debug)]
+pub struct Verdict {
+    /// Whether the rule lets it through (for a dry-run rule: whether it would).
+    pub allowed: bool,
+    /// Why.
+    pub reason: VerdictReason,
+    /// The status to answer with when refused: 429 (limit), 403 (deny list) or 503 (store failed, rule fails
+    /// closed); 200 when allowed.
+    pub status: u16,
+    /// Header fields for the response: the RateLimit fields, and `Retry-After` on a 429.
+    pub headers: Vec<(String, String)>,
+    /// The problem body (`application/problem+json`) of a refusal.
+    pub body: Option<String>,
+    /// The failure the rule's `onError` decided for, to log.
+    pub error: Option<Error>,
+}
+
+impl Route {
+    /// The rule's name.
+    pub fn rule(&self) -> &str {
+        &self.armed.rule.name
+    }
+
+    /// Whether the rule only counts and logs.
+    pub fn dry_run(&self) -> bool {
+        self.armed.rule.dry_run
+    }
+
+    /// The key the request counts under.
+    pub fn key(&self) -> &ClientKey {
+        &self.key
+    }
+
+    /// Decides: the lists first (no round trip), then one permit under every limit of the rule. Never fails: a
+    /// failure of the store, or any other error, is decided by the rule's `onError` and carried in
+    /// [`Verdict::error`].
+    pub async fn decide(&self, now_ms: u64) -> Verdict {
+        let rule = &self.armed.rule;
+        if rule.deny.iter().any(|entry| entry.contains(&self.key)) {
+            let detail = format!("refused by the deny list of rule {:?}", rule.name);
+            return refusal(VerdictReason::DenyList, 403, "Forbidden", &detail, Vec::new(), None);
+        }
+        if rule.allow.iter().any(|entry| entry.contains(&self.key)) {
+            return passage(VerdictReason::AllowList, Vec::new());
+        }
+        match self.armed.ratelimit.limit(&self.key.id, 1).await {
+            Ok(outcome) => self.limited(outcome, now_ms),
+            Err(error) => self.failed(error),
+        }
+    }
+
+    fn limited(&self, outcome: Outcome, now_ms: u64) -> Verdict {
+        let policies = &self.armed.policies;
+        let mut headers = vec![("RateLimit-Policy".to_owned(), policy_field(policies))];
+        let items: Vec<String> = if outcome.limits.len() == policies.len() {
+            policies
+                .iter()
+                .zip(&outcome.limits)
+                .map(|(policy, decision)| limit_item(policy, decision, now_ms))
+                .collect()
+        } else {
+            // The block cache answered with the one denial that speaks for all: name it by its limit.
+            speaking_policy(policies, &outcome.decision)
+                .map(|policy| limit_item(policy, &outcome.decision, now_ms))
+                .into_iter()
+                .collect()
+        };
+        headers.push(("RateLimit".to_owned(), items.join(", ")));
+        let reason = VerdictReason::Limit(outcome.reason);
+        if outcome.decision.success {
+            return passage(reason, headers);
+        }
+        let retry_after = outcome.decision.retry_after;
+        headers.push(("Retry-After".to_owned(), seconds_ceil(retry_after).to_string()));
+        let detail = format!(
+            "rule {:?} allows {}; this {} has no room left; retry in {} s",
+            self.armed.rule.name,
+            describe_limits(policies),
+            self.armed.rule.key,
+            seconds_ceil(retry_after)
+        );
+        refusal(reason, 429, "Too Many Requests", &detail, headers, Some(retry_after))
+    }
+
+    fn failed(&self, error: Error) -> Verdict {
+        let reason = VerdictReason::Limit(match error {
+            Error::Timeout { .. } => Reason::Timeout,
+            _ => Reason::Error,
+        });
+        let mut verdict = if self.armed.rule.on_error == OnError::Allow {
+            passage(reason, Vec::new())
+        } else {
+            let detail = format!(
+                "rule {:?} could not reach its rate-limit store and fails closed; try again shortly",
+                self.armed.rule.name
+            );
+            refusal(reason, 503, "Service Unavailable", &detail, Vec::new(), None)
+        };
+        verdict.error = Some(error);
+        verdict
+    }
+}
+
+fn passage(reason: VerdictReason, headers: Vec<(String, String)>) -> Verdict {
+    Verdict {
+        allowed: true,
+        reason,
+        status: 200,
+        headers,
+        body: None,
+        error: None,
+    }
+}
+
+fn refusal(
+    reason: VerdictReason,
+    status: u16,
+    title: &str,
+    detail: &str,
+    headers: Vec<(String, String)>,
+    retry_after_ms: Option<u64>,
+) -> Verdict {
+    Verdict {
+        allowed: false,
+        reason,
+        status,
+        headers,
+        body: Some(problem(status, title, detail, retry_after_ms)),
+        error: None,
+    }
+}
+
+/// The policy a cached denial belongs to: the first whose quota is the decision's limit.
+fn speaking_policy<'a>(policies: &'a [Policy], decision: &Decision) -> Option<&'a Policy> {
+    policies.iter().find(|policy| policy.quota == decision.limit)
+}
+
+/// `5 per 10 s and 100 per 60 s`.
+fn describe_limits(policies: &[Policy]) -> String {
+    policies
+        .iter()
+        .map(|policy| format!("{} per {}", policy.quota, human_window(policy.window_ms)))
+        .collect::<Vec<_>>()
+        .join(" and ")
+}
+
+fn human_window(ms: u64) -> String {
+    if ms % 1000 == 0 {
+        format!("{} s", ms / 1000)
+    } else {
+        format!("{ms} ms")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::limit::Quota;
+
+    fn limit(quota: Quota) -> Limit {
+        Limit::new(quota)
+    }
+
+    fn gate(rules: Vec<Rule>) -> Result<Gate> {
+        Gate::new(RestClient::new("http://127.0.0.1:1", "t").unwrap(), rules, "edgelimit")
+    }
+
+    #[test]
+    fn the_first_matching_rule_applies() {
+        let ten = Duration::from_secs(10);
+        let mut login = Rule::new("login", KeySource::Ip, vec![limit(Quota::sliding_log(5, ten).unwrap())]);
+        login.request_match = RequestMatch::new(vec![], Some("/login".into()), None, vec!["POST".into()]).unwrap();
+        let everything = Rule::new(
+            "site",
+            KeySource::Path,
+            vec![limit(Quota::fixed_window(100, ten).unwrap())],
+        );
+        let gate = gate(vec![login, everything]).unwrap();
+        let ip = |name: &str| (name == "cf-connecting-ip").then(|| "192.0.2.9".to_owned());
+        assert_eq!(gate.route("POST", "h", "/login", ip).unwrap().rule(), "login");
+        let other = gate.route("GET", "h", "/login", ip).unwrap();
+        assert_eq!((other.rule(), other.key().id.as_str()), ("site", "path:/login"));
+        assert!(self::gate(vec![]).unwrap().route("GET", "h", "/", ip).is_none());
+    }
+
+    #[test]
+    fn broken_rules_are_named_in_the_error() {
+        let second = Duration::from_secs(1);
+        let fixed = || vec![limit(Quota::fixed_window(1, second).unwrap())];
+        let message = |rules| gate(rules).unwrap_err().to_string();
+        assert!(message(vec![Rule::new("a b", KeySource::Ip, fixed())]).contains("rule \"a b\": a rule name is"));
+        assert!(message(vec![
+            Rule::new("a", KeySource::Ip, fixed()),
+            Rule::new("a", KeySource::Ip, fixed())
+        ])
+        .contains("two rules are named \"a\""));
+        assert!(message(vec![Rule::new("a", KeySource::Ip, vec![])]).contains("rule \"a\": no limits"));
+        let leases = vec![limit(Quota::concurrency(1, second).unwrap())];
+        assert!(message(vec![Rule::new("a", KeySource::Ip, leases)]).contains("concurrency limits are not available"));
+        let mut throws = Rule::new("a", KeySource::Ip, fixed());
+        throws.on_error = OnError::Throw;
+        assert!(message(vec![throws]).contains("onError is \"allow\" (fail open) or \"deny\""));
+    }
+
+    #[test]
+    fn limits_are_stored_under_the_rule_unless_named() {
+        let second = Duration::from_secs(1);
+        let mut shared = limit(Quota::fixed_window(100, second).unwrap());
+        shared.name = Some("global".into());
+        let rule = Rule::new(
+            "api",
+            KeySource::Ip,
+            vec![limit(Quota::sliding_log(5, second).unwrap()), shared],
+        );
+        let gate = gate(vec![rule]).unwrap();
+        let names: Vec<_> = gate.rules[0]
+            .policies
+            .iter()
+            .map(|policy| policy.name.as_str())
+            .collect();
+        assert_eq!(names, ["api/sliding_log-1000ms", "global"]);
+        assert_eq!(describe_limits(&gate.rules[0].policies), "5 per 1 s and 100 per 1 s");
+    }
+}
