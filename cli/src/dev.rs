@@ -1,13 +1,15 @@
 //! `edgelimit dev`: the whole local stack in one command.
 //!
-//! Starts a private `redis-server` (nothing on disk) and the REST bridge in front of it, prints how to reach them,
-//! and stops both on Ctrl-C or SIGTERM.
+//! Starts a private `redis-server` (nothing on disk), the REST bridge in front of it and, from a checkout with
+//! wrangler installed, the Worker under `wrangler dev` in front of a demo origin ([`crate::worker_dev`]); prints how
+//! to reach them, and stops them all on Ctrl-C or SIGTERM.
 
 use std::future::Future;
 use std::net::SocketAddr;
 
 use crate::bridge::{self, BridgeConfig};
 use crate::redis_server::RedisServer;
+use crate::worker_dev::{self, WorkerConfig};
 
 /// What `edgelimit dev` listens on.
 #[derive(Debug, Clone)]
@@ -18,6 +20,8 @@ pub struct DevConfig {
     pub redis_port: u16,
     /// Token the bridge requires.
     pub token: String,
+    /// The Worker and its demo origin; `None` runs Redis and the bridge only.
+    pub worker: Option<WorkerConfig>,
 }
 
 /// Runs the stack until `shutdown` completes.
@@ -40,11 +44,29 @@ pub async fn run(config: DevConfig, shutdown: impl Future<Output = ()> + Send + 
         config.token
     );
     say!("  clients  EDGELIMIT_URL={url} EDGELIMIT_TOKEN={}", config.token);
+    let worker = match &config.worker {
+        Some(worker_config) => Some(worker_dev::start(worker_config, &url, &config.token).await?),
+        None => None,
+    };
+    if let Some(worker) = &worker {
+        say!("  origin   {}   (demo: echoes what reaches it)", worker.origin_url);
+        say!(
+            "  worker   {}   (wrangler dev, rules from wrangler.toml; ready when it says so below)",
+            worker.url
+        );
+        say!(
+            "  try      for i in $(seq 6); do curl -s -o /dev/null -w '%{{http_code}} ' {}/; done",
+            worker.url
+        );
+    }
     say!("Ctrl-C stops everything.");
     let bridge_config = BridgeConfig::new(redis.url(), config.token);
     bridge::serve(listener, bridge_config, shutdown)
         .await
         .map_err(|e| e.to_string())?;
+    if let Some(worker) = worker {
+        worker.stop().await;
+    }
     redis
         .stop()
         .await

@@ -11,7 +11,8 @@
 //! | [`family`] | the same commands for the algorithm family (`--algorithm`), and `configure` to store a quota in Redis |
 //! | [`bridge`] | the REST bridge: routes, auth, JSON<->RESP, script shebang compatibility, the Redis link |
 //! | [`redis_server`] | a real `redis-server` child process on a loopback port (dev stack and tests) |
-//! | [`dev`] | `edgelimit dev`: Redis + bridge in one command |
+//! | [`dev`] | `edgelimit dev`: Redis + bridge (+ the Worker) in one command |
+//! | [`worker_dev`] | the Worker in the dev stack: `wrangler dev` in front of a demo origin |
 //! | [`signals`] | graceful shutdown on SIGINT/SIGTERM |
 
 #![warn(missing_docs)]
@@ -31,3 +32,4 @@ pub mod dev;
 pub mod family;
 pub mod redis_server;
 pub mod signals;
+pub mod worker_dev;

@@ -12,6 +12,7 @@ use edgelimit_cli::dev::{self, DevConfig};
 use edgelimit_cli::family::{self, AlgorithmArgs};
 use edgelimit_cli::say;
 use edgelimit_cli::signals::shutdown_requested;
+use edgelimit_cli::worker_dev::{self, WorkerConfig};
 
 /// Exact distributed rate limiting for the edge.
 #[derive(Parser)]
@@ -75,7 +76,8 @@ enum Commands {
         #[arg(long, default_value_t = 2000)]
         redis_timeout_ms: u64,
     },
-    /// Start the local stack: a private redis-server and the bridge in front of it.
+    /// Start the local stack: a private redis-server, the bridge in front of it, and the Worker (wrangler dev) in
+    /// front of a demo origin.
     Dev {
         /// Address of the bridge.
         #[arg(long, default_value = "127.0.0.1:8079")]
@@ -86,6 +88,15 @@ enum Commands {
         /// Token the bridge requires.
         #[arg(long, env = "EDGELIMIT_TOKEN", default_value = "dev-token")]
         token: String,
+        /// Leave out the Worker (it runs when the current directory is a checkout with wrangler installed).
+        #[arg(long)]
+        no_worker: bool,
+        /// Port of the Worker (`wrangler dev`).
+        #[arg(long, default_value_t = 8787)]
+        worker_port: u16,
+        /// Port of the demo origin behind the Worker.
+        #[arg(long, default_value_t = 8081)]
+        origin_port: u16,
     },
     /// Set a limiter's rate (by default replacing any rate and clearing the state).
     SetRate {
@@ -208,11 +219,21 @@ async fn run(command: Commands) -> Result<Option<Outcome>, String> {
             listen,
             redis_port,
             token,
+            no_worker,
+            worker_port,
+            origin_port,
         } => {
+            let root = std::env::current_dir().map_err(|e| format!("no current directory: {e}"))?;
+            let worker = (!no_worker && worker_dev::wrangler_in(&root).is_some()).then_some(WorkerConfig {
+                root,
+                port: worker_port,
+                origin_port,
+            });
             let config = DevConfig {
                 listen,
                 redis_port,
                 token,
+                worker,
             };
             return dev::run(config, shutdown_requested()).await.map(|()| None);
         }
