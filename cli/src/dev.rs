@@ -7,7 +7,7 @@
 use std::future::Future;
 use std::net::SocketAddr;
 
-use crate::bridge::{self, BridgeConfig};
+use crate::bridge::{self, BridgeConfig, CorsOrigins};
 use crate::redis_server::RedisServer;
 use crate::worker_dev::{self, WorkerConfig};
 
@@ -60,7 +60,10 @@ pub async fn run(config: DevConfig, shutdown: impl Future<Output = ()> + Send + 
         );
     }
     say!("Ctrl-C stops everything.");
-    let bridge_config = BridgeConfig::new(redis.url(), config.token);
+    let mut bridge_config = BridgeConfig::new(redis.url(), config.token);
+    // Local pages (the playground, a developer's app) call the dev bridge from the browser; it holds nothing but
+    // throwaway state behind a dev token.
+    bridge_config.cors_origins = CorsOrigins(vec!["*".to_owned()]);
     bridge::serve(listener, bridge_config, shutdown)
         .await
         .map_err(|e| e.to_string())?;

@@ -7,7 +7,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 use edgelimit::{Mode, Rate, RateLimiter};
 use edgelimit_cli::admin::{self, duration, Outcome, SetHow};
-use edgelimit_cli::bridge::{self, BridgeConfig};
+use edgelimit_cli::bridge::{self, BridgeConfig, CorsOrigins};
 use edgelimit_cli::dev::{self, DevConfig};
 use edgelimit_cli::family::{self, AlgorithmArgs};
 use edgelimit_cli::say;
@@ -75,6 +75,10 @@ enum Commands {
         /// Bound on connecting to Redis and on each reply, in milliseconds.
         #[arg(long, default_value_t = 2000)]
         redis_timeout_ms: u64,
+        /// A web page origin allowed to call the bridge from a browser, e.g. http://127.0.0.1:8080 (repeat for
+        /// several; `*` for any). None by default.
+        #[arg(long = "cors-origin")]
+        cors_origins: Vec<String>,
     },
     /// Start the local stack: a private redis-server, the bridge in front of it, and the Worker (wrangler dev) in
     /// front of a demo origin.
@@ -206,12 +210,14 @@ async fn run(command: Commands) -> Result<Option<Outcome>, String> {
             token,
             max_request_bytes,
             redis_timeout_ms,
+            cors_origins,
         } => {
             let config = BridgeConfig {
                 redis_url,
                 token,
                 max_request_bytes,
                 redis_timeout: Duration::from_millis(redis_timeout_ms),
+                cors_origins: CorsOrigins(cors_origins),
             };
             return run_bridge(listen, config).await.map(|()| None);
         }

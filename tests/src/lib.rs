@@ -27,6 +27,11 @@ pub struct Stack {
 impl Stack {
     /// Starts a fresh Redis and a bridge in front of it.
     pub async fn start() -> Stack {
+        Stack::start_with(|_| {}).await
+    }
+
+    /// [`Stack::start`] with the bridge's config changed by `configure` first.
+    pub async fn start_with(configure: impl FnOnce(&mut BridgeConfig)) -> Stack {
         let redis = RedisServer::start().await.expect("start redis-server");
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
@@ -35,6 +40,7 @@ impl Stack {
         let mut config = BridgeConfig::new(redis.url(), TOKEN);
         // Short, so the Redis-down tests answer quickly; still generous for a loaded 2-core machine.
         config.redis_timeout = Duration::from_millis(1_500);
+        configure(&mut config);
         let (stop_bridge, stopped) = oneshot::channel::<()>();
         let bridge_task = tokio::spawn(async move {
             bridge::serve(listener, config, async {

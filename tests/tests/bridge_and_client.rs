@@ -193,3 +193,70 @@ async fn the_bridge_shuts_down_gracefully() {
     let err = client.command(&cmd("PING")).await.unwrap_err();
     assert_eq!(err.code(), "EDGELIMIT_TRANSPORT", "{err}");
 }
+
+#[tokio::test]
+async fn browsers_may_call_only_from_the_listed_origins() {
+    let stack = Stack::start_with(|config| {
+        config.cors_origins = edgelimit_cli::bridge::CorsOrigins(vec!["http://127.0.0.1:8080".into()]);
+    })
+    .await;
+    let http = reqwest::Client::new();
+    let preflight = |origin: &'static str| {
+        http.request(reqwest::Method::OPTIONS, stack.url())
+            .header("origin", origin)
+            .header("access-control-request-method", "POST")
+            .header("access-control-request-headers", "authorization, content-type")
+            .send()
+    };
+    let allowed = preflight("http://127.0.0.1:8080").await.unwrap();
+    assert_eq!(allowed.status(), 204);
+    let header = |response: &reqwest::Response, name: &str| {
+        response
+            .headers()
+            .get(name)
+            .map(|value| value.to_str().unwrap().to_owned())
+    };
+    assert_eq!(
+        header(&allowed, "access-control-allow-origin").as_deref(),
+        Some("http://127.0.0.1:8080")
+    );
+    assert_eq!(
+        header(&allowed, "access-control-allow-headers").as_deref(),
+        Some("authorization, content-type, upstash-encoding")
+    );
+    let refused = preflight("http://evil.example").await.unwrap();
+    assert_eq!(refused.status(), 403);
+    assert_eq!(
+        refused.text().await.unwrap(),
+        r#"{"error":"origin http://evil.example may not call this bridge: start it with --cors-origin http://evil.example"}"#
+    );
+
+    let call = |token: &'static str| {
+        http.post(stack.url())
+            .header("origin", "http://127.0.0.1:8080")
+            .bearer_auth(token)
+            .body(r#"["PING"]"#)
+            .send()
+    };
+    let pong = call(TOKEN).await.unwrap();
+    assert_eq!(
+        header(&pong, "access-control-allow-origin").as_deref(),
+        Some("http://127.0.0.1:8080")
+    );
+    assert_eq!(pong.text().await.unwrap(), r#"{"result":"PONG"}"#);
+    let unauthorized = call("wrong").await.unwrap();
+    assert_eq!(unauthorized.status(), 401);
+    assert!(
+        header(&unauthorized, "access-control-allow-origin").is_some(),
+        "a page can read why it failed"
+    );
+
+    let no_cors = Stack::start().await;
+    let plain = http
+        .request(reqwest::Method::OPTIONS, no_cors.url())
+        .header("origin", "http://127.0.0.1:8080")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(plain.status(), 403, "no origins listed: no browser may call");
+}

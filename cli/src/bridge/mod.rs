@@ -6,10 +6,12 @@
 //! | `POST /pipeline` | `[["CMD", …], …]` | HTTP 200 `[{"result": …} or {"error": …}, …]` |
 //! | `POST /multi-exec` | the same | the same, run inside MULTI/EXEC |
 //!
-//! Every request needs `Authorization: Bearer <token>` (HTTP 401 otherwise). When Redis cannot be reached the
+//! Every request needs `Authorization: Bearer <token>` (HTTP 401 otherwise). Browsers may call it from the origins
+//! given with `--cors-origin` ([`CorsOrigins`]). When Redis cannot be reached the
 //! bridge answers HTTP 503 `{"error": …}` and keeps trying to reconnect; it never needs a restart.
 
 mod auth;
+mod cors;
 mod json;
 mod policy;
 mod redis_link;
@@ -30,6 +32,7 @@ use axum::{Json, Router};
 use serde_json::{json, Value as JsonValue};
 
 use self::auth::TokenCheck;
+pub use self::cors::CorsOrigins;
 use self::json::Words;
 use self::redis_link::RedisLink;
 use self::shebang::ScriptAliases;
@@ -45,6 +48,8 @@ pub struct BridgeConfig {
     pub max_request_bytes: usize,
     /// Bound on connecting to Redis and on each Redis reply.
     pub redis_timeout: Duration,
+    /// Web page origins allowed to call the bridge from a browser (`*`: any); none by default.
+    pub cors_origins: CorsOrigins,
 }
 
 impl BridgeConfig {
@@ -55,6 +60,7 @@ impl BridgeConfig {
             token: token.into(),
             max_request_bytes: 1 << 20,
             redis_timeout: Duration::from_secs(2),
+            cors_origins: CorsOrigins::default(),
         }
     }
 }
@@ -111,6 +117,11 @@ pub async fn serve(
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(bridge.clone(), authenticate))
         .layer(DefaultBodyLimit::max(config.max_request_bytes))
+        // Outermost, so that preflights are answered before the token check.
+        .layer(middleware::from_fn_with_state(
+            Arc::new(config.cors_origins),
+            cors::cors,
+        ))
         .with_state(bridge);
     axum::serve(listener, app).with_graceful_shutdown(shutdown).await?;
     Ok(())
