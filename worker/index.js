@@ -23,6 +23,8 @@ function originOf(value) {
 // Both are built when the isolate starts, so a malformed RULES (or a missing setting) stops the Worker from starting
 // with the reason — `wrangler dev` prints it, and Cloudflare refuses to deploy it — instead of failing requests.
 const origin = originOf(env.ORIGIN);
+// Request paths are appended to the origin's own path, if it has one.
+const originPath = origin.pathname.replace(/\/$/, "");
 let gate = new GateCore(env);
 
 /**
@@ -39,9 +41,8 @@ function recovered(error) {
 }
 
 /** The rule for this request and, unless it is a dry run, its verdict; once more on a fresh core after a trap. */
-async function judged(request) {
+async function judged(request, url) {
   const attempt = async () => {
-    const url = new URL(request.url);
     const route = gate.route(request.method, url.hostname, url.pathname, request.headers);
     if (route === undefined || route.dryRun) return { route };
     return { route, verdict: await route.decide() };
@@ -55,17 +56,16 @@ async function judged(request) {
 }
 
 /** The same request, sent to the origin: method, headers and body (streamed, not buffered) unchanged. */
-function toOrigin(request) {
-  const url = new URL(request.url);
+function toOrigin(request, url) {
   const target = new URL(origin);
-  target.pathname = origin.pathname.replace(/\/$/, "") + url.pathname;
+  target.pathname = originPath + url.pathname;
   target.search = url.search;
   return fetch(new Request(target, request));
 }
 
 /** The origin's response with the RateLimit fields added; its body streams through untouched. */
-async function proxied(request, fields) {
-  const response = await toOrigin(request);
+async function proxied(request, url, fields) {
+  const response = await toOrigin(request, url);
   // A 101 (WebSocket upgrade) cannot be rebuilt, and without fields there is nothing to add.
   if (fields.length === 0 || response.status === 101) return response;
   const withFields = new Response(response.body, response);
@@ -93,8 +93,9 @@ function report(route, verdict) {
 
 export default {
   async fetch(request, _env, ctx) {
-    const { route, verdict } = await judged(request);
-    if (route === undefined) return toOrigin(request);
+    const url = new URL(request.url);
+    const { route, verdict } = await judged(request, url);
+    if (route === undefined) return toOrigin(request, url);
     if (route.dryRun) {
       // Counting must not slow the request down: it runs after the response, kept alive by waitUntil.
       const counted = route.decide().then(
@@ -102,9 +103,9 @@ export default {
         (error) => recovered(error) || console.error(`edgelimit: dry run of rule ${route.rule} failed: ${error}`),
       );
       ctx.waitUntil(counted);
-      return toOrigin(request);
+      return toOrigin(request, url);
     }
     report(route, verdict);
-    return verdict.allowed ? proxied(request, verdict.headers) : refusal(verdict);
+    return verdict.allowed ? proxied(request, url, verdict.headers) : refusal(verdict);
   },
 };

@@ -105,23 +105,20 @@ impl ArmedRule {
             ));
         }
         // Limits are stored under the rule's name unless named, so two rules never share state by accident, and
-        // two rules that name a limit alike share it on purpose.
+        // two rules that name a limit alike share it on purpose. The stored name is the advertised policy's name.
+        let mut policies = Vec::with_capacity(rule.limits.len());
         for limit in &mut rule.limits {
             let name = limit
                 .name
                 .take()
                 .unwrap_or_else(|| format!("{}/{}", rule.name, limit.default_name()));
-            limit.name = Some(name);
-        }
-        let policies = rule
-            .limits
-            .iter()
-            .map(|limit| Policy {
-                name: limit.name.clone().unwrap_or_default(),
+            policies.push(Policy {
+                name: name.clone(),
                 quota: limit.quota.limit().into(),
                 window_ms: limit.quota.interval_ms(),
-            })
-            .collect();
+            });
+            limit.name = Some(name);
+        }
         let mut client = client.clone();
         if let Some(timeout) = rule.timeout {
             client = client.with_timeout(timeout)?;
@@ -302,10 +299,7 @@ impl Route {
     }
 
     fn failed(&self, error: Error) -> Verdict {
-        let reason = VerdictReason::Limit(match error {
-            Error::Timeout { .. } => Reason::Timeout,
-            _ => Reason::Error,
-        });
+        let reason = VerdictReason::Limit(Reason::of_failure(&error));
         let mut verdict = if self.armed.rule.on_error == OnError::Allow {
             passage(reason, Vec::new())
         } else {

@@ -76,6 +76,14 @@ pub enum Reason {
 }
 
 impl Reason {
+    /// Why a failure policy had to decide: the store timed out, or failed otherwise.
+    pub(crate) fn of_failure(error: &Error) -> Reason {
+        match error {
+            Error::Timeout { .. } => Reason::Timeout,
+            _ => Reason::Error,
+        }
+    }
+
     /// The JS spelling: `decided`, `cache`, `timeout`, `error`.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -297,10 +305,7 @@ impl Ratelimit {
         if !error.is_store_failure() || self.on_error == OnError::Throw {
             return Err(error);
         }
-        let reason = match error {
-            Error::Timeout { .. } => Reason::Timeout,
-            _ => Reason::Error,
-        };
+        let reason = Reason::of_failure(&error);
         let limit = limiters
             .iter()
             .filter_map(|limiter| limiter.quota())

@@ -226,8 +226,7 @@ impl JsRoute {
 
     /// `{allowed, reason, status, headers: [[name, value]…], body?, error?}`; never rejects.
     pub async fn decide(&self) -> JsValue {
-        let route = self.inner.clone();
-        verdict_object(route.decide(js_sys::Date::now() as u64).await)
+        verdict_object(self.inner.decide(js_sys::Date::now() as u64).await)
     }
 }
 
