@@ -12,7 +12,7 @@ use edgelimit_cli::dev::{self, DevConfig};
 use edgelimit_cli::family::{self, AlgorithmArgs};
 use edgelimit_cli::say;
 use edgelimit_cli::signals::shutdown_requested;
-use edgelimit_cli::worker_dev::{self, WorkerConfig};
+use edgelimit_cli::worker_dev::WorkerConfig;
 
 /// Exact distributed rate limiting for the edge.
 #[derive(Parser)]
@@ -230,11 +230,9 @@ async fn run(command: Commands) -> Result<Option<Outcome>, String> {
             origin_port,
         } => {
             let root = std::env::current_dir().map_err(|e| format!("no current directory: {e}"))?;
-            let worker = (!no_worker && worker_dev::wrangler_in(&root).is_some()).then_some(WorkerConfig {
-                root,
-                port: worker_port,
-                origin_port,
-            });
+            let worker = (!no_worker)
+                .then(|| WorkerConfig::in_checkout(&root, worker_port, origin_port))
+                .flatten();
             let config = DevConfig {
                 listen,
                 redis_port,

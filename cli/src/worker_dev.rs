@@ -16,32 +16,45 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio::task::JoinHandle;
 
-/// Where the Worker and its origin listen.
+/// What runs the Worker, and where it and its origin listen.
 #[derive(Debug, Clone)]
 pub struct WorkerConfig {
     /// The checkout holding `wrangler.toml` and `node_modules/wrangler`.
     pub root: PathBuf,
+    /// The Node that runs wrangler.
+    pub node: PathBuf,
+    /// wrangler's CLI script.
+    pub wrangler: PathBuf,
     /// Port of `wrangler dev`.
     pub port: u16,
     /// Port of the demo origin.
     pub origin_port: u16,
 }
 
-/// wrangler and the Node to run it with (wrangler needs Node 22; the workspace installs one from npm where the
-/// machine's is older), if this checkout has them. The script is wrangler's CLI itself, not its `bin` wrapper,
-/// which would run it as a grandchild that outlives a stopped wrapper.
-pub fn wrangler_in(root: &Path) -> Option<(PathBuf, PathBuf)> {
-    let script = root.join("node_modules/wrangler/wrangler-dist/cli.js");
-    if !root.join("wrangler.toml").is_file() || !script.is_file() {
-        return None;
+impl WorkerConfig {
+    /// The Worker of the checkout at `root`, if it has `wrangler.toml` and wrangler installed, run with the Node
+    /// wrangler needs (22; the workspace installs one from npm where the machine's is older). The script is
+    /// wrangler's CLI itself, not its `bin` wrapper, which would run it as a grandchild that outlives a stopped
+    /// wrapper.
+    pub fn in_checkout(root: &Path, port: u16, origin_port: u16) -> Option<WorkerConfig> {
+        let wrangler = root.join("node_modules/wrangler/wrangler-dist/cli.js");
+        if !root.join("wrangler.toml").is_file() || !wrangler.is_file() {
+            return None;
+        }
+        let local_node = root.join("node_modules/.bin/node");
+        let node = if local_node.exists() {
+            local_node
+        } else {
+            PathBuf::from("node")
+        };
+        Some(WorkerConfig {
+            root: root.to_owned(),
+            node,
+            wrangler,
+            port,
+            origin_port,
+        })
     }
-    let local_node = root.join("node_modules/.bin/node");
-    let node = if local_node.exists() {
-        local_node
-    } else {
-        PathBuf::from("node")
-    };
-    Some((node, script))
 }
 
 /// The running Worker and origin.
@@ -74,7 +87,6 @@ impl WorkerDev {
 
 /// Starts the demo origin and `wrangler dev` against `bridge_url`; wrangler's output is passed on, each line marked.
 pub async fn start(config: &WorkerConfig, bridge_url: &str, token: &str) -> Result<WorkerDev, String> {
-    let (node, wrangler) = wrangler_in(&config.root).ok_or("wrangler is not installed here: run scripts/setup")?;
     let origin_address = SocketAddr::from(([127, 0, 0, 1], config.origin_port));
     let listener = tokio::net::TcpListener::bind(origin_address)
         .await
@@ -88,10 +100,10 @@ pub async fn start(config: &WorkerConfig, bridge_url: &str, token: &str) -> Resu
         format!("EDGELIMIT_URL:{bridge_url}"),
         format!("EDGELIMIT_TOKEN:{token}"),
     ];
-    let mut command = Command::new(&node);
+    let mut command = Command::new(&config.node);
     command
         .arg("--no-warnings")
-        .arg(&wrangler)
+        .arg(&config.wrangler)
         .args(["dev", "--ip", "127.0.0.1", "--port", &config.port.to_string()])
         .args(["--show-interactive-dev-session", "false"])
         .args(vars.iter().flat_map(|var| ["--var", var.as_str()]))
@@ -100,9 +112,13 @@ pub async fn start(config: &WorkerConfig, bridge_url: &str, token: &str) -> Resu
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .kill_on_drop(true);
-    let mut child = command
-        .spawn()
-        .map_err(|e| format!("could not run {} {}: {e}", node.display(), wrangler.display()))?;
+    let mut child = command.spawn().map_err(|e| {
+        format!(
+            "could not run {} {}: {e}",
+            config.node.display(),
+            config.wrangler.display()
+        )
+    })?;
     if let Some(stdout) = child.stdout.take() {
         tokio::spawn(async move {
             let mut lines = BufReader::new(stdout).lines();
