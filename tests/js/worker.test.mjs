@@ -2,7 +2,7 @@
 // bridge and redis-server, in front of a real local origin.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { freePort, startStack, startStalledEndpoint } from "./harness.mjs";
+import { startStack, startStalledEndpoint } from "./harness.mjs";
 import { bundleWorker, startOrigin, startWorker, varsFor } from "./worker-harness.mjs";
 
 const FIVE_PER_10S = [{ algorithm: "slidingLog", limit: 5, interval: "10 s" }];
@@ -240,7 +240,9 @@ test("store unreachable or slow: fail-open rules proxy, fail-closed rules answer
       { name: "open", match: { path: "/open" }, limits: FIVE_PER_10S },
       { name: "closed", match: { path: "/closed" }, onError: "deny", timeout: "300ms", limits: FIVE_PER_10S },
     ];
-    const down = await worker(rules, { EDGELIMIT_URL: `http://127.0.0.1:${await freePort()}` });
+    // Port 1: nothing listens there, and unlike a port that was free a moment ago, no Miniflare started meanwhile
+    // can have taken it (one did, and answered 404).
+    const down = await worker(rules, { EDGELIMIT_URL: "http://127.0.0.1:1" });
     const slow = await worker(rules, { EDGELIMIT_URL: stalled.url });
     for (const site of [down, slow]) {
       const open = await site.fetch("/open");
@@ -252,7 +254,7 @@ test("store unreachable or slow: fail-open rules proxy, fail-closed rules answer
       assert.equal((await closed.json()).detail, 'rule "closed" could not reach its rate-limit store and fails closed; try again shortly');
     }
     await eventually(() => down.logs.join("").includes('"rule":"closed"'), () => down.logs.join(""));
-    assert.match(down.logs.join(""), /"edgelimit":"store failure","rule":"open".*"reason":"error","status":200,"error":"could not reach the REST endpoint at http:\/\/127\.0\.0\.1:\d+: .*","code":"EDGELIMIT_TRANSPORT"/);
+    assert.match(down.logs.join(""), /"edgelimit":"store failure","rule":"open".*"reason":"error","status":200,"error":"could not reach the REST endpoint at http:\/\/127\.0\.0\.1:1: .*","code":"EDGELIMIT_TRANSPORT"/);
     await eventually(() => slow.logs.join("").includes('"reason":"timeout"'), () => slow.logs.join(""));
     assert.match(slow.logs.join(""), /"rule":"closed".*"reason":"timeout".*no reply from the REST endpoint within 300 ms/);
   } finally {
