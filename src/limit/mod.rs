@@ -34,6 +34,7 @@ pub mod model;
 mod quota;
 pub mod scripts;
 pub(crate) mod slot;
+pub mod state;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -41,6 +42,7 @@ use std::time::Duration;
 pub use self::lease::Lease;
 pub use self::quota::{Algorithm, Quota};
 pub use self::slot::hash_slot;
+pub use self::state::{state_all, HeldGrant, LimitState, StateDetail};
 use crate::decision::Decision;
 use crate::error::{Error, Result};
 use crate::rest::{Command, RestClient};
@@ -180,6 +182,12 @@ impl Limiter {
     pub async fn reset(&self, id: &str) -> Result<bool> {
         let command = Command::new("DEL").arg(self.state_key(id));
         Ok(self.client.command(&command).await?.into_int()? > 0)
+    }
+
+    /// `id`'s state as Redis holds it now, writing nothing: see [`state_all`].
+    pub async fn state(&self, id: &str) -> Result<LimitState> {
+        let mut states = state_all(&[(self, id)]).await?;
+        Ok(states.pop().expect("one limit, one state"))
     }
 
     /// Stores `quota` as this limiter's config in Redis; limiters built with [`Limiter::stored`] use it from their

@@ -29,7 +29,7 @@ use std::time::Duration;
 pub use self::block_cache::BlockCache;
 use crate::decision::Decision;
 use crate::error::{Error, Result};
-use crate::limit::{self, Decisions, Limiter, Quota, DEFAULT_PREFIX};
+use crate::limit::{self, Decisions, LimitState, Limiter, Quota, DEFAULT_PREFIX};
 use crate::rest::{Command, RestClient};
 use crate::time::{retry_until_granted, Attempt, Instant};
 
@@ -252,6 +252,12 @@ impl Ratelimit {
     pub async fn remaining(&self, id: &str) -> Result<Decision> {
         let requests: Vec<_> = self.limiters.iter().map(|limiter| limiter.request(id, 1)).collect();
         Ok(speaking_for_all(&limit::peek_all(&requests).await?))
+    }
+
+    /// `id`'s state under every limit, as Redis holds it at one moment, in one round trip, writing nothing.
+    pub async fn state(&self, id: &str) -> Result<Vec<LimitState>> {
+        let requests: Vec<_> = self.limiters.iter().map(|limiter| (limiter, id)).collect();
+        limit::state_all(&requests).await
     }
 
     /// Forgets `id`'s state under every limit (one `DEL`) and its cached denials. Returns whether there was any

@@ -1,0 +1,433 @@
+//! A limit's state as Redis holds it, decoded: what the playground draws and `edgelimit inspect` prints.
+//!
+//! One script (`lua/limits/inspect.lua`) reads the server's clock and every key in one atomic call, writing nothing,
+//! so the state of several limits is one consistent moment. The stored values are decoded here through checked
+//! parsers (a value in no known layout is [`Error::MalformedReply`], never a guess) and shown as they stand at that
+//! moment: a window that has ended counts nothing, a bucket has refilled, a permit that has freed is gone, exactly as
+//! the next decision would see them.
+
+use std::sync::LazyLock;
+
+use super::quota::{Algorithm, Quota};
+use super::Limiter;
+use crate::error::{Error, Result};
+use crate::script::{lua_script, Script};
+use crate::value::Value;
+
+/// The inspection script: `lua/common.lua` and `lua/limits/inspect.lua`.
+pub static INSPECT: LazyLock<Script> = lua_script!("limits/inspect.lua");
+
+/// At most this many held permits are listed for a sliding log or concurrency limit ([`StateDetail::Log`] still
+/// counts all of them): enough to draw any window a person looks at, bounded for a limit of 100 000.
+pub const LISTED_PERMITS: u32 = 1000;
+
+/// One identifier's state under one limit, at one moment of the Redis server's clock.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LimitState {
+    /// The limit's name.
+    pub name: String,
+    /// The quota the state was read under.
+    pub quota: Quota,
+    /// The state key.
+    pub key: String,
+    /// The moment read: unix ms on the Redis server's clock (or the limiter's explicit time).
+    pub now: u64,
+    /// Unix ms when the key expires; `None` when there is no key (a fresh identifier) or it never expires.
+    pub expires_at: Option<u64>,
+    /// The key's value as stored, for the algorithms that keep a string; `None` for a permit log or no key.
+    pub stored: Option<String>,
+    /// The state, decoded and brought to `now`.
+    pub detail: StateDetail,
+}
+
+/// What a limit holds, by algorithm, as the next decision at `now` would see it.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum StateDetail {
+    /// Sliding log and concurrency: permits held, and the soonest-freeing grants among them (up to
+    /// [`LISTED_PERMITS`] permits).
+    Log {
+        /// Permits held at `now`.
+        held: u64,
+        /// Grants holding them, soonest-freeing first.
+        grants: Vec<HeldGrant>,
+    },
+    /// Fixed window: the current window and what it has counted.
+    FixedWindow {
+        /// Unix ms when the window began (it ends one interval later).
+        window_start: u64,
+        /// Permits granted in it.
+        count: u64,
+    },
+    /// Sliding window counter: the current and the previous window's counts.
+    SlidingWindow {
+        /// Unix ms when the current window began.
+        window_start: u64,
+        /// Permits granted in the current window.
+        current: u64,
+        /// Permits granted in the previous window, weighted by how much of it the sliding window still covers.
+        previous: u64,
+    },
+    /// Token bucket: the tokens in the bucket (fractional: it refills continuously).
+    TokenBucket {
+        /// Tokens now.
+        tokens: f64,
+    },
+    /// GCRA: the theoretical arrival time and the burst capacity it leaves.
+    Gcra {
+        /// Unix ms (fractional: the emission interval need not be whole ms) when the limit is whole again; `now`
+        /// when it already is.
+        tat: f64,
+        /// Permits a burst could take now (fractional, as a token bucket's tokens).
+        tokens: f64,
+    },
+}
+
+/// Permits one grant holds in a permit log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeldGrant {
+    /// The grant's id (for concurrency, the lease's id).
+    pub id: String,
+    /// Permits it holds (those listed, if the list was cut at [`LISTED_PERMITS`]).
+    pub permits: u32,
+    /// Unix ms when they free.
+    pub frees_at: u64,
+}
+
+impl StateDetail {
+    /// Sliding window: the previous window's count as the sliding window weighs it at `now`, plus the current
+    /// count: what the limit is held against. `None` for the other algorithms.
+    pub fn weighted_count(&self, quota: &Quota, now: u64) -> Option<f64> {
+        let StateDetail::SlidingWindow {
+            window_start,
+            current,
+            previous,
+        } = *self
+        else {
+            return None;
+        };
+        let interval = quota.interval_ms();
+        let still_covered = interval.saturating_sub(now.saturating_sub(window_start));
+        Some(previous as f64 * still_covered as f64 / interval as f64 + current as f64)
+    }
+}
+
+/// Reads the state of several limits, each for its identifier, in one round trip and at one moment. Limiters with
+/// a stored quota cost one more round trip each, to read it; without one it is [`Error::NotInitialized`].
+pub async fn state_all(requests: &[(&Limiter, &str)]) -> Result<Vec<LimitState>> {
+    let (first, _) = requests
+        .first()
+        .ok_or_else(|| Error::InvalidArgument("no limits to inspect: pass at least one".into()))?;
+    let mut quotas = Vec::with_capacity(requests.len());
+    for (limiter, _) in requests {
+        let quota = match limiter.quota {
+            Some(quota) => quota,
+            None => limiter.stored_quota().await?.ok_or_else(|| Error::NotInitialized {
+                name: limiter.name.clone(),
+            })?,
+        };
+        quotas.push(quota);
+    }
+    let keys: Vec<String> = requests.iter().map(|(limiter, id)| limiter.state_key(id)).collect();
+    let mut args = vec![
+        first.now_ms.map(|ms| ms.to_string()).unwrap_or_default(),
+        LISTED_PERMITS.to_string(),
+    ];
+    args.extend(quotas.iter().map(|quota| kind(quota.algorithm()).to_owned()));
+    let reply = INSPECT.run(&first.client, &keys, &args).await?.into_array()?;
+    if reply.len() != requests.len() + 1 {
+        return Err(Error::malformed(
+            format!(
+                "the inspection of {} keys (the time, then one entry per key)",
+                requests.len()
+            ),
+            Value::Array(reply),
+        ));
+    }
+    let mut entries = reply.into_iter();
+    let now = entries.next().expect("checked length").into_u64()?;
+    requests
+        .iter()
+        .zip(quotas)
+        .zip(keys)
+        .zip(entries)
+        .map(|((((limiter, _), quota), key), entry)| decode(limiter.name(), quota, key, now, entry))
+        .collect()
+}
+
+/// How inspect.lua reads an algorithm's key.
+fn kind(algorithm: Algorithm) -> &'static str {
+    if algorithm.names_grants() {
+        "log"
+    } else {
+        "value"
+    }
+}
+
+fn decode(name: &str, quota: Quota, key: String, now: u64, entry: Value) -> Result<LimitState> {
+    let mut items = entry.into_array()?.into_iter();
+    let mut next = |what: &str| items.next().ok_or_else(|| Error::malformed(what.to_owned(), "nothing"));
+    let ttl = next("the key's time to live")?.into_int()?;
+    let expires_at = u64::try_from(ttl).ok().map(|ms| now + ms);
+    let (stored, detail) = if kind(quota.algorithm()) == "log" {
+        let held = next("the permits held")?.into_u64()?;
+        (
+            None,
+            StateDetail::Log {
+                held,
+                grants: grants(items.collect())?,
+            },
+        )
+    } else {
+        let text = next("the stored value")?.into_string()?;
+        let detail = decode_value(&quota, &text, now)?;
+        ((!text.is_empty()).then_some(text), detail)
+    };
+    Ok(LimitState {
+        name: name.to_owned(),
+        quota,
+        key,
+        now,
+        expires_at,
+        stored,
+        detail,
+    })
+}
+
+/// Member, frees-at pairs (members `<grant id>/<i>`, see `lua/limits/zset_log.lua`) grouped into grants. A grant's
+/// members share their score and sort together (`/` is in no id), so each grant is one run.
+fn grants(flat: Vec<Value>) -> Result<Vec<HeldGrant>> {
+    if flat.len() % 2 != 0 {
+        return Err(Error::malformed("member, score pairs", Value::Array(flat)));
+    }
+    let mut grants: Vec<HeldGrant> = Vec::new();
+    let mut items = flat.into_iter();
+    while let (Some(member), Some(score)) = (items.next(), items.next()) {
+        let member = member.into_string()?;
+        let id = match member.rsplit_once('/') {
+            Some((id, index)) if index.parse::<u32>().is_ok() => id.to_owned(),
+            _ => return Err(Error::malformed("a permit named <grant id>/<n>", member)),
+        };
+        let frees_at = score.into_number::<u64>("a permit's expiry")?;
+        match grants.last_mut() {
+            Some(last) if last.id == id && last.frees_at == frees_at => last.permits += 1,
+            _ => grants.push(HeldGrant {
+                id,
+                permits: 1,
+                frees_at,
+            }),
+        }
+    }
+    Ok(grants)
+}
+
+/// Whole numbers separated by `:`, exactly `N` of them, as the scripts write them.
+fn fields<const N: usize>(text: &str, layout: &str) -> Result<[u64; N]> {
+    let malformed = || Error::malformed(format!("a stored state {layout}"), text);
+    let numbers: Vec<u64> = text
+        .split(':')
+        .map(|part| part.parse().map_err(|_| malformed()))
+        .collect::<Result<_>>()?;
+    numbers.try_into().map_err(|_| malformed())
+}
+
+/// A string state brought to `now`, as the algorithm's script reads it (see each `lua/limits/<algorithm>.lua`).
+fn decode_value(quota: &Quota, text: &str, now: u64) -> Result<StateDetail> {
+    let (interval, rate) = (quota.interval_ms(), u64::from(quota.rate()));
+    let full = u64::from(quota.limit()) * interval;
+    let window = now / interval;
+    Ok(match quota.algorithm() {
+        Algorithm::FixedWindow => {
+            // A stored window after now's (a caller's clock behind Redis's) stays the current one.
+            let [stored, count] = if text.is_empty() {
+                [0, 0]
+            } else {
+                fields(text, "<window>:<count>")?
+            };
+            let (window, count) = if stored >= window { (stored, count) } else { (window, 0) };
+            StateDetail::FixedWindow {
+                window_start: window.saturating_mul(interval),
+                count,
+            }
+        }
+        Algorithm::SlidingWindow => {
+            let [stored, current, previous] = if text.is_empty() {
+                [0, 0, 0]
+            } else {
+                fields(text, "<window>:<current>:<previous>")?
+            };
+            let (window, current, previous) = match stored {
+                s if s.saturating_add(1) < window => (window, 0, 0),
+                s if s.saturating_add(1) == window => (window, 0, current),
+                s => (s, current, previous),
+            };
+            StateDetail::SlidingWindow {
+                window_start: window.saturating_mul(interval),
+                current,
+                previous,
+            }
+        }
+        Algorithm::TokenBucket => {
+            // Units are tokens × interval; `rate` units come back per ms. No key is a full bucket.
+            let units = if text.is_empty() {
+                full
+            } else {
+                let [units, at] = fields(text, "<units>:<at>")?;
+                units
+                    .saturating_add(now.saturating_sub(at).saturating_mul(rate))
+                    .min(full)
+            };
+            StateDetail::TokenBucket {
+                tokens: units as f64 / interval as f64,
+            }
+        }
+        Algorithm::Gcra => {
+            // TAT = ms + rem / rate; the debt at now is (TAT − now) × rate units.
+            let [ms, rem] = if text.is_empty() {
+                [0, 0]
+            } else {
+                fields(text, "<ms>:<rem>")?
+            };
+            let debt = if ms < now {
+                0
+            } else {
+                (ms - now).saturating_mul(rate).saturating_add(rem.min(rate - 1))
+            };
+            StateDetail::Gcra {
+                tat: now as f64 + debt as f64 / rate as f64,
+                tokens: full.saturating_sub(debt) as f64 / interval as f64,
+            }
+        }
+        Algorithm::Concurrency | Algorithm::SlidingLog => unreachable!("a permit log is not a string state"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn quota(algorithm: Algorithm, limit: u32, interval_ms: u64, rate: u32) -> Quota {
+        Quota::new(algorithm, limit, Duration::from_millis(interval_ms), rate).unwrap()
+    }
+
+    #[test]
+    fn a_fixed_window_that_ended_counts_nothing() {
+        let q = quota(Algorithm::FixedWindow, 10, 1000, 10);
+        let detail = |text| decode_value(&q, text, 5_250).unwrap();
+        assert_eq!(
+            detail("5:7"),
+            StateDetail::FixedWindow {
+                window_start: 5_000,
+                count: 7
+            }
+        );
+        assert_eq!(
+            detail("4:7"),
+            StateDetail::FixedWindow {
+                window_start: 5_000,
+                count: 0
+            }
+        );
+        assert_eq!(
+            detail(""),
+            StateDetail::FixedWindow {
+                window_start: 5_000,
+                count: 0
+            }
+        );
+    }
+
+    #[test]
+    fn a_sliding_window_shifts_its_counts_as_windows_pass() {
+        let q = quota(Algorithm::SlidingWindow, 10, 1000, 10);
+        let detail = |text| decode_value(&q, text, 5_250).unwrap();
+        let at = |current, previous| StateDetail::SlidingWindow {
+            window_start: 5_000,
+            current,
+            previous,
+        };
+        assert_eq!(detail("5:3:8"), at(3, 8));
+        assert_eq!(detail("4:3:8"), at(0, 3));
+        assert_eq!(detail("3:3:8"), at(0, 0));
+        // 75% of the previous window is still covered 250 ms in.
+        assert_eq!(at(2, 8).weighted_count(&q, 5_250), Some(8.0));
+    }
+
+    #[test]
+    fn a_token_bucket_refills_continuously_up_to_its_capacity() {
+        let q = quota(Algorithm::TokenBucket, 20, 1000, 5);
+        let tokens = |text| match decode_value(&q, text, 10_000).unwrap() {
+            StateDetail::TokenBucket { tokens } => tokens,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(tokens(""), 20.0);
+        // 2 tokens at 9 900 ms, then 100 ms at 5 per second: 2.5.
+        assert_eq!(tokens("2000:9900"), 2.5);
+        assert_eq!(tokens("2000:1000"), 20.0);
+    }
+
+    #[test]
+    fn gcra_shows_its_theoretical_arrival_time_and_the_burst_left() {
+        // 3 per second, burst 6: the emission interval is 333.3 ms.
+        let q = quota(Algorithm::Gcra, 6, 1000, 3);
+        let detail = |text| decode_value(&q, text, 10_000).unwrap();
+        assert_eq!(
+            detail(""),
+            StateDetail::Gcra {
+                tat: 10_000.0,
+                tokens: 6.0
+            }
+        );
+        assert_eq!(
+            detail("9000:2"),
+            StateDetail::Gcra {
+                tat: 10_000.0,
+                tokens: 6.0
+            }
+        );
+        // TAT 10 500 ms + 1/3: a debt of 1 501 units, 1.501 tokens.
+        let StateDetail::Gcra { tat, tokens } = detail("10500:1") else {
+            unreachable!()
+        };
+        assert!((tat - 10_500.333).abs() < 0.001, "{tat}");
+        assert!((tokens - 4.499).abs() < 1e-9, "{tokens}");
+    }
+
+    #[test]
+    fn a_value_in_no_known_layout_is_a_malformed_reply() {
+        let q = quota(Algorithm::TokenBucket, 20, 1000, 5);
+        for text in ["12", "1:2:3", "a:b", "-1:5", "1:"] {
+            let error = decode_value(&q, text, 10_000).unwrap_err();
+            assert_eq!(error.code(), "EDGELIMIT_MALFORMED_REPLY", "{text}: {error}");
+            assert!(error.to_string().contains("<units>:<at>"), "{error}");
+        }
+    }
+
+    #[test]
+    fn log_members_are_grouped_into_grants() {
+        let pair = |member: &str, score: &str| [Value::Bytes(member.into()), Value::Bytes(score.into())];
+        let flat: Vec<Value> = [
+            pair("a/1", "900"),
+            pair("a/2", "900"),
+            pair("b/1", "900"),
+            pair("a-2/1", "950"),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        let grant = |id: &str, permits, frees_at| HeldGrant {
+            id: id.into(),
+            permits,
+            frees_at,
+        };
+        assert_eq!(
+            grants(flat).unwrap(),
+            vec![grant("a", 2, 900), grant("b", 1, 900), grant("a-2", 1, 950)]
+        );
+        for bad in [pair("no-index", "900"), pair("a/x", "900"), pair("a/1", "soon")] {
+            assert_eq!(grants(bad.to_vec()).unwrap_err().code(), "EDGELIMIT_MALFORMED_REPLY");
+        }
+    }
+}
