@@ -212,6 +212,19 @@ export declare class Ratelimit {
   /** What is left for `identifier` now, taking nothing: the limit with the fewest permits left. */
   getRemaining(identifier: string): Promise<{ remaining: number; reset: number; limit: number }>;
 
+  /**
+   * `identifier`'s state under every limit, as Redis holds it: one script reads the server's clock and every key at
+   * one moment, in one round trip, writing nothing. Shown as the next decision would see it: a window that ended
+   * counts nothing, a bucket has refilled, freed permits are gone. For dashboards and the playground; deciding
+   * needs none of it.
+   * @example
+   * ```ts
+   * const [log] = await ratelimit.state("203.0.113.7");
+   * if (log.algorithm === "sliding_log") log.grants.forEach((g) => console.log(g.permits, "free at", g.freesAt));
+   * ```
+   */
+  state(identifier: string): Promise<LimitState[]>;
+
   /** Forgets `identifier`'s state under every limit (and its cached denials). Resolves to whether there was any. */
   reset(identifier: string): Promise<boolean>;
 
@@ -222,6 +235,62 @@ export declare class Ratelimit {
    */
   rateLimiter(name: string, options?: { clientId?: string }): RateLimiter;
 }
+
+/** What every {@link LimitState} has: the limit, its key and the moment read. */
+export interface LimitStateBase {
+  /** The limit's name (its keys live under `<prefix>:{<name>}`). */
+  name: string;
+  /** Permits per interval, or the capacity/burst of a token bucket or GCRA. */
+  limit: number;
+  /** The interval in ms. */
+  interval: number;
+  /** Permits refilled per interval (token bucket, GCRA; equal to `limit` for the others). */
+  rate: number;
+  /** The Redis key read. */
+  key: string;
+  /** The moment read: unix ms on the Redis server's clock. */
+  now: number;
+  /** Unix ms when the key expires; `null` when there is no key (a fresh identifier). */
+  expiresAt: number | null;
+  /** The key's value as stored, for the algorithms that keep a string; `null` for a sliding log or no key. */
+  stored: string | null;
+}
+
+/** A grant in a sliding log: permits taken together, freeing together. */
+export interface HeldGrant {
+  /** The grant's random id. */
+  id: string;
+  /** Permits it holds. */
+  permits: number;
+  /** Unix ms (server clock) when they free: the grant's time plus the interval. */
+  freesAt: number;
+}
+
+/**
+ * One limit's state, by algorithm: see {@link Ratelimit.state}.
+ * - `sliding_log`: `held` permits, and the `grants` holding them, soonest-freeing first (up to 1000 permits listed);
+ * - `fixed_window`: the current window and its `count`;
+ * - `sliding_window`: the `current` and `previous` window counts, and `weightedCount`, what the limit is held
+ *   against (the previous count weighted by how much of it the sliding window still covers, plus the current);
+ * - `token_bucket`: `tokens` now (fractional: the bucket refills continuously);
+ * - `gcra`: the theoretical arrival time `tat` (unix ms, fractional; `now` when the limit is whole) and the `tokens`
+ *   a burst could take now.
+ */
+export type LimitState = LimitStateBase &
+  (
+    | { algorithm: "sliding_log"; held: number; grants: HeldGrant[] }
+    | { algorithm: "fixed_window"; windowStart: number; windowEnd: number; count: number }
+    | {
+        algorithm: "sliding_window";
+        windowStart: number;
+        windowEnd: number;
+        current: number;
+        previous: number;
+        weightedCount: number;
+      }
+    | { algorithm: "token_bucket"; tokens: number }
+    | { algorithm: "gcra"; tat: number; tokens: number }
+  );
 
 /** Options of the rate setters of {@link RateLimiter}. */
 export interface RateOptions {

@@ -59,6 +59,10 @@ export class Ratelimit {
     return this.#core.getRemaining(identifier);
   }
 
+  state(identifier) {
+    return this.#core.state(identifier);
+  }
+
   reset(identifier) {
     return this.#core.reset(identifier);
   }

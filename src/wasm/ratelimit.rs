@@ -8,7 +8,7 @@ use super::{
     decision_object, duration, field, given, milliseconds, number, object, permits_in, string, to_js_error, whole,
 };
 use crate::error::{Error, Result};
-use crate::limit::{Algorithm, Quota};
+use crate::limit::{Algorithm, LimitState, Quota, StateDetail};
 use crate::ratelimit::{Limit, OnError, Options, Outcome, Ratelimit};
 use crate::rest::RestClient;
 
@@ -111,6 +111,65 @@ fn outcome_object(outcome: Outcome) -> JsValue {
     result
 }
 
+/// A limit's state as JS sees it: the limit, the key and the moment, then the algorithm's own fields (see
+/// `LimitState` in index.d.ts).
+fn state_object(state: &LimitState) -> JsValue {
+    let quota = &state.quota;
+    let optional = |value: Option<JsValue>| value.unwrap_or(JsValue::NULL);
+    let mut properties = vec![
+        ("name", JsValue::from(state.name.as_str())),
+        ("algorithm", quota.algorithm().script_name().into()),
+        ("limit", number(quota.limit().into())),
+        ("interval", number(quota.interval_ms())),
+        ("rate", number(quota.rate().into())),
+        ("key", state.key.as_str().into()),
+        ("now", number(state.now)),
+        ("expiresAt", optional(state.expires_at.map(number))),
+        ("stored", optional(state.stored.as_deref().map(JsValue::from))),
+    ];
+    let window = |start: u64| {
+        [
+            ("windowStart", number(start)),
+            ("windowEnd", number(start + quota.interval_ms())),
+        ]
+    };
+    match &state.detail {
+        StateDetail::Log { held, grants } => {
+            let grants: js_sys::Array = grants
+                .iter()
+                .map(|grant| {
+                    object(&[
+                        ("id", grant.id.as_str().into()),
+                        ("permits", number(grant.permits.into())),
+                        ("freesAt", number(grant.frees_at)),
+                    ])
+                })
+                .collect();
+            properties.extend([("held", number(*held)), ("grants", grants.into())]);
+        }
+        StateDetail::FixedWindow { window_start, count } => {
+            properties.extend(window(*window_start));
+            properties.push(("count", number(*count)));
+        }
+        detail @ StateDetail::SlidingWindow {
+            window_start,
+            current,
+            previous,
+        } => {
+            properties.extend(window(*window_start));
+            let weighted = detail.weighted_count(quota, state.now).unwrap_or_default();
+            properties.extend([
+                ("current", number(*current)),
+                ("previous", number(*previous)),
+                ("weightedCount", weighted.into()),
+            ]);
+        }
+        StateDetail::TokenBucket { tokens } => properties.push(("tokens", (*tokens).into())),
+        StateDetail::Gcra { tat, tokens } => properties.extend([("tat", (*tat).into()), ("tokens", (*tokens).into())]),
+    }
+    object(&properties)
+}
+
 fn identifier(id: &JsValue) -> Result<String> {
     string(id, "identifier")
 }
@@ -174,6 +233,13 @@ impl JsRatelimit {
             ("reset", number(decision.reset)),
             ("limit", number(decision.limit)),
         ]))
+    }
+
+    /// `id`'s state under every limit, read from Redis at one moment, writing nothing.
+    pub async fn state(&self, id: JsValue) -> Result<js_sys::Array, JsValue> {
+        let id = identifier(&id).map_err(to_js_error)?;
+        let states = self.inner.state(&id).await.map_err(to_js_error)?;
+        Ok(states.iter().map(state_object).collect())
     }
 
     /// Forgets `id`'s state and cached denials; resolves to whether there was state.

@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { Ratelimit } from "edgelimit";
-import { freePort, startStack, startStalledEndpoint } from "./harness.mjs";
+import { freePort, startStack, startStalledEndpoint, upstashRedis } from "./harness.mjs";
 
 let stack;
 let prefixes = 0;
@@ -86,6 +86,34 @@ test("getRemaining takes nothing; reset forgets the state and the cached denial"
   assert.equal(await limits.reset("u"), false, "nothing left to forget");
   const after = await limits.limit("u");
   assert.deepEqual([after.success, after.remaining, after.reason], [true, 1, "decided"]);
+});
+
+test("state: what Redis holds for each limit, at one moment of the server's clock", async () => {
+  const limits = ratelimit([Ratelimit.slidingLog(10, "1 m"), Ratelimit.fixedWindow(100, "1 h"), Ratelimit.tokenBucket(1, "1 h", 5)], {
+    cache: false,
+  });
+  const fresh = await limits.state("ip");
+  assert.deepEqual(fresh.map((s) => [s.algorithm, s.expiresAt, s.stored]), [
+    ["sliding_log", null, null],
+    ["fixed_window", null, null],
+    ["token_bucket", null, null],
+  ]);
+  for (const permits of [3, 1]) assert.equal((await limits.limit("ip", { permits })).success, true);
+  const [log, window, bucket] = await limits.state("ip");
+  assert.ok(log.now > Date.now() - 60_000 && log.now === window.now && window.now === bucket.now, "one server moment");
+  assert.equal(log.held, 4);
+  assert.deepEqual(log.grants.map((g) => g.permits), [3, 1]);
+  // Read back with a plain Redis client: the grants' members and scores are exactly what state() reported.
+  const redis = upstashRedis(stack);
+  const members = await redis.zrange(log.key, 0, -1, { withScores: true });
+  assert.deepEqual(members.filter((_, i) => i % 2).map(Number), [log.grants[0].freesAt, log.grants[0].freesAt, log.grants[0].freesAt, log.grants[1].freesAt]);
+  assert.ok(log.grants.every((g) => g.freesAt > log.now && g.freesAt <= log.now + 60_000));
+  assert.equal(log.expiresAt, log.grants[1].freesAt);
+  assert.equal(String(await redis.get(window.key)), window.stored);
+  assert.deepEqual([window.count, window.windowEnd - window.windowStart, window.limit], [4, 3_600_000, 100]);
+  assert.ok(window.windowStart <= window.now && window.now < window.windowEnd);
+  assert.ok(bucket.tokens >= 1 && bucket.tokens < 1.01, `5 − 4 tokens, refilled 1 per hour: ${bucket.tokens}`);
+  await assert.rejects(limits.state(42), { code: "EDGELIMIT_INVALID_ARGUMENT" });
 });
 
 test("block cache: a denied identifier is answered from memory, even with Redis stopped, and only until retryAfter", async () => {
