@@ -1,13 +1,14 @@
 //! `edgelimit dev`: the whole local stack in one command.
 //!
-//! Starts a private `redis-server` (nothing on disk), the REST bridge in front of it and, from a checkout with
-//! wrangler installed, the Worker under `wrangler dev` in front of a demo origin ([`crate::worker_dev`]); prints how
-//! to reach them, and stops them all on Ctrl-C or SIGTERM.
+//! Starts a private `redis-server` (nothing on disk), the REST bridge in front of it and, from a checkout, the
+//! playground page ([`crate::playground`]) and, with wrangler installed, the Worker under `wrangler dev` in front of
+//! a demo origin ([`crate::worker_dev`]); prints how to reach them, and stops them all on Ctrl-C or SIGTERM.
 
 use std::future::Future;
 use std::net::SocketAddr;
 
 use crate::bridge::{self, BridgeConfig, CorsOrigins};
+use crate::playground::{self, PlaygroundConfig};
 use crate::redis_server::RedisServer;
 use crate::worker_dev::{self, WorkerConfig};
 
@@ -20,8 +21,10 @@ pub struct DevConfig {
     pub redis_port: u16,
     /// Token the bridge requires.
     pub token: String,
-    /// The Worker and its demo origin; `None` runs Redis and the bridge only.
+    /// The Worker and its demo origin; `None` leaves them out.
     pub worker: Option<WorkerConfig>,
+    /// The playground page; `None` leaves it out.
+    pub playground: Option<PlaygroundConfig>,
 }
 
 /// Runs the stack until `shutdown` completes.
@@ -44,6 +47,16 @@ pub async fn run(config: DevConfig, shutdown: impl Future<Output = ()> + Send + 
         config.token
     );
     say!("  clients  EDGELIMIT_URL={url} EDGELIMIT_TOKEN={}", config.token);
+    let playground = match &config.playground {
+        Some(playground_config) => Some(playground::start(playground_config, &url, &config.token).await?),
+        None => None,
+    };
+    if let Some(playground) = &playground {
+        say!(
+            "  playground {}   (open it in a browser: the wasm core runs in the page)",
+            playground.url
+        );
+    }
     let worker = match &config.worker {
         Some(worker_config) => Some(worker_dev::start(worker_config, &url, &config.token).await?),
         None => None,
@@ -69,6 +82,9 @@ pub async fn run(config: DevConfig, shutdown: impl Future<Output = ()> + Send + 
         .map_err(|e| e.to_string())?;
     if let Some(worker) = worker {
         worker.stop().await;
+    }
+    if let Some(playground) = playground {
+        playground.stop();
     }
     redis
         .stop()

@@ -10,6 +10,7 @@ use edgelimit_cli::admin::{self, duration, Outcome, SetHow};
 use edgelimit_cli::bridge::{self, BridgeConfig, CorsOrigins};
 use edgelimit_cli::dev::{self, DevConfig};
 use edgelimit_cli::family::{self, AlgorithmArgs};
+use edgelimit_cli::playground::PlaygroundConfig;
 use edgelimit_cli::say;
 use edgelimit_cli::signals::shutdown_requested;
 use edgelimit_cli::worker_dev::WorkerConfig;
@@ -80,8 +81,8 @@ enum Commands {
         #[arg(long = "cors-origin")]
         cors_origins: Vec<String>,
     },
-    /// Start the local stack: a private redis-server, the bridge in front of it, and the Worker (wrangler dev) in
-    /// front of a demo origin.
+    /// Start the local stack: a private redis-server, the bridge in front of it, the playground page, and the Worker
+    /// (wrangler dev) in front of a demo origin.
     Dev {
         /// Address of the bridge.
         #[arg(long, default_value = "127.0.0.1:8079")]
@@ -101,6 +102,12 @@ enum Commands {
         /// Port of the demo origin behind the Worker.
         #[arg(long, default_value_t = 8081)]
         origin_port: u16,
+        /// Leave out the playground page (it is served when the current directory is a checkout with `www/`).
+        #[arg(long)]
+        no_playground: bool,
+        /// Port of the playground page.
+        #[arg(long, default_value_t = 8080)]
+        playground_port: u16,
     },
     /// Set a limiter's rate (by default replacing any rate and clearing the state).
     SetRate {
@@ -228,16 +235,22 @@ async fn run(command: Commands) -> Result<Option<Outcome>, String> {
             no_worker,
             worker_port,
             origin_port,
+            no_playground,
+            playground_port,
         } => {
             let root = std::env::current_dir().map_err(|e| format!("no current directory: {e}"))?;
             let worker = (!no_worker)
                 .then(|| WorkerConfig::in_checkout(&root, worker_port, origin_port))
+                .flatten();
+            let playground = (!no_playground)
+                .then(|| PlaygroundConfig::in_checkout(&root, playground_port))
                 .flatten();
             let config = DevConfig {
                 listen,
                 redis_port,
                 token,
                 worker,
+                playground,
             };
             return dev::run(config, shutdown_requested()).await.map(|()| None);
         }

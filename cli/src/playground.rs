@@ -1,0 +1,169 @@
+//! The playground in the dev stack: a static file server for the checkout's page (`www/`) and the npm package it
+//! imports (`pkg/`, wasm included), plus `/playground.json`, which tells the page where the bridge is and its token.
+//!
+//! The page runs the wasm core in the browser and calls the bridge itself (the dev bridge answers any origin); this
+//! server only hands out files, so what the page shows comes from Redis, not from here. Nothing is built on the fly:
+//! `www/` is plain ES modules and `pkg/` is what `scripts/build-wasm` made.
+
+use std::net::SocketAddr;
+use std::path::{Component, Path, PathBuf};
+
+use axum::extract::{Path as UrlPath, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use tokio::task::JoinHandle;
+
+/// Where the playground's files are and where it listens.
+#[derive(Debug, Clone)]
+pub struct PlaygroundConfig {
+    /// The page: `index.html` and its modules.
+    pub www: PathBuf,
+    /// The built npm package the page imports.
+    pub pkg: PathBuf,
+    /// Address to listen on (port 0: any free port).
+    pub listen: SocketAddr,
+}
+
+impl PlaygroundConfig {
+    /// The playground of the checkout at `root`, if it has one (`www/index.html`), on loopback port `port`.
+    pub fn in_checkout(root: &Path, port: u16) -> Option<PlaygroundConfig> {
+        root.join("www/index.html").is_file().then(|| PlaygroundConfig {
+            www: root.join("www"),
+            pkg: root.join("pkg"),
+            listen: SocketAddr::from(([127, 0, 0, 1], port)),
+        })
+    }
+}
+
+/// The running playground server.
+#[derive(Debug)]
+pub struct Playground {
+    server: JoinHandle<()>,
+    /// The page's URL.
+    pub url: String,
+}
+
+impl Playground {
+    /// Stops serving.
+    pub fn stop(self) {
+        self.server.abort();
+    }
+}
+
+#[derive(Clone)]
+struct Site {
+    www: PathBuf,
+    pkg: PathBuf,
+    endpoint: serde_json::Value,
+}
+
+/// Starts serving the page, telling it to use the bridge at `bridge_url` with `token`.
+pub async fn start(config: &PlaygroundConfig, bridge_url: &str, token: &str) -> Result<Playground, String> {
+    if !config.pkg.join("browser.js").is_file() {
+        return Err(format!(
+            "the playground imports the npm package from {}, which is not built: run scripts/build-wasm (or \
+             scripts/dev, which builds it), or pass --no-playground",
+            config.pkg.display()
+        ));
+    }
+    let listener = tokio::net::TcpListener::bind(config.listen).await.map_err(|e| {
+        format!(
+            "could not listen on {} for the playground: {e}; pass --playground-port",
+            config.listen
+        )
+    })?;
+    let address = listener.local_addr().map_err(|e| e.to_string())?;
+    let site = Site {
+        www: config.www.clone(),
+        pkg: config.pkg.clone(),
+        endpoint: serde_json::json!({ "url": bridge_url, "token": token }),
+    };
+    let app = Router::new()
+        .route("/playground.json", get(endpoint))
+        .route("/pkg/{*path}", get(package_file))
+        .route("/", get(index))
+        .route("/{*path}", get(page_file))
+        .with_state(site);
+    let server = tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    Ok(Playground {
+        server,
+        url: format!("http://{address}/"),
+    })
+}
+
+async fn endpoint(State(site): State<Site>) -> Response {
+    no_store(Json(site.endpoint).into_response())
+}
+
+async fn index(State(site): State<Site>) -> Response {
+    file(&site.www, "index.html").await
+}
+
+async fn page_file(State(site): State<Site>, UrlPath(path): UrlPath<String>) -> Response {
+    file(&site.www, &path).await
+}
+
+async fn package_file(State(site): State<Site>, UrlPath(path): UrlPath<String>) -> Response {
+    file(&site.pkg, &path).await
+}
+
+/// `path` under `folder`, with its content type. Only plain names are followed: `..`, absolute paths and the like
+/// are not found, so nothing outside the folder is ever served.
+async fn file(folder: &Path, path: &str) -> Response {
+    let relative = Path::new(path);
+    let plain = relative.components().all(|part| matches!(part, Component::Normal(_)));
+    let Some(content_type) = plain.then(|| content_type(relative)).flatten() else {
+        return not_found(path);
+    };
+    match tokio::fs::read(folder.join(relative)).await {
+        Ok(bytes) => no_store(([(header::CONTENT_TYPE, content_type)], bytes).into_response()),
+        Err(_) => not_found(path),
+    }
+}
+
+/// The content types of what the page is made of; anything else is not served. `application/wasm` matters:
+/// browsers compile a module while it downloads only with it.
+fn content_type(path: &Path) -> Option<&'static str> {
+    Some(match path.extension()?.to_str()? {
+        "html" => "text/html; charset=utf-8",
+        "js" | "mjs" => "text/javascript; charset=utf-8",
+        "css" => "text/css; charset=utf-8",
+        "json" => "application/json",
+        "svg" => "image/svg+xml",
+        "wasm" => "application/wasm",
+        "ts" => "text/plain; charset=utf-8",
+        _ => return None,
+    })
+}
+
+fn not_found(path: &str) -> Response {
+    (StatusCode::NOT_FOUND, format!("not found: /{path}\n")).into_response()
+}
+
+/// The files change as the developer edits and rebuilds: never let the browser keep a stale copy.
+fn no_store(mut response: Response) -> Response {
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, header::HeaderValue::from_static("no-store"));
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_pages_kinds_of_file_have_a_content_type() {
+        assert_eq!(content_type(Path::new("core_bg.wasm")), Some("application/wasm"));
+        assert_eq!(
+            content_type(Path::new("app/log.js")),
+            Some("text/javascript; charset=utf-8")
+        );
+        assert_eq!(content_type(Path::new("secrets.env")), None);
+        assert_eq!(content_type(Path::new("Makefile")), None);
+    }
+}
