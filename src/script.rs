@@ -101,6 +101,28 @@ impl Script {
     }
 }
 
+/// Every script the crate sends. For warming a Redis's script cache with `SCRIPT LOAD`, so that even the first calls
+/// find their script: `edgelimit dev` does, because a browser logs every `NOSCRIPT` answer (an HTTP 400 before the
+/// `EVAL` that follows) as a console error.
+pub fn every_script() -> [&'static Script; 12] {
+    use crate::limit::{scripts, state};
+    use crate::sliding_log::scripts as sliding_log;
+    [
+        &scripts::TOKEN_BUCKET,
+        &scripts::FIXED_WINDOW,
+        &scripts::SLIDING_WINDOW,
+        &scripts::GCRA,
+        &scripts::CONCURRENCY,
+        &scripts::SLIDING_LOG,
+        &scripts::ALL,
+        &state::INSPECT,
+        &sliding_log::ACQUIRE,
+        &sliding_log::AVAILABLE,
+        &sliding_log::RELEASE,
+        &sliding_log::SET_RATE,
+    ]
+}
+
 /// One script call of a pipeline: [`Script::run_many`].
 #[derive(Debug, Clone)]
 pub struct ScriptCall<'a> {

@@ -32,6 +32,9 @@ pub async fn run(config: DevConfig, shutdown: impl Future<Output = ()> + Send + 
     let redis = RedisServer::start_on(config.redis_port)
         .await
         .map_err(|e| format!("could not start redis-server on port {}: {e}", config.redis_port))?;
+    load_scripts(&redis.url())
+        .await
+        .map_err(|e| format!("could not load edgelimit's scripts into redis-server: {e}"))?;
     let listener = tokio::net::TcpListener::bind(config.listen).await.map_err(|e| {
         format!(
             "could not listen on {} for the bridge: {e}; pass --listen",
@@ -91,5 +94,21 @@ pub async fn run(config: DevConfig, shutdown: impl Future<Output = ()> + Send + 
         .await
         .map_err(|e| format!("could not stop redis-server: {e}"))?;
     say!("edgelimit dev stack stopped");
+    Ok(())
+}
+
+/// Loads every edgelimit script into the fresh Redis, so that no call meets `NOSCRIPT`: the playground's browser
+/// would log each of those HTTP 400s as a console error, although the client recovers from them with `EVAL`.
+async fn load_scripts(redis_url: &str) -> redis::RedisResult<()> {
+    let mut connection = redis::Client::open(redis_url)?
+        .get_multiplexed_async_connection()
+        .await?;
+    for script in edgelimit::script::every_script() {
+        let _sha1: String = redis::cmd("SCRIPT")
+            .arg("LOAD")
+            .arg(script.source())
+            .query_async(&mut connection)
+            .await?;
+    }
     Ok(())
 }

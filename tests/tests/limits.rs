@@ -478,15 +478,7 @@ async fn a_lease_of_many_permits_is_held_and_released_whole() {
 async fn script_sha1s_match_what_redis_computes() {
     let stack = Stack::start().await;
     let client = stack.client();
-    for script in [
-        &*scripts::TOKEN_BUCKET,
-        &*scripts::FIXED_WINDOW,
-        &*scripts::SLIDING_WINDOW,
-        &*scripts::GCRA,
-        &*scripts::CONCURRENCY,
-        &*scripts::SLIDING_LOG,
-        &*scripts::ALL,
-    ] {
+    for script in edgelimit::script::every_script() {
         let loaded = client
             .command(&Command::new("SCRIPT").args(["LOAD", script.source()]))
             .await

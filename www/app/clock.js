@@ -1,0 +1,15 @@
+// The Redis server's clock, as the page estimates it between reads. Every state read carries the server's `now`;
+// between reads, drawings move on with the browser's monotonic clock from the latest reading. Only the animation
+// uses this estimate: every number the page shows comes from Redis.
+
+let offset = null;
+
+/** Records that the server said `serverNow` during a request sent at `sentAt` and answered at `receivedAt`. */
+export function observe(serverNow, sentAt, receivedAt) {
+  offset = serverNow - (sentAt + receivedAt) / 2;
+}
+
+/** The server's time now (unix ms), estimated; `null` before the first reading. */
+export function serverNow() {
+  return offset === null ? null : performance.now() + offset;
+}
