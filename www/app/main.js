@@ -101,8 +101,8 @@ async function start() {
     const entries = await Promise.all(
       Array.from({ length: count }, (_, i) => Promise.all(panels.map((panel) => panel.send(names[i % names.length], permits)))),
     );
-    summary.textContent = describe(panels, entries, what);
     await Promise.all(panels.map((panel) => panel.refresh()));
+    summary.textContent = describe(panels, entries, what);
   }
 
   let stream = null;

@@ -49,6 +49,7 @@ export class Panel {
   #decisions = [];
   #states = new Map();
   #seq = 0;
+  #generation = 0;
   #log;
 
   /**
@@ -109,13 +110,18 @@ export class Panel {
       return;
     }
     error.textContent = "";
+    // Settings changed again while this one was resetting: the later call applies its own.
+    const generation = ++this.#generation;
     // A new limit starts from a clean slate: the old limiter's state would mislead (and another algorithm's key
     // has another layout).
     await this.resetState();
+    if (generation !== this.#generation) return;
     this.#ratelimit = ratelimit;
     this.#settings = { ...settings, rate: usesRate ? settings.rate : settings.limit };
     this.#states.clear();
     await this.refresh();
+    // What is in force, for whoever watches the page (the browser tests wait on it).
+    this.element.dataset.applied = `${algorithm} ${settings.limit} ${settings.interval} ${this.#settings.rate}`;
   }
 
   /** Permits per second the limit allows in the long run: the chart's dashed line. */
