@@ -1,5 +1,5 @@
--- Reads limits' state, writing nothing: for tools that show it (the playground, `edgelimit inspect`). One call reads
--- the clock and every key together, so what it returns is one consistent moment of the server's time.
+-- Reads limits' state, writing nothing: for tools that show it (the playground, through Ratelimit.state). One call
+-- reads the clock and every key together, so what it returns is one consistent moment of the server's time.
 --
 --   KEYS     one state key per limit
 --   ARGV[1]  unix ms, or '' for the Redis server's clock (the default)

@@ -1,4 +1,4 @@
-//! A limit's state as Redis holds it, decoded: what the playground draws and `edgelimit inspect` prints.
+//! A limit's state as Redis holds it, decoded: what the playground draws (through the npm package's `state`).
 //!
 //! One script (`lua/limits/inspect.lua`) reads the server's clock and every key in one atomic call, writing nothing,
 //! so the state of several limits is one consistent moment. The stored values are decoded here through checked

@@ -124,11 +124,13 @@ export class Panel {
     this.element.dataset.applied = `${algorithm} ${settings.limit} ${settings.interval} ${this.#settings.rate}`;
   }
 
-  /** Permits per second the limit allows in the long run: the chart's dashed line. */
+  /**
+   * Permits per second the limit allows in the long run: the chart's dashed line. The interval in ms is the one the
+   * package parsed, as the state carries it; 0 until a state has been read.
+   */
   get ratePerSecond() {
-    const { rate, interval } = this.#settings;
-    const intervalMs = this.#states.values().next().value?.interval;
-    return intervalMs ? (rate * 1000) / intervalMs : rate;
+    const intervalMs = [...this.#states.values()].find((state) => state.interval)?.interval;
+    return intervalMs ? (this.#settings.rate * 1000) / intervalMs : 0;
   }
 
   /** Takes `permits` for `identifier`; resolves to the log entry. */
