@@ -250,7 +250,7 @@ export interface LimitStateBase {
   key: string;
   /** The moment read: unix ms on the Redis server's clock. */
   now: number;
-  /** Unix ms when the key expires; `null` when there is no key (a fresh identifier). */
+  /** Unix ms when the key expires; `null` when there is no key (a fresh identifier) or it never expires. */
   expiresAt: number | null;
   /** The key's value as stored, for the algorithms that keep a string; `null` for a sliding log or no key. */
   stored: string | null;

@@ -17,6 +17,9 @@ use crate::value::Value;
 /// The inspection script: `lua/common.lua` and `lua/limits/inspect.lua`.
 pub static INSPECT: LazyLock<Script> = lua_script!("limits/inspect.lua");
 
+/// Lua's numbers are doubles: whole numbers are exact below 2^53, and the scripts keep theirs there.
+const MAX_EXACT: u64 = 1 << 53;
+
 /// At most this many held permits are listed for a sliding log or concurrency limit ([`StateDetail::Log`] still
 /// counts all of them): enough to draw any window a person looks at, bounded for a limit of 100 000.
 pub const LISTED_PERMITS: u32 = 1000;
@@ -32,7 +35,8 @@ pub struct LimitState {
     pub key: String,
     /// The moment read: unix ms on the Redis server's clock (or the limiter's explicit time).
     pub now: u64,
-    /// Unix ms when the key expires; `None` when there is no key (a fresh identifier) or it never expires.
+    /// Unix ms when the key expires (`now` plus Redis's `PTTL`, so on the server's clock only when `now` is); `None`
+    /// when there is no key (a fresh identifier) or it never expires.
     pub expires_at: Option<u64>,
     /// The key's value as stored, for the algorithms that keep a string; `None` for a permit log or no key.
     pub stored: Option<String>,
@@ -65,7 +69,8 @@ pub enum StateDetail {
         window_start: u64,
         /// Permits granted in the current window.
         current: u64,
-        /// Permits granted in the previous window, weighted by how much of it the sliding window still covers.
+        /// Permits granted in the previous window (its full count; [`StateDetail::weighted_count`] weighs it by how
+        /// much of it the sliding window still covers).
         previous: u64,
     },
     /// Token bucket: the tokens in the bucket (fractional: it refills continuously).
@@ -221,12 +226,19 @@ fn grants(flat: Vec<Value>) -> Result<Vec<HeldGrant>> {
     Ok(grants)
 }
 
-/// Whole numbers separated by `:`, exactly `N` of them, as the scripts write them.
+/// Whole numbers separated by `:`, exactly `N` of them, as the scripts write them and read them back (Lua's `%d+`:
+/// digits only, so no sign), each below 2^53 as the scripts' arithmetic keeps them.
 fn fields<const N: usize>(text: &str, layout: &str) -> Result<[u64; N]> {
     let malformed = || Error::malformed(format!("a stored state {layout}"), text);
     let numbers: Vec<u64> = text
         .split(':')
-        .map(|part| part.parse().map_err(|_| malformed()))
+        .map(|part| {
+            let digits = !part.is_empty() && part.bytes().all(|byte| byte.is_ascii_digit());
+            match part.parse::<u64>() {
+                Ok(n) if digits && n < MAX_EXACT => Ok(n),
+                _ => Err(malformed()),
+            }
+        })
         .collect::<Result<_>>()?;
     numbers.try_into().map_err(|_| malformed())
 }
@@ -398,7 +410,7 @@ mod tests {
     #[test]
     fn a_value_in_no_known_layout_is_a_malformed_reply() {
         let q = quota(Algorithm::TokenBucket, 20, 1000, 5);
-        for text in ["12", "1:2:3", "a:b", "-1:5", "1:"] {
+        for text in ["12", "1:2:3", "a:b", "-1:5", "1:", "+5:3", " 5:3", "9007199254740993:1"] {
             let error = decode_value(&q, text, 10_000).unwrap_err();
             assert_eq!(error.code(), "EDGELIMIT_MALFORMED_REPLY", "{text}: {error}");
             assert!(error.to_string().contains("<units>:<at>"), "{error}");

@@ -130,7 +130,7 @@ fn state_object(state: &LimitState) -> JsValue {
     let window = |start: u64| {
         [
             ("windowStart", number(start)),
-            ("windowEnd", number(start + quota.interval_ms())),
+            ("windowEnd", number(start.saturating_add(quota.interval_ms()))),
         ]
     };
     match &state.detail {

@@ -95,7 +95,8 @@ async fn every_algorithms_state_is_read_as_the_next_decision_would_see_it() {
 #[tokio::test]
 async fn a_sliding_log_lists_its_grants_with_when_they_free_on_the_servers_clock() {
     let stack = Stack::start().await;
-    let log = limiter(&stack, "log", Quota::sliding_log(10, SECOND).unwrap());
+    // A minute: the grants must still be held when they are read, however slow the machine.
+    let log = limiter(&stack, "log", Quota::sliding_log(10, Duration::from_secs(60)).unwrap());
     for permits in [3, 1, 2] {
         assert!(log.limit("id", permits).await.unwrap().success);
     }
@@ -130,7 +131,7 @@ async fn a_sliding_log_lists_its_grants_with_when_they_free_on_the_servers_clock
     assert_eq!(grants, &expected);
     for grant in grants {
         assert!(
-            grant.frees_at > state.now && grant.frees_at <= state.now + 1_000,
+            grant.frees_at > state.now && grant.frees_at <= state.now + 60_000,
             "{grant:?} at {}",
             state.now
         );
