@@ -50,8 +50,16 @@ pub async fn run(config: DevConfig, shutdown: impl Future<Output = ()> + Send + 
         config.token
     );
     say!("  clients  EDGELIMIT_URL={url} EDGELIMIT_TOKEN={}", config.token);
+    // The playground is a view on the stack, not part of it: if it cannot start (the package not built, the port
+    // taken), say why and run the rest.
     let playground = match &config.playground {
-        Some(playground_config) => Some(playground::start(playground_config, &url, &config.token).await?),
+        Some(playground_config) => match playground::start(playground_config, &url, &config.token).await {
+            Ok(playground) => Some(playground),
+            Err(e) => {
+                say!("  playground not started: {e}");
+                None
+            }
+        },
         None => None,
     };
     if let Some(playground) = &playground {

@@ -8,8 +8,9 @@
 use std::net::SocketAddr;
 use std::path::{Component, Path, PathBuf};
 
-use axum::extract::{Path as UrlPath, State};
+use axum::extract::{Path as UrlPath, Request, State};
 use axum::http::{header, StatusCode};
+use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
@@ -57,6 +58,8 @@ struct Site {
     www: PathBuf,
     pkg: PathBuf,
     endpoint: serde_json::Value,
+    /// The `Host` values a request may carry: this server's own loopback names.
+    hosts: Vec<String>,
 }
 
 /// Starts serving the page, telling it to use the bridge at `bridge_url` with `token`.
@@ -79,12 +82,17 @@ pub async fn start(config: &PlaygroundConfig, bridge_url: &str, token: &str) -> 
         www: config.www.clone(),
         pkg: config.pkg.clone(),
         endpoint: serde_json::json!({ "url": bridge_url, "token": token }),
+        hosts: ["127.0.0.1", "localhost", "[::1]"]
+            .iter()
+            .map(|host| format!("{host}:{}", address.port()))
+            .collect(),
     };
     let app = Router::new()
         .route("/playground.json", get(endpoint))
         .route("/pkg/{*path}", get(package_file))
         .route("/", get(index))
         .route("/{*path}", get(page_file))
+        .layer(middleware::from_fn_with_state(site.clone(), own_host_only))
         .with_state(site);
     let server = tokio::spawn(async move {
         let _ = axum::serve(listener, app).await;
@@ -93,6 +101,17 @@ pub async fn start(config: &PlaygroundConfig, bridge_url: &str, token: &str) -> 
         server,
         url: format!("http://{address}/"),
     })
+}
+
+/// Refuses requests for any other host name: a web page elsewhere could point a name of its own at 127.0.0.1 (DNS
+/// rebinding) and read `/playground.json`, token included.
+async fn own_host_only(State(site): State<Site>, request: Request, next: Next) -> Response {
+    let host = request.headers().get(header::HOST).and_then(|host| host.to_str().ok());
+    if host.is_some_and(|host| site.hosts.iter().any(|own| own == host)) {
+        return next.run(request).await;
+    }
+    let message = format!("this playground answers only to {}\n", site.hosts.join(", "));
+    (StatusCode::FORBIDDEN, message).into_response()
 }
 
 async fn endpoint(State(site): State<Site>) -> Response {
@@ -144,11 +163,15 @@ fn not_found(path: &str) -> Response {
     (StatusCode::NOT_FOUND, format!("not found: /{path}\n")).into_response()
 }
 
-/// The files change as the developer edits and rebuilds: never let the browser keep a stale copy.
+/// The files change as the developer edits and rebuilds: never let the browser keep a stale copy. And never let it
+/// guess a type other than the one sent.
 fn no_store(mut response: Response) -> Response {
-    response
-        .headers_mut()
-        .insert(header::CACHE_CONTROL, header::HeaderValue::from_static("no-store"));
+    let headers = response.headers_mut();
+    headers.insert(header::CACHE_CONTROL, header::HeaderValue::from_static("no-store"));
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        header::HeaderValue::from_static("nosniff"),
+    );
     response
 }
 

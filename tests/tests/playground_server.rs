@@ -47,11 +47,17 @@ async fn get(url: &str) -> (u16, String, Vec<u8>) {
 
 /// A GET of `target` exactly as written, over a plain TCP connection: the whole reply.
 async fn raw_get(url: &str, target: &str) -> String {
+    raw_get_for(url, target, "localhost").await
+}
+
+/// [`raw_get`] with this `Host` header (with the server's port).
+async fn raw_get_for(url: &str, target: &str, host: &str) -> String {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut stream = tokio::net::TcpStream::connect(url.trim_start_matches("http://"))
         .await
         .unwrap();
-    let request = format!("GET {target} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    let port = url.rsplit(':').next().unwrap();
+    let request = format!("GET {target} HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\n\r\n");
     stream.write_all(request.as_bytes()).await.unwrap();
     let mut reply = String::new();
     stream.read_to_string(&mut reply).await.unwrap();
@@ -97,6 +103,12 @@ async fn serves_the_page_the_package_and_where_the_bridge_is() {
         assert!(reply.starts_with("HTTP/1.1 404"), "{outside}: {reply}");
         assert!(!reply.contains("outside"), "{outside}: {reply}");
     }
+    // Another name for this address (DNS rebinding) must not read the token.
+    let reply = raw_get_for(url, "/playground.json", "attacker.example").await;
+    assert!(reply.starts_with("HTTP/1.1 403"), "{reply}");
+    assert!(!reply.contains("dev-token"), "{reply}");
+    assert!(raw_get(url, "/playground.json").await.contains("dev-token"));
+
     let (status, _, body) = get(&format!("{url}/missing.js")).await;
     assert_eq!(
         (status, String::from_utf8(body).unwrap()),
