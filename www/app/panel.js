@@ -50,6 +50,8 @@ export class Panel {
   #states = new Map();
   #seq = 0;
   #generation = 0;
+  #reads = 0;
+  #lastRead = new Map();
   #log;
 
   /**
@@ -62,7 +64,12 @@ export class Panel {
     this.#endpoint = endpoint;
     this.#letter = letter;
     element.id = `panel-${letter}`;
-    element.querySelector(".panel-title").textContent = title;
+    const heading = element.querySelector(".panel-title");
+    heading.textContent = title;
+    heading.id = `panel-${letter}-title`;
+    // Two panels have the same controls: each is named by its title, and so is its log.
+    element.setAttribute("aria-labelledby", heading.id);
+    element.querySelector(".log-wrap").setAttribute("aria-label", `${title}: decision log`);
     element.querySelector(".chart").id = `chart-${letter}`;
     const help = element.querySelector(".interval-help");
     help.id = `interval-help-${letter}`;
@@ -113,15 +120,19 @@ export class Panel {
     // Settings changed again while this one was resetting: the later call applies its own.
     const generation = ++this.#generation;
     // A new limit starts from a clean slate: the old limiter's state would mislead (and another algorithm's key
-    // has another layout).
-    await this.resetState();
+    // has another layout), and the new one's keys may hold an earlier session's state (a reload).
+    await this.#forget(this.#ratelimit);
+    await this.#forget(ratelimit);
     if (generation !== this.#generation) return;
     this.#ratelimit = ratelimit;
     this.#settings = { ...settings, rate: usesRate ? settings.rate : settings.limit };
     this.#states.clear();
+    this.#clearDecisions();
     await this.refresh();
+    if (generation !== this.#generation) return;
     // What is in force, for whoever watches the page (the browser tests wait on it).
     this.element.dataset.applied = `${algorithm} ${settings.limit} ${settings.interval} ${this.#settings.rate}`;
+    this.element.dataset.generation = generation;
   }
 
   /**
@@ -133,34 +144,49 @@ export class Panel {
     return intervalMs ? (this.#settings.rate * 1000) / intervalMs : 0;
   }
 
-  /** Takes `permits` for `identifier`; resolves to the log entry. */
+  /**
+   * Takes `permits` for `identifier`; resolves to the log entry. A decision made under settings that have changed
+   * since is not logged: it belongs to a limiter the panel no longer shows.
+   */
   async send(identifier, permits) {
+    const ratelimit = this.#ratelimit;
     const seq = ++this.#seq;
     let entry;
     try {
-      const result = await this.#ratelimit.limit(identifier, { permits });
+      const result = await ratelimit.limit(identifier, { permits });
       const { success, remaining, retryAfter, reset } = result;
       entry = { seq, identifier, permits, success, remaining, retryAfter, reset, at: serverNow() ?? Date.now() };
-      this.#decisions.push(entry);
     } catch (e) {
       entry = { seq, identifier, permits, error: `${e.message} (${e.code ?? e.name})` };
     }
+    if (ratelimit !== this.#ratelimit) return entry;
+    if (!entry.error) this.#decisions.push(entry);
+    // Decisions older than the chart's span are not needed (pruned here too: a hidden tab does not draw).
+    while (this.#decisions.length && this.#decisions[0].at < entry.at - 60_000) this.#decisions.shift();
     this.#log.add(entry);
     return entry;
   }
 
-  /** Reads every watched identifier's state from Redis, at one server moment per identifier. */
+  /**
+   * Reads every watched identifier's state from Redis, at one server moment per identifier. A read that was
+   * overtaken (by a newer read, or by new settings) is dropped, so a slow poll never replaces fresher state.
+   */
   async refresh() {
-    if (!this.#ratelimit) return;
+    const ratelimit = this.#ratelimit;
+    if (!ratelimit) return;
     for (const identifier of this.identifiers) {
+      const read = ++this.#reads;
       const sentAt = performance.now();
+      let state;
       try {
-        const [state] = await this.#ratelimit.state(identifier);
+        [state] = await ratelimit.state(identifier);
         observe(state.now, sentAt, performance.now());
-        this.#states.set(identifier, state);
       } catch (e) {
-        this.#states.set(identifier, { error: `${e.message} (${e.code ?? e.name})` });
+        state = { error: `${e.message} (${e.code ?? e.name})` };
       }
+      if (ratelimit !== this.#ratelimit || read < (this.#lastRead.get(identifier) ?? 0)) continue;
+      this.#lastRead.set(identifier, read);
+      this.#states.set(identifier, state);
     }
     for (const identifier of this.#states.keys()) {
       if (!this.identifiers.includes(identifier)) this.#states.delete(identifier);
@@ -169,9 +195,16 @@ export class Panel {
 
   /** Forgets the state of every watched identifier in Redis, and the log and chart. */
   async resetState() {
-    if (this.#ratelimit) {
-      for (const identifier of this.identifiers) await this.#ratelimit.reset(identifier).catch(() => {});
-    }
+    await this.#forget(this.#ratelimit);
+    this.#clearDecisions();
+  }
+
+  /** Deletes the watched identifiers' keys of `ratelimit` (if any). A failure shows on the next state read. */
+  async #forget(ratelimit) {
+    for (const identifier of ratelimit ? this.identifiers : []) await ratelimit.reset(identifier).catch(() => {});
+  }
+
+  #clearDecisions() {
     this.#decisions = [];
     this.#log.clear();
   }
@@ -194,8 +227,6 @@ export class Panel {
       views.push(stateView(identifier, state, now, denials));
     }
     container.replaceChildren(...views);
-    // Decisions older than the chart's span are not needed any more.
-    while (this.#decisions.length && this.#decisions[0].at < now - 60_000) this.#decisions.shift();
     drawChart(this.element.querySelector(".chart"), this.#decisions, now, this.ratePerSecond);
   }
 }

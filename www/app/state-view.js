@@ -126,12 +126,14 @@ function gauge(label, value, max, extra = 0, ends = ["0", String(max)]) {
 function fixedWindow(state, now) {
   const { limit, count, windowStart, windowEnd } = state;
   const endsIn = Math.max(0, windowEnd - now);
+  // The estimated clock may trail the moment Redis was read by a few ms.
+  const elapsed = Math.min(windowEnd - windowStart, Math.max(0, now - windowStart));
   const summary = `${count} of ${limit} counted in this window; it ends in ${duration(endsIn)}`;
   const picture = html(
     "div",
     {},
     gauge(`Fixed window: ${count} of ${limit} permits counted`, count, limit),
-    gauge(`${duration(now - windowStart)} of the ${duration(windowEnd - windowStart)} window passed`, now - windowStart, windowEnd - windowStart, 0, [
+    gauge(`${duration(elapsed)} of the ${duration(windowEnd - windowStart)} window passed`, elapsed, windowEnd - windowStart, 0, [
       "window start",
       `ends in ${duration(endsIn)}`,
     ]),
