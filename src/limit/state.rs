@@ -35,7 +35,8 @@ pub struct LimitState {
     pub key: String,
     /// The moment read: unix ms on the Redis server's clock (or the limiter's explicit time).
     pub now: u64,
-    /// Unix ms when the key expires (`now` plus Redis's `PTTL`, so on the server's clock only when `now` is); `None`
+    /// Unix ms when the key expires: `now` plus Redis's `PTTL`, so on the server's clock only when `now` is, and to
+    /// within a millisecond (`PTTL` counts from the command's clock, `TIME` from the moment it is called). `None`
     /// when there is no key (a fresh identifier) or it never expires.
     pub expires_at: Option<u64>,
     /// The key's value as stored, for the algorithms that keep a string; `None` for a permit log or no key.

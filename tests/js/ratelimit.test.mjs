@@ -108,7 +108,8 @@ test("state: what Redis holds for each limit, at one moment of the server's cloc
   const members = await redis.zrange(log.key, 0, -1, { withScores: true });
   assert.deepEqual(members.filter((_, i) => i % 2).map(Number), [log.grants[0].freesAt, log.grants[0].freesAt, log.grants[0].freesAt, log.grants[1].freesAt]);
   assert.ok(log.grants.every((g) => g.freesAt > log.now && g.freesAt <= log.now + 60_000));
-  assert.equal(log.expiresAt, log.grants[1].freesAt);
+  // The key expires with the last grant; PTTL counts from Redis's command clock, which may be a ms off TIME's.
+  assert.ok(Math.abs(log.expiresAt - log.grants[1].freesAt) <= 1, `${log.expiresAt} vs ${log.grants[1].freesAt}`);
   assert.equal(String(await redis.get(window.key)), window.stored);
   assert.deepEqual([window.count, window.windowEnd - window.windowStart, window.limit], [4, 3_600_000, 100]);
   assert.ok(window.windowStart <= window.now && window.now < window.windowEnd);
