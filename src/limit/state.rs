@@ -175,7 +175,7 @@ fn decode(name: &str, quota: Quota, key: String, now: u64, entry: Value) -> Resu
     let mut next = |what: &str| items.next().ok_or_else(|| Error::malformed(what.to_owned(), "nothing"));
     let ttl = next("the key's time to live")?.into_int()?;
     let expires_at = u64::try_from(ttl).ok().map(|ms| now + ms);
-    let (stored, detail) = if kind(quota.algorithm()) == "log" {
+    let (stored, detail) = if quota.algorithm().names_grants() {
         let held = next("the permits held")?.into_u64()?;
         (
             None,
