@@ -1,51 +1,26 @@
 // Harness for the playground's browser tests: the real main command (`edgelimit dev`, without the Worker) on free
 // ports, and Debian's real Chromium driven by playwright-core, each page watched for console errors.
-import { spawn } from "node:child_process";
-import { once } from "node:events";
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { chromium } from "playwright-core";
-import { ROOT, freePort } from "./harness.mjs";
+import { ROOT, freePort, runEdgelimit } from "./harness.mjs";
 
-const EDGELIMIT_BIN = process.env.EDGELIMIT_BIN ?? join(ROOT, "target/debug/edgelimit");
 export const ARTIFACTS = join(ROOT, "test-artifacts");
 export const DEV_TOKEN = "playground-test-token";
 
 /**
  * Runs `edgelimit dev --no-worker` from the checkout, as a user would (it serves www/ and pkg/); resolves once it
- * prints the playground's URL. `stop()` sends SIGTERM and waits for it to shut down.
+ * prints the bridge's and the playground's URLs. `stop()` sends SIGTERM and waits for it to shut down.
  */
 export async function startDevStack() {
-  if (!existsSync(EDGELIMIT_BIN)) {
-    throw new Error(`${EDGELIMIT_BIN} is missing: build it with 'cargo build -p edgelimit-cli' (scripts/test does)`);
-  }
   const args = ["dev", "--no-worker", "--listen", "127.0.0.1:0", "--redis-port", String(await freePort()), "--playground-port", "0"];
-  const child = spawn(EDGELIMIT_BIN, args, {
-    cwd: ROOT,
-    env: { ...process.env, EDGELIMIT_TOKEN: DEV_TOKEN },
-    stdio: ["ignore", "pipe", "inherit"],
+  const stack = await runEdgelimit(args, { token: DEV_TOKEN, cwd: ROOT }, (seen) => {
+    const bridge = seen.match(/bridge +(http:\/\/[\d.:]+)/);
+    const playground = seen.match(/playground +(http:\/\/[\d.:]+\/)/);
+    return bridge && playground && { bridge: bridge[1], playground: playground[1] };
   });
-  const printed = await new Promise((resolve, reject) => {
-    let seen = "";
-    child.stdout.on("data", (chunk) => {
-      seen += chunk;
-      const bridge = seen.match(/bridge +(http:\/\/[\d.:]+)/);
-      const playground = seen.match(/playground +(http:\/\/[\d.:]+\/)/);
-      if (bridge && playground) resolve({ bridge: bridge[1], playground: playground[1] });
-    });
-    child.on("exit", (code) => reject(new Error(`edgelimit dev exited with ${code} before it was up:\n${seen}`)));
-  });
-  return {
-    ...printed,
-    token: DEV_TOKEN,
-    async stop() {
-      if (child.exitCode === null) {
-        child.kill("SIGTERM");
-        await once(child, "exit");
-      }
-    },
-  };
+  return { ...stack, token: DEV_TOKEN };
 }
 
 /** Debian's Chromium (the machine's; playwright cannot download its own here). */

@@ -11,7 +11,7 @@ import { Redis } from "@upstash/redis";
 
 export const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 export const TOKEN = "js-test-token";
-const BRIDGE_BIN = process.env.EDGELIMIT_BIN ?? join(ROOT, "target/debug/edgelimit");
+const EDGELIMIT_BIN = process.env.EDGELIMIT_BIN ?? join(ROOT, "target/debug/edgelimit");
 
 /** A loopback port that was free a moment ago. */
 export async function freePort() {
@@ -82,26 +82,30 @@ export async function startRedis(port) {
   };
 }
 
-/** Starts `edgelimit bridge` in front of `redisUrl`; resolves once it prints its address. */
-export async function startBridge(redisUrl, token = TOKEN) {
-  if (!existsSync(BRIDGE_BIN)) {
-    throw new Error(`${BRIDGE_BIN} is missing: build it with 'cargo build -p edgelimit-cli' (scripts/test does)`);
+/**
+ * Runs the `edgelimit` binary with `args` (and `EDGELIMIT_TOKEN=token`, from `cwd`) until `announced(stdout so far)`
+ * returns what it printed that the test needs; resolves to that, with `stop()`: SIGTERM, then wait for the exit.
+ */
+export async function runEdgelimit(args, { token, cwd }, announced) {
+  if (!existsSync(EDGELIMIT_BIN)) {
+    throw new Error(`${EDGELIMIT_BIN} is missing: build it with 'cargo build -p edgelimit-cli' (scripts/test does)`);
   }
-  const child = spawn(BRIDGE_BIN, ["bridge", "--listen", "127.0.0.1:0", "--redis", redisUrl, "--redis-timeout-ms", "1500"], {
+  const child = spawn(EDGELIMIT_BIN, args, {
+    cwd,
     env: { ...process.env, EDGELIMIT_TOKEN: token },
     stdio: ["ignore", "pipe", "inherit"],
   });
-  const url = await new Promise((resolve, reject) => {
+  const printed = await new Promise((resolve, reject) => {
     let seen = "";
     child.stdout.on("data", (chunk) => {
       seen += chunk;
-      const match = seen.match(/listening on (http:\/\/[\d.:]+)/);
-      if (match) resolve(match[1]);
+      const found = announced(seen);
+      if (found) resolve(found);
     });
-    child.on("exit", (code) => reject(new Error(`bridge exited with ${code} before listening`)));
+    child.on("exit", (code) => reject(new Error(`edgelimit ${args[0]} exited with ${code} before it was up:\n${seen}`)));
   });
   return {
-    url,
+    ...printed,
     async stop() {
       if (child.exitCode === null) {
         child.kill("SIGTERM");
@@ -109,6 +113,15 @@ export async function startBridge(redisUrl, token = TOKEN) {
       }
     },
   };
+}
+
+/** Starts `edgelimit bridge` in front of `redisUrl`; resolves once it prints its address. */
+export function startBridge(redisUrl, token = TOKEN) {
+  const args = ["bridge", "--listen", "127.0.0.1:0", "--redis", redisUrl, "--redis-timeout-ms", "1500"];
+  return runEdgelimit(args, { token }, (seen) => {
+    const match = seen.match(/listening on (http:\/\/[\d.:]+)/);
+    return match && { url: match[1] };
+  });
 }
 
 /** Redis + bridge; `stopRedis`/`restartRedis` act under a running bridge. */
