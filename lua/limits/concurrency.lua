@@ -7,23 +7,20 @@
 
 ALGORITHMS.concurrency = {
     ids = { limit = GRANT_ID, refund = '^%d+:[%w_%-]+$' },
-    decide = function(quota, key, now, permits, lease_id)
-        -- The wait for a denied request is an upper bound here: holders may release sooner.
-        local verdict = log_verdict(quota, key, now, permits, lease_id)
-        if verdict.allowed then
-            verdict.lease = permits .. ':' .. lease_id
-        end
-        return verdict
-    end,
-    -- Releases the lease `token`; false when it is not held (already released, or expired).
-    refund = function(quota, key, now, permits, grace, token)
-        local count, lease_id = string.match(token, '^(%d+):(.+)$')
+    -- A grant is a lease: its token '<permits>:<lease id>' goes back to the holder.
+    leases = true,
+    -- The wait for a denied request is an upper bound here: holders may release sooner.
+    decide = log_decide,
+    commit = log_commit,
+    -- Releases the lease limit.lease (a token); false when it is not held (already released, or expired).
+    refund = function(limit, now)
+        local count, lease_id = string.match(limit.lease, '^(%d+):(.+)$')
         local members = {}
-        for i = 1, math.min(tonumber(count), quota.limit) do
-            members[#members + 1] = lease_id .. '/' .. i
+        for i = 1, math.min(count + 0, limit.limit) do
+            members[i] = lease_id .. '/' .. i
         end
         -- An expired lease is not held, even before anything dropped it.
-        redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
-        return in_batches('ZREM', key, members) > 0
+        redis.call('ZREMRANGEBYSCORE', limit.key, '-inf', now)
+        return in_batches('ZREM', limit.key, members) > 0
     end,
 }

@@ -7,36 +7,34 @@
 -- `rem` is capped at rate - 1: the TAT moves by less than 1 ms.
 
 -- Debt at `now`, in units (see bucket_verdict): (TAT - now) × rate, never negative.
-local function gcra_debt(quota, key, now)
-    local stored = redis.call('GET', key)
-    local ms, rem = string.match(stored or '', '^(%d+):(%d+)$')
-    ms, rem = tonumber(ms), tonumber(rem)
+local function gcra_debt(limit, now)
+    local ms, rem = string.match(redis.call('GET', limit.key) or '', '^(%d+):(%d+)$')
+    ms = ms and ms + 0
     if not ms or ms < now then
         return 0
     end
-    return (ms - now) * quota.rate + math.min(rem, quota.rate - 1)
+    return (ms - now) * limit.rate + math.min(rem + 0, limit.rate - 1)
 end
 
-local function write_tat(quota, key, debt, now, grace)
+local function write_tat(limit, debt, now, grace)
     if debt <= 0 then
-        redis.call('DEL', key)
+        redis.call('DEL', limit.key)
         return
     end
-    local whole_ms = math.floor(debt / quota.rate)
-    redis.call('SET', key, (now + whole_ms) .. ':' .. (debt - whole_ms * quota.rate),
-        'PX', ceil_div(debt, quota.rate) + grace)
+    local rate = limit.rate
+    local rem = debt % rate
+    redis.call('SET', limit.key, string.format('%d:%d', now + (debt - rem) / rate, rem), 'PX',
+        ceil_div(debt, rate) + grace)
 end
 
 ALGORITHMS.gcra = {
-    decide = function(quota, key, now, permits)
-        local full = quota.limit * quota.interval
-        local verdict = bucket_verdict(quota, now, full - gcra_debt(quota, key, now), permits)
-        verdict.commit = function(grace)
-            write_tat(quota, key, full - verdict.left, now, grace)
-        end
-        return verdict
+    decide = function(limit, now)
+        bucket_verdict(limit, now, limit.limit * limit.interval - gcra_debt(limit, now))
     end,
-    refund = function(quota, key, now, permits, grace)
-        write_tat(quota, key, gcra_debt(quota, key, now) - permits * quota.interval, now, grace)
+    commit = function(limit, now, grace)
+        write_tat(limit, limit.limit * limit.interval - limit.left, now, grace)
+    end,
+    refund = function(limit, now, grace)
+        write_tat(limit, gcra_debt(limit, now) - limit.permits * limit.interval, now, grace)
     end,
 }

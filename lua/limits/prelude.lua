@@ -1,17 +1,32 @@
 -- The algorithm family, shared prelude: after lua/common.lua, before the algorithms' files and driver.lua (see
--- src/limit/scripts.rs). Each algorithm file adds one entry to ALGORITHMS: decide(quota, key, now, permits, id)
--- returns a verdict, refund(quota, key, now, permits, grace, token) gives permits back, and `ids` (optional) maps an
--- operation to the pattern its sixth argument must match. driver.lua reads the arguments, asks every limit for a
--- verdict, and commits all of them or none.
+-- src/limit/scripts.rs). Each algorithm file adds one entry to ALGORITHMS, three functions over a limit record
+-- (below):
+--   decide(limit, now)         the verdict on limit.permits at `now`, written into the record; reads only
+--   commit(limit, now, grace)  records the grant decide judged (called only if every limit of the call allows)
+--   refund(limit, now, grace)  gives limit.permits back; false when there was nothing to give (a lease not held)
+-- and optionally `ids`, the pattern the limit's grant id must match per operation, and `leases = true` when a grant
+-- hands its holder a lease token. driver.lua reads the arguments, asks every limit for a verdict, and commits all
+-- of them or none.
+--
+-- The limit record (one table per limit, made by driver.lua, so a decision allocates little):
+--   key, permits, limit, interval, rate, lease   the request, its quota, its grant id ('' if none)
+--   allowed, retry_after                         the verdict: retry_after = ms until it could be allowed (0 if it is)
+--   remaining, reset                             the standing without this request: permits left, and the unix ms
+--                                                at which the limit is whole again if no request comes
+--   reset_after                                  `reset` with the grant (remaining is then remaining - permits)
+--   status, algorithm                            driver.lua's: a status if the limit cannot be decided, and its entry
+-- and what commit needs, set by decide under names of the algorithm's own. The record is made with 16 slots; one
+-- that outgrows them is copied into a bigger table (the sliding window's four fields make 17: one copy).
 --
 -- All arithmetic is on whole numbers below 2^53, where Lua's doubles are exact: quotas are checked so that
--- limit × interval stays below 2^52 (see quota_of in driver.lua), and no product below grows past that.
+-- limit × interval stays below 2^52 (see driver.lua), and no product below grows past that.
 
 local ALGORITHMS = {}
 
 -- ceil(a / b) for whole a >= 0, b > 0 (exact below 2^53).
 local function ceil_div(a, b)
-    return math.floor((a + b - 1) / b)
+    local n = a + b - 1
+    return (n - n % b) / b
 end
 
 -- State of a request made at an explicit time lives this much longer than it matters: that caller's clock may run
@@ -19,31 +34,18 @@ end
 -- time (the default) keys vanish exactly when they stop mattering.
 local EXPLICIT_TIME_GRACE_MS = 60000
 
--- A verdict: what a limit would answer to `permits` at `now`, and how to record it if every limit agrees.
---   allowed      boolean
---   retry_after  ms until this request could be allowed (0 when it is)
---   now, after   the limit's standing without this request and with it (after = now when not allowed), each
---                {remaining = permits left, reset = unix ms when the limit is whole again if no request comes}
---   commit       function(grace) that records the grant
---   lease        (concurrency) the lease token the grant would hold
-local function verdict_of(allowed, retry_after, standing_now, standing_after)
-    return { allowed = allowed, retry_after = retry_after, now = standing_now,
-             after = allowed and standing_after or standing_now }
-end
-
 -- Token bucket and GCRA are one decision over "units": a permit is `interval` units, `rate` units come back per ms
 -- (so refill is continuous and exact: no step quantisation, no rounding drift), and the limit holds
 -- limit × interval units. `available` may be negative when the limit was lowered under existing state.
--- The verdict's `left` is the units left after the grant.
-local function bucket_verdict(quota, now, available, permits)
-    local full, need = quota.limit * quota.interval, permits * quota.interval
-    local function standing(units)
-        return { remaining = math.max(0, math.floor(units / quota.interval)),
-                 reset = now + ceil_div(full - units, quota.rate) }
-    end
-    local allowed = available >= need
-    local verdict = verdict_of(allowed, allowed and 0 or ceil_div(need - available, quota.rate),
-        standing(available), standing(available - need))
-    verdict.left = available - need
-    return verdict
+-- Sets the verdict, and limit.left: the units left after the grant.
+local function bucket_verdict(limit, now, available)
+    local interval, rate = limit.interval, limit.rate
+    local full, left = limit.limit * interval, available - limit.permits * interval
+    local remaining = available - available % interval
+    limit.allowed = left >= 0
+    limit.retry_after = left >= 0 and 0 or ceil_div(-left, rate)
+    limit.remaining = remaining > 0 and remaining / interval or 0
+    limit.reset = now + ceil_div(full - available, rate)
+    limit.reset_after = now + ceil_div(full - left, rate)
+    limit.left = left
 end

@@ -8,12 +8,14 @@
 
 ALGORITHMS.sliding_log = {
     ids = { limit = GRANT_ID },
-    decide = log_verdict,
+    decide = log_decide,
+    commit = log_commit,
     -- Gives back the newest grants first (the request that just failed is usually the newest), never more than is
     -- still in the window; the key then expires when the newest grant left would.
-    refund = function(quota, key, now, permits, grace)
+    refund = function(limit, now, grace)
+        local key = limit.key
         redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
-        redis.call('ZREMRANGEBYRANK', key, -permits, -1)
+        redis.call('ZREMRANGEBYRANK', key, -limit.permits, -1)
         local last_expiry = expiry_at(key, -1)
         if last_expiry then
             redis.call('PEXPIRE', key, last_expiry - now + grace)

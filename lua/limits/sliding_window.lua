@@ -10,39 +10,42 @@
 -- all in whole numbers, so there is no rounding (Upstash floors the weighted count, which admits a little more).
 --
 -- State: one string '<k>:<current>:<previous>': both windows in one key, so in one Cluster slot by construction,
--- read with one GET and written with one SET … PX. The key expires when its current window stops counting, at the
--- end of the next window.
+-- read with one GET and written with one SET (… PX when it starts a window, else KEEPTTL: the expiry only moves with
+-- the window). The key expires when its current window stops counting, at the end of the next window.
 
--- The window, elapsed ms in it, and the two counts at `now`.
-local function sliding_counts(quota, key, now)
-    local window = math.floor(now / quota.interval)
-    local stored_window, current, previous = string.match(redis.call('GET', key) or '', '^(%d+):(%d+):(%d+)$')
-    stored_window, current, previous = tonumber(stored_window), tonumber(current), tonumber(previous)
-    if not stored_window or not current or not previous or stored_window < window - 1 then
-        current, previous = 0, 0
-    elseif stored_window == window - 1 then
-        current, previous = 0, current
-    else
-        -- This window, or a later one (a caller's clock behind Redis's): that one stays current.
-        window = stored_window
+-- The window, elapsed ms in it, the two counts at `now`, and whether the stored window is this one.
+local function sliding_counts(limit, now)
+    local interval = limit.interval
+    local window = now / interval
+    window = window - window % 1
+    local stored, current, previous = string.match(redis.call('GET', limit.key) or '', '^(%d+):(%d+):(%d+)$')
+    stored = stored and stored + 0
+    if not stored or stored < window - 1 then
+        return window, now - window * interval, 0, 0, false
+    elseif stored == window - 1 then
+        return window, now - window * interval, 0, current + 0, false
     end
-    return window, math.max(0, now - window * quota.interval), current, previous
+    -- This window, or a later one (a caller's clock behind Redis's): that one stays current.
+    local elapsed = now - stored * interval
+    return stored, elapsed > 0 and elapsed or 0, current + 0, previous + 0, true
 end
 
 -- Exact ms until `permits` fit, when they do not fit now: later in this window as the previous window's weight
 -- falls; else in the next window, where the current count becomes the weighted one; else two windows on.
-local function sliding_retry_after(quota, now, window, current, previous, permits)
-    local interval = quota.interval
-    local room = (quota.limit - current - permits) * interval
+local function sliding_retry_after(limit, now, window, current, previous)
+    local interval, permits = limit.interval, limit.permits
+    local room = (limit.limit - current - permits) * interval
     if room >= 0 and previous > 0 then
-        local elapsed = interval - math.floor(room / previous)
+        local elapsed = interval - (room - room % previous) / previous
         if elapsed < interval then
             return window * interval + elapsed - now
         end
     end
     local elapsed = 0
     if current > 0 then
-        elapsed = math.max(0, interval - math.floor((quota.limit - permits) * interval / current))
+        local weighted = (limit.limit - permits) * interval
+        elapsed = interval - (weighted - weighted % current) / current
+        elapsed = elapsed > 0 and elapsed or 0
     end
     if elapsed < interval then
         return (window + 1) * interval + elapsed - now
@@ -50,47 +53,40 @@ local function sliding_retry_after(quota, now, window, current, previous, permit
     return (window + 2) * interval - now
 end
 
-local function write_sliding(quota, key, window, current, previous, now, grace)
+local function write_sliding(limit, window, current, previous, stored, now, grace)
     if current <= 0 and previous <= 0 then
-        redis.call('DEL', key)
-        return
+        redis.call('DEL', limit.key)
+    elseif stored then
+        redis.call('SET', limit.key, string.format('%d:%d:%d', window, current, previous), 'KEEPTTL')
+    else
+        redis.call('SET', limit.key, string.format('%d:%d:%d', window, current, previous), 'PX',
+            (window + 2) * limit.interval - now + grace)
     end
-    redis.call('SET', key, string.format('%d:%d:%d', window, current, previous), 'PX',
-        (window + 2) * quota.interval - now + grace)
 end
 
 ALGORITHMS.sliding_window = {
-    decide = function(quota, key, now, permits)
-        local window, elapsed, current, previous = sliding_counts(quota, key, now)
-        local interval = quota.interval
-        -- Room left, in units of 1 / interval permits, with `counted` in the current window.
-        local function room(counted)
-            return quota.limit * interval - previous * (interval - elapsed) - counted * interval
-        end
-        local function standing(counted)
-            local reset = now
-            if counted > 0 then
-                reset = (window + 2) * interval
-            elseif previous > 0 then
-                reset = (window + 1) * interval
-            end
-            return { remaining = math.max(0, math.floor(room(counted) / interval)), reset = reset }
-        end
-        local allowed = room(current + permits) >= 0
-        local retry_after = 0
-        if not allowed then
-            retry_after = sliding_retry_after(quota, now, window, current, previous, permits)
-        end
-        local verdict = verdict_of(allowed, retry_after, standing(current), standing(current + permits))
-        verdict.commit = function(grace)
-            write_sliding(quota, key, window, current + permits, previous, now, grace)
-        end
-        return verdict
+    decide = function(limit, now)
+        local window, elapsed, current, previous, stored = sliding_counts(limit, now)
+        local interval = limit.interval
+        -- Room left, in units of 1 / interval permits, with the current count and with this request.
+        local room = limit.limit * interval - previous * (interval - elapsed) - current * interval
+        local room_after = room - limit.permits * interval
+        local remaining = room - room % interval
+        limit.allowed = room_after >= 0
+        limit.retry_after = room_after >= 0 and 0 or sliding_retry_after(limit, now, window, current, previous)
+        limit.remaining = remaining > 0 and remaining / interval or 0
+        limit.reset = current > 0 and (window + 2) * interval or previous > 0 and (window + 1) * interval or now
+        limit.reset_after = (window + 2) * interval
+        limit.window, limit.current, limit.previous, limit.stored = window, current, previous, stored
+    end,
+    commit = function(limit, now, grace)
+        write_sliding(limit, limit.window, limit.current + limit.permits, limit.previous, limit.stored, now, grace)
     end,
     -- Gives back to the current window's count (grants from the previous window are part of its weighted count
     -- and are not given back).
-    refund = function(quota, key, now, permits, grace)
-        local window, _, current, previous = sliding_counts(quota, key, now)
-        write_sliding(quota, key, window, math.max(0, current - permits), previous, now, grace)
+    refund = function(limit, now, grace)
+        local window, _, current, previous, stored = sliding_counts(limit, now)
+        local left = current - limit.permits
+        write_sliding(limit, window, left > 0 and left or 0, previous, stored, now, grace)
     end,
 }

@@ -7,46 +7,46 @@
 
 -- Units in the bucket at `now`, refilled since `at`. A stored `at` after `now` (a caller's clock behind Redis's)
 -- refills nothing and keeps the later time.
-local function bucket_units(quota, key, now)
-    local full = quota.limit * quota.interval
-    local units, at = string.match(redis.call('GET', key) or '', '^(%d+):(%d+)$')
-    units, at = tonumber(units), tonumber(at)
-    if not units or not at then
+local function bucket_units(limit, now)
+    local full = limit.limit * limit.interval
+    local units, at = string.match(redis.call('GET', limit.key) or '', '^(%d+):(%d+)$')
+    if not units then
         return full, now
     end
-    units = math.min(units, full)
+    units, at = math.min(units + 0, full), at + 0
     if now > at then
         -- Only multiply when the bucket does not fill up anyway: the product stays below full + rate.
-        if now - at >= ceil_div(full - units, quota.rate) then
+        if now - at >= ceil_div(full - units, limit.rate) then
             units = full
         else
-            units = units + (now - at) * quota.rate
+            units = units + (now - at) * limit.rate
         end
         at = now
     end
     return units, at
 end
 
-local function write_bucket(quota, key, units, at, now, grace)
-    local full = quota.limit * quota.interval
+local function write_bucket(limit, units, at, now, grace)
+    local full = limit.limit * limit.interval
     if units >= full then
-        redis.call('DEL', key)
+        redis.call('DEL', limit.key)
         return
     end
-    redis.call('SET', key, string.format('%d:%d', units, at), 'PX', at - now + ceil_div(full - units, quota.rate) + grace)
+    redis.call('SET', limit.key, string.format('%d:%d', units, at), 'PX',
+        at - now + ceil_div(full - units, limit.rate) + grace)
 end
 
 ALGORITHMS.token_bucket = {
-    decide = function(quota, key, now, permits)
-        local units, at = bucket_units(quota, key, now)
-        local verdict = bucket_verdict(quota, now, units, permits)
-        verdict.commit = function(grace)
-            write_bucket(quota, key, verdict.left, at, now, grace)
-        end
-        return verdict
+    decide = function(limit, now)
+        local units, at = bucket_units(limit, now)
+        bucket_verdict(limit, now, units)
+        limit.at = at
     end,
-    refund = function(quota, key, now, permits, grace)
-        local units, at = bucket_units(quota, key, now)
-        write_bucket(quota, key, units + permits * quota.interval, at, now, grace)
+    commit = function(limit, now, grace)
+        write_bucket(limit, limit.left, limit.at, now, grace)
+    end,
+    refund = function(limit, now, grace)
+        local units, at = bucket_units(limit, now)
+        write_bucket(limit, units + limit.permits * limit.interval, at, now, grace)
     end,
 }

@@ -26,36 +26,35 @@ end
 -- When the permit at `rank` frees (0 = soonest; -1 = last), or nil.
 local function expiry_at(key, rank)
     local member = redis.call('ZRANGE', key, rank, rank, 'WITHSCORES')
-    return tonumber(member[2])
+    return member[2] and member[2] + 0
 end
 
--- The verdict on `permits` at `now`: allowed while the permits held plus these stay within the limit. A grant logs
--- `permits` members named after `id`, each freeing at now + interval. The wait for a denied request is until enough
--- of the soonest-freeing permits have freed: exact if nothing frees early.
-local function log_verdict(quota, key, now, permits, id)
+-- The verdict on limit.permits at `now`: allowed while the permits held plus these stay within the limit. The wait
+-- for a denied request is until enough of the soonest-freeing permits have freed: exact if nothing frees early.
+local function log_decide(limit, now)
+    local key, permits = limit.key, limit.permits
     local held = held_at(key, now)
     local last_expiry = held > 0 and expiry_at(key, -1) or now
-    local allowed = held + permits <= quota.limit
-    local retry_after = 0
-    if not allowed then
-        retry_after = expiry_at(key, held + permits - quota.limit - 1) - now
-    end
-    local verdict = verdict_of(allowed, retry_after,
-        { remaining = math.max(0, quota.limit - held), reset = last_expiry },
-        { remaining = quota.limit - held - permits, reset = math.max(last_expiry, now + quota.interval) })
+    local remaining = limit.limit - held
+    limit.allowed = permits <= remaining
+    limit.retry_after = permits <= remaining and 0 or expiry_at(key, held + permits - limit.limit - 1) - now
+    limit.remaining = remaining > 0 and remaining or 0
+    limit.reset = last_expiry
+    limit.reset_after = math.max(last_expiry, now + limit.interval)
     -- Equal members would collapse into one and under-count. Checked here, not at commit: a script's writes are not
     -- rolled back when it fails, so every check must come before the first write.
-    if allowed and id ~= '' and redis.call('ZSCORE', key, id .. '/1') then
-        reject('grant id (already logged; use a fresh random id)', id)
+    if limit.allowed and limit.lease ~= '' and redis.call('ZSCORE', key, limit.lease .. '/1') then
+        reject('grant id (already logged; use a fresh random id)', limit.lease)
     end
-    verdict.commit = function(grace)
-        local expiry, members = now + quota.interval, {}
-        for i = 1, permits do
-            members[#members + 1] = expiry
-            members[#members + 1] = id .. '/' .. i
-        end
-        in_batches('ZADD', key, members)
-        redis.call('PEXPIRE', key, verdict.after.reset - now + grace)
+end
+
+-- Logs the grant: limit.permits members named after its id, each freeing at now + interval.
+local function log_commit(limit, now, grace)
+    local expiry, id, members = now + limit.interval, limit.lease, {}
+    for i = 1, limit.permits do
+        members[2 * i - 1] = expiry
+        members[2 * i] = id .. '/' .. i
     end
-    return verdict
+    in_batches('ZADD', limit.key, members)
+    redis.call('PEXPIRE', limit.key, limit.reset_after - now + grace)
 end

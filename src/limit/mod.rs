@@ -382,6 +382,9 @@ impl Operation {
     }
 }
 
+/// Entries per decision in the driver's flat reply: status, limit, remaining, reset, retry_after, lease.
+const REPLY_FIELDS: usize = 6;
+
 /// One script call deciding some requests: its keys and arguments (see `lua/limits/driver.lua`).
 struct Batch<'a> {
     operation: Operation,
@@ -484,19 +487,26 @@ impl<'a> Batch<'a> {
         self.decode(call.script.run(client, &call.keys, &call.args).await?)
     }
 
-    /// Checks the reply entry by entry; a status that means an error becomes its typed error.
+    /// Checks the reply decision by decision (six flat entries each); a status that means an error becomes its
+    /// typed error.
     fn decode(&self, reply: Value) -> Result<Decisions> {
         let entries = reply.into_array()?;
-        if entries.len() != self.requests.len() {
+        if entries.len() != REPLY_FIELDS * self.requests.len() {
             return Err(Error::malformed(
-                format!("{} decisions", self.requests.len()),
+                format!(
+                    "{} entries ({REPLY_FIELDS} per decision)",
+                    REPLY_FIELDS * self.requests.len()
+                ),
                 entries.len(),
             ));
         }
         let mut success = true;
-        let mut decisions = Vec::with_capacity(entries.len());
-        for (entry, request) in entries.into_iter().zip(&self.requests) {
-            let [status, limit, remaining, reset, retry_after, lease] = entry.into_tuple::<6>()?;
+        let mut decisions = Vec::with_capacity(self.requests.len());
+        let mut entries = entries.into_iter();
+        for request in &self.requests {
+            let fields: Vec<Value> = entries.by_ref().take(REPLY_FIELDS).collect();
+            let [status, limit, remaining, reset, retry_after, lease] = <[Value; REPLY_FIELDS]>::try_from(fields)
+                .map_err(|fields| Error::malformed(format!("{REPLY_FIELDS} entries per decision"), fields.len()))?;
             let limit = limit.into_u64()?;
             let allowed = match status.into_string()?.as_str() {
                 "granted" | "refunded" => true,
