@@ -4,66 +4,117 @@
 //   - per request latency as the client sees it (median, p99), `REQUESTS` sequential requests per Worker per round,
 //     the Workers taking turns round by round so that machine noise falls on all of them alike;
 //   - added latency = a Worker's median (p99) minus the baseline's median (p99);
+//   - cold start: a new workerd with the bundle until its first response is back;
 //   - each Worker's bundle as `wrangler deploy --dry-run` reports it.
 // Limits are so high that every request is allowed. Not a test: read the differences, not the absolute numbers.
 //
-// Run: scripts/build-wasm && cargo build --release -p edgelimit-cli && node bench/worker.mjs   (ROUNDS, REQUESTS)
-process.env.EDGELIMIT_BIN ??= new URL("../target/release/edgelimit", import.meta.url).pathname;
-const { startStack } = await import("../tests/js/harness.mjs");
+// Run: `edgelimit bench` (scripts/bench) runs it with --json against its own bridge and tabulates the numbers.
+// Alone: scripts/build-wasm && cargo build --release -p edgelimit-cli && node bench/worker.mjs   (a Markdown table)
+//   --json, --quick (1 round of 20 requests), --url U --token T: as bench/npm.mjs; ROUNDS and REQUESTS override.
+import { benchOptions, connectOrStartStack, quantile } from "./options.mjs";
+
 const { bundleWorker, startOrigin, startWorker, varsFor } = await import("../tests/js/worker-harness.mjs");
 
-const ROUNDS = Number(process.env.ROUNDS ?? 5);
-const REQUESTS = Number(process.env.REQUESTS ?? 200);
-const quantile = (sorted, q) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
+const options = benchOptions();
+const ROUNDS = Number(process.env.ROUNDS ?? (options.quick ? 1 : 5));
+const REQUESTS = Number(process.env.REQUESTS ?? (options.quick ? 20 : 200));
+const WARM_UP = options.quick ? 5 : 20;
 
-const stack = await startStack();
-const origin = await startOrigin();
-const rules = [{ name: "bench", limits: [{ algorithm: "slidingWindow", limit: 1_000_000_000, interval: "1 h" }] }];
-const contenders = [
+/** `Total Upload: 515.64 KiB / gzip: 160.82 KiB` from wrangler's report, as numbers. */
+function bundleSize(report) {
+  const match = report.match(/Total Upload: ([\d.]+) KiB \/ gzip: ([\d.]+) KiB/);
+  if (!match) throw new Error(`wrangler reported no bundle size:\n${report}`);
+  return { bundleKib: Number(match[1]), bundleGzipKib: Number(match[2]) };
+}
+
+/** Bundles each Worker, starts it (timed until its first response) and warms it up. */
+async function startWorkers(workers, stack, origin) {
+  const rules = [{ name: "bench", limits: [{ algorithm: "slidingWindow", limit: 1_000_000_000, interval: "1 h" }] }];
+  const vars = varsFor(stack, origin, rules);
+  for (const worker of workers) {
+    worker.bundle = bundleWorker(worker.entry);
+    Object.assign(worker, bundleSize(worker.bundle.report));
+  }
+  // The very first workerd launch is slower (binary and libraries read from disk): keep it out of the cold starts.
+  await (await startWorker(workers[0].bundle, vars)).dispose();
+  for (const worker of workers) {
+    const started = performance.now();
+    worker.runtime = await startWorker(worker.bundle, vars);
+    await fetchOk(worker, "/warm");
+    worker.coldStartMs = performance.now() - started;
+    // Warm up: isolate, script cache, connections.
+    for (let i = 0; i < WARM_UP; i += 1) await fetchOk(worker, "/warm");
+    worker.latencies = [];
+  }
+}
+
+/** One request through `worker`; anything but 200 is an error. */
+async function fetchOk(worker, path, init) {
+  const response = await worker.runtime.fetch(path, init);
+  await response.text();
+  if (response.status !== 200) throw new Error(`${worker.name}: HTTP ${response.status} for ${path}`);
+}
+
+/** `ROUNDS` rounds of `REQUESTS` sequential requests per Worker, the Workers taking turns. */
+async function measure(workers) {
+  for (let round = 1; round <= ROUNDS; round += 1) {
+    for (const worker of workers) {
+      for (let i = 0; i < REQUESTS; i += 1) {
+        const start = performance.now();
+        await fetchOk(worker, "/page", { ip: `198.51.100.${i % 200}` });
+        worker.latencies.push(performance.now() - start);
+      }
+    }
+    process.stderr.write(`round ${round}/${ROUNDS} done\n`);
+  }
+  const [baseline] = workers;
+  for (const worker of workers) {
+    const sorted = [...worker.latencies].sort((a, b) => a - b);
+    worker.p50Ms = quantile(sorted, 0.5);
+    worker.p99Ms = quantile(sorted, 0.99);
+  }
+  return workers.map((worker) => ({
+    name: worker.name,
+    p50Ms: worker.p50Ms,
+    p99Ms: worker.p99Ms,
+    addedP50Ms: worker === baseline ? null : worker.p50Ms - baseline.p50Ms,
+    addedP99Ms: worker === baseline ? null : worker.p99Ms - baseline.p99Ms,
+    coldStartMs: worker.coldStartMs,
+    bundleKib: worker.bundleKib,
+    bundleGzipKib: worker.bundleGzipKib,
+  }));
+}
+
+function printTable(report) {
+  const ms = (value) => `${value.toFixed(2)} ms`;
+  console.log(`\nWorker latency, local workerd, ${report.rounds} rounds × ${report.requests} sequential requests per Worker\n`);
+  console.log("| Worker | p50 | p99 | added p50 | added p99 | cold start | bundle (wrangler, raw / gzip) |");
+  console.log("|---|---|---|---|---|---|---|");
+  for (const w of report.workers) {
+    const added = (value) => (value === null ? "—" : ms(value));
+    console.log(
+      `| ${w.name} | ${ms(w.p50Ms)} | ${ms(w.p99Ms)} | ${added(w.addedP50Ms)} | ${added(w.addedP99Ms)} | ${w.coldStartMs.toFixed(0)} ms | ${w.bundleKib} KiB / ${w.bundleGzipKib} KiB |`,
+    );
+  }
+}
+
+const workers = [
   { name: "no limiter", entry: "bench/workers/no-limiter.js" },
   { name: "edgelimit", entry: undefined },
   { name: "@upstash/ratelimit", entry: "bench/workers/upstash.js" },
 ];
-for (const contender of contenders) {
-  contender.bundle = bundleWorker(contender.entry);
-  contender.size = contender.bundle.report.match(/Total Upload: ([\d.]+ KiB) \/ gzip: ([\d.]+ KiB)/).slice(1);
-  contender.worker = await startWorker(contender.bundle, varsFor(stack, origin, rules));
-  contender.latencies = [];
-  // Warm up: isolate, script cache, connections.
-  for (let i = 0; i < 20; i += 1) await (await contender.worker.fetch("/warm")).text();
-}
-
-for (let round = 1; round <= ROUNDS; round += 1) {
-  for (const contender of contenders) {
-    for (let i = 0; i < REQUESTS; i += 1) {
-      const start = performance.now();
-      const response = await contender.worker.fetch("/page", { ip: `198.51.100.${i % 200}` });
-      await response.text();
-      if (response.status !== 200) throw new Error(`${contender.name}: HTTP ${response.status}`);
-      contender.latencies.push(performance.now() - start);
-    }
+const stack = await connectOrStartStack(options);
+const origin = await startOrigin();
+try {
+  await startWorkers(workers, stack, origin);
+  const report = { rounds: ROUNDS, requests: REQUESTS, workers: await measure(workers) };
+  if (options.json) process.stdout.write(`${JSON.stringify(report)}\n`);
+  else printTable(report);
+} finally {
+  for (const worker of workers) {
+    await worker.runtime?.dispose();
+    worker.bundle?.remove();
   }
-  process.stderr.write(`round ${round}/${ROUNDS} done\n`);
+  origin.stop();
+  await stack.stop();
 }
-
-const [baseline] = contenders;
-for (const contender of contenders) {
-  const sorted = [...contender.latencies].sort((a, b) => a - b);
-  contender.p50 = quantile(sorted, 0.5);
-  contender.p99 = quantile(sorted, 0.99);
-}
-console.log(`\nWorker latency, local workerd, ${ROUNDS} rounds × ${REQUESTS} sequential requests per Worker\n`);
-console.log("| Worker | p50 | p99 | added p50 | added p99 | bundle (wrangler, raw / gzip) |");
-console.log("|---|---|---|---|---|---|");
-for (const c of contenders) {
-  const added = c === baseline ? "—" : `${(c.p50 - baseline.p50).toFixed(2)} ms`;
-  const addedP99 = c === baseline ? "—" : `${(c.p99 - baseline.p99).toFixed(2)} ms`;
-  console.log(`| ${c.name} | ${c.p50.toFixed(2)} ms | ${c.p99.toFixed(2)} ms | ${added} | ${addedP99} | ${c.size[0]} / ${c.size[1]} |`);
-}
-
-for (const contender of contenders) {
-  await contender.worker.dispose();
-  contender.bundle.remove();
-}
-origin.stop();
-await stack.stop();

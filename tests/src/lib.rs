@@ -3,14 +3,11 @@
 //! No test depends on a service it did not start. The bridge runs in-process (same code as `edgelimit bridge`), so
 //! a test can stop and restart Redis under it and watch it recover.
 
-pub mod redis_stats;
-
 use std::time::Duration;
 
 use edgelimit::RestClient;
-use edgelimit_cli::bridge::{self, BridgeConfig};
+use edgelimit_cli::bridge::{BridgeConfig, InProcessBridge};
 use edgelimit_cli::redis_server::RedisServer;
-use tokio::sync::oneshot;
 
 /// The token every harness bridge requires.
 pub const TOKEN: &str = "test-token";
@@ -20,8 +17,7 @@ pub struct Stack {
     redis: Option<RedisServer>,
     redis_port: u16,
     bridge_url: String,
-    stop_bridge: Option<oneshot::Sender<()>>,
-    bridge_task: Option<tokio::task::JoinHandle<()>>,
+    bridge: Option<InProcessBridge>,
 }
 
 impl Stack {
@@ -33,28 +29,16 @@ impl Stack {
     /// [`Stack::start`] with the bridge's config changed by `configure` first.
     pub async fn start_with(configure: impl FnOnce(&mut BridgeConfig)) -> Stack {
         let redis = RedisServer::start().await.expect("start redis-server");
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind bridge port");
-        let bridge_url = format!("http://{}", listener.local_addr().unwrap());
         let mut config = BridgeConfig::new(redis.url(), TOKEN);
         // Short, so the Redis-down tests answer quickly; still generous for a loaded 2-core machine.
         config.redis_timeout = Duration::from_millis(1_500);
         configure(&mut config);
-        let (stop_bridge, stopped) = oneshot::channel::<()>();
-        let bridge_task = tokio::spawn(async move {
-            bridge::serve(listener, config, async {
-                let _ = stopped.await;
-            })
-            .await
-            .expect("bridge serves");
-        });
+        let bridge = InProcessBridge::start(config).await.expect("start the bridge");
         Stack {
             redis_port: redis.port(),
             redis: Some(redis),
-            bridge_url,
-            stop_bridge: Some(stop_bridge),
-            bridge_task: Some(bridge_task),
+            bridge_url: bridge.url().to_owned(),
+            bridge: Some(bridge),
         }
     }
 
@@ -88,11 +72,8 @@ impl Stack {
 
     /// Stops the bridge gracefully and waits for it to finish.
     pub async fn stop_bridge(&mut self) {
-        if let Some(stop) = self.stop_bridge.take() {
-            let _ = stop.send(());
-        }
-        if let Some(task) = self.bridge_task.take() {
-            task.await.expect("bridge task ends cleanly");
+        if let Some(bridge) = self.bridge.take() {
+            bridge.stop().await.expect("bridge stops cleanly");
         }
     }
 }

@@ -336,7 +336,7 @@ async fn redisson_and_edgelimit_share_one_budget() {
     let stack = Stack::start().await;
     let client = stack.client();
     let limiter = limiter(&stack, "shared", 10, 1000).await;
-    let redisson = Script::new(include_str!("../fixtures/redisson_acquire.lua"));
+    let redisson = Script::new(include_str!("../../bench/peers/redisson_acquire.lua"));
     let keys = [
         "shared",
         "{shared}:value",

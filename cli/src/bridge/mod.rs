@@ -12,6 +12,7 @@
 
 mod auth;
 mod cors;
+mod in_process;
 mod json;
 mod policy;
 mod redis_link;
@@ -33,6 +34,7 @@ use serde_json::{json, Value as JsonValue};
 
 use self::auth::TokenCheck;
 pub use self::cors::CorsOrigins;
+pub use self::in_process::InProcessBridge;
 use self::json::Words;
 use self::redis_link::RedisLink;
 use self::shebang::ScriptAliases;

@@ -1,0 +1,35 @@
+// Shared by the Node drivers (bench/npm.mjs, bench/worker.mjs): their command line, their percentiles, and the
+// bridge they measure against. Import it before tests/js/harness.mjs: it sets which edgelimit binary the harness
+// starts (the release build, as scripts/bench builds it).
+import { parseArgs } from "node:util";
+
+process.env.EDGELIMIT_BIN ??= new URL("../target/release/edgelimit", import.meta.url).pathname;
+
+/**
+ * The drivers' flags: --json (one JSON object on stdout), --quick (tiny sizes), --url and --token (measure against
+ * this bridge instead of starting a redis-server and bridge; `edgelimit bench` passes its own).
+ */
+export function benchOptions() {
+  const { values } = parseArgs({
+    options: {
+      json: { type: "boolean", default: false },
+      quick: { type: "boolean", default: false },
+      url: { type: "string" },
+      token: { type: "string" },
+    },
+  });
+  if (Boolean(values.url) !== Boolean(values.token)) {
+    throw new Error("pass --url and --token together (a bridge to measure against), or neither (one is started)");
+  }
+  return values;
+}
+
+/** The sample at rank ⌊q·n⌋ of sorted samples (as `edgelimit bench` takes its own). */
+export const quantile = (sorted, q) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
+
+/** The bridge given with --url/--token (left running), or a fresh redis-server and bridge, stopped by `stop()`. */
+export async function connectOrStartStack(options) {
+  if (options.url) return { url: options.url, token: options.token, stop: async () => {} };
+  const { startStack } = await import("../tests/js/harness.mjs");
+  return startStack();
+}

@@ -1,0 +1,397 @@
+//! Who is measured: one interface over edgelimit's limiters, the peers' scripts and the `INCR` floor, so that every
+//! scenario runs each of them through the same loop, with the same identifiers, times and counters.
+//!
+//! An identifier is what a limit is kept for (an IP, an API key). The algorithm family keeps one key per identifier
+//! under one limiter; the Redisson layout (edgelimit's [`RateLimiter`] and Redisson's own script) keeps one named
+//! limiter per identifier, so there the identifier names the limiter.
+
+use std::time::Duration;
+
+use edgelimit::limit::{Algorithm, Limiter, Quota};
+use edgelimit::{Command, Mode, Rate, RateLimiter, RestClient, Script};
+use serde::{Deserialize, Serialize};
+
+use super::peers::{RedissonClient, UpstashAlgorithm, UpstashLimiter, UpstashScripts};
+use super::redis_stats::{self, memory_usage, DecisionCost};
+use super::Context;
+
+/// Who decided: edgelimit on either clock, a peer, or the floor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ContenderKind {
+    /// edgelimit on the Redis server's clock: the default, and what production runs.
+    EdgelimitServerClock,
+    /// edgelimit at an explicit time passed by the caller (`Limiter::at`): the same script, without `TIME`.
+    EdgelimitExplicitTime,
+    /// `@upstash/ratelimit`'s script, at the caller's time (the library passes `Date.now()`).
+    Upstash,
+    /// Redisson's `RRateLimiter` acquire script, at the caller's time (as a Java client passes it).
+    Redisson,
+    /// A plain `INCR` sent as a command: the cheapest write Redis has.
+    IncrCommand,
+    /// The same `INCR` inside a one-line script: what any script costs at least.
+    IncrScript,
+}
+
+impl ContenderKind {
+    /// How tables name it.
+    pub fn label(self) -> &'static str {
+        match self {
+            ContenderKind::EdgelimitServerClock => "edgelimit, server clock",
+            ContenderKind::EdgelimitExplicitTime => "edgelimit, explicit time",
+            ContenderKind::Upstash => "@upstash/ratelimit",
+            ContenderKind::Redisson => "Redisson RRateLimiter",
+            ContenderKind::IncrCommand => "INCR command",
+            ContenderKind::IncrScript => "INCR in a script",
+        }
+    }
+}
+
+/// Whose clock a contender's decisions use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Clock {
+    /// The Redis server's (`TIME` inside the script): edgelimit's default.
+    Server,
+    /// The time the caller passes with each decision.
+    Caller,
+}
+
+/// edgelimit's side of a comparison: an algorithm of the family, or the Redisson-layout sliding log.
+#[derive(Debug, Clone, Copy)]
+pub enum Ours {
+    /// `Limiter` with this quota.
+    Family(Quota),
+    /// `RateLimiter` with this rate.
+    RedissonLayout(Rate),
+}
+
+impl Ours {
+    /// A contender named `name` deciding on `clock`.
+    pub fn contender(&self, client: &RestClient, name: &str, clock: Clock) -> Result<Contender, String> {
+        Ok(match self {
+            Ours::Family(quota) => Contender::family(client, name, *quota, clock)?,
+            Ours::RedissonLayout(rate) => Contender::redisson_layout(client, name, *rate, clock),
+        })
+    }
+
+    /// Permits per interval.
+    pub fn limit(&self) -> u32 {
+        match self {
+            Ours::Family(quota) => quota.limit(),
+            Ours::RedissonLayout(rate) => rate.permits(),
+        }
+    }
+
+    /// The interval, ms.
+    pub fn interval_ms(&self) -> u64 {
+        match self {
+            Ours::Family(quota) => quota.interval_ms(),
+            Ours::RedissonLayout(rate) => rate.interval().as_millis() as u64,
+        }
+    }
+
+    /// Whether it keeps a permit log whose entries free exactly one interval after their grant (the sliding logs,
+    /// and concurrency while leases are not released): it then admits at most the limit in any interval-long span,
+    /// and a grant's `reset` is its own time plus the interval.
+    pub fn keeps_permit_log(&self) -> bool {
+        match self {
+            Ours::Family(quota) => matches!(quota.algorithm(), Algorithm::SlidingLog | Algorithm::Concurrency),
+            Ours::RedissonLayout(_) => true,
+        }
+    }
+}
+
+/// The peer's side of a comparison.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Peer {
+    /// `@upstash/ratelimit` with this algorithm.
+    Upstash(UpstashAlgorithm),
+    /// Redisson's `RRateLimiter` (a sliding log).
+    Redisson,
+}
+
+impl Peer {
+    /// A contender of `limit` per `window`, its keys or limiter names under `prefix`.
+    pub fn contender(
+        self,
+        client: &RestClient,
+        upstash: &UpstashScripts,
+        limit: u32,
+        window: Duration,
+        prefix: &str,
+    ) -> Result<Contender, String> {
+        Ok(match self {
+            Peer::Upstash(algorithm) => Contender::upstash(
+                client,
+                upstash.limiter(algorithm, limit, window.as_millis() as u64, prefix),
+            ),
+            Peer::Redisson => {
+                let rate = Rate::new(limit, window).context("invalid benchmark rate")?;
+                Contender::redisson(client, prefix, rate)
+            }
+        })
+    }
+}
+
+/// What one decision answered.
+#[derive(Debug, Clone, Copy)]
+pub struct Verdict {
+    /// Granted.
+    pub granted: bool,
+    /// For edgelimit's decisions, their `reset` (unix ms); the peers' replies are not read that far.
+    pub reset: Option<u64>,
+}
+
+/// The decision procedure of one contender.
+enum Decider {
+    Family(Limiter),
+    RedissonLayout {
+        name_prefix: String,
+        rate: Rate,
+    },
+    Upstash(UpstashLimiter),
+    Redisson {
+        name_prefix: String,
+        rate: Rate,
+        java: RedissonClient,
+    },
+    IncrCommand {
+        prefix: String,
+    },
+    IncrScript {
+        prefix: String,
+        script: Script,
+    },
+}
+
+/// One contender, deciding through the benchmark's bridge.
+pub struct Contender {
+    client: RestClient,
+    clock: Clock,
+    decider: Decider,
+}
+
+impl Contender {
+    /// edgelimit's algorithm family: a limiter `name` with `quota`.
+    pub fn family(client: &RestClient, name: &str, quota: Quota, clock: Clock) -> Result<Contender, String> {
+        let limiter = Limiter::new(client.clone(), name, quota).context(format_args!("invalid limiter {name}"))?;
+        Ok(Contender::new(client, clock, Decider::Family(limiter)))
+    }
+
+    /// edgelimit's Redisson-layout sliding log ([`RateLimiter`]): a limiter `<name_prefix>-<id>` per identifier.
+    pub fn redisson_layout(client: &RestClient, name_prefix: &str, rate: Rate, clock: Clock) -> Contender {
+        let name_prefix = name_prefix.to_owned();
+        Contender::new(client, clock, Decider::RedissonLayout { name_prefix, rate })
+    }
+
+    /// `@upstash/ratelimit`'s script (always at the caller's time, as the library runs it).
+    pub fn upstash(client: &RestClient, limiter: UpstashLimiter) -> Contender {
+        Contender::new(client, Clock::Caller, Decider::Upstash(limiter))
+    }
+
+    /// Redisson's acquire script on a limiter `<name_prefix>-<id>` per identifier (at the caller's time).
+    pub fn redisson(client: &RestClient, name_prefix: &str, rate: Rate) -> Contender {
+        let (name_prefix, java) = (name_prefix.to_owned(), RedissonClient::default());
+        Contender::new(
+            client,
+            Clock::Caller,
+            Decider::Redisson {
+                name_prefix,
+                rate,
+                java,
+            },
+        )
+    }
+
+    /// `INCR <prefix>:<id>` as a command.
+    pub fn incr_command(client: &RestClient, prefix: &str) -> Contender {
+        let prefix = prefix.to_owned();
+        Contender::new(client, Clock::Server, Decider::IncrCommand { prefix })
+    }
+
+    /// `INCR <prefix>:<id>` inside a one-line script.
+    pub fn incr_script(client: &RestClient, prefix: &str) -> Contender {
+        let (prefix, script) = (prefix.to_owned(), Script::new("return redis.call('INCR', KEYS[1])"));
+        Contender::new(client, Clock::Server, Decider::IncrScript { prefix, script })
+    }
+
+    fn new(client: &RestClient, clock: Clock, decider: Decider) -> Contender {
+        Contender {
+            client: client.clone(),
+            clock,
+            decider,
+        }
+    }
+
+    /// The client it decides through.
+    pub fn client(&self) -> &RestClient {
+        &self.client
+    }
+
+    /// Who this is.
+    pub fn kind(&self) -> ContenderKind {
+        match (&self.decider, self.clock) {
+            (Decider::Family(_) | Decider::RedissonLayout { .. }, Clock::Server) => ContenderKind::EdgelimitServerClock,
+            (Decider::Family(_) | Decider::RedissonLayout { .. }, Clock::Caller) => {
+                ContenderKind::EdgelimitExplicitTime
+            }
+            (Decider::Upstash(_), _) => ContenderKind::Upstash,
+            (Decider::Redisson { .. }, _) => ContenderKind::Redisson,
+            (Decider::IncrCommand { .. }, _) => ContenderKind::IncrCommand,
+            (Decider::IncrScript { .. }, _) => ContenderKind::IncrScript,
+        }
+    }
+
+    /// The command Redis counts once per decision (`INFO commandstats` name).
+    fn counted_command(&self) -> &'static str {
+        match self.decider {
+            Decider::IncrCommand { .. } => "incr",
+            _ => "evalsha",
+        }
+    }
+
+    /// Sets up identifier `id` where a contender needs it: the Redisson layout's rate.
+    pub async fn prepare(&self, id: &str) -> Result<(), String> {
+        let (name_prefix, rate) = match &self.decider {
+            Decider::RedissonLayout { name_prefix, rate } | Decider::Redisson { name_prefix, rate, .. } => {
+                (name_prefix, rate)
+            }
+            _ => return Ok(()),
+        };
+        let name = format!("{name_prefix}-{id}");
+        RateLimiter::new(self.client.clone(), &name)
+            .context(format_args!("invalid limiter name {name}"))?
+            .set_rate(*rate, Mode::Overall)
+            .await
+            .context(format_args!("could not set the rate of {name}"))
+    }
+
+    /// Decides one request of one permit for `id` at `now` (unix ms; ignored on the server's clock).
+    pub async fn decide(&self, id: &str, now: u64) -> Result<Verdict, String> {
+        let at_clock = |granted| Verdict { granted, reset: None };
+        match &self.decider {
+            Decider::Family(limiter) => {
+                let limiter = match self.clock {
+                    Clock::Server => limiter.clone(),
+                    Clock::Caller => limiter.clone().at(now),
+                };
+                let decision = limiter.limit(id, 1).await.context("edgelimit's decision failed")?;
+                Ok(Verdict {
+                    granted: decision.success,
+                    reset: Some(decision.reset),
+                })
+            }
+            Decider::RedissonLayout { name_prefix, .. } => {
+                let limiter = RateLimiter::new(self.client.clone(), &format!("{name_prefix}-{id}"))
+                    .context("invalid limiter name")?;
+                let limiter = match self.clock {
+                    Clock::Server => limiter,
+                    Clock::Caller => limiter.at(now),
+                };
+                let decision = limiter.try_acquire(1).await.context("edgelimit's acquire failed")?;
+                Ok(Verdict {
+                    granted: decision.success,
+                    reset: Some(decision.reset),
+                })
+            }
+            Decider::Upstash(limiter) => limiter.limit(&self.client, id, now).await.map(at_clock),
+            Decider::Redisson { name_prefix, java, .. } => java
+                .try_acquire(&self.client, &format!("{name_prefix}-{id}"), now)
+                .await
+                .map(at_clock),
+            Decider::IncrCommand { prefix } => {
+                let command = Command::new("INCR").arg(format!("{prefix}:{id}"));
+                self.client.command(&command).await.context("INCR failed")?;
+                Ok(at_clock(true))
+            }
+            Decider::IncrScript { prefix, script } => {
+                let keys = [format!("{prefix}:{id}")];
+                script
+                    .run::<_, &str>(&self.client, &keys, &[])
+                    .await
+                    .context("the INCR script failed")?;
+                Ok(at_clock(true))
+            }
+        }
+    }
+
+    /// The keys identifier `id` occupies at `now`, for `MEMORY USAGE`.
+    pub fn keys(&self, id: &str, now: u64) -> Vec<String> {
+        match &self.decider {
+            Decider::Family(limiter) => vec![limiter.state_key(id)],
+            Decider::RedissonLayout { name_prefix, .. } | Decider::Redisson { name_prefix, .. } => {
+                RedissonClient::keys(&format!("{name_prefix}-{id}"))
+            }
+            Decider::Upstash(limiter) => limiter.keys(id, now),
+            Decider::IncrCommand { prefix } | Decider::IncrScript { prefix, .. } => vec![format!("{prefix}:{id}")],
+        }
+    }
+}
+
+/// One contender's measured workload: the identifier its requests are for, and their times, in order.
+pub struct Plan<'a> {
+    /// Who decides.
+    pub contender: &'a Contender,
+    /// For which identifier.
+    pub id: &'a str,
+    /// When (ignored on the server's clock).
+    pub times: Vec<u64>,
+    /// Read the memory of the keys right after the last request (before short-lived state expires): the
+    /// identifier's, and an idle identifier's after one request at this time.
+    pub memory_at: Option<u64>,
+}
+
+/// What measuring one plan found.
+#[derive(Debug, Clone, Copy)]
+pub struct Measured {
+    /// What its decisions cost Redis.
+    pub decision: DecisionCost,
+    /// Bytes of the measured identifier's keys and of an idle identifier's, when the plan asked.
+    pub memory: Option<Memory>,
+}
+
+/// Bytes an identifier's keys hold (`MEMORY USAGE`).
+#[derive(Debug, Clone, Copy)]
+pub struct Memory {
+    /// After one request.
+    pub idle: u64,
+    /// After the workload.
+    pub busy: u64,
+}
+
+/// The identifier whose memory after one request [`Plan::memory_at`] reads.
+const IDLE: &str = "idle";
+
+impl Plan<'_> {
+    /// Decides the plan's requests back to back, between a reset and a read of Redis's counters; then, if asked,
+    /// the memory at once. The script cache must be warm.
+    ///
+    /// Back to back, with no pause: the peers' state expires in real time (`@upstash/ratelimit` sets `PEXPIRE` once,
+    /// when a window's key is created; a sliding log's state lives a few intervals after its last grant), so an
+    /// explicit-time workload that paused, or was sliced between other contenders' turns, would lose state mid-way
+    /// and measure another workload.
+    pub async fn measure(&self) -> Result<Measured, String> {
+        let contender = self.contender;
+        redis_stats::reset(&contender.client).await?;
+        let (mut requests, mut granted) = (0, 0);
+        for &now in &self.times {
+            requests += 1;
+            granted += u64::from(contender.decide(self.id, now).await?.granted);
+        }
+        let decision =
+            redis_stats::read(&contender.client)
+                .await?
+                .cost_of(contender.counted_command(), requests, granted)?;
+        let memory = match self.memory_at {
+            Some(now) => {
+                contender.decide(IDLE, now).await?;
+                Some(Memory {
+                    idle: memory_usage(&contender.client, &contender.keys(IDLE, now)).await?,
+                    busy: memory_usage(&contender.client, &contender.keys(self.id, now)).await?,
+                })
+            }
+            None => None,
+        };
+        Ok(Measured { decision, memory })
+    }
+}

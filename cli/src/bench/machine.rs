@@ -1,0 +1,140 @@
+//! What the numbers were measured on. Benchmark numbers mean nothing without the machine, the versions and the
+//! commit they came from, so every result file carries them.
+
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+use super::node::node_binary;
+
+/// The machine, the tools and the code of one run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Machine {
+    /// CPU model (`/proc/cpuinfo`).
+    pub cpu: String,
+    /// Cores this process may use.
+    pub cores: usize,
+    /// Kernel release.
+    pub kernel: String,
+    /// `redis-server --version`'s version.
+    pub redis_server: String,
+    /// `node --version` of the Node the drivers run on; `None` without Node.
+    pub node: Option<String>,
+    /// The checkout's commit, with `-dirty` when tracked files differ from it.
+    pub git_commit: String,
+    /// When the run started, UTC, ISO 8601.
+    pub date: String,
+}
+
+const UNKNOWN: &str = "unknown";
+
+impl Machine {
+    /// Reads it all; what cannot be read is `unknown`.
+    pub async fn describe(checkout: &Path) -> Machine {
+        let cpu = std::fs::read_to_string("/proc/cpuinfo")
+            .ok()
+            .and_then(|info| {
+                info.lines().find_map(|line| {
+                    line.strip_prefix("model name")?
+                        .split_once(':')
+                        .map(|(_, model)| model.trim().to_owned())
+                })
+            })
+            .unwrap_or_else(|| UNKNOWN.to_owned());
+        let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .map(|release| format!("Linux {}", release.trim()))
+            .unwrap_or_else(|_| UNKNOWN.to_owned());
+        let redis_server = output_of("redis-server", &["--version"], checkout)
+            .await
+            .and_then(|version| {
+                version
+                    .split_whitespace()
+                    .find_map(|word| word.strip_prefix("v="))
+                    .map(str::to_owned)
+            })
+            .unwrap_or_else(|| UNKNOWN.to_owned());
+        let node = output_of(&node_binary(checkout).to_string_lossy(), &["--version"], checkout).await;
+        Machine {
+            cpu,
+            cores: std::thread::available_parallelism().map_or(1, |cores| cores.get()),
+            kernel,
+            redis_server,
+            node,
+            git_commit: git_commit(checkout).await,
+            date: utc_now(),
+        }
+    }
+}
+
+/// The checkout's commit; `--no-optional-locks` so that reading the status never writes git's index.
+async fn git_commit(checkout: &Path) -> String {
+    let Some(commit) = output_of("git", &["rev-parse", "--short=12", "HEAD"], checkout).await else {
+        return UNKNOWN.to_owned();
+    };
+    let status = ["--no-optional-locks", "status", "--porcelain", "--untracked-files=no"];
+    match output_of("git", &status, checkout).await {
+        Some(changes) if !changes.is_empty() => format!("{commit}-dirty"),
+        _ => commit,
+    }
+}
+
+/// A command's trimmed stdout, or `None` when it could not run or failed.
+async fn output_of(program: &str, args: &[&str], dir: &Path) -> Option<String> {
+    let output = tokio::process::Command::new(program)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .await
+        .ok()?;
+    output
+        .status
+        .success()
+        .then(|| String::from_utf8_lossy(&output.stdout).trim().to_owned())
+}
+
+/// Now, UTC, as `2026-01-31T12:34:56Z`.
+fn utc_now() -> String {
+    let seconds = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_secs());
+    let (year, month, day) = civil_from_days((seconds / 86_400) as i64);
+    let time = seconds % 86_400;
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        time / 3600,
+        time % 3600 / 60,
+        time % 60
+    )
+}
+
+/// The proleptic Gregorian date of a day count since 1970-01-01 (Howard Hinnant's `civil_from_days`).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let day_of_era = z.rem_euclid(146_097);
+    let year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let shifted_month = (5 * day_of_year + 2) / 153;
+    let day = (day_of_year - (153 * shifted_month + 2) / 5 + 1) as u32;
+    let month = if shifted_month < 10 {
+        shifted_month + 3
+    } else {
+        shifted_month - 9
+    } as u32;
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_from_day_counts() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(19_782), (2024, 2, 29));
+        assert_eq!(civil_from_days(20_454), (2026, 1, 1));
+    }
+}

@@ -1,0 +1,124 @@
+//! Scenario 2: the sliding log's Redis cost as the log grows, next to Redisson's script.
+//!
+//! A sliding log keeps one entry per grant in the window, so what matters is how a decision's cost grows with the
+//! entries held. edgelimit removes expired grants by score range and reads one bounded range for the exact wait;
+//! Redisson's script expires grants by listing them (and rescans the whole log when its counter overflows). Both
+//! of edgelimit's sliding logs are measured: the family's (`Quota::sliding_log`, one key per identifier) and the
+//! Redisson-compatible [`edgelimit::RateLimiter`] (Redisson's layout).
+//!
+//! Workload at rate R: interval = R ms and one grant per ms, so the log holds R grants in steady state. Warm-up
+//! fills the window (16 requests in flight); then, for 2000 ms of explicit time, each ms gets one request that is
+//! granted (and expires the oldest grant) and one that is denied. Explicit times, on every side, are what makes the
+//! steady state exact: the server's clock would not give one grant per ms.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use edgelimit::limit::Quota;
+use edgelimit::Rate;
+use serde::{Deserialize, Serialize};
+use tokio::task::JoinSet;
+
+use super::contender::{Clock, Contender, Plan};
+use super::progress::Progress;
+use super::redis_stats::DecisionCost;
+use super::stack::BenchStack;
+use super::{ratio, Context, EXPLICIT_T0};
+
+/// Requests in flight while filling a log.
+const WARM_UP_LANES: u64 = 16;
+
+/// Scenario 2's numbers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Scaling {
+    /// Steady-state ms measured per rate (two requests each).
+    pub measured_ms: u64,
+    /// One row per rate.
+    pub rows: Vec<ScalingRow>,
+}
+
+/// The three sliding logs at one rate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScalingRow {
+    /// Permits per interval; the interval is this many ms, so the log holds this many grants.
+    pub rate: u64,
+    /// edgelimit's family sliding log (`Quota::sliding_log`).
+    pub family: DecisionCost,
+    /// edgelimit's Redisson-layout sliding log (`RateLimiter`).
+    pub redisson_layout: DecisionCost,
+    /// Redisson's `RRateLimiter` script.
+    pub redisson: DecisionCost,
+    /// µs per decision: family / Redisson.
+    pub family_to_redisson: Option<f64>,
+    /// µs per decision: Redisson layout / Redisson.
+    pub redisson_layout_to_redisson: Option<f64>,
+}
+
+/// Runs scenario 2.
+pub(crate) async fn run(stack: &BenchStack, quick: bool, progress: &Progress) -> Result<Scaling, String> {
+    let rates: &[u64] = if quick {
+        &[10, 1_000]
+    } else {
+        &[10, 100, 1_000, 10_000, 100_000]
+    };
+    let measured_ms = if quick { 50 } else { 2_000 };
+    progress.scenario("sliding-log scaling", 3 * rates.len() as u64);
+    let client = stack.client();
+    let mut rows = Vec::new();
+    for &rate in rates {
+        let interval = Duration::from_millis(rate);
+        let permits = u32::try_from(rate).context("rate")?;
+        let quota = Quota::sliding_log(permits, interval).context("invalid benchmark quota")?;
+        let setting = Rate::new(permits, interval).context("invalid benchmark rate")?;
+        let mut costs = Vec::new();
+        for contender in [
+            Contender::family(client, &format!("scale-{rate}-family"), quota, Clock::Caller)?,
+            Contender::redisson_layout(client, &format!("scale-{rate}-layout"), setting, Clock::Caller),
+            Contender::redisson(client, &format!("scale-{rate}-redisson"), setting),
+        ] {
+            progress.doing(format!("{rate} per interval: {}", contender.kind().label()));
+            let contender = Arc::new(contender);
+            fill_log(contender.clone(), rate).await?;
+            let steady = Plan {
+                contender: &contender,
+                id: "busy",
+                times: (0..measured_ms).flat_map(|ms| [EXPLICIT_T0 + rate + ms; 2]).collect(),
+                memory_at: None,
+            };
+            costs.push(steady.measure().await?.decision);
+            progress.step();
+        }
+        let [family, redisson_layout, redisson] = [0, 1, 2].map(|i| costs[i]);
+        rows.push(ScalingRow {
+            rate,
+            family_to_redisson: ratio(family.micros_per_decision, redisson.micros_per_decision),
+            redisson_layout_to_redisson: ratio(redisson_layout.micros_per_decision, redisson.micros_per_decision),
+            family,
+            redisson_layout,
+            redisson,
+        });
+    }
+    Ok(Scaling { measured_ms, rows })
+}
+
+/// Fills the log of identifier `busy` with `rate` grants, one per ms of explicit time, `WARM_UP_LANES` at a time.
+async fn fill_log(contender: Arc<Contender>, rate: u64) -> Result<(), String> {
+    contender.prepare("busy").await?;
+    let mut lanes = JoinSet::new();
+    for lane in 0..WARM_UP_LANES {
+        let contender = contender.clone();
+        // Order does not matter while filling: nothing expires before the window is full.
+        lanes.spawn(async move {
+            for ms in (lane..rate).step_by(WARM_UP_LANES as usize) {
+                contender.decide("busy", EXPLICIT_T0 + ms).await?;
+            }
+            Ok::<(), String>(())
+        });
+    }
+    while let Some(lane) = lanes.join_next().await {
+        lane.context("a warm-up task failed")??;
+    }
+    Ok(())
+}
