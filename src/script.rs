@@ -105,15 +105,15 @@ impl Script {
 /// find their script: `edgelimit dev` does, because a browser logs every `NOSCRIPT` answer (an HTTP 400 before the
 /// `EVAL` that follows) as a console error.
 pub fn every_script() -> [&'static Script; 12] {
-    use crate::limit::{scripts, state};
+    use crate::limit::{scripts, state, Algorithm};
     use crate::sliding_log::scripts as sliding_log;
     [
-        &scripts::TOKEN_BUCKET,
-        &scripts::FIXED_WINDOW,
-        &scripts::SLIDING_WINDOW,
-        &scripts::GCRA,
-        &scripts::CONCURRENCY,
-        &scripts::SLIDING_LOG,
+        scripts::for_one(Algorithm::TokenBucket),
+        scripts::for_one(Algorithm::FixedWindow),
+        scripts::for_one(Algorithm::SlidingWindow),
+        scripts::for_one(Algorithm::Gcra),
+        scripts::for_one(Algorithm::Concurrency),
+        scripts::for_one(Algorithm::SlidingLog),
         &scripts::ALL,
         &state::INSPECT,
         &sliding_log::ACQUIRE,

@@ -5,22 +5,29 @@
 -- State: a permit log (lua/limits/zset_log.lua) where each lease's permits free when the lease expires, unless
 -- released sooner. The lease token given to the holder is '<permits>:<lease id>'.
 
-ALGORITHMS.concurrency = {
-    ids = { limit = GRANT_ID, refund = '^%d+:[%w_%-]+$' },
-    -- A grant is a lease: its token '<permits>:<lease id>' goes back to the holder.
-    leases = true,
-    -- The wait for a denied request is an upper bound here: holders may release sooner.
-    decide = log_decide,
-    commit = log_commit,
-    -- Releases the lease limit.lease (a token); false when it is not held (already released, or expired).
-    refund = function(limit, now)
-        local count, lease_id = string.match(limit.lease, '^(%d+):(.+)$')
-        local members = {}
-        for i = 1, math.min(count + 0, limit.limit) do
-            members[i] = lease_id .. '/' .. i
-        end
-        -- An expired lease is not held, even before anything dropped it.
-        redis.call('ZREMRANGEBYSCORE', limit.key, '-inf', now)
-        return in_batches('ZREM', limit.key, members) > 0
-    end,
-}
+--@decision
+
+if operation == 'limit' then
+    check_lease(lease, GRANT_ID)
+elseif operation == 'refund' then
+    -- Releases the lease whose token is `lease`; `held` is false when it is not held (released, or expired).
+    check_lease(lease, '^%d+:[%w_%-]+$')
+    local count, lease_id = string.match(lease, '^(%d+):(.+)$')
+    local members = {}
+    for i = 1, math.min(count + 0, limit) do
+        members[i] = lease_id .. '/' .. i
+    end
+    -- An expired lease is not held, even before anything dropped it.
+    redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
+    held = in_batches('ZREM', key, members) > 0
+    permits, lease = 1, ''
+end
+-- The wait for a denied request is an upper bound here: holders may release sooner. The last expiry is always read:
+-- after the interval was lowered, older leases still run to their own expiry.
+allowed, retry_after, remaining, reset, reset_after = log_verdict(key, permits, limit, interval, lease, now, false)
+
+--@grant
+
+log_grant(key, permits, interval, lease, now, grace, reset_after)
+-- A grant is a lease: its token goes back to the holder.
+token = permits .. ':' .. lease

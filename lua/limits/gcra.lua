@@ -6,35 +6,33 @@
 -- whole number of ms (3 per second stays exact). The key expires when TAT passes. If `rate` is changed, a stored
 -- `rem` is capped at rate - 1: the TAT moves by less than 1 ms.
 
--- Debt at `now`, in units (see bucket_verdict): (TAT - now) × rate, never negative.
-local function gcra_debt(limit, now)
-    local ms, rem = string.match(redis.call('GET', limit.key) or '', '^(%d+):(%d+)$')
-    ms = ms and ms + 0
-    if not ms or ms < now then
-        return 0
-    end
-    return (ms - now) * limit.rate + math.min(rem + 0, limit.rate - 1)
-end
-
-local function write_tat(limit, debt, now, grace)
+local function write_tat(key, rate, debt, now, grace)
     if debt <= 0 then
-        redis.call('DEL', limit.key)
+        redis.call('DEL', key)
         return
     end
-    local rate = limit.rate
     local rem = debt % rate
-    redis.call('SET', limit.key, string.format('%d:%d', now + (debt - rem) / rate, rem), 'PX',
-        ceil_div(debt, rate) + grace)
+    redis.call('SET', key, string.format('%d:%d', now + (debt - rem) / rate, rem), 'PX', ceil_div(debt, rate) + grace)
 end
 
-ALGORITHMS.gcra = {
-    decide = function(limit, now)
-        bucket_verdict(limit, now, limit.limit * limit.interval - gcra_debt(limit, now))
-    end,
-    commit = function(limit, now, grace)
-        write_tat(limit, limit.limit * limit.interval - limit.left, now, grace)
-    end,
-    refund = function(limit, now, grace)
-        write_tat(limit, gcra_debt(limit, now) - limit.permits * limit.interval, now, grace)
-    end,
-}
+--@decision
+
+-- Debt at `now`, in units (see bucket_verdict): (TAT - now) × rate, never negative.
+local debt = 0
+local ms, rem = string.match(redis.call('GET', key) or '', '^(%d+):(%d+)$')
+ms = ms and ms + 0
+if ms and ms >= now then
+    debt = (ms - now) * rate + math.min(rem + 0, rate - 1)
+end
+if operation == 'refund' then
+    debt = debt - permits * interval
+    write_tat(key, rate, debt, now, grace)
+    debt, permits = debt > 0 and debt or 0, 1
+end
+local left
+allowed, retry_after, remaining, reset, reset_after, left =
+    bucket_verdict(permits, limit, interval, rate, now, limit * interval - debt)
+
+--@grant
+
+write_tat(key, rate, limit * interval - left, now, grace)

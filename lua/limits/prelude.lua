@@ -1,27 +1,71 @@
--- The algorithm family, shared prelude: after lua/common.lua, before the algorithms' files and driver.lua (see
--- src/limit/scripts.rs). Each algorithm file adds one entry to ALGORITHMS, three functions over a limit record
--- (below):
---   decide(limit, now)         the verdict on limit.permits at `now`, written into the record; reads only
---   commit(limit, now, grace)  records the grant decide judged (called only if every limit of the call allows)
---   refund(limit, now, grace)  gives limit.permits back; false when there was nothing to give (a lease not held)
--- and optionally `ids`, the pattern the limit's grant id must match per operation, and `leases = true` when a grant
--- hands its holder a lease token. driver.lua reads the arguments, asks every limit for a verdict, and commits all
--- of them or none.
+-- The algorithm family, shared prelude: after lua/common.lua, before the algorithms' files (see
+-- src/limit/scripts.rs, which composes two kinds of script from the same files):
+--   single.lua  one limit with its quota in the arguments, the common call: the algorithm's code runs inline,
+--               straight-line, because inside Redis every function a script defines is a new closure on every call
+--               and every Lua call and table costs (bench/ measures it);
+--   driver.lua  several limits at once, or a quota stored in Redis: entry.lua wraps each algorithm in a function.
 --
--- The limit record (one table per limit, made by driver.lua, so a decision allocates little):
---   key, permits, limit, interval, rate, lease   the request, its quota, its grant id ('' if none)
---   allowed, retry_after                         the verdict: retry_after = ms until it could be allowed (0 if it is)
---   remaining, reset                             the standing without this request: permits left, and the unix ms
---                                                at which the limit is whole again if no request comes
---   reset_after                                  `reset` with the grant (remaining is then remaining - permits)
---   status, algorithm                            driver.lua's: a status if the limit cannot be decided, and its entry
--- and what commit needs, set by decide under names of the algorithm's own. The record is made with 16 slots; one
--- that outgrows them is copied into a bigger table (the sliding window's four fields make 17: one copy).
+-- An algorithm file is its helpers (local functions), then two sections, each opened by a marker line:
+--   --@decision  the verdict on `permits` at `now`. Before it, on a refund, it gives `permits` back and then
+--                decides on one permit (lease ''): the standing after the refund. It writes nothing else, so that
+--                every limit of a call is decided before any is recorded; it checks the request's `lease` first.
+--   --@grant     records the grant the decision allowed (run only when every limit of the call allows).
+-- In scope (locals of the script, or the wrapping function's):
+--   operation                                 'limit' (decide and record), 'peek' (decide only), 'refund'
+--   key, permits, limit, interval, rate       the state key, the request, its quota (checked numbers)
+--   lease                                     a concurrency or sliding log grant's fresh id ('limit'); the lease
+--                                             token to release ('refund', concurrency); else ''
+--   now, grace                                unix ms; extra ms of expiry for state written at an explicit time
+--   grants_if_allowed                         true when an allowed verdict is recorded right away (single.lua,
+--                                             'limit'), so the standing without the grant is never reported
+-- and the verdict, which the decision sets:
+--   allowed, retry_after                      retry_after = ms until it could be allowed (0 if it is)
+--   remaining, reset                          the standing without this request: permits left, and the unix ms at
+--                                             which the limit is whole again if no request comes
+--   reset_after                               `reset` with the grant (remaining is then remaining - permits)
+--   held                                      false when a refund found nothing to give back (a lease not held)
+--   token                                     set by the grant: the lease token handed to a concurrency holder
+-- Locals the decision declares are the grant's to use.
 --
 -- All arithmetic is on whole numbers below 2^53, where Lua's doubles are exact: quotas are checked so that
--- limit × interval stays below 2^52 (see driver.lua), and no product below grows past that.
+-- limit × interval stays below 2^52 (request_of, below), and no product below grows past that.
 
-local ALGORITHMS = {}
+local MAX_COUNT = 2 ^ 32 - 1
+
+-- State of a request made at an explicit time lives this much longer than it matters: that caller's clock may run
+-- behind Redis's, and state must not expire in Redis's time while it still counts in the caller's. Under server
+-- time (the default) keys vanish exactly when they stop mattering.
+local EXPLICIT_TIME_GRACE_MS = 60000
+
+-- The request's permits and quota as numbers, checked with one test (each check is a call, and calls cost); when
+-- it fails, a clean error names the first bad field and where it came from: `stored_in`, the config hash, or nil
+-- for arguments.
+local function request_of(permits, limit, interval, rate, stored_in)
+    local n_permits, n_limit, n_interval, n_rate = tonumber(permits), tonumber(limit), tonumber(interval),
+        tonumber(rate)
+    if n_permits and n_limit and n_interval and n_rate and n_permits % 1 == 0 and n_limit % 1 == 0
+        and n_interval % 1 == 0 and n_rate % 1 == 0 and n_permits >= 1 and n_permits <= MAX_COUNT and n_limit >= 1
+        and n_limit <= MAX_COUNT and n_interval >= 1 and n_rate >= 1 and n_rate <= MAX_COUNT
+        and n_limit * n_interval <= 2 ^ 52 then
+        return n_permits, n_limit, n_interval, n_rate
+    end
+    whole(permits, 'permits', 1, MAX_COUNT)
+    local source = stored_in and ('stored config in ' .. stored_in .. ', field ') or 'argument '
+    for _, field in ipairs({ { 'limit', limit, MAX_COUNT }, { 'interval (ms)', interval, 2 ^ 52 },
+                             { 'rate', rate, MAX_COUNT } }) do
+        if not whole_number(field[2], 1, field[3]) then
+            reject(source .. field[1], field[2])
+        end
+    end
+    reject('limit × interval (must stay below 2^52 for exact arithmetic)', limit)
+end
+
+-- Rejects a grant id or lease token that does not have the form `pattern` (checked before anything is written).
+local function check_lease(lease, pattern)
+    if #lease > 64 or not string.match(lease, pattern) then
+        reject('lease (an id of letters, digits, _ or -, at most 64; a token "<permits>:<id>" to release)', lease)
+    end
+end
 
 -- ceil(a / b) for whole a >= 0, b > 0 (exact below 2^53).
 local function ceil_div(a, b)
@@ -29,23 +73,13 @@ local function ceil_div(a, b)
     return (n - n % b) / b
 end
 
--- State of a request made at an explicit time lives this much longer than it matters: that caller's clock may run
--- behind Redis's, and state must not expire in Redis's time while it still counts in the caller's. Under server
--- time (the default) keys vanish exactly when they stop mattering.
-local EXPLICIT_TIME_GRACE_MS = 60000
-
 -- Token bucket and GCRA are one decision over "units": a permit is `interval` units, `rate` units come back per ms
 -- (so refill is continuous and exact: no step quantisation, no rounding drift), and the limit holds
 -- limit × interval units. `available` may be negative when the limit was lowered under existing state.
--- Sets the verdict, and limit.left: the units left after the grant.
-local function bucket_verdict(limit, now, available)
-    local interval, rate = limit.interval, limit.rate
-    local full, left = limit.limit * interval, available - limit.permits * interval
+-- Returns the verdict (allowed, retry_after, remaining, reset, reset_after) and the units left after the grant.
+local function bucket_verdict(permits, limit, interval, rate, now, available)
+    local full, left = limit * interval, available - permits * interval
     local remaining = available - available % interval
-    limit.allowed = left >= 0
-    limit.retry_after = left >= 0 and 0 or ceil_div(-left, rate)
-    limit.remaining = remaining > 0 and remaining / interval or 0
-    limit.reset = now + ceil_div(full - available, rate)
-    limit.reset_after = now + ceil_div(full - left, rate)
-    limit.left = left
+    return left >= 0, left >= 0 and 0 or ceil_div(-left, rate), remaining > 0 and remaining / interval or 0,
+        now + ceil_div(full - available, rate), now + ceil_div(full - left, rate), left
 end

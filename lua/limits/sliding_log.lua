@@ -6,19 +6,26 @@
 -- when the newest grant leaves the window. Unlike src/sliding_log (Redisson's layout, one config shared by name),
 -- the quota comes with each request, so one script limits any identifier next to the other algorithms.
 
-ALGORITHMS.sliding_log = {
-    ids = { limit = GRANT_ID },
-    decide = log_decide,
-    commit = log_commit,
+--@decision
+
+if operation == 'limit' then
+    check_lease(lease, GRANT_ID)
+elseif operation == 'refund' then
     -- Gives back the newest grants first (the request that just failed is usually the newest), never more than is
     -- still in the window; the key then expires when the newest grant left would.
-    refund = function(limit, now, grace)
-        local key = limit.key
-        redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
-        redis.call('ZREMRANGEBYRANK', key, -limit.permits, -1)
-        local last_expiry = expiry_at(key, -1)
-        if last_expiry then
-            redis.call('PEXPIRE', key, last_expiry - now + grace)
-        end
-    end,
-}
+    redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
+    redis.call('ZREMRANGEBYRANK', key, -permits, -1)
+    local last_expiry = expiry_at(key, -1)
+    if last_expiry then
+        redis.call('PEXPIRE', key, last_expiry - now + grace)
+    end
+    permits, lease = 1, ''
+end
+-- A grant made now on the server's clock is the last to free, at now + interval (a lowered interval only makes the
+-- key, which then expires at now + interval, drop grants that no longer count); and its `reset` is never reported.
+allowed, retry_after, remaining, reset, reset_after =
+    log_verdict(key, permits, limit, interval, lease, now, grants_if_allowed and grace == 0)
+
+--@grant
+
+log_grant(key, permits, interval, lease, now, grace, reset_after)

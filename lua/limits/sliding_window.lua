@@ -13,28 +13,10 @@
 -- read with one GET and written with one SET (… PX when it starts a window, else KEEPTTL: the expiry only moves with
 -- the window). The key expires when its current window stops counting, at the end of the next window.
 
--- The window, elapsed ms in it, the two counts at `now`, and whether the stored window is this one.
-local function sliding_counts(limit, now)
-    local interval = limit.interval
-    local window = now / interval
-    window = window - window % 1
-    local stored, current, previous = string.match(redis.call('GET', limit.key) or '', '^(%d+):(%d+):(%d+)$')
-    stored = stored and stored + 0
-    if not stored or stored < window - 1 then
-        return window, now - window * interval, 0, 0, false
-    elseif stored == window - 1 then
-        return window, now - window * interval, 0, current + 0, false
-    end
-    -- This window, or a later one (a caller's clock behind Redis's): that one stays current.
-    local elapsed = now - stored * interval
-    return stored, elapsed > 0 and elapsed or 0, current + 0, previous + 0, true
-end
-
 -- Exact ms until `permits` fit, when they do not fit now: later in this window as the previous window's weight
 -- falls; else in the next window, where the current count becomes the weighted one; else two windows on.
-local function sliding_retry_after(limit, now, window, current, previous)
-    local interval, permits = limit.interval, limit.permits
-    local room = (limit.limit - current - permits) * interval
+local function sliding_retry_after(permits, limit, interval, now, window, current, previous)
+    local room = (limit - current - permits) * interval
     if room >= 0 and previous > 0 then
         local elapsed = interval - (room - room % previous) / previous
         if elapsed < interval then
@@ -43,7 +25,7 @@ local function sliding_retry_after(limit, now, window, current, previous)
     end
     local elapsed = 0
     if current > 0 then
-        local weighted = (limit.limit - permits) * interval
+        local weighted = (limit - permits) * interval
         elapsed = interval - (weighted - weighted % current) / current
         elapsed = elapsed > 0 and elapsed or 0
     end
@@ -53,40 +35,51 @@ local function sliding_retry_after(limit, now, window, current, previous)
     return (window + 2) * interval - now
 end
 
-local function write_sliding(limit, window, current, previous, stored, now, grace)
+local function write_sliding(key, interval, window, current, previous, stored, now, grace)
     if current <= 0 and previous <= 0 then
-        redis.call('DEL', limit.key)
+        redis.call('DEL', key)
     elseif stored then
-        redis.call('SET', limit.key, string.format('%d:%d:%d', window, current, previous), 'KEEPTTL')
+        redis.call('SET', key, string.format('%d:%d:%d', window, current, previous), 'KEEPTTL')
     else
-        redis.call('SET', limit.key, string.format('%d:%d:%d', window, current, previous), 'PX',
-            (window + 2) * limit.interval - now + grace)
+        redis.call('SET', key, string.format('%d:%d:%d', window, current, previous), 'PX',
+            (window + 2) * interval - now + grace)
     end
 end
 
-ALGORITHMS.sliding_window = {
-    decide = function(limit, now)
-        local window, elapsed, current, previous, stored = sliding_counts(limit, now)
-        local interval = limit.interval
-        -- Room left, in units of 1 / interval permits, with the current count and with this request.
-        local room = limit.limit * interval - previous * (interval - elapsed) - current * interval
-        local room_after = room - limit.permits * interval
-        local remaining = room - room % interval
-        limit.allowed = room_after >= 0
-        limit.retry_after = room_after >= 0 and 0 or sliding_retry_after(limit, now, window, current, previous)
-        limit.remaining = remaining > 0 and remaining / interval or 0
-        limit.reset = current > 0 and (window + 2) * interval or previous > 0 and (window + 1) * interval or now
-        limit.reset_after = (window + 2) * interval
-        limit.window, limit.current, limit.previous, limit.stored = window, current, previous, stored
-    end,
-    commit = function(limit, now, grace)
-        write_sliding(limit, limit.window, limit.current + limit.permits, limit.previous, limit.stored, now, grace)
-    end,
-    -- Gives back to the current window's count (grants from the previous window are part of its weighted count
-    -- and are not given back).
-    refund = function(limit, now, grace)
-        local window, _, current, previous, stored = sliding_counts(limit, now)
-        local left = current - limit.permits
-        write_sliding(limit, window, left > 0 and left or 0, previous, stored, now, grace)
-    end,
-}
+--@decision
+
+-- The window, elapsed ms in it, the two counts at `now`, and whether the stored window is this one. A stored
+-- window after `now`'s (a caller's clock behind Redis's) stays the current one.
+local window = now / interval
+window = window - window % 1
+local elapsed = now - window * interval
+local stored, current, previous = string.match(redis.call('GET', key) or '', '^(%d+):(%d+):(%d+)$')
+stored = stored and stored + 0
+if not stored or stored < window - 1 then
+    stored, current, previous = false, 0, 0
+elseif stored == window - 1 then
+    stored, current, previous = false, 0, current + 0
+else
+    window, elapsed, current, previous = stored, now - stored * interval, current + 0, previous + 0
+    elapsed, stored = elapsed > 0 and elapsed or 0, true
+end
+-- A refund gives back to the current window's count (grants from the previous window are part of its weighted count
+-- and are not given back).
+if operation == 'refund' then
+    current = current > permits and current - permits or 0
+    write_sliding(key, interval, window, current, previous, stored, now, grace)
+    stored, permits = current > 0 or previous > 0, 1
+end
+-- Room left, in units of 1 / interval permits, with the current count and with this request.
+local room = limit * interval - previous * (interval - elapsed) - current * interval
+local room_after = room - permits * interval
+remaining = room - room % interval
+allowed = room_after >= 0
+retry_after = allowed and 0 or sliding_retry_after(permits, limit, interval, now, window, current, previous)
+remaining = remaining > 0 and remaining / interval or 0
+reset = current > 0 and (window + 2) * interval or previous > 0 and (window + 1) * interval or now
+reset_after = (window + 2) * interval
+
+--@grant
+
+write_sliding(key, interval, window, current + permits, previous, stored, now, grace)

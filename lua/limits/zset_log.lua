@@ -5,7 +5,7 @@
 -- ZCARD is what is held (O(1), whatever the limit), freed permits go by score range, and the wait for a denied
 -- request is one ranked read. The key expires when its last permit frees.
 
--- What names a grant's members (the driver checks it before anything is written): letters, digits, _ or -.
+-- What names a grant's members (checked before anything is written): letters, digits, _ or -.
 local GRANT_ID = '^[%w_%-]+$'
 
 -- Runs `command key …` over `items` in batches: unpack has a stack limit, and one grant may hold many permits.
@@ -29,32 +29,37 @@ local function expiry_at(key, rank)
     return member[2] and member[2] + 0
 end
 
--- The verdict on limit.permits at `now`: allowed while the permits held plus these stay within the limit. The wait
--- for a denied request is until enough of the soonest-freeing permits have freed: exact if nothing frees early.
-local function log_decide(limit, now)
-    local key, permits = limit.key, limit.permits
+-- The verdict on `permits` at `now` (allowed, retry_after, remaining, reset, reset_after): allowed while the
+-- permits held plus these stay within the limit. The wait for a denied request is until enough of the soonest-freeing
+-- permits have freed: exact if nothing frees early. `reset` takes one more read, the last expiry: with
+-- `without_last_expiry`, not when the request is allowed (the caller knows that then no permit frees after
+-- now + interval, so reset_after is that).
+local function log_verdict(key, permits, limit, interval, lease, now, without_last_expiry)
     local held = held_at(key, now)
-    local last_expiry = held > 0 and expiry_at(key, -1) or now
-    local remaining = limit.limit - held
-    limit.allowed = permits <= remaining
-    limit.retry_after = permits <= remaining and 0 or expiry_at(key, held + permits - limit.limit - 1) - now
-    limit.remaining = remaining > 0 and remaining or 0
-    limit.reset = last_expiry
-    limit.reset_after = math.max(last_expiry, now + limit.interval)
-    -- Equal members would collapse into one and under-count. Checked here, not at commit: a script's writes are not
-    -- rolled back when it fails, so every check must come before the first write.
-    if limit.allowed and limit.lease ~= '' and redis.call('ZSCORE', key, limit.lease .. '/1') then
-        reject('grant id (already logged; use a fresh random id)', limit.lease)
+    local remaining = limit - held
+    local allowed = permits <= remaining
+    local reset, reset_after = now, now + interval
+    if held > 0 and not (allowed and without_last_expiry) then
+        reset = expiry_at(key, -1)
+        reset_after = math.max(reset, reset_after)
     end
+    -- Equal members would collapse into one and under-count. Checked here, not at the grant: a script's writes are
+    -- not rolled back when it fails, so every check must come before the first write.
+    if allowed and lease ~= '' and redis.call('ZSCORE', key, lease .. '/1') then
+        reject('grant id (already logged; use a fresh random id)', lease)
+    end
+    return allowed, allowed and 0 or expiry_at(key, held + permits - limit - 1) - now, remaining > 0 and remaining or 0,
+        reset, reset_after
 end
 
--- Logs the grant: limit.permits members named after its id, each freeing at now + interval.
-local function log_commit(limit, now, grace)
-    local expiry, id, members = now + limit.interval, limit.lease, {}
-    for i = 1, limit.permits do
+-- Logs a grant: `permits` members named after its id, each freeing at now + interval; the key then expires at
+-- `reset_after` (the verdict's).
+local function log_grant(key, permits, interval, lease, now, grace, reset_after)
+    local expiry, members = now + interval, {}
+    for i = 1, permits do
         members[2 * i - 1] = expiry
-        members[2 * i] = id .. '/' .. i
+        members[2 * i] = lease .. '/' .. i
     end
-    in_batches('ZADD', limit.key, members)
-    redis.call('PEXPIRE', limit.key, limit.reset_after - now + grace)
+    in_batches('ZADD', key, members)
+    redis.call('PEXPIRE', key, reset_after - now + grace)
 end

@@ -385,13 +385,15 @@ impl Operation {
 /// Entries per decision in the driver's flat reply: status, limit, remaining, reset, retry_after, lease.
 const REPLY_FIELDS: usize = 6;
 
-/// One script call deciding some requests: its keys and arguments (see `lua/limits/driver.lua`).
+/// One script call deciding some requests: its keys and arguments. One request with its quota in code runs its
+/// algorithm's single-limit script (`lua/limits/single.lua`: one key, the state key); anything else runs the driver
+/// (`lua/limits/driver.lua`: two keys and six arguments per request).
 struct Batch<'a> {
     operation: Operation,
     requests: Vec<LimitRequest<'a>>,
     script: &'static Script,
     keys: Vec<String>,
-    /// ARGV from index 2 on (the first request's six are at `args[0..6]`).
+    /// ARGV from index 2 on; the lease (or lease token) is each request's last.
     args: Vec<String>,
 }
 
@@ -446,7 +448,15 @@ impl<'a> Batch<'a> {
             };
             args.extend(quota_args);
         }
-        let script = scripts::for_algorithms(requests.iter().map(|r| r.limiter.quota.map(|q| q.algorithm())));
+        let script = match (requests, first.limiter.quota) {
+            ([_], Some(quota)) => {
+                // The single-limit script knows its algorithm and reads no config: no config key, no name.
+                keys.remove(0);
+                args.remove(0);
+                scripts::for_one(quota.algorithm())
+            }
+            _ => &scripts::ALL,
+        };
         Ok(Batch {
             operation,
             requests: requests.to_vec(),
@@ -460,8 +470,8 @@ impl<'a> Batch<'a> {
     fn refund(request: LimitRequest<'a>, lease: Option<Lease>) -> Result<Batch<'a>> {
         let mut batch = Batch::new(Operation::Refund, &[request])?;
         if let Some(lease) = lease {
-            // The request's sixth argument: the lease token to release (see lua/limits/driver.lua).
-            batch.args[5] = lease.to_string();
+            // The request's last argument: the lease token to release (see lua/limits/prelude.lua).
+            *batch.args.last_mut().expect("a request has arguments") = lease.to_string();
         }
         Ok(batch)
     }

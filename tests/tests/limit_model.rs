@@ -193,19 +193,28 @@ fn check_on_redis<S: Strategy>(strategy: S, case: impl AsyncFn(&Stack, S::Value)
 
 #[test]
 fn one_limit_decides_as_the_model_on_real_redis() {
-    let strategy = (any_quota(), 0u64..10_000).prop_flat_map(|(quota, offset)| (Just(quota), Just(offset), ops(quota)));
-    check_on_redis(strategy, async |stack, (quota, offset, schedule)| {
-        one_limit_case(stack, quota, T0 + offset, schedule).await
+    // A quota in code runs the algorithm's single-limit script; a stored one runs the driver with every algorithm.
+    let strategy = (any_quota(), 0u64..10_000, any::<bool>())
+        .prop_flat_map(|(quota, offset, stored)| (Just(quota), Just(offset), Just(stored), ops(quota)));
+    check_on_redis(strategy, async |stack, (quota, offset, stored, schedule)| {
+        one_limit_case(stack, quota, stored, T0 + offset, schedule).await
     });
 }
 
 async fn one_limit_case(
     stack: &Stack,
     quota: Quota,
+    stored: bool,
     start: u64,
     schedule: Vec<(u64, Op)>,
 ) -> Result<(), TestCaseError> {
-    let limiter = Limiter::new(stack.client(), &fresh_name(), quota).unwrap();
+    let limiter = if stored {
+        let limiter = Limiter::stored(stack.client(), &fresh_name()).unwrap();
+        limiter.store_quota(quota).await.unwrap();
+        limiter
+    } else {
+        Limiter::new(stack.client(), &fresh_name(), quota).unwrap()
+    };
     let mut model = ModelLimit::new(quota);
     let mut leases: Vec<Lease> = Vec::new();
     let mut now = start;

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use edgelimit::limit::{self, scripts, Algorithm, Decisions, Lease, Limiter, Quota};
+use edgelimit::script::Script;
 use edgelimit::{Command, Decision, Error, Value};
 use edgelimit_tests::Stack;
 
@@ -140,15 +141,10 @@ async fn sliding_log_frees_each_grant_exactly_one_interval_later() {
     assert_eq!(take(&log, T0 + 1000, 2).await, decision(true, 5, 0, T0 + 2000, 0));
     assert_eq!(take(&log, T0 + 1000, 1).await.retry_after, 400);
     // A grant's id names its members, so a reused one is refused before anything is written.
-    let call = ["limit", "", "sliding_log", "1", "5", "1000", "5", "same-id"];
-    scripts::SLIDING_LOG
-        .run(&stack.client(), &["c", "s"], &call)
-        .await
-        .unwrap();
-    let reused = scripts::SLIDING_LOG
-        .run(&stack.client(), &["c", "s"], &call)
-        .await
-        .unwrap_err();
+    let call = ["limit", "", "1", "5", "1000", "5", "same-id"];
+    let script = scripts::for_one(Algorithm::SlidingLog);
+    script.run(&stack.client(), &["s"], &call).await.unwrap();
+    let reused = script.run(&stack.client(), &["s"], &call).await.unwrap_err();
     assert!(reused.to_string().contains("invalid grant id"), "{reused}");
 }
 
@@ -409,8 +405,36 @@ async fn hand_made_calls_get_clean_errors_never_lua_stack_traces() {
     ));
     let unnamed_grant = ["sliding_log", "1", "5", "1000", "5", ""];
     cases.push((vec!["c", "s"], [&["limit", ""][..], &unnamed_grant].concat()));
-    for (keys, args) in cases {
-        let error = scripts::ALL.run(&client, &keys, &args).await.unwrap_err();
+    // The single-limit scripts get the same calls, without the config key and the algorithm's name.
+    let mut single_cases: Vec<(&Script, Vec<&str>, Vec<&str>)> = vec![
+        (
+            scripts::for_one(Algorithm::Gcra),
+            vec![],
+            vec!["limit", "", "1", "5", "1000", "5", ""],
+        ),
+        (
+            scripts::for_one(Algorithm::Gcra),
+            vec!["s"],
+            vec!["limit", "", "1", "5"],
+        ),
+        (
+            scripts::for_one(Algorithm::Gcra),
+            vec!["s"],
+            vec!["drop", "", "1", "5", "1000", "5", ""],
+        ),
+    ];
+    for (keys, args) in &cases {
+        let algorithm = Algorithm::ALL
+            .into_iter()
+            .find(|a| args.get(2) == Some(&a.script_name()));
+        if let (Some(algorithm), [_, state]) = (algorithm, &keys[..]) {
+            let args = [&args[..2], &args[3..]].concat();
+            single_cases.push((scripts::for_one(algorithm), vec![*state], args));
+        }
+    }
+    let all_cases = cases.into_iter().map(|(keys, args)| (&*scripts::ALL, keys, args));
+    for (script, keys, args) in all_cases.chain(single_cases) {
+        let error = script.run(&client, &keys, &args).await.unwrap_err();
         let message = error.to_string();
         assert!(
             message.contains("ERR edgelimit: invalid"),
@@ -445,22 +469,6 @@ async fn hand_made_calls_get_clean_errors_never_lua_stack_traces() {
         client.command(&Command::new("EXISTS").arg("s")).await.unwrap(),
         Value::Int(0)
     );
-}
-
-#[test]
-fn every_algorithm_has_a_script_and_the_mixed_script_has_them_all() {
-    for algorithm in Algorithm::ALL {
-        let script = scripts::for_algorithms(std::iter::once(Some(algorithm)));
-        assert!(script
-            .source()
-            .contains(&format!("ALGORITHMS.{} =", algorithm.script_name())));
-        assert!(scripts::ALL
-            .source()
-            .contains(&format!("ALGORITHMS.{} =", algorithm.script_name())));
-    }
-    let mixed = [Some(Algorithm::Gcra), Some(Algorithm::FixedWindow)];
-    assert_eq!(scripts::for_algorithms(mixed.into_iter()).sha1(), scripts::ALL.sha1());
-    assert_eq!(scripts::for_algorithms([None].into_iter()).sha1(), scripts::ALL.sha1());
 }
 
 #[tokio::test]

@@ -1,0 +1,40 @@
+-- One limit whose quota comes with the request: the common call, and the cheapest script of the family. The
+-- algorithm's file is spliced in at the markers (src/limit/scripts.rs), so its code runs straight through, with
+-- no closures, tables or calls besides its own helpers'.
+--
+--   KEYS[1]  the state key
+--   ARGV     operation ('limit', 'peek' or 'refund'), unix ms or '' for the server's clock, permits, limit,
+--            interval (ms), rate, lease (see prelude.lua)
+--
+-- The reply is driver.lua's for one limit: status, limit, remaining, reset, retry_after, lease token or ''.
+
+local operation = ARGV[1]
+if operation ~= 'limit' and operation ~= 'peek' and operation ~= 'refund' then
+    reject('operation (limit, peek or refund)', operation)
+end
+if #KEYS ~= 1 or #ARGV ~= 7 then
+    reject('call (1 key, the state key; 7 arguments)', #KEYS .. ' keys, ' .. #ARGV .. ' arguments')
+end
+local key, lease = KEYS[1], ARGV[7]
+local permits, limit, interval, rate = request_of(ARGV[3], ARGV[4], ARGV[5], ARGV[6])
+if operation ~= 'refund' and permits > limit then
+    return { 'exceeds_limit', limit, 0, 0, 0, '' }
+end
+local now = clock(ARGV[2])
+local grace = ARGV[2] ~= '' and EXPLICIT_TIME_GRACE_MS or 0
+local grants_if_allowed = operation == 'limit'
+local allowed, retry_after, remaining, reset, reset_after, held, token = false, 0, 0, 0, 0, true, ''
+
+--@helpers
+
+--@decision
+
+if operation == 'refund' then
+    return { held and 'refunded' or 'not_held', limit, remaining, reset, 0, '' }
+elseif operation == 'peek' or not allowed then
+    return { allowed and 'allowed' or 'denied', limit, remaining, reset, retry_after, '' }
+end
+
+--@grant
+
+return { 'granted', limit, remaining - permits, reset_after, 0, token }
