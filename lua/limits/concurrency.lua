@@ -22,9 +22,10 @@ elseif operation == 'refund' then
     held = in_batches('ZREM', key, members) > 0
     permits, lease = 1, ''
 end
--- The wait for a denied request is an upper bound here: holders may release sooner. The last expiry is always read:
+-- The wait for a denied request is an upper bound here: holders may release sooner. Leases do not free on time:
 -- after the interval was lowered, older leases still run to their own expiry.
-allowed, retry_after, remaining, reset, reset_after = log_verdict(key, permits, limit, interval, lease, now, false)
+allowed, retry_after, remaining, reset, reset_after =
+    log_verdict(key, permits, limit, interval, lease, now, grace, grants_if_allowed, false)
 
 --@grant
 

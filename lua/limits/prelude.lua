@@ -7,8 +7,9 @@
 --
 -- An algorithm file is its helpers (local functions), then two sections, each opened by a marker line:
 --   --@decision  the verdict on `permits` at `now`. Before it, on a refund, it gives `permits` back and then
---                decides on one permit (lease ''): the standing after the refund. It writes nothing else, so that
---                every limit of a call is decided before any is recorded; it checks the request's `lease` first.
+--                decides on one permit (lease ''): the standing after the refund. Otherwise it records nothing (a
+--                permit log drops permits that have freed, which changes no verdict), so that every limit of a call
+--                is decided before any is recorded; it checks the request's `lease` first.
 --   --@grant     records the grant the decision allowed (run only when every limit of the call allows).
 -- In scope (locals of the script, or the wrapping function's):
 --   operation                                 'limit' (decide and record), 'peek' (decide only), 'refund'

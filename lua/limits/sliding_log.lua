@@ -21,10 +21,9 @@ elseif operation == 'refund' then
     end
     permits, lease = 1, ''
 end
--- A grant made now on the server's clock is the last to free, at now + interval (a lowered interval only makes the
--- key, which then expires at now + interval, drop grants that no longer count); and its `reset` is never reported.
+-- Every grant frees exactly on time.
 allowed, retry_after, remaining, reset, reset_after =
-    log_verdict(key, permits, limit, interval, lease, now, grants_if_allowed and grace == 0)
+    log_verdict(key, permits, limit, interval, lease, now, grace, grants_if_allowed, true)
 
 --@grant
 

@@ -31,21 +31,25 @@ end
 
 -- The verdict on `permits` at `now` (allowed, retry_after, remaining, reset, reset_after): allowed while the
 -- permits held plus these stay within the limit. The wait for a denied request is until enough of the soonest-freeing
--- permits have freed: exact if nothing frees early. `reset` takes one more read, the last expiry: with
--- `without_last_expiry`, not when the request is allowed (the caller knows that then no permit frees after
--- now + interval, so reset_after is that).
-local function log_verdict(key, permits, limit, interval, lease, now, without_last_expiry)
+-- permits have freed: exact if nothing frees early. Two reads are skipped when the request is granted at once
+-- (grants_if_allowed, see prelude.lua):
+--   the last expiry, for `reset`: when permits free exactly on time (`on_time`: a sliding log) on the server's clock,
+--     a grant made now is the last to free, at now + interval (a lowered interval only makes the key, which then
+--     expires at now + interval, drop grants that no longer count), and `reset` is not reported;
+--   the check that the grant id is new, for one permit: log_grant's ZADD NX checks it, writing nothing if it is not.
+local function log_verdict(key, permits, limit, interval, lease, now, grace, grants_if_allowed, on_time)
     local held = held_at(key, now)
     local remaining = limit - held
     local allowed = permits <= remaining
     local reset, reset_after = now, now + interval
-    if held > 0 and not (allowed and without_last_expiry) then
+    if held > 0 and not (allowed and grants_if_allowed and on_time and grace == 0) then
         reset = expiry_at(key, -1)
         reset_after = math.max(reset, reset_after)
     end
     -- Equal members would collapse into one and under-count. Checked here, not at the grant: a script's writes are
     -- not rolled back when it fails, so every check must come before the first write.
-    if allowed and lease ~= '' and redis.call('ZSCORE', key, lease .. '/1') then
+    if allowed and lease ~= '' and not (grants_if_allowed and permits == 1)
+        and redis.call('ZSCORE', key, lease .. '/1') then
         reject('grant id (already logged; use a fresh random id)', lease)
     end
     return allowed, allowed and 0 or expiry_at(key, held + permits - limit - 1) - now, remaining > 0 and remaining or 0,
@@ -55,11 +59,19 @@ end
 -- Logs a grant: `permits` members named after its id, each freeing at now + interval; the key then expires at
 -- `reset_after` (the verdict's).
 local function log_grant(key, permits, interval, lease, now, grace, reset_after)
-    local expiry, members = now + interval, {}
-    for i = 1, permits do
-        members[2 * i - 1] = expiry
-        members[2 * i] = lease .. '/' .. i
+    local expiry = now + interval
+    if permits == 1 then
+        -- NX: an id already logged keeps its member, nothing is written, and the call fails (see log_verdict).
+        if redis.call('ZADD', key, 'NX', expiry, lease .. '/1') == 0 then
+            reject('grant id (already logged; use a fresh random id)', lease)
+        end
+    else
+        local members = {}
+        for i = 1, permits do
+            members[2 * i - 1] = expiry
+            members[2 * i] = lease .. '/' .. i
+        end
+        in_batches('ZADD', key, members)
     end
-    in_batches('ZADD', key, members)
     redis.call('PEXPIRE', key, reset_after - now + grace)
 end
