@@ -20,13 +20,11 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use edgelimit::limit::Quota;
-use edgelimit::Rate;
 use serde::{Deserialize, Serialize};
 use tokio::task::JoinSet;
 
-use super::contender::{Clock, Contender, ContenderKind, Ours, Peer};
-use super::peers::{UpstashAlgorithm, UpstashScripts};
+use super::contender::{pairings, Clock, Contender, ContenderKind, Pairing};
+use super::peers::UpstashScripts;
 use super::progress::Progress;
 use super::stack::BenchStack;
 use super::{Context, EXPLICIT_T0};
@@ -124,14 +122,7 @@ impl GrantClock {
     }
 }
 
-/// One algorithm under test.
-struct Case {
-    name: &'static str,
-    ours: Ours,
-    peer: Option<Peer>,
-}
-
-impl Case {
+impl Pairing {
     /// The most the algorithm allows in an interval-long span, / limit: 1 for a permit log; 2 for the others here
     /// (two aligned windows for the fixed window, at most that for the sliding window counter, a full burst plus a
     /// refill of the limit for the token bucket and GCRA).
@@ -154,8 +145,8 @@ pub(crate) async fn run(
     let limit = if quick { 20 } else { 100 };
     let interval = Duration::from_millis(1000);
     let run_time = Duration::from_millis(if quick { 300 } else { 2000 });
-    let cases = cases(limit, interval)?;
-    let contenders_per_case = |case: &Case| 1 + u64::from(case.peer.is_some());
+    let cases = pairings(limit, interval, "concurrency (leases never released)")?;
+    let contenders_per_case = |case: &Pairing| 1 + u64::from(case.peer.is_some());
     progress.scenario("accuracy", 2 * cases.iter().map(contenders_per_case).sum::<u64>());
     let client = stack.client();
     let skews = skews(CLIENTS, SKEW_SEED);
@@ -199,45 +190,8 @@ pub(crate) async fn run(
     })
 }
 
-fn cases(limit: u32, interval: Duration) -> Result<Vec<Case>, String> {
-    let family = |name, quota: edgelimit::Result<Quota>, peer| -> Result<Case, String> {
-        let ours = Ours::Family(quota.context("invalid benchmark quota")?);
-        Ok(Case { name, ours, peer })
-    };
-    let upstash = |algorithm| Some(Peer::Upstash(algorithm));
-    Ok(vec![
-        family(
-            "fixed window",
-            Quota::fixed_window(limit, interval),
-            upstash(UpstashAlgorithm::FixedWindow),
-        )?,
-        family(
-            "sliding window",
-            Quota::sliding_window(limit, interval),
-            upstash(UpstashAlgorithm::SlidingWindow),
-        )?,
-        family(
-            "token bucket",
-            Quota::token_bucket(limit, limit, interval),
-            upstash(UpstashAlgorithm::TokenBucket),
-        )?,
-        family("GCRA", Quota::gcra(limit, limit, interval), None)?,
-        family("sliding log", Quota::sliding_log(limit, interval), Some(Peer::Redisson))?,
-        Case {
-            name: "sliding log, Redisson layout",
-            ours: Ours::RedissonLayout(Rate::new(limit, interval).context("invalid benchmark rate")?),
-            peer: Some(Peer::Redisson),
-        },
-        family(
-            "concurrency (leases never released)",
-            Quota::concurrency(limit, interval),
-            None,
-        )?,
-    ])
-}
-
 /// (a): the two bursts, with the second at the boundary and half an interval after it.
-async fn boundary_burst(case: &Case, contender: &Contender) -> Result<BoundaryBurst, String> {
+async fn boundary_burst(case: &Pairing, contender: &Contender) -> Result<BoundaryBurst, String> {
     let interval = case.ours.interval_ms();
     let boundary = EXPLICIT_T0 + 10 * interval;
     Ok(BoundaryBurst {
@@ -252,7 +206,7 @@ async fn boundary_burst(case: &Case, contender: &Contender) -> Result<BoundaryBu
 /// `limit` requests for `id` 1 ms before `boundary` and `limit` at `second_burst`: the most grants in any
 /// interval-long span, / limit.
 async fn burst_ratio(
-    case: &Case,
+    case: &Pairing,
     contender: &Contender,
     id: &str,
     boundary: u64,
@@ -279,7 +233,7 @@ struct Grant {
 
 /// (b): `CLIENTS` clients hammering one identifier for `run_time`.
 async fn concurrent_clients(
-    case: &Case,
+    case: &Pairing,
     contender: Contender,
     skews: &[i64],
     run_time: Duration,
@@ -333,7 +287,7 @@ async fn concurrent_clients(
 
 /// The grants' times: from edgelimit's replies where they name them exactly and every one falls between its
 /// request's sending and its reply (1 ms of rounding either way), else the arrival times.
-fn grant_times(case: &Case, grants: &[Grant]) -> (GrantClock, Vec<u64>) {
+fn grant_times(case: &Pairing, grants: &[Grant]) -> (GrantClock, Vec<u64>) {
     let interval = case.ours.interval_ms();
     let from_replies: Option<Vec<u64>> = grants
         .iter()

@@ -101,6 +101,51 @@ impl Ours {
     }
 }
 
+/// One comparison the scenarios run: edgelimit's side and the peer it is measured against, if any.
+pub struct Pairing {
+    /// The algorithm, as the tables name it.
+    pub name: &'static str,
+    /// edgelimit's side.
+    pub ours: Ours,
+    /// The peer, where one has the same algorithm.
+    pub peer: Option<Peer>,
+}
+
+/// Every comparison of the bench, at `limit` per `interval`; `concurrency` names the concurrency row, whose leases
+/// each scenario uses its own way.
+pub fn pairings(limit: u32, interval: Duration, concurrency: &'static str) -> Result<Vec<Pairing>, String> {
+    let family = |name, quota: edgelimit::Result<Quota>, peer| -> Result<Pairing, String> {
+        let ours = Ours::Family(quota.context("invalid benchmark quota")?);
+        Ok(Pairing { name, ours, peer })
+    };
+    let upstash = |algorithm| Some(Peer::Upstash(algorithm));
+    Ok(vec![
+        family(
+            "token bucket",
+            Quota::token_bucket(limit, limit, interval),
+            upstash(UpstashAlgorithm::TokenBucket),
+        )?,
+        family(
+            "fixed window",
+            Quota::fixed_window(limit, interval),
+            upstash(UpstashAlgorithm::FixedWindow),
+        )?,
+        family(
+            "sliding window",
+            Quota::sliding_window(limit, interval),
+            upstash(UpstashAlgorithm::SlidingWindow),
+        )?,
+        family("GCRA", Quota::gcra(limit, limit, interval), None)?,
+        family(concurrency, Quota::concurrency(limit, interval), None)?,
+        family("sliding log", Quota::sliding_log(limit, interval), Some(Peer::Redisson))?,
+        Pairing {
+            name: "sliding log, Redisson layout",
+            ours: Ours::RedissonLayout(Rate::new(limit, interval).context("invalid benchmark rate")?),
+            peer: Some(Peer::Redisson),
+        },
+    ])
+}
+
 /// The peer's side of a comparison.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Peer {

@@ -13,16 +13,14 @@
 
 use std::time::Duration;
 
-use edgelimit::limit::Quota;
-use edgelimit::Rate;
 use serde::{Deserialize, Serialize};
 
-use super::contender::{Clock, Contender, ContenderKind, Ours, Peer, Plan};
-use super::peers::{UpstashAlgorithm, UpstashScripts};
+use super::contender::{pairings, Clock, Contender, ContenderKind, Pairing, Peer, Plan};
+use super::peers::UpstashScripts;
 use super::progress::Progress;
 use super::redis_stats::DecisionCost;
 use super::stack::BenchStack;
-use super::{ratio, Context, EXPLICIT_T0};
+use super::{ratio, EXPLICIT_T0};
 
 /// Scenario 1's numbers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -104,13 +102,6 @@ pub struct Ratios {
     pub peer_to_floor: Option<f64>,
 }
 
-/// One algorithm to measure.
-struct Row {
-    algorithm: &'static str,
-    ours: Ours,
-    peer: Option<Peer>,
-}
-
 /// The workload's sizes.
 struct Workload {
     limit: u32,
@@ -141,38 +132,8 @@ impl Workload {
         EXPLICIT_T0 + self.explicit_ms - 1
     }
 
-    fn rows(&self) -> Result<Vec<Row>, String> {
-        let (limit, window) = (self.limit, self.window);
-        let family = |algorithm, quota: edgelimit::Result<Quota>, peer| -> Result<Row, String> {
-            let ours = Ours::Family(quota.context("invalid benchmark quota")?);
-            Ok(Row { algorithm, ours, peer })
-        };
-        let upstash = |algorithm| Some(Peer::Upstash(algorithm));
-        Ok(vec![
-            family(
-                "token bucket",
-                Quota::token_bucket(limit, limit, window),
-                upstash(UpstashAlgorithm::TokenBucket),
-            )?,
-            family(
-                "fixed window",
-                Quota::fixed_window(limit, window),
-                upstash(UpstashAlgorithm::FixedWindow),
-            )?,
-            family(
-                "sliding window",
-                Quota::sliding_window(limit, window),
-                upstash(UpstashAlgorithm::SlidingWindow),
-            )?,
-            family("GCRA", Quota::gcra(limit, limit, window), None)?,
-            family("concurrency (leases of 1 s)", Quota::concurrency(limit, window), None)?,
-            family("sliding log", Quota::sliding_log(limit, window), Some(Peer::Redisson))?,
-            Row {
-                algorithm: "sliding log, Redisson layout",
-                ours: Ours::RedissonLayout(Rate::new(limit, window).context("invalid benchmark rate")?),
-                peer: Some(Peer::Redisson),
-            },
-        ])
+    fn rows(&self) -> Result<Vec<Pairing>, String> {
+        pairings(self.limit, self.window, "concurrency (leases of 1 s)")
     }
 }
 
@@ -194,7 +155,7 @@ pub(crate) async fn run(
     let mut peers: Vec<(Peer, usize)> = Vec::new();
     let mut places = Vec::new();
     for row in &rows {
-        let name = |clock: Clock| format!("cost-{}-{clock:?}", row.algorithm.replace([' ', ','], "_"));
+        let name = |clock: Clock| format!("cost-{}-{clock:?}", row.name.replace([' ', ','], "_"));
         // The server-clock contender here, the explicit-time one next.
         let ours = contenders.len();
         for clock in [Clock::Server, Clock::Caller] {
@@ -236,7 +197,7 @@ pub(crate) async fn run(
                 peer_to_floor: peer_us.and_then(|peer_us| ratio(peer_us, floor_us)),
             };
             AlgorithmCost {
-                algorithm: row.algorithm.to_owned(),
+                algorithm: row.name.to_owned(),
                 server_clock,
                 explicit_time,
                 peer,
