@@ -5,7 +5,7 @@
 --
 --   KEYS     two per limit: its config hash (read only when the limit's algorithm argument is ''), its state key
 --   ARGV[1]  'limit' (decide and record), 'peek' (decide, record nothing), 'refund' (give permits back)
---   ARGV[2]  unix ms, or '' for the Redis server's clock (the default)
+--   ARGV[2]  unix ms, or '' for the Redis server's clock (the default); both read by prelude.lua
 --   then six per limit: algorithm ('' = read the config hash), permits, limit, interval (ms), rate, lease
 --     lease: for a concurrency or sliding log limit, a fresh random id naming the grant ('limit'); for a concurrency
 --            limit, the lease token to release ('refund')
@@ -24,10 +24,6 @@ local ALGORITHMS = {}
 
 --@algorithms
 
-local operation = ARGV[1]
-if operation ~= 'limit' and operation ~= 'peek' and operation ~= 'refund' then
-    reject('operation (limit, peek or refund)', operation)
-end
 local count = #KEYS / 2
 if count < 1 or count % 1 ~= 0 then
     reject('number of keys (two per limit: config, state)', #KEYS)
@@ -39,8 +35,6 @@ end
 if operation == 'refund' and count ~= 1 then
     reject('number of limits to refund (one per call)', count)
 end
-local now = clock(ARGV[2])
-local grace = ARGV[2] ~= '' and EXPLICIT_TIME_GRACE_MS or 0
 
 -- The i-th limit: a record of its checked request, quota and algorithm, from its arguments or its stored config,
 -- and its status when it cannot be decided ('not_configured', 'exceeds_limit'), else false.

@@ -1,5 +1,6 @@
--- The algorithm family, shared prelude: after lua/common.lua, before the algorithms' files (see
--- src/limit/scripts.rs, which composes two kinds of script from the same files):
+-- The algorithm family, shared prelude: after lua/common.lua, before the algorithms' files and the helpers they
+-- share (lua/limits/bucket.lua, lua/limits/zset_log.lua). src/limit/scripts.rs composes two kinds of script from
+-- the same files:
 --   single.lua  one limit with its quota in the arguments, the common call: the algorithm's code runs inline,
 --               straight-line, because inside Redis every function a script defines is a new closure on every call
 --               and every Lua call and table costs (bench/ measures it);
@@ -61,26 +62,10 @@ local function request_of(permits, limit, interval, rate, stored_in)
     reject('limit × interval (must stay below 2^52 for exact arithmetic)', limit)
 end
 
--- Rejects a grant id or lease token that does not have the form `pattern` (checked before anything is written).
-local function check_lease(lease, pattern)
-    if #lease > 64 or not string.match(lease, pattern) then
-        reject('lease (an id of letters, digits, _ or -, at most 64; a token "<permits>:<id>" to release)', lease)
-    end
+-- The call, the same in both frames: ARGV[1] is the operation, ARGV[2] unix ms or '' for the server's clock.
+local operation = ARGV[1]
+if operation ~= 'limit' and operation ~= 'peek' and operation ~= 'refund' then
+    reject('operation (limit, peek or refund)', operation)
 end
-
--- ceil(a / b) for whole a >= 0, b > 0 (exact below 2^53).
-local function ceil_div(a, b)
-    local n = a + b - 1
-    return (n - n % b) / b
-end
-
--- Token bucket and GCRA are one decision over "units": a permit is `interval` units, `rate` units come back per ms
--- (so refill is continuous and exact: no step quantisation, no rounding drift), and the limit holds
--- limit × interval units. `available` may be negative when the limit was lowered under existing state.
--- Returns the verdict (allowed, retry_after, remaining, reset, reset_after) and the units left after the grant.
-local function bucket_verdict(permits, limit, interval, rate, now, available)
-    local full, left = limit * interval, available - permits * interval
-    local remaining = available - available % interval
-    return left >= 0, left >= 0 and 0 or ceil_div(-left, rate), remaining > 0 and remaining / interval or 0,
-        now + ceil_div(full - available, rate), now + ceil_div(full - left, rate), left
-end
+local now = clock(ARGV[2])
+local grace = ARGV[2] ~= '' and EXPLICIT_TIME_GRACE_MS or 0

@@ -3,15 +3,10 @@
 -- no closures, tables or calls besides its own helpers'.
 --
 --   KEYS[1]  the state key
---   ARGV     operation ('limit', 'peek' or 'refund'), unix ms or '' for the server's clock, permits, limit,
---            interval (ms), rate, lease (see prelude.lua)
+--   ARGV     operation and time (read by prelude.lua), then permits, limit, interval (ms), rate, lease
 --
 -- The reply is driver.lua's for one limit: status, limit, remaining, reset, retry_after, lease token or ''.
 
-local operation = ARGV[1]
-if operation ~= 'limit' and operation ~= 'peek' and operation ~= 'refund' then
-    reject('operation (limit, peek or refund)', operation)
-end
 if #KEYS ~= 1 or #ARGV ~= 7 then
     reject('call (1 key, the state key; 7 arguments)', #KEYS .. ' keys, ' .. #ARGV .. ' arguments')
 end
@@ -20,8 +15,6 @@ local permits, limit, interval, rate = request_of(ARGV[3], ARGV[4], ARGV[5], ARG
 if operation ~= 'refund' and permits > limit then
     return { 'exceeds_limit', limit, 0, 0, 0, '' }
 end
-local now = clock(ARGV[2])
-local grace = ARGV[2] ~= '' and EXPLICIT_TIME_GRACE_MS or 0
 local grants_if_allowed = operation == 'limit'
 local allowed, retry_after, remaining, reset, reset_after, held, token = false, 0, 0, 0, 0, true, ''
 

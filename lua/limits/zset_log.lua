@@ -8,6 +8,16 @@
 -- What names a grant's members (checked before anything is written): letters, digits, _ or -.
 local GRANT_ID = '^[%w_%-]+$'
 
+-- Why a grant whose id is already logged fails (log_verdict, log_grant).
+local LOGGED_ID = 'grant id (already logged; use a fresh random id)'
+
+-- Rejects a grant id or lease token that does not have the form `pattern` (checked before anything is written).
+local function check_lease(lease, pattern)
+    if #lease > 64 or not string.match(lease, pattern) then
+        reject('lease (an id of letters, digits, _ or -, at most 64; a token "<permits>:<id>" to release)', lease)
+    end
+end
+
 -- Runs `command key …` over `items` in batches: unpack has a stack limit, and one grant may hold many permits.
 local function in_batches(command, key, items)
     local done = 0
@@ -50,7 +60,7 @@ local function log_verdict(key, permits, limit, interval, lease, now, grace, gra
     -- not rolled back when it fails, so every check must come before the first write.
     if allowed and lease ~= '' and not (grants_if_allowed and permits == 1)
         and redis.call('ZSCORE', key, lease .. '/1') then
-        reject('grant id (already logged; use a fresh random id)', lease)
+        reject(LOGGED_ID, lease)
     end
     return allowed, allowed and 0 or expiry_at(key, held + permits - limit - 1) - now, remaining > 0 and remaining or 0,
         reset, reset_after
@@ -63,7 +73,7 @@ local function log_grant(key, permits, interval, lease, now, grace, reset_after)
     if permits == 1 then
         -- NX: an id already logged keeps its member, nothing is written, and the call fails (see log_verdict).
         if redis.call('ZADD', key, 'NX', expiry, lease .. '/1') == 0 then
-            reject('grant id (already logged; use a fresh random id)', lease)
+            reject(LOGGED_ID, lease)
         end
     else
         local members = {}

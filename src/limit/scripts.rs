@@ -6,7 +6,8 @@
 //!   each algorithm wrapped in a function by `entry.lua` ([`ALL`]).
 //!
 //! Both come from the same algorithm files, so no algorithm is written twice. Each starts with `lua/common.lua` and
-//! `lua/limits/prelude.lua`; an algorithm that keeps a permit log gets `lua/limits/zset_log.lua` before its own file.
+//! `lua/limits/prelude.lua`; before its own file an algorithm gets the helpers it shares with others (see
+//! [`shared_helpers`]), and only those: every function a script defines costs Redis a closure on every call.
 
 use std::sync::LazyLock;
 
@@ -21,6 +22,7 @@ macro_rules! lua_file {
 
 const COMMON: &str = lua_file!("common.lua");
 const PRELUDE: &str = lua_file!("limits/prelude.lua");
+const BUCKET: &str = lua_file!("limits/bucket.lua");
 const ZSET_LOG: &str = lua_file!("limits/zset_log.lua");
 const SINGLE: &str = lua_file!("limits/single.lua");
 const ENTRY: &str = lua_file!("limits/entry.lua");
@@ -31,7 +33,7 @@ static SINGLE_SCRIPTS: LazyLock<[Script; 6]> = LazyLock::new(|| Algorithm::ALL.m
 
 /// Every algorithm, behind the driver: for several limits in one call and for stored configs.
 pub static ALL: LazyLock<Script> = LazyLock::new(|| {
-    let mut algorithms = vec![ZSET_LOG.to_owned()];
+    let mut algorithms = vec![BUCKET.to_owned(), ZSET_LOG.to_owned()];
     for algorithm in Algorithm::ALL {
         let parts = Parts::of(algorithm);
         let entry = splice(ENTRY, "--@decision", parts.decision);
@@ -53,14 +55,23 @@ pub fn for_one(algorithm: Algorithm) -> &'static Script {
 
 fn single(algorithm: Algorithm) -> Script {
     let parts = Parts::of(algorithm);
-    let helpers = if algorithm.names_grants() {
-        format!("{ZSET_LOG}\n{}", parts.helpers)
-    } else {
-        parts.helpers.to_owned()
+    let helpers = match shared_helpers(algorithm) {
+        Some(shared) => format!("{shared}\n{}", parts.helpers),
+        None => parts.helpers.to_owned(),
     };
     let body = splice(SINGLE, "--@helpers", &helpers);
     let body = splice(&body, "--@decision", parts.decision);
     script(&splice(&body, "--@grant", parts.grant))
+}
+
+/// The helpers `algorithm` shares with others: the units arithmetic of token bucket and GCRA, or the permit log of
+/// concurrency and the sliding log.
+fn shared_helpers(algorithm: Algorithm) -> Option<&'static str> {
+    match algorithm {
+        Algorithm::TokenBucket | Algorithm::Gcra => Some(BUCKET),
+        Algorithm::Concurrency | Algorithm::SlidingLog => Some(ZSET_LOG),
+        Algorithm::FixedWindow | Algorithm::SlidingWindow => None,
+    }
 }
 
 fn script(body: &str) -> Script {
@@ -121,6 +132,8 @@ mod tests {
                 .source()
                 .contains(&format!("ALGORITHMS.{} = function", algorithm.script_name())));
         }
-        assert_eq!(ALL.source().matches(ZSET_LOG).count(), 1);
+        for shared in [BUCKET, ZSET_LOG] {
+            assert_eq!(ALL.source().matches(shared).count(), 1);
+        }
     }
 }
