@@ -402,6 +402,12 @@ impl<'a> Batch<'a> {
         let first = requests
             .first()
             .ok_or_else(|| Error::InvalidArgument("no limits to decide: pass at least one request".into()))?;
+        // One request with its quota in code runs its algorithm's single-limit script, which knows its algorithm
+        // and reads no config: it takes neither the config key nor the algorithm's name.
+        let (script, single) = match (requests, first.limiter.quota) {
+            ([_], Some(quota)) => (scripts::for_one(quota.algorithm()), true),
+            _ => (&*scripts::ALL, false),
+        };
         let mut keys = Vec::with_capacity(2 * requests.len());
         let mut args = Vec::with_capacity(6 * requests.len());
         for request in requests {
@@ -417,46 +423,35 @@ impl<'a> Batch<'a> {
                     limiter.name
                 )));
             }
-            keys.push(limiter.config_key());
+            if !single {
+                keys.push(limiter.config_key());
+                // '' for a stored quota: the script reads the algorithm from the config.
+                args.push(
+                    limiter
+                        .quota
+                        .map_or_else(String::new, |quota| quota.algorithm().script_name().to_owned()),
+                );
+            }
             keys.push(limiter.state_key(request.id));
+            args.push(request.permits.to_string());
+            args.extend(match limiter.quota {
+                Some(quota) => [
+                    quota.limit().to_string(),
+                    quota.interval_ms().to_string(),
+                    quota.rate().to_string(),
+                ],
+                None => [String::new(), String::new(), String::new()],
+            });
             // A grant logged as zset members (concurrency, sliding log; maybe a stored quota) needs a fresh id to
             // name them; a concurrency grant also hands it back in its lease.
             let names_grant =
                 operation == Operation::Limit && limiter.quota.is_none_or(|quota| quota.algorithm().names_grants());
-            let lease = if names_grant {
+            args.push(if names_grant {
                 Lease::fresh(request.permits).id_text()
             } else {
                 String::new()
-            };
-            let quota_args = match limiter.quota {
-                Some(quota) => [
-                    quota.algorithm().script_name().to_owned(),
-                    request.permits.to_string(),
-                    quota.limit().to_string(),
-                    quota.interval_ms().to_string(),
-                    quota.rate().to_string(),
-                    lease,
-                ],
-                None => [
-                    String::new(),
-                    request.permits.to_string(),
-                    String::new(),
-                    String::new(),
-                    String::new(),
-                    lease,
-                ],
-            };
-            args.extend(quota_args);
+            });
         }
-        let script = match (requests, first.limiter.quota) {
-            ([_], Some(quota)) => {
-                // The single-limit script knows its algorithm and reads no config: no config key, no name.
-                keys.remove(0);
-                args.remove(0);
-                scripts::for_one(quota.algorithm())
-            }
-            _ => &scripts::ALL,
-        };
         Ok(Batch {
             operation,
             requests: requests.to_vec(),
