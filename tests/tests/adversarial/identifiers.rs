@@ -1,1 +1,1 @@
-//! See `tests/tests/adversarial.rs`.
+//! See `tests/tests/adversarial/main.rs`.
