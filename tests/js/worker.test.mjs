@@ -254,7 +254,7 @@ test("store unreachable or slow: fail-open rules proxy, fail-closed rules answer
       assert.equal((await closed.json()).detail, 'rule "closed" could not reach its rate-limit store and fails closed; try again shortly');
     }
     await eventually(() => down.logs.join("").includes('"rule":"closed"'), () => down.logs.join(""));
-    assert.match(down.logs.join(""), /"edgelimit":"store failure","rule":"open".*"reason":"error","status":200,"error":"could not reach the REST endpoint at http:\/\/127\.0\.0\.1:1: .*","code":"EDGELIMIT_TRANSPORT"/);
+    assert.match(down.logs.join(""), /"edgelimit":"store unavailable","rule":"open".*"reason":"error","status":200,"error":"could not reach the REST endpoint at http:\/\/127\.0\.0\.1:1: .*","code":"EDGELIMIT_TRANSPORT"/);
     await eventually(() => slow.logs.join("").includes('"reason":"timeout"'), () => slow.logs.join(""));
     assert.match(slow.logs.join(""), /"rule":"closed".*"reason":"timeout".*no reply from the REST endpoint within 300 ms/);
   } finally {
