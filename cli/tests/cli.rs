@@ -327,6 +327,7 @@ fn the_bridge_warns_at_start_up_when_redis_evicts_keys() {
         .unwrap();
     let warning = BufReader::new(bridge.stderr.take().unwrap()).lines().next();
     let _ = bridge.kill();
+    bridge.wait().unwrap();
     let warning = warning.unwrap().unwrap();
     assert!(
         warning.starts_with("edgelimit bridge: WARNING: maxmemory-policy is \"volatile-lru\"")
