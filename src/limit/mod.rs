@@ -29,9 +29,9 @@
 //! # Ok(()) }
 //! ```
 
-mod lease;
 pub mod model;
 mod quota;
+mod receipt;
 pub mod scripts;
 pub(crate) mod slot;
 pub mod state;
@@ -39,8 +39,8 @@ pub mod state;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-pub use self::lease::Lease;
 pub use self::quota::{Algorithm, Quota};
+pub use self::receipt::{Lease, Receipt};
 pub use self::slot::hash_slot;
 pub use self::state::{state_all, HeldGrant, LimitState, StateDetail};
 use crate::decision::Decision;
@@ -131,8 +131,8 @@ impl Limiter {
         }
     }
 
-    /// Takes `permits` for `id` if the limit allows it now. A granted concurrency request carries its
-    /// [`Lease`] in [`Decision::lease`].
+    /// Takes `permits` for `id` if the limit allows it now. A granted request carries its [`Receipt`] in
+    /// [`Decision::receipt`] (for a concurrency limit, the lease to release).
     pub async fn limit(&self, id: &str, permits: u32) -> Result<Decision> {
         Ok(single(limit_all(&[self.request(id, permits)]).await?))
     }
@@ -162,20 +162,26 @@ impl Limiter {
         Ok(single(peek_all(&[self.request(id, permits)]).await?))
     }
 
-    /// Gives `permits` back to `id` (never above the limit), e.g. when the request they paid for failed; a sliding
-    /// log gives back its newest grants. The decision shows what is left after the refund. For a concurrency limit
-    /// use [`release`](Limiter::release).
-    pub async fn refund(&self, id: &str, permits: u32) -> Result<Decision> {
-        let reply = Batch::refund(self.request(id, permits), None)?.run().await?;
+    /// Gives back the grant `receipt` names (from [`Decision::receipt`]), e.g. when the request it paid for failed:
+    /// exactly what that grant took and the algorithm's rule still allows (see [`Receipt`]), never more, never above
+    /// the limit. The decision's `success` says whether anything was given back (false when the grant's permits have
+    /// freed, refilled or left the counted windows, or the lease was released); `remaining` and `reset` are the
+    /// standing after. A receipt of another form, of more permits than the limit or from the server clock's future
+    /// is [`Error::InvalidArgument`] (from the script), and nothing is written.
+    ///
+    /// Runs once: it is never sent again after a timeout or an I/O error (it may have run), so a failed refund gives
+    /// back nothing twice, at worst nothing at all (under-admission until the grant frees).
+    pub async fn refund(&self, id: &str, receipt: &Receipt) -> Result<Decision> {
+        let reply = Batch::refund(self.request(id, receipt.permits()), receipt)?
+            .run()
+            .await?;
         Ok(single(reply))
     }
 
-    /// Releases a concurrency lease. Returns `false` if it was not held any more (released before, or expired).
+    /// Releases a concurrency lease: [`refund`](Limiter::refund) of its receipt. Returns `false` if it was not held
+    /// any more (released before, or expired).
     pub async fn release(&self, id: &str, lease: &Lease) -> Result<bool> {
-        let reply = Batch::refund(self.request(id, lease.permits), Some(*lease))?
-            .run()
-            .await?;
-        Ok(reply.success)
+        Ok(self.refund(id, lease).await?.success)
     }
 
     /// Forgets `id`'s state: its limit is whole again. Returns whether there was any.
@@ -191,7 +197,10 @@ impl Limiter {
     }
 
     /// Stores `quota` as this limiter's config in Redis; limiters built with [`Limiter::stored`] use it from their
-    /// next decision on. State is kept: a fixed-window count stays counted under the new limit.
+    /// next decision on. State is kept while the algorithm stays (a fixed-window count stays counted under the new
+    /// limit, a bucket keeps its debt); a new algorithm starts fresh, since the old state means nothing to it (each
+    /// string state is tagged with its algorithm, and a permit log found under a string algorithm, or a string
+    /// under a log, is dropped), except between concurrency and the sliding log, which keep the same permit log.
     pub async fn store_quota(&self, quota: Quota) -> Result<()> {
         let command = Command::new("HSET").arg(self.config_key()).args([
             "algorithm".to_owned(),
@@ -284,23 +293,38 @@ pub async fn peek_all(requests: &[LimitRequest<'_>]) -> Result<Decisions> {
     Batch::new(Operation::Peek, requests)?.run().await
 }
 
-/// [`limit_all`] for limits whose keys live in different Redis Cluster slots, still in one round trip.
+/// [`limit_all`] for limits whose keys live in different Redis Cluster slots, still in one round trip when the
+/// request is admitted.
 ///
 /// The requests are grouped by hash slot and each group is decided by its own script, all in one pipeline. Each
-/// group is all-or-nothing; across groups, if one denies while others grant, the grants are given back (refunded, or
-/// their leases released) in a second round trip. Between the two round trips another request may see those permits
-/// as taken and be denied: this errs toward under-admission, never over-admission. `Decisions::success` is false in
-/// that case, as with [`limit_all`].
-pub async fn limit_all_across_slots(requests: &[LimitRequest<'_>]) -> Result<Decisions> {
+/// group is all-or-nothing; across groups, if one denies (or its reply is an error) while others grant, those grants
+/// are given back exactly, each by its receipt, in a second round trip (none when nothing was granted). Between the
+/// two round trips another request may see those permits as taken and be denied: this errs toward under-admission,
+/// never over-admission. A denial stays a denial whatever becomes of the give-back (see [`AcrossSlots`]).
+pub async fn limit_all_across_slots(requests: &[LimitRequest<'_>]) -> Result<AcrossSlots> {
+    let first = requests
+        .first()
+        .ok_or_else(|| Error::InvalidArgument("no limits to decide: pass at least one request".into()))?;
     let mut groups: BTreeMap<u16, Vec<usize>> = BTreeMap::new();
     for (i, request) in requests.iter().enumerate() {
+        if request.limiter.now_ms != first.limiter.now_ms {
+            return Err(Error::InvalidArgument(
+                "limits decided together must all use the server's clock or the same explicit time".into(),
+            ));
+        }
         groups
             .entry(hash_slot(&request.limiter.config_key()))
             .or_default()
             .push(i);
     }
     if groups.len() <= 1 {
-        return limit_all(requests).await;
+        let decided = limit_all(requests).await?;
+        return Ok(AcrossSlots {
+            success: decided.success,
+            decisions: decided.decisions.into_iter().map(Some).collect(),
+            failed: Vec::new(),
+            give_back: GiveBack::NotNeeded,
+        });
     }
     let batches = groups
         .values()
@@ -309,48 +333,146 @@ pub async fn limit_all_across_slots(requests: &[LimitRequest<'_>]) -> Result<Dec
             Batch::new(Operation::Limit, &group)
         })
         .collect::<Result<Vec<_>>>()?;
-    let client = &requests[0].limiter.client;
+    let client = &first.limiter.client;
+    // If this round trip fails as a whole (a timeout, the store down), nothing is known of what ran: groups that
+    // granted keep their permits until they free (under-admission), and nothing is sent again.
     let replies = Script::run_many(client, &batches.iter().map(Batch::call).collect::<Vec<_>>()).await?;
-    let mut decided = Vec::with_capacity(batches.len());
-    for (batch, reply) in batches.iter().zip(replies) {
-        decided.push(batch.decode(reply?)?);
-    }
-    let success = decided.iter().all(|group| group.success);
-    if !success {
-        give_back(client, &batches, &mut decided).await?;
-    }
-    let mut decisions = vec![None; requests.len()];
-    for (members, group) in groups.values().zip(decided) {
-        for (&i, decision) in members.iter().zip(group.decisions) {
-            decisions[i] = Some(decision);
-        }
-    }
-    Ok(Decisions {
-        success,
-        decisions: decisions.into_iter().flatten().collect(),
-    })
-}
-
-/// Refunds the groups that granted, in one pipeline, and reports their standing after the refund.
-async fn give_back(client: &RestClient, batches: &[Batch<'_>], decided: &mut [Decisions]) -> Result<()> {
-    let mut refunds = Vec::new();
-    for (index, (batch, group)) in batches.iter().zip(decided.iter()).enumerate() {
-        if group.success {
-            for (member, decision) in group.decisions.iter().enumerate() {
-                let refund = Batch::refund(batch.requests[member], decision.lease)?;
-                refunds.push((index, member, refund));
+    let mut decided = AcrossSlots {
+        success: true,
+        decisions: vec![None; requests.len()],
+        failed: Vec::new(),
+        give_back: GiveBack::NotNeeded,
+    };
+    for ((members, batch), reply) in groups.into_values().zip(&batches).zip(replies) {
+        match reply.and_then(|value| batch.decode(value)) {
+            Ok(group) => {
+                decided.success &= group.success;
+                for (&i, decision) in members.iter().zip(group.decisions) {
+                    decided.decisions[i] = Some(decision);
+                }
+            }
+            Err(error) => {
+                decided.success = false;
+                decided.failed.push(FailedGroup {
+                    requests: members,
+                    error,
+                });
             }
         }
     }
-    let calls: Vec<ScriptCall> = refunds.iter().map(|(_, _, refund)| refund.call()).collect();
-    for ((index, member, refund), reply) in refunds.iter().zip(Script::run_many(client, &calls).await?) {
-        let after = single(refund.decode(reply?)?);
-        let decision = &mut decided[*index].decisions[*member];
-        decision.remaining = after.remaining;
-        decision.reset = after.reset;
-        decision.lease = None;
+    if !decided.success {
+        decided.give_back = give_back(requests, &mut decided.decisions).await;
     }
-    Ok(())
+    Ok(decided)
+}
+
+/// What [`limit_all_across_slots`] decided. The request is admitted only when `success` is true; otherwise it is not,
+/// whatever `failed` and `give_back` say: a group's denial is a denial even if the give-back failed, and a group
+/// whose reply was an error admitted nothing the caller may use (its grants, if any, were given back).
+#[derive(Debug)]
+pub struct AcrossSlots {
+    /// True when every group granted (nothing was given back).
+    pub success: bool,
+    /// One per request, in order; `None` for the requests of a group whose reply was an error. Each one's `success`
+    /// says whether *that* limit allowed the request; a grant given back has no receipt any more and shows the
+    /// standing after the give-back.
+    pub decisions: Vec<Option<Decision>>,
+    /// The groups whose reply was an error (a partial failure when other groups decided).
+    pub failed: Vec<FailedGroup>,
+    /// What became of the grants of the groups that granted, when the request was not admitted.
+    pub give_back: GiveBack,
+}
+
+impl AcrossSlots {
+    /// True when a limit that decided denied the request: a known denial, to answer as one (with
+    /// [`retry_after`](AcrossSlots::retry_after)) even when another group failed.
+    pub fn denied(&self) -> bool {
+        self.decisions.iter().flatten().any(|decision| !decision.success)
+    }
+
+    /// Milliseconds until every denying limit that decided would allow the request (0 when none denies).
+    pub fn retry_after(&self) -> u64 {
+        self.decisions
+            .iter()
+            .flatten()
+            .map(|d| d.retry_after)
+            .max()
+            .unwrap_or(0)
+    }
+}
+
+/// A group of [`limit_all_across_slots`] whose reply was an error.
+#[derive(Debug)]
+pub struct FailedGroup {
+    /// The indexes of its requests, in the order they were given.
+    pub requests: Vec<usize>,
+    /// What its reply was.
+    pub error: Error,
+}
+
+/// What became of the grants [`limit_all_across_slots`] had to give back.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum GiveBack {
+    /// Nothing to give back: the request was admitted, or no group granted.
+    NotNeeded,
+    /// Every grant was given back by its receipt.
+    Done,
+    /// Some grants may not have been given back (the first failure is here). Never retried, since a refund that
+    /// timed out may have run: those grants keep their permits until they free (a window ends, the bucket refills,
+    /// a lease expires). Under-admission, never over-admission.
+    Failed(Error),
+}
+
+/// Gives back several grants in one round trip, each by its receipt under its request's limiter and identifier (the
+/// request's permits are ignored: the receipt's count), as [`Limiter::refund`] does for one. One result per refund,
+/// in order: each refund is its own script call, so one can fail while others give back. Sent once: after a timeout
+/// or an I/O error (the `Err` of the whole) nothing is sent again, since the refunds may have run.
+pub async fn refund_all(refunds: &[(LimitRequest<'_>, Receipt)]) -> Result<Vec<Result<Decision>>> {
+    let Some((first, _)) = refunds.first() else {
+        return Ok(Vec::new());
+    };
+    let batches = (refunds.iter())
+        .map(|(request, receipt)| Batch::refund(*request, receipt))
+        .collect::<Result<Vec<_>>>()?;
+    let calls: Vec<ScriptCall> = batches.iter().map(Batch::call).collect();
+    let replies = Script::run_many(&first.limiter.client, &calls).await?;
+    Ok((batches.iter().zip(replies))
+        .map(|(batch, reply)| reply.and_then(|value| batch.decode(value)).map(single))
+        .collect())
+}
+
+/// Gives back every grant among `decisions` by its receipt, in one pipeline (none when there is no grant); a decision
+/// given back loses its receipt and shows the standing after the refund. Sent once: after an I/O error or a timeout
+/// the refunds may have run, and a refund run twice would give back twice. If it never runs, the grants keep their
+/// permits until they free: under-admission until then.
+async fn give_back(requests: &[LimitRequest<'_>], decisions: &mut [Option<Decision>]) -> GiveBack {
+    let granted: Vec<(usize, Receipt)> = (decisions.iter().enumerate())
+        .filter_map(|(i, decision)| Some((i, (*decision)?.receipt?)))
+        .collect();
+    if granted.is_empty() {
+        return GiveBack::NotNeeded;
+    }
+    let refunds: Vec<(LimitRequest, Receipt)> = granted.iter().map(|&(i, receipt)| (requests[i], receipt)).collect();
+    let afters = match refund_all(&refunds).await {
+        Ok(afters) => afters,
+        Err(error) => return GiveBack::Failed(error),
+    };
+    let mut outcome = GiveBack::Done;
+    for ((i, _), after) in granted.into_iter().zip(afters) {
+        match after {
+            Ok(after) => {
+                if let Some(decision) = &mut decisions[i] {
+                    decision.remaining = after.remaining;
+                    decision.reset = after.reset;
+                    decision.receipt = None;
+                }
+            }
+            Err(error) if matches!(outcome, GiveBack::Done) => outcome = GiveBack::Failed(error),
+            Err(_) => {}
+        }
+    }
+    outcome
 }
 
 fn single(decisions: Decisions) -> Decision {
@@ -382,7 +504,7 @@ impl Operation {
     }
 }
 
-/// Entries per decision in the driver's flat reply: status, limit, remaining, reset, retry_after, lease.
+/// Entries per decision in the driver's flat reply: status, limit, remaining, reset, retry_after, receipt.
 const REPLY_FIELDS: usize = 6;
 
 /// One script call deciding some requests: its keys and arguments. One request with its quota in code runs its
@@ -393,7 +515,7 @@ struct Batch<'a> {
     requests: Vec<LimitRequest<'a>>,
     script: &'static Script,
     keys: Vec<String>,
-    /// ARGV from index 2 on; the lease (or lease token) is each request's last.
+    /// ARGV from index 2 on; the grant id or receipt (or '') is each request's last.
     args: Vec<String>,
 }
 
@@ -443,11 +565,11 @@ impl<'a> Batch<'a> {
                 None => [String::new(), String::new(), String::new()],
             });
             // A grant logged as zset members (concurrency, sliding log; maybe a stored quota) needs a fresh id to
-            // name them; a concurrency grant also hands it back in its lease.
+            // name them, which its receipt then carries.
             let names_grant =
                 operation == Operation::Limit && limiter.quota.is_none_or(|quota| quota.algorithm().names_grants());
             args.push(if names_grant {
-                Lease::fresh(request.permits).id_text()
+                receipt::fresh_grant_id()
             } else {
                 String::new()
             });
@@ -461,13 +583,16 @@ impl<'a> Batch<'a> {
         })
     }
 
-    /// A refund of one request; for a concurrency limit, the release of its `lease`.
-    fn refund(request: LimitRequest<'a>, lease: Option<Lease>) -> Result<Batch<'a>> {
+    /// The refund of the grant `receipt` names, under `request`'s limiter and identifier (its permits: the
+    /// receipt's).
+    fn refund(request: LimitRequest<'a>, receipt: &Receipt) -> Result<Batch<'a>> {
+        let request = LimitRequest {
+            permits: receipt.permits(),
+            ..request
+        };
         let mut batch = Batch::new(Operation::Refund, &[request])?;
-        if let Some(lease) = lease {
-            // The request's last argument: the lease token to release (see lua/limits/prelude.lua).
-            *batch.args.last_mut().expect("a request has arguments") = lease.to_string();
-        }
+        // The request's last argument: the receipt (see lua/limits/prelude.lua).
+        *batch.args.last_mut().expect("a request has arguments") = receipt.to_string();
         Ok(batch)
     }
 
@@ -510,10 +635,11 @@ impl<'a> Batch<'a> {
         let mut entries = entries.into_iter();
         for request in &self.requests {
             let fields: Vec<Value> = entries.by_ref().take(REPLY_FIELDS).collect();
-            let [status, limit, remaining, reset, retry_after, lease] = <[Value; REPLY_FIELDS]>::try_from(fields)
+            let [status, limit, remaining, reset, retry_after, receipt] = <[Value; REPLY_FIELDS]>::try_from(fields)
                 .map_err(|fields| Error::malformed(format!("{REPLY_FIELDS} entries per decision"), fields.len()))?;
             let limit = limit.into_u64()?;
-            let allowed = match status.into_string()?.as_str() {
+            let status_word = status.into_string()?;
+            let allowed = match status_word.as_str() {
                 "granted" | "refunded" => true,
                 "allowed" | "not_held" => {
                     success = false;
@@ -536,13 +662,16 @@ impl<'a> Batch<'a> {
                 }
                 other => return Err(Error::malformed("a known limit status", other)),
             };
-            let lease = match lease.into_string()?.as_str() {
-                "" => None,
-                token => Some(
-                    token
-                        .parse::<Lease>()
-                        .map_err(|_| Error::malformed("a lease token", token))?,
+            // A grant, and only a grant, has a receipt, of the permits asked.
+            let receipt = match (status_word == "granted", receipt.into_string()?) {
+                (false, text) if text.is_empty() => None,
+                (true, text) => Some(
+                    text.parse::<Receipt>()
+                        .ok()
+                        .filter(|receipt| receipt.permits() == request.permits)
+                        .ok_or_else(|| Error::malformed("the grant's receipt, of the permits asked", text))?,
                 ),
+                (false, text) => return Err(Error::malformed("no receipt but a grant's", text)),
             };
             decisions.push(Decision {
                 success: allowed,
@@ -550,7 +679,7 @@ impl<'a> Batch<'a> {
                 remaining: remaining.into_u64()?,
                 reset: reset.into_u64()?,
                 retry_after: retry_after.into_u64()?,
-                lease,
+                receipt,
             });
         }
         if self.operation == Operation::Peek {
