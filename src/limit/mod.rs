@@ -374,8 +374,9 @@ pub struct AcrossSlots {
     /// True when every group granted (nothing was given back).
     pub success: bool,
     /// One per request, in order; `None` for the requests of a group whose reply was an error. Each one's `success`
-    /// says whether *that* limit allowed the request; a grant given back has no receipt any more and shows the
-    /// standing after the give-back.
+    /// says whether *that* limit allowed the request. After a give-back, a grant shows the standing after its refund
+    /// and has no receipt if the refund gave it back; it keeps its receipt if its refund found nothing to give back
+    /// (its window had passed, its tokens refilled, its lease expired: spent where the receipt says).
     pub decisions: Vec<Option<Decision>>,
     /// The groups whose reply was an error (a partial failure when other groups decided).
     pub failed: Vec<FailedGroup>,
@@ -443,7 +444,7 @@ pub async fn refund_all(refunds: &[(LimitRequest<'_>, Receipt)]) -> Result<Vec<R
 }
 
 /// Gives back every grant among `decisions` by its receipt, in one pipeline (none when there is no grant); a decision
-/// given back loses its receipt and shows the standing after the refund. Sent once: after an I/O error or a timeout
+/// shows the standing after its refund, and loses its receipt if the refund gave it back. Sent once: after an I/O error or a timeout
 /// the refunds may have run, and a refund run twice would give back twice. If it never runs, the grants keep their
 /// permits until they free: under-admission until then.
 async fn give_back(requests: &[LimitRequest<'_>], decisions: &mut [Option<Decision>]) -> GiveBack {
@@ -465,7 +466,9 @@ async fn give_back(requests: &[LimitRequest<'_>], decisions: &mut [Option<Decisi
                 if let Some(decision) = &mut decisions[i] {
                     decision.remaining = after.remaining;
                     decision.reset = after.reset;
-                    decision.receipt = None;
+                    // Given back: nothing left to hold. A grant that gave nothing back (its window passed, its
+                    // tokens refilled, its lease expired) keeps its receipt: it was spent where it says.
+                    decision.receipt = decision.receipt.filter(|_| !after.success);
                 }
             }
             Err(error) if matches!(outcome, GiveBack::Done) => outcome = GiveBack::Failed(error),

@@ -241,7 +241,10 @@ fn untagged(algorithm: Algorithm, text: &str) -> Result<&str> {
         Some(_) => Ok(""),
         None if text.is_empty() => Ok(""),
         None => {
-            let (_, tag, layout) = TAGS.iter().find(|(tagged, _, _)| *tagged == algorithm).expect("a string state");
+            let (_, tag, layout) = TAGS
+                .iter()
+                .find(|(tagged, _, _)| *tagged == algorithm)
+                .expect("a string state");
             Err(Error::malformed(format!("a stored state {tag}{layout}"), text))
         }
     }
