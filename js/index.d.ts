@@ -117,7 +117,10 @@ export interface Decision {
 
 /** What {@link Ratelimit.refund} answers. */
 export interface RefundResult {
-  /** Whether every limit gave something back (false for one whose grant had already freed, refilled or left the windows that count). */
+  /**
+   * Whether every limit gave something back (false for one whose grant had already freed, refilled or left the
+   * windows that count).
+   */
   success: boolean;
   /** Each limit's standing after its refund, in order (`success`: whether that limit gave anything back). */
   results: Decision[];

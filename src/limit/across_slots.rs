@@ -141,9 +141,9 @@ pub enum GiveBack {
 }
 
 /// Gives back every grant among `decisions` by its receipt, in one pipeline (none when there is no grant); a decision
-/// shows the standing after its refund, and loses its receipt if the refund gave it back. Sent once: after an I/O error or a timeout
-/// the refunds may have run, and a refund run twice would give back twice. If it never runs, the grants keep their
-/// permits until they free: under-admission until then.
+/// shows the standing after its refund, and loses its receipt if the refund gave it back. Sent once: after an I/O
+/// error or a timeout the refunds may have run, and a refund run twice would give back twice. If it never runs, the
+/// grants keep their permits until they free: under-admission until then.
 async fn give_back(requests: &[LimitRequest<'_>], decisions: &mut [Option<Decision>]) -> GiveBack {
     let granted: Vec<(usize, Receipt)> = (decisions.iter().enumerate())
         .filter_map(|(i, decision)| Some((i, (*decision)?.receipt?)))
