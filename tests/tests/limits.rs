@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use edgelimit::limit::{self, scripts, Algorithm, GiveBack, Limiter, Quota, Receipt};
+use edgelimit::ratelimit::{Limit, Options, Ratelimit};
 use edgelimit::script::Script;
 use edgelimit::{Command, Decision, Error, Value};
 use edgelimit_tests::Stack;
@@ -407,6 +408,31 @@ async fn refunds_give_back_but_never_above_the_limit() {
             "{quota}: a whole limit keeps no state"
         );
     }
+}
+
+#[tokio::test]
+async fn a_ratelimit_refunds_a_grant_with_one_receipt_per_limit() {
+    let stack = Stack::start().await;
+    let limits = [
+        Limit::new(Quota::gcra(4, 1, Duration::from_secs(3600)).unwrap()),
+        Limit::new(Quota::sliding_log(3, Duration::from_secs(3600)).unwrap()),
+    ];
+    let ratelimit = Ratelimit::new(stack.client(), &limits, Options::default()).unwrap();
+    let granted = ratelimit.limit("id", 2).await.unwrap();
+    assert!(granted.decision.success);
+    assert_eq!(
+        granted.decision.receipt, None,
+        "one receipt cannot give back two limits' grants"
+    );
+    let receipts: Vec<Receipt> = granted.limits.iter().map(|d| d.receipt.unwrap()).collect();
+    let wrong = ratelimit.refund("id", &receipts[..1]).await.unwrap_err();
+    assert_eq!(wrong.code(), "EDGELIMIT_INVALID_ARGUMENT");
+    let refunded = ratelimit.refund("id", &receipts).await.unwrap();
+    let after: Vec<(bool, u64)> = refunded.iter().map(|d| (d.success, d.remaining)).collect();
+    assert_eq!(after, [(true, 4), (true, 3)]);
+    let single = Ratelimit::new(stack.client(), &limits[..1], Options::default()).unwrap();
+    let one = single.limit("other", 1).await.unwrap();
+    assert_eq!(one.decision.receipt, Some(one.limits[0].receipt.unwrap()));
 }
 
 #[tokio::test]
