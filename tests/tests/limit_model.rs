@@ -6,8 +6,9 @@
 //!   the model and through the scripts at the same explicit times, for one limit and for several decided together;
 //!   every decision, receipt and refund must be identical.
 //! - From each algorithm's *definition*, not from the model (which once shared the scripts' refund bug): random
-//!   schedules of grants and refunds by receipt, on the model and on real Redis, and the grants not refunded checked
-//!   against the definition's bound over the times the decisions return (see [`definition_excess`]).
+//!   schedules of grants and refunds by receipt, on the model and on real Redis, and of decisions across Cluster
+//!   slots with their give-backs, and the grants kept checked against the definition's bound over the times the
+//!   decisions return (see [`definition_excess`]).
 //!
 //! Failing cases are saved in `limit_model.regressions` next to this file and replayed first on every run; it is
 //! committed. `PROPTEST_CASES` sets the number of cases (default 256 for the model, 96 per differential test).
@@ -417,6 +418,41 @@ fn grants_not_refunded_keep_each_algorithms_definition_on_real_redis() {
         }
         if let Some(excess) = definition_excess(quota, &grants) {
             prop_assert!(false, "{:?}: {} (grants {:?})", quota, excess, grants);
+        }
+        Ok(())
+    });
+}
+
+#[test]
+fn across_slots_grants_kept_keep_each_algorithms_definition_on_real_redis() {
+    // Two limits (in two slots, unless their names hash alike) decided across slots at explicit times: when one
+    // denies, the other's grant is given back by its receipt. The grants each limit kept must keep its definition.
+    let strategy = (any_quota(), any_quota(), 0u64..10_000).prop_flat_map(|(a, b, offset)| {
+        let steps = prop::collection::vec((advance(), 1..=a.limit().min(b.limit())), 1..60);
+        (Just([a, b]), Just(offset), steps)
+    });
+    check_on_redis(strategy, async |stack, (quotas, offset, schedule)| {
+        let limiters = quotas.map(|quota| Limiter::new(stack.client(), &fresh_name(), quota).unwrap());
+        let mut grants: [Vec<Grant>; 2] = Default::default();
+        let mut now = T0 + offset;
+        for (step, (advance, permits)) in schedule.into_iter().enumerate() {
+            now += advance;
+            let timed = limiters.clone().map(|limiter| limiter.at(now));
+            let requests = [timed[0].request("id", permits), timed[1].request("id", permits)];
+            let outcome = limit::limit_all_across_slots(&requests).await.unwrap();
+            prop_assert!(outcome.failed.is_empty() && !matches!(outcome.give_back, limit::GiveBack::Failed(_)));
+            for (i, decision) in outcome.decisions.iter().enumerate() {
+                let decision = decision.ok_or_else(|| TestCaseError::fail("a decision per limit"))?;
+                // Kept: granted and not given back (a grant given back has no receipt left).
+                if let Some(receipt) = decision.receipt.filter(|_| decision.success) {
+                    grants[i].push(Grant::new(quotas[i], receipt, now, step));
+                }
+            }
+        }
+        for (quota, grants) in quotas.iter().zip(&grants) {
+            if let Some(excess) = definition_excess(*quota, grants) {
+                prop_assert!(false, "{:?}: {} (grants {:?})", quota, excess, grants);
+            }
         }
         Ok(())
     });
