@@ -110,6 +110,24 @@ export interface Decision {
   reset: number;
   /** Milliseconds until this request could succeed: exact, not an estimate; 0 when allowed. */
   retryAfter: number;
+  /**
+   * The grant's receipt, when this limit granted: `"<permits>:<mark>"`, what {@link Ratelimit.refund} takes to give
+   * exactly this grant back. The mark names the grant: its time (token bucket, GCRA), its window (fixed and sliding
+   * window), its id (sliding log). Absent when nothing was granted. On a {@link RatelimitResponse} deciding several
+   * limits it is absent: each limit's is in its `results` entry.
+   */
+  receipt?: string;
+}
+
+/** What {@link Ratelimit.refund} answers. */
+export interface RefundResult {
+  /**
+   * Whether every limit gave something back (false for one whose grant had already freed, refilled or left the
+   * windows that count).
+   */
+  success: boolean;
+  /** Each limit's standing after its refund, in order (`success`: whether that limit gave anything back). */
+  results: Decision[];
 }
 
 /** What `limit` answers. Denied is a result with `success: false`, never a rejection. */
@@ -242,6 +260,25 @@ export declare class Ratelimit {
    * with the last result: allowed, denied when the time ran out, or the `onError` answer as soon as the store fails.
    */
   blockUntilReady(identifier: string, timeout: number, options?: LimitOptions): Promise<RatelimitResponse>;
+
+  /**
+   * Gives back a grant, e.g. when the work it paid for failed: exactly what that grant took and its limit's rule
+   * still allows, never more: a token bucket or GCRA the part that has not refilled since the grant, a fixed window
+   * the permits while the grant's window is current, a sliding window while it is current or the previous one, a
+   * sliding log the grant while it is in the window. Sent once: never retried after a timeout. A receipt is good
+   * for one refund.
+   * @param receipt The response's `receipt` (one limit), or every `results[i].receipt`, one per limit, in order.
+   * @param limiters The limiters `limitAll` was given, when the grant came from `limitAll`.
+   * @throws {@link EdgelimitError} for a receipt no grant of the limit returned, before anything is written:
+   * `EDGELIMIT_INVALID_ARGUMENT` for a malformed one (no round trip); the script's argument error for more permits
+   * than the limit or a time or window after the server's clock.
+   * @example
+   * ```ts
+   * const result = await ratelimit.limit(ip);
+   * if (result.success && !(await work())) await ratelimit.refund(ip, result.receipt!);
+   * ```
+   */
+  refund(identifier: string, receipt: string | string[], limiters?: Limiter[]): Promise<RefundResult>;
 
   /** What is left for `identifier` now, taking nothing: the limit with the fewest permits left. */
   getRemaining(identifier: string): Promise<{ remaining: number; reset: number; limit: number }>;

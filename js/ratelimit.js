@@ -55,6 +55,10 @@ export class Ratelimit {
     return this.#core.blockUntilReady(identifier, timeout, options);
   }
 
+  refund(identifier, receipt, limiters) {
+    return this.#core.refund(identifier, receipt, limiters);
+  }
+
   getRemaining(identifier) {
     return this.#core.getRemaining(identifier);
   }

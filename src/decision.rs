@@ -3,7 +3,7 @@
 //! Being denied is not an error. It is a [`Decision`] with `success == false` and the exact time to wait.
 
 use crate::error::Result;
-use crate::limit::Lease;
+use crate::limit::Receipt;
 use crate::value::Value;
 
 /// What a limiter decided for one request, in the shape every algorithm returns.
@@ -20,8 +20,10 @@ pub struct Decision {
     pub reset: u64,
     /// Milliseconds until this request could succeed; 0 when it did.
     pub retry_after: u64,
-    /// For a granted concurrency request, the lease to release; `None` otherwise.
-    pub lease: Option<Lease>,
+    /// For a granted request, its receipt: what [`Limiter::refund`](crate::Limiter::refund) takes to give exactly
+    /// this grant back (for a concurrency limit, the lease to release). `None` when nothing was granted (or the
+    /// grant was given back already).
+    pub receipt: Option<Receipt>,
 }
 
 /// The status word a script put first in its reply, with the four numbers that follow it.
@@ -50,7 +52,7 @@ impl ScriptReply {
             remaining,
             reset,
             retry_after,
-            lease: None,
+            receipt: None,
         }
     }
 }
@@ -82,7 +84,7 @@ mod tests {
                 remaining: 0,
                 reset: 1_700_000_001_000,
                 retry_after: 420,
-                lease: None,
+                receipt: None,
             }
         );
     }

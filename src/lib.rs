@@ -56,7 +56,7 @@ mod wasm;
 pub use decision::Decision;
 pub use duration::parse_duration;
 pub use error::{Error, Result};
-pub use limit::{Algorithm, Decisions, Lease, Limiter, Quota};
+pub use limit::{Algorithm, Decisions, Lease, Limiter, Quota, Receipt};
 pub use rest::{Command, RestClient};
 pub use script::Script;
 pub use sliding_log::{Mode, Rate, RateConfig, RateLimiter};

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use clap::Args;
-use edgelimit::limit::{Algorithm, Lease, Limiter, Quota};
+use edgelimit::limit::{Algorithm, Limiter, Quota, Receipt};
 use edgelimit::RestClient;
 use serde_json::{json, Value as Json};
 
@@ -86,8 +86,8 @@ impl AlgorithmArgs {
 
 fn decided(decision: &edgelimit::Decision) -> Outcome {
     let mut output = decision_json(decision);
-    if let Some(lease) = decision.lease {
-        output["lease"] = json!(lease.to_string());
+    if let Some(receipt) = decision.receipt {
+        output["receipt"] = json!(receipt.to_string());
     }
     Outcome {
         exit_code: if decision.success { 0 } else { 1 },
@@ -95,7 +95,7 @@ fn decided(decision: &edgelimit::Decision) -> Outcome {
     }
 }
 
-/// `edgelimit acquire --algorithm …`: exit 0 granted (a concurrency grant prints its lease), 1 denied.
+/// `edgelimit acquire --algorithm …`: exit 0 granted (printing its receipt, for `release --receipt`), 1 denied.
 pub async fn acquire(
     limiter: &Limiter,
     id: &str,
@@ -118,20 +118,22 @@ pub async fn permits(limiter: &Limiter, id: &str) -> edgelimit::Result<Outcome> 
     })
 }
 
-/// `edgelimit release --algorithm …`: refund permits, or release a concurrency `--lease`. Exit 1 when the lease was
-/// not held any more.
-pub async fn release(limiter: &Limiter, id: &str, permits: u32, lease: Option<&str>) -> edgelimit::Result<Outcome> {
-    if let Some(lease) = lease {
-        let released = limiter.release(id, &lease.parse::<Lease>()?).await?;
-        return Ok(Outcome {
-            exit_code: if released { 0 } else { 1 },
-            output: json!({ "released": released }),
-        });
-    }
-    let decision = limiter.refund(id, permits).await?;
+/// `edgelimit release --algorithm … --receipt R`: give back the grant whose receipt acquire printed (a concurrency
+/// lease: release it). Exit 1 when nothing was given back (the grant's permits had freed, refilled or left the
+/// counted windows, or the lease was released). Sent once, never again after a timeout.
+pub async fn release(limiter: &Limiter, id: &str, receipt: Option<&str>) -> edgelimit::Result<Outcome> {
+    let receipt: Receipt = receipt
+        .ok_or_else(|| {
+            edgelimit::Error::InvalidArgument(
+                "release --algorithm … needs --receipt, as acquire printed it: a refund names the grant it gives back"
+                    .into(),
+            )
+        })?
+        .parse()?;
+    let decision = limiter.refund(id, &receipt).await?;
     Ok(Outcome {
-        exit_code: 0,
-        output: json!({ "refunded": permits, "available": decision.remaining }),
+        exit_code: if decision.success { 0 } else { 1 },
+        output: json!({ "released": decision.success, "available": decision.remaining }),
     })
 }
 

@@ -174,18 +174,19 @@ enum Commands {
         #[command(flatten)]
         algorithm: AlgorithmArgs,
     },
-    /// Give permits back (the sliding log's newest grants first), or release a concurrency lease.
+    /// Give back a grant by the receipt acquire printed (`--receipt`; a concurrency lease is released), or permits
+    /// to the Redisson-layout sliding log.
     Release {
         #[command(flatten)]
         target: Target,
         #[command(flatten)]
         algorithm: AlgorithmArgs,
-        /// Permits to give back.
+        /// Permits to give back to the Redisson-layout sliding log (with `--algorithm`, the receipt says).
         #[arg(default_value_t = 1)]
         permits: u32,
-        /// The concurrency lease to release, as acquire printed it.
-        #[arg(long)]
-        lease: Option<String>,
+        /// With `--algorithm`: the grant's receipt, as acquire printed it.
+        #[arg(long, alias = "lease")]
+        receipt: Option<String>,
     },
     /// Delete the sliding-log limiter, or with another algorithm the identifier's state (`--id`).
     Delete {
@@ -358,12 +359,12 @@ async fn run(command: Commands) -> Result<Option<Outcome>, String> {
             target,
             algorithm,
             permits,
-            lease,
+            receipt,
         } => {
             if algorithm.is_sliding_log() {
                 admin::release(&target.limiter()?, permits).await
             } else {
-                family::release(&target.family(&algorithm)?, &algorithm.id, permits, lease.as_deref()).await
+                family::release(&target.family(&algorithm)?, &algorithm.id, receipt.as_deref()).await
             }
         }
         Commands::Delete { target, algorithm } => {

@@ -192,14 +192,17 @@ fn every_algorithm_from_the_command_line_and_a_stored_quota_changed_at_runtime()
         assert!(denied["retryAfter"].as_u64().unwrap() > 0, "{algorithm}: {denied}");
         let (_, peek, _) = stack.run(&[&["permits", "cli"][..], &flags].concat());
         assert_eq!(peek["available"], 0, "{algorithm}");
+        let receipt = first["receipt"].as_str().unwrap();
+        let release = [&["release", "cli"][..], &flags, &["--receipt", receipt]].concat();
+        let (code, refunded, _) = stack.run(&release);
+        assert_eq!(
+            (code, &refunded["released"]),
+            (0, &Json::from(true)),
+            "{algorithm}: {refunded}"
+        );
+        assert_eq!(refunded["available"], 1, "{algorithm}: {refunded}");
         if algorithm == "concurrency" {
-            let lease = first["lease"].as_str().unwrap();
-            let release = [&["release", "cli"][..], &flags, &["--lease", lease]].concat();
-            assert_eq!(stack.run(&release).1["released"], true);
             assert_eq!(stack.run(&release).0, 1, "a lease is released once");
-        } else {
-            let (_, refunded, _) = stack.run(&[&["release", "cli"][..], &flags, &["1"]].concat());
-            assert_eq!(refunded["available"], 1, "{algorithm}: {refunded}");
         }
         let (_, deleted, _) = stack.run(&[&["delete", "cli"][..], &flags].concat());
         assert_eq!(deleted["deleted"], true, "{algorithm}");

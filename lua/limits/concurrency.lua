@@ -3,19 +3,18 @@
 -- holder cannot leak capacity.
 --
 -- State: a permit log (lua/limits/zset_log.lua) where each lease's permits free when the lease expires, unless
--- released sooner. The lease token given to the holder is '<permits>:<lease id>'.
+-- released sooner. The grant's receipt, handed to the holder, is '<permits>:<lease id>'; releasing is refunding it.
 
 --@decision
 
 if operation == 'limit' then
     check_lease(lease, GRANT_ID)
 elseif operation == 'refund' then
-    -- Releases the lease whose token is `lease`; `held` is false when it is not held (released, or expired).
-    check_lease(lease, '^%d+:[%w_%-]+$')
-    local count, lease_id = string.match(lease, '^(%d+):(.+)$')
+    -- Releases the lease its receipt names (`mark`, its id: permits <= limit, checked by request_of); `held` is
+    -- false when it is not held (released, or expired).
     local members = {}
-    for i = 1, math.min(count + 0, limit) do
-        members[i] = lease_id .. '/' .. i
+    for i = 1, permits do
+        members[i] = mark .. '/' .. i
     end
     -- An expired lease is not held, even before anything dropped it.
     redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
@@ -30,5 +29,5 @@ allowed, retry_after, remaining, reset, reset_after =
 --@grant
 
 log_grant(key, permits, interval, lease, now, grace, reset_after)
--- A grant is a lease: its token goes back to the holder.
+-- A grant is a lease: its receipt goes back to the holder.
 token = permits .. ':' .. lease

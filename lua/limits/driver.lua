@@ -4,18 +4,19 @@
 -- recorded. A request denied by one limit consumes from none.
 --
 --   KEYS     two per limit: its config hash (read only when the limit's algorithm argument is ''), its state key
---   ARGV[1]  'limit' (decide and record), 'peek' (decide, record nothing), 'refund' (give permits back)
+--   ARGV[1]  'limit' (decide and record), 'peek' (decide, record nothing), 'refund' (give a grant back)
 --   ARGV[2]  unix ms, or '' for the Redis server's clock (the default); both read by prelude.lua
 --   then six per limit: algorithm ('' = read the config hash), permits, limit, interval (ms), rate, lease
---     lease: for a concurrency or sliding log limit, a fresh random id naming the grant ('limit'); for a concurrency
---            limit, the lease token to release ('refund')
+--     lease: for a concurrency or sliding log limit, a fresh random id naming the grant ('limit'); the receipt of
+--            the grant to give back ('refund', permits then being the receipt's)
 --
--- The reply is flat, six entries per limit, in order: status, limit, remaining, reset, retry_after, lease token or ''
+-- The reply is flat, six entries per limit, in order: status, limit, remaining, reset, retry_after, receipt or ''
 -- (one array, not one per limit: each table costs Redis an allocation and a conversion).
---   granted        allowed and recorded
+--   granted        allowed and recorded; its receipt names the grant for a refund (see prelude.lua)
 --   allowed        would be allowed, recorded nothing (a peek, or another limit denied)
 --   denied         not allowed; retry_after is the exact wait (an upper bound for concurrency)
---   refunded       permits given back; not_held: the concurrency lease was not held (released or expired)
+--   refunded       permits given back; not_held: nothing was (the grant's permits had freed, refilled or left the
+--                  counted windows, or its lease was released)
 --   exceeds_limit  more permits than the limit can ever grant; not_configured: no stored config
 -- Either of the last two makes the whole call record nothing.
 
@@ -51,14 +52,30 @@ local function limit_of(i)
         end
         name, limit, interval, rate = stored[1], stored[2], stored[3], stored[4]
     end
-    local permits, n_limit, n_interval, n_rate = request_of(ARGV[base + 2], limit, interval, rate, stored_in)
+    local lease = ARGV[base + 6]
+    local permits, n_limit, n_interval, n_rate, mark = request_of(ARGV[base + 2], limit, interval, rate, lease,
+        stored_in)
     local algorithm = ALGORITHMS[name]
     if not algorithm then
         reject((stored_in and 'stored ' or '') .. 'algorithm (not in this script)', name)
     end
+    if stored_in then
+        -- A stored quota whose algorithm changed may find the other family's state: a permit log (a zset) under a
+        -- string algorithm, or a string under a log. It means nothing to the new algorithm, so it starts fresh,
+        -- as it does for another string algorithm's value (each is tagged with its algorithm). The one write
+        -- before every check: if the call then fails, that state is gone a little sooner, which is what the next
+        -- grant would have done. Any other type (hash, list, ...) was written by no edgelimit algorithm: foreign
+        -- state, left as it is for Redis's WRONGTYPE to report. Only this path reads the type: a quota in the
+        -- arguments keeps its algorithm in its limiter's name (the npm package's default) or in the caller's code.
+        local kind = redis.call('TYPE', KEYS[2 * i]).ok
+        local logs = name == 'concurrency' or name == 'sliding_log'
+        if (kind == 'zset' and not logs) or (kind == 'string' and logs) then
+            redis.call('DEL', KEYS[2 * i])
+        end
+    end
     return {
         key = KEYS[2 * i], permits = permits, limit = n_limit, interval = n_interval, rate = n_rate,
-        lease = ARGV[base + 6], algorithm = algorithm,
+        lease = lease, mark = mark, algorithm = algorithm,
         status = operation ~= 'refund' and permits > n_limit and 'exceeds_limit',
     }
 end
@@ -79,7 +96,7 @@ for _, limit in ipairs(limits) do
         local held
         limit.allowed, limit.retry_after, limit.remaining, limit.reset, limit.reset_after, held, limit.grant =
             limit.algorithm(operation, limit.key, limit.permits, limit.limit, limit.interval, limit.rate, limit.lease,
-                now, grace)
+                limit.mark, now, grace)
         if operation == 'refund' then
             limit.status, limit.retry_after = held and 'refunded' or 'not_held', 0
         end

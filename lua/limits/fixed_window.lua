@@ -1,18 +1,23 @@
 -- Fixed window: at most `limit` permits in each window [k × interval, (k + 1) × interval) of unix ms. Cheap and
 -- simple, but a client can take `limit` at the end of one window and `limit` again at the start of the next.
 --
--- State: string '<k>:<count>'. The window is in the value, not in the key's name, because only the script knows
+-- State: string 'fw:<k>:<count>'. The window is in the value, not in the key's name, because only the script knows
 -- the server's time. The key expires when its window ends. A denied request counts nothing (one GET); a grant adds
 -- one SET, which keeps the key's expiry (KEEPTTL: setting one costs about as much as the SET itself) unless it
--- starts the window.
+-- starts the window. The tag 'fw:' says whose value it is: another algorithm's (a stored quota that changed its
+-- algorithm) matches no pattern here and is read as nothing counted.
+--
+-- A grant's receipt is '<permits>:<k>', its window. A refund gives the permits back to that window only while it is
+-- the current one: a window that has ended no longer limits anything, and giving its permits to the current window
+-- would let the current window count more than the limit.
 
 local function write_window(key, interval, window, count, stored, now, grace)
     if count <= 0 then
         redis.call('DEL', key)
     elseif stored then
-        redis.call('SET', key, string.format('%d:%d', window, count), 'KEEPTTL')
+        redis.call('SET', key, string.format('fw:%d:%d', window, count), 'KEEPTTL')
     else
-        redis.call('SET', key, string.format('%d:%d', window, count), 'PX', (window + 1) * interval - now + grace)
+        redis.call('SET', key, string.format('fw:%d:%d', window, count), 'PX', (window + 1) * interval - now + grace)
     end
 end
 
@@ -22,7 +27,7 @@ end
 -- `now`'s (a caller's clock behind Redis's) stays the current one.
 local window = now / interval
 window = window - window % 1
-local stored, count = string.match(redis.call('GET', key) or '', '^(%d+):(%d+)$')
+local stored, count = string.match(redis.call('GET', key) or '', '^fw:(%d+):(%d+)$')
 stored = stored and stored + 0
 if stored and stored >= window then
     window, count, stored = stored, count + 0, true
@@ -30,9 +35,14 @@ else
     count, stored = 0, false
 end
 if operation == 'refund' then
-    count = count > permits and count - permits or 0
-    write_window(key, interval, window, count, stored, now, grace)
-    stored, permits = count > 0, 1
+    local granted_in = string.find(mark, '^%d+$') and whole_number(mark, 0, window) or reject(RECEIPT_MARK, mark)
+    held = granted_in == window and count > 0
+    if held then
+        count = count > permits and count - permits or 0
+        write_window(key, interval, window, count, stored, now, grace)
+        stored = count > 0
+    end
+    permits = 1
 end
 local window_end = (window + 1) * interval
 remaining = limit - count
@@ -45,3 +55,4 @@ reset_after = window_end
 --@grant
 
 write_window(key, interval, window, count + permits, stored, now, grace)
+token = string.format('%d:%d', permits, window)

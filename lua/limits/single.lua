@@ -3,15 +3,16 @@
 -- no closures, tables or calls besides its own helpers'.
 --
 --   KEYS[1]  the state key
---   ARGV     operation and time (read by prelude.lua), then permits, limit, interval (ms), rate, lease
+--   ARGV     operation and time (read by prelude.lua), then permits, limit, interval (ms), rate, lease (a grant id,
+--            or the receipt to refund)
 --
--- The reply is driver.lua's for one limit: status, limit, remaining, reset, retry_after, lease token or ''.
+-- The reply is driver.lua's for one limit: status, limit, remaining, reset, retry_after, receipt or ''.
 
 if #KEYS ~= 1 or #ARGV ~= 7 then
     reject('call (1 key, the state key; 7 arguments)', #KEYS .. ' keys, ' .. #ARGV .. ' arguments')
 end
 local key, lease = KEYS[1], ARGV[7]
-local permits, limit, interval, rate = request_of(ARGV[3], ARGV[4], ARGV[5], ARGV[6])
+local permits, limit, interval, rate, mark = request_of(ARGV[3], ARGV[4], ARGV[5], ARGV[6], lease)
 if operation ~= 'refund' and permits > limit then
     return { 'exceeds_limit', limit, 0, 0, 0, '' }
 end

@@ -9,9 +9,14 @@
 --   previous × (interval − e) + (current + permits) × interval <= limit × interval
 -- all in whole numbers, so there is no rounding (Upstash floors the weighted count, which admits a little more).
 --
--- State: one string '<k>:<current>:<previous>': both windows in one key, so in one Cluster slot by construction,
+-- State: one string 'sw:<k>:<current>:<previous>': both windows in one key, so in one Cluster slot by construction,
 -- read with one GET and written with one SET (… PX when it starts a window, else KEEPTTL: the expiry only moves with
--- the window). The key expires when its current window stops counting, at the end of the next window.
+-- the window). The key expires when its current window stops counting, at the end of the next window. The tag 'sw:'
+-- says whose value it is: another algorithm's (a stored quota that changed its algorithm) matches no pattern here
+-- and is read as nothing counted.
+--
+-- A grant's receipt is '<permits>:<k>', its window. A refund gives the permits back to that window's count while it
+-- still counts: the current window, or the previous one (whose count is weighted); never to another window.
 
 -- Exact ms until `permits` fit, when they do not fit now: later in this window as the previous window's weight
 -- falls; else in the next window, where the current count becomes the weighted one; else two windows on.
@@ -39,9 +44,9 @@ local function write_sliding(key, interval, window, current, previous, stored, n
     if current <= 0 and previous <= 0 then
         redis.call('DEL', key)
     elseif stored then
-        redis.call('SET', key, string.format('%d:%d:%d', window, current, previous), 'KEEPTTL')
+        redis.call('SET', key, string.format('sw:%d:%d:%d', window, current, previous), 'KEEPTTL')
     else
-        redis.call('SET', key, string.format('%d:%d:%d', window, current, previous), 'PX',
+        redis.call('SET', key, string.format('sw:%d:%d:%d', window, current, previous), 'PX',
             (window + 2) * interval - now + grace)
     end
 end
@@ -53,7 +58,7 @@ end
 local window = now / interval
 window = window - window % 1
 local elapsed = now - window * interval
-local stored, current, previous = string.match(redis.call('GET', key) or '', '^(%d+):(%d+):(%d+)$')
+local stored, current, previous = string.match(redis.call('GET', key) or '', '^sw:(%d+):(%d+):(%d+)$')
 stored = stored and stored + 0
 if not stored or stored < window - 1 then
     stored, current, previous = false, 0, 0
@@ -63,12 +68,22 @@ else
     window, elapsed, current, previous = stored, now - stored * interval, current + 0, previous + 0
     elapsed, stored = elapsed > 0 and elapsed or 0, true
 end
--- A refund gives back to the current window's count (grants from the previous window are part of its weighted count
--- and are not given back).
 if operation == 'refund' then
-    current = current > permits and current - permits or 0
-    write_sliding(key, interval, window, current, previous, stored, now, grace)
-    stored, permits = current > 0 or previous > 0, 1
+    local granted_in = string.find(mark, '^%d+$') and whole_number(mark, 0, window) or reject(RECEIPT_MARK, mark)
+    if granted_in == window then
+        held = current > 0
+        current = current > permits and current - permits or 0
+    elseif granted_in == window - 1 then
+        held = previous > 0
+        previous = previous > permits and previous - permits or 0
+    else
+        held = false
+    end
+    if held then
+        write_sliding(key, interval, window, current, previous, stored, now, grace)
+        stored = current > 0 or previous > 0
+    end
+    permits = 1
 end
 -- Room left, in units of 1 / interval permits, with the current count and with this request.
 local room = limit * interval - previous * (interval - elapsed) - current * interval
@@ -83,3 +98,4 @@ reset_after = (window + 2) * interval
 --@grant
 
 write_sliding(key, interval, window, current + permits, previous, stored, now, grace)
+token = string.format('%d:%d', permits, window)

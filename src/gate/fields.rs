@@ -112,7 +112,7 @@ mod tests {
             remaining: 0,
             reset: 0,
             retry_after: 7_001,
-            lease: None,
+            receipt: None,
         };
         assert_eq!(limit_item(&login(), &denied, 0), r#""login";r=0;t=8"#);
         let granted = Decision {
@@ -121,7 +121,7 @@ mod tests {
             remaining: 3,
             reset: 12_500,
             retry_after: 0,
-            lease: None,
+            receipt: None,
         };
         assert_eq!(limit_item(&login(), &granted, 10_000), r#""login";r=3;t=3"#);
         // A skewed clock cannot make t exceed the window.

@@ -29,18 +29,19 @@
 //! # Ok(()) }
 //! ```
 
-mod lease;
+mod across_slots;
 pub mod model;
 mod quota;
+mod receipt;
 pub mod scripts;
 pub(crate) mod slot;
 pub mod state;
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
-pub use self::lease::Lease;
+pub use self::across_slots::{limit_all_across_slots, AcrossSlots, FailedGroup, GiveBack};
 pub use self::quota::{Algorithm, Quota};
+pub use self::receipt::{Lease, Receipt};
 pub use self::slot::hash_slot;
 pub use self::state::{state_all, HeldGrant, LimitState, StateDetail};
 use crate::decision::Decision;
@@ -131,8 +132,8 @@ impl Limiter {
         }
     }
 
-    /// Takes `permits` for `id` if the limit allows it now. A granted concurrency request carries its
-    /// [`Lease`] in [`Decision::lease`].
+    /// Takes `permits` for `id` if the limit allows it now. A granted request carries its [`Receipt`] in
+    /// [`Decision::receipt`] (for a concurrency limit, the lease to release).
     pub async fn limit(&self, id: &str, permits: u32) -> Result<Decision> {
         Ok(single(limit_all(&[self.request(id, permits)]).await?))
     }
@@ -162,20 +163,27 @@ impl Limiter {
         Ok(single(peek_all(&[self.request(id, permits)]).await?))
     }
 
-    /// Gives `permits` back to `id` (never above the limit), e.g. when the request they paid for failed; a sliding
-    /// log gives back its newest grants. The decision shows what is left after the refund. For a concurrency limit
-    /// use [`release`](Limiter::release).
-    pub async fn refund(&self, id: &str, permits: u32) -> Result<Decision> {
-        let reply = Batch::refund(self.request(id, permits), None)?.run().await?;
+    /// Gives back the grant `receipt` names (from [`Decision::receipt`]), e.g. when the request it paid for failed:
+    /// exactly what that grant took and the algorithm's rule still allows (see [`Receipt`]), never more, never above
+    /// the limit. The decision's `success` says whether anything was given back (false when the grant's permits have
+    /// freed, refilled or left the counted windows, or the lease was released); `remaining` and `reset` are the
+    /// standing after. A receipt of another form, of more permits than the limit or from the server clock's future
+    /// is refused, and nothing is written: malformed text is [`Error::InvalidArgument`] before any I/O (see
+    /// [`Receipt`]'s `FromStr`), the rest is the script's argument error.
+    ///
+    /// Runs once: it is never sent again after a timeout or an I/O error (it may have run), so a failed refund gives
+    /// back nothing twice, at worst nothing at all (under-admission until the grant frees).
+    pub async fn refund(&self, id: &str, receipt: &Receipt) -> Result<Decision> {
+        let reply = Batch::refund(self.request(id, receipt.permits()), receipt)?
+            .run()
+            .await?;
         Ok(single(reply))
     }
 
-    /// Releases a concurrency lease. Returns `false` if it was not held any more (released before, or expired).
+    /// Releases a concurrency lease: [`refund`](Limiter::refund) of its receipt. Returns `false` if it was not held
+    /// any more (released before, or expired).
     pub async fn release(&self, id: &str, lease: &Lease) -> Result<bool> {
-        let reply = Batch::refund(self.request(id, lease.permits), Some(*lease))?
-            .run()
-            .await?;
-        Ok(reply.success)
+        Ok(self.refund(id, lease).await?.success)
     }
 
     /// Forgets `id`'s state: its limit is whole again. Returns whether there was any.
@@ -191,7 +199,10 @@ impl Limiter {
     }
 
     /// Stores `quota` as this limiter's config in Redis; limiters built with [`Limiter::stored`] use it from their
-    /// next decision on. State is kept: a fixed-window count stays counted under the new limit.
+    /// next decision on. State is kept while the algorithm stays (a fixed-window count stays counted under the new
+    /// limit, a bucket keeps its debt); a new algorithm starts fresh, since the old state means nothing to it (each
+    /// string state is tagged with its algorithm, and a permit log found under a string algorithm, or a string
+    /// under a log, is dropped), except between concurrency and the sliding log, which keep the same permit log.
     pub async fn store_quota(&self, quota: Quota) -> Result<()> {
         let command = Command::new("HSET").arg(self.config_key()).args([
             "algorithm".to_owned(),
@@ -284,73 +295,22 @@ pub async fn peek_all(requests: &[LimitRequest<'_>]) -> Result<Decisions> {
     Batch::new(Operation::Peek, requests)?.run().await
 }
 
-/// [`limit_all`] for limits whose keys live in different Redis Cluster slots, still in one round trip.
-///
-/// The requests are grouped by hash slot and each group is decided by its own script, all in one pipeline. Each
-/// group is all-or-nothing; across groups, if one denies while others grant, the grants are given back (refunded, or
-/// their leases released) in a second round trip. Between the two round trips another request may see those permits
-/// as taken and be denied: this errs toward under-admission, never over-admission. `Decisions::success` is false in
-/// that case, as with [`limit_all`].
-pub async fn limit_all_across_slots(requests: &[LimitRequest<'_>]) -> Result<Decisions> {
-    let mut groups: BTreeMap<u16, Vec<usize>> = BTreeMap::new();
-    for (i, request) in requests.iter().enumerate() {
-        groups
-            .entry(hash_slot(&request.limiter.config_key()))
-            .or_default()
-            .push(i);
-    }
-    if groups.len() <= 1 {
-        return limit_all(requests).await;
-    }
-    let batches = groups
-        .values()
-        .map(|members| {
-            let group: Vec<LimitRequest> = members.iter().map(|&i| requests[i]).collect();
-            Batch::new(Operation::Limit, &group)
-        })
+/// Gives back several grants in one round trip, each by its receipt under its request's limiter and identifier (the
+/// request's permits are ignored: the receipt's count), as [`Limiter::refund`] does for one. One result per refund,
+/// in order: each refund is its own script call, so one can fail while others give back. Sent once: after a timeout
+/// or an I/O error (the `Err` of the whole) nothing is sent again, since the refunds may have run.
+pub async fn refund_all(refunds: &[(LimitRequest<'_>, Receipt)]) -> Result<Vec<Result<Decision>>> {
+    let Some((first, _)) = refunds.first() else {
+        return Ok(Vec::new());
+    };
+    let batches = (refunds.iter())
+        .map(|(request, receipt)| Batch::refund(*request, receipt))
         .collect::<Result<Vec<_>>>()?;
-    let client = &requests[0].limiter.client;
-    let replies = Script::run_many(client, &batches.iter().map(Batch::call).collect::<Vec<_>>()).await?;
-    let mut decided = Vec::with_capacity(batches.len());
-    for (batch, reply) in batches.iter().zip(replies) {
-        decided.push(batch.decode(reply?)?);
-    }
-    let success = decided.iter().all(|group| group.success);
-    if !success {
-        give_back(client, &batches, &mut decided).await?;
-    }
-    let mut decisions = vec![None; requests.len()];
-    for (members, group) in groups.values().zip(decided) {
-        for (&i, decision) in members.iter().zip(group.decisions) {
-            decisions[i] = Some(decision);
-        }
-    }
-    Ok(Decisions {
-        success,
-        decisions: decisions.into_iter().flatten().collect(),
-    })
-}
-
-/// Refunds the groups that granted, in one pipeline, and reports their standing after the refund.
-async fn give_back(client: &RestClient, batches: &[Batch<'_>], decided: &mut [Decisions]) -> Result<()> {
-    let mut refunds = Vec::new();
-    for (index, (batch, group)) in batches.iter().zip(decided.iter()).enumerate() {
-        if group.success {
-            for (member, decision) in group.decisions.iter().enumerate() {
-                let refund = Batch::refund(batch.requests[member], decision.lease)?;
-                refunds.push((index, member, refund));
-            }
-        }
-    }
-    let calls: Vec<ScriptCall> = refunds.iter().map(|(_, _, refund)| refund.call()).collect();
-    for ((index, member, refund), reply) in refunds.iter().zip(Script::run_many(client, &calls).await?) {
-        let after = single(refund.decode(reply?)?);
-        let decision = &mut decided[*index].decisions[*member];
-        decision.remaining = after.remaining;
-        decision.reset = after.reset;
-        decision.lease = None;
-    }
-    Ok(())
+    let calls: Vec<ScriptCall> = batches.iter().map(Batch::call).collect();
+    let replies = Script::run_many(&first.limiter.client, &calls).await?;
+    Ok((batches.iter().zip(replies))
+        .map(|(batch, reply)| reply.and_then(|value| batch.decode(value)).map(single))
+        .collect())
 }
 
 fn single(decisions: Decisions) -> Decision {
@@ -382,7 +342,7 @@ impl Operation {
     }
 }
 
-/// Entries per decision in the driver's flat reply: status, limit, remaining, reset, retry_after, lease.
+/// Entries per decision in the driver's flat reply: status, limit, remaining, reset, retry_after, receipt.
 const REPLY_FIELDS: usize = 6;
 
 /// One script call deciding some requests: its keys and arguments. One request with its quota in code runs its
@@ -393,7 +353,7 @@ struct Batch<'a> {
     requests: Vec<LimitRequest<'a>>,
     script: &'static Script,
     keys: Vec<String>,
-    /// ARGV from index 2 on; the lease (or lease token) is each request's last.
+    /// ARGV from index 2 on; the grant id or receipt (or '') is each request's last.
     args: Vec<String>,
 }
 
@@ -443,11 +403,11 @@ impl<'a> Batch<'a> {
                 None => [String::new(), String::new(), String::new()],
             });
             // A grant logged as zset members (concurrency, sliding log; maybe a stored quota) needs a fresh id to
-            // name them; a concurrency grant also hands it back in its lease.
+            // name them, which its receipt then carries.
             let names_grant =
                 operation == Operation::Limit && limiter.quota.is_none_or(|quota| quota.algorithm().names_grants());
             args.push(if names_grant {
-                Lease::fresh(request.permits).id_text()
+                receipt::fresh_grant_id()
             } else {
                 String::new()
             });
@@ -461,13 +421,16 @@ impl<'a> Batch<'a> {
         })
     }
 
-    /// A refund of one request; for a concurrency limit, the release of its `lease`.
-    fn refund(request: LimitRequest<'a>, lease: Option<Lease>) -> Result<Batch<'a>> {
+    /// The refund of the grant `receipt` names, under `request`'s limiter and identifier (its permits: the
+    /// receipt's).
+    fn refund(request: LimitRequest<'a>, receipt: &Receipt) -> Result<Batch<'a>> {
+        let request = LimitRequest {
+            permits: receipt.permits(),
+            ..request
+        };
         let mut batch = Batch::new(Operation::Refund, &[request])?;
-        if let Some(lease) = lease {
-            // The request's last argument: the lease token to release (see lua/limits/prelude.lua).
-            *batch.args.last_mut().expect("a request has arguments") = lease.to_string();
-        }
+        // The request's last argument: the receipt (see lua/limits/prelude.lua).
+        *batch.args.last_mut().expect("a request has arguments") = receipt.to_string();
         Ok(batch)
     }
 
@@ -510,10 +473,11 @@ impl<'a> Batch<'a> {
         let mut entries = entries.into_iter();
         for request in &self.requests {
             let fields: Vec<Value> = entries.by_ref().take(REPLY_FIELDS).collect();
-            let [status, limit, remaining, reset, retry_after, lease] = <[Value; REPLY_FIELDS]>::try_from(fields)
+            let [status, limit, remaining, reset, retry_after, receipt] = <[Value; REPLY_FIELDS]>::try_from(fields)
                 .map_err(|fields| Error::malformed(format!("{REPLY_FIELDS} entries per decision"), fields.len()))?;
             let limit = limit.into_u64()?;
-            let allowed = match status.into_string()?.as_str() {
+            let status_word = status.into_string()?;
+            let allowed = match status_word.as_str() {
                 "granted" | "refunded" => true,
                 "allowed" | "not_held" => {
                     success = false;
@@ -536,13 +500,16 @@ impl<'a> Batch<'a> {
                 }
                 other => return Err(Error::malformed("a known limit status", other)),
             };
-            let lease = match lease.into_string()?.as_str() {
-                "" => None,
-                token => Some(
-                    token
-                        .parse::<Lease>()
-                        .map_err(|_| Error::malformed("a lease token", token))?,
+            // A grant, and only a grant, has a receipt, of the permits asked.
+            let receipt = match (status_word == "granted", receipt.into_string()?) {
+                (false, text) if text.is_empty() => None,
+                (true, text) => Some(
+                    text.parse::<Receipt>()
+                        .ok()
+                        .filter(|receipt| receipt.permits() == request.permits)
+                        .ok_or_else(|| Error::malformed("the grant's receipt, of the permits asked", text))?,
                 ),
+                (false, text) => return Err(Error::malformed("no receipt but a grant's", text)),
             };
             decisions.push(Decision {
                 success: allowed,
@@ -550,7 +517,7 @@ impl<'a> Batch<'a> {
                 remaining: remaining.into_u64()?,
                 reset: reset.into_u64()?,
                 retry_after: retry_after.into_u64()?,
-                lease,
+                receipt,
             });
         }
         if self.operation == Operation::Peek {

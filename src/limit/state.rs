@@ -186,7 +186,7 @@ fn decode(name: &str, quota: Quota, key: String, now: u64, entry: Value) -> Resu
         )
     } else {
         let text = next("the stored value")?.into_string()?;
-        let detail = decode_value(&quota, &text, now)?;
+        let detail = decode_value(&quota, untagged(quota.algorithm(), &text)?, now)?;
         ((!text.is_empty()).then_some(text), detail)
     };
     Ok(LimitState {
@@ -225,6 +225,29 @@ fn grants(flat: Vec<Value>) -> Result<Vec<HeldGrant>> {
         }
     }
     Ok(grants)
+}
+
+/// A string state without its algorithm's tag (`tb:`, `gcra:`, `fw:`, `sw:`, see each `lua/limits/<algorithm>.lua`);
+/// another algorithm's value is no state, as the scripts read it; a value with no known tag is malformed.
+fn untagged(algorithm: Algorithm, text: &str) -> Result<&str> {
+    const TAGS: [(Algorithm, &str, &str); 4] = [
+        (Algorithm::TokenBucket, "tb:", "<units>:<at>"),
+        (Algorithm::Gcra, "gcra:", "<ms>:<rem>"),
+        (Algorithm::FixedWindow, "fw:", "<window>:<count>"),
+        (Algorithm::SlidingWindow, "sw:", "<window>:<current>:<previous>"),
+    ];
+    match TAGS.iter().find(|(_, tag, _)| text.starts_with(tag)) {
+        Some((tagged, tag, _)) if *tagged == algorithm => Ok(&text[tag.len()..]),
+        Some(_) => Ok(""),
+        None if text.is_empty() => Ok(""),
+        None => {
+            let (_, tag, layout) = TAGS
+                .iter()
+                .find(|(tagged, _, _)| *tagged == algorithm)
+                .expect("a string state");
+            Err(Error::malformed(format!("a stored state {tag}{layout}"), text))
+        }
+    }
 }
 
 /// Whole numbers separated by `:`, exactly `N` of them, as the scripts write them and read them back (Lua's `%d+`:
@@ -416,6 +439,15 @@ mod tests {
             assert_eq!(error.code(), "EDGELIMIT_MALFORMED_REPLY", "{text}: {error}");
             assert!(error.to_string().contains("<units>:<at>"), "{error}");
         }
+    }
+
+    #[test]
+    fn a_value_tagged_by_another_algorithm_is_no_state() {
+        assert_eq!(untagged(Algorithm::FixedWindow, "fw:5:3").unwrap(), "5:3");
+        assert_eq!(untagged(Algorithm::FixedWindow, "gcra:5:3").unwrap(), "");
+        assert_eq!(untagged(Algorithm::Gcra, "").unwrap(), "");
+        let error = untagged(Algorithm::FixedWindow, "5:3").unwrap_err();
+        assert!(error.to_string().contains("fw:<window>:<count>"), "{error}");
     }
 
     #[test]

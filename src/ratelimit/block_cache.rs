@@ -127,7 +127,7 @@ mod tests {
             remaining: 0,
             reset: 1_700_000_001_000,
             retry_after,
-            lease: None,
+            receipt: None,
         }
     }
 

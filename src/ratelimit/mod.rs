@@ -29,7 +29,7 @@ use std::time::Duration;
 pub use self::block_cache::BlockCache;
 use crate::decision::Decision;
 use crate::error::{Error, Result};
-use crate::limit::{self, Decisions, LimitState, Limiter, Quota, DEFAULT_PREFIX};
+use crate::limit::{self, Decisions, LimitState, Limiter, Quota, Receipt, DEFAULT_PREFIX};
 use crate::rest::{Command, RestClient};
 use crate::time::{retry_until_granted, Attempt, Instant};
 
@@ -159,7 +159,8 @@ impl Default for Options {
 #[derive(Debug)]
 pub struct Outcome {
     /// The decision that speaks for all limits: when denied, the denying limit that frees last; when granted, the
-    /// limit with the fewest permits left.
+    /// limit with the fewest permits left. It carries the grant's receipt only when one limit decided: with several,
+    /// each limit's receipt is in its own decision in `limits`.
     pub decision: Decision,
     /// Who decided.
     pub reason: Reason,
@@ -250,6 +251,35 @@ impl Ratelimit {
         retry_until_granted(timeout, longest_sleep, || self.limit(id, permits)).await
     }
 
+    /// Gives back the grant of [`limit`](Ratelimit::limit) whose receipts are `receipts`: one per limit, in order,
+    /// as each limit's decision in [`Outcome::limits`] carries it. Each limit gives back exactly what its grant took
+    /// and its rule still allows (see [`Receipt`]); the decisions, one per limit, say whether it gave anything back
+    /// (`success`) and what is left. In one round trip, sent once: never again after a timeout or an I/O error.
+    /// A receipt no grant of that limit made is refused (the script's argument error) and credits nothing; if one
+    /// limit's refund fails, its error is returned and the others have given back.
+    pub async fn refund(&self, id: &str, receipts: &[Receipt]) -> Result<Vec<Decision>> {
+        self.refund_under(&self.limiters, id, receipts).await
+    }
+
+    /// [`refund`](Ratelimit::refund) of a grant of [`limit_all`](Ratelimit::limit_all) under these `limits`.
+    pub async fn refund_all(&self, id: &str, limits: &[Limit], receipts: &[Receipt]) -> Result<Vec<Decision>> {
+        self.refund_under(&self.limiters_for(limits)?, id, receipts).await
+    }
+
+    async fn refund_under(&self, limiters: &[Limiter], id: &str, receipts: &[Receipt]) -> Result<Vec<Decision>> {
+        if receipts.len() != limiters.len() {
+            return Err(Error::InvalidArgument(format!(
+                "{} receipts for {} limits: pass one per limit, in order, as the grant's results carry them",
+                receipts.len(),
+                limiters.len()
+            )));
+        }
+        let refunds: Vec<_> = (limiters.iter().zip(receipts))
+            .map(|(limiter, receipt)| (limiter.request(id, receipt.permits()), *receipt))
+            .collect();
+        limit::refund_all(&refunds).await?.into_iter().collect()
+    }
+
     /// What is left for `id` now, taking nothing: the limit with the fewest permits left.
     pub async fn remaining(&self, id: &str) -> Result<Decision> {
         let requests: Vec<_> = self.limiters.iter().map(|limiter| limiter.request(id, 1)).collect();
@@ -327,7 +357,7 @@ impl Ratelimit {
             remaining: 0,
             reset: 0,
             retry_after: 0,
-            lease: None,
+            receipt: None,
         };
         Ok(Outcome {
             decision,
@@ -368,6 +398,8 @@ fn speaking_for_all(decisions: &Decisions) -> Decision {
         .expect("a batch has at least one limit");
     Decision {
         success: decisions.success,
+        // One limit's receipt cannot give back the others' grants: each is in its own decision.
+        receipt: speaker.receipt.filter(|_| decisions.decisions.len() == 1),
         ..speaker
     }
 }
@@ -383,7 +415,7 @@ mod tests {
             remaining,
             reset: 5_000 + retry_after,
             retry_after,
-            lease: None,
+            receipt: None,
         }
     }
 

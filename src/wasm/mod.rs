@@ -177,7 +177,8 @@ fn object(properties: &[(&str, JsValue)]) -> JsValue {
     object.into()
 }
 
-/// A decision as JS sees it: `{success, limit, remaining, reset, retryAfter}` (plus `lease` for a concurrency grant).
+/// A decision as JS sees it: `{success, limit, remaining, reset, retryAfter}`, plus `receipt` for a grant (what
+/// `refund` takes to give it back).
 fn decision_object(decision: &Decision) -> JsValue {
     let object = object(&[
         ("success", decision.success.into()),
@@ -186,8 +187,8 @@ fn decision_object(decision: &Decision) -> JsValue {
         ("reset", number(decision.reset)),
         ("retryAfter", number(decision.retry_after)),
     ]);
-    if let Some(lease) = decision.lease {
-        let _ = js_sys::Reflect::set(&object, &"lease".into(), &lease.to_string().into());
+    if let Some(receipt) = decision.receipt {
+        let _ = js_sys::Reflect::set(&object, &"receipt".into(), &receipt.to_string().into());
     }
     object
 }

@@ -8,7 +8,7 @@ use super::{
     decision_object, duration, field, given, milliseconds, number, object, permits_in, string, to_js_error, whole,
 };
 use crate::error::{Error, Result};
-use crate::limit::{Algorithm, LimitState, Quota, StateDetail};
+use crate::limit::{Algorithm, LimitState, Quota, Receipt, StateDetail};
 use crate::ratelimit::{Limit, OnError, Options, Outcome, Ratelimit};
 use crate::rest::RestClient;
 
@@ -170,6 +170,19 @@ fn state_object(state: &LimitState) -> JsValue {
     object(&properties)
 }
 
+/// A grant's receipts: the response's `receipt` (a string: one limit), or one per limit in order (an array of its
+/// `results[i].receipt`).
+fn receipts_of(value: &JsValue) -> Result<Vec<Receipt>> {
+    let what = "receipt (the string a grant's result carries, or an array of them, one per limit)";
+    if js_sys::Array::is_array(value) {
+        (js_sys::Array::from(value).iter())
+            .map(|item| string(&item, what)?.parse())
+            .collect()
+    } else {
+        Ok(vec![string(value, what)?.parse()?])
+    }
+}
+
 fn identifier(id: &JsValue) -> Result<String> {
     string(id, "identifier")
 }
@@ -221,6 +234,27 @@ impl JsRatelimit {
         let permits = permits_in(&options).map_err(to_js_error)?;
         let outcome = self.inner.block_until_ready(&id, permits, timeout).await;
         Ok(outcome_object(outcome.map_err(to_js_error)?))
+    }
+
+    /// Gives back a grant by its receipts (see `receipts_of`), under this limiter's limits or `limiters` (those
+    /// `limitAll` was given): `{success, results}`, `success` when every limit gave something back, `results` each
+    /// limit's standing after its refund.
+    pub async fn refund(&self, id: JsValue, receipts: JsValue, limiters: JsValue) -> Result<JsValue, JsValue> {
+        let id = identifier(&id).map_err(to_js_error)?;
+        let receipts = receipts_of(&receipts).map_err(to_js_error)?;
+        let decisions = match given(&limiters) {
+            None => self.inner.refund(&id, &receipts).await,
+            Some(limiters) => {
+                let limits = limits_of(limiters, "limiters").map_err(to_js_error)?;
+                self.inner.refund_all(&id, &limits, &receipts).await
+            }
+        }
+        .map_err(to_js_error)?;
+        let results: js_sys::Array = decisions.iter().map(decision_object).collect();
+        Ok(object(&[
+            ("success", decisions.iter().all(|decision| decision.success).into()),
+            ("results", results.into()),
+        ]))
     }
 
     /// `{remaining, reset, limit}` for `id` now, taking nothing.

@@ -176,7 +176,8 @@ test("window counters, tokens and the TAT shown are what Redis holds", async () 
     assert.deepEqual(await tally(page, "a"), { allowed: 3, denied: 0, failed: 0 }, settings.algorithm);
     const state = await stateOf(page, "a", "carol", taken);
     const stored = await redis.get(state.key);
-    const numbers = String(stored).split(":").map(Number);
+    // The stored value after its algorithm's tag (`fw:`, `sw:`, `tb:`, `gcra:`).
+    const numbers = String(stored).split(":").slice(1).map(Number);
     const now = Number(state.now);
     const intervalMs = 60_000;
     switch (settings.algorithm) {

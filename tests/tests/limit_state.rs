@@ -51,7 +51,7 @@ async fn every_algorithms_state_is_read_as_the_next_decision_would_see_it() {
         ]
     );
     // The fixed window counted 4 in [T0, T0 + 1 s); at T0 + 1.4 s a new window counts nothing.
-    assert_eq!(states[0].stored.as_deref(), Some("1700000000:4"));
+    assert_eq!(states[0].stored.as_deref(), Some("fw:1700000000:4"));
     assert_eq!(
         states[0].detail,
         StateDetail::FixedWindow {

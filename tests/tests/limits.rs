@@ -1,9 +1,11 @@
 //! The algorithm family against real Redis through the real bridge: exact decisions at explicit times, weighted
-//! requests, several limits at once, stored configs, leases, refunds, TTLs under server time, and hand-made garbage.
+//! requests, several limits at once, stored configs and quota changes, leases, refunds by receipt, TTLs under server
+//! time, and hand-made garbage.
 
 use std::time::Duration;
 
-use edgelimit::limit::{self, scripts, Algorithm, Decisions, Lease, Limiter, Quota};
+use edgelimit::limit::{self, scripts, Algorithm, GiveBack, Limiter, Quota, Receipt};
+use edgelimit::ratelimit::{Limit, Options, Ratelimit};
 use edgelimit::script::Script;
 use edgelimit::{Command, Decision, Error, Value};
 use edgelimit_tests::Stack;
@@ -15,8 +17,20 @@ fn limiter(stack: &Stack, name: &str, quota: Quota) -> Limiter {
     Limiter::new(stack.client(), name, quota).unwrap()
 }
 
+/// A decision of `limiter` at `at` for `permits`, its receipt checked (a grant, and only a grant, has one) and then
+/// left out, so that it compares with [`decision`].
 async fn take(limiter: &Limiter, at: u64, permits: u32) -> Decision {
-    limiter.clone().at(at).limit("id", permits).await.unwrap()
+    without_receipt(limiter.clone().at(at).limit("id", permits).await.unwrap())
+}
+
+fn without_receipt(mut decision: Decision) -> Decision {
+    assert_eq!(
+        decision.receipt.is_some(),
+        decision.success,
+        "a grant, and only a grant, has a receipt: {decision:?}"
+    );
+    decision.receipt = None;
+    decision
 }
 
 fn decision(success: bool, limit: u64, remaining: u64, reset: u64, retry_after: u64) -> Decision {
@@ -26,7 +40,7 @@ fn decision(success: bool, limit: u64, remaining: u64, reset: u64, retry_after: 
         remaining,
         reset,
         retry_after,
-        lease: None,
+        receipt: None,
     }
 }
 
@@ -59,8 +73,8 @@ async fn gcra_decides_like_the_token_bucket_with_one_timestamp() {
         .await
         .unwrap();
     // The first grant set TAT = T0 + 5000/3 ms; at T0 + 667 that left a debt of 2999/3 ms, plus 2000/3 ms for this
-    // grant: TAT = T0 + 667 + 4999/3 ms = T0 + 2333 ms + 1/3 ms, whole ms and the remainder in thirds.
-    assert_eq!(stored.into_string().unwrap(), format!("{}:1", T0 + 2333));
+    // grant: TAT = T0 + 667 + 4999/3 ms = T0 + 2333 ms + 1/3 ms, whole ms and the remainder in thirds, tagged.
+    assert_eq!(stored.into_string().unwrap(), format!("gcra:{}:1", T0 + 2333));
 }
 
 #[tokio::test]
@@ -91,10 +105,10 @@ async fn sliding_window_weighs_the_previous_window_exactly() {
 async fn concurrency_leases_are_released_or_expire() {
     let stack = Stack::start().await;
     let slots = limiter(&stack, "conc", Quota::concurrency(2, Duration::from_secs(30)).unwrap());
-    let first = take(&slots, T0, 1).await;
-    let second = take(&slots, T0 + 10, 1).await;
+    let first = slots.clone().at(T0).limit("id", 1).await.unwrap();
+    let second = slots.clone().at(T0 + 10).limit("id", 1).await.unwrap();
     assert!(first.success && second.success);
-    let (first_lease, second_lease) = (first.lease.unwrap(), second.lease.unwrap());
+    let (first_lease, second_lease) = (first.receipt.unwrap(), second.receipt.unwrap());
     assert_ne!(first_lease, second_lease);
     // Full: the wait is until the oldest lease expires (an upper bound: holders usually release sooner).
     assert_eq!(
@@ -117,7 +131,7 @@ async fn concurrency_leases_are_released_or_expire() {
         .release("id", &second_lease)
         .await
         .unwrap());
-    let forged = Lease { permits: 1, id: 42 };
+    let forged: Receipt = "1:000000000000002a".parse().unwrap();
     assert!(!at.release("id", &forged).await.unwrap());
 }
 
@@ -149,7 +163,7 @@ async fn sliding_log_frees_each_grant_exactly_one_interval_later() {
 }
 
 #[tokio::test]
-async fn sliding_log_refunds_its_newest_grants_and_its_key_expires_with_the_newest_left() {
+async fn sliding_log_refunds_the_grant_its_receipt_names_and_its_key_expires_with_the_newest_left() {
     let stack = Stack::start().await;
     let client = stack.client();
     let log = limiter(&stack, "sl-refund", Quota::sliding_log(4, SECOND).unwrap());
@@ -157,18 +171,26 @@ async fn sliding_log_refunds_its_newest_grants_and_its_key_expires_with_the_newe
         let command = Command::new("PTTL").arg(log.state_key("id"));
         client.command(&command).await.unwrap().into_int().unwrap()
     };
-    assert!(take(&log, T0, 1).await.success);
-    assert!(take(&log, T0 + 100, 2).await.success);
+    let older = log.clone().at(T0).limit("id", 1).await.unwrap().receipt.unwrap();
+    let newer = log.clone().at(T0 + 100).limit("id", 2).await.unwrap().receipt.unwrap();
+    assert_eq!((older.permits(), newer.permits()), (1, 2));
     // Explicit time: the key lives a minute past the newest grant's end (T0 + 1100), seen from T0 + 100.
     assert!((60_900..=61_000).contains(&ttl().await));
-    let refunded = log.clone().at(T0 + 200).refund("id", 2).await.unwrap();
-    // The two permits of T0 + 100 went back, not T0's: the limit is whole again when T0's grant frees.
-    assert_eq!(refunded, decision(true, 4, 3, T0 + 1000, 0));
-    assert!((60_700..=60_800).contains(&ttl().await));
+    // The older grant goes back, not the newest: the limit is whole again when T0 + 100's grant frees.
+    let refunded = log.clone().at(T0 + 200).refund("id", &older).await.unwrap();
+    assert_eq!(refunded, decision(true, 4, 2, T0 + 1100, 0));
+    let again = log.clone().at(T0 + 200).refund("id", &older).await.unwrap();
+    assert_eq!(again, decision(false, 4, 2, T0 + 1100, 0), "a grant goes back once");
+    // Refunding the newest, the key then expires with nothing left: the limit is whole.
     assert_eq!(
-        log.clone().at(T0 + 999).peek("id", 1).await.unwrap(),
-        decision(true, 4, 3, T0 + 1000, 0)
+        log.clone().at(T0 + 300).refund("id", &newer).await.unwrap(),
+        decision(true, 4, 4, T0 + 300, 0)
     );
+    assert_eq!(ttl().await, -2, "an empty log has no key");
+    // A grant that has left the window gives nothing back.
+    let gone = log.clone().at(T0 + 400).limit("id", 1).await.unwrap().receipt.unwrap();
+    let late = log.clone().at(T0 + 1400).refund("id", &gone).await.unwrap();
+    assert_eq!(late, decision(false, 4, 4, T0 + 1400, 0));
 }
 
 #[tokio::test]
@@ -214,9 +236,18 @@ async fn a_sliding_log_decides_with_other_limits_in_one_round_trip() {
     for _ in 0..2 {
         let granted = limit::limit_all(&request()).await.unwrap();
         assert!(granted.success);
-        assert_eq!(granted.decisions[0].lease, None, "a sliding log hands out no lease");
+        let receipt = granted.decisions[0].receipt.unwrap();
+        assert_eq!(
+            (receipt.permits(), receipt.mark().len()),
+            (1, 16),
+            "a sliding log's receipt names its grant"
+        );
     }
     let denied = limit::limit_all(&request()).await.unwrap();
+    assert!(
+        denied.decisions.iter().all(|d| d.receipt.is_none()),
+        "nothing granted, no receipt"
+    );
     assert_eq!(denied.decisions[0], decision(false, 2, 0, T0 + 1000, 1000));
     assert_eq!(denied.decisions[1], decision(true, 10, 8, T0 + 200, 0));
     assert_eq!(
@@ -244,15 +275,20 @@ async fn limits_across_cluster_slots_use_one_pipeline_and_give_back_partial_gran
     );
     let request = [per_ip.request("a", 1), slots.request("a", 2), bucket.request("a", 3)];
     let granted = limit::limit_all_across_slots(&request).await.unwrap();
-    assert!(granted.success);
-    assert!(granted.decisions[1].lease.is_some());
-    let denied: Decisions = limit::limit_all_across_slots(&request).await.unwrap();
-    assert!(!denied.success);
-    assert!(!denied.decisions[0].success);
+    assert!(granted.success && matches!(granted.give_back, GiveBack::NotNeeded));
+    assert!(granted.decisions.iter().all(|d| d.unwrap().receipt.is_some()));
+    let denied = limit::limit_all_across_slots(&request).await.unwrap();
+    assert!(!denied.success && denied.denied() && denied.failed.is_empty());
+    assert!(matches!(denied.give_back, GiveBack::Done), "{:?}", denied.give_back);
+    assert!(!denied.decisions[0].unwrap().success);
     // The other two granted in their own slots, then were given back.
     assert_eq!(slots.peek("a", 1).await.unwrap().remaining, 3);
     assert_eq!(bucket.peek("a", 1).await.unwrap().remaining, 2);
-    assert_eq!(denied.decisions[1].lease, None);
+    assert_eq!(
+        denied.decisions[1].unwrap().receipt,
+        None,
+        "given back: no receipt to hold"
+    );
 }
 
 #[tokio::test]
@@ -276,18 +312,78 @@ async fn a_stored_quota_applies_at_once_everywhere() {
         .store_quota(Quota::sliding_window(3, SECOND).unwrap())
         .await
         .unwrap();
-    assert_eq!(stored.limit("u", 1).await.unwrap(), decision(true, 3, 0, T0 + 2000, 0));
+    assert_eq!(
+        without_receipt(stored.limit("u", 1).await.unwrap()),
+        decision(true, 3, 0, T0 + 2000, 0)
+    );
     let as_lease = Quota::concurrency(1, SECOND).unwrap();
     admin.store_quota(as_lease).await.unwrap();
     let leased = stored.limit("v", 1).await.unwrap();
-    assert!(leased.lease.is_some(), "a stored concurrency quota hands out leases");
+    assert!(leased.receipt.is_some(), "a stored concurrency quota hands out leases");
     admin.store_quota(Quota::sliding_log(1, SECOND).unwrap()).await.unwrap();
-    assert_eq!(stored.limit("w", 1).await.unwrap(), decision(true, 1, 0, T0 + 1000, 0));
+    assert_eq!(
+        without_receipt(stored.limit("w", 1).await.unwrap()),
+        decision(true, 1, 0, T0 + 1000, 0)
+    );
     assert_eq!(
         stored.limit("w", 1).await.unwrap(),
         decision(false, 1, 0, T0 + 1000, 1000)
     );
     assert!(admin.delete_stored_quota().await.unwrap());
+}
+
+#[tokio::test]
+async fn a_stored_quota_that_changes_its_algorithm_never_misreads_the_old_state() {
+    let stack = Stack::start().await;
+    let client = stack.client();
+    let admin = limiter(&stack, "switch", Quota::gcra(5, 5, SECOND).unwrap());
+    let stored = Limiter::stored(stack.client(), "switch").unwrap().at(T0);
+    let get = Command::new("GET").arg(stored.state_key("id"));
+    // GCRA's TAT, then a fixed window: the TAT is no window count (it was read as one: reset 6.46e18).
+    admin.store_quota(Quota::gcra(5, 5, SECOND).unwrap()).await.unwrap();
+    assert!(stored.limit("id", 3).await.unwrap().success);
+    admin
+        .store_quota(Quota::fixed_window(5, SECOND).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(
+        without_receipt(stored.limit("id", 1).await.unwrap()),
+        decision(true, 5, 4, T0 + 1000, 0),
+        "a fresh window"
+    );
+    let window = client.command(&get).await.unwrap().into_string().unwrap();
+    assert_eq!(
+        window,
+        format!("fw:{}:1", T0 / 1000),
+        "overwritten by the new algorithm's state"
+    );
+    // A string under a log (fixed window → concurrency), and a log under a string (concurrency → GCRA): fresh,
+    // instead of Redis's WRONGTYPE.
+    admin.store_quota(Quota::concurrency(2, SECOND).unwrap()).await.unwrap();
+    assert_eq!(stored.limit("id", 2).await.unwrap().remaining, 0);
+    admin.store_quota(Quota::gcra(5, 5, SECOND).unwrap()).await.unwrap();
+    assert_eq!(
+        without_receipt(stored.limit("id", 1).await.unwrap()),
+        decision(true, 5, 4, T0 + 200, 0)
+    );
+    // Concurrency and the sliding log keep the same permit log: grants held stay held.
+    admin.store_quota(Quota::concurrency(2, SECOND).unwrap()).await.unwrap();
+    assert!(stored.limit("log", 2).await.unwrap().success);
+    admin.store_quota(Quota::sliding_log(3, SECOND).unwrap()).await.unwrap();
+    assert_eq!(
+        stored.limit("log", 2).await.unwrap(),
+        decision(false, 3, 1, T0 + 1000, 1000)
+    );
+    // A type no algorithm writes is foreign state: reported, never read as no state and never overwritten.
+    let foreign = stored.state_key("foreign");
+    client
+        .command(&Command::new("HSET").arg(&foreign).args(["a", "b"]))
+        .await
+        .unwrap();
+    // (Redis's WRONGTYPE; its code is the error taxonomy's to give, see tests/tests/adversarial/errors.rs.)
+    assert!(stored.limit("foreign", 1).await.is_err());
+    let kind = client.command(&Command::new("TYPE").arg(&foreign)).await.unwrap();
+    assert_eq!(kind.into_string().unwrap(), "hash");
 }
 
 #[tokio::test]
@@ -301,16 +397,42 @@ async fn refunds_give_back_but_never_above_the_limit() {
         Quota::sliding_log(4, SECOND).unwrap(),
     ] {
         let limiter = limiter(&stack, &quota.algorithm().to_string(), quota).at(T0);
-        assert!(limiter.limit("id", 3).await.unwrap().success);
-        let refunded = limiter.refund("id", 2).await.unwrap();
+        let first = limiter.limit("id", 1).await.unwrap().receipt.unwrap();
+        let second = limiter.limit("id", 2).await.unwrap().receipt.unwrap();
+        let refunded = limiter.refund("id", &second).await.unwrap();
         assert_eq!((refunded.success, refunded.remaining), (true, 3), "{quota}");
-        assert_eq!(limiter.refund("id", 4).await.unwrap().remaining, 4, "{quota}");
+        assert_eq!(limiter.refund("id", &first).await.unwrap().remaining, 4, "{quota}");
         assert_eq!(limiter.peek("id", 1).await.unwrap().remaining, 4, "{quota}");
         assert!(
             !limiter.reset("id").await.unwrap(),
             "{quota}: a whole limit keeps no state"
         );
     }
+}
+
+#[tokio::test]
+async fn a_ratelimit_refunds_a_grant_with_one_receipt_per_limit() {
+    let stack = Stack::start().await;
+    let limits = [
+        Limit::new(Quota::gcra(4, 1, Duration::from_secs(3600)).unwrap()),
+        Limit::new(Quota::sliding_log(3, Duration::from_secs(3600)).unwrap()),
+    ];
+    let ratelimit = Ratelimit::new(stack.client(), &limits, Options::default()).unwrap();
+    let granted = ratelimit.limit("id", 2).await.unwrap();
+    assert!(granted.decision.success);
+    assert_eq!(
+        granted.decision.receipt, None,
+        "one receipt cannot give back two limits' grants"
+    );
+    let receipts: Vec<Receipt> = granted.limits.iter().map(|d| d.receipt.unwrap()).collect();
+    let wrong = ratelimit.refund("id", &receipts[..1]).await.unwrap_err();
+    assert_eq!(wrong.code(), "EDGELIMIT_INVALID_ARGUMENT");
+    let refunded = ratelimit.refund("id", &receipts).await.unwrap();
+    let after: Vec<(bool, u64)> = refunded.iter().map(|d| (d.success, d.remaining)).collect();
+    assert_eq!(after, [(true, 4), (true, 3)]);
+    let single = Ratelimit::new(stack.client(), &limits[..1], Options::default()).unwrap();
+    let one = single.limit("other", 1).await.unwrap();
+    assert_eq!(one.decision.receipt, Some(one.limits[0].receipt.unwrap()));
 }
 
 #[tokio::test]
@@ -403,6 +525,24 @@ async fn hand_made_calls_get_clean_errors_never_lua_stack_traces() {
         vec!["c", "s"],
         [&["refund", ""][..], &concurrency[..5], &["nocolon"]].concat(),
     ));
+    // Receipts no grant returned: other permits than the refund's, more than the limit, a mark too long or of
+    // another form, a time or window after the clock (explicit time 1000 here: window 1 of 1000 ms).
+    let long_mark = format!("1:{}", "a".repeat(65));
+    for (algorithm, receipt) in [
+        ("concurrency", "2:abc"),
+        ("concurrency", long_mark.as_str()),
+        ("concurrency", "1:a/b"),
+        ("token_bucket", "1:1001"),
+        ("token_bucket", "1:1e3"),
+        ("gcra", "1:abc"),
+        ("fixed_window", "1:2"),
+        ("sliding_window", "1:2"),
+    ] {
+        let args = [algorithm, "1", "5", "1000", "5", receipt];
+        cases.push((vec!["c", "s"], [&["refund", "1000"][..], &args].concat()));
+    }
+    let over_limit = ["sliding_log", "6", "5", "1000", "5", "6:abc"];
+    cases.push((vec!["c", "s"], [&["refund", ""][..], &over_limit].concat()));
     let unnamed_grant = ["sliding_log", "1", "5", "1000", "5", ""];
     cases.push((vec!["c", "s"], [&["limit", ""][..], &unnamed_grant].concat()));
     // The single-limit scripts get the same calls, without the config key and the algorithm's name.
@@ -480,7 +620,7 @@ async fn a_lease_of_many_permits_is_held_and_released_whole() {
     let wide = slots.limit("id", 4999).await.unwrap();
     assert_eq!((wide.success, wide.remaining), (true, 1));
     assert!(!slots.limit("id", 2).await.unwrap().success);
-    assert!(slots.release("id", &wide.lease.unwrap()).await.unwrap());
+    assert!(slots.release("id", &wide.receipt.unwrap()).await.unwrap());
     assert_eq!(slots.peek("id", 1).await.unwrap().remaining, 5000);
 }
 

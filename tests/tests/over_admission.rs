@@ -141,7 +141,7 @@ async fn concurrency_never_holds_more_than_the_limit() {
                 let deadline = tokio::time::Instant::now() + RUN;
                 while tokio::time::Instant::now() < deadline {
                     let decision = limiter.limit("shared", 1).await.unwrap();
-                    let Some(lease) = decision.lease else { continue };
+                    let Some(lease) = decision.receipt else { continue };
                     // Counted after the grant and uncounted before the release: never more than really held.
                     let now_held = held.fetch_add(1, Ordering::SeqCst) + 1;
                     most.fetch_max(now_held, Ordering::SeqCst);

@@ -56,7 +56,7 @@ async fn exact_count_per_interval_then_permits_return() {
                 remaining,
                 reset: T0 + 1000,
                 retry_after: 0,
-                lease: None,
+                receipt: None,
             }
         );
     }

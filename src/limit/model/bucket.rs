@@ -1,5 +1,6 @@
 //! Token bucket and GCRA: one decision over "units" (a permit is `interval` units; `rate` units return per ms; the
-//! limit holds limit × interval units), two ways to store it.
+//! limit holds limit × interval units), two ways to store it. A grant's receipt mark is its time; a refund gives back
+//! what the grant took less what has refilled since (see [`credit`]).
 
 use super::{Standing, Verdict};
 use crate::limit::Quota;
@@ -23,6 +24,16 @@ fn verdict(q: &Quota, now: u64, available: i128, permits: u64) -> Verdict {
         ((need - available) as u64).div_ceil(rate as u64)
     };
     Verdict::new(allowed, retry_after, standing(available), standing(available - need))
+}
+
+/// Units a refund at `now` gives back for a grant of `permits` at `granted`: the grant took permits × interval units
+/// and `rate` units have come back every ms since, so at most permits × interval − (now − granted) × rate are still
+/// missing because of it (fewer if the bucket was full meanwhile). Crediting no more keeps the bucket at or below
+/// where it would be had the grant never been made.
+fn credit(q: &Quota, now: u64, granted: u64, permits: u64) -> u64 {
+    let taken = u128::from(permits) * u128::from(q.interval_ms());
+    let refilled = u128::from(now - granted) * u128::from(q.rate());
+    taken.saturating_sub(refilled) as u64
 }
 
 /// Token bucket state: units in the bucket at ms `at`; `None` is a full bucket.
@@ -57,9 +68,15 @@ impl TokenBucket {
         self.write(q, units - permits * q.interval_ms(), at);
     }
 
-    pub(super) fn refund(&mut self, q: &Quota, now: u64, permits: u64) {
+    /// Gives back the grant of `permits` made at `granted` (not after `now`); false when that gives nothing back.
+    pub(super) fn refund(&mut self, q: &Quota, now: u64, granted: u64, permits: u64) -> bool {
         let (units, at) = self.units(q, now);
-        self.write(q, units.saturating_add(permits * q.interval_ms()), at);
+        let credit = credit(q, now, granted, permits);
+        let given = credit > 0 && units < full(q);
+        if given {
+            self.write(q, (units + credit).min(full(q)), at);
+        }
+        given
     }
 }
 
@@ -91,8 +108,13 @@ impl Gcra {
         self.write(q, now, debt);
     }
 
-    pub(super) fn refund(&mut self, q: &Quota, now: u64, permits: u64) {
-        let debt = self.debt(q, now).saturating_sub(permits * q.interval_ms());
-        self.write(q, now, debt);
+    /// Gives back the grant of `permits` made at `granted` (not after `now`); false when that gives nothing back.
+    pub(super) fn refund(&mut self, q: &Quota, now: u64, granted: u64, permits: u64) -> bool {
+        let (debt, credit) = (self.debt(q, now), credit(q, now, granted, permits));
+        let given = credit > 0 && debt > 0;
+        if given {
+            self.write(q, now, debt.saturating_sub(credit));
+        }
+        given
     }
 }

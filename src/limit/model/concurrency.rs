@@ -3,7 +3,7 @@
 use super::Verdict;
 use crate::limit::Quota;
 
-/// Live leases as (expiry, permits, id).
+/// Live leases as (expiry, permits, grant id).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Concurrency(Vec<(u64, u64, u64)>);
 
@@ -34,10 +34,9 @@ impl Concurrency {
         self.0.sort_unstable();
     }
 
+    /// Releases (up to `permits` of) the lease `id` if it is still held; false when it is not.
     pub(super) fn release(&mut self, now: u64, permits: u64, id: u64) -> bool {
         self.expire(now);
-        let before = self.0.len();
-        self.0.retain(|&(_, held, lease)| (held, lease) != (permits, id));
-        self.0.len() < before
+        super::give_back_grant(&mut self.0, permits, id)
     }
 }

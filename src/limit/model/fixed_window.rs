@@ -29,13 +29,26 @@ impl FixedWindow {
         Verdict::new(allowed, retry_after, standing(count), standing(count + permits))
     }
 
-    pub(super) fn grant(&mut self, q: &Quota, now: u64, permits: u64) {
+    /// Records a grant; returns its window, its receipt's mark.
+    pub(super) fn grant(&mut self, q: &Quota, now: u64, permits: u64) -> u64 {
         let (window, count) = self.count(q, now);
         self.0 = Some((window, count + permits));
+        window
     }
 
-    pub(super) fn refund(&mut self, q: &Quota, now: u64, permits: u64) {
+    /// The current window (a stored later one stays current): a receipt's window may not be after it.
+    pub(super) fn window(&self, q: &Quota, now: u64) -> u64 {
+        self.count(q, now).0
+    }
+
+    /// Gives back a grant of `permits` in `granted_in` (not after the current window), only while that window is the
+    /// current one; false when that gives nothing back.
+    pub(super) fn refund(&mut self, q: &Quota, now: u64, granted_in: u64, permits: u64) -> bool {
         let (window, count) = self.count(q, now);
-        self.0 = (count > permits).then(|| (window, count - permits));
+        let given = granted_in == window && count > 0;
+        if given {
+            self.0 = (count > permits).then(|| (window, count - permits));
+        }
+        given
     }
 }

@@ -13,6 +13,8 @@ mod sliding_log;
 mod sliding_window;
 
 use super::quota::{Algorithm, Quota};
+use super::Receipt;
+use crate::error::{Error, Result};
 
 /// A limit's standing at some moment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -115,48 +117,91 @@ impl ModelLimit {
     }
 
     /// Records a grant of `permits` at `now` (call only after an allowing [`decide`](ModelLimit::decide) at the same
-    /// time). `lease_id` names the concurrency lease.
-    pub fn grant(&mut self, now: u64, permits: u32, lease_id: u64) {
+    /// time) and returns its receipt, as the scripts do. `grant_id` names a concurrency or sliding log grant.
+    pub fn grant(&mut self, now: u64, permits: u32, grant_id: u64) -> Receipt {
         let (q, n) = (&self.quota, u64::from(permits));
-        match &mut self.state {
-            State::TokenBucket(state) => state.grant(q, now, n),
-            State::Gcra(state) => state.grant(q, now, n),
-            State::FixedWindow(state) => state.grant(q, now, n),
-            State::SlidingWindow(state) => state.grant(q, now, n),
-            State::Concurrency(state) => state.grant(q, now, n, lease_id),
-            State::SlidingLog(state) => state.grant(q, now, n),
-        }
+        let mark = match &mut self.state {
+            State::TokenBucket(state) => {
+                state.grant(q, now, n);
+                now.to_string()
+            }
+            State::Gcra(state) => {
+                state.grant(q, now, n);
+                now.to_string()
+            }
+            State::FixedWindow(state) => state.grant(q, now, n).to_string(),
+            State::SlidingWindow(state) => state.grant(q, now, n).to_string(),
+            State::Concurrency(state) => {
+                state.grant(q, now, n, grant_id);
+                format!("{grant_id:016x}")
+            }
+            State::SlidingLog(state) => {
+                state.grant(q, now, n, grant_id);
+                format!("{grant_id:016x}")
+            }
+        };
+        format!("{permits}:{mark}")
+            .parse()
+            .expect("a receipt of whole numbers or hex digits")
     }
 
-    /// Gives back `permits` at `now` (for concurrency: releases the lease `lease_id` holding them). Returns false
-    /// when a lease was not held.
-    pub fn refund(&mut self, now: u64, permits: u32, lease_id: u64) -> bool {
-        let (q, n) = (&self.quota, u64::from(permits));
-        match &mut self.state {
-            State::TokenBucket(state) => state.refund(q, now, n),
-            State::Gcra(state) => state.refund(q, now, n),
-            State::FixedWindow(state) => state.refund(q, now, n),
-            State::SlidingWindow(state) => state.refund(q, now, n),
-            State::Concurrency(state) => return state.release(now, n, lease_id),
-            State::SlidingLog(state) => state.refund(now, n),
+    /// Gives back the grant `receipt` names at `now`, by the rules of [`Receipt`]. Returns whether anything was given
+    /// back, or [`Error::InvalidArgument`] for a receipt no grant of this limit made (more permits than the limit, a
+    /// time or window after `now`'s, a mark that is no number where one is expired), as the scripts refuse them.
+    pub fn refund(&mut self, now: u64, receipt: &Receipt) -> Result<bool> {
+        let (q, n) = (&self.quota, u64::from(receipt.permits()));
+        let forged = || Error::InvalidArgument(format!("receipt {receipt} names no grant of this limit"));
+        if n > u64::from(q.limit()) {
+            return Err(forged());
         }
-        true
+        let number_up_to = |most: u64| receipt.mark().parse::<u64>().ok().filter(|&mark| mark <= most);
+        // A log's grant id: a mark that is not one names no grant held.
+        let grant_id = u64::from_str_radix(receipt.mark(), 16)
+            .ok()
+            .filter(|_| receipt.mark().len() == 16);
+        Ok(match &mut self.state {
+            State::TokenBucket(state) => state.refund(q, now, number_up_to(now).ok_or_else(forged)?, n),
+            State::Gcra(state) => state.refund(q, now, number_up_to(now).ok_or_else(forged)?, n),
+            State::FixedWindow(state) => {
+                let granted_in = number_up_to(state.window(q, now)).ok_or_else(forged)?;
+                state.refund(q, now, granted_in, n)
+            }
+            State::SlidingWindow(state) => {
+                let granted_in = number_up_to(state.window(q, now)).ok_or_else(forged)?;
+                state.refund(q, now, granted_in, n)
+            }
+            State::Concurrency(state) => grant_id.is_some_and(|id| state.release(now, n, id)),
+            State::SlidingLog(state) => grant_id.is_some_and(|id| state.refund(now, n, id)),
+        })
     }
 }
 
+/// Takes up to `permits` from the logged grant `id` among `grants` (expiry or free time, permits, id), dropping it
+/// when none are left, as the scripts remove its members `<id>/1..permits`. False when `id` is not logged.
+fn give_back_grant(grants: &mut Vec<(u64, u64, u64)>, permits: u64, id: u64) -> bool {
+    let Some(index) = grants.iter().position(|&(_, _, logged)| logged == id) else {
+        return false;
+    };
+    let held = &mut grants[index].1;
+    *held = held.saturating_sub(permits);
+    if *held == 0 {
+        grants.remove(index);
+    }
+    true
+}
+
 /// Decides several limits together, all or nothing, as the driver script does: each entry is a limit, the permits
-/// asked of it, and the id its lease gets if it is a concurrency limit. Returns whether the request was granted and
-/// each limit's verdict.
-pub fn decide_all(limits: &mut [(&mut ModelLimit, u32, u64)], now: u64) -> (bool, Vec<Verdict>) {
+/// asked of it, and the id its grant gets if it is a concurrency or sliding log limit. Returns each limit's verdict
+/// and, when the request was granted, each one's receipt.
+pub fn decide_all(limits: &mut [(&mut ModelLimit, u32, u64)], now: u64) -> (Vec<Verdict>, Option<Vec<Receipt>>) {
     let verdicts: Vec<Verdict> = limits
         .iter_mut()
         .map(|(limit, permits, _)| limit.decide(now, *permits))
         .collect();
-    let granted = verdicts.iter().all(|verdict| verdict.allowed);
-    if granted {
-        for (limit, permits, lease_id) in limits.iter_mut() {
-            limit.grant(now, *permits, *lease_id);
-        }
-    }
-    (granted, verdicts)
+    let receipts = verdicts.iter().all(|verdict| verdict.allowed).then(|| {
+        (limits.iter_mut())
+            .map(|(limit, permits, grant_id)| limit.grant(now, *permits, *grant_id))
+            .collect()
+    });
+    (verdicts, receipts)
 }

@@ -4,54 +4,50 @@
 use super::Verdict;
 use crate::limit::Quota;
 
-/// Grants still in the window, as (when they free, permits).
+/// Grants still in the window, as (when they free, permits, grant id).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct SlidingLog(Vec<(u64, u64)>);
+pub struct SlidingLog(Vec<(u64, u64, u64)>);
 
 impl SlidingLog {
     /// Permits granted less than an interval before `at`.
     fn held(&self, at: u64) -> u64 {
         self.0
             .iter()
-            .filter(|&&(free_at, _)| free_at > at)
-            .map(|&(_, permits)| permits)
+            .filter(|&&(free_at, _, _)| free_at > at)
+            .map(|&(_, permits, _)| permits)
             .sum()
     }
 
     /// Forgets the grants that left the window by `now`: they change no decision from then on.
     fn forget(&mut self, now: u64) {
-        self.0.retain(|&(free_at, _)| free_at > now);
+        self.0.retain(|&(free_at, _, _)| free_at > now);
     }
 
     pub(super) fn decide(&mut self, q: &Quota, now: u64, permits: u64) -> Verdict {
         self.forget(now);
         let fits = |at: u64| self.held(at) + permits <= u64::from(q.limit());
-        let newest = self.0.iter().map(|&(free_at, _)| free_at).max().unwrap_or(now);
+        let newest = self.0.iter().map(|&(free_at, _, _)| free_at).max().unwrap_or(now);
         Verdict::of_log(q, now, permits, self.held(now), newest, || {
             // Nothing changes between the moments grants free, so the first of those at which the request fits is
             // the exact wait, by the definition (there is one unless the request is above the limit, which the
             // scripts refuse before deciding).
-            let first = self.0.iter().map(|&(free_at, _)| free_at).filter(|&at| fits(at)).min();
+            let first = self
+                .0
+                .iter()
+                .map(|&(free_at, _, _)| free_at)
+                .filter(|&at| fits(at))
+                .min();
             first.map_or(0, |at| at - now)
         })
     }
 
-    pub(super) fn grant(&mut self, q: &Quota, now: u64, permits: u64) {
-        self.0.push((now + q.interval_ms(), permits));
+    pub(super) fn grant(&mut self, q: &Quota, now: u64, permits: u64, id: u64) {
+        self.0.push((now + q.interval_ms(), permits, id));
     }
 
-    /// Gives back up to `permits` of the newest grants' permits, splitting a grant if only part of it goes back.
-    pub(super) fn refund(&mut self, now: u64, mut permits: u64) {
+    /// Gives back (up to `permits` of) the grant `id` if it is still in the window; false when it is not.
+    pub(super) fn refund(&mut self, now: u64, permits: u64, id: u64) -> bool {
         self.forget(now);
-        self.0.sort_unstable();
-        while permits > 0 {
-            let Some(newest) = self.0.last_mut() else { break };
-            let given = newest.1.min(permits);
-            newest.1 -= given;
-            permits -= given;
-            if newest.1 == 0 {
-                self.0.pop();
-            }
-        }
+        super::give_back_grant(&mut self.0, permits, id)
     }
 }

@@ -45,15 +45,35 @@ impl SlidingWindow {
         Verdict::new(allowed, retry_after, standing(current), standing(current + permits))
     }
 
-    pub(super) fn grant(&mut self, q: &Quota, now: u64, permits: u64) {
+    /// Records a grant; returns its window, its receipt's mark.
+    pub(super) fn grant(&mut self, q: &Quota, now: u64, permits: u64) -> u64 {
         let (window, _, current, previous) = self.counts(q, now);
         self.0 = Some((window, current + permits, previous));
+        window
     }
 
-    pub(super) fn refund(&mut self, q: &Quota, now: u64, permits: u64) {
-        let (window, _, current, previous) = self.counts(q, now);
-        let current = current.saturating_sub(permits);
-        self.0 = (current > 0 || previous > 0).then_some((window, current, previous));
+    /// The current window (a stored later one stays current): a receipt's window may not be after it.
+    pub(super) fn window(&self, q: &Quota, now: u64) -> u64 {
+        self.counts(q, now).0
+    }
+
+    /// Gives back a grant of `permits` in `granted_in` (not after the current window) to that window's count, while
+    /// it counts (the current or the previous window); false when that gives nothing back.
+    pub(super) fn refund(&mut self, q: &Quota, now: u64, granted_in: u64, permits: u64) -> bool {
+        let (window, _, mut current, mut previous) = self.counts(q, now);
+        let count = if granted_in == window {
+            &mut current
+        } else if granted_in + 1 == window {
+            &mut previous
+        } else {
+            return false;
+        };
+        let given = *count > 0;
+        *count = count.saturating_sub(permits);
+        if given {
+            self.0 = (current > 0 || previous > 0).then_some((window, current, previous));
+        }
+        given
     }
 }
 
