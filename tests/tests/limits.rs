@@ -117,7 +117,11 @@ async fn concurrency_leases_are_released_or_expire() {
         .release("id", &second_lease)
         .await
         .unwrap());
-    let forged = Lease { permits: 1, id: 42 };
+    let forged = Lease {
+        permits: 1,
+        id: 42,
+        expiry: u64::MAX,
+    };
     assert!(!at.release("id", &forged).await.unwrap());
 }
 
