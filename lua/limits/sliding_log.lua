@@ -9,12 +9,11 @@
 
 --@decision
 
-local in_log, first_position
-held, permits, allowed, retry_after, remaining, reset, reset_after, in_log, first_position =
+local in_log, first_position, last_run
+held, permits, allowed, retry_after, remaining, reset, reset_after, in_log, first_position, last_run =
     log_decision(operation, key, permits, limit, interval, lease, now)
 
 --@grant
 
 -- The receipt names the grant, to give it back exactly.
-token = permits .. ':' .. log_grant(key, permits, interval, lease, now, grace, reset_after, in_log,
-    first_position, reset)
+token = log_grant(key, permits, interval, lease, now, grace, reset_after, in_log, first_position, last_run, reset)

@@ -201,7 +201,7 @@ fn decode(name: &str, quota: Quota, key: String, now: u64, entry: Value) -> Resu
     })
 }
 
-/// Member, frees-at pairs, one per grant (members `<position>:<permits>:<grant id>`, see
+/// Member, frees-at pairs, one per grant (members `<position>:<permits>:<run>:<grant id>`, see
 /// `lua/limits/zset_log.lua`).
 fn grants(flat: Vec<Value>) -> Result<Vec<HeldGrant>> {
     if flat.len() % 2 != 0 {
@@ -211,17 +211,15 @@ fn grants(flat: Vec<Value>) -> Result<Vec<HeldGrant>> {
     let mut items = flat.into_iter();
     while let (Some(member), Some(score)) = (items.next(), items.next()) {
         let member = member.into_string()?;
-        let malformed = || Error::malformed("a grant named <position>:<permits>:<grant id>", &member);
-        let (permits, id) = member
-            .split_once(':')
-            .and_then(|(position, rest)| {
-                position
-                    .bytes()
-                    .all(|b| b.is_ascii_digit())
-                    .then_some(rest)?
-                    .split_once(':')
-            })
-            .ok_or_else(malformed)?;
+        let malformed = || Error::malformed("a grant named <position>:<permits>:<run>:<grant id>", &member);
+        let mut fields = member.splitn(4, ':');
+        let [Some(position), Some(permits), Some(run), Some(id)] = [(); 4].map(|()| fields.next()) else {
+            return Err(malformed());
+        };
+        if !(position.bytes().chain(run.bytes()).all(|b| b.is_ascii_digit()) && !position.is_empty() && !run.is_empty())
+        {
+            return Err(malformed());
+        }
         grants.push(HeldGrant {
             permits: permits.parse().map_err(|_| malformed())?,
             id: id.to_owned(),
@@ -426,9 +424,9 @@ mod tests {
     fn log_members_are_read_one_grant_each() {
         let pair = |member: &str, score: &str| [Value::Bytes(member.into()), Value::Bytes(score.into())];
         let flat: Vec<Value> = [
-            pair("0000000000000007:2:a", "900"),
-            pair("0000000000000009:1:b", "900"),
-            pair("0000000000000010:5:a-2:x", "950"),
+            pair("0000000000007:2:9:a", "900"),
+            pair("0000000000009:1:9:b", "900"),
+            pair("0000000000010:5:15:a-2:x", "950"),
         ]
         .into_iter()
         .flatten()
@@ -444,10 +442,11 @@ mod tests {
         );
         for bad in [
             pair("a/1", "900"),
-            pair("x:1:a", "900"),
-            pair("1:x:a", "900"),
-            pair("1:1", "900"),
-            pair("1:1:a", "soon"),
+            pair("x:1:0:a", "900"),
+            pair("1:x:0:a", "900"),
+            pair("1:1:x:a", "900"),
+            pair("1:1:a", "900"),
+            pair("1:1:0:a", "soon"),
         ] {
             assert_eq!(grants(bad.to_vec()).unwrap_err().code(), "EDGELIMIT_MALFORMED_REPLY");
         }

@@ -21,7 +21,8 @@ fn concurrency(stack: &Stack, name: &str, limit: u32, interval: Duration) -> Lim
     Limiter::new(stack.client(), name, quota).unwrap()
 }
 
-/// The log's members as Redis holds them: (position, permits, expiry), in the zset's order.
+/// The log's members as Redis holds them: (position, permits, expiry), in the zset's order (a member's name is
+/// `<position>:<permits>:<run>:<grant id>`).
 async fn members(stack: &Stack, limiter: &Limiter) -> Vec<(u64, u32, u64)> {
     let command = Command::new("ZRANGE")
         .arg(limiter.state_key("id"))
@@ -30,7 +31,7 @@ async fn members(stack: &Stack, limiter: &Limiter) -> Vec<(u64, u32, u64)> {
     flat.chunks(2)
         .map(|pair| {
             let member = pair[0].clone().into_string().unwrap();
-            let fields: Vec<&str> = member.splitn(3, ':').collect();
+            let fields: Vec<&str> = member.splitn(4, ':').collect();
             let expiry = pair[1].clone().into_number("expiry").unwrap();
             (fields[0].parse().unwrap(), fields[1].parse().unwrap(), expiry)
         })
