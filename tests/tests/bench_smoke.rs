@@ -65,8 +65,10 @@ async fn quick_run_measures_every_scenario_and_writes_every_output() {
                 ours.decision.commands_per_decision >= 1.0,
                 "{what}: a script that calls Redis"
             );
+            // On the server clock an idle bucket's key lives about a ms past its one request (it expires when the
+            // bucket would be whole again), so on a loaded machine it may be gone before MEMORY USAGE reads it.
             assert!(
-                ours.bytes_idle > 0 && ours.bytes_busy > 0,
+                ours.bytes_busy > 0 && (clock == "server clock" || ours.bytes_idle > 0),
                 "{what}: keys left to measure"
             );
         }
