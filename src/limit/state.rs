@@ -11,6 +11,7 @@ use std::sync::LazyLock;
 use super::quota::{Algorithm, Quota};
 use super::Limiter;
 use crate::error::{Error, Result};
+use crate::identifier::Identifier;
 use crate::script::{lua_script, Script};
 use crate::value::Value;
 
@@ -121,7 +122,10 @@ impl StateDetail {
 
 /// Reads the state of several limits, each for its identifier, in one round trip and at one moment. Limiters with
 /// a stored quota cost one more round trip each, to read it; without one it is [`Error::NotInitialized`].
-pub async fn state_all(requests: &[(&Limiter, &str)]) -> Result<Vec<LimitState>> {
+pub async fn state_all<'i, I>(requests: &[(&Limiter, I)]) -> Result<Vec<LimitState>>
+where
+    I: Into<Identifier<'i>> + Clone,
+{
     let (first, _) = requests
         .first()
         .ok_or_else(|| Error::InvalidArgument("no limits to inspect: pass at least one".into()))?;
@@ -135,7 +139,10 @@ pub async fn state_all(requests: &[(&Limiter, &str)]) -> Result<Vec<LimitState>>
         };
         quotas.push(quota);
     }
-    let keys: Vec<String> = requests.iter().map(|(limiter, id)| limiter.state_key(id)).collect();
+    let keys: Vec<String> = requests
+        .iter()
+        .map(|(limiter, id)| limiter.state_key(id.clone()))
+        .collect();
     let mut args = vec![
         first.now_ms.map(|ms| ms.to_string()).unwrap_or_default(),
         LISTED_GRANTS.to_string(),
