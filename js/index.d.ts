@@ -68,14 +68,18 @@ export interface RatelimitConfig {
    */
   timeout?: number;
   /**
-   * What `limit` answers when the store is slow or down (timeout, connection refused, HTTP 5xx, a Redis error):
+   * What `limit` answers when the store is unavailable: a timeout, the endpoint unreachable or answering HTTP 5xx,
+   * Redis loading, busy, failing over, read-only or out of memory (the codes with `storeUnavailable: true`, see
+   * {@link ErrorCode}):
    * - `"allow"` (default): fail open, `success: true`;
    * - `"deny"`: fail closed, `success: false`;
    * - `"throw"`: reject with the {@link EdgelimitError}.
    *
    * With `"allow"`/`"deny"` the result's `reason` is `"timeout"` or `"error"`, `error` holds the failure, and
-   * `remaining`, `reset` and `retryAfter` are 0 (nothing is known). Mistakes that no retry fixes always reject:
-   * invalid arguments, permits above the limit, a wrong token.
+   * `remaining`, `reset` and `retryAfter` are 0 (nothing is known). Every other error always rejects, whatever this
+   * says: invalid arguments, permits above the limit, a request too large, a wrong token or Redis user, state
+   * another program wrote under a limit's key, a reply that cannot be read, an unknown Redis error. Failing open on
+   * those would let requests past the limit by accident.
    */
   onError?: "allow" | "deny" | "throw";
   /**
@@ -130,16 +134,39 @@ export interface RefundResult {
 export interface RatelimitResponse extends Decision {
   /**
    * Who decided: `"decided"` (Redis), `"cache"` (the block cache, no round trip), `"timeout"` or `"error"` (the store
-   * failed and `onError` decided).
+   * was unavailable and `onError` decided).
    */
   reason: "decided" | "cache" | "timeout" | "error";
   /** Each limit's own decision, in the order given, when Redis decided; empty otherwise. */
   results: Decision[];
-  /** The store's failure, when `onError` turned it into this result. */
+  /** The store's unavailability, when `onError` turned it into this result. */
   error?: EdgelimitError;
 }
 
-/** The stable codes of {@link EdgelimitError}. */
+/**
+ * The stable codes of {@link EdgelimitError}, by who must act. Only the store's unavailability may be absorbed by
+ * `onError` (these errors have `storeUnavailable: true`); every other error rejects, whatever `onError` says:
+ * turning it into "allowed" would let requests past the limit by accident.
+ *
+ * Absorbed by `onError` (the store is unavailable):
+ * - `EDGELIMIT_TIMEOUT`: no reply within `timeout`;
+ * - `EDGELIMIT_TRANSPORT`: the endpoint could not be reached;
+ * - `EDGELIMIT_ENDPOINT`: the endpoint answered HTTP 5xx (e.g. Redis down behind it); other statuses reject;
+ * - `EDGELIMIT_UNAVAILABLE`: Redis is loading, busy, failing over or out of memory;
+ * - `EDGELIMIT_READONLY`: the endpoint reached a read-only replica (alert on it: if it lasts, the endpoint is
+ *   misrouted).
+ *
+ * Always rejected:
+ * - `EDGELIMIT_INVALID_CONFIG`, `EDGELIMIT_INVALID_ARGUMENT` (also a script refusing a hand-made or forged argument),
+ *   `EDGELIMIT_PERMITS_EXCEED_RATE`, `EDGELIMIT_NOT_INITIALIZED`: the caller's to fix;
+ * - `EDGELIMIT_TOO_LARGE`: the request was too large for the endpoint (HTTP 413);
+ * - `EDGELIMIT_AUTH`: the token was refused (HTTP 401/403);
+ * - `EDGELIMIT_STORE_CONFIG`: the token's Redis user may not run what the limiter needs (NOPERM, NOAUTH,
+ *   WRONGPASS), or the endpoint is a Redis Cluster node that does not route (MOVED, ASK, CROSSSLOT);
+ * - `EDGELIMIT_FOREIGN_STATE`: a limit's key holds state edgelimit did not write (WRONGTYPE);
+ * - `EDGELIMIT_MALFORMED_REPLY`: a reply edgelimit cannot read (a garbled answer is no proof the store is down);
+ * - `EDGELIMIT_REDIS`: any other Redis error.
+ */
 export type ErrorCode =
   | "EDGELIMIT_INVALID_CONFIG"
   | "EDGELIMIT_INVALID_ARGUMENT"
@@ -149,6 +176,11 @@ export type ErrorCode =
   | "EDGELIMIT_TIMEOUT"
   | "EDGELIMIT_TRANSPORT"
   | "EDGELIMIT_ENDPOINT"
+  | "EDGELIMIT_TOO_LARGE"
+  | "EDGELIMIT_UNAVAILABLE"
+  | "EDGELIMIT_READONLY"
+  | "EDGELIMIT_STORE_CONFIG"
+  | "EDGELIMIT_FOREIGN_STATE"
   | "EDGELIMIT_REDIS"
   | "EDGELIMIT_MALFORMED_REPLY";
 
@@ -157,6 +189,8 @@ export interface EdgelimitError extends Error {
   name: "EdgelimitError";
   /** Branch on this, not on the message. */
   code: ErrorCode;
+  /** True for the errors `onError` may absorb: the store was unavailable (see {@link ErrorCode}). */
+  storeUnavailable: boolean;
 }
 
 /**

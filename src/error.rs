@@ -68,8 +68,10 @@ pub enum Error {
         source: Box<dyn std::error::Error + Send + Sync>,
     },
 
-    /// The endpoint answered with an HTTP error that is not a Redis command error, e.g. a 503 while Redis is down.
-    #[error("the REST endpoint answered HTTP {status}: {message}")]
+    /// The endpoint answered with an HTTP error that is not a Redis command error: a 5xx while Redis is down (the store
+    /// is unavailable), or another status (413: the request is too large for it; 404: a wrong URL), which no waiting
+    /// fixes.
+    #[error("the REST endpoint answered HTTP {status}: {message}{}", endpoint_advice(*.status))]
     Endpoint {
         /// HTTP status.
         status: u16,
@@ -77,9 +79,46 @@ pub enum Error {
         message: String,
     },
 
-    /// Redis ran the command and returned an error reply (wrong type, unknown command, a script error, …).
-    #[error("redis replied with an error: {0}")]
-    Redis(String),
+    /// Redis cannot serve now: it is loading its data (LOADING), running a long script (BUSY), failing over
+    /// (MASTERDOWN, TRYAGAIN, CLUSTERDOWN, READONLY: the endpoint reached a replica) or out of memory (OOM). The
+    /// store is unavailable: a failure policy (`onError`) may absorb it. READONLY has its own code, to alert on: a
+    /// Redis that stays read-only is a misrouted endpoint, not a passing failover.
+    #[error("the store cannot serve now: {}; {}", .message, unavailable_advice(.code))]
+    Unavailable {
+        /// Redis's error code word (`LOADING`, `BUSY`, …).
+        code: String,
+        /// Redis's message, without the script's location.
+        message: String,
+    },
+
+    /// The store is set up so that edgelimit cannot work with it: the token's Redis user may not run what the limiter
+    /// needs (NOPERM, NOAUTH, WRONGPASS), or the endpoint is a Redis Cluster node that does not route (MOVED, ASK,
+    /// CROSSSLOT). No waiting fixes it, so it is reported, never absorbed.
+    #[error("the store refused the call: {}; {}", .message, store_config_advice(.code))]
+    StoreConfig {
+        /// Redis's error code word (`NOPERM`, `MOVED`, …).
+        code: String,
+        /// Redis's message, without the script's location.
+        message: String,
+    },
+
+    /// A limit's key holds state edgelimit did not write there (Redis's WRONGTYPE, or a value in no layout the
+    /// scripts know): another program, or another limit with the same name and prefix, uses the key. Reported, never
+    /// absorbed: deciding on state of unknown meaning could admit anything.
+    #[error(
+        "a limit's key holds state edgelimit did not write ({0}): another program or another limit uses it; give the \
+         limit another name or prefix, or delete the key"
+    )]
+    ForeignState(String),
+
+    /// Redis replied with an error edgelimit does not know. Reported, never absorbed.
+    #[error("redis replied with an error edgelimit does not expect: {message}")]
+    Redis {
+        /// Redis's error code word (`ERR`, `EXECABORT`, …).
+        code: String,
+        /// Redis's message, without the script's location.
+        message: String,
+    },
 
     /// The reply did not have the shape the protocol or the script promises. Nothing was assumed about it.
     #[error("malformed reply: {what} (got {got})")]
@@ -102,30 +141,55 @@ impl Error {
             Error::Unauthorized { .. } => "EDGELIMIT_AUTH",
             Error::Timeout { .. } => "EDGELIMIT_TIMEOUT",
             Error::Transport { .. } => "EDGELIMIT_TRANSPORT",
+            Error::Endpoint { status: 413, .. } => "EDGELIMIT_TOO_LARGE",
             Error::Endpoint { .. } => "EDGELIMIT_ENDPOINT",
-            Error::Redis(_) => "EDGELIMIT_REDIS",
+            Error::Unavailable { code, .. } if code == "READONLY" => "EDGELIMIT_READONLY",
+            Error::Unavailable { .. } => "EDGELIMIT_UNAVAILABLE",
+            Error::StoreConfig { .. } => "EDGELIMIT_STORE_CONFIG",
+            Error::ForeignState(_) => "EDGELIMIT_FOREIGN_STATE",
+            Error::Redis { .. } => "EDGELIMIT_REDIS",
             Error::MalformedReply { .. } => "EDGELIMIT_MALFORMED_REPLY",
         }
     }
 
-    /// True when the store failed rather than the caller: it was unreachable, slow, overloaded, or answered
-    /// something unusable. These are the failures a fail-open or fail-closed policy (`onError`) may absorb; the
-    /// others (bad arguments, permits above the limit, a wrong token, a missing config) are the caller's to fix and
-    /// are always reported.
-    pub fn is_store_failure(&self) -> bool {
-        matches!(
-            self,
-            Error::Timeout { .. }
-                | Error::Transport { .. }
-                | Error::Endpoint { .. }
-                | Error::Redis(_)
-                | Error::MalformedReply { .. }
-        )
+    /// True when the store is unavailable: it did not answer in time, could not be reached, answered HTTP 5xx, or
+    /// Redis said it cannot serve now ([`Error::Unavailable`]). These, and only these, are what a failure policy
+    /// (`onError`) may absorb, failing open or closed. Every other error is reported: a caller's mistake (an invalid
+    /// argument, a request too large), a wrong token or store set-up, foreign state in a limit's key, a reply that
+    /// does not parse (a proxy's garbled answer is no proof the store is down) and any error edgelimit does not
+    /// know. Turning those into "allowed" would let requests past a limit by accident.
+    pub fn is_store_unavailable(&self) -> bool {
+        match self {
+            Error::Timeout { .. } | Error::Transport { .. } | Error::Unavailable { .. } => true,
+            Error::Endpoint { status, .. } => *status >= 500,
+            _ => false,
+        }
     }
 
     /// True for a Redis `NOSCRIPT` reply: the script cache does not hold the SHA1 that EVALSHA named.
     pub fn is_noscript(&self) -> bool {
-        matches!(self, Error::Redis(message) if message.starts_with("NOSCRIPT"))
+        matches!(self, Error::Redis { code, .. } if code == "NOSCRIPT")
+    }
+
+    /// Classifies an error reply from Redis (through the REST endpoint) by its code word, after removing what Redis
+    /// adds to an error raised inside a script: Redis 7 appends ` script: <sha1>, on @user_script:<line>.`, Redis 6
+    /// prefixes `ERR Error running script (call to f_<sha1>): @user_script:<line>: `, and a Lua runtime error
+    /// names `user_script:<line>: `.
+    pub(crate) fn from_redis_reply(reply: &str) -> Error {
+        let message = without_script_location(reply);
+        let code = message.split_whitespace().next().unwrap_or_default().to_owned();
+        match code.as_str() {
+            "LOADING" | "BUSY" | "MASTERDOWN" | "TRYAGAIN" | "CLUSTERDOWN" | "READONLY" | "OOM" => {
+                Error::Unavailable { code, message }
+            }
+            "NOPERM" | "NOAUTH" | "WRONGPASS" | "MOVED" | "ASK" | "CROSSSLOT" => Error::StoreConfig { code, message },
+            "WRONGTYPE" => Error::ForeignState(message),
+            "ERR" if message.starts_with(SCRIPT_REFUSAL) => Error::InvalidArgument(format!(
+                "the script refused the call: {}",
+                &message[SCRIPT_REFUSAL.len()..]
+            )),
+            _ => Error::Redis { code, message },
+        }
     }
 
     pub(crate) fn malformed(what: impl Into<String>, got: impl std::fmt::Display) -> Self {
@@ -139,6 +203,69 @@ impl Error {
     }
 }
 
+/// How edgelimit's scripts start an error for an argument they refuse (`reject` in `lua/common.lua`).
+const SCRIPT_REFUSAL: &str = "ERR edgelimit: ";
+
+/// `reply` without the location Redis adds to an error raised inside a script (see [`Error::from_redis_reply`]).
+fn without_script_location(reply: &str) -> String {
+    let mut message = reply.trim();
+    if let Some(at) = message.rfind(" script: ") {
+        if message[at..].contains(", on @user_script:") && message.ends_with('.') {
+            message = &message[..at];
+        }
+    }
+    if let Some(rest) = message.strip_prefix("ERR Error running script (call to f_") {
+        if let Some((_, inner)) = rest.split_once("): @user_script:") {
+            message = inner.split_once(": ").map_or(inner, |(_, text)| text);
+        }
+    }
+    let message = message.trim();
+    // A Lua runtime error names the line: `ERR user_script:12: attempt to …` (no edgelimit script raises one
+    // on purpose; its line means nothing to the caller).
+    match message
+        .strip_prefix("ERR user_script:")
+        .and_then(|rest| rest.split_once(": "))
+    {
+        Some((line, text)) if line.bytes().all(|b| b.is_ascii_digit()) => format!("ERR {text}"),
+        _ => message.to_owned(),
+    }
+}
+
+fn unavailable_advice(code: &str) -> &'static str {
+    match code {
+        "READONLY" => {
+            "the endpoint reached a read-only replica (a failover in progress, or an endpoint pointed at a replica: \
+             check it if this lasts); the failure policy (onError) decides meanwhile"
+        }
+        "OOM" => {
+            "Redis is out of memory: raise maxmemory (with maxmemory-policy noeviction, which edgelimit needs, Redis \
+             refuses writes instead of dropping limiter state); the failure policy (onError) decides meanwhile"
+        }
+        _ => "it is loading, busy or failing over; the failure policy (onError) decides meanwhile",
+    }
+}
+
+fn store_config_advice(code: &str) -> &'static str {
+    match code {
+        "MOVED" | "ASK" | "CROSSSLOT" => {
+            "the endpoint is a Redis Cluster node that does not route commands: point edgelimit at a cluster-aware \
+             endpoint"
+        }
+        _ => {
+            "the token's Redis user may not run what edgelimit needs (EVALSHA, EVAL, SCRIPT LOAD on the limiter's \
+             keys): grant it, or use another token"
+        }
+    }
+}
+
+fn endpoint_advice(status: u16) -> &'static str {
+    match status {
+        413 => "; the request is too large for the endpoint: send fewer or smaller commands",
+        500.. => "; the store is unavailable, and the failure policy (onError) decides",
+        _ => "; check the endpoint's URL",
+    }
+}
+
 /// Shorthand used throughout the core.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -148,9 +275,133 @@ mod tests {
 
     #[test]
     fn noscript_is_recognised_only_for_redis_errors() {
-        assert!(Error::Redis("NOSCRIPT No matching script. Please use EVAL.".into()).is_noscript());
-        assert!(!Error::Redis("ERR unknown command".into()).is_noscript());
+        assert!(Error::from_redis_reply("NOSCRIPT No matching script. Please use EVAL.").is_noscript());
+        assert!(!Error::from_redis_reply("ERR unknown command").is_noscript());
         assert!(!Error::InvalidConfig("NOSCRIPT".into()).is_noscript());
+    }
+
+    /// Replies as Redis 7.0.15 words them (captured from the real server), and Redis 6's wording of the same.
+    #[test]
+    fn redis_replies_are_classified_by_who_must_act_without_script_locations() {
+        let cases = [
+            (
+                "WRONGTYPE Operation against a key holding the wrong kind of value script: \
+                 fd1f62702330c26137b50b4d8f15f201f6699d84, on @user_script:1.",
+                "EDGELIMIT_FOREIGN_STATE",
+                false,
+            ),
+            (
+                "ERR Error running script (call to f_fd1f62702330c26137b50b4d8f15f201f6699d84): @user_script:1: \
+                 WRONGTYPE Operation against a key holding the wrong kind of value",
+                "EDGELIMIT_FOREIGN_STATE",
+                false,
+            ),
+            (
+                "ERR edgelimit: invalid permits: 0 script: be5473da61c2bc2b4b836cd2b0cf9c682ff26f27, on \
+                 @user_script:1.",
+                "EDGELIMIT_INVALID_ARGUMENT",
+                false,
+            ),
+            (
+                "ERR user_script:1: attempt to perform arithmetic on a nil value script: \
+                 cd204846b476dfdb7c087f1a1cef2df50cc9a6e7, on @user_script:1.",
+                "EDGELIMIT_REDIS",
+                false,
+            ),
+            (
+                "OOM command not allowed when used memory > 'maxmemory'. script: \
+                 ab5a402eac2ea8cb211185723d9390126aed2cfa, on @user_script:1.",
+                "EDGELIMIT_UNAVAILABLE",
+                true,
+            ),
+            (
+                "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.",
+                "EDGELIMIT_UNAVAILABLE",
+                true,
+            ),
+            (
+                "LOADING Redis is loading the dataset in memory",
+                "EDGELIMIT_UNAVAILABLE",
+                true,
+            ),
+            (
+                "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.",
+                "EDGELIMIT_UNAVAILABLE",
+                true,
+            ),
+            (
+                "TRYAGAIN Multiple keys request during rehashing of slot",
+                "EDGELIMIT_UNAVAILABLE",
+                true,
+            ),
+            ("CLUSTERDOWN The cluster is down", "EDGELIMIT_UNAVAILABLE", true),
+            (
+                "READONLY You can't write against a read only replica.",
+                "EDGELIMIT_READONLY",
+                true,
+            ),
+            (
+                "NOPERM this user has no permissions to run the 'evalsha' command",
+                "EDGELIMIT_STORE_CONFIG",
+                false,
+            ),
+            ("NOAUTH Authentication required.", "EDGELIMIT_STORE_CONFIG", false),
+            (
+                "WRONGPASS invalid username-password pair or user is disabled.",
+                "EDGELIMIT_STORE_CONFIG",
+                false,
+            ),
+            ("MOVED 15495 127.0.0.1:7103", "EDGELIMIT_STORE_CONFIG", false),
+            ("ASK 15495 127.0.0.1:7103", "EDGELIMIT_STORE_CONFIG", false),
+            (
+                "CROSSSLOT Keys in request don't hash to the same slot",
+                "EDGELIMIT_STORE_CONFIG",
+                false,
+            ),
+            (
+                "EXECABORT Transaction discarded because of previous errors.",
+                "EDGELIMIT_REDIS",
+                false,
+            ),
+            ("", "EDGELIMIT_REDIS", false),
+        ];
+        for (reply, code, unavailable) in cases {
+            let error = Error::from_redis_reply(reply);
+            assert_eq!(
+                (error.code(), error.is_store_unavailable()),
+                (code, unavailable),
+                "{reply}"
+            );
+            let text = error.to_string();
+            assert!(!text.contains("user_script") && !text.contains("f_fd1f"), "{text}");
+            assert!(!text.contains("be5473da61c2bc2b4b836cd2b0cf9c682ff26f27"), "{text}");
+        }
+        assert_eq!(
+            Error::from_redis_reply(cases[2].0).to_string(),
+            "invalid argument: the script refused the call: invalid permits: 0"
+        );
+    }
+
+    #[test]
+    fn only_an_unavailable_store_may_be_absorbed() {
+        let endpoint = |status| Error::Endpoint {
+            status,
+            message: String::new(),
+        };
+        assert!(endpoint(503).is_store_unavailable() && endpoint(500).is_store_unavailable());
+        for error in [
+            endpoint(413),
+            endpoint(404),
+            Error::malformed("a JSON body", "<html>"),
+            Error::Unauthorized {
+                status: 401,
+                message: String::new(),
+            },
+            Error::InvalidArgument(String::new()),
+        ] {
+            assert!(!error.is_store_unavailable(), "{error}");
+        }
+        assert_eq!(endpoint(413).code(), "EDGELIMIT_TOO_LARGE");
     }
 
     #[test]

@@ -80,11 +80,15 @@ function refusal(verdict) {
   return new Response(verdict.body, { status: verdict.status, headers });
 }
 
-/** Logs what an operator needs to know: a dry run's would-be refusals, and every failure a rule decided for. */
+/**
+ * Logs what an operator needs to know: a dry run's would-be refusals, every unavailability of the store a rule's
+ * onError decided for, and every other error (answered 500, never let through: see the README's "Errors").
+ */
 function report(route, verdict) {
   const entry = { rule: route.rule, key: route.key, reason: verdict.reason, status: verdict.status };
   if (verdict.error) {
-    console.error(JSON.stringify({ edgelimit: "store failure", ...entry, error: verdict.error.message, code: verdict.error.code }));
+    const what = verdict.error.storeUnavailable ? "store unavailable" : "error";
+    console.error(JSON.stringify({ edgelimit: what, ...entry, error: verdict.error.message, code: verdict.error.code }));
   }
   if (route.dryRun && !verdict.allowed) {
     console.log(JSON.stringify({ edgelimit: "dry run: would refuse", ...entry }));

@@ -12,6 +12,7 @@
 //! | [`bridge`] | the REST bridge: routes, auth, JSON<->RESP, script shebang compatibility, the Redis link |
 //! | [`redis_server`] | a real `redis-server` child process on a loopback port (dev stack and tests) |
 //! | [`dev`] | `edgelimit dev`: Redis + bridge (+ the playground and the Worker) in one command |
+//! | [`doctor`] | `edgelimit doctor`: can this endpoint hold limits safely (eviction policy, scripts, clock) |
 //! | [`playground`] | the playground page in the dev stack: `www/` and the npm package it imports, served locally |
 //! | [`worker_dev`] | the Worker in the dev stack: `wrangler dev` in front of a demo origin |
 //! | [`signals`] | graceful shutdown on SIGINT/SIGTERM |
@@ -32,6 +33,7 @@ pub mod admin;
 pub mod bench;
 pub mod bridge;
 pub mod dev;
+pub mod doctor;
 pub mod family;
 pub mod playground;
 pub mod redis_server;

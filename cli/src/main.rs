@@ -12,6 +12,7 @@ use edgelimit_cli::admin::{self, duration, Outcome, SetHow};
 use edgelimit_cli::bench::{self, BenchConfig, Scenario};
 use edgelimit_cli::bridge::{self, BridgeConfig, CorsOrigins};
 use edgelimit_cli::dev::{self, DevConfig};
+use edgelimit_cli::doctor;
 use edgelimit_cli::family::{self, AlgorithmArgs};
 use edgelimit_cli::playground::PlaygroundConfig;
 use edgelimit_cli::say;
@@ -111,6 +112,16 @@ enum Commands {
         /// Port of the playground page.
         #[arg(long, default_value_t = 8080)]
         playground_port: u16,
+    },
+    /// Check that an endpoint and the Redis behind it can hold limits safely (reachable, token, maxmemory-policy
+    /// noeviction, scripts, clock): one JSON line per check, then a summary; exit 0 when none failed, 1 otherwise.
+    Doctor {
+        /// REST endpoint URL [env: EDGELIMIT_URL, then UPSTASH_REDIS_REST_URL].
+        #[arg(long)]
+        url: Option<String>,
+        /// REST token [env: EDGELIMIT_TOKEN, then UPSTASH_REDIS_REST_TOKEN].
+        #[arg(long)]
+        token: Option<String>,
     },
     /// Set a limiter's rate (by default replacing any rate and clearing the state).
     SetRate {
@@ -296,6 +307,7 @@ async fn run(command: Commands) -> Result<Option<Outcome>, String> {
             say!("edgelimit bench finished in {:.0} s", results.seconds);
             return Ok(None);
         }
+        Commands::Doctor { url, token } => Ok(doctor::run(&admin::endpoint(url, token)?).await),
         Commands::SetRate {
             target,
             rate,

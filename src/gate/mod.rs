@@ -220,14 +220,15 @@ pub struct Verdict {
     pub allowed: bool,
     /// Why.
     pub reason: VerdictReason,
-    /// The status to answer with when refused: 429 (limit), 403 (deny list) or 503 (store failed, rule fails
-    /// closed); 200 when allowed.
+    /// The status to answer with when refused: 429 (limit), 403 (deny list), 503 (store unavailable, rule fails
+    /// closed) or 500 (any other error: never absorbed); 200 when allowed.
     pub status: u16,
     /// Header fields for the response: the RateLimit fields, and `Retry-After` on a 429.
     pub headers: Vec<(String, String)>,
     /// The problem body (`application/problem+json`) of a refusal.
     pub body: Option<String>,
-    /// The failure the rule's `onError` decided for, to log.
+    /// The error the limit failed with, to log: an unavailable store that the rule's `onError` decided for, or any
+    /// other error (then the verdict is a 500).
     pub error: Option<Error>,
 }
 
@@ -298,9 +299,20 @@ impl Route {
         refusal(reason, 429, "Too Many Requests", &detail, headers, Some(retry_after))
     }
 
+    /// The verdict when the limit could not be decided. Only an unavailable store is the rule's `onError` to decide
+    /// (pass, or 503); any other error (the store's set-up, foreign state in a limit's key, a reply that does not
+    /// parse, …) is a 500 that never reaches the origin: letting it through would admit requests past the limit by
+    /// accident, and it is no passing outage to ride out.
     fn failed(&self, error: Error) -> Verdict {
         let reason = VerdictReason::Limit(Reason::of_failure(&error));
-        let mut verdict = if self.armed.rule.on_error == OnError::Allow {
+        let mut verdict = if !error.is_store_unavailable() {
+            let detail = format!(
+                "rule {:?} could not decide ({}); the request was not let through",
+                self.armed.rule.name,
+                error.code()
+            );
+            refusal(reason, 500, "Internal Server Error", &detail, Vec::new(), None)
+        } else if self.armed.rule.on_error == OnError::Allow {
             passage(reason, Vec::new())
         } else {
             let detail = format!(

@@ -33,7 +33,8 @@ use crate::limit::{self, Decisions, LimitState, Limiter, Quota, Receipt, DEFAULT
 use crate::rest::{Command, RestClient};
 use crate::time::{retry_until_granted, Attempt, Instant};
 
-/// What to answer when the store fails (times out, is unreachable, errs): see [`Error::is_store_failure`].
+/// What to answer when the store is unavailable (times out, is unreachable, answers 5xx, or Redis cannot serve now):
+/// see [`Error::is_store_unavailable`]. Every other error is returned, whatever the policy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum OnError {
     /// Fail open: allow the request (the default, as rate limiters usually should: an outage of the limiter must
@@ -71,7 +72,8 @@ pub enum Reason {
     Cache,
     /// The store did not answer in time; [`OnError`] decided.
     Timeout,
-    /// The store failed otherwise; [`OnError`] decided.
+    /// The store was unavailable otherwise (unreachable, HTTP 5xx, Redis loading, busy, failing over, read-only or
+    /// out of memory); [`OnError`] decided.
     Error,
 }
 
@@ -336,9 +338,9 @@ impl Ratelimit {
         }
     }
 
-    /// Applies the failure policy to a store failure; any other error is returned as it is.
+    /// Applies the failure policy when the store is unavailable; any other error is returned as it is.
     fn on_failure(&self, limiters: &[Limiter], error: Error) -> Result<Outcome> {
-        if !error.is_store_failure() || self.on_error == OnError::Throw {
+        if !error.is_store_unavailable() || self.on_error == OnError::Throw {
             return Err(error);
         }
         let reason = Reason::of_failure(&error);

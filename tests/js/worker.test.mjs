@@ -254,7 +254,7 @@ test("store unreachable or slow: fail-open rules proxy, fail-closed rules answer
       assert.equal((await closed.json()).detail, 'rule "closed" could not reach its rate-limit store and fails closed; try again shortly');
     }
     await eventually(() => down.logs.join("").includes('"rule":"closed"'), () => down.logs.join(""));
-    assert.match(down.logs.join(""), /"edgelimit":"store failure","rule":"open".*"reason":"error","status":200,"error":"could not reach the REST endpoint at http:\/\/127\.0\.0\.1:1: .*","code":"EDGELIMIT_TRANSPORT"/);
+    assert.match(down.logs.join(""), /"edgelimit":"store unavailable","rule":"open".*"reason":"error","status":200,"error":"could not reach the REST endpoint at http:\/\/127\.0\.0\.1:1: .*","code":"EDGELIMIT_TRANSPORT"/);
     await eventually(() => slow.logs.join("").includes('"reason":"timeout"'), () => slow.logs.join(""));
     assert.match(slow.logs.join(""), /"rule":"closed".*"reason":"timeout".*no reply from the REST endpoint within 300 ms/);
   } finally {
@@ -262,12 +262,33 @@ test("store unreachable or slow: fail-open rules proxy, fail-closed rules answer
   }
 });
 
-test("a wrong token is logged and the rule's failure policy answers", async () => {
-  const site = await worker([{ name: "guarded", onError: "deny", limits: FIVE_PER_10S }], { EDGELIMIT_TOKEN: "wrong" });
+test("a wrong token is a 500 even for a fail-open rule, never the origin, and is logged", async () => {
+  const hits = origin.hits.length;
+  const site = await worker([{ name: "guarded", onError: "allow", limits: FIVE_PER_10S }], { EDGELIMIT_TOKEN: "wrong" });
   const response = await site.fetch("/");
-  assert.equal(response.status, 503);
+  assert.equal(response.status, 500);
+  assert.equal((await response.json()).detail, 'rule "guarded" could not decide (EDGELIMIT_AUTH); the request was not let through');
+  assert.equal(origin.hits.length, hits, "nothing reached the origin");
   await eventually(() => site.logs.join("").includes("EDGELIMIT_AUTH"), () => site.logs.join(""));
-  assert.match(site.logs.join(""), /rejected the token \(HTTP 401\)/);
+  assert.match(site.logs.join(""), /"edgelimit":"error","rule":"guarded".*"status":500.*rejected the token \(HTTP 401\)/);
+});
+
+test("another program's state under a fail-open rule's key is a 500 with EDGELIMIT_FOREIGN_STATE, every time", async () => {
+  const name = uniqueName("foreign");
+  const site = await worker([{ name, onError: "allow", limits: FIVE_PER_10S }]);
+  assert.equal((await site.fetch("/", { ip: "203.0.113.9" })).status, 200);
+  const [key] = await redis("KEYS", `edgelimit:{${name}/*`);
+  await redis("DEL", key);
+  await redis("HSET", key, "f", "v");
+  const hits = origin.hits.length;
+  for (let i = 0; i < 3; i += 1) {
+    const response = await site.fetch("/", { ip: "203.0.113.9" });
+    assert.equal(response.status, 500);
+    assert.equal(response.headers.get("content-type"), "application/problem+json");
+  }
+  assert.equal(origin.hits.length, hits, "nothing reached the origin");
+  await eventually(() => site.logs.join("").includes("EDGELIMIT_FOREIGN_STATE"), () => site.logs.join(""));
+  assert.match(site.logs.join(""), /"edgelimit":"error".*"status":500.*WRONGTYPE/);
 });
 
 test("two Worker instances share one limit", async () => {
