@@ -80,11 +80,21 @@ function refusal(verdict) {
   return new Response(verdict.body, { status: verdict.status, headers });
 }
 
-/** Logs what an operator needs to know: a dry run's would-be refusals, and every failure a rule decided for. */
+/**
+ * Logs what an operator needs to know: a dry run's would-be refusals, and every error behind a verdict, as one JSON
+ * line naming its code. An unavailable store (the rule's onError decided) is an error line; a degraded store
+ * (READONLY, OOM, … still absorbed) is also a warning line, the health signal; an error no policy may absorb
+ * (configuration, foreign state, unknown: the request was refused with 500) is an error line saying so.
+ */
 function report(route, verdict) {
   const entry = { rule: route.rule, key: route.key, reason: verdict.reason, status: verdict.status };
-  if (verdict.error) {
-    console.error(JSON.stringify({ edgelimit: "store failure", ...entry, error: verdict.error.message, code: verdict.error.code }));
+  const error = verdict.error;
+  if (error) {
+    const what = error.absorbable ? "store unavailable" : "error not absorbed";
+    console.error(JSON.stringify({ edgelimit: what, ...entry, error: error.message, code: error.code, class: error.class }));
+    if (error.class === "store-degraded") {
+      console.warn(JSON.stringify({ edgelimit: "store health", rule: route.rule, code: error.code, action: error.message }));
+    }
   }
   if (route.dryRun && !verdict.allowed) {
     console.log(JSON.stringify({ edgelimit: "dry run: would refuse", ...entry }));

@@ -4,7 +4,7 @@
 //! Rules are tried in order and the first whose [`RequestMatch`] holds applies (a request is counted by at most one
 //! rule, in at most one round trip). The rule reads the request's [`ClientKey`], checks its deny and allow lists,
 //! then takes one permit under all of its limits at once with a [`Ratelimit`], and the outcome becomes a
-//! [`Verdict`]: proxy with RateLimit fields, or refuse with 429 / 403 / 503 and a problem body.
+//! [`Verdict`]: proxy with RateLimit fields, or refuse with 429 / 403 / 503 / 500 and a problem body.
 //!
 //! | module | concept |
 //! |---|---|
@@ -45,8 +45,9 @@ pub struct Rule {
     pub deny: Vec<ListEntry>,
     /// Count and log, but refuse nothing.
     pub dry_run: bool,
-    /// When the store is down, slow or refuses the token: [`OnError::Allow`] (fail open) or [`OnError::Deny`]
-    /// (fail closed, 503).
+    /// When the store is unavailable (down, slow, failing over: [`Error::is_absorbable`]): [`OnError::Allow`]
+    /// (fail open) or [`OnError::Deny`] (fail closed, 503). Any other error (a wrong token, foreign state, …) is
+    /// never absorbed: the request is refused with 500.
     pub on_error: OnError,
     /// How long to wait for the store; the client's default (1 s) when `None`.
     pub timeout: Option<Duration>,
@@ -220,14 +221,14 @@ pub struct Verdict {
     pub allowed: bool,
     /// Why.
     pub reason: VerdictReason,
-    /// The status to answer with when refused: 429 (limit), 403 (deny list) or 503 (store failed, rule fails
-    /// closed); 200 when allowed.
+    /// The status to answer with when refused: 429 (limit), 403 (deny list), 503 (store unavailable, rule fails
+    /// closed) or 500 (an error no policy may absorb); 200 when allowed.
     pub status: u16,
     /// Header fields for the response: the RateLimit fields, and `Retry-After` on a 429.
     pub headers: Vec<(String, String)>,
     /// The problem body (`application/problem+json`) of a refusal.
     pub body: Option<String>,
-    /// The failure the rule's `onError` decided for, to log.
+    /// The error behind a failure verdict, to log: absorbed by the rule's `onError`, or (500) not absorbable.
     pub error: Option<Error>,
 }
 
@@ -247,9 +248,9 @@ impl Route {
         &self.key
     }
 
-    /// Decides: the lists first (no round trip), then one permit under every limit of the rule. Never fails: a
-    /// failure of the store, or any other error, is decided by the rule's `onError` and carried in
-    /// [`Verdict::error`].
+    /// Decides: the lists first (no round trip), then one permit under every limit of the rule. Never fails: an
+    /// unavailable store is decided by the rule's `onError`, any other error refuses the request with 500, and
+    /// either way the error is carried in [`Verdict::error`].
     pub async fn decide(&self, now_ms: u64) -> Verdict {
         let rule = &self.armed.rule;
         if rule.deny.iter().any(|entry| entry.contains(&self.key)) {
@@ -300,7 +301,18 @@ impl Route {
 
     fn failed(&self, error: Error) -> Verdict {
         let reason = VerdictReason::Limit(Reason::of_failure(&error));
-        let mut verdict = if self.armed.rule.on_error == OnError::Allow {
+        let mut verdict = if !error.is_absorbable() {
+            // Not an outage: a wrong token, foreign state, an unknown reply. Passing the request to the origin would
+            // admit it by accident, and 503 would invite retries that cannot succeed until an operator acts. The
+            // body names only the code: the message (keys, endpoint) is for the log.
+            let detail = format!(
+                "rule {:?} could not decide ({}); the request is refused until the operator fixes the cause named \
+                 in the Worker's log",
+                self.armed.rule.name,
+                error.code()
+            );
+            refusal(reason, 500, "Internal Server Error", &detail, Vec::new(), None)
+        } else if self.armed.rule.on_error == OnError::Allow {
             passage(reason, Vec::new())
         } else {
             let detail = format!(

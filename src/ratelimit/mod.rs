@@ -33,7 +33,10 @@ use crate::limit::{self, Decisions, LimitState, Limiter, Quota, DEFAULT_PREFIX};
 use crate::rest::{Command, RestClient};
 use crate::time::{retry_until_granted, Attempt, Instant};
 
-/// What to answer when the store fails (times out, is unreachable, errs): see [`Error::is_store_failure`].
+/// What to answer when the store is unavailable (it times out, is unreachable, answers HTTP 5xx, or Redis replies
+/// `LOADING`, `BUSY`, `READONLY`, `OOM`, …): exactly the errors [`Error::is_absorbable`] accepts. Any other error (a
+/// bad argument, a request too large, a wrong token, state edgelimit did not write, anything not recognised) is
+/// returned whatever the policy: a rate limiter must not admit a request because something unexpected happened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum OnError {
     /// Fail open: allow the request (the default, as rate limiters usually should: an outage of the limiter must
@@ -71,12 +74,13 @@ pub enum Reason {
     Cache,
     /// The store did not answer in time; [`OnError`] decided.
     Timeout,
-    /// The store failed otherwise; [`OnError`] decided.
+    /// The store was unavailable otherwise (see [`Error::is_absorbable`]); [`OnError`] decided, and
+    /// [`Outcome::error`] says why (its code tells an outage from a degraded store, e.g. `EDGELIMIT_STORE_READONLY`).
     Error,
 }
 
 impl Reason {
-    /// Why a failure policy had to decide: the store timed out, or failed otherwise.
+    /// Why a failure policy had to decide: the store timed out, or was unavailable otherwise.
     pub(crate) fn of_failure(error: &Error) -> Reason {
         match error {
             Error::Timeout { .. } => Reason::Timeout,
@@ -306,9 +310,9 @@ impl Ratelimit {
         }
     }
 
-    /// Applies the failure policy to a store failure; any other error is returned as it is.
+    /// Applies the failure policy to an unavailable store; any other error is returned as it is.
     fn on_failure(&self, limiters: &[Limiter], error: Error) -> Result<Outcome> {
-        if !error.is_store_failure() || self.on_error == OnError::Throw {
+        if !error.is_absorbable() || self.on_error == OnError::Throw {
             return Err(error);
         }
         let reason = Reason::of_failure(&error);

@@ -28,12 +28,20 @@ use crate::error::{Error, Result};
 use crate::rest::Command;
 use crate::value::Value;
 
-/// Turns a core error into a JS `Error` with a stable `code`.
+/// Turns a core error into a JS `Error` with a stable `code`, its `class` and whether it is `absorbable`.
 fn to_js_error(error: Error) -> JsValue {
     let js_error = js_sys::Error::new(&error.to_string());
     js_error.set_name("EdgelimitError");
-    // Reflect::set only fails on frozen objects; a fresh Error is not one.
-    let _ = js_sys::Reflect::set(&js_error, &"code".into(), &error.code().into());
+    // `code` names the error, `class` who must act, `absorbable` whether `onError` may decide instead (only when the
+    // store is unavailable). Reflect::set only fails on frozen objects; a fresh Error is not one.
+    let properties: [(&str, JsValue); 3] = [
+        ("code", error.code().into()),
+        ("class", error.class().as_str().into()),
+        ("absorbable", error.is_absorbable().into()),
+    ];
+    for (name, value) in properties {
+        let _ = js_sys::Reflect::set(&js_error, &name.into(), &value);
+    }
     js_error.into()
 }
 

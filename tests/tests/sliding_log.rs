@@ -408,11 +408,10 @@ async fn no_input_makes_a_script_raise_a_raw_lua_error() {
             for args in &arg_sets {
                 match script.run(&client, keys, args).await {
                     Ok(_) => {}
-                    // Our own message first; Redis 7 appends only the script's location. A raw Lua error would
-                    // start "ERR user_script:…" or "ERR Error running script…".
-                    Err(Error::Redis(message)) => assert!(
-                        message.starts_with("ERR edgelimit: invalid"),
-                        "{keys:?} {args:?}: {message}"
+                    // Our own message, classified as an argument error; a raw Lua error would be unrecognised.
+                    Err(Error::ScriptArgument(reply)) => assert!(
+                        reply.text().starts_with("ERR edgelimit: invalid"),
+                        "{keys:?} {args:?}: {reply}"
                     ),
                     Err(other) => panic!("{keys:?} {args:?}: {other}"),
                 }
