@@ -12,6 +12,7 @@ use edgelimit_cli::admin::{self, duration, Outcome, SetHow};
 use edgelimit_cli::bench::{self, BenchConfig, Scenario};
 use edgelimit_cli::bridge::{self, BridgeConfig, CorsOrigins};
 use edgelimit_cli::dev::{self, DevConfig};
+use edgelimit_cli::doctor;
 use edgelimit_cli::family::{self, AlgorithmArgs};
 use edgelimit_cli::playground::PlaygroundConfig;
 use edgelimit_cli::say;
@@ -111,6 +112,16 @@ enum Commands {
         /// Port of the playground page.
         #[arg(long, default_value_t = 8080)]
         playground_port: u16,
+    },
+    /// Check that a REST endpoint is fit for edgelimit: one JSON line per check (endpoint reachable, token
+    /// accepted, maxmemory-policy noeviction, script cache, server time). Exit 0 when nothing failed, 1 otherwise.
+    Doctor {
+        /// REST endpoint URL [env: EDGELIMIT_URL, then UPSTASH_REDIS_REST_URL].
+        #[arg(long)]
+        url: Option<String>,
+        /// REST token [env: EDGELIMIT_TOKEN, then UPSTASH_REDIS_REST_TOKEN].
+        #[arg(long)]
+        token: Option<String>,
     },
     /// Set a limiter's rate (by default replacing any rate and clearing the state).
     SetRate {
@@ -295,6 +306,17 @@ async fn run(command: Commands) -> Result<Option<Outcome>, String> {
             say!("edgelimit bench finished in {:.0} s", results.seconds);
             return Ok(None);
         }
+        Commands::Doctor { url, token } => {
+            let checks = doctor::checks(&admin::endpoint(url, token)?).await;
+            let (lines, exit_code) = doctor::report(&checks);
+            for line in lines {
+                say!("{line}");
+            }
+            return Ok((exit_code != 0).then(|| Outcome {
+                exit_code,
+                output: serde_json::json!({ "doctor": "failed: see the checks above" }),
+            }));
+        }
         Commands::SetRate {
             target,
             rate,
@@ -382,6 +404,9 @@ async fn run_bridge(listen: SocketAddr, config: BridgeConfig) -> Result<(), Stri
         .await
         .map_err(|e| format!("could not listen on {listen}: {e}"))?;
     let address = listener.local_addr().map_err(|e| e.to_string())?;
+    if let Some(warning) = doctor::eviction_warning(&config.redis_url).await {
+        eprintln!("edgelimit bridge: {warning}");
+    }
     // Tests and scripts read this line to learn the port when --listen asked for port 0.
     say!(
         "edgelimit bridge listening on http://{address} (redis: {})",

@@ -254,7 +254,7 @@ test("store unreachable or slow: fail-open rules proxy, fail-closed rules answer
       assert.equal((await closed.json()).detail, 'rule "closed" could not reach its rate-limit store and fails closed; try again shortly');
     }
     await eventually(() => down.logs.join("").includes('"rule":"closed"'), () => down.logs.join(""));
-    assert.match(down.logs.join(""), /"edgelimit":"store failure","rule":"open".*"reason":"error","status":200,"error":"could not reach the REST endpoint at http:\/\/127\.0\.0\.1:1: .*","code":"EDGELIMIT_TRANSPORT"/);
+    assert.match(down.logs.join(""), /"edgelimit":"store unavailable","rule":"open".*"reason":"error","status":200,"error":"could not reach the REST endpoint at http:\/\/127\.0\.0\.1:1: .*","code":"EDGELIMIT_TRANSPORT","class":"store-unavailable"/);
     await eventually(() => slow.logs.join("").includes('"reason":"timeout"'), () => slow.logs.join(""));
     assert.match(slow.logs.join(""), /"rule":"closed".*"reason":"timeout".*no reply from the REST endpoint within 300 ms/);
   } finally {
@@ -262,12 +262,43 @@ test("store unreachable or slow: fail-open rules proxy, fail-closed rules answer
   }
 });
 
-test("a wrong token is logged and the rule's failure policy answers", async () => {
-  const site = await worker([{ name: "guarded", onError: "deny", limits: FIVE_PER_10S }], { EDGELIMIT_TOKEN: "wrong" });
+test("a wrong token is never absorbed: even a fail-open rule answers 500 naming the code, and logs it", async () => {
+  const site = await worker([{ name: "guarded", limits: FIVE_PER_10S }], { EDGELIMIT_TOKEN: "wrong" });
+  const hitsBefore = origin.hits.length;
   const response = await site.fetch("/");
-  assert.equal(response.status, 503);
+  assert.equal(response.status, 500);
+  assert.equal(response.headers.get("content-type"), "application/problem+json");
+  assert.match((await response.json()).detail, /rule "guarded" could not decide \(EDGELIMIT_AUTH\)/);
+  assert.equal(origin.hits.length, hitsBefore, "nothing reached the origin");
   await eventually(() => site.logs.join("").includes("EDGELIMIT_AUTH"), () => site.logs.join(""));
-  assert.match(site.logs.join(""), /rejected the token \(HTTP 401\)/);
+  assert.match(site.logs.join(""), /"edgelimit":"error not absorbed","rule":"guarded".*"status":500.*rejected the token \(HTTP 401\).*"class":"configuration"/);
+});
+
+test("foreign state in a rule's key: 500 with a problem body, never the origin's 200, and a log line naming the code", async () => {
+  const name = uniqueName("foreign");
+  const site = await worker([{ name, limits: FIVE_PER_10S }]);
+  const ip = "198.51.100.99";
+  const first = await site.fetch("/", { ip });
+  assert.equal(first.status, 200);
+  await first.text();
+  const keys = await redis("KEYS", `*${name}*${ip}*`);
+  assert.ok(keys.length > 0, "the first decision wrote the log");
+  for (const key of keys) {
+    await redis("DEL", key);
+    await redis("SET", key, "foreign");
+  }
+  const hitsBefore = origin.hits.length;
+  for (let attempt = 0; attempt < 3; attempt += 1) {
+    const response = await site.fetch("/", { ip });
+    assert.equal(response.status, 500);
+    assert.equal(response.headers.get("content-type"), "application/problem+json");
+    const problem = await response.json();
+    assert.equal(problem.status, 500);
+    assert.match(problem.detail, /could not decide \(EDGELIMIT_FOREIGN_STATE\)/);
+  }
+  assert.equal(origin.hits.length, hitsBefore, "nothing reached the origin");
+  await eventually(() => site.logs.join("").includes("EDGELIMIT_FOREIGN_STATE"), () => site.logs.join(""));
+  assert.match(site.logs.join(""), /"edgelimit":"error not absorbed".*"status":500.*WRONGTYPE.*"code":"EDGELIMIT_FOREIGN_STATE","class":"foreign-state"/);
 });
 
 test("two Worker instances share one limit", async () => {

@@ -202,3 +202,41 @@ async fn redis_stopped_is_absorbed_by_the_policy() {
         assert!(matches!(error, Error::Endpoint { status: 503, .. }), "{error:?}");
     }
 }
+
+#[tokio::test]
+async fn doctor_fails_an_evicting_redis_and_passes_a_noeviction_one() {
+    use edgelimit_cli::doctor::{self, Status};
+    let stack = Stack::start().await;
+    let client = stack.client();
+    let statuses = |checks: &[doctor::Check]| checks.iter().map(|c| (c.name, c.status)).collect::<Vec<_>>();
+    let healthy = doctor::checks(&client).await;
+    assert_eq!(
+        statuses(&healthy),
+        [
+            ("endpoint reachable", Status::Ok),
+            ("token accepted", Status::Ok),
+            ("maxmemory-policy", Status::Ok),
+            ("script cache", Status::Ok),
+            ("server time", Status::Ok),
+        ]
+    );
+    assert_eq!(doctor::report(&healthy).1, 0);
+    run(&client, &["CONFIG", "SET", "maxmemory-policy", "volatile-lru"])
+        .await
+        .unwrap();
+    let evicting = doctor::checks(&client).await;
+    assert_eq!(evicting[2].status, Status::Fail);
+    assert!(
+        evicting[2].detail.contains("CONFIG SET maxmemory-policy noeviction"),
+        "{}",
+        evicting[2].detail
+    );
+    assert_eq!(doctor::report(&evicting).1, 1);
+    let wrong_token = RestClient::new(stack.url(), "wrong").unwrap();
+    let refused = doctor::checks(&wrong_token).await;
+    assert_eq!(
+        statuses(&refused)[..2],
+        [("endpoint reachable", Status::Ok), ("token accepted", Status::Fail)]
+    );
+    assert!(refused[2..].iter().all(|check| check.status == Status::Unknown));
+}
