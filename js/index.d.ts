@@ -68,18 +68,18 @@ export interface RatelimitConfig {
    */
   timeout?: number;
   /**
-   * What `limit` answers when the store is unavailable, and only then: the errors whose `absorbable` is `true`
-   * (codes `EDGELIMIT_TIMEOUT`, `EDGELIMIT_TRANSPORT`, `EDGELIMIT_STORE_UNAVAILABLE`, and the degraded store's
-   * `EDGELIMIT_STORE_READONLY`, `EDGELIMIT_STORE_OUT_OF_MEMORY`, `EDGELIMIT_STORE_WRITES_REFUSED`):
+   * What `limit` answers when the store is unavailable: a timeout, the endpoint unreachable or answering HTTP 5xx,
+   * Redis loading, busy, failing over, read-only or out of memory (the codes with `storeUnavailable: true`, see
+   * {@link ErrorCode}):
    * - `"allow"` (default): fail open, `success: true`;
    * - `"deny"`: fail closed, `success: false`;
    * - `"throw"`: reject with the {@link EdgelimitError}.
    *
    * With `"allow"`/`"deny"` the result's `reason` is `"timeout"` or `"error"`, `error` holds the failure, and
    * `remaining`, `reset` and `retryAfter` are 0 (nothing is known). Every other error always rejects, whatever this
-   * option says: invalid arguments, permits above the limit, a request too large, a wrong token or ACL, state in a
-   * limiter key that edgelimit did not write (`EDGELIMIT_FOREIGN_STATE`), and anything not recognised. A rate limiter
-   * is a security control: it never admits a request because something unexpected happened.
+   * says: invalid arguments, permits above the limit, a request too large, a wrong token or Redis user, state
+   * another program wrote under a limit's key, a reply that cannot be read, an unknown Redis error. Failing open on
+   * those would let requests past the limit by accident.
    */
   onError?: "allow" | "deny" | "throw";
   /**
@@ -116,75 +116,64 @@ export interface Decision {
 export interface RatelimitResponse extends Decision {
   /**
    * Who decided: `"decided"` (Redis), `"cache"` (the block cache, no round trip), `"timeout"` or `"error"` (the store
-   * failed and `onError` decided).
+   * was unavailable and `onError` decided).
    */
   reason: "decided" | "cache" | "timeout" | "error";
   /** Each limit's own decision, in the order given, when Redis decided; empty otherwise. */
   results: Decision[];
-  /** The unavailable store's error (`absorbable: true`), when `onError` turned it into this result. */
+  /** The store's unavailability, when `onError` turned it into this result. */
   error?: EdgelimitError;
 }
 
 /**
- * The stable codes of {@link EdgelimitError}, by {@link ErrorClass}. Only the first two classes are absorbed by
- * `onError`; the README's "Errors and the failure policy" has the full table, with what the Worker answers.
+ * The stable codes of {@link EdgelimitError}, by who must act. Only the store's unavailability may be absorbed by
+ * `onError` (these errors have `storeUnavailable: true`); every other error rejects, whatever `onError` says:
+ * turning it into "allowed" would let requests past the limit by accident.
+ *
+ * Absorbed by `onError` (the store is unavailable):
+ * - `EDGELIMIT_TIMEOUT`: no reply within `timeout`;
+ * - `EDGELIMIT_TRANSPORT`: the endpoint could not be reached;
+ * - `EDGELIMIT_ENDPOINT`: the endpoint answered HTTP 5xx (e.g. Redis down behind it); other statuses reject;
+ * - `EDGELIMIT_UNAVAILABLE`: Redis is loading, busy, failing over or out of memory;
+ * - `EDGELIMIT_READONLY`: the endpoint reached a read-only replica (alert on it: if it lasts, the endpoint is
+ *   misrouted).
+ *
+ * Always rejected:
+ * - `EDGELIMIT_INVALID_CONFIG`, `EDGELIMIT_INVALID_ARGUMENT` (also a script refusing a hand-made or forged argument),
+ *   `EDGELIMIT_PERMITS_EXCEED_RATE`, `EDGELIMIT_NOT_INITIALIZED`: the caller's to fix;
+ * - `EDGELIMIT_TOO_LARGE`: the request was too large for the endpoint (HTTP 413);
+ * - `EDGELIMIT_AUTH`: the token was refused (HTTP 401/403);
+ * - `EDGELIMIT_STORE_CONFIG`: the token's Redis user may not run what the limiter needs (NOPERM, NOAUTH,
+ *   WRONGPASS), or the endpoint is a Redis Cluster node that does not route (MOVED, ASK, CROSSSLOT);
+ * - `EDGELIMIT_FOREIGN_STATE`: a limit's key holds state edgelimit did not write (WRONGTYPE, or a grant id already
+ *   in the log);
+ * - `EDGELIMIT_MALFORMED_REPLY`: a reply edgelimit cannot read (a garbled answer is no proof the store is down);
+ * - `EDGELIMIT_REDIS`: any other Redis error.
  */
 export type ErrorCode =
-  // store-unavailable (absorbed by onError): the store cannot answer now.
+  | "EDGELIMIT_INVALID_CONFIG"
+  | "EDGELIMIT_INVALID_ARGUMENT"
+  | "EDGELIMIT_NOT_INITIALIZED"
+  | "EDGELIMIT_PERMITS_EXCEED_RATE"
+  | "EDGELIMIT_AUTH"
   | "EDGELIMIT_TIMEOUT"
   | "EDGELIMIT_TRANSPORT"
-  /** HTTP 5xx, 408 or 429 from the endpoint, or Redis `LOADING`, `BUSY`, `MASTERDOWN`, `TRYAGAIN`, `CLUSTERDOWN`. */
-  | "EDGELIMIT_STORE_UNAVAILABLE"
-  // store-degraded (absorbed by onError, and a health signal an operator must act on).
-  /** Redis `READONLY`: a failover in progress, or the endpoint is pointed at a replica. */
-  | "EDGELIMIT_STORE_READONLY"
-  /** Redis `OOM`: maxmemory reached (with the required `maxmemory-policy noeviction`). */
-  | "EDGELIMIT_STORE_OUT_OF_MEMORY"
-  /** Redis `MISCONF`: Redis refuses writes after a failed save. */
-  | "EDGELIMIT_STORE_WRITES_REFUSED"
-  // configuration (always rejects).
-  | "EDGELIMIT_INVALID_CONFIG"
-  | "EDGELIMIT_NOT_INITIALIZED"
-  /** HTTP 401/403: the endpoint refused the token. */
-  | "EDGELIMIT_AUTH"
-  /** Redis `NOPERM`, `NOAUTH`, `WRONGPASS`, or a cluster redirect (`MOVED`, `ASK`, `CROSSSLOT`). */
-  | "EDGELIMIT_STORE_CONFIG"
-  /** Another HTTP status (404, 405, …): the URL does not lead to an Upstash-compatible endpoint. */
   | "EDGELIMIT_ENDPOINT"
-  // request (always rejects): the request itself was refused.
-  | "EDGELIMIT_INVALID_ARGUMENT"
-  | "EDGELIMIT_PERMITS_EXCEED_RATE"
-  /** HTTP 413 from the endpoint. */
-  | "EDGELIMIT_REQUEST_TOO_LARGE"
-  /** A script refused an argument (`ERR edgelimit: invalid …`): a hand-made call or a client of another version. */
-  | "EDGELIMIT_SCRIPT_ARGUMENT"
-  // foreign-state (always rejects).
-  /** `WRONGTYPE` in a limiter key, or a grant id already logged: something else writes the limiter's keys. */
+  | "EDGELIMIT_TOO_LARGE"
+  | "EDGELIMIT_UNAVAILABLE"
+  | "EDGELIMIT_READONLY"
+  | "EDGELIMIT_STORE_CONFIG"
   | "EDGELIMIT_FOREIGN_STATE"
-  // unknown (always rejects).
-  /** A Redis error reply edgelimit does not recognise. */
-  | "EDGELIMIT_REDIS_UNKNOWN"
-  /** A reply not in the protocol's shape (e.g. an HTML page from a proxy): not proof that the store is down. */
+  | "EDGELIMIT_REDIS"
   | "EDGELIMIT_MALFORMED_REPLY";
-
-/** Who must act on an {@link EdgelimitError}. */
-export type ErrorClass =
-  | "store-unavailable"
-  | "store-degraded"
-  | "configuration"
-  | "request"
-  | "foreign-state"
-  | "unknown";
 
 /** Every error the package throws or rejects with: an `Error` named `EdgelimitError` with a stable `code`. */
 export interface EdgelimitError extends Error {
   name: "EdgelimitError";
   /** Branch on this, not on the message. */
   code: ErrorCode;
-  /** Who must act: the store (`store-unavailable`, `store-degraded`), the operator, the caller, or nobody known. */
-  class: ErrorClass;
-  /** Whether `onError` may decide instead of this error: true only for `store-unavailable` and `store-degraded`. */
-  absorbable: boolean;
+  /** True for the errors `onError` may absorb: the store was unavailable (see {@link ErrorCode}). */
+  storeUnavailable: boolean;
 }
 
 /**
@@ -237,9 +226,8 @@ export declare class Ratelimit {
    * knows the answer.
    * @param identifier Whose budget: an IP, a user id, an API key.
    * @returns The decision; denied is `success: false` with the exact `retryAfter`.
-   * @throws {@link EdgelimitError} for every error that is not `absorbable` (invalid arguments, permits above the
-   * limit, a request too large, a wrong token, foreign state, anything unknown), and (with `onError: "throw"`) for
-   * an unavailable store too.
+   * @throws {@link EdgelimitError} for invalid arguments, permits above the limit, a wrong token, and (with
+   * `onError: "throw"`) store failures.
    */
   limit(identifier: string, options?: LimitOptions): Promise<RatelimitResponse>;
 

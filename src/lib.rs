@@ -55,7 +55,7 @@ mod wasm;
 
 pub use decision::Decision;
 pub use duration::parse_duration;
-pub use error::{Error, ErrorClass, ErrorReply, Result};
+pub use error::{Error, Result};
 pub use limit::{Algorithm, Decisions, Lease, Limiter, Quota};
 pub use rest::{Command, RestClient};
 pub use script::Script;

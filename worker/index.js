@@ -81,19 +81,18 @@ function refusal(verdict) {
 }
 
 /**
- * Logs what an operator needs to know: a dry run's would-be refusals, and every error behind a verdict, as one JSON
- * line naming its code. An unavailable store (the rule's onError decided) is an error line; a degraded store
- * (READONLY, OOM, … still absorbed) is also a warning line, the health signal; an error no policy may absorb
- * (configuration, foreign state, unknown: the request was refused with 500) is an error line saying so.
+ * Logs what an operator needs to know: a dry run's would-be refusals, every unavailability of the store a rule's
+ * onError decided for, and every other error (answered 500, never let through: see the README's "Errors"). A
+ * read-only Redis is absorbed like an outage, but it is also a health warning: if it lasts, the endpoint reaches a
+ * replica, and only an operator ends that.
  */
 function report(route, verdict) {
   const entry = { rule: route.rule, key: route.key, reason: verdict.reason, status: verdict.status };
-  const error = verdict.error;
-  if (error) {
-    const what = error.absorbable ? "store unavailable" : "error not absorbed";
-    console.error(JSON.stringify({ edgelimit: what, ...entry, error: error.message, code: error.code, class: error.class }));
-    if (error.class === "store-degraded") {
-      console.warn(JSON.stringify({ edgelimit: "store health", rule: route.rule, code: error.code, action: error.message }));
+  if (verdict.error) {
+    const what = verdict.error.storeUnavailable ? "store unavailable" : "error";
+    console.error(JSON.stringify({ edgelimit: what, ...entry, error: verdict.error.message, code: verdict.error.code }));
+    if (verdict.error.code === "EDGELIMIT_READONLY") {
+      console.warn(JSON.stringify({ edgelimit: "store health", rule: route.rule, code: verdict.error.code, action: "point the endpoint at the primary if this lasts beyond a failover" }));
     }
   }
   if (route.dryRun && !verdict.allowed) {

@@ -8,7 +8,6 @@ use std::future::Future;
 use std::net::SocketAddr;
 
 use crate::bridge::{self, BridgeConfig, CorsOrigins};
-use crate::doctor;
 use crate::playground::{self, PlaygroundConfig};
 use crate::redis_server::RedisServer;
 use crate::worker_dev::{self, WorkerConfig};
@@ -36,9 +35,6 @@ pub async fn run(config: DevConfig, shutdown: impl Future<Output = ()> + Send + 
     load_scripts(&redis.url())
         .await
         .map_err(|e| format!("could not load edgelimit's scripts into redis-server: {e}"))?;
-    if let Some(warning) = doctor::eviction_warning(&redis.url()).await {
-        say!("edgelimit dev: {warning}");
-    }
     let listener = tokio::net::TcpListener::bind(config.listen).await.map_err(|e| {
         format!(
             "could not listen on {} for the bridge: {e}; pass --listen",

@@ -11,8 +11,8 @@
 //! | [`family`] | the same commands for the algorithm family (`--algorithm`), and `configure` to store a quota in Redis |
 //! | [`bridge`] | the REST bridge: routes, auth, JSON<->RESP, script shebang compatibility, the Redis link |
 //! | [`redis_server`] | a real `redis-server` child process on a loopback port (dev stack and tests) |
-//! | [`doctor`] | `edgelimit doctor`: is an endpoint fit for edgelimit (reachable, token, noeviction, scripts, clock) |
 //! | [`dev`] | `edgelimit dev`: Redis + bridge (+ the playground and the Worker) in one command |
+//! | [`doctor`] | `edgelimit doctor`: can this endpoint hold limits safely (eviction policy, scripts, clock) |
 //! | [`playground`] | the playground page in the dev stack: `www/` and the npm package it imports, served locally |
 //! | [`worker_dev`] | the Worker in the dev stack: `wrangler dev` in front of a demo origin |
 //! | [`signals`] | graceful shutdown on SIGINT/SIGTERM |

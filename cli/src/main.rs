@@ -113,8 +113,8 @@ enum Commands {
         #[arg(long, default_value_t = 8080)]
         playground_port: u16,
     },
-    /// Check that a REST endpoint is fit for edgelimit: one JSON line per check (endpoint reachable, token
-    /// accepted, maxmemory-policy noeviction, script cache, server time). Exit 0 when nothing failed, 1 otherwise.
+    /// Check that an endpoint and the Redis behind it can hold limits safely (reachable, token, maxmemory-policy
+    /// noeviction, scripts, clock): one JSON line per check, then a summary; exit 0 when none failed, 1 otherwise.
     Doctor {
         /// REST endpoint URL [env: EDGELIMIT_URL, then UPSTASH_REDIS_REST_URL].
         #[arg(long)]
@@ -306,17 +306,7 @@ async fn run(command: Commands) -> Result<Option<Outcome>, String> {
             say!("edgelimit bench finished in {:.0} s", results.seconds);
             return Ok(None);
         }
-        Commands::Doctor { url, token } => {
-            let checks = doctor::checks(&admin::endpoint(url, token)?).await;
-            let (lines, exit_code) = doctor::report(&checks);
-            for line in lines {
-                say!("{line}");
-            }
-            return Ok((exit_code != 0).then(|| Outcome {
-                exit_code,
-                output: serde_json::json!({ "doctor": "failed: see the checks above" }),
-            }));
-        }
+        Commands::Doctor { url, token } => Ok(doctor::run(&admin::endpoint(url, token)?).await),
         Commands::SetRate {
             target,
             rate,
@@ -404,9 +394,6 @@ async fn run_bridge(listen: SocketAddr, config: BridgeConfig) -> Result<(), Stri
         .await
         .map_err(|e| format!("could not listen on {listen}: {e}"))?;
     let address = listener.local_addr().map_err(|e| e.to_string())?;
-    if let Some(warning) = doctor::eviction_warning(&config.redis_url).await {
-        eprintln!("edgelimit bridge: {warning}");
-    }
     // Tests and scripts read this line to learn the port when --listen asked for port 0.
     say!(
         "edgelimit bridge listening on http://{address} (redis: {})",

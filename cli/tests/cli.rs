@@ -255,3 +255,84 @@ fn every_algorithm_from_the_command_line_and_a_stored_quota_changed_at_runtime()
     assert_eq!(code, 2);
     assert!(stderr.contains("token-bucket"), "{stderr}");
 }
+
+#[test]
+fn doctor_passes_a_safe_endpoint_and_fails_one_that_evicts() {
+    let stack = DevStack::start();
+    let doctor = || {
+        let output = Command::new(BIN)
+            .arg("doctor")
+            .env("EDGELIMIT_URL", &stack.url)
+            .env("EDGELIMIT_TOKEN", "cli")
+            .output()
+            .unwrap();
+        let lines: Vec<Json> = String::from_utf8(output.stdout)
+            .unwrap()
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+        (output.status.code().unwrap(), lines)
+    };
+    let (code, lines) = doctor();
+    assert_eq!(code, 0, "{lines:?}");
+    let names: Vec<&str> = lines[..4].iter().map(|line| line["check"].as_str().unwrap()).collect();
+    assert_eq!(names, ["endpoint", "maxmemory-policy", "scripts", "server time"]);
+    assert!(lines[..4].iter().all(|line| line["ok"] == true), "{lines:?}");
+    assert_eq!(lines[4], serde_json::json!({ "ok": true, "failed": [] }));
+
+    let client = edgelimit::RestClient::new(&stack.url, "cli").unwrap();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let set = edgelimit::Command::new("CONFIG").args(["SET", "maxmemory-policy", "allkeys-lru"]);
+    runtime.block_on(client.command(&set)).unwrap();
+    let (code, lines) = doctor();
+    assert_eq!(code, 1, "{lines:?}");
+    assert_eq!(lines[1]["ok"], false);
+    let detail = lines[1]["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("allkeys-lru") && detail.contains("CONFIG SET maxmemory-policy noeviction"),
+        "{detail}"
+    );
+    assert_eq!(
+        lines[4],
+        serde_json::json!({ "ok": false, "failed": ["maxmemory-policy"] })
+    );
+}
+
+#[test]
+fn the_bridge_warns_at_start_up_when_redis_evicts_keys() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let redis = runtime
+        .block_on(edgelimit_cli::redis_server::RedisServer::start())
+        .unwrap();
+    let mut connection = redis::Client::open(redis.url()).unwrap().get_connection().unwrap();
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("maxmemory-policy")
+        .arg("volatile-lru")
+        .query(&mut connection)
+        .unwrap();
+    let mut bridge = Command::new(BIN)
+        .args([
+            "bridge",
+            "--listen",
+            "127.0.0.1:0",
+            "--redis",
+            &redis.url(),
+            "--token",
+            "t",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let warning = BufReader::new(bridge.stderr.take().unwrap()).lines().next();
+    let _ = bridge.kill();
+    bridge.wait().unwrap();
+    let warning = warning.unwrap().unwrap();
+    assert!(
+        warning.starts_with("edgelimit bridge: WARNING: maxmemory-policy is \"volatile-lru\"")
+            && warning.contains("noeviction"),
+        "{warning}"
+    );
+    runtime.block_on(redis.stop()).unwrap();
+}

@@ -4,7 +4,7 @@
 //! Rules are tried in order and the first whose [`RequestMatch`] holds applies (a request is counted by at most one
 //! rule, in at most one round trip). The rule reads the request's [`ClientKey`], checks its deny and allow lists,
 //! then takes one permit under all of its limits at once with a [`Ratelimit`], and the outcome becomes a
-//! [`Verdict`]: proxy with RateLimit fields, or refuse with 429 / 403 / 503 / 500 and a problem body.
+//! [`Verdict`]: proxy with RateLimit fields, or refuse with 429 / 403 / 503 and a problem body.
 //!
 //! | module | concept |
 //! |---|---|
@@ -45,9 +45,8 @@ pub struct Rule {
     pub deny: Vec<ListEntry>,
     /// Count and log, but refuse nothing.
     pub dry_run: bool,
-    /// When the store is unavailable (down, slow, failing over: [`Error::is_absorbable`]): [`OnError::Allow`]
-    /// (fail open) or [`OnError::Deny`] (fail closed, 503). Any other error (a wrong token, foreign state, …) is
-    /// never absorbed: the request is refused with 500.
+    /// When the store is down, slow or refuses the token: [`OnError::Allow`] (fail open) or [`OnError::Deny`]
+    /// (fail closed, 503).
     pub on_error: OnError,
     /// How long to wait for the store; the client's default (1 s) when `None`.
     pub timeout: Option<Duration>,
@@ -222,13 +221,14 @@ pub struct Verdict {
     /// Why.
     pub reason: VerdictReason,
     /// The status to answer with when refused: 429 (limit), 403 (deny list), 503 (store unavailable, rule fails
-    /// closed) or 500 (an error no policy may absorb); 200 when allowed.
+    /// closed) or 500 (any other error: never absorbed); 200 when allowed.
     pub status: u16,
     /// Header fields for the response: the RateLimit fields, and `Retry-After` on a 429.
     pub headers: Vec<(String, String)>,
     /// The problem body (`application/problem+json`) of a refusal.
     pub body: Option<String>,
-    /// The error behind a failure verdict, to log: absorbed by the rule's `onError`, or (500) not absorbable.
+    /// The error the limit failed with, to log: an unavailable store that the rule's `onError` decided for, or any
+    /// other error (then the verdict is a 500).
     pub error: Option<Error>,
 }
 
@@ -248,9 +248,9 @@ impl Route {
         &self.key
     }
 
-    /// Decides: the lists first (no round trip), then one permit under every limit of the rule. Never fails: an
-    /// unavailable store is decided by the rule's `onError`, any other error refuses the request with 500, and
-    /// either way the error is carried in [`Verdict::error`].
+    /// Decides: the lists first (no round trip), then one permit under every limit of the rule. Never fails: a
+    /// failure of the store, or any other error, is decided by the rule's `onError` and carried in
+    /// [`Verdict::error`].
     pub async fn decide(&self, now_ms: u64) -> Verdict {
         let rule = &self.armed.rule;
         if rule.deny.iter().any(|entry| entry.contains(&self.key)) {
@@ -299,15 +299,15 @@ impl Route {
         refusal(reason, 429, "Too Many Requests", &detail, headers, Some(retry_after))
     }
 
+    /// The verdict when the limit could not be decided. Only an unavailable store is the rule's `onError` to decide
+    /// (pass, or 503); any other error (the store's set-up, foreign state in a limit's key, a reply that does not
+    /// parse, …) is a 500 that never reaches the origin: letting it through would admit requests past the limit by
+    /// accident, and it is no passing outage to ride out.
     fn failed(&self, error: Error) -> Verdict {
         let reason = VerdictReason::Limit(Reason::of_failure(&error));
-        let mut verdict = if !error.is_absorbable() {
-            // Not an outage: a wrong token, foreign state, an unknown reply. Passing the request to the origin would
-            // admit it by accident, and 503 would invite retries that cannot succeed until an operator acts. The
-            // body names only the code: the message (keys, endpoint) is for the log.
+        let mut verdict = if !error.is_store_unavailable() {
             let detail = format!(
-                "rule {:?} could not decide ({}); the request is refused until the operator fixes the cause named \
-                 in the Worker's log",
+                "rule {:?} could not decide ({}); the request was not let through",
                 self.armed.rule.name,
                 error.code()
             );

@@ -33,10 +33,8 @@ use crate::limit::{self, Decisions, LimitState, Limiter, Quota, DEFAULT_PREFIX};
 use crate::rest::{Command, RestClient};
 use crate::time::{retry_until_granted, Attempt, Instant};
 
-/// What to answer when the store is unavailable (it times out, is unreachable, answers HTTP 5xx, or Redis replies
-/// `LOADING`, `BUSY`, `READONLY`, `OOM`, …): exactly the errors [`Error::is_absorbable`] accepts. Any other error (a
-/// bad argument, a request too large, a wrong token, state edgelimit did not write, anything not recognised) is
-/// returned whatever the policy: a rate limiter must not admit a request because something unexpected happened.
+/// What to answer when the store is unavailable (times out, is unreachable, answers 5xx, or Redis cannot serve now):
+/// see [`Error::is_store_unavailable`]. Every other error is returned, whatever the policy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum OnError {
     /// Fail open: allow the request (the default, as rate limiters usually should: an outage of the limiter must
@@ -74,13 +72,13 @@ pub enum Reason {
     Cache,
     /// The store did not answer in time; [`OnError`] decided.
     Timeout,
-    /// The store was unavailable otherwise (see [`Error::is_absorbable`]); [`OnError`] decided, and
-    /// [`Outcome::error`] says why (its code tells an outage from a degraded store, e.g. `EDGELIMIT_STORE_READONLY`).
+    /// The store was unavailable otherwise (unreachable, HTTP 5xx, Redis loading, busy, failing over, read-only or
+    /// out of memory); [`OnError`] decided.
     Error,
 }
 
 impl Reason {
-    /// Why a failure policy had to decide: the store timed out, or was unavailable otherwise.
+    /// Why a failure policy had to decide: the store timed out, or failed otherwise.
     pub(crate) fn of_failure(error: &Error) -> Reason {
         match error {
             Error::Timeout { .. } => Reason::Timeout,
@@ -310,9 +308,9 @@ impl Ratelimit {
         }
     }
 
-    /// Applies the failure policy to an unavailable store; any other error is returned as it is.
+    /// Applies the failure policy when the store is unavailable; any other error is returned as it is.
     fn on_failure(&self, limiters: &[Limiter], error: Error) -> Result<Outcome> {
-        if !error.is_absorbable() || self.on_error == OnError::Throw {
+        if !error.is_store_unavailable() || self.on_error == OnError::Throw {
             return Err(error);
         }
         let reason = Reason::of_failure(&error);

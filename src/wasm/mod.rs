@@ -28,20 +28,18 @@ use crate::error::{Error, Result};
 use crate::rest::Command;
 use crate::value::Value;
 
-/// Turns a core error into a JS `Error` with a stable `code`, its `class` and whether it is `absorbable`.
+/// Turns a core error into a JS `Error` with a stable `code`, and `storeUnavailable`: whether it is one of the
+/// failures a failure policy may absorb ([`Error::is_store_unavailable`]).
 fn to_js_error(error: Error) -> JsValue {
     let js_error = js_sys::Error::new(&error.to_string());
     js_error.set_name("EdgelimitError");
-    // `code` names the error, `class` who must act, `absorbable` whether `onError` may decide instead (only when the
-    // store is unavailable). Reflect::set only fails on frozen objects; a fresh Error is not one.
-    let properties: [(&str, JsValue); 3] = [
-        ("code", error.code().into()),
-        ("class", error.class().as_str().into()),
-        ("absorbable", error.is_absorbable().into()),
-    ];
-    for (name, value) in properties {
-        let _ = js_sys::Reflect::set(&js_error, &name.into(), &value);
-    }
+    // Reflect::set only fails on frozen objects; a fresh Error is not one.
+    let _ = js_sys::Reflect::set(&js_error, &"code".into(), &error.code().into());
+    let _ = js_sys::Reflect::set(
+        &js_error,
+        &"storeUnavailable".into(),
+        &error.is_store_unavailable().into(),
+    );
     js_error.into()
 }
 

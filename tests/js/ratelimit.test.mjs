@@ -129,7 +129,7 @@ test("block cache: a denied identifier is answered from memory, even with Redis 
     assert.ok(cached.retryAfter > 0 && cached.retryAfter <= denied.retryAfter);
     // A larger request is covered too; another identifier is not (and Redis is down, so it throws).
     assert.equal((await limits.limit("c", { permits: 1 })).reason, "cache");
-    assert.equal((await limits.limit("d").catch((e) => e)).code, "EDGELIMIT_STORE_UNAVAILABLE");
+    assert.equal((await limits.limit("d").catch((e) => e)).code, "EDGELIMIT_ENDPOINT");
   } finally {
     await stack.restartRedis();
   }
@@ -180,7 +180,7 @@ test("onError: Redis down behind the bridge is reason 'error'; nothing listening
   await stack.stopRedis();
   try {
     const down = await limits.limit("y");
-    assert.deepEqual([down.success, down.reason, down.error.code], [false, "error", "EDGELIMIT_STORE_UNAVAILABLE"]);
+    assert.deepEqual([down.success, down.reason, down.error.code], [false, "error", "EDGELIMIT_ENDPOINT"]);
   } finally {
     await stack.restartRedis();
   }

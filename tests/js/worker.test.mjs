@@ -254,7 +254,7 @@ test("store unreachable or slow: fail-open rules proxy, fail-closed rules answer
       assert.equal((await closed.json()).detail, 'rule "closed" could not reach its rate-limit store and fails closed; try again shortly');
     }
     await eventually(() => down.logs.join("").includes('"rule":"closed"'), () => down.logs.join(""));
-    assert.match(down.logs.join(""), /"edgelimit":"store unavailable","rule":"open".*"reason":"error","status":200,"error":"could not reach the REST endpoint at http:\/\/127\.0\.0\.1:1: .*","code":"EDGELIMIT_TRANSPORT","class":"store-unavailable"/);
+    assert.match(down.logs.join(""), /"edgelimit":"store unavailable","rule":"open".*"reason":"error","status":200,"error":"could not reach the REST endpoint at http:\/\/127\.0\.0\.1:1: .*","code":"EDGELIMIT_TRANSPORT"/);
     await eventually(() => slow.logs.join("").includes('"reason":"timeout"'), () => slow.logs.join(""));
     assert.match(slow.logs.join(""), /"rule":"closed".*"reason":"timeout".*no reply from the REST endpoint within 300 ms/);
   } finally {
@@ -262,43 +262,55 @@ test("store unreachable or slow: fail-open rules proxy, fail-closed rules answer
   }
 });
 
-test("a wrong token is never absorbed: even a fail-open rule answers 500 naming the code, and logs it", async () => {
-  const site = await worker([{ name: "guarded", limits: FIVE_PER_10S }], { EDGELIMIT_TOKEN: "wrong" });
-  const hitsBefore = origin.hits.length;
+test("a wrong token is a 500 even for a fail-open rule, never the origin, and is logged", async () => {
+  const hits = origin.hits.length;
+  const site = await worker([{ name: "guarded", onError: "allow", limits: FIVE_PER_10S }], { EDGELIMIT_TOKEN: "wrong" });
   const response = await site.fetch("/");
   assert.equal(response.status, 500);
-  assert.equal(response.headers.get("content-type"), "application/problem+json");
-  assert.match((await response.json()).detail, /rule "guarded" could not decide \(EDGELIMIT_AUTH\)/);
-  assert.equal(origin.hits.length, hitsBefore, "nothing reached the origin");
+  assert.equal((await response.json()).detail, 'rule "guarded" could not decide (EDGELIMIT_AUTH); the request was not let through');
+  assert.equal(origin.hits.length, hits, "nothing reached the origin");
   await eventually(() => site.logs.join("").includes("EDGELIMIT_AUTH"), () => site.logs.join(""));
-  assert.match(site.logs.join(""), /"edgelimit":"error not absorbed","rule":"guarded".*"status":500.*rejected the token \(HTTP 401\).*"class":"configuration"/);
+  assert.match(site.logs.join(""), /"edgelimit":"error","rule":"guarded".*"status":500.*rejected the token \(HTTP 401\)/);
 });
 
-test("foreign state in a rule's key: 500 with a problem body, never the origin's 200, and a log line naming the code", async () => {
+test("another program's state under a fail-open rule's key is a 500 with EDGELIMIT_FOREIGN_STATE, every time", async () => {
   const name = uniqueName("foreign");
-  const site = await worker([{ name, limits: FIVE_PER_10S }]);
-  const ip = "198.51.100.99";
-  const first = await site.fetch("/", { ip });
-  assert.equal(first.status, 200);
-  await first.text();
-  const keys = await redis("KEYS", `*${name}*${ip}*`);
-  assert.ok(keys.length > 0, "the first decision wrote the log");
-  for (const key of keys) {
-    await redis("DEL", key);
-    await redis("SET", key, "foreign");
-  }
-  const hitsBefore = origin.hits.length;
-  for (let attempt = 0; attempt < 3; attempt += 1) {
-    const response = await site.fetch("/", { ip });
+  const site = await worker([{ name, onError: "allow", limits: FIVE_PER_10S }]);
+  assert.equal((await site.fetch("/", { ip: "203.0.113.9" })).status, 200);
+  const [key] = await redis("KEYS", `edgelimit:{${name}/*`);
+  await redis("DEL", key);
+  await redis("HSET", key, "f", "v");
+  const hits = origin.hits.length;
+  for (let i = 0; i < 3; i += 1) {
+    const response = await site.fetch("/", { ip: "203.0.113.9" });
     assert.equal(response.status, 500);
     assert.equal(response.headers.get("content-type"), "application/problem+json");
-    const problem = await response.json();
-    assert.equal(problem.status, 500);
-    assert.match(problem.detail, /could not decide \(EDGELIMIT_FOREIGN_STATE\)/);
   }
-  assert.equal(origin.hits.length, hitsBefore, "nothing reached the origin");
+  assert.equal(origin.hits.length, hits, "nothing reached the origin");
   await eventually(() => site.logs.join("").includes("EDGELIMIT_FOREIGN_STATE"), () => site.logs.join(""));
-  assert.match(site.logs.join(""), /"edgelimit":"error not absorbed".*"status":500.*WRONGTYPE.*"code":"EDGELIMIT_FOREIGN_STATE","class":"foreign-state"/);
+  assert.match(site.logs.join(""), /"edgelimit":"error".*"status":500.*WRONGTYPE/);
+});
+
+test("a read-only Redis is absorbed by the rule's policy and logged as a store health warning", async () => {
+  const name = uniqueName("replica");
+  const site = await worker([
+    { name, match: { path: "/open" }, limits: FIVE_PER_10S },
+    { name: `${name}-closed`, match: { path: "/closed" }, onError: "deny", limits: FIVE_PER_10S },
+  ]);
+  // Port 1: no primary listens there, so the replica never syncs (which would wipe it) and stays read-only.
+  await redis("REPLICAOF", "127.0.0.1", "1");
+  try {
+    const open = await site.fetch("/open", { ip: "203.0.113.10" });
+    assert.equal(open.status, 200);
+    assert.equal(open.headers.get("x-origin"), "yes");
+    await open.text();
+    assert.equal((await site.fetch("/closed", { ip: "203.0.113.10" })).status, 503);
+  } finally {
+    await redis("REPLICAOF", "NO", "ONE");
+  }
+  await eventually(() => site.logs.join("").includes('"store health"'), () => site.logs.join(""));
+  assert.match(site.logs.join(""), /"edgelimit":"store unavailable","rule":"replica-[^"]*".*"status":200.*"code":"EDGELIMIT_READONLY"/);
+  assert.match(site.logs.join(""), /"edgelimit":"store health","rule":"replica-[^"]*","code":"EDGELIMIT_READONLY"/);
 });
 
 test("two Worker instances share one limit", async () => {

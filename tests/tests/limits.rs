@@ -437,7 +437,9 @@ async fn hand_made_calls_get_clean_errors_never_lua_stack_traces() {
         let error = script.run(&client, &keys, &args).await.unwrap_err();
         let message = error.to_string();
         assert!(
-            message.contains("ERR edgelimit: invalid"),
+            error.code() == "EDGELIMIT_INVALID_ARGUMENT"
+                && message.contains("the script refused the call: invalid")
+                && !message.contains("user_script"),
             "{keys:?} {args:?}: {message}"
         );
     }

@@ -408,10 +408,10 @@ async fn no_input_makes_a_script_raise_a_raw_lua_error() {
             for args in &arg_sets {
                 match script.run(&client, keys, args).await {
                     Ok(_) => {}
-                    // Our own message, classified as an argument error; a raw Lua error would be unrecognised.
-                    Err(Error::ScriptArgument(reply)) => assert!(
-                        reply.text().starts_with("ERR edgelimit: invalid"),
-                        "{keys:?} {args:?}: {reply}"
+                    // Our own refusal, classified as an argument error. A raw Lua error would be Error::Redis.
+                    Err(Error::InvalidArgument(message)) => assert!(
+                        message.starts_with("the script refused the call: invalid"),
+                        "{keys:?} {args:?}: {message}"
                     ),
                     Err(other) => panic!("{keys:?} {args:?}: {other}"),
                 }

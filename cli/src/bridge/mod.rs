@@ -112,6 +112,7 @@ pub async fn serve(
         tokens: TokenCheck::new(&config.token),
         aliases: ScriptAliases::default(),
     });
+    tokio::spawn(warn_if_redis_evicts(bridge.clone()));
     let app = Router::new()
         .route("/", post(single))
         .route("/pipeline", post(pipeline))
@@ -127,6 +128,25 @@ pub async fn serve(
         .with_state(bridge);
     axum::serve(listener, app).with_graceful_shutdown(shutdown).await?;
     Ok(())
+}
+
+/// Warns on stderr, once at start-up, when Redis evicts keys under memory pressure: an evicted limiter key is a fresh
+/// limit (see [`crate::doctor`]). A warning, not a refusal to start: Redis may not be up yet (then nothing is said;
+/// `edgelimit doctor` checks any time), and a Redis shared with a cache may evict on purpose, at the limits' cost.
+async fn warn_if_redis_evicts(bridge: Arc<Bridge>) {
+    let Ok(mut connection) = bridge.redis.connection().await else {
+        return;
+    };
+    let reply: redis::RedisResult<Vec<String>> = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("maxmemory-policy")
+        .query_async(&mut connection)
+        .await;
+    if let Ok([_, policy]) = reply.as_deref() {
+        if let Some(problem) = crate::doctor::eviction_policy_problem(policy) {
+            eprintln!("edgelimit bridge: WARNING: {problem}");
+        }
+    }
 }
 
 /// A request that failed before or instead of reaching Redis, answered as `{"error": …}` with its status.
