@@ -163,8 +163,7 @@ export interface RatelimitResponse extends Decision {
  * - `EDGELIMIT_AUTH`: the token was refused (HTTP 401/403);
  * - `EDGELIMIT_STORE_CONFIG`: the token's Redis user may not run what the limiter needs (NOPERM, NOAUTH,
  *   WRONGPASS), or the endpoint is a Redis Cluster node that does not route (MOVED, ASK, CROSSSLOT);
- * - `EDGELIMIT_FOREIGN_STATE`: a limit's key holds state edgelimit did not write (WRONGTYPE, or a grant id already
- *   in the log);
+ * - `EDGELIMIT_FOREIGN_STATE`: a limit's key holds state edgelimit did not write (WRONGTYPE);
  * - `EDGELIMIT_MALFORMED_REPLY`: a reply edgelimit cannot read (a garbled answer is no proof the store is down);
  * - `EDGELIMIT_REDIS`: any other Redis error.
  */

@@ -184,9 +184,6 @@ impl Error {
             }
             "NOPERM" | "NOAUTH" | "WRONGPASS" | "MOVED" | "ASK" | "CROSSSLOT" => Error::StoreConfig { code, message },
             "WRONGTYPE" => Error::ForeignState(message),
-            // Only another writer (or a client reusing ids) puts a grant id in the log before this grant: the
-            // script's own refusal, but of the key's state, not of the call's arguments.
-            "ERR" if message.starts_with(REUSED_GRANT_ID) => Error::ForeignState(message),
             "ERR" if message.starts_with(NOPERM_IN_SCRIPT) => Error::StoreConfig {
                 code: "NOPERM".to_owned(),
                 message,
@@ -212,8 +209,6 @@ impl Error {
 
 /// How edgelimit's scripts start an error for an argument they refuse (`reject` in `lua/common.lua`).
 const SCRIPT_REFUSAL: &str = "ERR edgelimit: ";
-/// How the scripts refuse a grant id already in the log (`LOGGED_ID` in `lua/limits/zset_log.lua`).
-const REUSED_GRANT_ID: &str = "ERR edgelimit: invalid grant id (already logged";
 /// Redis 7's wording of NOPERM for a command a script calls (`redis.call` under an ACL user that may not run it).
 const NOPERM_IN_SCRIPT: &str = "ERR The user executing the script can't run this command";
 
@@ -383,12 +378,6 @@ mod tests {
                 false,
             ),
             ("", "EDGELIMIT_REDIS", false),
-            (
-                "ERR edgelimit: invalid grant id (already logged; use a fresh random id): 00ff00ff00ff00ff script: \
-                 be5473da61c2bc2b4b836cd2b0cf9c682ff26f27, on @user_script:76.",
-                "EDGELIMIT_FOREIGN_STATE",
-                false,
-            ),
             (
                 "ERR The user executing the script can't run this command or subcommand script: \
                  2248ea7f1064bd8a19bac4fad179cb7f74bc361a, on @user_script:1.",

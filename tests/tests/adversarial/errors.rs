@@ -70,22 +70,6 @@ async fn a_scripts_refusal_is_an_argument_error_without_lua_locations() {
 }
 
 #[tokio::test]
-async fn a_grant_id_already_in_the_log_is_foreign_state_not_an_argument_error() {
-    let stack = Stack::start().await;
-    let script = scripts::for_one(Algorithm::Concurrency);
-    // The same grant id twice, as only another writer or a client reusing ids would send it: the second call's
-    // arguments are fine, the key's state is not what this grant expects.
-    let args = ["limit", "", "1", "5", "60000", "5", "00ff00ff00ff00ff"];
-    script.run(&stack.client(), &["{reuse}:k"], &args).await.unwrap();
-    let error = script.run(&stack.client(), &["{reuse}:k"], &args).await.unwrap_err();
-    assert_eq!(error.code(), "EDGELIMIT_FOREIGN_STATE", "{error}");
-    assert!(!error.is_store_unavailable());
-    let text = error.to_string();
-    assert!(text.contains("grant id (already logged"), "{text}");
-    assert!(!text.contains("user_script") && !text.contains(script.sha1()), "{text}");
-}
-
-#[tokio::test]
 async fn a_request_too_large_for_the_endpoint_is_reported_not_absorbed() {
     let stack = Stack::start_with(|config| config.max_request_bytes = 64 * 1024).await;
     let big = Command::new("SET").args(["k".to_owned(), "x".repeat(100 * 1024)]);
