@@ -241,7 +241,10 @@ export declare class Ratelimit {
   /**
    * Takes `permits` for `identifier` if every limit allows it now. One round trip, or none when the block cache
    * knows the answer.
-   * @param identifier Whose budget: an IP, a user id, an API key.
+   * @param identifier Whose budget: an IP, a user id, an API key. Any string works and is exact: up to 200 bytes of
+   *   text not starting with `#` is its own key, anything else (longer, `#…`, lone surrogates) is keyed by the
+   *   SHA-256 of its exact UTF-16 (so `"\uD800"` and `"\uFFFD"` differ). A non-string rejects with
+   *   `EDGELIMIT_INVALID_ARGUMENT` before any request.
    * @returns The decision; denied is `success: false` with the exact `retryAfter`.
    * @throws {@link EdgelimitError} for invalid arguments, permits above the limit, a wrong token, and (with
    * `onError: "throw"`) store failures.

@@ -184,6 +184,10 @@ impl Error {
             }
             "NOPERM" | "NOAUTH" | "WRONGPASS" | "MOVED" | "ASK" | "CROSSSLOT" => Error::StoreConfig { code, message },
             "WRONGTYPE" => Error::ForeignState(message),
+            "ERR" if message.starts_with(NOPERM_IN_SCRIPT) => Error::StoreConfig {
+                code: "NOPERM".to_owned(),
+                message,
+            },
             "ERR" if message.starts_with(SCRIPT_REFUSAL) => Error::InvalidArgument(format!(
                 "the script refused the call: {}",
                 &message[SCRIPT_REFUSAL.len()..]
@@ -205,6 +209,8 @@ impl Error {
 
 /// How edgelimit's scripts start an error for an argument they refuse (`reject` in `lua/common.lua`).
 const SCRIPT_REFUSAL: &str = "ERR edgelimit: ";
+/// Redis 7's wording of NOPERM for a command a script calls (`redis.call` under an ACL user that may not run it).
+const NOPERM_IN_SCRIPT: &str = "ERR The user executing the script can't run this command";
 
 /// `reply` without the location Redis adds to an error raised inside a script (see [`Error::from_redis_reply`]).
 fn without_script_location(reply: &str) -> String {
@@ -214,9 +220,17 @@ fn without_script_location(reply: &str) -> String {
             message = &message[..at];
         }
     }
+    // Redis 6: `@user_script:<line>: ` before a Redis error, `user_script:<line>: ` before a Lua runtime error
+    // (which has no code word of its own: Redis calls it ERR, as Redis 7 does).
     if let Some(rest) = message.strip_prefix("ERR Error running script (call to f_") {
-        if let Some((_, inner)) = rest.split_once("): @user_script:") {
-            message = inner.split_once(": ").map_or(inner, |(_, text)| text);
+        if let Some((_, inner)) = rest.split_once("): ") {
+            if let Some(located) = inner.strip_prefix("@user_script:") {
+                message = located.split_once(": ").map_or(located, |(_, text)| text);
+            } else if let Some((line, text)) = inner.strip_prefix("user_script:").and_then(|l| l.split_once(": ")) {
+                if line.bytes().all(|b| b.is_ascii_digit()) {
+                    return format!("ERR {}", text.trim());
+                }
+            }
         }
     }
     let message = message.trim();
@@ -364,6 +378,18 @@ mod tests {
                 false,
             ),
             ("", "EDGELIMIT_REDIS", false),
+            (
+                "ERR The user executing the script can't run this command or subcommand script: \
+                 2248ea7f1064bd8a19bac4fad179cb7f74bc361a, on @user_script:1.",
+                "EDGELIMIT_STORE_CONFIG",
+                false,
+            ),
+            (
+                "ERR Error running script (call to f_fd1f62702330c26137b50b4d8f15f201f6699d84): user_script:1: \
+                 attempt to index local 'x' (a nil value)",
+                "EDGELIMIT_REDIS",
+                false,
+            ),
         ];
         for (reply, code, unavailable) in cases {
             let error = Error::from_redis_reply(reply);
@@ -375,6 +401,7 @@ mod tests {
             let text = error.to_string();
             assert!(!text.contains("user_script") && !text.contains("f_fd1f"), "{text}");
             assert!(!text.contains("be5473da61c2bc2b4b836cd2b0cf9c682ff26f27"), "{text}");
+            assert!(!text.contains("2248ea7f1064bd8a19bac4fad179cb7f74bc361a"), "{text}");
         }
         assert_eq!(
             Error::from_redis_reply(cases[2].0).to_string(),

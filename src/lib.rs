@@ -16,6 +16,7 @@
 //! | [`gate`] | the Cloudflare Worker's decisions: rules, request matching, client keys, RateLimit fields |
 //! | [`ratelimit`] | what the npm package's `Ratelimit` does: limits per identifier, the block cache, the failure policy |
 //! | [`decision`] | a decision as a value: `{success, limit, remaining, reset, retry_after}` |
+//! | [`identifier`] | identifiers keyed by their exact bytes: raw when short text, else SHA-256 |
 //! | [`duration`] | human durations: `"10 s"`, `"250ms"`, `"1m"` |
 //! | [`time`] | waiting on every target (`acquire`) |
 //! | [`error`] | the one error enum, with stable `EDGELIMIT_…` codes |
@@ -41,6 +42,7 @@ pub mod decision;
 pub mod duration;
 pub mod error;
 pub mod gate;
+pub mod identifier;
 pub mod limit;
 pub mod ratelimit;
 pub mod rest;
@@ -56,6 +58,7 @@ mod wasm;
 pub use decision::Decision;
 pub use duration::parse_duration;
 pub use error::{Error, Result};
+pub use identifier::Identifier;
 pub use limit::{Algorithm, Decisions, Lease, Limiter, Quota, Receipt};
 pub use rest::{Command, RestClient};
 pub use script::Script;

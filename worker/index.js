@@ -82,13 +82,18 @@ function refusal(verdict) {
 
 /**
  * Logs what an operator needs to know: a dry run's would-be refusals, every unavailability of the store a rule's
- * onError decided for, and every other error (answered 500, never let through: see the README's "Errors").
+ * onError decided for, and every other error (answered 500, never let through: see the README's "Errors"). A
+ * read-only Redis is absorbed like an outage, but it is also a health warning: if it lasts, the endpoint reaches a
+ * replica, and only an operator ends that.
  */
 function report(route, verdict) {
   const entry = { rule: route.rule, key: route.key, reason: verdict.reason, status: verdict.status };
   if (verdict.error) {
     const what = verdict.error.storeUnavailable ? "store unavailable" : "error";
     console.error(JSON.stringify({ edgelimit: what, ...entry, error: verdict.error.message, code: verdict.error.code }));
+    if (verdict.error.code === "EDGELIMIT_READONLY") {
+      console.warn(JSON.stringify({ edgelimit: "store health", rule: route.rule, code: verdict.error.code, action: "point the endpoint at the primary if this lasts beyond a failover" }));
+    }
   }
   if (route.dryRun && !verdict.allowed) {
     console.log(JSON.stringify({ edgelimit: "dry run: would refuse", ...entry }));

@@ -2,7 +2,6 @@
 -- algorithm (src/limit/scripts.rs names it). The function returns the verdict and the grant, as a closure over the
 -- decision's locals, for the driver to call once every limit of the call allows.
 ALGORITHMS.__ALGORITHM__ = function(operation, key, permits, limit, interval, rate, lease, mark, now, grace)
-    local grants_if_allowed = false
     local allowed, retry_after, remaining, reset, reset_after, held, token = false, 0, 0, 0, 0, true, ''
 
 --@decision

@@ -21,8 +21,6 @@
 --   mark                                      on a refund, the receipt's mark (checked by request_of, below): what
 --                                             names the grant in the algorithm's terms; else nil
 --   now, grace                                unix ms; extra ms of expiry for state written at an explicit time
---   grants_if_allowed                         true when an allowed verdict is recorded right away (single.lua,
---                                             'limit'), so the standing without the grant is never reported
 -- and the verdict, which the decision sets:
 --   allowed, retry_after                      retry_after = ms until it could be allowed (0 if it is)
 --   remaining, reset                          the standing without this request: permits left, and the unix ms at

@@ -16,7 +16,6 @@ local permits, limit, interval, rate, mark = request_of(ARGV[3], ARGV[4], ARGV[5
 if operation ~= 'refund' and permits > limit then
     return { 'exceeds_limit', limit, 0, 0, 0, '' }
 end
-local grants_if_allowed = operation == 'limit'
 local allowed, retry_after, remaining, reset, reset_after, held, token = false, 0, 0, 0, 0, true, ''
 
 --@helpers

@@ -1,87 +1,188 @@
--- A log of permits in a zset, shared by the algorithms that keep one (concurrency, sliding log): after prelude.lua,
+-- A log of grants in a zset, shared by the algorithms that keep one (concurrency, sliding log): after prelude.lua,
 -- before those algorithms' files (see src/limit/scripts.rs).
 --
--- One member per permit, '<grant id>/<i>' for i = 1..permits, score = the unix ms at which the permit frees. So
--- ZCARD is what is held (O(1), whatever the limit), freed permits go by score range, and the wait for a denied
--- request is one ranked read. The key expires when its last permit frees.
+-- One member per grant, whatever its permits: '<position>:<permits>:<run>:<grant id>', scored with the unix ms at
+-- which the grant frees.
+--   position  Positions number the permits of the log: a grant of k permits at position p holds [p, p + k), and
+--             positions grow with the score, gapless. The zset orders members by score, then by name, so the
+--             position is written with 13 digits, zero-padded: among equal scores name order is position order too.
+--   run       Where the run of one-permit grants that this grant ends (or starts after) begins: every grant from
+--             position `run` up to this one holds one permit. It lets the common case, grants of one permit, count
+--             what is held with ZCARD instead of reading the first grant (a ranked read costs 5 times a ZCARD).
+-- So, whatever the weights:
+--   permits held   = the end of the last grant - the position of the first; when the live grants all sit in the
+--                    last grant's run, simply their number;
+--   the wait for a denied request needing `need` more permits to free = until the grant holding position
+--                    first + need - 1 frees: a search over ranks (one read when all grants have the same weight,
+--                    O(log n) reads otherwise);
+--   freed grants go by score range, and the key expires when its last grant frees.
+-- Positions stay gapless: a grant removed before it frees (a refund, a released lease) moves the positions of the
+-- grants after it down, and a grant that frees before some already logged (an explicit clock that went back, a
+-- lowered interval) moves theirs up. Each costs O(grants moved); on the server clock with a steady quota only a
+-- refund or a release moves any, and only those granted after it.
+--
+-- Every function defined here is a closure made on every call (see lua/common.lua), so code that only some calls
+-- need (the search for a denied wait, the removal of a grant) is written inline where it runs. And a number that
+-- becomes text by itself (an argument of redis.call, a concatenation) is printed as a double ('%.14g'), the most
+-- expensive step of a decision here: constant arguments are written as text, and numbers as text go through one
+-- string.format('%d'), which prints integers.
 
--- What names a grant's members (checked before anything is written): letters, digits, _ or -.
-local GRANT_ID = '^[%w_%-]+$'
+-- Positions stay below this (13 digits; see log_grant).
+local MAX_POSITION = 8e12
 
--- Why a grant whose id is already logged fails (log_verdict, log_grant).
-local LOGGED_ID = 'grant id (already logged; use a fresh random id)'
+local function member_of(position, permits, run, id)
+    return string.format('%013d:%d:%d:%s', position, permits, run, id)
+end
 
--- Rejects a grant id or lease token that does not have the form `pattern` (checked before anything is written).
-local function check_lease(lease, pattern)
-    if #lease > 64 or not string.match(lease, pattern) then
-        reject('lease (an id of letters, digits, _ or -, at most 64; a token "<permits>:<id>" to release)', lease)
+-- A member's position, permits, run and grant id. A member in no known layout (state written by something else, or
+-- by an older edgelimit that logged one member per permit) is a clean error, not a Lua error on nil.
+local function parse_member(member)
+    local position, permits, run, id = string.match(member, '^(%d+):(%d+):(%d+):(.+)$')
+    if not position then
+        error({ err = 'WRONGTYPE edgelimit: the log holds a member in no known layout (' .. member .. '): written '
+            .. 'by something else or an older edgelimit; it expires by itself, or reset the identifier' })
+    end
+    return position + 0, permits + 0, run + 0, id
+end
+
+-- Moves the grants from rank `from` on by `delta` positions, renaming their members: O(grants moved). What that
+-- does to their runs depends on why they move: a grant of -delta permits at position `at` was removed, a grant of
+-- delta permits was put at `at` before them, or (`at` nil) every grant moves down to start from 0.
+local function shift_positions(key, from, delta, at)
+    local items = redis.call('ZRANGE', key, from, '-1', 'WITHSCORES')
+    local old, new = {}, {}
+    for i = 1, #items, 2 do
+        local position, permits, run, id = parse_member(items[i])
+        if not at then
+            run = math.max(run + delta, 0)
+        elseif delta < 0 then
+            -- A run that began after the removed grant (at its end, at the latest) moves with the grants.
+            run = run > at and run + delta or run
+        elseif run >= at then
+            run = run + delta
+        elseif delta > 1 then
+            -- A grant of several permits now stands inside this grant's run: the run begins after it.
+            run = at + delta
+        end
+        old[#old + 1] = items[i]
+        new[#new + 1] = items[i + 1]
+        new[#new + 1] = member_of(position + delta, permits, run, id)
+    end
+    -- All removed before any is added (a new name may be the old name of a grant further on), in batches: unpack
+    -- has a stack limit.
+    for first = 1, #old, 1000 do
+        redis.call('ZREM', key, unpack(old, first, math.min(first + 999, #old)))
+    end
+    for first = 1, #new, 2000 do
+        redis.call('ZADD', key, unpack(new, first, math.min(first + 1999, #new)))
     end
 end
 
--- Runs `command key …` over `items` in batches: unpack has a stack limit, and one grant may hold many permits.
-local function in_batches(command, key, items)
-    local done = 0
-    for first = 1, #items, 1000 do
-        done = done + redis.call(command, key, unpack(items, first, math.min(first + 999, #items)))
-    end
-    return done
-end
-
--- Permits held at `now`, after dropping the freed ones.
-local function held_at(key, now)
+-- The verdict on `permits` at `now` (allowed, retry_after, remaining, reset, reset_after), and the log's standing
+-- that log_grant takes (permits held, the first grant's position, the last grant's run), after dropping the grants
+-- that have freed: allowed while the permits held plus these stay within the limit. The wait for a denied request
+-- is until enough of the soonest-freeing permits have freed: exact if nothing frees early. `reset` is when the last
+-- grant frees.
+local function log_verdict(key, permits, limit, interval, now)
     redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
-    return redis.call('ZCARD', key)
-end
-
--- When the permit at `rank` frees (0 = soonest; -1 = last), or nil.
-local function expiry_at(key, rank)
-    local member = redis.call('ZRANGE', key, rank, rank, 'WITHSCORES')
-    return member[2] and member[2] + 0
-end
-
--- The verdict on `permits` at `now` (allowed, retry_after, remaining, reset, reset_after): allowed while the
--- permits held plus these stay within the limit. The wait for a denied request is until enough of the soonest-freeing
--- permits have freed: exact if nothing frees early. Two reads are skipped when the request is granted at once
--- (grants_if_allowed, see prelude.lua):
---   the last expiry, for `reset`: when permits free exactly on time (`on_time`: a sliding log) on the server's clock,
---     a grant made now is the last to free, at now + interval (a lowered interval only makes the key, which then
---     expires at now + interval, drop grants that no longer count), and `reset` is not reported;
---   the check that the grant id is new, for one permit: log_grant's ZADD NX checks it, writing nothing if it is not.
-local function log_verdict(key, permits, limit, interval, lease, now, grace, grants_if_allowed, on_time)
-    local held = held_at(key, now)
+    local count = redis.call('ZCARD', key)
+    local held, first_position, reset, last_run = 0, 0, now, -1
+    if count > 0 then
+        local last = redis.call('ZRANGE', key, '-1', '-1', 'WITHSCORES')
+        local last_position, last_permits
+        last_position, last_permits, last_run = parse_member(last[1])
+        local last_end = last_position + last_permits
+        if count <= last_end - last_run then
+            -- Every grant held is in the last grant's run: one permit each.
+            held = count
+        else
+            held = last_end - parse_member(redis.call('ZRANGE', key, '0', '0')[1])
+        end
+        first_position, reset = last_end - held, last[2] + 0
+    end
     local remaining = limit - held
     local allowed = permits <= remaining
-    local reset, reset_after = now, now + interval
-    if held > 0 and not (allowed and grants_if_allowed and on_time and grace == 0) then
-        reset = expiry_at(key, -1)
-        reset_after = math.max(reset, reset_after)
+    local retry_after = 0
+    if not allowed then
+        -- The grant holding `target` frees when the request fits. The first guess is where the target would be if
+        -- every grant had the same weight: then it is the answer; otherwise a binary search over ranks.
+        local target = first_position + held + permits - limit - 1
+        local low, high = 0, count - 1
+        local rank = (target - first_position) * count / held
+        rank = math.min(rank - rank % 1, high)
+        while true do
+            local item = redis.call('ZRANGE', key, rank, rank, 'WITHSCORES')
+            local position, weight = parse_member(item[1])
+            if target < position then
+                high = rank - 1
+            elseif target >= position + weight then
+                low = rank + 1
+            else
+                retry_after = item[2] - now
+                break
+            end
+            rank = (low + high - (low + high) % 2) / 2
+        end
     end
-    -- Equal members would collapse into one and under-count. Checked here, not at the grant: a script's writes are
-    -- not rolled back when it fails, so every check must come before the first write.
-    if allowed and lease ~= '' and not (grants_if_allowed and permits == 1)
-        and redis.call('ZSCORE', key, lease .. '/1') then
-        reject(LOGGED_ID, lease)
-    end
-    return allowed, allowed and 0 or expiry_at(key, held + permits - limit - 1) - now, remaining > 0 and remaining or 0,
-        reset, reset_after
+    return allowed, retry_after, remaining > 0 and remaining or 0, reset, math.max(reset, now + interval), held,
+        first_position, last_run
 end
 
--- Logs a grant: `permits` members named after its id, each freeing at now + interval; the key then expires at
--- `reset_after` (the verdict's).
-local function log_grant(key, permits, interval, lease, now, grace, reset_after)
+-- Logs a grant of `permits` named `id`, freeing at now + interval, after the log's standing at `now` (log_verdict's:
+-- `held` permits from `first_position`, the last grant's run `last_run` (-1 when none is held), the last freeing at
+-- `last_expiry`); the key then expires at `reset_after`. Returns the grant's receipt, '<permits>:<expiry>-<id>',
+-- which finds it again (log_decision).
+local function log_grant(key, permits, interval, id, now, grace, reset_after, held, first_position, last_run,
+                         last_expiry)
     local expiry = now + interval
-    if permits == 1 then
-        -- NX: an id already logged keeps its member, nothing is written, and the call fails (see log_verdict).
-        if redis.call('ZADD', key, 'NX', expiry, lease .. '/1') == 0 then
-            reject(LOGGED_ID, lease)
-        end
-    else
-        local members = {}
-        for i = 1, permits do
-            members[2 * i - 1] = expiry
-            members[2 * i] = lease .. '/' .. i
-        end
-        in_batches('ZADD', key, members)
+    local position = first_position + held
+    if expiry < last_expiry then
+        -- It frees before grants already logged: it goes before them, and they move up.
+        local rank = redis.call('ZCOUNT', key, '-inf', expiry)
+        position = parse_member(redis.call('ZRANGE', key, rank, rank)[1])
+        shift_positions(key, rank, permits, position)
+        last_run = -1
+    elseif position + permits > MAX_POSITION then
+        -- Positions grow with every grant while the key lives: they start again from 0, once per 8 * 10^12 permits.
+        shift_positions(key, 0, -first_position, nil)
+        position, last_run = held, math.max(last_run - first_position, 0)
     end
+    -- A grant of one permit continues the last grant's run (or starts one); a larger grant ends any run.
+    local run = permits > 1 and position + permits or last_run >= 0 and last_run or position
+    local receipt = string.format('%d:%d-%s', permits, expiry, id)
+    redis.call('ZADD', key, string.match(receipt, ':(%d+)'), member_of(position, permits, run, id))
     redis.call('PEXPIRE', key, reset_after - now + grace)
+    return receipt
+end
+
+-- The decision of an algorithm that keeps a log (the --@decision section, see prelude.lua). A grant's `lease` is
+-- its fresh id: letters, digits, _ or -, checked before anything is written. A refund's `mark` (from its receipt,
+-- '<permits>:<expiry>-<id>', whose permits are `permits`) names the grant to give back: it is removed if it is still
+-- held (`held`: whether it was), the grants after it move down so that what is held stays exact, and the decision
+-- is then on one permit. Returns held, the permits decided on, and log_verdict's values.
+local function log_decision(operation, key, permits, limit, interval, lease, mark, now)
+    local held = true
+    if operation == 'refund' then
+        local expiry, id = string.match(mark, '^(%d+)%-(.+)$')
+        if not expiry then
+            reject('receipt mark (not a grant of this limit: "<expiry>-<grant id>")', mark)
+        end
+        held = false
+        if expiry + 0 > now then
+            for _, member in ipairs(redis.call('ZRANGEBYSCORE', key, expiry, expiry)) do
+                local position, member_permits, _, member_id = parse_member(member)
+                if member_id == id and member_permits == permits then
+                    local rank = redis.call('ZRANK', key, member)
+                    redis.call('ZREM', key, member)
+                    shift_positions(key, rank, -member_permits, position)
+                    held = true
+                    break
+                end
+            end
+        end
+        permits = 1
+    elseif operation == 'limit' and (#lease > 64 or not string.match(lease, '^[%w_%-]+$')) then
+        reject('grant id (letters, digits, _ or -, at most 64)', lease)
+    end
+    return held, permits, log_verdict(key, permits, limit, interval, now)
 end

@@ -44,7 +44,7 @@ pub async fn limit_all_across_slots(requests: &[LimitRequest<'_>]) -> Result<Acr
     let batches = groups
         .values()
         .map(|members| {
-            let group: Vec<LimitRequest> = members.iter().map(|&i| requests[i]).collect();
+            let group: Vec<LimitRequest> = members.iter().map(|&i| requests[i].clone()).collect();
             Batch::new(Operation::Limit, &group)
         })
         .collect::<Result<Vec<_>>>()?;
@@ -151,7 +151,10 @@ async fn give_back(requests: &[LimitRequest<'_>], decisions: &mut [Option<Decisi
     if granted.is_empty() {
         return GiveBack::NotNeeded;
     }
-    let refunds: Vec<(LimitRequest, Receipt)> = granted.iter().map(|&(i, receipt)| (requests[i], receipt)).collect();
+    let refunds: Vec<(LimitRequest, Receipt)> = granted
+        .iter()
+        .map(|&(i, receipt)| (requests[i].clone(), receipt))
+        .collect();
     let afters = match refund_all(&refunds).await {
         Ok(afters) => afters,
         Err(error) => return GiveBack::Failed(error),

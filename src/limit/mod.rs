@@ -46,6 +46,7 @@ pub use self::slot::hash_slot;
 pub use self::state::{state_all, HeldGrant, LimitState, StateDetail};
 use crate::decision::Decision;
 use crate::error::{Error, Result};
+use crate::identifier::Identifier;
 use crate::rest::{Command, RestClient};
 use crate::script::{Script, ScriptCall};
 use crate::time::retry_until_granted;
@@ -118,36 +119,44 @@ impl Limiter {
         format!("{}:{{{}}}", self.prefix, self.name)
     }
 
-    /// The state key of identifier `id`: `<prefix>:{<name>}:<id>`.
-    pub fn state_key(&self, id: &str) -> String {
-        format!("{}:{{{}}}:{id}", self.prefix, self.name)
+    /// The state key of identifier `id`: `<prefix>:{<name>}:<key part>`, the key part being the identifier itself
+    /// when it is short text, else a hash of its exact bytes (see [`Identifier`]).
+    pub fn state_key<'i>(&self, id: impl Into<Identifier<'i>>) -> String {
+        format!("{}:{{{}}}:{}", self.prefix, self.name, id.into().key_part())
     }
 
     /// A request of `permits` for identifier `id`, to decide with others in [`limit_all`].
-    pub fn request<'a>(&'a self, id: &'a str, permits: u32) -> LimitRequest<'a> {
+    pub fn request<'a>(&'a self, id: impl Into<Identifier<'a>>, permits: u32) -> LimitRequest<'a> {
         LimitRequest {
             limiter: self,
-            id,
+            id: id.into(),
             permits,
         }
     }
 
     /// Takes `permits` for `id` if the limit allows it now. A granted request carries its [`Receipt`] in
     /// [`Decision::receipt`] (for a concurrency limit, the lease to release).
-    pub async fn limit(&self, id: &str, permits: u32) -> Result<Decision> {
-        Ok(single(limit_all(&[self.request(id, permits)]).await?))
+    pub async fn limit<'i>(&self, id: impl Into<Identifier<'i>>, permits: u32) -> Result<Decision> {
+        let id = id.into();
+        Ok(single(limit_all(&[self.request(&id, permits)]).await?))
     }
 
     /// Takes `permits` for `id`, waiting as long as needed up to `timeout`: it sleeps the exact `retry_after` (for
     /// a concurrency limit, at most 20 ms at a time, since leases are usually released before they expire) and asks
     /// again, and asks once more when the time is up. Returns the last decision (denied if the timeout ran out).
-    pub async fn block_until_ready(&self, id: &str, permits: u32, timeout: Duration) -> Result<Decision> {
+    pub async fn block_until_ready<'i>(
+        &self,
+        id: impl Into<Identifier<'i>>,
+        permits: u32,
+        timeout: Duration,
+    ) -> Result<Decision> {
+        let id = id.into();
         if self.now_ms.is_some() {
             return Err(Error::InvalidArgument(
                 "block_until_ready waits in real time, so it cannot run at an explicit time; use limit".into(),
             ));
         }
-        retry_until_granted(timeout, longest_sleep([self]), || self.limit(id, permits)).await
+        retry_until_granted(timeout, longest_sleep([self]), || self.limit(&id, permits)).await
     }
 
     /// True when capacity may come back before a denial's `retry_after`: a concurrency lease is usually released
@@ -159,8 +168,9 @@ impl Limiter {
     }
 
     /// What [`limit`](Limiter::limit) would decide, recording nothing: `remaining` is what is left now.
-    pub async fn peek(&self, id: &str, permits: u32) -> Result<Decision> {
-        Ok(single(peek_all(&[self.request(id, permits)]).await?))
+    pub async fn peek<'i>(&self, id: impl Into<Identifier<'i>>, permits: u32) -> Result<Decision> {
+        let id = id.into();
+        Ok(single(peek_all(&[self.request(&id, permits)]).await?))
     }
 
     /// Gives back the grant `receipt` names (from [`Decision::receipt`]), e.g. when the request it paid for failed:
@@ -173,8 +183,9 @@ impl Limiter {
     ///
     /// Runs once: it is never sent again after a timeout or an I/O error (it may have run), so a failed refund gives
     /// back nothing twice, at worst nothing at all (under-admission until the grant frees).
-    pub async fn refund(&self, id: &str, receipt: &Receipt) -> Result<Decision> {
-        let reply = Batch::refund(self.request(id, receipt.permits()), receipt)?
+    pub async fn refund<'i>(&self, id: impl Into<Identifier<'i>>, receipt: &Receipt) -> Result<Decision> {
+        let id = id.into();
+        let reply = Batch::refund(self.request(&id, receipt.permits()), receipt)?
             .run()
             .await?;
         Ok(single(reply))
@@ -182,19 +193,19 @@ impl Limiter {
 
     /// Releases a concurrency lease: [`refund`](Limiter::refund) of its receipt. Returns `false` if it was not held
     /// any more (released before, or expired).
-    pub async fn release(&self, id: &str, lease: &Lease) -> Result<bool> {
+    pub async fn release<'i>(&self, id: impl Into<Identifier<'i>>, lease: &Lease) -> Result<bool> {
         Ok(self.refund(id, lease).await?.success)
     }
 
     /// Forgets `id`'s state: its limit is whole again. Returns whether there was any.
-    pub async fn reset(&self, id: &str) -> Result<bool> {
+    pub async fn reset<'i>(&self, id: impl Into<Identifier<'i>>) -> Result<bool> {
         let command = Command::new("DEL").arg(self.state_key(id));
         Ok(self.client.command(&command).await?.into_int()? > 0)
     }
 
     /// `id`'s state as Redis holds it now, writing nothing: see [`state_all`].
-    pub async fn state(&self, id: &str) -> Result<LimitState> {
-        let mut states = state_all(&[(self, id)]).await?;
+    pub async fn state<'i>(&self, id: impl Into<Identifier<'i>>) -> Result<LimitState> {
+        let mut states = state_all(&[(self, id.into())]).await?;
         Ok(states.pop().expect("one limit, one state"))
     }
 
@@ -258,10 +269,10 @@ pub(crate) fn longest_sleep<'a>(limiters: impl IntoIterator<Item = &'a Limiter>)
 }
 
 /// One limit's part in a decision over several: see [`Limiter::request`].
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct LimitRequest<'a> {
     limiter: &'a Limiter,
-    id: &'a str,
+    id: Identifier<'a>,
     permits: u32,
 }
 
@@ -304,7 +315,7 @@ pub async fn refund_all(refunds: &[(LimitRequest<'_>, Receipt)]) -> Result<Vec<R
         return Ok(Vec::new());
     };
     let batches = (refunds.iter())
-        .map(|(request, receipt)| Batch::refund(*request, receipt))
+        .map(|(request, receipt)| Batch::refund(request.clone(), receipt))
         .collect::<Result<Vec<_>>>()?;
     let calls: Vec<ScriptCall> = batches.iter().map(Batch::call).collect();
     let replies = Script::run_many(&first.limiter.client, &calls).await?;
@@ -392,7 +403,7 @@ impl<'a> Batch<'a> {
                         .map_or_else(String::new, |quota| quota.algorithm().script_name().to_owned()),
                 );
             }
-            keys.push(limiter.state_key(request.id));
+            keys.push(limiter.state_key(&request.id));
             args.push(request.permits.to_string());
             args.extend(match limiter.quota {
                 Some(quota) => [

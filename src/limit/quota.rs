@@ -32,7 +32,7 @@ pub enum Algorithm {
     Concurrency,
     /// At most `limit` permits granted in any interval-long span: every grant is logged and frees its permits
     /// exactly `interval` after it was made. Exact, with an exact `retry_after`, at the cost of one zset member per
-    /// permit in the window.
+    /// grant in the window (whatever its permits: a weighted decision costs what a single permit does).
     ///
     /// It decides exactly as [`crate::sliding_log`] does, but is shaped like the rest of the family: the quota comes
     /// with each request (or from a stored quota) and each identifier has its own state key, so it limits any

@@ -11,18 +11,20 @@ use std::sync::LazyLock;
 use super::quota::{Algorithm, Quota};
 use super::Limiter;
 use crate::error::{Error, Result};
+use crate::identifier::Identifier;
 use crate::script::{lua_script, Script};
 use crate::value::Value;
 
-/// The inspection script: `lua/common.lua` and `lua/limits/inspect.lua`.
-pub static INSPECT: LazyLock<Script> = lua_script!("limits/inspect.lua");
+/// The inspection script: `lua/common.lua`, `lua/limits/zset_log.lua` (the layout of a log of grants) and
+/// `lua/limits/inspect.lua`.
+pub static INSPECT: LazyLock<Script> = lua_script!("limits/zset_log.lua", "limits/inspect.lua");
 
 /// Lua's numbers are doubles: whole numbers are exact below 2^53, and the scripts keep theirs there.
 const MAX_EXACT: u64 = 1 << 53;
 
-/// At most this many held permits are listed for a sliding log or concurrency limit ([`StateDetail::Log`] still
-/// counts all of them): enough to draw any window a person looks at, bounded for a limit of 100 000.
-pub const LISTED_PERMITS: u32 = 1000;
+/// At most this many grants are listed for a sliding log or concurrency limit ([`StateDetail::Log`] still counts
+/// every permit held): enough to draw any window a person looks at, bounded for a limit of 100 000.
+pub const LISTED_GRANTS: u32 = 1000;
 
 /// One identifier's state under one limit, at one moment of the Redis server's clock.
 #[derive(Debug, Clone, PartialEq)]
@@ -50,7 +52,7 @@ pub struct LimitState {
 #[non_exhaustive]
 pub enum StateDetail {
     /// Sliding log and concurrency: permits held, and the soonest-freeing grants among them (up to
-    /// [`LISTED_PERMITS`] permits).
+    /// [`LISTED_GRANTS`] grants).
     Log {
         /// Permits held at `now`.
         held: u64,
@@ -94,7 +96,7 @@ pub enum StateDetail {
 pub struct HeldGrant {
     /// The grant's id (for concurrency, the lease's id).
     pub id: String,
-    /// Permits it holds (those listed, if the list was cut at [`LISTED_PERMITS`]).
+    /// Permits it holds.
     pub permits: u32,
     /// Unix ms when they free.
     pub frees_at: u64,
@@ -120,7 +122,10 @@ impl StateDetail {
 
 /// Reads the state of several limits, each for its identifier, in one round trip and at one moment. Limiters with
 /// a stored quota cost one more round trip each, to read it; without one it is [`Error::NotInitialized`].
-pub async fn state_all(requests: &[(&Limiter, &str)]) -> Result<Vec<LimitState>> {
+pub async fn state_all<'i, I>(requests: &[(&Limiter, I)]) -> Result<Vec<LimitState>>
+where
+    I: Into<Identifier<'i>> + Clone,
+{
     let (first, _) = requests
         .first()
         .ok_or_else(|| Error::InvalidArgument("no limits to inspect: pass at least one".into()))?;
@@ -134,10 +139,13 @@ pub async fn state_all(requests: &[(&Limiter, &str)]) -> Result<Vec<LimitState>>
         };
         quotas.push(quota);
     }
-    let keys: Vec<String> = requests.iter().map(|(limiter, id)| limiter.state_key(id)).collect();
+    let keys: Vec<String> = requests
+        .iter()
+        .map(|(limiter, id)| limiter.state_key(id.clone()))
+        .collect();
     let mut args = vec![
         first.now_ms.map(|ms| ms.to_string()).unwrap_or_default(),
-        LISTED_PERMITS.to_string(),
+        LISTED_GRANTS.to_string(),
     ];
     args.extend(quotas.iter().map(|quota| kind(quota.algorithm()).to_owned()));
     let reply = INSPECT.run(&first.client, &keys, &args).await?.into_array()?;
@@ -200,29 +208,30 @@ fn decode(name: &str, quota: Quota, key: String, now: u64, entry: Value) -> Resu
     })
 }
 
-/// Member, frees-at pairs (members `<grant id>/<i>`, see `lua/limits/zset_log.lua`) grouped into grants. A grant's
-/// members share their score and sort together (`/` is in no id), so each grant is one run.
+/// Member, frees-at pairs, one per grant (members `<position>:<permits>:<run>:<grant id>`, see
+/// `lua/limits/zset_log.lua`).
 fn grants(flat: Vec<Value>) -> Result<Vec<HeldGrant>> {
     if flat.len() % 2 != 0 {
         return Err(Error::malformed("member, score pairs", Value::Array(flat)));
     }
-    let mut grants: Vec<HeldGrant> = Vec::new();
+    let mut grants = Vec::with_capacity(flat.len() / 2);
     let mut items = flat.into_iter();
     while let (Some(member), Some(score)) = (items.next(), items.next()) {
         let member = member.into_string()?;
-        let id = match member.rsplit_once('/') {
-            Some((id, index)) if index.parse::<u32>().is_ok() => id.to_owned(),
-            _ => return Err(Error::malformed("a permit named <grant id>/<n>", member)),
+        let malformed = || Error::malformed("a grant named <position>:<permits>:<run>:<grant id>", &member);
+        let mut fields = member.splitn(4, ':');
+        let [Some(position), Some(permits), Some(run), Some(id)] = [(); 4].map(|()| fields.next()) else {
+            return Err(malformed());
         };
-        let frees_at = score.into_number::<u64>("a permit's expiry")?;
-        match grants.last_mut() {
-            Some(last) if last.id == id && last.frees_at == frees_at => last.permits += 1,
-            _ => grants.push(HeldGrant {
-                id,
-                permits: 1,
-                frees_at,
-            }),
+        if !(position.bytes().chain(run.bytes()).all(|b| b.is_ascii_digit()) && !position.is_empty() && !run.is_empty())
+        {
+            return Err(malformed());
         }
+        grants.push(HeldGrant {
+            permits: permits.parse().map_err(|_| malformed())?,
+            id: id.to_owned(),
+            frees_at: score.into_number::<u64>("a grant's expiry")?,
+        });
     }
     Ok(grants)
 }
@@ -451,13 +460,12 @@ mod tests {
     }
 
     #[test]
-    fn log_members_are_grouped_into_grants() {
+    fn log_members_are_read_one_grant_each() {
         let pair = |member: &str, score: &str| [Value::Bytes(member.into()), Value::Bytes(score.into())];
         let flat: Vec<Value> = [
-            pair("a/1", "900"),
-            pair("a/2", "900"),
-            pair("b/1", "900"),
-            pair("a-2/1", "950"),
+            pair("0000000000007:2:9:a", "900"),
+            pair("0000000000009:1:9:b", "900"),
+            pair("0000000000010:5:15:a-2:x", "950"),
         ]
         .into_iter()
         .flatten()
@@ -469,9 +477,16 @@ mod tests {
         };
         assert_eq!(
             grants(flat).unwrap(),
-            vec![grant("a", 2, 900), grant("b", 1, 900), grant("a-2", 1, 950)]
+            vec![grant("a", 2, 900), grant("b", 1, 900), grant("a-2:x", 5, 950)]
         );
-        for bad in [pair("no-index", "900"), pair("a/x", "900"), pair("a/1", "soon")] {
+        for bad in [
+            pair("a/1", "900"),
+            pair("x:1:0:a", "900"),
+            pair("1:x:0:a", "900"),
+            pair("1:1:x:a", "900"),
+            pair("1:1:a", "900"),
+            pair("1:1:0:a", "soon"),
+        ] {
             assert_eq!(grants(bad.to_vec()).unwrap_err().code(), "EDGELIMIT_MALFORMED_REPLY");
         }
     }

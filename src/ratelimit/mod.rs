@@ -29,6 +29,7 @@ use std::time::Duration;
 pub use self::block_cache::BlockCache;
 use crate::decision::Decision;
 use crate::error::{Error, Result};
+use crate::identifier::Identifier;
 use crate::limit::{self, Decisions, LimitState, Limiter, Quota, Receipt, DEFAULT_PREFIX};
 use crate::rest::{Command, RestClient};
 use crate::time::{retry_until_granted, Attempt, Instant};
@@ -235,20 +236,30 @@ impl Ratelimit {
 
     /// Takes `permits` for `id` under every limit, all or nothing, in one round trip (none when the block cache
     /// knows the answer).
-    pub async fn limit(&self, id: &str, permits: u32) -> Result<Outcome> {
-        self.decide(&self.limiters, id, permits).await
+    pub async fn limit<'i>(&self, id: impl Into<Identifier<'i>>, permits: u32) -> Result<Outcome> {
+        self.decide(&self.limiters, &id.into(), permits).await
     }
 
     /// [`limit`](Ratelimit::limit) under these `limits` instead of this limiter's own.
-    pub async fn limit_all(&self, id: &str, limits: &[Limit], permits: u32) -> Result<Outcome> {
-        self.decide(&self.limiters_for(limits)?, id, permits).await
+    pub async fn limit_all<'i>(
+        &self,
+        id: impl Into<Identifier<'i>>,
+        limits: &[Limit],
+        permits: u32,
+    ) -> Result<Outcome> {
+        self.decide(&self.limiters_for(limits)?, &id.into(), permits).await
     }
 
     /// Takes `permits` for `id`, waiting each denial's exact `retry_after`, up to `timeout`. Returns the last
     /// outcome: denied if the time ran out, or the failure policy's answer as soon as the store fails.
-    pub async fn block_until_ready(&self, id: &str, permits: u32, timeout: Duration) -> Result<Outcome> {
-        let longest_sleep = limit::longest_sleep(&self.limiters);
-        retry_until_granted(timeout, longest_sleep, || self.limit(id, permits)).await
+    pub async fn block_until_ready<'i>(
+        &self,
+        id: impl Into<Identifier<'i>>,
+        permits: u32,
+        timeout: Duration,
+    ) -> Result<Outcome> {
+        let (id, longest_sleep) = (id.into(), limit::longest_sleep(&self.limiters));
+        retry_until_granted(timeout, longest_sleep, || self.limit(&id, permits)).await
     }
 
     /// Gives back the grant of [`limit`](Ratelimit::limit) whose receipts are `receipts`: one per limit, in order,
@@ -257,16 +268,27 @@ impl Ratelimit {
     /// (`success`) and what is left. In one round trip, sent once: never again after a timeout or an I/O error.
     /// A receipt no grant of that limit made is [`Error::InvalidArgument`] and credits nothing; if one limit's
     /// refund fails, its error is returned and the others have given back.
-    pub async fn refund(&self, id: &str, receipts: &[Receipt]) -> Result<Vec<Decision>> {
-        self.refund_under(&self.limiters, id, receipts).await
+    pub async fn refund<'i>(&self, id: impl Into<Identifier<'i>>, receipts: &[Receipt]) -> Result<Vec<Decision>> {
+        self.refund_under(&self.limiters, &id.into(), receipts).await
     }
 
     /// [`refund`](Ratelimit::refund) of a grant of [`limit_all`](Ratelimit::limit_all) under these `limits`.
-    pub async fn refund_all(&self, id: &str, limits: &[Limit], receipts: &[Receipt]) -> Result<Vec<Decision>> {
-        self.refund_under(&self.limiters_for(limits)?, id, receipts).await
+    pub async fn refund_all<'i>(
+        &self,
+        id: impl Into<Identifier<'i>>,
+        limits: &[Limit],
+        receipts: &[Receipt],
+    ) -> Result<Vec<Decision>> {
+        self.refund_under(&self.limiters_for(limits)?, &id.into(), receipts)
+            .await
     }
 
-    async fn refund_under(&self, limiters: &[Limiter], id: &str, receipts: &[Receipt]) -> Result<Vec<Decision>> {
+    async fn refund_under(
+        &self,
+        limiters: &[Limiter],
+        id: &Identifier<'_>,
+        receipts: &[Receipt],
+    ) -> Result<Vec<Decision>> {
         if receipts.len() != limiters.len() {
             return Err(Error::InvalidArgument(format!(
                 "{} receipts for {} limits: pass one per limit, in order, as the grant's results carry them",
@@ -281,29 +303,33 @@ impl Ratelimit {
     }
 
     /// What is left for `id` now, taking nothing: the limit with the fewest permits left.
-    pub async fn remaining(&self, id: &str) -> Result<Decision> {
-        let requests: Vec<_> = self.limiters.iter().map(|limiter| limiter.request(id, 1)).collect();
+    pub async fn remaining<'i>(&self, id: impl Into<Identifier<'i>>) -> Result<Decision> {
+        let id = id.into();
+        let requests: Vec<_> = self.limiters.iter().map(|limiter| limiter.request(&id, 1)).collect();
         Ok(speaking_for_all(&limit::peek_all(&requests).await?))
     }
 
     /// `id`'s state under every limit, as Redis holds it at one moment, in one round trip, writing nothing.
-    pub async fn state(&self, id: &str) -> Result<Vec<LimitState>> {
-        let requests: Vec<_> = self.limiters.iter().map(|limiter| (limiter, id)).collect();
+    pub async fn state<'i>(&self, id: impl Into<Identifier<'i>>) -> Result<Vec<LimitState>> {
+        let id = id.into();
+        let requests: Vec<_> = self.limiters.iter().map(|limiter| (limiter, &id)).collect();
         limit::state_all(&requests).await
     }
 
     /// Forgets `id`'s state under every limit (one `DEL`) and its cached denials. Returns whether there was any
     /// state.
-    pub async fn reset(&self, id: &str) -> Result<bool> {
+    pub async fn reset<'i>(&self, id: impl Into<Identifier<'i>>) -> Result<bool> {
+        let id = id.into();
         if let Some(cache) = &self.cache {
-            let prefix = format!("{id}\u{0}");
-            lock(cache).forget(|key| key.starts_with(&prefix));
+            // Every cached denial of this identifier, under any set of limits: their keys start with it.
+            let identifier = cache_key_part(id.key_part());
+            lock(cache).forget(|key| key.starts_with(&identifier));
         }
-        let keys = self.limiters.iter().map(|limiter| limiter.state_key(id));
+        let keys = self.limiters.iter().map(|limiter| limiter.state_key(&id));
         Ok(self.client.command(&Command::new("DEL").args(keys)).await?.into_int()? > 0)
     }
 
-    async fn decide(&self, limiters: &[Limiter], id: &str, permits: u32) -> Result<Outcome> {
+    async fn decide(&self, limiters: &[Limiter], id: &Identifier<'_>, permits: u32) -> Result<Outcome> {
         // A denial that a lease released early can cut short is not one to remember.
         let cache = (self.cache.as_ref())
             .filter(|_| !limiters.iter().any(Limiter::frees_early))
@@ -368,15 +394,20 @@ impl Ratelimit {
     }
 }
 
-/// The block cache's key: the identifier, then the limits' names (a denial under one set of limits says nothing of
-/// another set).
-fn cache_key(limiters: &[Limiter], id: &str) -> String {
-    let mut key = format!("{id}\u{0}");
+/// The block cache's key: the identifier's key part, then the limits' names (a denial under one set of limits says
+/// nothing of another set), each length-prefixed: no identifier or name, whatever it holds (NUL included), can make
+/// the key of another identifier or set of limits.
+fn cache_key(limiters: &[Limiter], id: &Identifier<'_>) -> String {
+    let mut key = cache_key_part(id.key_part());
     for limiter in limiters {
-        key.push_str(limiter.name());
-        key.push('\u{0}');
+        key.push_str(&cache_key_part(limiter.name()));
     }
     key
+}
+
+/// One part of a block cache key: `<length in bytes>:<text>`.
+fn cache_key_part(text: &str) -> String {
+    format!("{}:{text}", text.len())
 }
 
 /// The cache stays usable even if a panic poisoned its lock: it holds no invariant a half-done update could break.

@@ -8,6 +8,7 @@ use super::{
     decision_object, duration, field, given, milliseconds, number, object, permits_in, string, to_js_error, whole,
 };
 use crate::error::{Error, Result};
+use crate::identifier::Identifier;
 use crate::limit::{Algorithm, LimitState, Quota, Receipt, StateDetail};
 use crate::ratelimit::{Limit, OnError, Options, Outcome, Ratelimit};
 use crate::rest::RestClient;
@@ -183,8 +184,17 @@ fn receipts_of(value: &JsValue) -> Result<Vec<Receipt>> {
     }
 }
 
-fn identifier(id: &JsValue) -> Result<String> {
-    string(id, "identifier")
+/// An identifier from JS, exactly: read as the string's UTF-16 code units, never through a lossy conversion, so
+/// `"\uD800"`, `"\uDC00"` and `"\uFFFD"` are three identifiers (see [`Identifier::from_utf16`]). Anything but a
+/// string is refused before any I/O.
+fn identifier(id: &JsValue) -> Result<Identifier<'static>> {
+    match id.dyn_ref::<js_sys::JsString>() {
+        Some(text) => Ok(Identifier::from_utf16(&text.iter().collect::<Vec<u16>>())),
+        None => Err(Error::InvalidArgument(format!(
+            "identifier must be a string, got {}",
+            super::describe(id)
+        ))),
+    }
 }
 
 /// The engine of the JS `Ratelimit` class.

@@ -37,7 +37,8 @@ test("a sliding log's receipt gives back its grant once, and no other grant", as
   const log = ratelimit(Ratelimit.slidingLog(3, "1 h"));
   const first = await log.limit("k");
   const second = await log.limit("k", { permits: 2 });
-  assert.match(second.receipt, /^2:[0-9a-f]{16}$/);
+  // A log's receipt: its permits, when the grant frees, and its id.
+  assert.match(second.receipt, /^2:\d+-[0-9a-f]{16}$/);
   const refunded = await log.refund("k", second.receipt);
   assert.equal(refunded.results[0].remaining, 2, "the 2 permits of the second grant, not the first's");
   assert.equal((await log.refund("k", second.receipt)).success, false, "given back once");

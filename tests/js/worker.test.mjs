@@ -291,6 +291,28 @@ test("another program's state under a fail-open rule's key is a 500 with EDGELIM
   assert.match(site.logs.join(""), /"edgelimit":"error".*"status":500.*WRONGTYPE/);
 });
 
+test("a read-only Redis is absorbed by the rule's policy and logged as a store health warning", async () => {
+  const name = uniqueName("replica");
+  const site = await worker([
+    { name, match: { path: "/open" }, limits: FIVE_PER_10S },
+    { name: `${name}-closed`, match: { path: "/closed" }, onError: "deny", limits: FIVE_PER_10S },
+  ]);
+  // Port 1: no primary listens there, so the replica never syncs (which would wipe it) and stays read-only.
+  await redis("REPLICAOF", "127.0.0.1", "1");
+  try {
+    const open = await site.fetch("/open", { ip: "203.0.113.10" });
+    assert.equal(open.status, 200);
+    assert.equal(open.headers.get("x-origin"), "yes");
+    await open.text();
+    assert.equal((await site.fetch("/closed", { ip: "203.0.113.10" })).status, 503);
+  } finally {
+    await redis("REPLICAOF", "NO", "ONE");
+  }
+  await eventually(() => site.logs.join("").includes('"store health"'), () => site.logs.join(""));
+  assert.match(site.logs.join(""), /"edgelimit":"store unavailable","rule":"replica-[^"]*".*"status":200.*"code":"EDGELIMIT_READONLY"/);
+  assert.match(site.logs.join(""), /"edgelimit":"store health","rule":"replica-[^"]*","code":"EDGELIMIT_READONLY"/);
+});
+
 test("two Worker instances share one limit", async () => {
   const name = uniqueName("shared");
   const rules = [{ name, limits: FIVE_PER_10S }];

@@ -89,7 +89,10 @@ fn expected(verdict: &Verdict, limit: u32, granted: bool) -> Decision {
 
 /// The id a sliding log or concurrency grant's receipt names (the scripts pick it), for the model to log the same.
 fn grant_id(receipt: Option<Receipt>) -> u64 {
-    receipt.map_or(0, |receipt| u64::from_str_radix(receipt.mark(), 16).unwrap_or(0))
+    // A log's mark is '<expiry>-<grant id>'.
+    receipt
+        .and_then(|receipt| u64::from_str_radix(receipt.mark().split_once('-')?.1, 16).ok())
+        .unwrap_or(0)
 }
 
 // ---------------------------------------------------------------------------------------------------------------

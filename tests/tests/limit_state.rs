@@ -106,7 +106,8 @@ async fn a_sliding_log_lists_its_grants_with_when_they_free_on_the_servers_clock
     };
     assert_eq!(*held, 6);
     assert_eq!(grants.iter().map(|grant| grant.permits).collect::<Vec<_>>(), [3, 1, 2]);
-    // Exactly what Redis holds: one member per permit, scored with the ms it frees at.
+    // Exactly what Redis holds: one member per grant, `<position>:<permits>:<run>:<id>`, scored with the ms it frees
+    // at. Grants made in the same ms keep their order: the zero-padded position orders equal scores.
     let members = stack
         .client()
         .command(&Command::new("ZRANGE").arg(&state.key).args(["0", "-1", "WITHSCORES"]))
@@ -115,18 +116,25 @@ async fn a_sliding_log_lists_its_grants_with_when_they_free_on_the_servers_clock
         .into_array()
         .unwrap();
     let mut expected = Vec::new();
+    let mut next_position = 0;
     for pair in members.chunks(2) {
         let member = pair[0].clone().into_string().unwrap();
-        let frees_at: u64 = pair[1].clone().into_number("score").unwrap();
-        let (id, _) = member.rsplit_once('/').unwrap();
-        match expected.last_mut() {
-            Some(HeldGrant { id: last, permits, .. }) if last == id => *permits += 1,
-            _ => expected.push(HeldGrant {
-                id: id.to_owned(),
-                permits: 1,
-                frees_at,
-            }),
-        }
+        let fields: Vec<&str> = member.splitn(4, ':').collect();
+        let [position, permits, _, id] = fields[..] else {
+            panic!("{member}")
+        };
+        assert_eq!(
+            (position.len(), position.parse::<u64>().unwrap()),
+            (13, next_position),
+            "{member}"
+        );
+        let permits: u32 = permits.parse().unwrap();
+        next_position += u64::from(permits);
+        expected.push(HeldGrant {
+            id: id.to_owned(),
+            permits,
+            frees_at: pair[1].clone().into_number("score").unwrap(),
+        });
     }
     assert_eq!(grants, &expected);
     for grant in grants {
@@ -156,17 +164,37 @@ async fn a_sliding_log_lists_its_grants_with_when_they_free_on_the_servers_clock
 }
 
 #[tokio::test]
-async fn a_long_log_is_counted_whole_and_listed_in_part() {
+async fn a_weighted_log_holds_one_member_per_grant() {
     let stack = Stack::start().await;
-    let log = limiter(&stack, "big", Quota::sliding_log(5_000, SECOND).unwrap());
+    let log = limiter(&stack, "big", Quota::sliding_log(5_000, SECOND).unwrap()).at(T0);
     assert!(log.limit("id", 1_500).await.unwrap().success);
     assert!(log.limit("id", 10).await.unwrap().success);
+    let state = log.state("id").await.unwrap();
+    let StateDetail::Log { held, grants } = &state.detail else {
+        unreachable!()
+    };
+    assert_eq!(*held, 1_510);
+    assert_eq!(
+        grants.iter().map(|grant| grant.permits).collect::<Vec<_>>(),
+        [1_500, 10]
+    );
+    let members = Command::new("ZCARD").arg(&state.key);
+    assert_eq!(stack.client().command(&members).await.unwrap().into_int().unwrap(), 2);
+}
+
+#[tokio::test]
+async fn a_long_log_is_counted_whole_and_listed_in_part() {
+    let stack = Stack::start().await;
+    let listed = edgelimit::limit::state::LISTED_GRANTS;
+    let log = limiter(&stack, "long", Quota::sliding_log(5_000, SECOND).unwrap()).at(T0);
+    for _ in 0..listed + 1 {
+        assert!(log.limit("id", 2).await.unwrap().success);
+    }
     let StateDetail::Log { held, grants } = log.state("id").await.unwrap().detail else {
         unreachable!()
     };
-    assert_eq!(held, 1_510);
-    let listed: u32 = grants.iter().map(|grant| grant.permits).sum();
-    assert_eq!(listed, edgelimit::limit::state::LISTED_PERMITS);
+    assert_eq!(held, 2 * u64::from(listed + 1));
+    assert_eq!(grants.len(), listed as usize);
 }
 
 #[tokio::test]

@@ -129,19 +129,29 @@ async fn concurrency_never_holds_more_than_the_limit() {
         Quota::concurrency(4, Duration::from_secs(30)).unwrap(),
     )
     .unwrap();
-    let (held, most, grants) = (
+    let (held, most, grants, denied) = (
+        Arc::new(AtomicU64::new(0)),
         Arc::new(AtomicU64::new(0)),
         Arc::new(AtomicU64::new(0)),
         Arc::new(AtomicU64::new(0)),
     );
     let tasks: Vec<_> = (0..CLIENTS)
         .map(|_| {
-            let (limiter, held, most, grants) = (limiter.clone(), held.clone(), most.clone(), grants.clone());
+            let (limiter, held, most, grants, denied) = (
+                limiter.clone(),
+                held.clone(),
+                most.clone(),
+                grants.clone(),
+                denied.clone(),
+            );
             tokio::spawn(async move {
                 let deadline = tokio::time::Instant::now() + RUN;
                 while tokio::time::Instant::now() < deadline {
                     let decision = limiter.limit("shared", 1).await.unwrap();
-                    let Some(lease) = decision.receipt else { continue };
+                    let Some(lease) = decision.receipt else {
+                        denied.fetch_add(1, Ordering::SeqCst);
+                        continue;
+                    };
                     // Counted after the grant and uncounted before the release: never more than really held.
                     let now_held = held.fetch_add(1, Ordering::SeqCst) + 1;
                     most.fetch_max(now_held, Ordering::SeqCst);
@@ -156,12 +166,18 @@ async fn concurrency_never_holds_more_than_the_limit() {
     for task in tasks {
         task.await.unwrap();
     }
-    let (most, grants) = (most.load(Ordering::SeqCst), grants.load(Ordering::SeqCst));
-    eprintln!("concurrency 4 in flight: {grants} leases, at most {most} held at once");
+    let (most, grants, denied) = (
+        most.load(Ordering::SeqCst),
+        grants.load(Ordering::SeqCst),
+        denied.load(Ordering::SeqCst),
+    );
+    eprintln!("concurrency 4 in flight: {grants} leases, {denied} denied, at most {most} seen held at once");
     assert!(most <= 4);
+    // Contention was real: requests found the limit full. (How many leases a client sees held at one moment depends
+    // on how the machine schedules the 32 tasks; a loaded one saw 3, so that is not what the test requires.)
     assert!(
-        most == 4 && grants > 40,
-        "contention was real: {grants} leases, {most} at once"
+        denied > 0 && grants > 40,
+        "contention was real: {grants} leases, {denied} denied"
     );
 }
 

@@ -27,7 +27,7 @@ use super::contender::{pairings, Clock, Contender, ContenderKind, Pairing};
 use super::peers::UpstashScripts;
 use super::progress::Progress;
 use super::stack::BenchStack;
-use super::{Context, EXPLICIT_T0};
+use super::{splitmix64, Context, EXPLICIT_T0};
 
 /// Concurrent clients in (b).
 const CLIENTS: u32 = 8;
@@ -318,14 +318,7 @@ fn local_ms() -> u64 {
 fn skews(count: u32, seed: u64) -> Vec<i64> {
     let mut state = seed;
     (0..count)
-        .map(|_| {
-            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = state;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^= z >> 31;
-            (z % (2 * MAX_SKEW_MS + 1)) as i64 - MAX_SKEW_MS as i64
-        })
+        .map(|_| (splitmix64(&mut state) % (2 * MAX_SKEW_MS + 1)) as i64 - MAX_SKEW_MS as i64)
         .collect()
 }
 

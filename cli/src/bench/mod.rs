@@ -14,6 +14,7 @@
 //! | [`scaling`] | the sliding log's cost as its log grows, against Redisson's script (scenario 2) |
 //! | [`throughput`] | decisions/s and latency through the bridge, `redis-benchmark` as the ceiling (scenario 3) |
 //! | [`accuracy`] | over-admission: boundary bursts, concurrent clients with skewed clocks (scenario 5) |
+//! | [`weighted`] | the permit log's cost by grant weight, and a denied request's wait over 10^5 grants (scenario 7) |
 //! | [`node`] | the Node drivers `bench/npm.mjs` and `bench/worker.mjs` (scenarios 3 and 6) |
 //! | [`machine`] | what the numbers were measured on |
 //! | [`report`] | `results.json`, `results.md`, `plot.svg` and `bench/RESULTS.md` |
@@ -34,6 +35,7 @@ pub mod report;
 pub mod scaling;
 mod stack;
 pub mod throughput;
+pub mod weighted;
 
 use std::fmt::Display;
 use std::path::PathBuf;
@@ -60,16 +62,20 @@ pub enum Scenario {
     Accuracy,
     /// The Cloudflare Worker in local workerd: added latency, cold start, bundle size (Node).
     Worker,
+    /// The permit log's Redis cost for grants of 1 to 10^6 permits, and for a denied request against 10^5 grants
+    /// of mixed weights.
+    Weighted,
 }
 
 impl Scenario {
     /// Every scenario, in the order a run takes them.
-    pub const ALL: [Scenario; 5] = [
+    pub const ALL: [Scenario; 6] = [
         Scenario::RedisCost,
         Scenario::Scaling,
         Scenario::Throughput,
         Scenario::Accuracy,
         Scenario::Worker,
+        Scenario::Weighted,
     ];
 }
 
@@ -119,6 +125,8 @@ pub struct BenchResults {
     pub accuracy: Option<accuracy::Accuracy>,
     /// Scenario 6: the Worker (from `bench/worker.mjs`).
     pub worker: Option<WorkerReport>,
+    /// Scenario 7: weighted decisions on the permit log.
+    pub weighted: Option<weighted::Weighted>,
 }
 
 /// Runs the scenarios `config` asks for on a private `redis-server` and bridge, which it stops before returning.
@@ -144,6 +152,7 @@ pub async fn run(config: &BenchConfig) -> Result<BenchResults, String> {
         throughput: None,
         accuracy: None,
         worker: None,
+        weighted: None,
     };
     let stack = BenchStack::start().await?;
     let progress = Progress::new(config.progress);
@@ -189,6 +198,7 @@ async fn run_scenarios(
                     progress.step();
                 }
             }
+            Scenario::Weighted => results.weighted = Some(weighted::run(stack, quick, progress).await?),
         }
     }
     Ok(())
@@ -201,6 +211,16 @@ const EXPLICIT_T0: u64 = 1_700_000_000_000;
 fn ratio(numerator: f64, denominator: f64) -> Option<f64> {
     let ratio = numerator / denominator;
     (denominator > 0.0 && ratio.is_finite()).then_some(ratio)
+}
+
+/// The next number of the splitmix64 sequence from `state`: seeded draws (clock skews, grant weights) that every
+/// run repeats, with no dependency for a dozen lines.
+fn splitmix64(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
 }
 
 /// Adds what was being done to an error, so that a message says what failed, not only why.

@@ -16,6 +16,7 @@ use super::plot;
 use super::redis_cost::{Cost, RedisCost};
 use super::scaling::Scaling;
 use super::throughput::{RunStats, Throughput};
+use super::weighted::Weighted;
 use super::{ratio, BenchResults, Context};
 
 /// Where `edgelimit bench` writes by default, relative to the checkout.
@@ -92,7 +93,7 @@ pub fn results_page(results: &BenchResults, plot_link: &str) -> String {
          package, then runs every scenario in a few minutes and rewrites this page and `results/`):\n\n\
          ```sh\nscripts/bench\n```\n\n\
          `scripts/bench --quick` runs everything tiny (a check of the harness, not numbers to read); `--only \
-         redis-cost,scaling,throughput,accuracy,worker` picks scenarios; `--no-node` skips the Node and Worker \
+         redis-cost,scaling,throughput,accuracy,worker,weighted` picks scenarios; `--no-node` skips the Node and Worker \
          measurements; `--out DIR` writes elsewhere (and leaves this page alone).\n\n\
          ## How to read the numbers\n\n\
          - **Redis µs per decision** is Redis's own CPU time for the call (`INFO commandstats`, after `CONFIG \
@@ -161,6 +162,7 @@ pub fn tables(results: &BenchResults) -> String {
         results.redis_cost.as_ref().map(memory_table),
         results.accuracy.as_ref().map(accuracy_tables),
         results.worker.as_ref().map(worker_table),
+        results.weighted.as_ref().map(weighted_tables),
     ]
     .into_iter()
     .flatten()
@@ -542,6 +544,69 @@ fn worker_table(worker: &WorkerReport) -> String {
                 "gzip KiB",
             ],
             rows
+        )
+    )
+}
+
+fn weighted_tables(weighted: &Weighted) -> String {
+    let by_weight = weighted.by_weight.iter().map(|row| {
+        vec![
+            row.algorithm.clone(),
+            row.permits.to_string(),
+            two(row.cost.micros_per_decision),
+            two(row.cost.commands_per_decision),
+            format!("{} of {}", row.cost.granted, row.cost.requests),
+            times(row.to_one_permit),
+        ]
+    });
+    let denied = weighted.denied.iter().map(|row| {
+        vec![
+            row.log.clone(),
+            row.permits.to_string(),
+            two(row.cost.micros_per_decision),
+            two(row.cost.commands_per_decision),
+            format!("{} of {}", row.cost.requests - row.cost.granted, row.cost.requests),
+            times(row.to_small_log),
+        ]
+    });
+    format!(
+        "## 7. Weighted decisions on the permit log\n\nThe sliding log and concurrency keep one member per grant, \
+         whatever its permits, so a decision's cost must not grow with the weight. Every log is filled first, then \
+         the rows are measured in turn, {} rounds; each row shows its cheapest round.\n\n\
+         ### (a) By weight\n\nA limit of {} per {} ms, never reached: one grant of *k* permits per ms of explicit \
+         time after a full interval of them, so the log holds {} grants and each decision frees the oldest and logs \
+         one. Concurrency's leases last the interval and are never released. A log of one-permit grants counts what it holds \
+         with `ZCARD`; heavier grants also read the first grant: one command more, whatever the weight.\n\n{}\
+         ### (b) A denied request's wait\n\nEach log is full to its limit (the sum of its grants' permits) and is \
+         asked for permit counts spread from 1 to the limit, so the grant whose freeing would admit the request lies \
+         anywhere in the log; nothing frees meanwhile. Equal weights: the search's first guess at the rank hits. \
+         Mixed weights (seed {}): a binary search over ranks, one `ZRANGE` per step.\n\n{}",
+        weighted.rounds,
+        weighted.limit,
+        weighted.interval_ms,
+        weighted.grants_held,
+        table(
+            &[
+                "algorithm",
+                "permits per grant",
+                "µs/decision",
+                "commands/decision",
+                "granted",
+                "µs / 1-permit row",
+            ],
+            by_weight
+        ),
+        weighted.weight_seed,
+        table(
+            &[
+                "log",
+                "permits held",
+                "µs/denied decision",
+                "commands/decision",
+                "denied",
+                "µs / 10-grant log",
+            ],
+            denied
         )
     )
 }

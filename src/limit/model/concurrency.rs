@@ -34,9 +34,9 @@ impl Concurrency {
         self.0.sort_unstable();
     }
 
-    /// Releases (up to `permits` of) the lease `id` if it is still held; false when it is not.
-    pub(super) fn release(&mut self, now: u64, permits: u64, id: u64) -> bool {
+    /// Releases the lease (expiry, permits, id) if it is still held; false when it is not.
+    pub(super) fn release(&mut self, now: u64, lease: (u64, u64, u64)) -> bool {
         self.expire(now);
-        super::give_back_grant(&mut self.0, permits, id)
+        super::give_back_grant(&mut self.0, now, lease)
     }
 }

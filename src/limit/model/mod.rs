@@ -133,11 +133,11 @@ impl ModelLimit {
             State::SlidingWindow(state) => state.grant(q, now, n).to_string(),
             State::Concurrency(state) => {
                 state.grant(q, now, n, grant_id);
-                format!("{grant_id:016x}")
+                format!("{}-{grant_id:016x}", now + q.interval_ms())
             }
             State::SlidingLog(state) => {
                 state.grant(q, now, n, grant_id);
-                format!("{grant_id:016x}")
+                format!("{}-{grant_id:016x}", now + q.interval_ms())
             }
         };
         format!("{permits}:{mark}")
@@ -155,10 +155,11 @@ impl ModelLimit {
             return Err(forged());
         }
         let number_up_to = |most: u64| receipt.mark().parse::<u64>().ok().filter(|&mark| mark <= most);
-        // A log's grant id: a mark that is not one names no grant held.
-        let grant_id = u64::from_str_radix(receipt.mark(), 16)
-            .ok()
-            .filter(|_| receipt.mark().len() == 16);
+        // A log's grant: '<expiry>-<grant id>' (a mark of another form is no log's receipt).
+        let logged = || {
+            let (expiry, id) = receipt.mark().split_once('-')?;
+            Some((expiry.parse::<u64>().ok()?, u64::from_str_radix(id, 16).ok()?))
+        };
         Ok(match &mut self.state {
             State::TokenBucket(state) => state.refund(q, now, number_up_to(now).ok_or_else(forged)?, n),
             State::Gcra(state) => state.refund(q, now, number_up_to(now).ok_or_else(forged)?, n),
@@ -170,23 +171,25 @@ impl ModelLimit {
                 let granted_in = number_up_to(state.window(q, now)).ok_or_else(forged)?;
                 state.refund(q, now, granted_in, n)
             }
-            State::Concurrency(state) => grant_id.is_some_and(|id| state.release(now, n, id)),
-            State::SlidingLog(state) => grant_id.is_some_and(|id| state.refund(now, n, id)),
+            State::Concurrency(state) => {
+                let (expiry, id) = logged().ok_or_else(forged)?;
+                state.release(now, (expiry, n, id))
+            }
+            State::SlidingLog(state) => {
+                let (expiry, id) = logged().ok_or_else(forged)?;
+                state.refund(now, (expiry, n, id))
+            }
         })
     }
 }
 
-/// Takes up to `permits` from the logged grant `id` among `grants` (expiry or free time, permits, id), dropping it
-/// when none are left, as the scripts remove its members `<id>/1..permits`. False when `id` is not logged.
-fn give_back_grant(grants: &mut Vec<(u64, u64, u64)>, permits: u64, id: u64) -> bool {
-    let Some(index) = grants.iter().position(|&(_, _, logged)| logged == id) else {
+/// Removes the logged grant `grant` (expiry, permits, id) from `grants` if it is still held at `now`, as the scripts
+/// remove the one member that names it: a receipt with other permits or another expiry names no grant held.
+fn give_back_grant(grants: &mut Vec<(u64, u64, u64)>, now: u64, grant: (u64, u64, u64)) -> bool {
+    let Some(index) = grants.iter().position(|&logged| logged == grant && grant.0 > now) else {
         return false;
     };
-    let held = &mut grants[index].1;
-    *held = held.saturating_sub(permits);
-    if *held == 0 {
-        grants.remove(index);
-    }
+    grants.remove(index);
     true
 }
 

@@ -45,9 +45,9 @@ impl SlidingLog {
         self.0.push((now + q.interval_ms(), permits, id));
     }
 
-    /// Gives back (up to `permits` of) the grant `id` if it is still in the window; false when it is not.
-    pub(super) fn refund(&mut self, now: u64, permits: u64, id: u64) -> bool {
+    /// Gives back the grant (expiry, permits, id) if it is still in the window; false when it is not.
+    pub(super) fn refund(&mut self, now: u64, grant: (u64, u64, u64)) -> bool {
         self.forget(now);
-        super::give_back_grant(&mut self.0, permits, id)
+        super::give_back_grant(&mut self.0, now, grant)
     }
 }

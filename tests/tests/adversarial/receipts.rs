@@ -270,7 +270,11 @@ async fn a_forged_receipt_is_an_argument_error_and_writes_nothing() {
     // A log's receipt names its grant: another id gives nothing back, and the real one only once.
     let log = limiter(stack.client(), "log", Quota::sliding_log(3, SECOND).unwrap()).at(T0);
     let real = log.limit("id", 2).await.unwrap().receipt.unwrap();
-    assert!(!log.refund("id", &forged("2:00000000000000ff")).await.unwrap().success);
+    let other = forged(&format!("2:{}-00000000000000ff", T0 + 1000));
+    assert!(!log.refund("id", &other).await.unwrap().success);
+    // A mark that is not a log's ('<expiry>-<grant id>') is refused before anything is written.
+    let error = log.refund("id", &forged("2:00000000000000ff")).await.unwrap_err();
+    assert_eq!(error.code(), "EDGELIMIT_INVALID_ARGUMENT", "{error}");
     assert!(log.refund("id", &real).await.unwrap().success);
     assert!(!log.refund("id", &real).await.unwrap().success);
 }
