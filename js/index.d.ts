@@ -272,9 +272,9 @@ export declare class Ratelimit {
    * for one refund.
    * @param receipt The response's `receipt` (one limit), or every `results[i].receipt`, one per limit, in order.
    * @param limiters The limiters `limitAll` was given, when the grant came from `limitAll`.
-   * @throws {@link EdgelimitError} for a receipt no grant of the limit returned, before anything is written:
-   * `EDGELIMIT_INVALID_ARGUMENT` for a malformed one (no round trip); the script's argument error for more permits
-   * than the limit or a time or window after the server's clock.
+   * @throws {@link EdgelimitError} `EDGELIMIT_INVALID_ARGUMENT` for a receipt no grant of the limit returned (another
+   * form, more permits than the limit, a time or window after the server's clock), before anything is written;
+   * never absorbed by `onError`.
    * @example
    * ```ts
    * const result = await ratelimit.limit(ip);

@@ -178,8 +178,8 @@ impl Limiter {
     /// the limit. The decision's `success` says whether anything was given back (false when the grant's permits have
     /// freed, refilled or left the counted windows, or the lease was released); `remaining` and `reset` are the
     /// standing after. A receipt of another form, of more permits than the limit or from the server clock's future
-    /// is refused, and nothing is written: malformed text is [`Error::InvalidArgument`] before any I/O (see
-    /// [`Receipt`]'s `FromStr`), the rest is the script's argument error.
+    /// is [`Error::InvalidArgument`] (malformed text before any I/O, the rest refused by the script), never a store
+    /// failure a fail-open policy could absorb, and nothing is written.
     ///
     /// Runs once: it is never sent again after a timeout or an I/O error (it may have run), so a failed refund gives
     /// back nothing twice, at worst nothing at all (under-admission until the grant frees).

@@ -266,8 +266,8 @@ impl Ratelimit {
     /// as each limit's decision in [`Outcome::limits`] carries it. Each limit gives back exactly what its grant took
     /// and its rule still allows (see [`Receipt`]); the decisions, one per limit, say whether it gave anything back
     /// (`success`) and what is left. In one round trip, sent once: never again after a timeout or an I/O error.
-    /// A receipt no grant of that limit made is refused (the script's argument error) and credits nothing; if one
-    /// limit's refund fails, its error is returned and the others have given back.
+    /// A receipt no grant of that limit made is [`Error::InvalidArgument`] and credits nothing; if one limit's
+    /// refund fails, its error is returned and the others have given back.
     pub async fn refund<'i>(&self, id: impl Into<Identifier<'i>>, receipts: &[Receipt]) -> Result<Vec<Decision>> {
         self.refund_under(&self.limiters, &id.into(), receipts).await
     }

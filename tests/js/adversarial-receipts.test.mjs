@@ -77,7 +77,10 @@ test("a forged receipt is refused and credits nothing", async () => {
   for (const forged of [future, `11:${at}`, "8:0000000000000abc"]) {
     await assert.rejects(bucket.refund("k", forged), (error) => {
       assert.equal(error.name, "EdgelimitError");
+      assert.equal(error.code, "EDGELIMIT_INVALID_ARGUMENT", forged);
+      assert.equal(error.storeUnavailable, false, "never absorbed by onError");
       assert.match(error.message, /receipt/, forged);
+      assert.doesNotMatch(error.message, /user_script|script: [0-9a-f]{40}/, "no Lua internals");
       return true;
     });
   }

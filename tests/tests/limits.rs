@@ -385,8 +385,8 @@ async fn a_stored_quota_that_changes_its_algorithm_never_misreads_the_old_state(
         .command(&Command::new("HSET").arg(&foreign).args(["a", "b"]))
         .await
         .unwrap();
-    // (Redis's WRONGTYPE; its code is the error taxonomy's to give, see tests/tests/adversarial/errors.rs.)
-    assert!(stored.limit("foreign", 1).await.is_err());
+    let error = stored.limit("foreign", 1).await.unwrap_err();
+    assert_eq!(error.code(), "EDGELIMIT_FOREIGN_STATE", "{error}");
     let kind = client.command(&Command::new("TYPE").arg(&foreign)).await.unwrap();
     assert_eq!(kind.into_string().unwrap(), "hash");
 }

@@ -122,6 +122,7 @@ async fn a_group_whose_reply_is_an_error_gets_the_other_groups_grants_given_back
     assert!(!outcome.denied(), "no limit that decided denied");
     assert_eq!(outcome.failed.len(), 1);
     assert_eq!(outcome.failed[0].requests, [2]);
+    assert_eq!(outcome.failed[0].error.code(), "EDGELIMIT_FOREIGN_STATE");
     assert!(outcome.decisions[2].is_none(), "the failed group's decision is unknown");
     assert!(matches!(outcome.give_back, GiveBack::Done), "{:?}", outcome.give_back);
     // Both grants were given back: Redis holds nothing of them, and the lease the caller never received is released.
@@ -178,7 +179,7 @@ async fn a_denial_stays_a_denial_when_the_give_back_fails() {
     let GiveBack::Failed(error) = &outcome.give_back else {
         panic!("the give-back was refused: {:?}", outcome.give_back);
     };
-    assert!(error.to_string().contains("413"), "{error}");
+    assert_eq!(error.code(), "EDGELIMIT_TOO_LARGE", "{error}");
     // Not given back, not retried: the two grants hold their permits until their window ends (under-admission).
     for id in ["x", "y"] {
         assert_eq!(warm_window.peek(id, 1).await.unwrap().remaining, 4, "{id}");
@@ -243,7 +244,13 @@ async fn a_forged_receipt_is_an_argument_error_and_writes_nothing() {
         (&window, forged("8:0000000000000abc")),
     ] {
         let error = limiter.refund("id", &receipt).await.unwrap_err();
-        assert!(error.to_string().contains("receipt"), "{receipt}: {error}");
+        assert_eq!(error.code(), "EDGELIMIT_INVALID_ARGUMENT", "{receipt}: {error}");
+        assert!(!error.is_store_unavailable(), "never absorbed by a fail-open policy");
+        let message = error.to_string();
+        assert!(
+            message.contains("receipt") && !message.contains("user_script"),
+            "{receipt}: {message}"
+        );
     }
     assert_eq!(bucket.peek("id", 1).await.unwrap().remaining, 2, "nothing credited");
     assert_eq!(window.peek("id", 1).await.unwrap().remaining, 2, "nothing credited");
