@@ -226,23 +226,24 @@ fn without_script_location(reply: &str) -> String {
         if let Some((_, inner)) = rest.split_once("): ") {
             if let Some(located) = inner.strip_prefix("@user_script:") {
                 message = located.split_once(": ").map_or(located, |(_, text)| text);
-            } else if let Some((line, text)) = inner.strip_prefix("user_script:").and_then(|l| l.split_once(": ")) {
-                if line.bytes().all(|b| b.is_ascii_digit()) {
-                    return format!("ERR {}", text.trim());
-                }
+            } else if let Some(text) = after_lua_line(inner) {
+                return format!("ERR {}", text.trim());
             }
         }
     }
     let message = message.trim();
-    // A Lua runtime error names the line: `ERR user_script:12: attempt to …` (no edgelimit script raises one
-    // on purpose; its line means nothing to the caller).
-    match message
-        .strip_prefix("ERR user_script:")
-        .and_then(|rest| rest.split_once(": "))
-    {
-        Some((line, text)) if line.bytes().all(|b| b.is_ascii_digit()) => format!("ERR {text}"),
-        _ => message.to_owned(),
+    // Redis 7 words a Lua runtime error `ERR user_script:12: attempt to …`.
+    match message.strip_prefix("ERR ").and_then(after_lua_line) {
+        Some(text) => format!("ERR {text}"),
+        None => message.to_owned(),
     }
+}
+
+/// The text of a Lua runtime error after the line it names, `user_script:<line>: `, or `None`. No edgelimit script
+/// raises one on purpose, and its line means nothing to the caller.
+fn after_lua_line(text: &str) -> Option<&str> {
+    let (line, rest) = text.strip_prefix("user_script:")?.split_once(": ")?;
+    line.bytes().all(|b| b.is_ascii_digit()).then_some(rest)
 }
 
 fn unavailable_advice(code: &str) -> &'static str {

@@ -150,6 +150,7 @@ local function log_grant(key, permits, interval, id, now, grace, reset_after, he
     -- A grant of one permit continues the last grant's run (or starts one); a larger grant ends any run.
     local run = permits > 1 and position + permits or last_run >= 0 and last_run or position
     local receipt = string.format('%d:%d-%s', permits, expiry, id)
+    -- The score is the expiry as the receipt already prints it: the number itself would be printed again, as a double.
     redis.call('ZADD', key, string.match(receipt, ':(%d+)'), member_of(position, permits, run, id))
     redis.call('PEXPIRE', key, reset_after - now + grace)
     return receipt
