@@ -22,6 +22,7 @@
 //! | [`error`] | the one error enum, with stable `EDGELIMIT_…` codes |
 //! | [`value`] | Redis replies as the REST protocol carries them, and their checked decoding |
 //! | [`rest`] | the REST client: one command, pipeline, multi-exec, base64, per-request timeout |
+//! | [`lua`] | every script Redis runs, each a whole file under `lua/` |
 //! | [`script`] | Lua scripts by SHA1: `EVALSHA`, then `EVAL` on `NOSCRIPT` |
 //! | `wasm` (wasm32 only) | the wasm-bindgen surface that JavaScript sees |
 //!
@@ -44,6 +45,7 @@ pub mod error;
 pub mod gate;
 pub mod identifier;
 pub mod limit;
+pub mod lua;
 pub mod ratelimit;
 pub mod rest;
 pub mod script;

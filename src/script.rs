@@ -7,22 +7,8 @@
 
 use crate::error::Result;
 
-/// A [`Script`] composed at compile time from files under `lua/`, joined in order with newlines: `lua/common.lua`
-/// first (argument checks and the clock every script shares), then the given files. No Lua is copy-pasted between
-/// scripts, and the SHA1 covers exactly the composed text.
-macro_rules! lua_script {
-    ($($file:literal),+ $(,)?) => {
-        std::sync::LazyLock::new(|| {
-            $crate::script::Script::new(concat!(
-                include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/lua/common.lua"))
-                $(, "\n", include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/lua/", $file)))+
-            ))
-        })
-    };
-}
 use crate::rest::{Command, RestClient};
 use crate::value::Value;
-pub(crate) use lua_script;
 
 /// A Lua script with its SHA1, as Redis's script cache names it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -99,28 +85,6 @@ impl Script {
         }
         Ok(replies)
     }
-}
-
-/// Every script the crate sends. For warming a Redis's script cache with `SCRIPT LOAD`, so that even the first calls
-/// find their script: `edgelimit dev` does, because a browser logs every `NOSCRIPT` answer (an HTTP 400 before the
-/// `EVAL` that follows) as a console error.
-pub fn every_script() -> [&'static Script; 12] {
-    use crate::limit::{scripts, state, Algorithm};
-    use crate::sliding_log::scripts as sliding_log;
-    [
-        scripts::for_one(Algorithm::TokenBucket),
-        scripts::for_one(Algorithm::FixedWindow),
-        scripts::for_one(Algorithm::SlidingWindow),
-        scripts::for_one(Algorithm::Gcra),
-        scripts::for_one(Algorithm::Concurrency),
-        scripts::for_one(Algorithm::SlidingLog),
-        &scripts::ALL,
-        &state::INSPECT,
-        &sliding_log::ACQUIRE,
-        &sliding_log::AVAILABLE,
-        &sliding_log::RELEASE,
-        &sliding_log::SET_RATE,
-    ]
 }
 
 /// One script call of a pipeline: [`Script::run_many`].

@@ -111,7 +111,7 @@ async fn load_scripts(redis_url: &str) -> redis::RedisResult<()> {
     let mut connection = redis::Client::open(redis_url)?
         .get_multiplexed_async_connection()
         .await?;
-    for script in edgelimit::script::every_script() {
+    for script in edgelimit::lua::every_script() {
         let _sha1: String = redis::cmd("SCRIPT")
             .arg("LOAD")
             .arg(script.source())

@@ -125,7 +125,7 @@ async fn eviction_policy(client: &RestClient) -> Check {
 /// first call on.
 async fn scripts(client: &RestClient) -> Check {
     const NAME: &str = "scripts";
-    for script in edgelimit::script::every_script() {
+    for script in edgelimit::lua::every_script() {
         let loaded = client
             .command(&Command::new("SCRIPT").args(["LOAD", script.source()]))
             .await

@@ -33,7 +33,6 @@ mod across_slots;
 pub mod model;
 mod quota;
 mod receipt;
-pub mod scripts;
 pub(crate) mod slot;
 pub mod state;
 
@@ -47,6 +46,7 @@ pub use self::state::{state_all, HeldGrant, LimitState, StateDetail};
 use crate::decision::Decision;
 use crate::error::{Error, Result};
 use crate::identifier::Identifier;
+use crate::lua;
 use crate::rest::{Command, RestClient};
 use crate::script::{Script, ScriptCall};
 use crate::time::retry_until_granted;
@@ -357,8 +357,8 @@ impl Operation {
 const REPLY_FIELDS: usize = 6;
 
 /// One script call deciding some requests: its keys and arguments. One request with its quota in code runs its
-/// algorithm's single-limit script (`lua/limits/single.lua`: one key, the state key); anything else runs the driver
-/// (`lua/limits/driver.lua`: two keys and six arguments per request).
+/// algorithm's single-limit script (`lua/parts/limits/single.lua`: one key, the state key); anything else runs the driver
+/// (`lua/parts/limits/driver.lua`: two keys and six arguments per request).
 struct Batch<'a> {
     operation: Operation,
     requests: Vec<LimitRequest<'a>>,
@@ -376,8 +376,8 @@ impl<'a> Batch<'a> {
         // One request with its quota in code runs its algorithm's single-limit script, which knows its algorithm
         // and reads no config: it takes neither the config key nor the algorithm's name.
         let (script, single) = match (requests, first.limiter.quota) {
-            ([_], Some(quota)) => (scripts::for_one(quota.algorithm()), true),
-            _ => (&*scripts::ALL, false),
+            ([_], Some(quota)) => (quota.algorithm().script(), true),
+            _ => (&*lua::LIMITS, false),
         };
         let mut keys = Vec::with_capacity(2 * requests.len());
         let mut args = Vec::with_capacity(6 * requests.len());
@@ -440,7 +440,7 @@ impl<'a> Batch<'a> {
             ..request
         };
         let mut batch = Batch::new(Operation::Refund, &[request])?;
-        // The request's last argument: the receipt (see lua/limits/prelude.lua).
+        // The request's last argument: the receipt (see lua/parts/limits/prelude.lua).
         *batch.args.last_mut().expect("a request has arguments") = receipt.to_string();
         Ok(batch)
     }

@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use crate::duration::whole_ms;
 use crate::error::{Error, Result};
+use crate::lua;
+use crate::script::Script;
 
 /// The scripts do exact whole-number arithmetic in Lua's doubles; `limit × interval` must stay below this.
 const MAX_LIMIT_TIMES_INTERVAL: u64 = 1 << 52;
@@ -63,6 +65,18 @@ impl Algorithm {
             Algorithm::Gcra => "gcra",
             Algorithm::Concurrency => "concurrency",
             Algorithm::SlidingLog => "sliding_log",
+        }
+    }
+
+    /// The script that decides one limit of this algorithm whose quota comes with the request: `lua/<name>.lua`.
+    pub fn script(self) -> &'static Script {
+        match self {
+            Algorithm::TokenBucket => &lua::TOKEN_BUCKET,
+            Algorithm::FixedWindow => &lua::FIXED_WINDOW,
+            Algorithm::SlidingWindow => &lua::SLIDING_WINDOW,
+            Algorithm::Gcra => &lua::GCRA,
+            Algorithm::Concurrency => &lua::CONCURRENCY,
+            Algorithm::SlidingLog => &lua::SLIDING_LOG,
         }
     }
 

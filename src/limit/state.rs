@@ -1,23 +1,17 @@
 //! A limit's state as Redis holds it, decoded: what the playground draws (through the npm package's `state`).
 //!
-//! One script (`lua/limits/inspect.lua`) reads the server's clock and every key in one atomic call, writing nothing,
+//! One script (`lua/parts/limits/inspect.lua`) reads the server's clock and every key in one atomic call, writing nothing,
 //! so the state of several limits is one consistent moment. The stored values are decoded here through checked
 //! parsers (a value in no known layout is [`Error::MalformedReply`], never a guess) and shown as they stand at that
 //! moment: a window that has ended counts nothing, a bucket has refilled, a permit that has freed is gone, exactly as
 //! the next decision would see them.
 
-use std::sync::LazyLock;
-
 use super::quota::{Algorithm, Quota};
 use super::Limiter;
 use crate::error::{Error, Result};
 use crate::identifier::Identifier;
-use crate::script::{lua_script, Script};
+use crate::lua::INSPECT;
 use crate::value::Value;
-
-/// The inspection script: `lua/common.lua`, `lua/limits/zset_log.lua` (the layout of a log of grants) and
-/// `lua/limits/inspect.lua`.
-pub static INSPECT: LazyLock<Script> = lua_script!("limits/zset_log.lua", "limits/inspect.lua");
 
 /// Lua's numbers are doubles: whole numbers are exact below 2^53, and the scripts keep theirs there.
 const MAX_EXACT: u64 = 1 << 53;
@@ -209,7 +203,7 @@ fn decode(name: &str, quota: Quota, key: String, now: u64, entry: Value) -> Resu
 }
 
 /// Member, frees-at pairs, one per grant (members `<position>:<permits>:<run>:<grant id>`, see
-/// `lua/limits/zset_log.lua`).
+/// `lua/parts/limits/zset_log.lua`).
 fn grants(flat: Vec<Value>) -> Result<Vec<HeldGrant>> {
     if flat.len() % 2 != 0 {
         return Err(Error::malformed("member, score pairs", Value::Array(flat)));
@@ -236,7 +230,7 @@ fn grants(flat: Vec<Value>) -> Result<Vec<HeldGrant>> {
     Ok(grants)
 }
 
-/// A string state without its algorithm's tag (`tb:`, `gcra:`, `fw:`, `sw:`, see each `lua/limits/<algorithm>.lua`);
+/// A string state without its algorithm's tag (`tb:`, `gcra:`, `fw:`, `sw:`, see each `lua/parts/limits/<algorithm>.lua`);
 /// another algorithm's value is no state, as the scripts read it; a value with no known tag is malformed.
 fn untagged(algorithm: Algorithm, text: &str) -> Result<&str> {
     const TAGS: [(Algorithm, &str, &str); 4] = [
@@ -276,7 +270,7 @@ fn fields<const N: usize>(text: &str, layout: &str) -> Result<[u64; N]> {
     numbers.try_into().map_err(|_| malformed())
 }
 
-/// A string state brought to `now`, as the algorithm's script reads it (see each `lua/limits/<algorithm>.lua`).
+/// A string state brought to `now`, as the algorithm's script reads it (see each `lua/parts/limits/<algorithm>.lua`).
 fn decode_value(quota: &Quota, text: &str, now: u64) -> Result<StateDetail> {
     let (interval, rate) = (quota.interval_ms(), u64::from(quota.rate()));
     let full = u64::from(quota.limit()) * interval;

@@ -13,13 +13,13 @@
 //! - every state key has a TTL, so idle limiters vanish.
 
 mod rate;
-pub mod scripts;
 
 use std::time::Duration;
 
 pub use self::rate::{Mode, Rate, RateConfig};
 use crate::decision::{Decision, ScriptReply};
 use crate::error::{Error, Result};
+use crate::lua;
 use crate::rest::{Command, RestClient};
 use crate::script::Script;
 use crate::time::retry_until_granted;
@@ -91,7 +91,7 @@ impl RateLimiter {
             rate.keep_alive_ms().to_string(),
             how.to_owned(),
         ];
-        match self.run(&scripts::SET_RATE, &args).await?.into_int()? {
+        match self.run(&lua::REDISSON_SET_RATE, &args).await?.into_int()? {
             0 => Ok(false),
             1 => Ok(true),
             other => Err(Error::malformed("0 or 1 from set-rate", other)),
@@ -119,7 +119,7 @@ impl RateLimiter {
     pub async fn try_acquire(&self, permits: u32) -> Result<Decision> {
         let args = [permits.to_string(), crate::unique_id::next()];
         let reply = self
-            .reply(&scripts::ACQUIRE, &args, permits, &["granted", "denied"])
+            .reply(&lua::REDISSON_ACQUIRE, &args, permits, &["granted", "denied"])
             .await?;
         Ok(reply.decision(reply.status == "granted"))
     }
@@ -138,7 +138,7 @@ impl RateLimiter {
 
     /// Permits available now (0 or more), taking none.
     pub async fn available_permits(&self) -> Result<u64> {
-        let reply = self.reply(&scripts::AVAILABLE, &[], 0, &["available"]).await?;
+        let reply = self.reply(&lua::REDISSON_AVAILABLE, &[], 0, &["available"]).await?;
         Ok(reply.decision(true).remaining)
     }
 
@@ -146,7 +146,7 @@ impl RateLimiter {
     /// when fewer are in use. Availability never exceeds the rate.
     pub async fn release(&self, permits: u32) -> Result<u64> {
         let reply = self
-            .reply(&scripts::RELEASE, &[permits.to_string()], permits, &["released"])
+            .reply(&lua::REDISSON_RELEASE, &[permits.to_string()], permits, &["released"])
             .await?;
         // A release reply's last number is what was given back.
         Ok(reply.numbers[3])

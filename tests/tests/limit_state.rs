@@ -1,4 +1,4 @@
-//! Reading limits' state (`lua/limits/inspect.lua`, `edgelimit::limit::state`) against real Redis through the real
+//! Reading limits' state (`lua/parts/limits/inspect.lua`, `edgelimit::limit::state`) against real Redis through the real
 //! bridge: every algorithm's state after known decisions, several limits at one moment, what Redis itself holds,
 //! and state in no known layout.
 
@@ -251,7 +251,7 @@ async fn state_in_no_known_layout_and_a_missing_stored_quota_are_clear_errors() 
 #[tokio::test]
 async fn the_script_refuses_hand_made_calls_cleanly() {
     let stack = Stack::start().await;
-    let script = &edgelimit::limit::state::INSPECT;
+    let script = &edgelimit::lua::INSPECT;
     let error = script
         .run(&stack.client(), &["k"], &["", "10", "zset"])
         .await

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use edgelimit::limit::{self, scripts, Algorithm, GiveBack, Limiter, Quota, Receipt};
+use edgelimit::limit::{self, Algorithm, GiveBack, Limiter, Quota, Receipt};
 use edgelimit::ratelimit::{Limit, Options, Ratelimit};
 use edgelimit::script::Script;
 use edgelimit::{Command, Decision, Error, Value};
@@ -158,7 +158,7 @@ async fn sliding_log_frees_each_grant_exactly_one_interval_later() {
     // A grant's id only names it in its receipt: a reused id is another grant, logged at its own position, so
     // nothing is counted once for two.
     let call = ["limit", "", "1", "5", "1000", "5", "same-id"];
-    let script = scripts::for_one(Algorithm::SlidingLog);
+    let script = Algorithm::SlidingLog.script();
     for _ in 0..2 {
         script.run(&stack.client(), &["s"], &call).await.unwrap();
     }
@@ -553,17 +553,13 @@ async fn hand_made_calls_get_clean_errors_never_lua_stack_traces() {
     // The single-limit scripts get the same calls, without the config key and the algorithm's name.
     let mut single_cases: Vec<(&Script, Vec<&str>, Vec<&str>)> = vec![
         (
-            scripts::for_one(Algorithm::Gcra),
+            Algorithm::Gcra.script(),
             vec![],
             vec!["limit", "", "1", "5", "1000", "5", ""],
         ),
+        (Algorithm::Gcra.script(), vec!["s"], vec!["limit", "", "1", "5"]),
         (
-            scripts::for_one(Algorithm::Gcra),
-            vec!["s"],
-            vec!["limit", "", "1", "5"],
-        ),
-        (
-            scripts::for_one(Algorithm::Gcra),
+            Algorithm::Gcra.script(),
             vec!["s"],
             vec!["drop", "", "1", "5", "1000", "5", ""],
         ),
@@ -574,10 +570,12 @@ async fn hand_made_calls_get_clean_errors_never_lua_stack_traces() {
             .find(|a| args.get(2) == Some(&a.script_name()));
         if let (Some(algorithm), [_, state]) = (algorithm, &keys[..]) {
             let args = [&args[..2], &args[3..]].concat();
-            single_cases.push((scripts::for_one(algorithm), vec![*state], args));
+            single_cases.push((algorithm.script(), vec![*state], args));
         }
     }
-    let all_cases = cases.into_iter().map(|(keys, args)| (&*scripts::ALL, keys, args));
+    let all_cases = cases
+        .into_iter()
+        .map(|(keys, args)| (&*edgelimit::lua::LIMITS, keys, args));
     for (script, keys, args) in all_cases.chain(single_cases) {
         let error = script.run(&client, &keys, &args).await.unwrap_err();
         let message = error.to_string();
@@ -594,7 +592,7 @@ async fn hand_made_calls_get_clean_errors_never_lua_stack_traces() {
         .args(["algorithm", "gcra", "limit", "ten", "interval", "1000"]);
     client.command(&command).await.unwrap();
     let stored = ["", "1", "", "", "", ""];
-    let error = scripts::ALL
+    let error = edgelimit::lua::LIMITS
         .run(&client, &["c", "s"], &[&["limit", ""][..], &stored].concat())
         .await
         .unwrap_err();
@@ -604,7 +602,7 @@ async fn hand_made_calls_get_clean_errors_never_lua_stack_traces() {
         .arg("c2")
         .args(["algorithm", "gcra", "limit", "10", "interval", "1000"]);
     client.command(&command).await.unwrap();
-    let error = scripts::ALL
+    let error = edgelimit::lua::LIMITS
         .run(&client, &["c2", "s"], &[&["limit", ""][..], &stored].concat())
         .await
         .unwrap_err();
@@ -633,11 +631,37 @@ async fn a_lease_of_many_permits_is_held_and_released_whole() {
 async fn script_sha1s_match_what_redis_computes() {
     let stack = Stack::start().await;
     let client = stack.client();
-    for script in edgelimit::script::every_script() {
+    for script in edgelimit::lua::every_script() {
         let loaded = client
             .command(&Command::new("SCRIPT").args(["LOAD", script.source()]))
             .await
             .unwrap();
         assert_eq!(loaded.into_string().unwrap(), script.sha1());
+    }
+}
+
+#[tokio::test]
+async fn every_algorithms_file_runs_alone_under_redis_cli_eval() {
+    // What Redis runs is the file in the repository: `redis-cli --eval` sends it as it is.
+    let redis = edgelimit_cli::redis_server::RedisServer::start().await.unwrap();
+    let lua = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../lua");
+    for algorithm in Algorithm::ALL {
+        let file = lua.join(format!("{}.lua", algorithm.script_name()));
+        // A log names each grant with a fresh id; the other algorithms take none.
+        let lease = match algorithm {
+            Algorithm::Concurrency | Algorithm::SlidingLog => "grant-1",
+            _ => "",
+        };
+        let key = format!("{{cli}}:{algorithm}");
+        let output = std::process::Command::new("redis-cli")
+            .args(["-p", &redis.port().to_string(), "--eval"])
+            .arg(&file)
+            .args([&key, ",", "limit", "", "2", "10", "1000", "10", lease])
+            .output()
+            .expect("run redis-cli");
+        let reply = String::from_utf8_lossy(&output.stdout);
+        let words: Vec<&str> = reply.lines().collect();
+        assert!(output.status.success(), "{algorithm}: {output:?}");
+        assert_eq!(words[..3], ["granted", "10", "8"], "{algorithm}: {reply}");
     }
 }

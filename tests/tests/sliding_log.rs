@@ -370,7 +370,10 @@ async fn redisson_and_edgelimit_share_one_budget() {
 
 #[tokio::test]
 async fn no_input_makes_a_script_raise_a_raw_lua_error() {
-    use edgelimit::sliding_log::scripts::{ACQUIRE, AVAILABLE, RELEASE, SET_RATE};
+    use edgelimit::lua::{
+        REDISSON_ACQUIRE as ACQUIRE, REDISSON_AVAILABLE as AVAILABLE, REDISSON_RELEASE as RELEASE,
+        REDISSON_SET_RATE as SET_RATE,
+    };
     let stack = Stack::start().await;
     let client = stack.client();
     limiter(&stack, "fuzz", 5, 1000).await;

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use edgelimit::limit::{scripts, Algorithm, Quota};
+use edgelimit::limit::{Algorithm, Quota};
 use edgelimit::ratelimit::{Limit, OnError, Options, Ratelimit, Reason};
 use edgelimit::{Command, Error};
 use edgelimit_cli::redis_server::RedisServer;
@@ -57,7 +57,7 @@ async fn foreign_state_in_a_limits_key_is_reported_every_time_never_allowed() {
 #[tokio::test]
 async fn a_scripts_refusal_is_an_argument_error_without_lua_locations() {
     let stack = Stack::start().await;
-    let script = scripts::for_one(Algorithm::Gcra);
+    let script = Algorithm::Gcra.script();
     // Permits 0, as no edgelimit client sends them.
     let args = ["limit", "", "0", "5", "1000", "5", ""];
     let error = script.run(&stack.client(), &["k"], &args).await.unwrap_err();

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use edgelimit::limit::{self, scripts, AcrossSlots, Algorithm, GiveBack, Limiter, Quota, Receipt};
+use edgelimit::limit::{self, AcrossSlots, Algorithm, GiveBack, Limiter, Quota, Receipt};
 use edgelimit::{Command, RestClient, Value};
 use edgelimit_cli::bridge::{BridgeConfig, InProcessBridge};
 use edgelimit_cli::redis_server::RedisServer;
@@ -150,7 +150,7 @@ async fn a_denial_stays_a_denial_when_the_give_back_fails() {
     let small_bridge = InProcessBridge::start(small).await.unwrap();
     let warm = RestClient::new(warm_bridge.url(), TOKEN).unwrap();
     let tight = RestClient::new(small_bridge.url(), TOKEN).unwrap();
-    assert!(scripts::for_one(Algorithm::FixedWindow).source().len() > 3000);
+    assert!(Algorithm::FixedWindow.script().source().len() > 3000);
 
     let window = Quota::fixed_window(5, SECOND).unwrap();
     let bucket = Quota::token_bucket(1, 1, Duration::from_secs(3600)).unwrap();

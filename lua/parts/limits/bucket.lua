@@ -1,5 +1,5 @@
 -- Helpers shared by token bucket and GCRA: after prelude.lua, before those algorithms' files (see
--- src/limit/scripts.rs).
+-- src/lua/compose.rs).
 
 -- ceil(a / b) for whole a >= 0, b > 0 (exact below 2^53).
 local function ceil_div(a, b)

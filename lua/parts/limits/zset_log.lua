@@ -1,27 +1,14 @@
--- A log of grants in a zset, shared by the algorithms that keep one (concurrency, sliding log): after prelude.lua,
--- before those algorithms' files (see src/limit/scripts.rs).
+-- A log of grants in a zset, shared by the algorithms that keep one (concurrency, sliding log): after
+-- zset_member.lua, before those algorithms' files (see src/lua/compose.rs).
 --
--- One member per grant, whatever its permits: '<position>:<permits>:<run>:<grant id>', scored with the unix ms at
--- which the grant frees.
---   position  Positions number the permits of the log: a grant of k permits at position p holds [p, p + k), and
---             positions grow with the score, gapless. The zset orders members by score, then by name, so the
---             position is written with 13 digits, zero-padded: among equal scores name order is position order too.
---   run       Where the run of one-permit grants that this grant ends (or starts after) begins: every grant from
---             position `run` up to this one holds one permit. It lets the common case, grants of one permit, count
---             what is held with ZCARD instead of reading the first grant (a ranked read costs 5 times a ZCARD).
--- So, whatever the weights:
---   permits held   = the end of the last grant - the position of the first; when the live grants all sit in the
---                    last grant's run, simply their number;
---   the wait for a denied request needing `need` more permits to free = until the grant holding position
---                    first + need - 1 frees: a search over ranks (one read when all grants have the same weight,
---                    O(log n) reads otherwise);
---   freed grants go by score range, and the key expires when its last grant frees.
+-- Its layout, one member per grant, is in zset_member.lua, which comes first.
+--
 -- Positions stay gapless: a grant removed before it frees (a refund, a released lease) moves the positions of the
 -- grants after it down, and a grant that frees before some already logged (an explicit clock that went back, a
 -- lowered interval) moves theirs up. Each costs O(grants moved); on the server clock with a steady quota only a
 -- refund or a release moves any, and only those granted after it.
 --
--- Every function defined here is a closure made on every call (see lua/common.lua), so code that only some calls
+-- Every function defined here is a closure made on every call (see lua/parts/common.lua), so code that only some calls
 -- need (the search for a denied wait, the removal of a grant) is written inline where it runs. And a number that
 -- becomes text by itself (an argument of redis.call, a concatenation) is printed as a double ('%.14g'), the most
 -- expensive step of a decision here: constant arguments are written as text, and numbers as text go through one
@@ -32,17 +19,6 @@ local MAX_POSITION = 8e12
 
 local function member_of(position, permits, run, id)
     return string.format('%013d:%d:%d:%s', position, permits, run, id)
-end
-
--- A member's position, permits, run and grant id. A member in no known layout (state written by something else, or
--- by an older edgelimit that logged one member per permit) is a clean error, not a Lua error on nil.
-local function parse_member(member)
-    local position, permits, run, id = string.match(member, '^(%d+):(%d+):(%d+):(.+)$')
-    if not position then
-        error({ err = 'WRONGTYPE edgelimit: the log holds a member in no known layout (' .. member .. '): written '
-            .. 'by something else or an older edgelimit; it expires by itself, or reset the identifier' })
-    end
-    return position + 0, permits + 0, run + 0, id
 end
 
 -- Moves the grants from rank `from` on by `delta` positions, renaming their members: O(grants moved). What that

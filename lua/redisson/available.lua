@@ -1,4 +1,45 @@
--- Sliding log, shared prelude: prepended to every sliding-log script after lua/common.lua (see src/sliding_log/scripts.rs).
+-- lua/redisson/available.lua: GENERATED from lua/parts/ (src/lua/compose.rs). Edit the parts, then run scripts/lua.
+
+-- Shared by every edgelimit script (prepended at compile time, see src/script.rs): argument checks and the clock.
+--
+-- A script's text runs from the top on every call, so every function defined here (and in the files after it) is a
+-- new closure per call: keep them few. What costs most inside Redis is calling C (tonumber, string functions, every
+-- redis.call) and allocating (tables, closures, new strings); plain Lua arithmetic is cheap. `bench/` measures it.
+
+-- Rejects an argument no edgelimit client sends (a hand-made call): a clean Redis error reply naming the argument,
+-- instead of a Lua runtime error with a stack trace.
+local function reject(what, value)
+    error({ err = 'ERR edgelimit: invalid ' .. what .. ': ' .. tostring(value) })
+end
+
+-- A whole number within [low, high] from an argument (nil, or text), or nil.
+local function whole_number(text, low, high)
+    local n = text and tonumber(text)
+    if n and n % 1 == 0 and n >= low and n <= high then
+        return n
+    end
+    return nil
+end
+
+-- A whole number within [low, high] from an argument, or a clean error.
+local function whole(text, what, low, high)
+    return whole_number(text, low, high) or reject(what, text)
+end
+
+-- Unix ms: `text` when a caller passed an explicit time (tests, clients sharing a limiter with a clock-based
+-- client), else the Redis server's clock, the default, because callers' clocks are skewed.
+local function clock(text)
+    if text ~= '' then
+        return whole(text, 'time (unix ms, or empty for server time)', 0, 2 ^ 53)
+    end
+    local time = redis.call('TIME')
+    local micros = time[2] % 1000000
+    return time[1] * 1000 + (micros - micros % 1000) / 1000
+end
+
+-- Redisson's layout, shared prelude: every script of lua/redisson/ starts with lua/parts/common.lua and this; those
+-- that read the window follow with window.lua, those that take or give back permits with grants.lua too (see
+-- src/lua/compose.rs).
 --
 -- Redisson RRateLimiter's layout, kept exactly so Java services using Redisson and edge Workers using edgelimit
 -- can share one limiter:
@@ -38,6 +79,22 @@ local function load_limiter()
     return limiter
 end
 
+-- Idle limiters vanish. A call that logged a grant renews the state keys' TTL; every use, granted or not, renews
+-- the config's keep-alive if one is set (Redisson's semantics). A call that logs nothing leaves the state's TTL as it
+-- was: it is already long enough.
+local function touch(limiter, logged)
+    if logged then
+        redis.call('PEXPIRE', limiter.value_key, limiter.state_ttl)
+        redis.call('PEXPIRE', limiter.log_key, limiter.state_ttl)
+    end
+    if limiter.keep_alive > 0 then
+        redis.call('PEXPIRE', KEYS[1], limiter.keep_alive)
+    end
+end
+
+-- Redisson's layout, the window as it stands at `now`: after prelude.lua, for the scripts that read it (acquire,
+-- available, release).
+
 -- Total permits carried by log members.
 local function permits_in(members)
     local total = 0
@@ -72,16 +129,6 @@ local function refresh(limiter, now)
     return value
 end
 
--- Adds a grant to the log. Members are unique per (id, permits); NX with a suffix keeps two equal grants in the
--- same millisecond from collapsing into one (which would under-count).
-local function log_grant(limiter, now, id, permits)
-    local candidate, attempt = id, 0
-    while redis.call('ZADD', limiter.log_key, 'NX', now, struct.pack('Bc0I', #candidate, candidate, permits)) == 0 do
-        attempt = attempt + 1
-        candidate = id .. '#' .. attempt
-    end
-end
-
 -- When the window is full again: the newest grant's expiry, or now for an empty log.
 local function full_again_at(limiter, now)
     local newest = redis.call('ZRANGE', limiter.log_key, -1, -1, 'WITHSCORES')
@@ -91,28 +138,15 @@ local function full_again_at(limiter, now)
     return tonumber(newest[2]) + limiter.interval
 end
 
--- Idle limiters vanish. A call that logged a grant renews the state keys' TTL; every use, granted or not, renews
--- the config's keep-alive if one is set (Redisson's semantics). A call that logs nothing leaves the state's TTL as it
--- was: it is already long enough.
-local function touch(limiter, logged)
-    if logged then
-        redis.call('PEXPIRE', limiter.value_key, limiter.state_ttl)
-        redis.call('PEXPIRE', limiter.log_key, limiter.state_ttl)
-    end
-    if limiter.keep_alive > 0 then
-        redis.call('PEXPIRE', KEYS[1], limiter.keep_alive)
-    end
-end
+-- Sliding log: permits available now, without taking any.
+-- Reply: {status, limit, remaining, reset_ms, retry_after_ms} with status 'available' or 'not_initialized';
+-- retry_after_ms is 0.
 
--- The limiter, and `text` as a number of permits; or, instead, the status reply to return (no rate, bad permits).
-local function limiter_and_permits(text)
-    local limiter = load_limiter()
-    if not limiter then
-        return nil, nil, { 'not_initialized', 0, 0, 0, 0 }
-    end
-    local permits = whole_number(text, 1, 2 ^ 32 - 1)
-    if not permits then
-        return nil, nil, { 'invalid_permits', limiter.rate, 0, 0, 0 }
-    end
-    return limiter, permits
+local limiter = load_limiter()
+if not limiter then
+    return { 'not_initialized', 0, 0, 0, 0 }
 end
+local now = clock(ARGV[1])
+local available = refresh(limiter, now)
+touch(limiter, false)
+return { 'available', limiter.rate, math.max(available, 0), full_again_at(limiter, now), 0 }

@@ -1,6 +1,45 @@
--- The algorithm family, shared prelude: after lua/common.lua, before the algorithms' files and the helpers they
--- share (lua/limits/bucket.lua, lua/limits/zset_log.lua). src/limit/scripts.rs composes two kinds of script from
--- the same files:
+-- lua/fixed_window.lua: GENERATED from lua/parts/ (src/lua/compose.rs). Edit the parts, then run scripts/lua.
+
+-- Shared by every edgelimit script (prepended at compile time, see src/script.rs): argument checks and the clock.
+--
+-- A script's text runs from the top on every call, so every function defined here (and in the files after it) is a
+-- new closure per call: keep them few. What costs most inside Redis is calling C (tonumber, string functions, every
+-- redis.call) and allocating (tables, closures, new strings); plain Lua arithmetic is cheap. `bench/` measures it.
+
+-- Rejects an argument no edgelimit client sends (a hand-made call): a clean Redis error reply naming the argument,
+-- instead of a Lua runtime error with a stack trace.
+local function reject(what, value)
+    error({ err = 'ERR edgelimit: invalid ' .. what .. ': ' .. tostring(value) })
+end
+
+-- A whole number within [low, high] from an argument (nil, or text), or nil.
+local function whole_number(text, low, high)
+    local n = text and tonumber(text)
+    if n and n % 1 == 0 and n >= low and n <= high then
+        return n
+    end
+    return nil
+end
+
+-- A whole number within [low, high] from an argument, or a clean error.
+local function whole(text, what, low, high)
+    return whole_number(text, low, high) or reject(what, text)
+end
+
+-- Unix ms: `text` when a caller passed an explicit time (tests, clients sharing a limiter with a clock-based
+-- client), else the Redis server's clock, the default, because callers' clocks are skewed.
+local function clock(text)
+    if text ~= '' then
+        return whole(text, 'time (unix ms, or empty for server time)', 0, 2 ^ 53)
+    end
+    local time = redis.call('TIME')
+    local micros = time[2] % 1000000
+    return time[1] * 1000 + (micros - micros % 1000) / 1000
+end
+
+-- The algorithm family, shared prelude: after lua/parts/common.lua, before the algorithms' files and the helpers they
+-- share (bucket.lua; zset_member.lua and zset_log.lua). src/lua/compose.rs composes two kinds of script from the same
+-- files:
 --   single.lua  one limit with its quota in the arguments, the common call: the algorithm's code runs inline,
 --               straight-line, because inside Redis every function a script defines is a new closure on every call
 --               and every Lua call and table costs (bench/ measures it);
@@ -89,3 +128,93 @@ local function request_of(permits, limit, interval, rate, lease, stored_in)
     reject('limit × interval (must stay below 2^52 for exact arithmetic)', limit)
 end
 
+
+-- One limit whose quota comes with the request: the common call, and the cheapest script of the family. The
+-- algorithm's file is spliced in at the markers (src/lua/compose.rs), so its code runs straight through, with
+-- no closures, tables or calls besides its own helpers'.
+--
+--   KEYS[1]  the state key
+--   ARGV     operation and time (read by prelude.lua), then permits, limit, interval (ms), rate, lease (a grant id,
+--            or the receipt to refund)
+--
+-- The reply is driver.lua's for one limit: status, limit, remaining, reset, retry_after, receipt or ''.
+
+if #KEYS ~= 1 or #ARGV ~= 7 then
+    reject('call (1 key, the state key; 7 arguments)', #KEYS .. ' keys, ' .. #ARGV .. ' arguments')
+end
+local key, lease = KEYS[1], ARGV[7]
+local permits, limit, interval, rate, mark = request_of(ARGV[3], ARGV[4], ARGV[5], ARGV[6], lease)
+if operation ~= 'refund' and permits > limit then
+    return { 'exceeds_limit', limit, 0, 0, 0, '' }
+end
+-- The verdict, set by the decision (held only on a refund: unset, it reads as nothing given back), and the receipt,
+-- set by the grant.
+local allowed, retry_after, remaining, reset, reset_after, held, token
+
+-- Fixed window: at most `limit` permits in each window [k × interval, (k + 1) × interval) of unix ms. Cheap and
+-- simple, but a client can take `limit` at the end of one window and `limit` again at the start of the next.
+--
+-- State: string 'fw:<k>:<count>'. The window is in the value, not in the key's name, because only the script knows
+-- the server's time. The key expires when its window ends. A denied request counts nothing (one GET); a grant adds
+-- one SET, which keeps the key's expiry (KEEPTTL: setting one costs about as much as the SET itself) unless it
+-- starts the window. The tag 'fw:' says whose value it is: another algorithm's (a stored quota that changed its
+-- algorithm) matches no pattern here and is read as nothing counted.
+--
+-- A grant's receipt is '<permits>:<k>', its window. A refund gives the permits back to that window only while it is
+-- the current one: a window that has ended no longer limits anything, and giving its permits to the current window
+-- would let the current window count more than the limit.
+
+local function write_window(key, interval, window, count, stored, now, grace)
+    if count <= 0 then
+        redis.call('DEL', key)
+    elseif stored then
+        redis.call('SET', key, string.format('fw:%d:%d', window, count), 'KEEPTTL')
+    else
+        redis.call('SET', key, string.format('fw:%d:%d', window, count), 'PX', (window + 1) * interval - now + grace)
+    end
+end
+
+
+
+-- The current window, the permits counted in it, and whether that is the stored window. A stored window after
+-- `now`'s (a caller's clock behind Redis's) stays the current one.
+local window = now / interval
+window = window - window % 1
+local stored, count = string.match(redis.call('GET', key) or '', '^fw:(%d+):(%d+)$')
+stored = stored and stored + 0
+if stored and stored >= window then
+    window, count, stored = stored, count + 0, true
+else
+    count, stored = 0, false
+end
+if operation == 'refund' then
+    local granted_in = string.find(mark, '^%d+$') and whole_number(mark, 0, window) or reject(RECEIPT_MARK, mark)
+    held = granted_in == window and count > 0
+    if held then
+        count = count > permits and count - permits or 0
+        write_window(key, interval, window, count, stored, now, grace)
+        stored = count > 0
+    end
+    permits = 1
+end
+local window_end = (window + 1) * interval
+remaining = limit - count
+allowed = permits <= remaining
+retry_after = allowed and 0 or window_end - now
+remaining = remaining > 0 and remaining or 0
+reset = count > 0 and window_end or now
+reset_after = window_end
+
+
+if operation == 'refund' then
+    return { held and 'refunded' or 'not_held', limit, remaining, reset, 0, '' }
+elseif operation == 'peek' or not allowed then
+    return { allowed and 'allowed' or 'denied', limit, remaining, reset, retry_after, '' }
+end
+
+
+write_window(key, interval, window, count + permits, stored, now, grace)
+token = string.format('%d:%d', permits, window)
+
+
+return { 'granted', limit, remaining - permits, reset_after, 0, token }

@@ -1,5 +1,5 @@
 -- One limit whose quota comes with the request: the common call, and the cheapest script of the family. The
--- algorithm's file is spliced in at the markers (src/limit/scripts.rs), so its code runs straight through, with
+-- algorithm's file is spliced in at the markers (src/lua/compose.rs), so its code runs straight through, with
 -- no closures, tables or calls besides its own helpers'.
 --
 --   KEYS[1]  the state key
@@ -16,7 +16,9 @@ local permits, limit, interval, rate, mark = request_of(ARGV[3], ARGV[4], ARGV[5
 if operation ~= 'refund' and permits > limit then
     return { 'exceeds_limit', limit, 0, 0, 0, '' }
 end
-local allowed, retry_after, remaining, reset, reset_after, held, token = false, 0, 0, 0, 0, true, ''
+-- The verdict, set by the decision (held only on a refund: unset, it reads as nothing given back), and the receipt,
+-- set by the grant.
+local allowed, retry_after, remaining, reset, reset_after, held, token
 
 --@helpers
 

@@ -106,16 +106,17 @@ end
 
 local reply = {}
 for i, limit in ipairs(limits) do
+    -- A status already set was decided above: a refund, or a limit that could not be decided.
     local status, remaining, reset, token = limit.status, limit.remaining, limit.reset, ''
-    if status then
-        -- Decided above: a refund, or a limit that could not be decided.
-    elseif not limit.allowed then
-        status = 'denied'
-    elseif not commit then
-        status = 'allowed'
-    else
-        token = limit.grant()
-        status, remaining, reset = 'granted', remaining - limit.permits, limit.reset_after
+    if not status then
+        if not limit.allowed then
+            status = 'denied'
+        elseif not commit then
+            status = 'allowed'
+        else
+            token = limit.grant()
+            status, remaining, reset = 'granted', remaining - limit.permits, limit.reset_after
+        end
     end
     local at = 6 * i - 6
     reply[at + 1], reply[at + 2], reply[at + 3] = status, limit.limit, remaining

@@ -1,8 +1,8 @@
 -- How driver.lua runs an algorithm: its file's two sections (see prelude.lua) spliced into one function per
--- algorithm (src/limit/scripts.rs names it). The function returns the verdict and the grant, as a closure over the
+-- algorithm (src/lua/compose.rs names it). The function returns the verdict and the grant, as a closure over the
 -- decision's locals, for the driver to call once every limit of the call allows.
 ALGORITHMS.__ALGORITHM__ = function(operation, key, permits, limit, interval, rate, lease, mark, now, grace)
-    local allowed, retry_after, remaining, reset, reset_after, held, token = false, 0, 0, 0, 0, true, ''
+    local allowed, retry_after, remaining, reset, reset_after, held, token
 
 --@decision
 

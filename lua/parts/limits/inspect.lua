@@ -1,11 +1,11 @@
 -- Reads limits' state, writing nothing: for tools that show it (the playground, through Ratelimit.state). One call
 -- reads the clock and every key together, so what it returns is one consistent moment of the server's time. It
--- comes after lua/limits/zset_log.lua, whose member layout it reads.
+-- comes after lua/parts/limits/zset_member.lua, whose member layout it reads.
 --
 --   KEYS     one state key per limit
 --   ARGV[1]  unix ms, or '' for the Redis server's clock (the default)
 --   ARGV[2]  for a log of grants, the most grants to list (the soonest-freeing first)
---   then one per key: 'log' (a log of grants, lua/limits/zset_log.lua) or 'value' (a string: the other algorithms)
+--   then one per key: 'log' (a log of grants, zset_member.lua) or 'value' (a string: the other algorithms)
 --
 -- Reply: {now, then one entry per key}. An entry is {ms until the key expires (-2: no key, -1: no expiry), then
 -- for 'value' the string ('' when there is none), for 'log' the permits held and then member, frees-at pairs of the
@@ -33,8 +33,8 @@ for i, key in ipairs(KEYS) do
             held = last_position + last_permits - parse_member(listed[1])
         end
         entry[2] = held
-        for i = 1, math.min(#listed, 2 * most) do
-            entry[#entry + 1] = listed[i]
+        for j = 1, math.min(#listed, 2 * most) do
+            entry[#entry + 1] = listed[j]
         end
     else
         reject('kind of state (log or value)', kind)

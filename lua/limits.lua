@@ -1,0 +1,859 @@
+-- lua/limits.lua: GENERATED from lua/parts/ (src/lua/compose.rs). Edit the parts, then run scripts/lua.
+
+-- Shared by every edgelimit script (prepended at compile time, see src/script.rs): argument checks and the clock.
+--
+-- A script's text runs from the top on every call, so every function defined here (and in the files after it) is a
+-- new closure per call: keep them few. What costs most inside Redis is calling C (tonumber, string functions, every
+-- redis.call) and allocating (tables, closures, new strings); plain Lua arithmetic is cheap. `bench/` measures it.
+
+-- Rejects an argument no edgelimit client sends (a hand-made call): a clean Redis error reply naming the argument,
+-- instead of a Lua runtime error with a stack trace.
+local function reject(what, value)
+    error({ err = 'ERR edgelimit: invalid ' .. what .. ': ' .. tostring(value) })
+end
+
+-- A whole number within [low, high] from an argument (nil, or text), or nil.
+local function whole_number(text, low, high)
+    local n = text and tonumber(text)
+    if n and n % 1 == 0 and n >= low and n <= high then
+        return n
+    end
+    return nil
+end
+
+-- A whole number within [low, high] from an argument, or a clean error.
+local function whole(text, what, low, high)
+    return whole_number(text, low, high) or reject(what, text)
+end
+
+-- Unix ms: `text` when a caller passed an explicit time (tests, clients sharing a limiter with a clock-based
+-- client), else the Redis server's clock, the default, because callers' clocks are skewed.
+local function clock(text)
+    if text ~= '' then
+        return whole(text, 'time (unix ms, or empty for server time)', 0, 2 ^ 53)
+    end
+    local time = redis.call('TIME')
+    local micros = time[2] % 1000000
+    return time[1] * 1000 + (micros - micros % 1000) / 1000
+end
+
+-- The algorithm family, shared prelude: after lua/parts/common.lua, before the algorithms' files and the helpers they
+-- share (bucket.lua; zset_member.lua and zset_log.lua). src/lua/compose.rs composes two kinds of script from the same
+-- files:
+--   single.lua  one limit with its quota in the arguments, the common call: the algorithm's code runs inline,
+--               straight-line, because inside Redis every function a script defines is a new closure on every call
+--               and every Lua call and table costs (bench/ measures it);
+--   driver.lua  several limits at once, or a quota stored in Redis: entry.lua wraps each algorithm in a function.
+--
+-- An algorithm file is its helpers (local functions), then two sections, each opened by a marker line:
+--   --@decision  the verdict on `permits` at `now`. Before it, on a refund, it gives back what the receipt's grant
+--                took and the algorithm's rule still allows (see its file; `held` false when that is nothing) and
+--                then decides on one permit (lease ''): the standing after the refund. Otherwise it records nothing (a
+--                permit log drops permits that have freed, which changes no verdict), so that every limit of a call
+--                is decided before any is recorded; it checks the request's `lease` first.
+--   --@grant     records the grant the decision allowed (run only when every limit of the call allows).
+-- In scope (locals of the script, or the wrapping function's):
+--   operation                                 'limit' (decide and record), 'peek' (decide only), 'refund'
+--   key, permits, limit, interval, rate       the state key, the request, its quota (checked numbers)
+--   lease                                     a concurrency or sliding log grant's fresh id ('limit'); the receipt
+--                                             to refund ('refund'); else ''
+--   mark                                      on a refund, the receipt's mark (checked by request_of, below): what
+--                                             names the grant in the algorithm's terms; else nil
+--   now, grace                                unix ms; extra ms of expiry for state written at an explicit time
+-- and the verdict, which the decision sets:
+--   allowed, retry_after                      retry_after = ms until it could be allowed (0 if it is)
+--   remaining, reset                          the standing without this request: permits left, and the unix ms at
+--                                             which the limit is whole again if no request comes
+--   reset_after                               `reset` with the grant (remaining is then remaining - permits)
+--   held                                      false when a refund gave nothing back (the grant's permits had
+--                                             freed, refilled or left the counted windows; a lease not held)
+--   token                                     set by the grant: its receipt, '<permits>:<mark>', the mark a grant
+--                                             id (concurrency, sliding log), the grant's unix ms (token bucket,
+--                                             GCRA) or its window's index (fixed and sliding window). A refund names
+--                                             the grant by it, so it gives back exactly what that grant took.
+-- Locals the decision declares are the grant's to use.
+--
+-- All arithmetic is on whole numbers below 2^53, where Lua's doubles are exact: quotas are checked so that
+-- limit × interval stays below 2^52 (request_of, below), and no product below grows past that.
+
+local MAX_COUNT = 2 ^ 32 - 1
+
+-- State of a request made at an explicit time lives this much longer than it matters: that caller's clock may run
+-- behind Redis's, and state must not expire in Redis's time while it still counts in the caller's. Under server
+-- time (the default) keys vanish exactly when they stop mattering.
+local EXPLICIT_TIME_GRACE_MS = 60000
+
+-- Why a refund's receipt mark is refused by the algorithm that reads it (a whole number for the time and window
+-- algorithms, never after the server's clock): a hand-made receipt, or another algorithm's.
+local RECEIPT_MARK = 'receipt mark (not a grant of this limit: a time or window after the server clock, or no number)'
+
+-- The call, the same in both frames: ARGV[1] is the operation, ARGV[2] unix ms or '' for the server's clock.
+local operation = ARGV[1]
+if operation ~= 'limit' and operation ~= 'peek' and operation ~= 'refund' then
+    reject('operation (limit, peek or refund)', operation)
+end
+local now = clock(ARGV[2])
+local grace = ARGV[2] ~= '' and EXPLICIT_TIME_GRACE_MS or 0
+
+-- The request's permits and quota as numbers, checked with one test (each check is a call, and calls cost); when
+-- it fails, a clean error names the first bad field and where it came from: `stored_in`, the config hash, or nil
+-- for arguments. On a refund it also checks the receipt (`lease`) and returns its mark (see `mark` above): a receipt
+-- of another form, of other permits than the refund's or of more than the limit was not made by a grant of this
+-- limit, and is refused before anything is written.
+local function request_of(permits, limit, interval, rate, lease, stored_in)
+    local n_permits, n_limit, n_interval, n_rate = tonumber(permits), tonumber(limit), tonumber(interval),
+        tonumber(rate)
+    if n_permits and n_limit and n_interval and n_rate and n_permits % 1 == 0 and n_limit % 1 == 0
+        and n_interval % 1 == 0 and n_rate % 1 == 0 and n_permits >= 1 and n_permits <= MAX_COUNT and n_limit >= 1
+        and n_limit <= MAX_COUNT and n_interval >= 1 and n_rate >= 1 and n_rate <= MAX_COUNT
+        and n_limit * n_interval <= 2 ^ 52 then
+        if operation == 'refund' then
+            local receipt_permits, mark = string.match(lease, '^(%d+):([%w_%-]+)$')
+            if not mark or #mark > 64 or receipt_permits + 0 ~= n_permits or n_permits > n_limit then
+                reject('receipt (as a grant returned it: "<permits>:<mark>", its permits the refund\'s and at most '
+                    .. 'the limit ' .. n_limit .. ')', string.sub(lease, 1, 100))
+            end
+            return n_permits, n_limit, n_interval, n_rate, mark
+        end
+        return n_permits, n_limit, n_interval, n_rate
+    end
+    whole(permits, 'permits', 1, MAX_COUNT)
+    local source = stored_in and ('stored config in ' .. stored_in .. ', field ') or 'argument '
+    for _, field in ipairs({ { 'limit', limit, MAX_COUNT }, { 'interval (ms)', interval, 2 ^ 52 },
+                             { 'rate', rate, MAX_COUNT } }) do
+        if not whole_number(field[2], 1, field[3]) then
+            reject(source .. field[1], field[2])
+        end
+    end
+    reject('limit × interval (must stay below 2^52 for exact arithmetic)', limit)
+end
+
+
+-- The algorithm family's driver, for several limits in one call or a quota stored in Redis (one limit with its quota
+-- in the arguments runs single.lua instead); the algorithms are spliced in at the marker, each wrapped by entry.lua.
+-- One call decides them atomically: every limit gives a verdict first, and only if all allow are all of them
+-- recorded. A request denied by one limit consumes from none.
+--
+--   KEYS     two per limit: its config hash (read only when the limit's algorithm argument is ''), its state key
+--   ARGV[1]  'limit' (decide and record), 'peek' (decide, record nothing), 'refund' (give a grant back)
+--   ARGV[2]  unix ms, or '' for the Redis server's clock (the default); both read by prelude.lua
+--   then six per limit: algorithm ('' = read the config hash), permits, limit, interval (ms), rate, lease
+--     lease: for a concurrency or sliding log limit, a fresh random id naming the grant ('limit'); the receipt of
+--            the grant to give back ('refund', permits then being the receipt's)
+--
+-- The reply is flat, six entries per limit, in order: status, limit, remaining, reset, retry_after, receipt or ''
+-- (one array, not one per limit: each table costs Redis an allocation and a conversion).
+--   granted        allowed and recorded; its receipt names the grant for a refund (see prelude.lua)
+--   allowed        would be allowed, recorded nothing (a peek, or another limit denied)
+--   denied         not allowed; retry_after is the exact wait (an upper bound for concurrency)
+--   refunded       permits given back; not_held: nothing was (the grant's permits had freed, refilled or left the
+--                  counted windows, or its lease was released)
+--   exceeds_limit  more permits than the limit can ever grant; not_configured: no stored config
+-- Either of the last two makes the whole call record nothing.
+
+-- Each algorithm's function (entry.lua), by the name the arguments and stored configs use.
+local ALGORITHMS = {}
+
+-- Helpers shared by token bucket and GCRA: after prelude.lua, before those algorithms' files (see
+-- src/lua/compose.rs).
+
+-- ceil(a / b) for whole a >= 0, b > 0 (exact below 2^53).
+local function ceil_div(a, b)
+    local n = a + b - 1
+    return (n - n % b) / b
+end
+
+-- Token bucket and GCRA are one decision over "units": a permit is `interval` units, `rate` units come back per ms
+-- (so refill is continuous and exact: no step quantisation, no rounding drift), and the limit holds
+-- limit × interval units. `available` may be negative when the limit was lowered under existing state.
+-- Returns the verdict (allowed, retry_after, remaining, reset, reset_after) and the units left after the grant.
+local function bucket_verdict(permits, limit, interval, rate, now, available)
+    local full, left = limit * interval, available - permits * interval
+    local remaining = available - available % interval
+    return left >= 0, left >= 0 and 0 or ceil_div(-left, rate), remaining > 0 and remaining / interval or 0,
+        now + ceil_div(full - available, rate), now + ceil_div(full - left, rate), left
+end
+
+-- The layout of a log of grants in a zset (concurrency, sliding log), as far as reading it goes: after
+-- prelude.lua, before lua/parts/limits/zset_log.lua, which writes it; inspect.lua reads it too (see
+-- src/lua/compose.rs).
+--
+-- One member per grant, whatever its permits: '<position>:<permits>:<run>:<grant id>', scored with the unix ms at
+-- which the grant frees.
+--   position  Positions number the permits of the log: a grant of k permits at position p holds [p, p + k), and
+--             positions grow with the score, gapless. The zset orders members by score, then by name, so the
+--             position is written with 13 digits, zero-padded: among equal scores name order is position order too.
+--   run       Where the run of one-permit grants that this grant ends (or starts after) begins: every grant from
+--             position `run` up to this one holds one permit. It lets the common case, grants of one permit, count
+--             what is held with ZCARD instead of reading the first grant (a ranked read costs 5 times a ZCARD).
+-- So, whatever the weights:
+--   permits held   = the end of the last grant - the position of the first; when the live grants all sit in the
+--                    last grant's run, simply their number;
+--   the wait for a denied request needing `need` more permits to free = until the grant holding position
+--                    first + need - 1 frees: a search over ranks (one read when all grants have the same weight,
+--                    O(log n) reads otherwise);
+--   freed grants go by score range, and the key expires when its last grant frees.
+
+-- A member's position, permits, run and grant id. A member in no known layout (state written by something else, or
+-- by an older edgelimit that logged one member per permit) is a clean error, not a Lua error on nil.
+local function parse_member(member)
+    local position, permits, run, id = string.match(member, '^(%d+):(%d+):(%d+):(.+)$')
+    if not position then
+        error({ err = 'WRONGTYPE edgelimit: the log holds a member in no known layout (' .. member .. '): written '
+            .. 'by something else or an older edgelimit; it expires by itself, or reset the identifier' })
+    end
+    return position + 0, permits + 0, run + 0, id
+end
+
+-- A log of grants in a zset, shared by the algorithms that keep one (concurrency, sliding log): after
+-- zset_member.lua, before those algorithms' files (see src/lua/compose.rs).
+--
+-- Its layout, one member per grant, is in zset_member.lua, which comes first.
+--
+-- Positions stay gapless: a grant removed before it frees (a refund, a released lease) moves the positions of the
+-- grants after it down, and a grant that frees before some already logged (an explicit clock that went back, a
+-- lowered interval) moves theirs up. Each costs O(grants moved); on the server clock with a steady quota only a
+-- refund or a release moves any, and only those granted after it.
+--
+-- Every function defined here is a closure made on every call (see lua/parts/common.lua), so code that only some calls
+-- need (the search for a denied wait, the removal of a grant) is written inline where it runs. And a number that
+-- becomes text by itself (an argument of redis.call, a concatenation) is printed as a double ('%.14g'), the most
+-- expensive step of a decision here: constant arguments are written as text, and numbers as text go through one
+-- string.format('%d'), which prints integers.
+
+-- Positions stay below this (13 digits; see log_grant).
+local MAX_POSITION = 8e12
+
+local function member_of(position, permits, run, id)
+    return string.format('%013d:%d:%d:%s', position, permits, run, id)
+end
+
+-- Moves the grants from rank `from` on by `delta` positions, renaming their members: O(grants moved). What that
+-- does to their runs depends on why they move: a grant of -delta permits at position `at` was removed, a grant of
+-- delta permits was put at `at` before them, or (`at` nil) every grant moves down to start from 0.
+local function shift_positions(key, from, delta, at)
+    local items = redis.call('ZRANGE', key, from, '-1', 'WITHSCORES')
+    local old, new = {}, {}
+    for i = 1, #items, 2 do
+        local position, permits, run, id = parse_member(items[i])
+        if not at then
+            run = math.max(run + delta, 0)
+        elseif delta < 0 then
+            -- A run that began after the removed grant (at its end, at the latest) moves with the grants.
+            run = run > at and run + delta or run
+        elseif run >= at then
+            run = run + delta
+        elseif delta > 1 then
+            -- A grant of several permits now stands inside this grant's run: the run begins after it.
+            run = at + delta
+        end
+        old[#old + 1] = items[i]
+        new[#new + 1] = items[i + 1]
+        new[#new + 1] = member_of(position + delta, permits, run, id)
+    end
+    -- All removed before any is added (a new name may be the old name of a grant further on), in batches: unpack
+    -- has a stack limit.
+    for first = 1, #old, 1000 do
+        redis.call('ZREM', key, unpack(old, first, math.min(first + 999, #old)))
+    end
+    for first = 1, #new, 2000 do
+        redis.call('ZADD', key, unpack(new, first, math.min(first + 1999, #new)))
+    end
+end
+
+-- The verdict on `permits` at `now` (allowed, retry_after, remaining, reset, reset_after), and the log's standing
+-- that log_grant takes (permits held, the first grant's position, the last grant's run), after dropping the grants
+-- that have freed: allowed while the permits held plus these stay within the limit. The wait for a denied request
+-- is until enough of the soonest-freeing permits have freed: exact if nothing frees early. `reset` is when the last
+-- grant frees.
+local function log_verdict(key, permits, limit, interval, now)
+    redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
+    local count = redis.call('ZCARD', key)
+    local held, first_position, reset, last_run = 0, 0, now, -1
+    if count > 0 then
+        local last = redis.call('ZRANGE', key, '-1', '-1', 'WITHSCORES')
+        local last_position, last_permits
+        last_position, last_permits, last_run = parse_member(last[1])
+        local last_end = last_position + last_permits
+        if count <= last_end - last_run then
+            -- Every grant held is in the last grant's run: one permit each.
+            held = count
+        else
+            held = last_end - parse_member(redis.call('ZRANGE', key, '0', '0')[1])
+        end
+        first_position, reset = last_end - held, last[2] + 0
+    end
+    local remaining = limit - held
+    local allowed = permits <= remaining
+    local retry_after = 0
+    if not allowed then
+        -- The grant holding `target` frees when the request fits. The first guess is where the target would be if
+        -- every grant had the same weight: then it is the answer; otherwise a binary search over ranks.
+        local target = first_position + held + permits - limit - 1
+        local low, high = 0, count - 1
+        local rank = (target - first_position) * count / held
+        rank = math.min(rank - rank % 1, high)
+        while true do
+            local item = redis.call('ZRANGE', key, rank, rank, 'WITHSCORES')
+            local position, weight = parse_member(item[1])
+            if target < position then
+                high = rank - 1
+            elseif target >= position + weight then
+                low = rank + 1
+            else
+                retry_after = item[2] - now
+                break
+            end
+            rank = (low + high - (low + high) % 2) / 2
+        end
+    end
+    return allowed, retry_after, remaining > 0 and remaining or 0, reset, math.max(reset, now + interval), held,
+        first_position, last_run
+end
+
+-- Logs a grant of `permits` named `id`, freeing at now + interval, after the log's standing at `now` (log_verdict's:
+-- `held` permits from `first_position`, the last grant's run `last_run` (-1 when none is held), the last freeing at
+-- `last_expiry`); the key then expires at `reset_after`. Returns the grant's receipt, '<permits>:<expiry>-<id>',
+-- which finds it again (log_decision).
+local function log_grant(key, permits, interval, id, now, grace, reset_after, held, first_position, last_run,
+                         last_expiry)
+    local expiry = now + interval
+    local position = first_position + held
+    if expiry < last_expiry then
+        -- It frees before grants already logged: it goes before them, and they move up.
+        local rank = redis.call('ZCOUNT', key, '-inf', expiry)
+        position = parse_member(redis.call('ZRANGE', key, rank, rank)[1])
+        shift_positions(key, rank, permits, position)
+        last_run = -1
+    elseif position + permits > MAX_POSITION then
+        -- Positions grow with every grant while the key lives: they start again from 0, once per 8 * 10^12 permits.
+        shift_positions(key, 0, -first_position, nil)
+        position, last_run = held, math.max(last_run - first_position, 0)
+    end
+    -- A grant of one permit continues the last grant's run (or starts one); a larger grant ends any run.
+    local run = permits > 1 and position + permits or last_run >= 0 and last_run or position
+    local receipt = string.format('%d:%d-%s', permits, expiry, id)
+    -- The score is the expiry as the receipt already prints it: the number itself would be printed again, as a double.
+    redis.call('ZADD', key, string.match(receipt, ':(%d+)'), member_of(position, permits, run, id))
+    redis.call('PEXPIRE', key, reset_after - now + grace)
+    return receipt
+end
+
+-- The decision of an algorithm that keeps a log (the --@decision section, see prelude.lua). A grant's `lease` is
+-- its fresh id: letters, digits, _ or -, checked before anything is written. A refund's `mark` (from its receipt,
+-- '<permits>:<expiry>-<id>', whose permits are `permits`) names the grant to give back: it is removed if it is still
+-- held (`held`: whether it was), the grants after it move down so that what is held stays exact, and the decision
+-- is then on one permit. Returns held, the permits decided on, and log_verdict's values.
+local function log_decision(operation, key, permits, limit, interval, lease, mark, now)
+    local held = true
+    if operation == 'refund' then
+        local expiry, id = string.match(mark, '^(%d+)%-(.+)$')
+        if not expiry then
+            reject('receipt mark (not a grant of this limit: "<expiry>-<grant id>")', mark)
+        end
+        held = false
+        if expiry + 0 > now then
+            for _, member in ipairs(redis.call('ZRANGEBYSCORE', key, expiry, expiry)) do
+                local position, member_permits, _, member_id = parse_member(member)
+                if member_id == id and member_permits == permits then
+                    local rank = redis.call('ZRANK', key, member)
+                    redis.call('ZREM', key, member)
+                    shift_positions(key, rank, -member_permits, position)
+                    held = true
+                    break
+                end
+            end
+        end
+        permits = 1
+    elseif operation == 'limit' and (#lease > 64 or not string.match(lease, '^[%w_%-]+$')) then
+        reject('grant id (letters, digits, _ or -, at most 64)', lease)
+    end
+    return held, permits, log_verdict(key, permits, limit, interval, now)
+end
+
+-- Token bucket: `limit` tokens of capacity, refilled continuously at `rate` tokens per `interval` ms; a new bucket
+-- starts full. A request takes `permits` tokens if the bucket holds them; tokens never go negative.
+--
+-- State: string 'tb:<units>:<at>', units = tokens × interval as of unix ms `at`: one GET to read, one SET … PX to
+-- write (Redis commands dominate a script's cost). A missing key is a full bucket, so the key expires exactly when
+-- the bucket would be full again. The tag 'tb:' says whose value it is: another algorithm's (a stored quota that
+-- changed its algorithm) matches no pattern here and is read as no state, a full bucket.
+--
+-- A grant's receipt is '<permits>:<unix ms of the grant>'. A refund of it at `now` gives back what the grant took
+-- less what has refilled since, permits × interval − (now − granted) × rate units, when that is positive: those
+-- are the units the grant still keeps out of the bucket, so a refund never lets through more than if the grant had
+-- never been made (the full permits × interval, refunded after a refill, would).
+
+local function write_bucket(key, limit, interval, rate, units, at, now, grace)
+    local full = limit * interval
+    if units >= full then
+        redis.call('DEL', key)
+        return
+    end
+    redis.call('SET', key, string.format('tb:%d:%d', units, at), 'PX', at - now + ceil_div(full - units, rate) + grace)
+end
+
+-- How driver.lua runs an algorithm: its file's two sections (see prelude.lua) spliced into one function per
+-- algorithm (src/lua/compose.rs names it). The function returns the verdict and the grant, as a closure over the
+-- decision's locals, for the driver to call once every limit of the call allows.
+ALGORITHMS.token_bucket = function(operation, key, permits, limit, interval, rate, lease, mark, now, grace)
+    local allowed, retry_after, remaining, reset, reset_after, held, token
+
+
+-- Units in the bucket at `now`, refilled since `at`. A stored `at` after `now` (a caller's clock behind Redis's)
+-- refills nothing and keeps the later time.
+local full = limit * interval
+local units, at = string.match(redis.call('GET', key) or '', '^tb:(%d+):(%d+)$')
+if units then
+    units, at = math.min(units + 0, full), at + 0
+    if now > at then
+        -- Only multiply when the bucket does not fill up anyway: the product stays below full + rate.
+        if now - at >= ceil_div(full - units, rate) then
+            units = full
+        else
+            units = units + (now - at) * rate
+        end
+        at = now
+    end
+else
+    units, at = full, now
+end
+if operation == 'refund' then
+    local granted = string.find(mark, '^%d+$') and whole_number(mark, 0, now) or reject(RECEIPT_MARK, mark)
+    local taken, elapsed = permits * interval, now - granted
+    -- elapsed × rate < taken + rate here: no product past 2^53.
+    local credit = elapsed < ceil_div(taken, rate) and taken - elapsed * rate or 0
+    held = credit > 0 and units < full
+    if held then
+        units = math.min(units + credit, full)
+        write_bucket(key, limit, interval, rate, units, at, now, grace)
+    end
+    permits = 1
+end
+local left
+allowed, retry_after, remaining, reset, reset_after, left = bucket_verdict(permits, limit, interval, rate, now, units)
+
+
+    return allowed, retry_after, remaining, reset, reset_after, held, function()
+
+
+write_bucket(key, limit, interval, rate, left, at, now, grace)
+token = string.format('%d:%d', permits, now)
+
+
+        return token
+    end
+end
+
+-- Fixed window: at most `limit` permits in each window [k × interval, (k + 1) × interval) of unix ms. Cheap and
+-- simple, but a client can take `limit` at the end of one window and `limit` again at the start of the next.
+--
+-- State: string 'fw:<k>:<count>'. The window is in the value, not in the key's name, because only the script knows
+-- the server's time. The key expires when its window ends. A denied request counts nothing (one GET); a grant adds
+-- one SET, which keeps the key's expiry (KEEPTTL: setting one costs about as much as the SET itself) unless it
+-- starts the window. The tag 'fw:' says whose value it is: another algorithm's (a stored quota that changed its
+-- algorithm) matches no pattern here and is read as nothing counted.
+--
+-- A grant's receipt is '<permits>:<k>', its window. A refund gives the permits back to that window only while it is
+-- the current one: a window that has ended no longer limits anything, and giving its permits to the current window
+-- would let the current window count more than the limit.
+
+local function write_window(key, interval, window, count, stored, now, grace)
+    if count <= 0 then
+        redis.call('DEL', key)
+    elseif stored then
+        redis.call('SET', key, string.format('fw:%d:%d', window, count), 'KEEPTTL')
+    else
+        redis.call('SET', key, string.format('fw:%d:%d', window, count), 'PX', (window + 1) * interval - now + grace)
+    end
+end
+
+-- How driver.lua runs an algorithm: its file's two sections (see prelude.lua) spliced into one function per
+-- algorithm (src/lua/compose.rs names it). The function returns the verdict and the grant, as a closure over the
+-- decision's locals, for the driver to call once every limit of the call allows.
+ALGORITHMS.fixed_window = function(operation, key, permits, limit, interval, rate, lease, mark, now, grace)
+    local allowed, retry_after, remaining, reset, reset_after, held, token
+
+
+-- The current window, the permits counted in it, and whether that is the stored window. A stored window after
+-- `now`'s (a caller's clock behind Redis's) stays the current one.
+local window = now / interval
+window = window - window % 1
+local stored, count = string.match(redis.call('GET', key) or '', '^fw:(%d+):(%d+)$')
+stored = stored and stored + 0
+if stored and stored >= window then
+    window, count, stored = stored, count + 0, true
+else
+    count, stored = 0, false
+end
+if operation == 'refund' then
+    local granted_in = string.find(mark, '^%d+$') and whole_number(mark, 0, window) or reject(RECEIPT_MARK, mark)
+    held = granted_in == window and count > 0
+    if held then
+        count = count > permits and count - permits or 0
+        write_window(key, interval, window, count, stored, now, grace)
+        stored = count > 0
+    end
+    permits = 1
+end
+local window_end = (window + 1) * interval
+remaining = limit - count
+allowed = permits <= remaining
+retry_after = allowed and 0 or window_end - now
+remaining = remaining > 0 and remaining or 0
+reset = count > 0 and window_end or now
+reset_after = window_end
+
+
+    return allowed, retry_after, remaining, reset, reset_after, held, function()
+
+
+write_window(key, interval, window, count + permits, stored, now, grace)
+token = string.format('%d:%d', permits, window)
+
+
+        return token
+    end
+end
+
+-- Sliding window counter (Cloudflare's and Upstash's approximation): the previous fixed window's count, weighted
+-- by how much of it the sliding window still covers, plus the current window's count, must stay within `limit`.
+-- O(1) memory whatever the rate. It assumes the previous window's requests were spread evenly: under steady
+-- overload it holds the limit exactly, but a burst at the very end of one window followed by steady traffic lets
+-- up to nearly twice the limit through in one interval-long span (measured: 1.95×, tests/tests/over_admission.rs).
+-- Use GCRA or the sliding log where that matters.
+--
+-- Exactness of the arithmetic itself: with e ms elapsed in the current window, a request is allowed when
+--   previous × (interval − e) + (current + permits) × interval <= limit × interval
+-- all in whole numbers, so there is no rounding (Upstash floors the weighted count, which admits a little more).
+--
+-- State: one string 'sw:<k>:<current>:<previous>': both windows in one key, so in one Cluster slot by construction,
+-- read with one GET and written with one SET (… PX when it starts a window, else KEEPTTL: the expiry only moves with
+-- the window). The key expires when its current window stops counting, at the end of the next window. The tag 'sw:'
+-- says whose value it is: another algorithm's (a stored quota that changed its algorithm) matches no pattern here
+-- and is read as nothing counted.
+--
+-- A grant's receipt is '<permits>:<k>', its window. A refund gives the permits back to that window's count while it
+-- still counts: the current window, or the previous one (whose count is weighted); never to another window.
+
+-- Exact ms until `permits` fit, when they do not fit now: later in this window as the previous window's weight
+-- falls; else in the next window, where the current count becomes the weighted one; else two windows on.
+local function sliding_retry_after(permits, limit, interval, now, window, current, previous)
+    local room = (limit - current - permits) * interval
+    if room >= 0 and previous > 0 then
+        local elapsed = interval - (room - room % previous) / previous
+        if elapsed < interval then
+            return window * interval + elapsed - now
+        end
+    end
+    local elapsed = 0
+    if current > 0 then
+        local weighted = (limit - permits) * interval
+        elapsed = interval - (weighted - weighted % current) / current
+        elapsed = elapsed > 0 and elapsed or 0
+    end
+    if elapsed < interval then
+        return (window + 1) * interval + elapsed - now
+    end
+    return (window + 2) * interval - now
+end
+
+local function write_sliding(key, interval, window, current, previous, stored, now, grace)
+    if current <= 0 and previous <= 0 then
+        redis.call('DEL', key)
+    elseif stored then
+        redis.call('SET', key, string.format('sw:%d:%d:%d', window, current, previous), 'KEEPTTL')
+    else
+        redis.call('SET', key, string.format('sw:%d:%d:%d', window, current, previous), 'PX',
+            (window + 2) * interval - now + grace)
+    end
+end
+
+-- How driver.lua runs an algorithm: its file's two sections (see prelude.lua) spliced into one function per
+-- algorithm (src/lua/compose.rs names it). The function returns the verdict and the grant, as a closure over the
+-- decision's locals, for the driver to call once every limit of the call allows.
+ALGORITHMS.sliding_window = function(operation, key, permits, limit, interval, rate, lease, mark, now, grace)
+    local allowed, retry_after, remaining, reset, reset_after, held, token
+
+
+-- The window, elapsed ms in it, the two counts at `now`, and whether the stored window is this one. A stored
+-- window after `now`'s (a caller's clock behind Redis's) stays the current one.
+local window = now / interval
+window = window - window % 1
+local elapsed = now - window * interval
+local stored, current, previous = string.match(redis.call('GET', key) or '', '^sw:(%d+):(%d+):(%d+)$')
+stored = stored and stored + 0
+if not stored or stored < window - 1 then
+    stored, current, previous = false, 0, 0
+elseif stored == window - 1 then
+    stored, current, previous = false, 0, current + 0
+else
+    window, elapsed, current, previous = stored, now - stored * interval, current + 0, previous + 0
+    elapsed, stored = elapsed > 0 and elapsed or 0, true
+end
+if operation == 'refund' then
+    local granted_in = string.find(mark, '^%d+$') and whole_number(mark, 0, window) or reject(RECEIPT_MARK, mark)
+    if granted_in == window then
+        held = current > 0
+        current = current > permits and current - permits or 0
+    elseif granted_in == window - 1 then
+        held = previous > 0
+        previous = previous > permits and previous - permits or 0
+    else
+        held = false
+    end
+    if held then
+        write_sliding(key, interval, window, current, previous, stored, now, grace)
+        stored = current > 0 or previous > 0
+    end
+    permits = 1
+end
+-- Room left, in units of 1 / interval permits, with the current count and with this request.
+local room = limit * interval - previous * (interval - elapsed) - current * interval
+local room_after = room - permits * interval
+remaining = room - room % interval
+allowed = room_after >= 0
+retry_after = allowed and 0 or sliding_retry_after(permits, limit, interval, now, window, current, previous)
+remaining = remaining > 0 and remaining / interval or 0
+reset = current > 0 and (window + 2) * interval or previous > 0 and (window + 1) * interval or now
+reset_after = (window + 2) * interval
+
+
+    return allowed, retry_after, remaining, reset, reset_after, held, function()
+
+
+write_sliding(key, interval, window, current + permits, previous, stored, now, grace)
+token = string.format('%d:%d', permits, window)
+
+
+        return token
+    end
+end
+
+-- GCRA (generic cell rate algorithm, as redis-cell): a burst of `limit` permits, then `rate` permits per `interval`
+-- ms. The whole state is one timestamp, the theoretical arrival time (TAT): the cheapest exact limiter. Its
+-- decisions equal a token bucket's with the same numbers (a property test checks this on the reference model).
+--
+-- State: string 'gcra:<ms>:<rem>', TAT = ms + rem / rate, so that an emission interval of interval / rate ms need not
+-- be a whole number of ms (3 per second stays exact). The key expires when TAT passes. If `rate` is changed, a
+-- stored `rem` is capped at rate - 1: the TAT moves by less than 1 ms. The tag 'gcra:' says whose value it is:
+-- another algorithm's (a stored quota that changed its algorithm) matches no pattern here and is read as no debt.
+--
+-- A grant's receipt is '<permits>:<unix ms of the grant>'; a refund of it gives back the debt the grant added less
+-- what has been paid off since, as token_bucket.lua does (there, with the same reason).
+
+local function write_tat(key, rate, debt, now, grace)
+    if debt <= 0 then
+        redis.call('DEL', key)
+        return
+    end
+    local rem = debt % rate
+    redis.call('SET', key, string.format('gcra:%d:%d', now + (debt - rem) / rate, rem), 'PX',
+        ceil_div(debt, rate) + grace)
+end
+
+-- How driver.lua runs an algorithm: its file's two sections (see prelude.lua) spliced into one function per
+-- algorithm (src/lua/compose.rs names it). The function returns the verdict and the grant, as a closure over the
+-- decision's locals, for the driver to call once every limit of the call allows.
+ALGORITHMS.gcra = function(operation, key, permits, limit, interval, rate, lease, mark, now, grace)
+    local allowed, retry_after, remaining, reset, reset_after, held, token
+
+
+-- Debt at `now`, in units (see bucket_verdict): (TAT - now) × rate, never negative.
+local debt = 0
+local ms, rem = string.match(redis.call('GET', key) or '', '^gcra:(%d+):(%d+)$')
+ms = ms and ms + 0
+if ms and ms >= now then
+    debt = (ms - now) * rate + math.min(rem + 0, rate - 1)
+end
+if operation == 'refund' then
+    local granted = string.find(mark, '^%d+$') and whole_number(mark, 0, now) or reject(RECEIPT_MARK, mark)
+    local taken, elapsed = permits * interval, now - granted
+    local credit = elapsed < ceil_div(taken, rate) and taken - elapsed * rate or 0
+    held = credit > 0 and debt > 0
+    if held then
+        debt = debt > credit and debt - credit or 0
+        write_tat(key, rate, debt, now, grace)
+    end
+    permits = 1
+end
+local left
+allowed, retry_after, remaining, reset, reset_after, left =
+    bucket_verdict(permits, limit, interval, rate, now, limit * interval - debt)
+
+
+    return allowed, retry_after, remaining, reset, reset_after, held, function()
+
+
+write_tat(key, rate, limit * interval - left, now, grace)
+token = string.format('%d:%d', permits, now)
+
+
+        return token
+    end
+end
+
+-- Concurrency limiter (Stripe's "N in flight"): at most `limit` permits held at once. A grant is a lease that the
+-- holder gives back with release; a lease not given back expires `interval` ms after it was granted, so a crashed
+-- holder cannot leak capacity.
+--
+-- State: a log of grants (zset_member.lua, zset_log.lua) where each lease frees when it expires, unless released
+-- sooner.
+-- The lease token given to the holder is its receipt, '<permits>:<expiry>-<lease id>'. The wait for a denied request
+-- is an upper bound: holders may release sooner. After the interval was lowered, older leases still run to their
+-- own expiry (log_grant keeps the log in expiry order).
+
+-- How driver.lua runs an algorithm: its file's two sections (see prelude.lua) spliced into one function per
+-- algorithm (src/lua/compose.rs names it). The function returns the verdict and the grant, as a closure over the
+-- decision's locals, for the driver to call once every limit of the call allows.
+ALGORITHMS.concurrency = function(operation, key, permits, limit, interval, rate, lease, mark, now, grace)
+    local allowed, retry_after, remaining, reset, reset_after, held, token
+
+
+local in_log, first_position, last_run
+held, permits, allowed, retry_after, remaining, reset, reset_after, in_log, first_position, last_run =
+    log_decision(operation, key, permits, limit, interval, lease, mark, now)
+
+
+    return allowed, retry_after, remaining, reset, reset_after, held, function()
+
+
+-- A grant is a lease: its receipt is the token that releases it.
+token = log_grant(key, permits, interval, lease, now, grace, reset_after, in_log, first_position, last_run, reset)
+
+
+        return token
+    end
+end
+
+-- Sliding log: a request of `permits` at `now` is allowed while the permits granted in (now - interval, now] plus
+-- these stay within `limit`. Exact over every interval-long span, at the cost of one zset member per grant in the
+-- window, whatever its permits.
+--
+-- State: a log of grants (zset_member.lua, zset_log.lua) where every grant frees at exactly grant time + interval: a
+-- concurrency lease that is never released early. So the wait for a denied request is exact, and the key expires
+-- when the newest grant leaves the window. Unlike src/sliding_log (Redisson's layout, one config shared by name),
+-- the quota comes with each request, so one script limits any identifier next to the other algorithms.
+
+-- How driver.lua runs an algorithm: its file's two sections (see prelude.lua) spliced into one function per
+-- algorithm (src/lua/compose.rs names it). The function returns the verdict and the grant, as a closure over the
+-- decision's locals, for the driver to call once every limit of the call allows.
+ALGORITHMS.sliding_log = function(operation, key, permits, limit, interval, rate, lease, mark, now, grace)
+    local allowed, retry_after, remaining, reset, reset_after, held, token
+
+
+local in_log, first_position, last_run
+held, permits, allowed, retry_after, remaining, reset, reset_after, in_log, first_position, last_run =
+    log_decision(operation, key, permits, limit, interval, lease, mark, now)
+
+
+    return allowed, retry_after, remaining, reset, reset_after, held, function()
+
+
+-- The receipt names the grant, to give it back exactly.
+token = log_grant(key, permits, interval, lease, now, grace, reset_after, in_log, first_position, last_run, reset)
+
+
+        return token
+    end
+end
+
+
+local count = #KEYS / 2
+if count < 1 or count % 1 ~= 0 then
+    reject('number of keys (two per limit: config, state)', #KEYS)
+end
+if #ARGV ~= 2 + 6 * count then
+    reject('number of arguments (2, then 6 per limit)', #ARGV)
+end
+-- A refund writes as it decides (see prelude.lua): with one limit per call, nothing is written before every check.
+if operation == 'refund' and count ~= 1 then
+    reject('number of limits to refund (one per call)', count)
+end
+
+-- The i-th limit: a record of its checked request, quota and algorithm, from its arguments or its stored config,
+-- and its status when it cannot be decided ('not_configured', 'exceeds_limit'), else false.
+local function limit_of(i)
+    local base = 6 * i - 4
+    local name, limit, interval, rate = ARGV[base + 1], ARGV[base + 3], ARGV[base + 4], ARGV[base + 5]
+    local stored_in
+    if name == '' then
+        stored_in = KEYS[2 * i - 1]
+        local stored = redis.call('HMGET', stored_in, 'algorithm', 'limit', 'interval', 'rate')
+        if not stored[1] then
+            whole(ARGV[base + 2], 'permits', 1, MAX_COUNT)
+            return { limit = 0, status = 'not_configured' }
+        end
+        name, limit, interval, rate = stored[1], stored[2], stored[3], stored[4]
+    end
+    local lease = ARGV[base + 6]
+    local permits, n_limit, n_interval, n_rate, mark = request_of(ARGV[base + 2], limit, interval, rate, lease,
+        stored_in)
+    local algorithm = ALGORITHMS[name]
+    if not algorithm then
+        reject((stored_in and 'stored ' or '') .. 'algorithm (not in this script)', name)
+    end
+    if stored_in then
+        -- A stored quota whose algorithm changed may find the other family's state: a permit log (a zset) under a
+        -- string algorithm, or a string under a log. It means nothing to the new algorithm, so it starts fresh,
+        -- as it does for another string algorithm's value (each is tagged with its algorithm). The one write
+        -- before every check: if the call then fails, that state is gone a little sooner, which is what the next
+        -- grant would have done. Any other type (hash, list, ...) was written by no edgelimit algorithm: foreign
+        -- state, left as it is for Redis's WRONGTYPE to report. Only this path reads the type: a quota in the
+        -- arguments keeps its algorithm in its limiter's name (the npm package's default) or in the caller's code.
+        local kind = redis.call('TYPE', KEYS[2 * i]).ok
+        local logs = name == 'concurrency' or name == 'sliding_log'
+        if (kind == 'zset' and not logs) or (kind == 'string' and logs) then
+            redis.call('DEL', KEYS[2 * i])
+        end
+    end
+    return {
+        key = KEYS[2 * i], permits = permits, limit = n_limit, interval = n_interval, rate = n_rate,
+        lease = lease, mark = mark, algorithm = algorithm,
+        status = operation ~= 'refund' and permits > n_limit and 'exceeds_limit',
+    }
+end
+
+-- Every limit is read and checked before any is decided.
+local limits, commit = {}, operation == 'limit'
+for i = 1, count do
+    local limit = limit_of(i)
+    limits[i] = limit
+    commit = commit and not limit.status
+end
+
+for _, limit in ipairs(limits) do
+    if limit.status then
+        -- Not decided (see limit_of): nothing to report but the limit, when it is known.
+        limit.remaining, limit.reset, limit.retry_after = 0, 0, 0
+    else
+        local held
+        limit.allowed, limit.retry_after, limit.remaining, limit.reset, limit.reset_after, held, limit.grant =
+            limit.algorithm(operation, limit.key, limit.permits, limit.limit, limit.interval, limit.rate, limit.lease,
+                limit.mark, now, grace)
+        if operation == 'refund' then
+            limit.status, limit.retry_after = held and 'refunded' or 'not_held', 0
+        end
+        commit = commit and limit.allowed
+    end
+end
+
+local reply = {}
+for i, limit in ipairs(limits) do
+    -- A status already set was decided above: a refund, or a limit that could not be decided.
+    local status, remaining, reset, token = limit.status, limit.remaining, limit.reset, ''
+    if not status then
+        if not limit.allowed then
+            status = 'denied'
+        elseif not commit then
+            status = 'allowed'
+        else
+            token = limit.grant()
+            status, remaining, reset = 'granted', remaining - limit.permits, limit.reset_after
+        end
+    end
+    local at = 6 * i - 6
+    reply[at + 1], reply[at + 2], reply[at + 3] = status, limit.limit, remaining
+    reply[at + 4], reply[at + 5], reply[at + 6] = reset, limit.retry_after, token
+end
+return reply
