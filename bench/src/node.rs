@@ -143,8 +143,8 @@ impl NodeRunner {
         for (path, remedy) in PREREQUISITES {
             if !checkout.join(path).exists() {
                 return Err(format!(
-                    "{path} is missing in {} (run `edgelimit bench` from the repository root): {remedy}, or pass \
-                     --no-node",
+                    "{path} is missing in {} (run scripts/bench, or `edgelimit-bench` from the repository root): \
+                     {remedy}, or pass --no-node",
                     checkout.display()
                 ));
             }

@@ -1,4 +1,6 @@
-//! `edgelimit bench`: every benchmark of the project in one run, on one Redis, with the peers next to edgelimit.
+//! # edgelimit-bench
+//!
+//! The benchmark driver: every benchmark of the project in one run, on one Redis, with the peers next to edgelimit.
 //!
 //! Why one harness: numbers measured on different days, machines or Redis instances cannot be compared, and a
 //! shared 2-core machine moves absolute numbers from one run to the next. So each scenario runs edgelimit and the
@@ -7,6 +9,8 @@
 //! same in-process bridge, and reports ratios next to the absolute numbers. Redis's own counters (`INFO
 //! commandstats`, `MEMORY USAGE`) measure the work a script does; wall-clock timings only measure what a caller
 //! sees (throughput, latency).
+//!
+//! ## Layout
 //!
 //! | module | concept |
 //! |---|---|
@@ -21,6 +25,8 @@
 //! | [`contender`], `peers` | who is measured: edgelimit's limiters, the peers' scripts as their libraries send them |
 //! | [`redis_stats`] | Redis's own counters: `INFO commandstats`, `MEMORY USAGE` |
 //! | `stack`, `progress`, `plot` | the private Redis + bridge, the progress bar, the hand-written SVG |
+
+#![warn(missing_docs)]
 
 pub mod accuracy;
 pub mod contender;

@@ -238,7 +238,7 @@ where
             }
             (
                 StatusCode::BAD_REQUEST,
-                r#"{"error":"ERR recorded by edgelimit bench"}"#,
+                r#"{"error":"ERR recorded by edgelimit-bench"}"#,
             )
         }),
     );
