@@ -19,6 +19,7 @@
 //! | [`throughput`] | decisions/s and latency through the bridge, `redis-benchmark` as the ceiling (scenario 3) |
 //! | [`accuracy`] | over-admission: boundary bursts, concurrent clients with skewed clocks (scenario 5) |
 //! | [`weighted`] | the permit log's cost by grant weight, and a denied request's wait over 10^5 grants (scenario 7) |
+//! | [`latency`] | what a caller sees of a run: requests/s, median and p99 latency ([`latency::RunStats`]) |
 //! | [`node`] | the Node drivers `bench/npm.mjs` and `bench/worker.mjs` (scenarios 3 and 6) |
 //! | [`machine`] | what the numbers were measured on |
 //! | [`report`] | `results.json`, `results.md`, `plot.svg` and `bench/RESULTS.md` |
@@ -30,6 +31,7 @@
 
 pub mod accuracy;
 pub mod contender;
+pub mod latency;
 pub mod machine;
 pub mod node;
 mod peers;

@@ -12,8 +12,8 @@ use std::process::Stdio;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+use super::latency::RunStats;
 use super::stack::{BenchStack, TOKEN};
-use super::throughput::RunStats;
 use super::Context;
 
 /// What `node bench/npm.mjs --json` prints.

@@ -11,11 +11,12 @@ use clap::ValueEnum;
 
 use super::accuracy::Accuracy;
 use super::contender::ContenderKind;
+use super::latency::RunStats;
 use super::node::{NpmReport, WorkerReport};
 use super::plot;
 use super::redis_cost::{Cost, RedisCost};
 use super::scaling::Scaling;
-use super::throughput::{RunStats, Throughput};
+use super::throughput::Throughput;
 use super::weighted::Weighted;
 use super::{ratio, BenchResults, Context};
 

@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 
 use edgelimit_bench::contender::ContenderKind;
+use edgelimit_bench::latency::RunStats;
 use edgelimit_bench::redis_stats::DecisionCost;
-use edgelimit_bench::throughput::RunStats;
 use edgelimit_bench::{report, BenchConfig, BenchResults, Scenario};
 
 fn checkout() -> PathBuf {
