@@ -12,9 +12,9 @@ use std::process::Stdio;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use super::latency::RunStats;
-use super::stack::{BenchStack, TOKEN};
-use super::Context;
+use crate::latency::RunStats;
+use crate::stack::{BenchStack, TOKEN};
+use crate::support::Context;
 
 /// What `node bench/npm.mjs --json` prints.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -13,7 +13,7 @@ use std::sync::LazyLock;
 
 use edgelimit::{RestClient, Script, Value};
 
-use super::Context;
+use crate::support::Context;
 
 /// Where `@upstash/ratelimit` keeps its scripts, relative to the checkout.
 const UPSTASH_BUNDLE: &str = "node_modules/@upstash/ratelimit/dist/index.mjs";

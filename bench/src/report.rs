@@ -9,16 +9,17 @@ use std::path::{Path, PathBuf};
 
 use clap::ValueEnum;
 
-use super::accuracy::Accuracy;
-use super::contender::ContenderKind;
-use super::latency::RunStats;
-use super::node::{NpmReport, WorkerReport};
-use super::plot;
-use super::redis_cost::{Cost, RedisCost};
-use super::scaling::Scaling;
-use super::throughput::Throughput;
-use super::weighted::Weighted;
-use super::{ratio, BenchResults, Context};
+use crate::accuracy::Accuracy;
+use crate::contender::ContenderKind;
+use crate::harness::BenchResults;
+use crate::latency::RunStats;
+use crate::node::{NpmReport, WorkerReport};
+use crate::plot;
+use crate::redis_cost::{Cost, RedisCost};
+use crate::scaling::Scaling;
+use crate::support::{ratio, Context};
+use crate::throughput::Throughput;
+use crate::weighted::Weighted;
 
 /// Where `edgelimit-bench` writes by default, relative to the checkout.
 pub const DEFAULT_OUT: &str = "bench/results";

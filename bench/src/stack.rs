@@ -7,7 +7,7 @@ use edgelimit::{Command, RestClient};
 use edgelimit_cli::bridge::{BridgeConfig, InProcessBridge};
 use edgelimit_cli::redis_server::RedisServer;
 
-use super::Context;
+use crate::support::Context;
 
 /// The token the benchmark's bridge requires.
 pub const TOKEN: &str = "bench-token";

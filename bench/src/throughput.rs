@@ -21,12 +21,12 @@ use edgelimit::{Command, RestClient};
 use serde::{Deserialize, Serialize};
 use tokio::task::JoinSet;
 
-use super::latency::{quantile, RunStats};
-use super::node::{NodeRunner, NpmReport};
-use super::progress::Progress;
-use super::redis_stats;
-use super::stack::{BenchStack, TOKEN};
-use super::{ratio, Context};
+use crate::latency::{quantile, RunStats};
+use crate::node::{NodeRunner, NpmReport};
+use crate::progress::Progress;
+use crate::redis_stats;
+use crate::stack::{BenchStack, TOKEN};
+use crate::support::{ratio, Context};
 
 /// The identifier every throughput request uses (one key, as `redis-benchmark` gets it).
 const IDENTIFIER: &str = "throughput";
