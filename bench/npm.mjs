@@ -7,9 +7,9 @@
 //     same tick share one HTTP request), which edgelimit does not (yet): it is measured both ways.
 // Not a test: numbers on a shared machine move. Ratios between contenders measured in one run are what to read.
 //
-// Run: `edgelimit bench` (scripts/bench) runs it with --json against its own bridge and tabulates the numbers.
+// Run: `edgelimit-bench` (scripts/bench) runs it with --json against its own bridge and tabulates the numbers.
 // Alone: scripts/build-wasm && cargo build --release -p edgelimit-cli && node bench/npm.mjs   (Markdown tables)
-//   --json               print one JSON object on stdout instead of tables (the shape edgelimit bench reads)
+//   --json               print one JSON object on stdout instead of tables (the shape edgelimit-bench reads)
 //   --quick              tiny sizes (1 round of 0.3 s, 1 cold start each): checks the script, not numbers to read
 //   --url U --token T    use this bridge instead of starting a redis-server and bridge (with EDGELIMIT_BIN,
 //                        default target/release/edgelimit)

@@ -7,7 +7,7 @@ process.env.EDGELIMIT_BIN ??= new URL("../target/release/edgelimit", import.meta
 
 /**
  * The drivers' flags: --json (one JSON object on stdout), --quick (tiny sizes), --url and --token (measure against
- * this bridge instead of starting a redis-server and bridge; `edgelimit bench` passes its own).
+ * this bridge instead of starting a redis-server and bridge; `edgelimit-bench` passes its own).
  */
 export function benchOptions() {
   const { values } = parseArgs({
@@ -24,7 +24,7 @@ export function benchOptions() {
   return values;
 }
 
-/** The sample at rank ⌊q·n⌋ of sorted samples (as `edgelimit bench` takes its own). */
+/** The sample at rank ⌊q·n⌋ of sorted samples (as `edgelimit-bench` takes its own). */
 export const quantile = (sorted, q) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
 
 /** The bridge given with --url/--token (left running), or a fresh redis-server and bridge, stopped by `stop()`. */

@@ -8,7 +8,7 @@
 //   - each Worker's bundle as `wrangler deploy --dry-run` reports it.
 // Limits are so high that every request is allowed. Not a test: read the differences, not the absolute numbers.
 //
-// Run: `edgelimit bench` (scripts/bench) runs it with --json against its own bridge and tabulates the numbers.
+// Run: `edgelimit-bench` (scripts/bench) runs it with --json against its own bridge and tabulates the numbers.
 // Alone: scripts/build-wasm && cargo build --release -p edgelimit-cli && node bench/worker.mjs   (a Markdown table)
 //   --json, --quick (1 round of 20 requests), --url U --token T: as bench/npm.mjs; ROUNDS and REQUESTS override.
 import { benchOptions, connectOrStartStack, quantile } from "./options.mjs";

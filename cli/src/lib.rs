@@ -16,7 +16,6 @@
 //! | [`playground`] | the playground page in the dev stack: `www/` and the npm package it imports, served locally |
 //! | [`worker_dev`] | the Worker in the dev stack: `wrangler dev` in front of a demo origin |
 //! | [`signals`] | graceful shutdown on SIGINT/SIGTERM |
-//! | [`bench`](mod@bench) | `edgelimit bench`: every benchmark in one run on one Redis, edgelimit next to its peers |
 
 #![warn(missing_docs)]
 
@@ -30,7 +29,6 @@ macro_rules! say {
 }
 
 pub mod admin;
-pub mod bench;
 pub mod bridge;
 pub mod dev;
 pub mod doctor;

@@ -1,15 +1,12 @@
 //! The `edgelimit` command line. See `edgelimit --help`.
 
-use std::io::IsTerminal;
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use edgelimit::{Mode, Rate, RateLimiter};
 use edgelimit_cli::admin::{self, duration, Outcome, SetHow};
-use edgelimit_cli::bench::{self, BenchConfig, Scenario};
 use edgelimit_cli::bridge::{self, BridgeConfig, CorsOrigins};
 use edgelimit_cli::dev::{self, DevConfig};
 use edgelimit_cli::doctor;
@@ -206,23 +203,6 @@ enum Commands {
         #[arg(long, conflicts_with_all = ["limit", "interval", "rate"])]
         remove: bool,
     },
-    /// Run the benchmarks: edgelimit next to @upstash/ratelimit, Redisson and the floor, on a private redis-server
-    /// and bridge. Run from the repository root (it reads node_modules/ and bench/); writes results.json,
-    /// results.md and plot.svg to --out, and bench/RESULTS.md when --out is the default.
-    Bench {
-        /// Small sizes everywhere: checks the harness in well under a minute; the numbers are not for reading.
-        #[arg(long)]
-        quick: bool,
-        /// Only these scenarios (comma-separated).
-        #[arg(long, value_delimiter = ',', value_enum)]
-        only: Vec<Scenario>,
-        /// Where to write the results.
-        #[arg(long, default_value = bench::report::DEFAULT_OUT)]
-        out: PathBuf,
-        /// Skip what runs in Node: the npm package's numbers and the Worker.
-        #[arg(long)]
-        no_node: bool,
-    },
 }
 
 #[tokio::main]
@@ -285,27 +265,6 @@ async fn run(command: Commands) -> Result<Option<Outcome>, String> {
                 playground,
             };
             return dev::run(config, shutdown_requested()).await.map(|()| None);
-        }
-        Commands::Bench {
-            quick,
-            only,
-            out,
-            no_node,
-        } => {
-            let checkout = std::env::current_dir().map_err(|e| format!("no current directory: {e}"))?;
-            let config = BenchConfig {
-                checkout: checkout.clone(),
-                quick,
-                scenarios: if only.is_empty() { Scenario::ALL.to_vec() } else { only },
-                node: !no_node,
-                progress: std::io::stderr().is_terminal(),
-            };
-            let results = bench::run(&config).await?;
-            for path in bench::report::write(&results, &checkout, &checkout.join(out))? {
-                say!("wrote {}", path.display());
-            }
-            say!("edgelimit bench finished in {:.0} s", results.seconds);
-            return Ok(None);
         }
         Commands::Doctor { url, token } => Ok(doctor::run(&admin::endpoint(url, token)?).await),
         Commands::SetRate {

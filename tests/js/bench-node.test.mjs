@@ -1,5 +1,5 @@
 // The Node benchmark drivers, run tiny (--quick) against the harness's bridge: each prints one JSON object, of the
-// shape `edgelimit bench` reads (cli/src/bench/node.rs). Shapes only: a timing asserted on a shared machine is a
+// shape `edgelimit-bench` reads (bench/src/node.rs). Shapes only: a timing asserted on a shared machine is a
 // flaky test, and judging the numbers is the benchmark's business.
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";

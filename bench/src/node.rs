@@ -12,9 +12,9 @@ use std::process::Stdio;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use super::stack::{BenchStack, TOKEN};
-use super::throughput::RunStats;
-use super::Context;
+use crate::latency::RunStats;
+use crate::stack::{BenchStack, TOKEN};
+use crate::support::Context;
 
 /// What `node bench/npm.mjs --json` prints.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -143,8 +143,8 @@ impl NodeRunner {
         for (path, remedy) in PREREQUISITES {
             if !checkout.join(path).exists() {
                 return Err(format!(
-                    "{path} is missing in {} (run `edgelimit bench` from the repository root): {remedy}, or pass \
-                     --no-node",
+                    "{path} is missing in {} (run scripts/bench, or `edgelimit-bench` from the repository root): \
+                     {remedy}, or pass --no-node",
                     checkout.display()
                 ));
             }

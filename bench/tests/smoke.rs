@@ -4,10 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
-use edgelimit_cli::bench::contender::ContenderKind;
-use edgelimit_cli::bench::redis_stats::DecisionCost;
-use edgelimit_cli::bench::throughput::RunStats;
-use edgelimit_cli::bench::{self, report, BenchConfig, BenchResults, Scenario};
+use edgelimit_bench::contender::ContenderKind;
+use edgelimit_bench::latency::RunStats;
+use edgelimit_bench::redis_stats::DecisionCost;
+use edgelimit_bench::{report, BenchConfig, BenchResults, Scenario};
 
 fn checkout() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -48,7 +48,7 @@ async fn quick_run_measures_every_scenario_and_writes_every_output() {
         node: false,
         progress: false,
     };
-    let results = bench::run(&config).await.expect("the quick benchmark runs");
+    let results = edgelimit_bench::run(&config).await.expect("the quick benchmark runs");
 
     let cost = results.redis_cost.as_ref().expect("Redis cost measured");
     measured(&cost.floor.command.decision, "INCR command");

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use edgelimit::{Command, RestClient};
 use serde::{Deserialize, Serialize};
 
-use super::Context;
+use crate::support::Context;
 
 /// What a run of decisions cost Redis, read from its counters.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

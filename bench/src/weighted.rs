@@ -28,10 +28,10 @@ use edgelimit::RestClient;
 use serde::{Deserialize, Serialize};
 use tokio::task::JoinSet;
 
-use super::progress::Progress;
-use super::redis_stats::{self, DecisionCost};
-use super::stack::BenchStack;
-use super::{ratio, splitmix64, Context, EXPLICIT_T0};
+use crate::progress::Progress;
+use crate::redis_stats::{self, DecisionCost};
+use crate::stack::BenchStack;
+use crate::support::{ratio, splitmix64, Context, EXPLICIT_T0};
 
 /// The by-weight limit: the most permits a quota takes, so that the heaviest grant measured stays far below it.
 const WIDE_LIMIT: u32 = u32::MAX;
@@ -352,7 +352,7 @@ async fn cheapest_rounds(
 }
 
 /// Decides `requests` (explicit time, permits) for [`ID`] back to back, between a reset and a read of Redis's
-/// counters, as [`super::contender::Plan::measure`] does with one permit each. The script cache must be warm.
+/// counters, as [`crate::contender::Plan::measure`] does with one permit each. The script cache must be warm.
 async fn measure(client: &RestClient, limiter: &Limiter, requests: &[(u64, u32)]) -> Result<DecisionCost, String> {
     redis_stats::reset(client).await?;
     let mut granted = 0;

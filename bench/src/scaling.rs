@@ -19,11 +19,11 @@ use edgelimit::Rate;
 use serde::{Deserialize, Serialize};
 use tokio::task::JoinSet;
 
-use super::contender::{Clock, Contender, Plan};
-use super::progress::Progress;
-use super::redis_stats::DecisionCost;
-use super::stack::BenchStack;
-use super::{ratio, Context, EXPLICIT_T0};
+use crate::contender::{Clock, Contender, Plan};
+use crate::progress::Progress;
+use crate::redis_stats::DecisionCost;
+use crate::stack::BenchStack;
+use crate::support::{ratio, Context, EXPLICIT_T0};
 
 /// Requests in flight while filling a log.
 const WARM_UP_LANES: u64 = 16;

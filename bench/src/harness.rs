@@ -1,51 +1,15 @@
-//! `edgelimit bench`: every benchmark of the project in one run, on one Redis, with the peers next to edgelimit.
-//!
-//! Why one harness: numbers measured on different days, machines or Redis instances cannot be compared, and a
-//! shared 2-core machine moves absolute numbers from one run to the next. So each scenario runs edgelimit and the
-//! peers it competes with (`@upstash/ratelimit`'s scripts, Redisson's `RRateLimiter` script, a plain `INCR` as the
-//! floor, `redis-benchmark` as the ceiling) in the same process, against the same private `redis-server` and the
-//! same in-process bridge, and reports ratios next to the absolute numbers. Redis's own counters (`INFO
-//! commandstats`, `MEMORY USAGE`) measure the work a script does; wall-clock timings only measure what a caller
-//! sees (throughput, latency).
-//!
-//! | module | concept |
-//! |---|---|
-//! | [`redis_cost`] | Redis µs, commands and memory per decision, per algorithm, per contender (scenarios 1 and 4) |
-//! | [`scaling`] | the sliding log's cost as its log grows, against Redisson's script (scenario 2) |
-//! | [`throughput`] | decisions/s and latency through the bridge, `redis-benchmark` as the ceiling (scenario 3) |
-//! | [`accuracy`] | over-admission: boundary bursts, concurrent clients with skewed clocks (scenario 5) |
-//! | [`weighted`] | the permit log's cost by grant weight, and a denied request's wait over 10^5 grants (scenario 7) |
-//! | [`node`] | the Node drivers `bench/npm.mjs` and `bench/worker.mjs` (scenarios 3 and 6) |
-//! | [`machine`] | what the numbers were measured on |
-//! | [`report`] | `results.json`, `results.md`, `plot.svg` and `bench/RESULTS.md` |
-//! | [`contender`], `peers` | who is measured: edgelimit's limiters, the peers' scripts as their libraries send them |
-//! | [`redis_stats`] | Redis's own counters: `INFO commandstats`, `MEMORY USAGE` |
-//! | `stack`, `progress`, `plot` | the private Redis + bridge, the progress bar, the hand-written SVG |
+//! The run: which scenarios ([`Scenario`], [`BenchConfig`]), run one after the other on one private Redis and
+//! bridge, and everything they measured ([`BenchResults`]).
 
-pub mod accuracy;
-pub mod contender;
-pub mod machine;
-pub mod node;
-mod peers;
-mod plot;
-mod progress;
-pub mod redis_cost;
-pub mod redis_stats;
-pub mod report;
-pub mod scaling;
-mod stack;
-pub mod throughput;
-pub mod weighted;
-
-use std::fmt::Display;
 use std::path::PathBuf;
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use self::node::{NodeRunner, WorkerReport};
-use self::progress::Progress;
-use self::stack::BenchStack;
+use crate::node::{NodeRunner, WorkerReport};
+use crate::progress::Progress;
+use crate::stack::BenchStack;
+use crate::{accuracy, machine, peers, redis_cost, scaling, throughput, weighted};
 
 /// A part of the benchmark, runnable alone with `--only`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, clap::ValueEnum)]
@@ -202,34 +166,4 @@ async fn run_scenarios(
         }
     }
     Ok(())
-}
-
-/// Unix ms where explicit-time workloads start: a whole second, so that windows begin where the workloads expect.
-const EXPLICIT_T0: u64 = 1_700_000_000_000;
-
-/// `numerator / denominator` when that is a number (the denominator measured above zero).
-fn ratio(numerator: f64, denominator: f64) -> Option<f64> {
-    let ratio = numerator / denominator;
-    (denominator > 0.0 && ratio.is_finite()).then_some(ratio)
-}
-
-/// The next number of the splitmix64 sequence from `state`: seeded draws (clock skews, grant weights) that every
-/// run repeats, with no dependency for a dozen lines.
-fn splitmix64(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-/// Adds what was being done to an error, so that a message says what failed, not only why.
-trait Context<T> {
-    fn context(self, doing: impl Display) -> Result<T, String>;
-}
-
-impl<T, E: Display> Context<T> for Result<T, E> {
-    fn context(self, doing: impl Display) -> Result<T, String> {
-        self.map_err(|e| format!("{doing}: {e}"))
-    }
 }

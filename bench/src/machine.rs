@@ -6,7 +6,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-use super::node::node_binary;
+use crate::node::node_binary;
 
 /// The machine, the tools and the code of one run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

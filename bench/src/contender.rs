@@ -11,9 +11,9 @@ use edgelimit::limit::{Algorithm, Limiter, Quota};
 use edgelimit::{Command, Mode, Rate, RateLimiter, RestClient, Script};
 use serde::{Deserialize, Serialize};
 
-use super::peers::{RedissonClient, UpstashAlgorithm, UpstashLimiter, UpstashScripts};
-use super::redis_stats::{self, memory_usage, DecisionCost};
-use super::Context;
+use crate::peers::{RedissonClient, UpstashAlgorithm, UpstashLimiter, UpstashScripts};
+use crate::redis_stats::{self, memory_usage, DecisionCost};
+use crate::support::Context;
 
 /// Who decided: edgelimit on either clock, a peer, or the floor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -4,10 +4,10 @@
 use std::time::Duration;
 
 use edgelimit::{Command, RestClient};
+use edgelimit_cli::bridge::{BridgeConfig, InProcessBridge};
+use edgelimit_cli::redis_server::RedisServer;
 
-use super::Context;
-use crate::bridge::{BridgeConfig, InProcessBridge};
-use crate::redis_server::RedisServer;
+use crate::support::Context;
 
 /// The token the benchmark's bridge requires.
 pub const TOKEN: &str = "bench-token";
@@ -64,10 +64,10 @@ impl BenchStack {
     /// Stops the bridge, then Redis. Failures to stop are reported, not returned: the measurements are done.
     pub async fn stop(self) {
         if let Err(e) = self.bridge.stop().await {
-            eprintln!("edgelimit bench: the bridge did not stop cleanly: {e}");
+            eprintln!("edgelimit-bench: the bridge did not stop cleanly: {e}");
         }
         if let Err(e) = self.redis.stop().await {
-            eprintln!("edgelimit bench: redis-server did not stop cleanly: {e}");
+            eprintln!("edgelimit-bench: redis-server did not stop cleanly: {e}");
         }
     }
 }

@@ -21,11 +21,12 @@ use edgelimit::{Command, RestClient};
 use serde::{Deserialize, Serialize};
 use tokio::task::JoinSet;
 
-use super::node::{NodeRunner, NpmReport};
-use super::progress::Progress;
-use super::redis_stats;
-use super::stack::{BenchStack, TOKEN};
-use super::{ratio, Context};
+use crate::latency::{quantile, RunStats};
+use crate::node::{NodeRunner, NpmReport};
+use crate::progress::Progress;
+use crate::redis_stats;
+use crate::stack::{BenchStack, TOKEN};
+use crate::support::{ratio, Context};
 
 /// The identifier every throughput request uses (one key, as `redis-benchmark` gets it).
 const IDENTIFIER: &str = "throughput";
@@ -60,20 +61,6 @@ pub struct ThroughputRow {
     pub redis_benchmark: RunStats,
     /// Requests/s: bridge / `redis-benchmark`.
     pub bridge_to_direct: Option<f64>,
-}
-
-/// Requests per second and latency of one run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RunStats {
-    /// Requests completed.
-    pub requests: u64,
-    /// Requests per second.
-    pub per_second: f64,
-    /// Median latency, ms.
-    pub p50_ms: f64,
-    /// 99th percentile latency, ms.
-    pub p99_ms: f64,
 }
 
 /// Runs scenario 3 (with `bench/npm.mjs` when `node` is given).
@@ -212,15 +199,6 @@ async fn run_clients(concurrency: u32, run_time: Duration, operation: &Arc<Opera
     })
 }
 
-/// The `q` quantile of sorted samples (the sample at rank ⌊q·n⌋, as `bench/npm.mjs` takes it); 0 for none.
-fn quantile(sorted: &[f64], q: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let rank = ((q * sorted.len() as f64) as usize).min(sorted.len() - 1);
-    sorted[rank]
-}
-
 /// The words a REST client sends when `send` uses it: `send` gets a client of a stand-in endpoint that records
 /// the request and answers with an error.
 async fn sent_command<F, Fut>(send: F) -> Result<Vec<String>, String>
@@ -238,7 +216,7 @@ where
             }
             (
                 StatusCode::BAD_REQUEST,
-                r#"{"error":"ERR recorded by edgelimit bench"}"#,
+                r#"{"error":"ERR recorded by edgelimit-bench"}"#,
             )
         }),
     );
@@ -345,13 +323,5 @@ mod tests {
         assert_eq!(stats.per_second, 37593.98);
         assert_eq!((stats.p50_ms, stats.p99_ms), (0.271, 0.959));
         assert!(parse_redis_benchmark_csv("nothing", 1).is_err());
-    }
-
-    #[test]
-    fn quantiles_are_ranks_of_sorted_samples() {
-        let samples: Vec<f64> = (1..=100).map(f64::from).collect();
-        assert_eq!(quantile(&samples, 0.5), 51.0);
-        assert_eq!(quantile(&samples, 0.99), 100.0);
-        assert_eq!(quantile(&[], 0.5), 0.0);
     }
 }

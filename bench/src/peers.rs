@@ -13,14 +13,14 @@ use std::sync::LazyLock;
 
 use edgelimit::{RestClient, Script, Value};
 
-use super::Context;
+use crate::support::Context;
 
 /// Where `@upstash/ratelimit` keeps its scripts, relative to the checkout.
 const UPSTASH_BUNDLE: &str = "node_modules/@upstash/ratelimit/dist/index.mjs";
 
 /// Redisson's `RRateLimiter` acquire script.
 pub static REDISSON_ACQUIRE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("../../../bench/peers/redisson_acquire.lua")));
+    LazyLock::new(|| Script::new(include_str!("../peers/redisson_acquire.lua")));
 
 /// An algorithm `@upstash/ratelimit` has (its single-region variants).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,7 +59,7 @@ impl UpstashScripts {
         let bundle = std::fs::read_to_string(&path).map_err(|e| {
             format!(
                 "could not read {} ({e}): @upstash/ratelimit's scripts are read from the checkout's node_modules; \
-                 run `edgelimit bench` from the repository root, after `npm ci` (or scripts/setup)",
+                 run scripts/bench, or `edgelimit-bench` from the repository root after `npm ci` (or scripts/setup)",
                 path.display()
             )
         })?;

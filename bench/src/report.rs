@@ -9,17 +9,19 @@ use std::path::{Path, PathBuf};
 
 use clap::ValueEnum;
 
-use super::accuracy::Accuracy;
-use super::contender::ContenderKind;
-use super::node::{NpmReport, WorkerReport};
-use super::plot;
-use super::redis_cost::{Cost, RedisCost};
-use super::scaling::Scaling;
-use super::throughput::{RunStats, Throughput};
-use super::weighted::Weighted;
-use super::{ratio, BenchResults, Context};
+use crate::accuracy::Accuracy;
+use crate::contender::ContenderKind;
+use crate::harness::BenchResults;
+use crate::latency::RunStats;
+use crate::node::{NpmReport, WorkerReport};
+use crate::plot;
+use crate::redis_cost::{Cost, RedisCost};
+use crate::scaling::Scaling;
+use crate::support::{ratio, Context};
+use crate::throughput::Throughput;
+use crate::weighted::Weighted;
 
-/// Where `edgelimit bench` writes by default, relative to the checkout.
+/// Where `edgelimit-bench` writes by default, relative to the checkout.
 pub const DEFAULT_OUT: &str = "bench/results";
 
 /// Writes every output of `results`; returns the paths written.
@@ -83,14 +85,14 @@ pub fn results_page(results: &BenchResults, plot_link: &str) -> String {
          `@upstash/ratelimit` (its own scripts, from the installed npm package) and Redisson's `RRateLimiter` (its \
          acquire script), with a plain `INCR` as the floor and `redis-benchmark` as the ceiling. Every scenario runs \
          all contenders in one run, on one private `redis-server` and one bridge, so the **ratios** between them are \
-         what to read: absolute numbers move with the machine and its load. This page is written by `edgelimit \
-         bench`; do not edit it by hand.\n\n",
+         what to read: absolute numbers move with the machine and its load. This page is written by `scripts/bench` \
+         (`edgelimit-bench`); do not edit it by hand.\n\n",
     );
     page.push_str(&machine_section(results));
     page.push_str(
         "## Reproduce\n\n\
-         One command, from the repository root (it installs what is missing, builds the CLI in release and the npm \
-         package, then runs every scenario in a few minutes and rewrites this page and `results/`):\n\n\
+         One command, from the repository root (it installs what is missing, builds the benchmark driver in release \
+         and the npm package, then runs every scenario in a few minutes and rewrites this page and `results/`):\n\n\
          ```sh\nscripts/bench\n```\n\n\
          `scripts/bench --quick` runs everything tiny (a check of the harness, not numbers to read); `--only \
          redis-cost,scaling,throughput,accuracy,worker,weighted` picks scenarios; `--no-node` skips the Node and Worker \

@@ -9,10 +9,10 @@
 
 use std::fmt::Write as _;
 
-use super::contender::ContenderKind;
-use super::redis_cost::RedisCost;
-use super::scaling::{Scaling, ScalingRow};
-use super::BenchResults;
+use crate::contender::ContenderKind;
+use crate::harness::BenchResults;
+use crate::redis_cost::RedisCost;
+use crate::scaling::{Scaling, ScalingRow};
 
 const WIDTH: f64 = 1200.0;
 const HEIGHT: f64 = 470.0;

@@ -23,11 +23,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 use tokio::task::JoinSet;
 
-use super::contender::{pairings, Clock, Contender, ContenderKind, Pairing};
-use super::peers::UpstashScripts;
-use super::progress::Progress;
-use super::stack::BenchStack;
-use super::{splitmix64, Context, EXPLICIT_T0};
+use crate::contender::{pairings, Clock, Contender, ContenderKind, Pairing};
+use crate::peers::UpstashScripts;
+use crate::progress::Progress;
+use crate::stack::BenchStack;
+use crate::support::{splitmix64, Context, EXPLICIT_T0};
 
 /// Concurrent clients in (b).
 const CLIENTS: u32 = 8;

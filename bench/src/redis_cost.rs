@@ -9,18 +9,18 @@
 //! caller time): two requests every ms for 2000 ms, so about half are denied (the token bucket: its burst, then one
 //! per ms). On the Redis server's clock, times cannot be chosen: the same number of requests is sent as fast as one
 //! client can. The floor: `INCR` as a command, and inside a one-line script, the same number of times. Each
-//! contender's requests run back to back ([`super::contender::Plan::measure`] says why).
+//! contender's requests run back to back ([`crate::contender::Plan::measure`] says why).
 
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::contender::{pairings, Clock, Contender, ContenderKind, Pairing, Peer, Plan};
-use super::peers::UpstashScripts;
-use super::progress::Progress;
-use super::redis_stats::DecisionCost;
-use super::stack::BenchStack;
-use super::{ratio, EXPLICIT_T0};
+use crate::contender::{pairings, Clock, Contender, ContenderKind, Pairing, Peer, Plan};
+use crate::peers::UpstashScripts;
+use crate::progress::Progress;
+use crate::redis_stats::DecisionCost;
+use crate::stack::BenchStack;
+use crate::support::{ratio, EXPLICIT_T0};
 
 /// Scenario 1's numbers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
