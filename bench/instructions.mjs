@@ -1,0 +1,186 @@
+// What one decision costs Redis, in CPU instructions: redis-server runs under valgrind's callgrind, and each
+// contender's decisions are counted between a zero and a dump of its counters. Instruction counts do not move with
+// the machine's load (unlike µs), so a change of a script shows as a change of a number, and edgelimit's scripts are
+// held to the cost goal: per decision, at most the cheapest peer's instructions for the same algorithm plus one
+// TIME call (edgelimit reads the server's clock; the peers take the caller's).
+//
+// Each contender runs the way its library runs it, through one edgelimit bridge: edgelimit's npm package (server
+// clock, block cache off), @upstash/ratelimit (ephemeral cache off: every decision goes to Redis), and Redisson's
+// tryAcquire script (bench/peers/redisson_acquire.lua) with the client time a Java client passes. Workload, the same
+// for every contender: a limit of 100 per hour on one identifier, then 100 requests (all granted) and 100 more (all
+// denied), each phase counted on its own. A count is what Redis spends on the whole command: reading it, running
+// the script, writing the reply; the floors (a one-line script calling INCR, or TIME) show what any script costs.
+//
+// Run: scripts/build-wasm && cargo build --release -p edgelimit-cli && node bench/instructions.mjs [--json]
+//   --keep DIR   keep each phase's callgrind dump as DIR/<algorithm>-<contender>-<granted|denied>.out, to see
+//                where the instructions go: `callgrind_annotate --inclusive=yes DIR/fixed-window-edgelimit-granted.out`
+// Needs valgrind (scripts/setup installs it).
+import { spawn, execFile } from "node:child_process";
+import { once } from "node:events";
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { createConnection } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseArgs, promisify } from "node:util";
+
+process.env.EDGELIMIT_BIN ??= new URL("../target/release/edgelimit", import.meta.url).pathname;
+const { ROOT, freePort, startBridge, TOKEN, upstashRedis } = await import("../tests/js/harness.mjs");
+const { Ratelimit } = await import("edgelimit");
+const upstash = await import("@upstash/ratelimit");
+
+const run = promisify(execFile);
+const { values: options } = parseArgs({
+  options: { json: { type: "boolean", default: false }, keep: { type: "string" } },
+});
+const LIMIT = 100;
+const WINDOW = "1 h";
+
+/** redis-server under callgrind on a free port, counters zeroed and dumped on demand. */
+async function startCountedRedis() {
+  const dir = mkdtempSync(join(tmpdir(), "edgelimit-callgrind-"));
+  const port = await freePort();
+  const child = spawn(
+    "valgrind",
+    ["--tool=callgrind", `--callgrind-out-file=${join(dir, "callgrind.out")}`, "redis-server", "--port", String(port),
+      "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir],
+    { stdio: ["ignore", "ignore", "pipe"] },
+  );
+  child.on("error", (e) => console.error(`valgrind failed to start (${e.message}); run scripts/setup`));
+  await waitForPort(port);
+  const bridge = await startBridge(`redis://127.0.0.1:${port}`);
+  bridge.redis = upstashRedis({ url: bridge.url, token: TOKEN }, { enableAutoPipelining: false });
+  const pid = child.pid;
+  let dumps = 0;
+  return {
+    bridge,
+    /** Instructions Redis executes while `work` runs; its dump is kept as `<keep>/<name>.out` with --keep. */
+    async count(work, name) {
+      await run("callgrind_control", ["--zero", String(pid)]);
+      await work();
+      await run("callgrind_control", ["--dump", String(pid)]);
+      dumps += 1;
+      const file = readdirSync(dir).find((name) => name.endsWith(`.${dumps}`));
+      const totals = readFileSync(join(dir, file), "utf8").match(/^(?:totals|summary): (\d+)/m);
+      if (!totals) throw new Error(`callgrind dump ${file} has no totals line`);
+      if (options.keep) {
+        mkdirSync(options.keep, { recursive: true });
+        copyFileSync(join(dir, file), join(options.keep, `${name.replace(/[^\w-]+/g, "-")}.out`));
+      }
+      return Number(totals[1]);
+    },
+    async stop() {
+      await bridge.stop();
+      child.kill("SIGTERM");
+      await once(child, "exit");
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Resolves once something accepts connections on `port` (Redis under valgrind takes seconds to start). */
+async function waitForPort(port) {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const open = await new Promise((resolve) => {
+      const socket = createConnection({ port, host: "127.0.0.1" }, () => resolve(true) || socket.destroy());
+      socket.on("error", () => resolve(false));
+    });
+    if (open) return;
+    if (Date.now() > deadline) throw new Error(`redis-server under valgrind did not listen on ${port} within 60 s`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+/**
+ * Each contender: an algorithm, who runs it, and `decide(identifier)` resolving to whether it was granted, with
+ * `decide.prepare(identifier)` (when there is one) run before the counts.
+ */
+function contenders(bridge) {
+  const config = { url: bridge.url, token: TOKEN, cache: false, timeout: 30_000 };
+  const edgelimit = (limiter, prefix) => {
+    const ratelimit = new Ratelimit({ ...config, limiter, prefix });
+    return async (identifier) => (await ratelimit.limit(identifier)).success;
+  };
+  const peer = (limiter, prefix) => {
+    const ratelimit = new upstash.Ratelimit({ redis: bridge.redis, limiter, prefix, ephemeralCache: false });
+    return async (identifier) => (await ratelimit.limit(identifier)).success;
+  };
+  const redissonScript = readFileSync(join(ROOT, "bench/peers/redisson_acquire.lua"), "utf8");
+  let request = 0;
+  const redisson = async (identifier) => {
+    const name = `redisson-${identifier}`;
+    const keys = [name, `{${name}}:value`, `{${name}}:value:java`, `{${name}}:permits`, `{${name}}:permits:java`];
+    request += 1;
+    return (await bridge.redis.eval(redissonScript, keys, ["1", String(Date.now()), `r${request}`])) === null;
+  };
+  // Redisson's limiter exists once its rate is set (trySetRate), before any tryAcquire.
+  redisson.prepare = (identifier) =>
+    bridge.redis.hset(`redisson-${identifier}`, { rate: LIMIT, interval: 3_600_000, type: 0 });
+  return [
+    ["token bucket", "edgelimit", edgelimit(Ratelimit.tokenBucket(LIMIT, WINDOW, LIMIT), "tb")],
+    ["token bucket", "@upstash/ratelimit", peer(upstash.Ratelimit.tokenBucket(LIMIT, WINDOW, LIMIT), "utb")],
+    ["fixed window", "edgelimit", edgelimit(Ratelimit.fixedWindow(LIMIT, WINDOW), "fw")],
+    ["fixed window", "@upstash/ratelimit", peer(upstash.Ratelimit.fixedWindow(LIMIT, WINDOW), "ufw")],
+    ["sliding window", "edgelimit", edgelimit(Ratelimit.slidingWindow(LIMIT, WINDOW), "sw")],
+    ["sliding window", "@upstash/ratelimit", peer(upstash.Ratelimit.slidingWindow(LIMIT, WINDOW), "usw")],
+    ["sliding log", "edgelimit", edgelimit(Ratelimit.slidingLog(LIMIT, WINDOW), "sl")],
+    ["sliding log", "Redisson", redisson],
+    ["GCRA", "edgelimit", edgelimit(Ratelimit.gcra(LIMIT, WINDOW), "gcra")],
+  ];
+}
+
+/** `decide` called `times` times in a row on `identifier`; throws unless every one answered `expected`. */
+async function phase(decide, identifier, times, expected) {
+  for (let i = 0; i < times; i++) {
+    const granted = await decide(identifier);
+    if (granted !== expected) {
+      throw new Error(`request ${i + 1} of a phase expecting ${expected ? "grants" : "denials"} got the other`);
+    }
+  }
+}
+
+const redis = await startCountedRedis();
+const rows = [];
+try {
+  const { bridge } = redis;
+  // The floors: a script calling INCR, as cheap as a limiter script can be, and the same with the TIME call that
+  // edgelimit makes and the peers don't; their difference is the allowance of the cost goal.
+  const floor = async (body) => {
+    const sha = await bridge.redis.scriptLoad(body);
+    const calls = async () => {
+      for (let i = 0; i < LIMIT; i++) await bridge.redis.evalsha(sha, ["floor"], []);
+    };
+    return (await redis.count(calls, `floor-${body}`)) / LIMIT;
+  };
+  const incr = await floor("return redis.call('INCR', KEYS[1])");
+  const time = await floor("redis.call('TIME') return redis.call('INCR', KEYS[1])");
+  for (const [algorithm, who, decide] of contenders(bridge)) {
+    const identifier = `id-${Date.now()}`;
+    for (const id of ["warm-up", identifier]) await decide.prepare?.(id);
+    await decide("warm-up"); // loads the script (EVALSHA, NOSCRIPT, EVAL) outside the counts
+    const name = `${algorithm}-${who}`;
+    const granted = await redis.count(() => phase(decide, identifier, LIMIT, true), `${name}-granted`);
+    const denied = await redis.count(() => phase(decide, identifier, LIMIT, false), `${name}-denied`);
+    rows.push({ algorithm, who, granted: granted / LIMIT, denied: denied / LIMIT });
+  }
+  const report = { limit: LIMIT, window: WINDOW, floor: { incrScript: incr, timeScript: time }, rows };
+  if (options.json) {
+    console.log(JSON.stringify(report));
+  } else {
+    const k = (n) => `${(n / 1000).toFixed(1)}K`;
+    console.log(`Redis instructions per decision (limit ${LIMIT} per ${WINDOW}; ${LIMIT} granted, then ${LIMIT} denied)`);
+    console.log(`floor: a script calling INCR ${k(incr)}; TIME, then INCR ${k(time)}\n`);
+    console.log("| algorithm | contender | granted | denied | vs peer + TIME (granted / denied) |");
+    console.log("|---|---|---:|---:|---:|");
+    const extra = time - incr; // what one TIME call adds
+    for (const row of rows) {
+      const peer = rows.find((other) => other.algorithm === row.algorithm && other.who !== "edgelimit");
+      const ratio = peer && row.who === "edgelimit"
+        ? `${(row.granted / (peer.granted + extra)).toFixed(2)} / ${(row.denied / (peer.denied + extra)).toFixed(2)}`
+        : "";
+      console.log(`| ${row.algorithm} | ${row.who} | ${k(row.granted)} | ${k(row.denied)} | ${ratio} |`);
+    }
+  }
+} finally {
+  await redis.stop();
+}
