@@ -3,7 +3,7 @@
 //! Being denied is not an error. It is a [`Decision`] with `success == false` and the exact time to wait.
 
 use crate::error::Result;
-use crate::limit::Receipt;
+use crate::receipt::Receipt;
 use crate::value::Value;
 
 /// What a limiter decided for one request, in the shape every algorithm returns.

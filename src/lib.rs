@@ -16,6 +16,7 @@
 //! | [`gate`] | the Cloudflare Worker's decisions: rules, request matching, client keys, RateLimit fields |
 //! | [`ratelimit`] | what the npm package's `Ratelimit` does: limits per identifier, the block cache, the failure policy |
 //! | [`decision`] | a decision as a value: `{success, limit, remaining, reset, retry_after}` |
+//! | [`receipt`] | what a grant returns and a refund names: `<permits>:<mark>` |
 //! | [`identifier`] | identifiers keyed by their exact bytes: raw when short text, else SHA-256 |
 //! | [`duration`] | human durations: `"10 s"`, `"250ms"`, `"1m"` |
 //! | [`time`] | waiting on every target (`acquire`) |
@@ -47,6 +48,7 @@ pub mod identifier;
 pub mod limit;
 pub mod lua;
 pub mod ratelimit;
+pub mod receipt;
 pub mod rest;
 pub mod script;
 pub mod sliding_log;

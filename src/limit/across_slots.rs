@@ -3,7 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use super::{hash_slot, limit_all, refund_all, Batch, LimitRequest, Operation, Receipt};
+use super::batch::{Batch, Operation};
+use super::{hash_slot, limit_all, refund_all, LimitRequest, Receipt};
 use crate::decision::Decision;
 use crate::error::{Error, Result};
 use crate::script::Script;

@@ -1,8 +1,10 @@
 //! How the files under `lua/` are made from the pieces under `lua/parts/`, and the test that keeps them so.
 //!
-//! Run `scripts/lua` after editing a piece: it runs this test with `EDGELIMIT_WRITE_LUA=1`, which writes the files
-//! instead of comparing them. Composition is text only (whole files joined, marker lines replaced), so it lives in a
-//! test: the library just includes the finished files.
+//! The crate carries the pieces and composes each script once, when first used: the finished files repeat the
+//! shared pieces (every script starts with `common.lua`; `limits.lua` holds every algorithm again), which would
+//! triple the Lua text inside the wasm. A test checks that every file under `lua/` is exactly what this module
+//! composes, so the text Redis runs, and its SHA1, is the file in the repository. Run `scripts/lua` after editing
+//! a piece: it runs that test with `EDGELIMIT_WRITE_LUA=1`, which writes the files instead of comparing them.
 //!
 //! - Every script starts with `parts/common.lua` (argument checks and the clock).
 //! - One limit of an algorithm (`lua/<algorithm>.lua`): `parts/limits/prelude.lua`, then `parts/limits/single.lua`
@@ -13,8 +15,6 @@
 //!   `parts/limits/entry.lua`.
 //! - `lua/inspect.lua`: the permit log's layout (`parts/limits/zset_member.lua`), then `parts/limits/inspect.lua`.
 //! - `lua/redisson/<script>.lua`: `parts/redisson/prelude.lua`, the pieces it calls, then the script's own file.
-
-use std::path::{Path, PathBuf};
 
 /// The scripts' algorithms by file name, with the helpers each shares with others: the units arithmetic of token
 /// bucket and GCRA, or the permit log of concurrency and the sliding log.
@@ -39,9 +39,42 @@ const REDISSON: [(&str, &[&str]); 4] = [
     ("set_rate", &[]),
 ];
 
-fn lua_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("lua")
+/// Every piece under `lua/parts/`, by its path there.
+macro_rules! parts {
+    ($($name:literal),+ $(,)?) => {
+        fn part(name: &str) -> &'static str {
+            match name {
+                $($name => include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/lua/parts/", $name)),)+
+                _ => unreachable!("no piece lua/parts/{name}"),
+            }
+        }
+    };
 }
+
+parts!(
+    "common.lua",
+    "limits/prelude.lua",
+    "limits/single.lua",
+    "limits/driver.lua",
+    "limits/entry.lua",
+    "limits/inspect.lua",
+    "limits/bucket.lua",
+    "limits/zset_member.lua",
+    "limits/zset_log.lua",
+    "limits/token_bucket.lua",
+    "limits/fixed_window.lua",
+    "limits/sliding_window.lua",
+    "limits/gcra.lua",
+    "limits/concurrency.lua",
+    "limits/sliding_log.lua",
+    "redisson/prelude.lua",
+    "redisson/window.lua",
+    "redisson/grants.lua",
+    "redisson/acquire.lua",
+    "redisson/available.lua",
+    "redisson/release.lua",
+    "redisson/set_rate.lua",
+);
 
 /// The text of the shared helpers named `shared` (see [`SHARED`]).
 fn shared_part(shared: &str) -> String {
@@ -53,71 +86,78 @@ fn shared_part(shared: &str) -> String {
         .join("\n")
 }
 
-fn part(name: &str) -> String {
-    let path = lua_dir().join("parts").join(name);
-    std::fs::read_to_string(&path).unwrap_or_else(|error| panic!("{}: {error}", path.display()))
-}
+/// Every script under `lua/`, by its path there (the statics in `mod.rs` name the same).
+#[cfg(test)]
+const FILES: [&str; 12] = [
+    "token_bucket.lua",
+    "fixed_window.lua",
+    "sliding_window.lua",
+    "gcra.lua",
+    "concurrency.lua",
+    "sliding_log.lua",
+    "limits.lua",
+    "inspect.lua",
+    "redisson/acquire.lua",
+    "redisson/available.lua",
+    "redisson/release.lua",
+    "redisson/set_rate.lua",
+];
 
-/// Every file under `lua/` outside `parts/`, by its path there, with its text.
-fn compose_all() -> Vec<(String, String)> {
-    let mut files = Vec::new();
-    for (algorithm, shared) in ALGORITHMS {
+/// The text of the script `lua/<path>` (one of [`FILES`]).
+pub(super) fn compose(path: &str) -> String {
+    if let Some((algorithm, shared)) = ALGORITHMS.iter().find(|(name, _)| format!("{name}.lua") == path) {
         let parts = Parts::of(algorithm);
         let helpers = match shared {
             Some(shared) => format!("{}\n{}", shared_part(shared), parts.helpers),
-            None => parts.helpers.clone(),
+            None => parts.helpers.to_owned(),
         };
-        let body = splice(&part("limits/single.lua"), "--@helpers", &helpers);
-        let body = splice(&body, "--@decision", &parts.decision);
-        let body = splice(&body, "--@grant", &parts.grant);
-        files.push(whole(
-            &format!("{algorithm}.lua"),
-            &[&part("limits/prelude.lua"), &body],
-        ));
+        let body = splice(part("limits/single.lua"), "--@helpers", &helpers);
+        let body = splice(&body, "--@decision", parts.decision);
+        let body = splice(&body, "--@grant", parts.grant);
+        return whole(path, &[part("limits/prelude.lua"), &body]);
     }
-
-    let mut algorithms: Vec<String> = SHARED.iter().map(|(shared, _)| shared_part(shared)).collect();
-    for (algorithm, _) in ALGORITHMS {
-        let parts = Parts::of(algorithm);
-        let entry = splice(&part("limits/entry.lua"), "--@decision", &parts.decision);
-        let entry = splice(&entry, "--@grant", &parts.grant).replace("__ALGORITHM__", algorithm);
-        algorithms.extend([parts.helpers, entry]);
+    if path == "limits.lua" {
+        let mut algorithms: Vec<String> = SHARED.iter().map(|(shared, _)| shared_part(shared)).collect();
+        for (algorithm, _) in ALGORITHMS {
+            let parts = Parts::of(algorithm);
+            let entry = splice(part("limits/entry.lua"), "--@decision", parts.decision);
+            let entry = splice(&entry, "--@grant", parts.grant).replace("__ALGORITHM__", algorithm);
+            algorithms.extend([parts.helpers.to_owned(), entry]);
+        }
+        let driver = splice(part("limits/driver.lua"), "--@algorithms", &algorithms.join("\n"));
+        return whole(path, &[part("limits/prelude.lua"), &driver]);
     }
-    let driver = splice(&part("limits/driver.lua"), "--@algorithms", &algorithms.join("\n"));
-    files.push(whole("limits.lua", &[&part("limits/prelude.lua"), &driver]));
-
-    files.push(whole(
-        "inspect.lua",
-        &[&part("limits/zset_member.lua"), &part("limits/inspect.lua")],
-    ));
-    for (script, pieces) in REDISSON {
-        let mut texts = vec![part("redisson/prelude.lua")];
-        texts.extend(pieces.iter().map(|piece| part(&format!("redisson/{piece}.lua"))));
-        texts.push(part(&format!("redisson/{script}.lua")));
-        let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
-        files.push(whole(&format!("redisson/{script}.lua"), &texts));
+    if path == "inspect.lua" {
+        return whole(path, &[part("limits/zset_member.lua"), part("limits/inspect.lua")]);
     }
-    files
+    let (script, pieces) = REDISSON
+        .iter()
+        .find(|(script, _)| format!("redisson/{script}.lua") == path)
+        .unwrap_or_else(|| unreachable!("no script lua/{path}"));
+    let mut texts = vec![part("redisson/prelude.lua")];
+    texts.extend(pieces.iter().map(|piece| part(&format!("redisson/{piece}.lua"))));
+    texts.push(part(&format!("redisson/{script}.lua")));
+    whole(path, &texts)
 }
 
 /// A whole script: a header naming it generated, `parts/common.lua`, then `pieces`.
-fn whole(path: &str, pieces: &[&str]) -> (String, String) {
+fn whole(path: &str, pieces: &[&str]) -> String {
     let header = format!(
         "-- lua/{path}: GENERATED from lua/parts/ (src/lua/compose.rs). Edit the parts, then run scripts/lua.\n\n"
     );
-    let mut text = header + &part("common.lua");
+    let mut text = header + part("common.lua");
     for piece in pieces {
         text.push('\n');
         text.push_str(piece);
     }
-    (path.to_owned(), text)
+    text
 }
 
 /// An algorithm file cut at its marker lines: helpers, `--@decision`, `--@grant`.
 struct Parts {
-    helpers: String,
-    decision: String,
-    grant: String,
+    helpers: &'static str,
+    decision: &'static str,
+    grant: &'static str,
 }
 
 impl Parts {
@@ -130,9 +170,9 @@ impl Parts {
             .split_once("\n--@grant\n")
             .expect("an algorithm file has a --@grant line after --@decision");
         Parts {
-            helpers: helpers.to_owned(),
-            decision: decision.to_owned(),
-            grant: grant.to_owned(),
+            helpers,
+            decision,
+            grant,
         }
     }
 }
@@ -144,36 +184,54 @@ fn splice(frame: &str, marker: &str, text: &str) -> String {
     frame.replacen(&line, &format!("\n{text}\n"), 1)
 }
 
-#[test]
-fn every_lua_file_is_what_its_parts_compose() {
-    let write = std::env::var_os("EDGELIMIT_WRITE_LUA").is_some();
-    let mut stale = Vec::new();
-    for (path, text) in compose_all() {
-        assert!(!text.contains("\n--@"), "{path}: a marker was left");
-        let file = lua_dir().join(&path);
-        if write {
-            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-            std::fs::write(&file, &text).unwrap();
-        } else if std::fs::read_to_string(&file).ok().as_deref() != Some(text.as_str()) {
-            stale.push(path);
-        }
-    }
-    assert!(
-        stale.is_empty(),
-        "lua/{stale:?} differ from their parts: run scripts/lua"
-    );
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-#[test]
-fn the_driver_holds_every_algorithm_once_and_shared_helpers_once() {
-    let (_, driver) = compose_all()
-        .into_iter()
-        .find(|(path, _)| path == "limits.lua")
-        .unwrap();
-    for (algorithm, _) in ALGORITHMS {
-        assert_eq!(driver.matches(&format!("ALGORITHMS.{algorithm} = function")).count(), 1);
+    #[test]
+    fn every_lua_file_is_what_its_parts_compose() {
+        let write = std::env::var_os("EDGELIMIT_WRITE_LUA").is_some();
+        let mut stale = Vec::new();
+        let lua = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("lua");
+        for path in FILES {
+            let text = compose(path);
+            assert!(!text.contains("\n--@"), "{path}: a marker was left");
+            let file = lua.join(path);
+            if write {
+                std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+                std::fs::write(&file, &text).unwrap();
+            } else if std::fs::read_to_string(&file).ok().as_deref() != Some(text.as_str()) {
+                stale.push(path);
+            }
+        }
+        assert!(
+            stale.is_empty(),
+            "lua/{stale:?} differ from their parts: run scripts/lua"
+        );
+        // And no script under lua/ is left out of FILES (a new one: create it empty, add it, run scripts/lua).
+        let mut on_disk = Vec::new();
+        for dir in ["", "redisson"] {
+            for entry in std::fs::read_dir(lua.join(dir)).unwrap() {
+                let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+                if name.ends_with(".lua") {
+                    on_disk.push(if dir.is_empty() { name } else { format!("{dir}/{name}") });
+                }
+            }
+        }
+        on_disk.sort();
+        let mut listed = FILES.map(str::to_owned).to_vec();
+        listed.sort();
+        assert_eq!(on_disk, listed, "the scripts under lua/ and compose.rs's FILES");
     }
-    for (shared, _) in SHARED {
-        assert_eq!(driver.matches(&shared_part(shared)).count(), 1);
+
+    #[test]
+    fn the_driver_holds_every_algorithm_once_and_shared_helpers_once() {
+        let driver = compose("limits.lua");
+        for (algorithm, _) in ALGORITHMS {
+            assert_eq!(driver.matches(&format!("ALGORITHMS.{algorithm} = function")).count(), 1);
+        }
+        for (shared, _) in SHARED {
+            assert_eq!(driver.matches(&shared_part(shared)).count(), 1);
+        }
     }
 }

@@ -1,9 +1,10 @@
 //! Every script the crate sends to Redis, each a whole file under `lua/` that a reviewer can read, lint and run
 //! alone (`redis-cli --eval lua/token_bucket.lua <key> , limit '' 1 10 1000 10 ''`).
 //!
-//! The files are generated from the shared pieces under `lua/parts/` so that no Lua is written twice (see
-//! [`compose`](self) in the tests, and `scripts/lua`), and they are committed: what Redis runs is exactly the file
-//! in the repository, and a test fails when a file is not what its parts compose.
+//! The files are generated from the shared pieces under `lua/parts/` so that no Lua is written twice (`scripts/lua`
+//! writes them), and they are committed. The crate composes the same text from the same pieces (carrying the
+//! finished files would repeat the shared pieces in the wasm), and a test fails when a file is not exactly that
+//! text: what Redis runs, and its SHA1, is the file in the repository.
 //!
 //! | file | script |
 //! |---|---|
@@ -16,13 +17,13 @@ use std::sync::LazyLock;
 
 use crate::script::Script;
 
-#[cfg(test)]
 mod compose;
 
-/// A [`Script`] of a file under `lua/`, its SHA1 computed once.
+/// The [`Script`] of the file `lua/<path>`: composed from its pieces when first used, exactly the file's text (see
+/// [`compose`](self)), its SHA1 computed once.
 macro_rules! lua_file {
-    ($file:literal) => {
-        LazyLock::new(|| Script::new(include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/lua/", $file))))
+    ($path:literal) => {
+        LazyLock::new(|| Script::new(compose::compose($path)))
     };
 }
 

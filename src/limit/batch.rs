@@ -1,0 +1,214 @@
+//! The wire protocol of the algorithm family: how requests become one script call (keys and arguments) and how
+//! the flat reply becomes checked [`Decisions`]. One request with its quota in code runs its algorithm's script
+//! (`lua/<algorithm>.lua`); anything else runs `lua/limits.lua`. Both reply with the same six fields per limit.
+
+use super::{Decisions, LimitRequest};
+use crate::decision::Decision;
+use crate::error::{Error, Result};
+use crate::lua;
+use crate::receipt::{self, Receipt};
+use crate::script::{Script, ScriptCall};
+use crate::value::Value;
+
+/// What a script call does (the driver's ARGV[1]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Operation {
+    Limit,
+    Peek,
+    Refund,
+}
+
+impl Operation {
+    pub(super) fn word(self) -> &'static str {
+        match self {
+            Operation::Limit => "limit",
+            Operation::Peek => "peek",
+            Operation::Refund => "refund",
+        }
+    }
+}
+
+/// Entries per decision in the driver's flat reply: status, limit, remaining, reset, retry_after, receipt.
+const REPLY_FIELDS: usize = 6;
+
+/// One script call deciding some requests: its keys and arguments. One request with its quota in code runs its
+/// algorithm's single-limit script (`lua/parts/limits/single.lua`: one key, the state key); anything else runs the driver
+/// (`lua/parts/limits/driver.lua`: two keys and six arguments per request).
+pub(super) struct Batch<'a> {
+    operation: Operation,
+    requests: Vec<LimitRequest<'a>>,
+    script: &'static Script,
+    keys: Vec<String>,
+    /// ARGV from index 2 on; the grant id or receipt (or '') is each request's last.
+    args: Vec<String>,
+}
+
+impl<'a> Batch<'a> {
+    pub(super) fn new(operation: Operation, requests: &[LimitRequest<'a>]) -> Result<Batch<'a>> {
+        let first = requests
+            .first()
+            .ok_or_else(|| Error::InvalidArgument("no limits to decide: pass at least one request".into()))?;
+        // One request with its quota in code runs its algorithm's single-limit script, which knows its algorithm
+        // and reads no config: it takes neither the config key nor the algorithm's name.
+        let (script, single) = match (requests, first.limiter.quota) {
+            ([_], Some(quota)) => (quota.algorithm().script(), true),
+            _ => (&*lua::LIMITS, false),
+        };
+        let mut keys = Vec::with_capacity(2 * requests.len());
+        let mut args = Vec::with_capacity(6 * requests.len());
+        for request in requests {
+            let limiter = request.limiter;
+            if limiter.now_ms != first.limiter.now_ms {
+                return Err(Error::InvalidArgument(
+                    "limits decided together must all use the server's clock or the same explicit time".into(),
+                ));
+            }
+            if request.permits == 0 {
+                return Err(Error::InvalidArgument(format!(
+                    "permits must be at least 1 (limiter {:?}); use peek to read the remaining permits",
+                    limiter.name
+                )));
+            }
+            if !single {
+                keys.push(limiter.config_key());
+                // '' for a stored quota: the script reads the algorithm from the config.
+                args.push(
+                    limiter
+                        .quota
+                        .map_or_else(String::new, |quota| quota.algorithm().script_name().to_owned()),
+                );
+            }
+            keys.push(limiter.state_key(&request.id));
+            args.push(request.permits.to_string());
+            args.extend(match limiter.quota {
+                Some(quota) => [
+                    quota.limit().to_string(),
+                    quota.interval_ms().to_string(),
+                    quota.rate().to_string(),
+                ],
+                None => [String::new(), String::new(), String::new()],
+            });
+            // A grant logged as zset members (concurrency, sliding log; maybe a stored quota) needs a fresh id to
+            // name them, which its receipt then carries.
+            let names_grant =
+                operation == Operation::Limit && limiter.quota.is_none_or(|quota| quota.algorithm().names_grants());
+            args.push(if names_grant {
+                receipt::fresh_grant_id()
+            } else {
+                String::new()
+            });
+        }
+        Ok(Batch {
+            operation,
+            requests: requests.to_vec(),
+            script,
+            keys,
+            args,
+        })
+    }
+
+    /// The refund of the grant `receipt` names, under `request`'s limiter and identifier (its permits: the
+    /// receipt's).
+    pub(super) fn refund(request: LimitRequest<'a>, receipt: &Receipt) -> Result<Batch<'a>> {
+        let request = LimitRequest {
+            permits: receipt.permits(),
+            ..request
+        };
+        let mut batch = Batch::new(Operation::Refund, &[request])?;
+        // The request's last argument: the receipt (see lua/parts/limits/prelude.lua).
+        *batch.args.last_mut().expect("a request has arguments") = receipt.to_string();
+        Ok(batch)
+    }
+
+    pub(super) fn call(&self) -> ScriptCall<'_> {
+        let time = self.requests[0]
+            .limiter
+            .now_ms
+            .map(|ms| ms.to_string())
+            .unwrap_or_default();
+        let mut args = vec![self.operation.word().to_owned(), time];
+        args.extend(self.args.iter().cloned());
+        ScriptCall {
+            script: self.script,
+            keys: self.keys.clone(),
+            args,
+        }
+    }
+
+    pub(super) async fn run(&self) -> Result<Decisions> {
+        let call = self.call();
+        let client = &self.requests[0].limiter.client;
+        self.decode(call.script.run(client, &call.keys, &call.args).await?)
+    }
+
+    /// Checks the reply decision by decision (six flat entries each); a status that means an error becomes its
+    /// typed error.
+    pub(super) fn decode(&self, reply: Value) -> Result<Decisions> {
+        let entries = reply.into_array()?;
+        if entries.len() != REPLY_FIELDS * self.requests.len() {
+            return Err(Error::malformed(
+                format!(
+                    "{} entries ({REPLY_FIELDS} per decision)",
+                    REPLY_FIELDS * self.requests.len()
+                ),
+                entries.len(),
+            ));
+        }
+        let mut success = true;
+        let mut decisions = Vec::with_capacity(self.requests.len());
+        let mut entries = entries.into_iter();
+        for request in &self.requests {
+            let fields: Vec<Value> = entries.by_ref().take(REPLY_FIELDS).collect();
+            let [status, limit, remaining, reset, retry_after, receipt] = <[Value; REPLY_FIELDS]>::try_from(fields)
+                .map_err(|fields| Error::malformed(format!("{REPLY_FIELDS} entries per decision"), fields.len()))?;
+            let limit = limit.into_u64()?;
+            let status_word = status.into_string()?;
+            let allowed = match status_word.as_str() {
+                "granted" | "refunded" => true,
+                "allowed" | "not_held" => {
+                    success = false;
+                    self.operation == Operation::Limit || self.operation == Operation::Peek
+                }
+                "denied" => {
+                    success = false;
+                    false
+                }
+                "exceeds_limit" => {
+                    return Err(Error::PermitsExceedRate {
+                        permits: request.permits,
+                        rate: limit,
+                    })
+                }
+                "not_configured" => {
+                    return Err(Error::NotInitialized {
+                        name: request.limiter.name.clone(),
+                    })
+                }
+                other => return Err(Error::malformed("a known limit status", other)),
+            };
+            // A grant, and only a grant, has a receipt, of the permits asked.
+            let receipt = match (status_word == "granted", receipt.into_string()?) {
+                (false, text) if text.is_empty() => None,
+                (true, text) => Some(
+                    text.parse::<Receipt>()
+                        .ok()
+                        .filter(|receipt| receipt.permits() == request.permits)
+                        .ok_or_else(|| Error::malformed("the grant's receipt, of the permits asked", text))?,
+                ),
+                (false, text) => return Err(Error::malformed("no receipt but a grant's", text)),
+            };
+            decisions.push(Decision {
+                success: allowed,
+                limit,
+                remaining: remaining.into_u64()?,
+                reset: reset.into_u64()?,
+                retry_after: retry_after.into_u64()?,
+                receipt,
+            });
+        }
+        if self.operation == Operation::Peek {
+            success = decisions.iter().all(|d| d.success);
+        }
+        Ok(Decisions { success, decisions })
+    }
+}
