@@ -270,3 +270,26 @@ async fn browsers_may_call_only_from_the_listed_origins() {
         .unwrap();
     assert_eq!(plain.status(), 403, "no origins listed: no browser may call");
 }
+
+#[tokio::test]
+async fn a_script_command_without_its_script_is_refused_by_redis_not_a_crash() {
+    // Each once indexed past the end of the command in the bridge: a panic, which aborts a release build.
+    let stack = Stack::start().await;
+    let client = stack.client();
+    for verb in ["EVAL", "EVALSHA", "eval_ro", "evalsha_ro", "SCRIPT"] {
+        let err = client.command(&Command::new(verb)).await.unwrap_err();
+        assert!(
+            matches!(&err, Error::Redis { code, message } if code == "ERR" && message.contains("wrong number")),
+            "{verb}: {err}"
+        );
+        let results = client.pipeline(&[Command::new(verb), cmd("PING")]).await.unwrap();
+        assert!(
+            matches!(&results[0], Err(Error::Redis { code, .. }) if code == "ERR"),
+            "{verb}"
+        );
+        assert_eq!(results[1].as_ref().unwrap(), &bytes("PONG"));
+    }
+    let err = client.command(&cmd("SCRIPT EXISTS")).await.unwrap_err();
+    assert!(matches!(&err, Error::Redis { code, .. } if code == "ERR"), "{err}");
+    assert_eq!(client.command(&cmd("PING")).await.unwrap(), bytes("PONG"));
+}

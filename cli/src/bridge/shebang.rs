@@ -72,21 +72,24 @@ impl ScriptAliases {
     /// Rewrites the script-carrying commands (EVAL, EVALSHA, their `_RO` forms, SCRIPT LOAD/EXISTS) in place.
     /// Returns the client's SHA1 when the command was a `SCRIPT LOAD` of a rewritten script: the reply must then
     /// name that SHA1, not the one Redis computed.
+    ///
+    /// A command too short to carry its script or SHA1 is left as it is, for Redis to refuse ("wrong number of
+    /// arguments"): every word is reached through `get_mut`, never by index, so no request can panic here.
     pub fn rewrite(&self, words: &mut Words) -> Option<String> {
         let name = String::from_utf8_lossy(words.first()?).to_ascii_uppercase();
         let sub = words.get(1).map(|w| String::from_utf8_lossy(w).to_ascii_uppercase());
         match (name.as_str(), sub.as_deref()) {
             ("EVAL" | "EVAL_RO", _) => {
-                self.learn(&mut words[1]);
+                self.learn(words.get_mut(1)?);
                 None
             }
             ("EVALSHA" | "EVALSHA_RO", _) => {
-                self.translate(&mut words[1]);
+                self.translate(words.get_mut(1)?);
                 None
             }
-            ("SCRIPT", Some("LOAD")) if words.len() > 2 => self.learn(&mut words[2]),
+            ("SCRIPT", Some("LOAD")) => self.learn(words.get_mut(2)?),
             ("SCRIPT", Some("EXISTS")) => {
-                words[2..].iter_mut().for_each(|sha| self.translate(sha));
+                words.iter_mut().skip(2).for_each(|sha| self.translate(sha));
                 None
             }
             _ => None,
