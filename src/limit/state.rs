@@ -6,15 +6,13 @@
 //! moment: a window that has ended counts nothing, a bucket has refilled, a permit that has freed is gone, exactly as
 //! the next decision would see them.
 
+use super::model::stored::{self, StoredView};
 use super::quota::{Algorithm, Quota};
 use super::Limiter;
 use crate::error::{Error, Result};
 use crate::identifier::Identifier;
 use crate::lua::INSPECT;
 use crate::value::Value;
-
-/// Lua's numbers are doubles: whole numbers are exact below 2^53, and the scripts keep theirs there.
-const MAX_EXACT: u64 = 1 << 53;
 
 /// At most this many grants are listed for a sliding log or concurrency limit ([`StateDetail::Log`] still counts
 /// every permit held): enough to draw any window a person looks at, bounded for a limit of 100 000.
@@ -188,7 +186,7 @@ fn decode(name: &str, quota: Quota, key: String, now: u64, entry: Value) -> Resu
         )
     } else {
         let text = next("the stored value")?.into_string()?;
-        let detail = decode_value(&quota, untagged(quota.algorithm(), &text)?, now)?;
+        let detail = decode_value(&quota, &text, now)?;
         ((!text.is_empty()).then_some(text), detail)
     };
     Ok(LimitState {
@@ -230,114 +228,34 @@ fn grants(flat: Vec<Value>) -> Result<Vec<HeldGrant>> {
     Ok(grants)
 }
 
-/// A string state without its algorithm's tag (`tb:`, `gcra:`, `fw:`, `sw:`, see each `lua/parts/limits/<algorithm>.lua`);
-/// another algorithm's value is no state, as the scripts read it; a value with no known tag is malformed.
-fn untagged(algorithm: Algorithm, text: &str) -> Result<&str> {
-    const TAGS: [(Algorithm, &str, &str); 4] = [
-        (Algorithm::TokenBucket, "tb:", "<units>:<at>"),
-        (Algorithm::Gcra, "gcra:", "<ms>:<rem>"),
-        (Algorithm::FixedWindow, "fw:", "<window>:<count>"),
-        (Algorithm::SlidingWindow, "sw:", "<window>:<current>:<previous>"),
-    ];
-    match TAGS.iter().find(|(_, tag, _)| text.starts_with(tag)) {
-        Some((tagged, tag, _)) if *tagged == algorithm => Ok(&text[tag.len()..]),
-        Some(_) => Ok(""),
-        None if text.is_empty() => Ok(""),
-        None => {
-            let (_, tag, layout) = TAGS
-                .iter()
-                .find(|(tagged, _, _)| *tagged == algorithm)
-                .expect("a string state");
-            Err(Error::malformed(format!("a stored state {tag}{layout}"), text))
-        }
-    }
-}
-
-/// Whole numbers separated by `:`, exactly `N` of them, as the scripts write them and read them back (Lua's `%d+`:
-/// digits only, so no sign), each below 2^53 as the scripts' arithmetic keeps them.
-fn fields<const N: usize>(text: &str, layout: &str) -> Result<[u64; N]> {
-    let malformed = || Error::malformed(format!("a stored state {layout}"), text);
-    let numbers: Vec<u64> = text
-        .split(':')
-        .map(|part| {
-            let digits = !part.is_empty() && part.bytes().all(|byte| byte.is_ascii_digit());
-            match part.parse::<u64>() {
-                Ok(n) if digits && n < MAX_EXACT => Ok(n),
-                _ => Err(malformed()),
-            }
-        })
-        .collect::<Result<_>>()?;
-    numbers.try_into().map_err(|_| malformed())
-}
-
-/// A string state brought to `now`, as the algorithm's script reads it (see each `lua/parts/limits/<algorithm>.lua`).
+/// A string state brought to `now` by the model that decides (see [`model::stored`](super::model)), in the units a
+/// person reads.
 fn decode_value(quota: &Quota, text: &str, now: u64) -> Result<StateDetail> {
     let (interval, rate) = (quota.interval_ms(), u64::from(quota.rate()));
     let full = u64::from(quota.limit()) * interval;
-    let window = now / interval;
-    Ok(match quota.algorithm() {
-        Algorithm::FixedWindow => {
-            // A stored window after now's (a caller's clock behind Redis's) stays the current one.
-            let [stored, count] = if text.is_empty() {
-                [0, 0]
-            } else {
-                fields(text, "<window>:<count>")?
-            };
-            let (window, count) = if stored >= window { (stored, count) } else { (window, 0) };
-            StateDetail::FixedWindow {
-                window_start: window.saturating_mul(interval),
-                count,
-            }
-        }
-        Algorithm::SlidingWindow => {
-            let [stored, current, previous] = if text.is_empty() {
-                [0, 0, 0]
-            } else {
-                fields(text, "<window>:<current>:<previous>")?
-            };
-            let (window, current, previous) = match stored {
-                s if s.saturating_add(1) < window => (window, 0, 0),
-                s if s.saturating_add(1) == window => (window, 0, current),
-                s => (s, current, previous),
-            };
-            StateDetail::SlidingWindow {
-                window_start: window.saturating_mul(interval),
-                current,
-                previous,
-            }
-        }
-        Algorithm::TokenBucket => {
-            // Units are tokens × interval; `rate` units come back per ms. No key is a full bucket.
-            let units = if text.is_empty() {
-                full
-            } else {
-                let [units, at] = fields(text, "<units>:<at>")?;
-                units
-                    .saturating_add(now.saturating_sub(at).saturating_mul(rate))
-                    .min(full)
-            };
-            StateDetail::TokenBucket {
-                tokens: units as f64 / interval as f64,
-            }
-        }
-        Algorithm::Gcra => {
-            // TAT = ms + rem / rate; the debt at now is (TAT − now) × rate units.
-            let [ms, rem] = if text.is_empty() {
-                [0, 0]
-            } else {
-                fields(text, "<ms>:<rem>")?
-            };
-            let debt = if ms < now {
-                0
-            } else {
-                (ms - now).saturating_mul(rate).saturating_add(rem.min(rate - 1))
-            };
-            StateDetail::Gcra {
-                tat: now as f64 + debt as f64 / rate as f64,
-                tokens: full.saturating_sub(debt) as f64 / interval as f64,
-            }
-        }
-        Algorithm::Concurrency | Algorithm::SlidingLog => unreachable!("a permit log is not a string state"),
+    Ok(match stored::view(quota, text, now)? {
+        StoredView::FixedWindow { window, count } => StateDetail::FixedWindow {
+            window_start: window.saturating_mul(interval),
+            count,
+        },
+        StoredView::SlidingWindow {
+            window,
+            current,
+            previous,
+        } => StateDetail::SlidingWindow {
+            window_start: window.saturating_mul(interval),
+            current,
+            previous,
+        },
+        // Units are tokens × interval.
+        StoredView::TokenBucket { units } => StateDetail::TokenBucket {
+            tokens: units as f64 / interval as f64,
+        },
+        // TAT = now + debt / rate.
+        StoredView::Gcra { debt } => StateDetail::Gcra {
+            tat: now as f64 + debt as f64 / rate as f64,
+            tokens: full.saturating_sub(debt) as f64 / interval as f64,
+        },
     })
 }
 
@@ -356,14 +274,14 @@ mod tests {
         let q = quota(Algorithm::FixedWindow, 10, 1000, 10);
         let detail = |text| decode_value(&q, text, 5_250).unwrap();
         assert_eq!(
-            detail("5:7"),
+            detail("fw:5:7"),
             StateDetail::FixedWindow {
                 window_start: 5_000,
                 count: 7
             }
         );
         assert_eq!(
-            detail("4:7"),
+            detail("fw:4:7"),
             StateDetail::FixedWindow {
                 window_start: 5_000,
                 count: 0
@@ -387,9 +305,9 @@ mod tests {
             current,
             previous,
         };
-        assert_eq!(detail("5:3:8"), at(3, 8));
-        assert_eq!(detail("4:3:8"), at(0, 3));
-        assert_eq!(detail("3:3:8"), at(0, 0));
+        assert_eq!(detail("sw:5:3:8"), at(3, 8));
+        assert_eq!(detail("sw:4:3:8"), at(0, 3));
+        assert_eq!(detail("sw:3:3:8"), at(0, 0));
         // 75% of the previous window is still covered 250 ms in.
         assert_eq!(at(2, 8).weighted_count(&q, 5_250), Some(8.0));
     }
@@ -403,8 +321,8 @@ mod tests {
         };
         assert_eq!(tokens(""), 20.0);
         // 2 tokens at 9 900 ms, then 100 ms at 5 per second: 2.5.
-        assert_eq!(tokens("2000:9900"), 2.5);
-        assert_eq!(tokens("2000:1000"), 20.0);
+        assert_eq!(tokens("tb:2000:9900"), 2.5);
+        assert_eq!(tokens("tb:2000:1000"), 20.0);
     }
 
     #[test]
@@ -420,14 +338,14 @@ mod tests {
             }
         );
         assert_eq!(
-            detail("9000:2"),
+            detail("gcra:9000:2"),
             StateDetail::Gcra {
                 tat: 10_000.0,
                 tokens: 6.0
             }
         );
         // TAT 10 500 ms + 1/3: a debt of 1 501 units, 1.501 tokens.
-        let StateDetail::Gcra { tat, tokens } = detail("10500:1") else {
+        let StateDetail::Gcra { tat, tokens } = detail("gcra:10500:1") else {
             unreachable!()
         };
         assert!((tat - 10_500.333).abs() < 0.001, "{tat}");
@@ -437,7 +355,9 @@ mod tests {
     #[test]
     fn a_value_in_no_known_layout_is_a_malformed_reply() {
         let q = quota(Algorithm::TokenBucket, 20, 1000, 5);
-        for text in ["12", "1:2:3", "a:b", "-1:5", "1:", "+5:3", " 5:3", "9007199254740993:1"] {
+        let tagged =
+            ["12", "1:2:3", "a:b", "-1:5", "1:", "+5:3", " 5:3", "9007199254740993:1"].map(|t| format!("tb:{t}"));
+        for text in tagged.iter().map(String::as_str).chain(["12", "5:3", "tb", "TB:1:2"]) {
             let error = decode_value(&q, text, 10_000).unwrap_err();
             assert_eq!(error.code(), "EDGELIMIT_MALFORMED_REPLY", "{text}: {error}");
             assert!(error.to_string().contains("<units>:<at>"), "{error}");
@@ -446,11 +366,28 @@ mod tests {
 
     #[test]
     fn a_value_tagged_by_another_algorithm_is_no_state() {
-        assert_eq!(untagged(Algorithm::FixedWindow, "fw:5:3").unwrap(), "5:3");
-        assert_eq!(untagged(Algorithm::FixedWindow, "gcra:5:3").unwrap(), "");
-        assert_eq!(untagged(Algorithm::Gcra, "").unwrap(), "");
-        let error = untagged(Algorithm::FixedWindow, "5:3").unwrap_err();
+        let q = quota(Algorithm::FixedWindow, 10, 1000, 10);
+        let nothing = StateDetail::FixedWindow {
+            window_start: 5_000,
+            count: 0,
+        };
+        assert_eq!(decode_value(&q, "gcra:5:3", 5_250).unwrap(), nothing);
+        let error = decode_value(&q, "5:3", 5_250).unwrap_err();
         assert!(error.to_string().contains("fw:<window>:<count>"), "{error}");
+    }
+
+    #[test]
+    fn a_stored_window_far_ahead_is_shown_without_overflow() {
+        let q = quota(Algorithm::SlidingWindow, 10, 1 << 40, 10);
+        let detail = decode_value(&q, "sw:9007199254740991:1:2", 5_250).unwrap();
+        assert_eq!(
+            detail,
+            StateDetail::SlidingWindow {
+                window_start: u64::MAX,
+                current: 1,
+                previous: 2
+            }
+        );
     }
 
     #[test]

@@ -1,5 +1,5 @@
-//! The client side of the Upstash REST protocol: reqwest (hyper) natively, the runtime's own `fetch` in wasm (see
-//! [`http`]).
+//! The client side of the Upstash REST protocol: reqwest (hyper) natively, the runtime's own `fetch` in wasm
+//! (`http_native.rs`, `http_wasm.rs`).
 //!
 //! `POST /` carries one command as a JSON array and answers `{"result": …}` (HTTP 200) or `{"error": …}` (HTTP 400);
 //! `POST /pipeline` and `POST /multi-exec` carry an array of commands and answer an array of such objects. The
@@ -107,7 +107,7 @@ impl RestClient {
         self.timeout
     }
 
-    /// Runs one command. A Redis error reply becomes the error its code means (see [`Error::from_redis_reply`]).
+    /// Runs one command. A Redis error reply becomes the error its code means (`Error::from_redis_reply`).
     pub async fn command(&self, command: &Command) -> Result<Value> {
         let body = serde_json::to_string(command.words()).expect("a list of strings always serialises");
         let reply = self.post("", body).await?;

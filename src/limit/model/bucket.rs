@@ -38,11 +38,11 @@ fn credit(q: &Quota, now: u64, granted: u64, permits: u64) -> u64 {
 
 /// Token bucket state: units in the bucket at ms `at`; `None` is a full bucket.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TokenBucket(Option<(u64, u64)>);
+pub struct TokenBucket(pub(super) Option<(u64, u64)>);
 
 impl TokenBucket {
     /// Units at `now` after continuous refill, and the time they are as of.
-    fn units(&self, q: &Quota, now: u64) -> (u64, u64) {
+    pub(super) fn units(&self, q: &Quota, now: u64) -> (u64, u64) {
         let full = full(q);
         let Some((units, at)) = self.0 else {
             return (full, now);
@@ -82,13 +82,16 @@ impl TokenBucket {
 
 /// GCRA state: the theoretical arrival time as (whole ms, remainder in 1/rate ms); `None` is no debt.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Gcra(Option<(u64, u64)>);
+pub struct Gcra(pub(super) Option<(u64, u64)>);
 
 impl Gcra {
     /// (TAT − now) × rate, at least 0.
-    fn debt(&self, q: &Quota, now: u64) -> u64 {
+    pub(super) fn debt(&self, q: &Quota, now: u64) -> u64 {
         match self.0 {
-            Some((ms, rem)) if ms >= now => (ms - now) * u64::from(q.rate()) + rem.min(u64::from(q.rate()) - 1),
+            // Saturating: a stored state read back (limit::state) may hold any time, written by something else.
+            Some((ms, rem)) if ms >= now => (ms - now)
+                .saturating_mul(u64::from(q.rate()))
+                .saturating_add(rem.min(u64::from(q.rate()) - 1)),
             _ => 0,
         }
     }

@@ -5,11 +5,11 @@ use crate::limit::Quota;
 
 /// The counted window and its count; `None` is nothing counted.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct FixedWindow(Option<(u64, u64)>);
+pub struct FixedWindow(pub(super) Option<(u64, u64)>);
 
 impl FixedWindow {
     /// The current window (a stored later one stays current) and its count.
-    fn count(&self, q: &Quota, now: u64) -> (u64, u64) {
+    pub(super) fn count(&self, q: &Quota, now: u64) -> (u64, u64) {
         let window = now / q.interval_ms();
         match self.0 {
             Some((stored, count)) if stored >= window => (stored, count),

@@ -11,6 +11,7 @@ mod concurrency;
 mod fixed_window;
 mod sliding_log;
 mod sliding_window;
+pub(crate) mod stored;
 
 use super::quota::{Algorithm, Quota};
 use super::Receipt;

@@ -5,11 +5,11 @@ use crate::limit::Quota;
 
 /// (window, current count, previous window's count); `None` is nothing counted.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct SlidingWindow(Option<(u64, u64, u64)>);
+pub struct SlidingWindow(pub(super) Option<(u64, u64, u64)>);
 
 impl SlidingWindow {
     /// (window, ms elapsed in it, current, previous) at `now`.
-    fn counts(&self, q: &Quota, now: u64) -> (u64, u64, u64, u64) {
+    pub(super) fn counts(&self, q: &Quota, now: u64) -> (u64, u64, u64, u64) {
         let interval = q.interval_ms();
         let window = now / interval;
         let (window, current, previous) = match self.0 {
@@ -17,7 +17,13 @@ impl SlidingWindow {
             Some((stored, current, _)) if stored + 1 == window => (window, 0, current),
             _ => (window, 0, 0),
         };
-        (window, now.saturating_sub(window * interval), current, previous)
+        // Saturating: a stored window far ahead (written by something else) must not overflow.
+        (
+            window,
+            now.saturating_sub(window.saturating_mul(interval)),
+            current,
+            previous,
+        )
     }
 
     pub(super) fn decide(&mut self, q: &Quota, now: u64, permits: u64) -> Verdict {
