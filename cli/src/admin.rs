@@ -1,5 +1,7 @@
-//! The operator commands on a named sliding-log limiter: `set-rate`, `acquire`, `permits`, `config`, `release`,
-//! `delete`. Each prints one JSON line, so scripts can read it; errors go to stderr.
+//! The operator commands on the Redisson-layout limiter (`--algorithm redisson`: the named sliding log Java's Redisson
+//! `RRateLimiter` shares): `set-rate`, and the Redisson side of `acquire`, `permits`, `config`, `release` and
+//! `delete` (dispatched by [`crate::family::Target`]). Also what every command shares: the endpoint, durations, the
+//! JSON shape of a decision. Each command prints one JSON line, so scripts can read it; errors go to stderr.
 
 use std::time::Duration;
 
@@ -66,7 +68,7 @@ pub enum SetHow {
     KeepState,
 }
 
-/// `edgelimit set-rate`.
+/// `edgelimit set-rate`: configure the Redisson-layout limiter.
 pub async fn set_rate(limiter: &RateLimiter, rate: Rate, mode: Mode, how: SetHow) -> edgelimit::Result<Outcome> {
     let applied = match how {
         SetHow::IfAbsent => limiter.try_set_rate(rate, mode).await?,
@@ -76,7 +78,7 @@ pub async fn set_rate(limiter: &RateLimiter, rate: Rate, mode: Mode, how: SetHow
     Ok(Outcome::ok(json!({ "name": limiter.name(), "applied": applied })))
 }
 
-/// `edgelimit acquire`: exit 0 when granted, 1 when denied.
+/// `edgelimit acquire --algorithm redisson`: exit 0 when granted, 1 when denied.
 pub async fn acquire(limiter: &RateLimiter, permits: u32, timeout: Option<Duration>) -> edgelimit::Result<Outcome> {
     let decision = match timeout {
         Some(timeout) => limiter.acquire(permits, timeout).await?,
@@ -88,12 +90,12 @@ pub async fn acquire(limiter: &RateLimiter, permits: u32, timeout: Option<Durati
     })
 }
 
-/// `edgelimit permits`.
+/// `edgelimit permits --algorithm redisson`.
 pub async fn permits(limiter: &RateLimiter) -> edgelimit::Result<Outcome> {
     Ok(Outcome::ok(json!({ "available": limiter.available_permits().await? })))
 }
 
-/// `edgelimit config`: exit 1 with `null` when no rate is set.
+/// `edgelimit config --algorithm redisson`: exit 1 with `null` when no rate is set.
 pub async fn config(limiter: &RateLimiter) -> edgelimit::Result<Outcome> {
     Ok(match limiter.config().await? {
         Some(config) => Outcome::ok(json!({
@@ -109,12 +111,12 @@ pub async fn config(limiter: &RateLimiter) -> edgelimit::Result<Outcome> {
     })
 }
 
-/// `edgelimit release`.
+/// `edgelimit release --algorithm redisson [PERMITS]`: newest grants first.
 pub async fn release(limiter: &RateLimiter, permits: u32) -> edgelimit::Result<Outcome> {
     Ok(Outcome::ok(json!({ "released": limiter.release(permits).await? })))
 }
 
-/// `edgelimit delete`.
+/// `edgelimit delete --algorithm redisson`: the limiter's rate and state.
 pub async fn delete(limiter: &RateLimiter) -> edgelimit::Result<Outcome> {
     Ok(Outcome::ok(json!({ "deleted": limiter.delete().await? })))
 }

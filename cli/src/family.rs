@@ -1,86 +1,297 @@
-//! The operator commands for the algorithm family: the same `acquire`, `permits`, `release` and `delete` as the
-//! sliding log, chosen with `--algorithm`, plus `configure` to store a quota in Redis that every Worker using a
-//! stored limiter picks up at its next decision. Each prints one JSON line.
+//! Which limiter a command acts on, and the commands for the algorithm family.
+//!
+//! `--algorithm` takes the npm package's names: `--algorithm sliding-log --limit 10 --interval 10s` decides exactly
+//! as npm's `Ratelimit.slidingLog(10, "10 s")` on the same keys. Besides npm's algorithms it names `concurrency`,
+//! `stored` (the quota `configure` saved in Redis) and `redisson`, the limiter in Redisson's `RRateLimiter` layout
+//! that `set-rate` configures ([`crate::admin`]). [`AlgorithmArgs::target`] turns the flags into a [`Target`],
+//! refusing flags the chosen limiter would ignore, and `acquire`, `permits`, `config`, `release` and `delete` are
+//! each written once over it. `configure` stores a quota that every stored limiter (the CLI's, Rust's
+//! `Limiter::stored`) uses from its next decision on. Each command prints one JSON line.
 
 use std::time::Duration;
 
-use clap::Args;
+use clap::{Args, ValueEnum};
 use edgelimit::limit::{Algorithm, Limiter, Quota, Receipt};
-use edgelimit::RestClient;
+use edgelimit::{RateLimiter, RestClient};
 use serde_json::{json, Value as Json};
 
-use crate::admin::{decision_json, duration, Outcome};
+use crate::admin::{self, decision_json, duration, Outcome};
 
-/// Which limiter a command acts on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Choice {
-    /// The Redisson-compatible sliding log (`set-rate` configures it).
+/// The values of `--algorithm`. The family's algorithms carry npm's names (kebab-case; npm's camelCase and the
+/// scripts' snake_case spellings are accepted as aliases).
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AlgorithmName {
+    /// npm's Ratelimit.slidingLog: at most --limit permits in any --interval-long span; each grant frees exactly
+    /// one interval later (exact)
+    #[value(alias = "slidingLog", alias = "sliding_log")]
     SlidingLog,
-    /// The quota stored with `edgelimit configure`, read by the script at every decision.
+    /// npm's Ratelimit.tokenBucket: a bucket of --limit tokens (starts full), refilled by --rate per --interval
+    #[value(alias = "tokenBucket", alias = "token_bucket")]
+    TokenBucket,
+    /// npm's Ratelimit.fixedWindow: at most --limit per aligned --interval (up to 2 × limit across a boundary)
+    #[value(alias = "fixedWindow", alias = "fixed_window")]
+    FixedWindow,
+    /// npm's Ratelimit.slidingWindow: about --limit per sliding --interval, weighting the previous window (O(1))
+    #[value(alias = "slidingWindow", alias = "sliding_window")]
+    SlidingWindow,
+    /// npm's Ratelimit.gcra: --rate per --interval sustained, bursts of up to --limit
+    Gcra,
+    /// at most --limit permits in flight; a lease expires after --interval unless released (Rust's
+    /// Quota::concurrency; npm has no factory for it)
+    Concurrency,
+    /// the quota `edgelimit configure NAME` stored in Redis, read at every decision (Rust's Limiter::stored)
     Stored,
-    /// An algorithm with its numbers on the command line.
-    Inline(Algorithm),
+    /// the limiter in Redisson's RRateLimiter layout that `set-rate` configures, shared with Java services using
+    /// Redisson (npm's ratelimit.rateLimiter(name), Rust's RateLimiter)
+    Redisson,
 }
 
-fn choice(text: &str) -> Result<Choice, String> {
-    match text {
-        "sliding-log" | "sliding_log" => Ok(Choice::SlidingLog),
-        "stored" => Ok(Choice::Stored),
-        other => other.parse().map(Choice::Inline).map_err(|e: edgelimit::Error| {
-            format!("{e}; or sliding-log (the default), or stored (the quota saved by `edgelimit configure`)")
-        }),
+impl AlgorithmName {
+    /// The family's algorithm this names; `None` for `stored` and `redisson`.
+    pub fn algorithm(self) -> Option<Algorithm> {
+        Some(match self {
+            AlgorithmName::SlidingLog => Algorithm::SlidingLog,
+            AlgorithmName::TokenBucket => Algorithm::TokenBucket,
+            AlgorithmName::FixedWindow => Algorithm::FixedWindow,
+            AlgorithmName::SlidingWindow => Algorithm::SlidingWindow,
+            AlgorithmName::Gcra => Algorithm::Gcra,
+            AlgorithmName::Concurrency => Algorithm::Concurrency,
+            AlgorithmName::Stored | AlgorithmName::Redisson => return None,
+        })
     }
 }
 
-/// The algorithm and its numbers, as flags.
-#[derive(Args, Debug, Clone)]
-pub struct AlgorithmArgs {
-    /// sliding-log (Redisson-compatible, configured with set-rate), token-bucket, fixed-window, sliding-window,
-    /// gcra, concurrency, or stored (the quota saved with `edgelimit configure`).
-    #[arg(long, default_value = "sliding-log", value_parser = choice)]
-    pub algorithm: Choice,
-    /// Capacity (token-bucket), burst (gcra), permits per window, or permits in flight (concurrency).
+/// The error for a limiter command without `--algorithm`.
+fn no_algorithm() -> String {
+    "name the limiter with --algorithm: sliding-log, token-bucket, fixed-window, sliding-window, gcra (npm's \
+     Ratelimit factories), concurrency, stored (the quota saved with `edgelimit configure`), or redisson (the \
+     Redisson-layout limiter configured with `edgelimit set-rate`, which a command without --algorithm used to mean)"
+        .into()
+}
+
+/// The algorithm and its numbers, as flags: what `configure` stores, and what the limiter commands limit with.
+#[derive(Args, Debug, Clone, Default)]
+pub struct QuotaArgs {
+    /// The limiter: one of npm's algorithms by npm's name (`--algorithm sliding-log --limit 10 --interval 10s` decides
+    /// as `Ratelimit.slidingLog(10, "10 s")` with `name` NAME, on the same keys; `slidingLog` is accepted too),
+    /// `concurrency`, `stored`, or `redisson`. Required: npm's `Ratelimit` has no default algorithm either, and a
+    /// command without it used to mean the Redisson layout, now `redisson`, so an old command line is refused
+    /// rather than acting on other keys.
+    #[arg(long, value_enum)]
+    pub algorithm: Option<AlgorithmName>,
+    /// Capacity (token-bucket), burst (gcra), permits per interval (sliding-log, fixed-window, sliding-window), or
+    /// permits in flight (concurrency).
     #[arg(long)]
     pub limit: Option<u32>,
-    /// Refill interval (token-bucket, gcra), window length, or lease timeout (concurrency), e.g. 1s, 250ms, 1m.
+    /// Refill interval (token-bucket, gcra), window (sliding-log, fixed-window, sliding-window), or lease timeout
+    /// (concurrency), e.g. 1s, 250ms, 1m.
     #[arg(long, value_parser = duration)]
     pub interval: Option<Duration>,
-    /// Permits refilled per interval (token-bucket, gcra) [default: the limit].
+    /// Permits refilled per interval, token-bucket and gcra only [default: the limit].
     #[arg(long)]
     pub rate: Option<u32>,
-    /// The identifier whose budget is used: an IP, an API key, a user.
-    #[arg(long, default_value = "default")]
-    pub id: String,
+}
+
+impl QuotaArgs {
+    fn has_numbers(&self) -> bool {
+        self.limit.is_some() || self.interval.is_some() || self.rate.is_some()
+    }
+
+    /// The quota these flags describe: `--algorithm` names one of the family's algorithms, with `--limit` and
+    /// `--interval` (and `--rate` only where the algorithm has one).
+    pub fn quota(&self) -> Result<Quota, String> {
+        let name = self.algorithm.ok_or_else(no_algorithm)?;
+        let algorithm = name.algorithm().ok_or_else(|| {
+            format!(
+                "--algorithm {} has no quota to give: name one of sliding-log, token-bucket, fixed-window, \
+                 sliding-window, gcra, concurrency",
+                name.to_possible_value().expect("no value is skipped").get_name()
+            )
+        })?;
+        let (Some(limit), Some(interval)) = (self.limit, self.interval) else {
+            let mut message = format!(
+                "--algorithm {algorithm} needs --limit and --interval (e.g. --limit 10 --interval 1s), or use \
+                 --algorithm stored"
+            );
+            if algorithm == Algorithm::SlidingLog {
+                message += "; the Redisson-layout limiter that `edgelimit set-rate` configures (which sliding-log \
+                            used to name) is --algorithm redisson";
+            }
+            return Err(message);
+        };
+        let rate = match self.rate {
+            Some(rate) if !matches!(algorithm, Algorithm::TokenBucket | Algorithm::Gcra) => {
+                return Err(format!(
+                    "--rate applies to token-bucket and gcra only (permits refilled per interval); --algorithm \
+                     {algorithm} allows --limit per --interval, so drop --rate {rate}"
+                ));
+            }
+            rate => rate.unwrap_or(limit),
+        };
+        Quota::new(algorithm, limit, interval, rate).map_err(|e| e.to_string())
+    }
+}
+
+/// `--algorithm` with its numbers and whose budget: the flags of `acquire`, `permits`, `config`, `release`, `delete`.
+#[derive(Args, Debug, Clone, Default)]
+pub struct AlgorithmArgs {
+    /// The algorithm and its numbers.
+    #[command(flatten)]
+    pub quota: QuotaArgs,
+    /// The identifier whose budget is used (an IP, an API key, a user), as npm's `limit(identifier)`; not with
+    /// redisson [default: default].
+    #[arg(long)]
+    pub id: Option<String>,
+    /// With redisson: the client id whose budget a per-client limiter (`set-rate --per-client`) uses, as
+    /// Redisson's [default: edgelimit].
+    #[arg(long)]
+    pub client_id: Option<String>,
 }
 
 impl AlgorithmArgs {
-    /// True for the sliding log, which the sliding-log commands handle.
-    pub fn is_sliding_log(&self) -> bool {
-        self.algorithm == Choice::SlidingLog
+    /// The limiter `name` these flags choose, on the endpoint `client` gives. Flags the chosen limiter has no use
+    /// for are refused, before the endpoint is looked up and before any request.
+    pub fn target(self, name: &str, client: impl FnOnce() -> Result<RestClient, String>) -> Result<Target, String> {
+        let algorithm = self.quota.algorithm.ok_or_else(no_algorithm)?;
+        match algorithm {
+            AlgorithmName::Redisson => {
+                if self.quota.has_numbers() {
+                    return Err(
+                        "--limit, --interval and --rate do not apply to --algorithm redisson: its rate is \
+                                stored in Redis by `edgelimit set-rate NAME --rate N --interval 1s`"
+                            .into(),
+                    );
+                }
+                if self.id.is_some() {
+                    return Err(
+                        "--id does not apply to --algorithm redisson: its limiter has one budget, or one \
+                                per --client-id when `set-rate --per-client` set it"
+                            .into(),
+                    );
+                }
+                let client_id = self.client_id.as_deref().unwrap_or("edgelimit");
+                let limiter = RateLimiter::new(client()?, name).map_err(|e| e.to_string())?;
+                Ok(Target::Redisson(limiter.with_client_id(client_id)))
+            }
+            family => {
+                if self.client_id.is_some() {
+                    return Err(format!(
+                        "--client-id applies to --algorithm redisson only; {} limits the identifier given with --id",
+                        family.to_possible_value().expect("no value is skipped").get_name()
+                    ));
+                }
+                let quota = match family {
+                    AlgorithmName::Stored if self.quota.has_numbers() => {
+                        return Err(
+                            "--algorithm stored reads its numbers from the quota `edgelimit configure NAME` \
+                                    stored: drop --limit, --interval and --rate"
+                                .into(),
+                        )
+                    }
+                    AlgorithmName::Stored => None,
+                    _ => Some(self.quota.quota()?),
+                };
+                let limiter = match quota {
+                    Some(quota) => Limiter::new(client()?, name, quota),
+                    None => Limiter::stored(client()?, name),
+                };
+                Ok(Target::Family {
+                    limiter: limiter.map_err(|e| e.to_string())?,
+                    id: self.id.unwrap_or_else(|| "default".into()),
+                })
+            }
+        }
+    }
+}
+
+/// The limiter a command acts on: each limiter command is one method here.
+pub enum Target {
+    /// The Redisson-layout limiter (`--algorithm redisson`), with the client id it uses.
+    Redisson(RateLimiter),
+    /// A limiter of the family (npm's algorithms, concurrency, or a stored quota) and the identifier it limits.
+    Family {
+        /// The limiter.
+        limiter: Limiter,
+        /// Whose budget.
+        id: String,
+    },
+}
+
+impl Target {
+    /// `edgelimit acquire`: exit 0 granted (a family grant prints its receipt, for `release --receipt`), 1 denied.
+    pub async fn acquire(&self, permits: u32, timeout: Option<Duration>) -> Result<Outcome, String> {
+        match self {
+            Target::Redisson(limiter) => admin::acquire(limiter, permits, timeout).await,
+            Target::Family { limiter, id } => acquire(limiter, id, permits, timeout).await,
+        }
+        .map_err(|e| e.to_string())
     }
 
-    /// The quota these flags describe (`--algorithm` must name an algorithm, with `--limit` and `--per`).
-    pub fn quota(&self) -> Result<Quota, String> {
-        let Choice::Inline(algorithm) = self.algorithm else {
-            return Err(
-                "name the algorithm: --algorithm token-bucket|fixed-window|sliding-window|gcra|concurrency".into(),
-            );
-        };
-        let (Some(limit), Some(interval)) = (self.limit, self.interval) else {
-            return Err(format!(
-                "--algorithm {algorithm} needs --limit and --interval (e.g. --limit 10 --interval 1s), or use --algorithm stored"
-            ));
-        };
-        Quota::new(algorithm, limit, interval, self.rate.unwrap_or(limit)).map_err(|e| e.to_string())
+    /// `edgelimit permits`: what is available now, taking nothing.
+    pub async fn permits(&self) -> Result<Outcome, String> {
+        match self {
+            Target::Redisson(limiter) => admin::permits(limiter).await,
+            Target::Family { limiter, id } => permits(limiter, id).await,
+        }
+        .map_err(|e| e.to_string())
     }
 
-    /// The limiter `name` these flags describe.
-    pub fn limiter(&self, client: RestClient, name: &str) -> Result<Limiter, String> {
-        let limiter = match self.algorithm {
-            Choice::Stored => Limiter::stored(client, name),
-            _ => Limiter::new(client, name, self.quota()?),
-        };
-        limiter.map_err(|e| e.to_string())
+    /// `edgelimit config`: the configuration stored in Redis (redisson's rate, or the stored quota); exit 1 with
+    /// `null` when none.
+    pub async fn config(&self) -> Result<Outcome, String> {
+        match self {
+            Target::Redisson(limiter) => admin::config(limiter).await,
+            Target::Family { limiter, .. } => match limiter.quota() {
+                Some(quota) => {
+                    return Err(format!(
+                        "config prints a configuration stored in Redis: --algorithm redisson (set with `edgelimit \
+                         set-rate`) or --algorithm stored (saved with `edgelimit configure`); --algorithm {} has its \
+                         numbers on the command line",
+                        quota.algorithm()
+                    ))
+                }
+                None => stored_config(limiter).await,
+            },
+        }
+        .map_err(|e| e.to_string())
+    }
+
+    /// `edgelimit release`: a family grant is given back by its receipt; redisson gives back `permits` (default 1),
+    /// newest grants first.
+    pub async fn release(&self, permits: Option<u32>, receipt: Option<&str>) -> Result<Outcome, String> {
+        match self {
+            Target::Redisson(limiter) => {
+                if receipt.is_some() {
+                    return Err(
+                        "--receipt applies to the family's algorithms: --algorithm redisson gives back a \
+                                number of permits, newest grants first (`edgelimit release NAME --algorithm \
+                                redisson 2`)"
+                            .into(),
+                    );
+                }
+                admin::release(limiter, permits.unwrap_or(1)).await
+            }
+            Target::Family { limiter, id } => {
+                if let Some(permits) = permits {
+                    return Err(format!(
+                        "a count of permits to give back ({permits}) applies to --algorithm redisson only: the \
+                         family gives back a grant by its --receipt, which says how many permits it took"
+                    ));
+                }
+                release(limiter, id, receipt).await
+            }
+        }
+        .map_err(|e| e.to_string())
+    }
+
+    /// `edgelimit delete`: redisson deletes the limiter (its rate and state); the family forgets the identifier's
+    /// state.
+    pub async fn delete(&self) -> Result<Outcome, String> {
+        match self {
+            Target::Redisson(limiter) => admin::delete(limiter).await,
+            Target::Family { limiter, id } => reset(limiter, id).await,
+        }
+        .map_err(|e| e.to_string())
     }
 }
 
@@ -95,7 +306,7 @@ fn decided(decision: &edgelimit::Decision) -> Outcome {
     }
 }
 
-/// `edgelimit acquire --algorithm …`: exit 0 granted (printing its receipt, for `release --receipt`), 1 denied.
+/// `edgelimit acquire` on the family: exit 0 granted (printing its receipt, for `release --receipt`), 1 denied.
 pub async fn acquire(
     limiter: &Limiter,
     id: &str,
@@ -109,7 +320,7 @@ pub async fn acquire(
     Ok(decided(&decision))
 }
 
-/// `edgelimit permits --algorithm …`: what is left, taking nothing.
+/// `edgelimit permits` on the family: what is left, taking nothing.
 pub async fn permits(limiter: &Limiter, id: &str) -> edgelimit::Result<Outcome> {
     let decision = limiter.peek(id, 1).await?;
     Ok(Outcome {
@@ -118,7 +329,7 @@ pub async fn permits(limiter: &Limiter, id: &str) -> edgelimit::Result<Outcome> 
     })
 }
 
-/// `edgelimit release --algorithm … --receipt R`: give back the grant whose receipt acquire printed (a concurrency
+/// `edgelimit release --receipt R` on the family: give back the grant whose receipt acquire printed (a concurrency
 /// lease: release it). Exit 1 when nothing was given back (the grant's permits had freed, refilled or left the
 /// counted windows, or the lease was released). Sent once, never again after a timeout.
 pub async fn release(limiter: &Limiter, id: &str, receipt: Option<&str>) -> edgelimit::Result<Outcome> {
@@ -137,7 +348,7 @@ pub async fn release(limiter: &Limiter, id: &str, receipt: Option<&str>) -> edge
     })
 }
 
-/// `edgelimit delete --algorithm …`: forget the identifier's state.
+/// `edgelimit delete` on the family: forget the identifier's state.
 pub async fn reset(limiter: &Limiter, id: &str) -> edgelimit::Result<Outcome> {
     Ok(Outcome {
         exit_code: 0,
@@ -178,4 +389,123 @@ fn quota_json(quota: &Quota) -> Json {
         "intervalMs": quota.interval_ms(),
         "rate": quota.rate(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn name(text: &str) -> AlgorithmName {
+        AlgorithmName::from_str(text, false).unwrap()
+    }
+
+    #[test]
+    fn every_algorithm_of_the_core_has_its_value_by_its_own_name_and_npms() {
+        for algorithm in Algorithm::ALL {
+            let kebab = algorithm.to_string();
+            assert_eq!(name(&kebab).algorithm(), Some(algorithm), "{kebab}");
+            assert_eq!(name(algorithm.script_name()).algorithm(), Some(algorithm), "{kebab}");
+            // npm's factory: slidingLog, tokenBucket, …
+            let mut words = kebab.split('-');
+            let camel: String =
+                words.next().unwrap().to_owned() + &words.map(|w| w[..1].to_uppercase() + &w[1..]).collect::<String>();
+            assert_eq!(name(&camel).algorithm(), Some(algorithm), "{camel}");
+            assert_eq!(
+                camel.parse::<Algorithm>().unwrap(),
+                algorithm,
+                "the core reads it alike"
+            );
+        }
+        let values: Vec<_> = AlgorithmName::value_variants()
+            .iter()
+            .filter_map(|v| v.algorithm())
+            .collect();
+        assert_eq!(values.len(), Algorithm::ALL.len(), "no value the core does not know");
+        assert_eq!((name("stored").algorithm(), name("redisson").algorithm()), (None, None));
+    }
+
+    fn args(algorithm: &str) -> AlgorithmArgs {
+        AlgorithmArgs {
+            quota: QuotaArgs {
+                algorithm: Some(name(algorithm)),
+                limit: Some(10),
+                interval: Some(Duration::from_secs(10)),
+                rate: None,
+            },
+            ..AlgorithmArgs::default()
+        }
+    }
+
+    fn target(args: AlgorithmArgs) -> Result<Target, String> {
+        args.target("api", || {
+            RestClient::new("http://127.0.0.1:1", "t").map_err(|e| e.to_string())
+        })
+    }
+
+    #[test]
+    fn sliding_log_is_the_familys_as_npms_slidinglog_and_redisson_is_its_own_value() {
+        let Ok(Target::Family { limiter, id }) = target(args("sliding-log")) else {
+            panic!("sliding-log is the family's");
+        };
+        let npm = Quota::sliding_log(10, Duration::from_secs(10)).unwrap();
+        assert_eq!((limiter.quota(), id.as_str()), (Some(npm), "default"));
+        let redisson = AlgorithmArgs {
+            quota: QuotaArgs {
+                algorithm: Some(name("redisson")),
+                ..QuotaArgs::default()
+            },
+            ..AlgorithmArgs::default()
+        };
+        assert!(matches!(target(redisson), Ok(Target::Redisson(_))));
+    }
+
+    #[test]
+    fn no_algorithm_or_flags_the_limiter_would_ignore_are_refused_before_the_endpoint_is_read() {
+        let refused = |args: AlgorithmArgs| match args.target("api", || panic!("the endpoint is not read")) {
+            Err(message) => message,
+            Ok(_) => panic!("refused"),
+        };
+        let message = refused(AlgorithmArgs::default());
+        assert!(
+            message.contains("--algorithm") && message.contains("redisson"),
+            "{message}"
+        );
+
+        let mut redisson = args("redisson");
+        assert!(refused(redisson.clone()).contains("set-rate"));
+        redisson.quota = QuotaArgs {
+            algorithm: Some(AlgorithmName::Redisson),
+            ..QuotaArgs::default()
+        };
+        let with_id = AlgorithmArgs {
+            id: Some("ip".into()),
+            ..redisson.clone()
+        };
+        assert!(refused(with_id).contains("--id does not apply"));
+
+        let with_client = AlgorithmArgs {
+            client_id: Some("c".into()),
+            ..args("gcra")
+        };
+        assert!(refused(with_client).contains("--client-id applies to --algorithm redisson only"));
+        let numbered_stored = AlgorithmArgs {
+            quota: QuotaArgs {
+                algorithm: Some(AlgorithmName::Stored),
+                limit: Some(3),
+                ..QuotaArgs::default()
+            },
+            ..AlgorithmArgs::default()
+        };
+        assert!(refused(numbered_stored).contains("drop --limit"));
+        let mut rated = args("fixed-window");
+        rated.quota.rate = Some(5);
+        assert!(refused(rated).contains("--rate applies to token-bucket and gcra only"));
+        let mut unnumbered = args("sliding-log");
+        unnumbered.quota.limit = None;
+        let message = refused(unnumbered);
+        assert!(
+            message.contains("--limit and --interval") && message.contains("--algorithm redisson"),
+            "{message}"
+        );
+    }
 }

@@ -5,12 +5,13 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
-use edgelimit::{Mode, Rate, RateLimiter};
+use edgelimit::limit::Limiter;
+use edgelimit::{Mode, Rate, RateLimiter, RestClient};
 use edgelimit_cli::admin::{self, duration, Outcome, SetHow};
 use edgelimit_cli::bridge::{self, BridgeConfig, CorsOrigins};
 use edgelimit_cli::dev::{self, DevConfig};
 use edgelimit_cli::doctor;
-use edgelimit_cli::family::{self, AlgorithmArgs};
+use edgelimit_cli::family::{self, AlgorithmArgs, QuotaArgs, Target};
 use edgelimit_cli::playground::PlaygroundConfig;
 use edgelimit_cli::say;
 use edgelimit_cli::signals::shutdown_requested;
@@ -24,10 +25,12 @@ struct Cli {
     command: Commands,
 }
 
-/// The REST endpoint and the limiter a command acts on.
+/// The limiter a command acts on, by name, and the REST endpoint it lives behind.
 #[derive(Args)]
-struct Target {
-    /// The limiter's name (shared with Redisson's `getRateLimiter(name)`).
+struct Named {
+    /// The limiter's name: its keys live under `edgelimit:{NAME}`, as npm's `name` (npm's default name is the
+    /// algorithm and interval, e.g. `sliding_log-10000ms`); with `--algorithm redisson`, Redisson's
+    /// `getRateLimiter(NAME)`.
     name: String,
     /// REST endpoint URL [env: EDGELIMIT_URL, then UPSTASH_REDIS_REST_URL].
     #[arg(long)]
@@ -35,22 +38,16 @@ struct Target {
     /// REST token [env: EDGELIMIT_TOKEN, then UPSTASH_REDIS_REST_TOKEN].
     #[arg(long)]
     token: Option<String>,
-    /// Client id whose budget per-client limiters use.
-    #[arg(long, default_value = "edgelimit")]
-    client_id: String,
 }
 
-impl Target {
-    fn limiter(self) -> Result<RateLimiter, String> {
-        let client = admin::endpoint(self.url, self.token)?;
-        RateLimiter::new(client, &self.name)
-            .map(|limiter| limiter.with_client_id(&self.client_id))
-            .map_err(|e| e.to_string())
+impl Named {
+    fn client(&self) -> Result<RestClient, String> {
+        admin::endpoint(self.url.clone(), self.token.clone())
     }
 
-    /// The algorithm-family limiter these flags name.
-    fn family(self, algorithm: &AlgorithmArgs) -> Result<edgelimit::Limiter, String> {
-        algorithm.limiter(admin::endpoint(self.url, self.token)?, &self.name)
+    /// The limiter `--algorithm` and its flags choose under this name.
+    fn target(&self, algorithm: AlgorithmArgs) -> Result<Target, String> {
+        algorithm.target(&self.name, || self.client())
     }
 }
 
@@ -120,10 +117,12 @@ enum Commands {
         #[arg(long)]
         token: Option<String>,
     },
-    /// Set a limiter's rate (by default replacing any rate and clearing the state).
+    /// Set the rate of the Redisson-layout limiter (`--algorithm redisson`, shared with Java's Redisson
+    /// `RRateLimiter`), by default replacing any rate and clearing the state. The other algorithms take their numbers
+    /// on each command line, or from a quota stored with `configure`.
     SetRate {
         #[command(flatten)]
-        target: Target,
+        named: Named,
         /// Permits per interval.
         #[arg(long)]
         rate: u32,
@@ -133,7 +132,7 @@ enum Commands {
         /// Let the configuration vanish after this long unused (at least the interval).
         #[arg(long, value_parser = duration)]
         keep_alive: Option<Duration>,
-        /// Give each client id its own budget.
+        /// Give each client id its own budget (`acquire --algorithm redisson --client-id ID`).
         #[arg(long)]
         per_client: bool,
         /// Only set it when no rate is set (first set wins).
@@ -143,10 +142,11 @@ enum Commands {
         #[arg(long)]
         keep_state: bool,
     },
-    /// Take permits; prints the decision. Exit 0 granted, 1 denied, 2 error.
+    /// Take permits; prints the decision (and, but for redisson, the grant's receipt for `release --receipt`).
+    /// Exit 0 granted, 1 denied, 2 error.
     Acquire {
         #[command(flatten)]
-        target: Target,
+        named: Named,
         #[command(flatten)]
         algorithm: AlgorithmArgs,
         /// Permits to take.
@@ -156,51 +156,50 @@ enum Commands {
         #[arg(long, value_parser = duration)]
         timeout: Option<Duration>,
     },
-    /// Print the permits available now.
+    /// Print the permits available now, taking nothing.
     Permits {
         #[command(flatten)]
-        target: Target,
+        named: Named,
         #[command(flatten)]
         algorithm: AlgorithmArgs,
     },
-    /// Print the stored configuration (exit 1 when none): the sliding log's, or with `--algorithm stored` the
-    /// quota saved by `configure`.
+    /// Print the configuration stored in Redis (exit 1 when none): with `--algorithm redisson` the rate `set-rate`
+    /// set, with `--algorithm stored` the quota `configure` saved.
     Config {
         #[command(flatten)]
-        target: Target,
+        named: Named,
         #[command(flatten)]
         algorithm: AlgorithmArgs,
     },
-    /// Give back a grant by the receipt acquire printed (`--receipt`; a concurrency lease is released), or permits
-    /// to the Redisson-layout sliding log.
+    /// Give back a grant by the receipt acquire printed (`--receipt`; a concurrency lease is released), or with
+    /// `--algorithm redisson` a number of permits, newest grants first.
     Release {
         #[command(flatten)]
-        target: Target,
+        named: Named,
         #[command(flatten)]
         algorithm: AlgorithmArgs,
-        /// Permits to give back to the Redisson-layout sliding log (with `--algorithm`, the receipt says).
-        #[arg(default_value_t = 1)]
-        permits: u32,
-        /// With `--algorithm`: the grant's receipt, as acquire printed it.
+        /// With redisson only: permits to give back [default: 1].
+        permits: Option<u32>,
+        /// The grant's receipt, as acquire printed it (not with redisson).
         #[arg(long, alias = "lease")]
         receipt: Option<String>,
     },
-    /// Delete the sliding-log limiter, or with another algorithm the identifier's state (`--id`).
+    /// Forget the identifier's state (`--id`), or with `--algorithm redisson` delete the limiter (rate and state).
     Delete {
         #[command(flatten)]
-        target: Target,
+        named: Named,
         #[command(flatten)]
         algorithm: AlgorithmArgs,
     },
-    /// Store a quota in Redis under the limiter's name: every limiter built as "stored" (`--algorithm stored`, the
-    /// Worker's stored rules) uses it from its next decision on, with no redeploy.
+    /// Store a quota in Redis under the limiter's name: every limiter built as stored (`--algorithm stored`, Rust's
+    /// `Limiter::stored`) uses it from its next decision on, with no redeploy.
     Configure {
         #[command(flatten)]
-        target: Target,
+        named: Named,
         #[command(flatten)]
-        algorithm: AlgorithmArgs,
+        quota: QuotaArgs,
         /// Remove the stored quota instead.
-        #[arg(long, conflicts_with_all = ["limit", "interval", "rate"])]
+        #[arg(long, conflicts_with_all = ["algorithm", "limit", "interval", "rate"])]
         remove: bool,
     },
 }
@@ -266,9 +265,9 @@ async fn run(command: Commands) -> Result<Option<Outcome>, String> {
             };
             return dev::run(config, shutdown_requested()).await.map(|()| None);
         }
-        Commands::Doctor { url, token } => Ok(doctor::run(&admin::endpoint(url, token)?).await),
+        Commands::Doctor { url, token } => doctor::run(&admin::endpoint(url, token)?).await,
         Commands::SetRate {
-            target,
+            named,
             rate,
             interval,
             keep_alive,
@@ -286,67 +285,33 @@ async fn run(command: Commands) -> Result<Option<Outcome>, String> {
                 (_, true) => SetHow::KeepState,
                 _ => SetHow::Replace,
             };
-            admin::set_rate(&target.limiter()?, rate, mode, how).await
+            let limiter = RateLimiter::new(named.client()?, &named.name).map_err(|e| e.to_string())?;
+            admin::set_rate(&limiter, rate, mode, how)
+                .await
+                .map_err(|e| e.to_string())?
         }
         Commands::Acquire {
-            target,
+            named,
             algorithm,
             permits,
             timeout,
-        } => {
-            if algorithm.is_sliding_log() {
-                admin::acquire(&target.limiter()?, permits, timeout).await
-            } else {
-                family::acquire(&target.family(&algorithm)?, &algorithm.id, permits, timeout).await
-            }
-        }
-        Commands::Permits { target, algorithm } => {
-            if algorithm.is_sliding_log() {
-                admin::permits(&target.limiter()?).await
-            } else {
-                family::permits(&target.family(&algorithm)?, &algorithm.id).await
-            }
-        }
-        Commands::Config { target, algorithm } => {
-            if algorithm.is_sliding_log() {
-                admin::config(&target.limiter()?).await
-            } else {
-                family::stored_config(&target.family(&algorithm)?).await
-            }
-        }
+        } => named.target(algorithm)?.acquire(permits, timeout).await?,
+        Commands::Permits { named, algorithm } => named.target(algorithm)?.permits().await?,
+        Commands::Config { named, algorithm } => named.target(algorithm)?.config().await?,
         Commands::Release {
-            target,
+            named,
             algorithm,
             permits,
             receipt,
-        } => {
-            if algorithm.is_sliding_log() {
-                admin::release(&target.limiter()?, permits).await
-            } else {
-                family::release(&target.family(&algorithm)?, &algorithm.id, receipt.as_deref()).await
-            }
-        }
-        Commands::Delete { target, algorithm } => {
-            if algorithm.is_sliding_log() {
-                admin::delete(&target.limiter()?).await
-            } else {
-                family::reset(&target.family(&algorithm)?, &algorithm.id).await
-            }
-        }
-        Commands::Configure {
-            target,
-            algorithm,
-            remove,
-        } => {
-            let quota = if remove { None } else { Some(algorithm.quota()?) };
-            let stored = AlgorithmArgs {
-                algorithm: family::Choice::Stored,
-                ..algorithm
-            };
-            family::configure(&target.family(&stored)?, quota).await
+        } => named.target(algorithm)?.release(permits, receipt.as_deref()).await?,
+        Commands::Delete { named, algorithm } => named.target(algorithm)?.delete().await?,
+        Commands::Configure { named, quota, remove } => {
+            let quota = if remove { None } else { Some(quota.quota()?) };
+            let limiter = Limiter::stored(named.client()?, &named.name).map_err(|e| e.to_string())?;
+            family::configure(&limiter, quota).await.map_err(|e| e.to_string())?
         }
     };
-    outcome.map(Some).map_err(|e| e.to_string())
+    Ok(Some(outcome))
 }
 
 async fn run_bridge(listen: SocketAddr, config: BridgeConfig) -> Result<(), String> {

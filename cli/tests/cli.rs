@@ -79,8 +79,9 @@ fn five_per_second_grants_five_denies_the_sixth_then_grants_after_retry_after() 
     let stack = DevStack::start();
     let (code, out, _) = stack.run(&["set-rate", "api", "--rate", "5", "--interval", "1s"]);
     assert_eq!((code, out), (0, serde_json::json!({"name": "api", "applied": true})));
+    let acquire = ["acquire", "api", "--algorithm", "redisson"];
     for remaining in (0..5).rev() {
-        let (code, out, _) = stack.run(&["acquire", "api"]);
+        let (code, out, _) = stack.run(&acquire);
         assert_eq!(code, 0, "{out}");
         assert_eq!(
             (out["success"].as_bool(), out["remaining"].as_u64()),
@@ -88,7 +89,7 @@ fn five_per_second_grants_five_denies_the_sixth_then_grants_after_retry_after() 
         );
         assert_eq!(out["retryAfter"], 0);
     }
-    let (code, denied, _) = stack.run(&["acquire", "api"]);
+    let (code, denied, _) = stack.run(&acquire);
     assert_eq!(code, 1, "{denied}");
     assert_eq!(denied["success"], false);
     let retry_after = denied["retryAfter"].as_u64().unwrap();
@@ -99,14 +100,14 @@ fn five_per_second_grants_five_denies_the_sixth_then_grants_after_retry_after() 
     );
 
     std::thread::sleep(Duration::from_millis(retry_after));
-    let (code, out, _) = stack.run(&["acquire", "api"]);
+    let (code, out, _) = stack.run(&acquire);
     assert_eq!(code, 0, "granted after waiting retryAfter: {out}");
 }
 
 #[test]
-fn the_other_commands_report_as_json_and_errors_say_what_to_do() {
+fn the_other_redisson_commands_report_as_json_and_errors_say_what_to_do() {
     let stack = DevStack::start();
-    let (code, _, stderr) = stack.run(&["acquire", "nothing"]);
+    let (code, _, stderr) = stack.run(&["acquire", "nothing", "--algorithm", "redisson"]);
     assert_eq!(code, 2);
     assert!(
         stderr.contains("has no rate") && stderr.contains("set-rate nothing"),
@@ -125,20 +126,19 @@ fn the_other_commands_report_as_json_and_errors_say_what_to_do() {
     ]);
     let (code, out, _) = stack.run(&["set-rate", "ops", "--rate", "99", "--interval", "1s", "--if-absent"]);
     assert_eq!((code, out["applied"].as_bool()), (0, Some(false)));
-    let (_, config, _) = stack.run(&["config", "ops"]);
+    let redisson = ["--algorithm", "redisson"];
+    let ops = |args: &[&str]| stack.run(&[&args[..2], &redisson, &args[2..]].concat());
+    let (_, config, _) = ops(&["config", "ops"]);
     assert_eq!(
         config,
         serde_json::json!({"rate": 10, "intervalMs": 60000, "keepAliveMs": 3600000, "mode": "overall"})
     );
 
-    assert_eq!(stack.run(&["acquire", "ops", "--permits", "4"]).0, 0);
-    assert_eq!(stack.run(&["permits", "ops"]).1, serde_json::json!({"available": 6}));
-    assert_eq!(
-        stack.run(&["release", "ops", "3"]).1,
-        serde_json::json!({"released": 3})
-    );
-    assert_eq!(stack.run(&["permits", "ops"]).1, serde_json::json!({"available": 9}));
-    let (code, _, stderr) = stack.run(&["acquire", "ops", "--permits", "11"]);
+    assert_eq!(ops(&["acquire", "ops", "--permits", "4"]).0, 0);
+    assert_eq!(ops(&["permits", "ops"]).1, serde_json::json!({"available": 6}));
+    assert_eq!(ops(&["release", "ops", "3"]).1, serde_json::json!({"released": 3}));
+    assert_eq!(ops(&["permits", "ops"]).1, serde_json::json!({"available": 9}));
+    let (code, _, stderr) = ops(&["acquire", "ops", "--permits", "11"]);
     assert_eq!(code, 2);
     assert!(stderr.contains("asked for 11 permits, but the limit is 10"), "{stderr}");
     let (code, _, stderr) = stack.run(&["set-rate", "ops", "--rate", "0", "--interval", "1s"]);
@@ -148,14 +148,14 @@ fn the_other_commands_report_as_json_and_errors_say_what_to_do() {
     assert_eq!(code, 2);
     assert!(stderr.contains("\"250ms\""), "{stderr}");
 
-    assert_eq!(stack.run(&["delete", "ops"]).1, serde_json::json!({"deleted": true}));
-    assert_eq!(stack.run(&["config", "ops"]).0, 1);
+    assert_eq!(ops(&["delete", "ops"]).1, serde_json::json!({"deleted": true}));
+    assert_eq!(ops(&["config", "ops"]).0, 1);
 }
 
 #[test]
 fn a_missing_endpoint_or_a_wrong_token_is_a_clear_error() {
     let output = Command::new(BIN)
-        .args(["permits", "api"])
+        .args(["permits", "api", "--algorithm", "redisson"])
         .env_remove("EDGELIMIT_URL")
         .env_remove("UPSTASH_REDIS_REST_URL")
         .output()
@@ -164,7 +164,18 @@ fn a_missing_endpoint_or_a_wrong_token_is_a_clear_error() {
     assert!(String::from_utf8_lossy(&output.stderr).contains("set EDGELIMIT_URL"));
 
     let stack = DevStack::start();
-    let (code, _, stderr) = stack.run(&["permits", "api", "--token", "wrong"]);
+    let (code, _, stderr) = stack.run(&[
+        "permits",
+        "api",
+        "--algorithm",
+        "gcra",
+        "--limit",
+        "1",
+        "--interval",
+        "1s",
+        "--token",
+        "wrong",
+    ]);
     assert_eq!(code, 2);
     assert!(stderr.contains("rejected the token"), "{stderr}");
 }
@@ -172,7 +183,14 @@ fn a_missing_endpoint_or_a_wrong_token_is_a_clear_error() {
 #[test]
 fn every_algorithm_from_the_command_line_and_a_stored_quota_changed_at_runtime() {
     let stack = DevStack::start();
-    for algorithm in ["token-bucket", "fixed-window", "sliding-window", "gcra", "concurrency"] {
+    for algorithm in [
+        "sliding-log",
+        "token-bucket",
+        "fixed-window",
+        "sliding-window",
+        "gcra",
+        "concurrency",
+    ] {
         let flags = [
             "--algorithm",
             algorithm,
@@ -257,6 +275,122 @@ fn every_algorithm_from_the_command_line_and_a_stored_quota_changed_at_runtime()
     let (code, _, stderr) = stack.run(&["acquire", "x", "--algorithm", "leaky-bucket"]);
     assert_eq!(code, 2);
     assert!(stderr.contains("token-bucket"), "{stderr}");
+}
+
+#[test]
+fn sliding_log_on_the_command_line_is_npms_sliding_log_and_redisson_is_a_limiter_apart() {
+    let stack = DevStack::start();
+    let flags = ["--limit", "2", "--interval", "1m", "--id", "ip-1"];
+    for spelling in ["sliding-log", "slidingLog"] {
+        let (code, out, _) = stack.run(&[&["acquire", "shared", "--algorithm", spelling][..], &flags].concat());
+        assert_eq!(code, 0, "{spelling}: {out}");
+        assert!(
+            out["receipt"].as_str().unwrap().contains('-'),
+            "a logged grant's receipt: {out}"
+        );
+    }
+    let (code, _, _) = stack.run(&[&["acquire", "shared", "--algorithm", "sliding_log"][..], &flags].concat());
+    assert_eq!(code, 1, "one limiter under the three spellings");
+
+    // What npm's `{ ...Ratelimit.slidingLog(2, "1 m"), name: "shared" }` decides with: the core's family sliding log.
+    let client = edgelimit::RestClient::new(&stack.url, "cli").unwrap();
+    let quota = edgelimit::limit::Quota::sliding_log(2, Duration::from_secs(60)).unwrap();
+    let npm = edgelimit::limit::Limiter::new(client.clone(), "shared", quota).unwrap();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let peek = runtime.block_on(npm.peek("ip-1", 1)).unwrap();
+    assert_eq!((peek.success, peek.remaining), (false, 0), "{peek:?}");
+
+    // The Redisson layout under the same name is another limiter, configured by set-rate.
+    let (code, _, stderr) = stack.run(&["permits", "shared", "--algorithm", "redisson"]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("has no rate"), "{stderr}");
+    stack.run(&["set-rate", "shared", "--rate", "3", "--interval", "1m"]);
+    let (_, out, _) = stack.run(&["permits", "shared", "--algorithm", "redisson"]);
+    assert_eq!(out, serde_json::json!({"available": 3}));
+    assert_eq!(runtime.block_on(npm.peek("ip-1", 1)).unwrap().remaining, 0);
+}
+
+#[test]
+fn a_missing_algorithm_and_flags_the_chosen_limiter_would_ignore_are_refused_before_any_request() {
+    // Nothing listens here: a request would fail as a transport error, not with these messages.
+    let run = |args: &[&str]| {
+        let output = Command::new(BIN)
+            .args(args)
+            .env("EDGELIMIT_URL", "http://127.0.0.1:1")
+            .env("EDGELIMIT_TOKEN", "t")
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        assert!(output.stdout.is_empty(), "{args:?}");
+        String::from_utf8(output.stderr).unwrap()
+    };
+    let gcra = ["--algorithm", "gcra", "--limit", "1", "--interval", "1s"];
+    let cases: &[(&[&str], &str)] = &[
+        (&["acquire", "api"], "name the limiter with --algorithm"),
+        (&["delete", "api"], "or redisson (the Redisson-layout limiter"),
+        (
+            &["acquire", "api", "--algorithm", "sliding-log"],
+            "is --algorithm redisson",
+        ),
+        (
+            &["permits", "api", "--algorithm", "redisson", "--limit", "5"],
+            "do not apply to --algorithm redisson",
+        ),
+        (
+            &["acquire", "api", "--algorithm", "redisson", "--id", "ip"],
+            "--id does not apply",
+        ),
+        (
+            &[&["acquire", "api", "--client-id", "c"][..], &gcra].concat(),
+            "--client-id applies to --algorithm redisson only",
+        ),
+        (
+            &["release", "api", "--algorithm", "redisson", "--receipt", "1:5"],
+            "--receipt applies to the family",
+        ),
+        (
+            &[&["release", "api", "2"][..], &gcra].concat(),
+            "applies to --algorithm redisson only",
+        ),
+        (
+            &[&["config", "api"][..], &gcra].concat(),
+            "config prints a configuration stored in Redis",
+        ),
+        (
+            &[
+                "acquire",
+                "api",
+                "--algorithm",
+                "fixed-window",
+                "--limit",
+                "1",
+                "--interval",
+                "1s",
+                "--rate",
+                "5",
+            ],
+            "--rate applies to token-bucket and gcra only",
+        ),
+        (
+            &["acquire", "api", "--algorithm", "stored", "--limit", "3"],
+            "drop --limit",
+        ),
+        (&["configure", "api", "--algorithm", "redisson"], "has no quota to give"),
+        (&["configure", "api", "--algorithm", "stored"], "has no quota to give"),
+        (
+            &["set-rate", "api", "--rate", "1", "--interval", "1s", "--client-id", "c"],
+            "unexpected argument",
+        ),
+        (
+            &["acquire", "api", "--algorithm", "leaky-bucket"],
+            "[possible values: sliding-log, token-bucket, fixed-window, sliding-window, gcra, concurrency, stored, \
+             redisson]",
+        ),
+    ];
+    for (args, expected) in cases {
+        let stderr = run(args);
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+    }
 }
 
 #[test]
