@@ -72,11 +72,13 @@ fn no_algorithm() -> String {
 /// The algorithm and its numbers, as flags: what `configure` stores, and what the limiter commands limit with.
 #[derive(Args, Debug, Clone, Default)]
 pub struct QuotaArgs {
-    /// The limiter: one of npm's algorithms by npm's name (`--algorithm sliding-log --limit 10 --interval 10s` decides
-    /// as `Ratelimit.slidingLog(10, "10 s")` with `name` NAME, on the same keys; `slidingLog` is accepted too),
-    /// `concurrency`, `stored`, or `redisson`. Required: npm's `Ratelimit` has no default algorithm either, and a
-    /// command without it used to mean the Redisson layout, now `redisson`, so an old command line is refused
-    /// rather than acting on other keys.
+    /// Which limiter, by the npm package's names (sliding-log is Ratelimit.slidingLog); required.
+    ///
+    /// `--algorithm sliding-log --limit 10 --interval 10s` decides as npm's `Ratelimit.slidingLog(10, "10 s")` with
+    /// `name` NAME, on the same keys; npm's camelCase (`slidingLog`) and the scripts' snake_case (`sliding_log`)
+    /// spellings are accepted too. Besides npm's algorithms: `concurrency`, `stored` and `redisson`. There is no
+    /// default: npm's `Ratelimit` has none either, and a command without `--algorithm` used to mean the Redisson
+    /// layout, now `redisson`, so an old command line is refused rather than acting on other keys.
     #[arg(long, value_enum)]
     pub algorithm: Option<AlgorithmName>,
     /// Capacity (token-bucket), burst (gcra), permits per interval (sliding-log, fixed-window, sliding-window), or
