@@ -20,10 +20,10 @@ pub enum Error {
 
     /// The limiter has no rate: it was never set, or its configuration expired after its keep-alive.
     #[error(
-        "limiter {name:?} has no rate: set one first (a sliding log: `edgelimit set-rate {name} --rate N \
+        "limiter {name:?} has no rate: set one first (the Redisson layout: `edgelimit set-rate {name} --rate N \
              --interval 1s` or try_set_rate; a stored quota: `edgelimit configure {name} --algorithm gcra --limit N \
-             --interval 1s` or store_quota); a sliding-log configuration with a keep-alive vanishes after that long \
-             unused"
+             --interval 1s` or store_quota); a Redisson-layout configuration with a keep-alive vanishes after that \
+             long unused"
     )]
     NotInitialized {
         /// The limiter's name.

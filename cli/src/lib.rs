@@ -7,7 +7,7 @@
 //!
 //! | module | concept |
 //! |---|---|
-//! | [`admin`] | the operator commands on a sliding-log limiter: set-rate, acquire, permits, config, release, delete |
+//! | [`admin`] | the operator commands on every limiter: set-rate (the Redisson layout), configure, acquire, permits, config, release, delete |
 //! | [`family`] | the same commands for the algorithm family (`--algorithm`), and `configure` to store a quota in Redis |
 //! | [`bridge`] | the REST bridge: routes, auth, JSON<->RESP, script shebang compatibility, the Redis link |
 //! | [`redis_server`] | a real `redis-server` child process on a loopback port (dev stack and tests) |
