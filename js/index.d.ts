@@ -26,7 +26,7 @@
 export type Duration = `${number}${"ms" | "s" | "m" | "h" | "d"}` | `${number} ${string}` | string;
 
 /** The algorithm names limiter descriptions carry (the factories fill them in). */
-export type Algorithm = "sliding_log" | "fixed_window" | "sliding_window" | "token_bucket" | "gcra";
+export type Algorithm = "sliding_log" | "fixed_window" | "sliding_window" | "token_bucket" | "gcra" | "concurrency";
 
 /**
  * A limit, as the factories of {@link Ratelimit} build it. Plain data: spread it to rename it, e.g.
@@ -239,6 +239,15 @@ export declare class Ratelimit {
   static gcra(rate: number, interval: Duration, burst?: number): Limiter;
 
   /**
+   * At most `limit` permits held at once (Stripe's "N in flight"): a grant is a lease, its `receipt` the lease.
+   * Give it back with {@link Ratelimit.refund} when the work is done; a lease not given back frees by itself
+   * `leaseTimeout` after it was granted, so a crashed holder cannot leak capacity. A denial's `retryAfter` is an
+   * upper bound (holders may give back sooner).
+   * @example const lease = await ratelimit.limit("upload"); try { … } finally { await ratelimit.refund("upload", lease.receipt!); }
+   */
+  static concurrency(limit: number, leaseTimeout: Duration): Limiter;
+
+  /**
    * Takes `permits` for `identifier` if every limit allows it now. One round trip, or none when the block cache
    * knows the answer.
    * @param identifier Whose budget: an IP, a user id, an API key. Any string works and is exact: up to 200 bytes of
@@ -352,7 +361,7 @@ export interface HeldGrant {
  */
 export type LimitState = LimitStateBase &
   (
-    | { algorithm: "sliding_log"; held: number; grants: HeldGrant[] }
+    | { algorithm: "sliding_log" | "concurrency"; held: number; grants: HeldGrant[] }
     | { algorithm: "fixed_window"; windowStart: number; windowEnd: number; count: number }
     | {
         algorithm: "sliding_window";

@@ -43,6 +43,14 @@ export class Ratelimit {
     return limiter("gcra", burst, interval, rate);
   }
 
+  /**
+   * At most `limit` permits held at once: a grant is a lease, given back with `refund(identifier, receipt)` when the
+   * work is done, or freed by itself `leaseTimeout` after it was granted (so a crashed holder leaks nothing).
+   */
+  static concurrency(limit, leaseTimeout) {
+    return limiter("concurrency", limit, leaseTimeout);
+  }
+
   limit(identifier, options) {
     return this.#core.limit(identifier, options);
   }

@@ -276,3 +276,18 @@ test("rateLimiter(name): the Redisson-style handle, every method", async () => {
 function pick(decision) {
   return [decision.success, decision.remaining];
 }
+
+test("concurrency: a grant is a lease; refunding it frees the slot, and a denial is not cached", async () => {
+  const slots = ratelimit(Ratelimit.concurrency(2, "1 m"));
+  const [first, second] = [await slots.limit("upload"), await slots.limit("upload")];
+  assert.deepEqual([first.success, second.success, first.remaining, second.remaining], [true, true, 1, 0]);
+  const full = await slots.limit("upload");
+  assert.deepEqual([full.success, full.reason], [false, "decided"]);
+  assert.ok(full.retryAfter > 0 && full.retryAfter <= 60_000, "an upper bound: the first lease's timeout");
+  const released = await slots.refund("upload", first.receipt);
+  assert.deepEqual([released.success, released.results[0].remaining], [true, 1]);
+  // Not answered from the block cache: the slot given back is taken at once.
+  const again = await slots.limit("upload");
+  assert.deepEqual([again.success, again.reason], [true, "decided"]);
+  assert.equal((await slots.refund("upload", first.receipt)).success, false, "a lease is given back once");
+});
