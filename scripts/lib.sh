@@ -13,3 +13,45 @@ has_rustup_wasm_target() {
 pinned_wasm_bindgen_version() {
     sed -n 's/^wasm-bindgen = "=\([0-9.]*\)"/\1/p' Cargo.toml
 }
+
+WASM_TARGET=wasm32-unknown-unknown
+
+# Where wasm_cargo's artifacts go: Debian's route has its own target dir, so that a different rustc neither
+# invalidates nor reuses the rustup build's artifacts.
+wasm_target_dir() {
+    if has_rustup_wasm_target; then echo target; else echo target/debian-wasm; fi
+}
+
+# `cargo SUBCOMMAND --target wasm32-unknown-unknown ARGS...` (build, clippy) on the route this machine has: rustup's
+# wasm32 target where one is installed (users' machines), else Debian's rustc-web with -Zbuild-std, which builds std
+# for wasm from source (rustup cannot download targets on every machine).
+#
+# On Debian's route std is built from source, so it is built for size too (each flag measured in the README, "Why
+# the wasm is this size"): panics abort at once without formatting a message (none is shown on wasm32 anyway: there
+# is no panic hook; the Worker logs the trap and starts a fresh instance); no file/line strings; #[derive(Debug)]
+# prints only names (no message prints a derived Debug: the `{:?}` in messages are strings and Durations, whose
+# Debug is written by hand and unchanged); std's smaller algorithms (optimize_for_size); and no reference types,
+# because Debian's wasm-opt (binaryen 108) cannot read the table.fill that wasm-bindgen emits for them. Clippy
+# gets the same flags, so it checks the code that ships.
+wasm_cargo() {
+    local subcommand=$1
+    shift
+    if has_rustup_wasm_target; then
+        step "wasm: cargo $subcommand with rustup's $WASM_TARGET target"
+        cargo "$subcommand" --target "$WASM_TARGET" "$@"
+        return
+    fi
+    step "wasm: cargo $subcommand with Debian's rustc-web and -Zbuild-std"
+    local tool
+    for tool in /usr/bin/cargo /usr/bin/rustc /usr/bin/rust-lld; do
+        [[ -x $tool ]] || { echo "missing $tool: run scripts/setup (installs rustc-web cargo-web rust-web-src rust-web-llvm lld-22)" >&2; return 1; }
+    done
+    if [[ $subcommand == clippy && ! -x /usr/bin/cargo-clippy ]]; then
+        echo "missing /usr/bin/cargo-clippy: run scripts/setup (installs rust-web-clippy)" >&2
+        return 1
+    fi
+    env RUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc RUSTC_BOOTSTRAP=1 PATH="/usr/bin:$PATH" \
+        RUSTFLAGS="${RUSTFLAGS:-} -Ctarget-feature=-reference-types -Zlocation-detail=none -Zfmt-debug=shallow -Zunstable-options -Cpanic=immediate-abort" \
+        /usr/bin/cargo "$subcommand" --target "$WASM_TARGET" --target-dir "$(wasm_target_dir)" \
+        -Zbuild-std=std,panic_abort -Zbuild-std-features=optimize_for_size "$@"
+}

@@ -28,6 +28,13 @@ use crate::error::{Error, Result};
 use crate::rest::Command;
 use crate::value::Value;
 
+/// Runs when the module is instantiated, and again in each fresh instance after a trap. It has nothing to do: it
+/// exists because wasm-bindgen's reset-state function (`__wbg_reset_state`, which the Worker calls after a trap)
+/// always calls the module's start export, and a module built without reference types (scripts/build-wasm, for
+/// Debian's wasm-opt) has one only when the crate declares a start function.
+#[wasm_bindgen(start)]
+fn start() {}
+
 /// Turns a core error into a JS `Error` with a stable `code`, and `storeUnavailable`: whether it is one of the
 /// failures a failure policy may absorb ([`Error::is_store_unavailable`]).
 fn to_js_error(error: Error) -> JsValue {
