@@ -3,8 +3,9 @@
 // all decided by the wasm core (src/gate, src/wasm/gate.rs). Configuration: wrangler.toml [vars] ORIGIN,
 // EDGELIMIT_URL, RULES (and EDGELIMIT_PREFIX), the secret EDGELIMIT_TOKEN. See the README's "The Worker" section.
 import { env } from "cloudflare:workers";
-import wasmModule from "../pkg/core_bg.wasm";
-import { GateCore, initSync, __wbg_reset_state as resetWasmState } from "../pkg/core.js";
+// The Worker's own build of the core (scripts/build-wasm): the npm package's classes left out.
+import wasmModule from "./wasm/core_bg.wasm";
+import { GateCore, initSync, __wbg_reset_state as resetWasmState } from "./wasm/core.js";
 
 initSync({ module: wasmModule });
 

@@ -130,11 +130,15 @@ pub struct NodeRunner {
 }
 
 /// What the drivers need, and how to get it.
-const PREREQUISITES: [(&str, &str); 4] = [
+const PREREQUISITES: [(&str, &str); 5] = [
     ("node_modules/@upstash/ratelimit", "run `npm ci` (or scripts/setup)"),
     ("node_modules/miniflare", "run `npm ci` (or scripts/setup)"),
     ("node_modules/wrangler", "run `npm ci` (or scripts/setup)"),
     ("pkg/core_bg.wasm", "build the npm package with scripts/build-wasm"),
+    (
+        "worker/wasm/core_bg.wasm",
+        "build the Worker's module with scripts/build-wasm",
+    ),
 ];
 
 impl NodeRunner {

@@ -4,7 +4,7 @@
 
 use wasm_bindgen::prelude::*;
 
-use super::ratelimit::{as_config_error, limits_of};
+use super::limits::{as_config_error, limits_of};
 use super::{describe, duration, field, given, object, string, to_js_error};
 use crate::error::{Error, Result};
 use crate::gate::{Gate, KeySource, ListEntry, RequestMatch, Route, Rule, Verdict};

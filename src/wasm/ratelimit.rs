@@ -3,61 +3,15 @@
 
 use wasm_bindgen::prelude::*;
 
+use super::limits::{as_config_error, limits_of};
 use super::sliding_log::JsRateLimiter;
-use super::{
-    decision_object, duration, field, given, milliseconds, number, object, permits_in, string, to_js_error, whole,
-};
+use super::values::{decision_object, milliseconds, number, permits_in};
+use super::{field, given, object, string, to_js_error, whole};
 use crate::error::{Error, Result};
 use crate::identifier::Identifier;
-use crate::limit::{Algorithm, LimitState, Quota, Receipt, StateDetail};
-use crate::ratelimit::{Limit, OnError, Options, Outcome, Ratelimit};
+use crate::limit::{LimitState, Receipt, StateDetail};
+use crate::ratelimit::{OnError, Options, Outcome, Ratelimit};
 use crate::rest::RestClient;
-
-/// Options errors are the configuration's: report them as such.
-pub(super) fn as_config_error(error: Error) -> Error {
-    match error {
-        Error::InvalidArgument(message) => Error::InvalidConfig(message),
-        other => other,
-    }
-}
-
-/// A limit as the factories (`Ratelimit.slidingWindow(10, "1 s")`, …) build it:
-/// `{algorithm, limit, interval, rate?, name?}`.
-fn limit_of(value: &JsValue, what: &str) -> Result<Limit> {
-    if !value.is_object() {
-        return Err(Error::InvalidArgument(format!(
-            "{what} must be a limiter from a factory, like Ratelimit.slidingWindow(10, \"1 s\"), got {}",
-            super::describe(value)
-        )));
-    }
-    let algorithm: Algorithm = string(&field(value, "algorithm"), &format!("{what}.algorithm"))?.parse()?;
-    let limit = whole(&field(value, "limit"), &format!("{what}.limit"), 1, u32::MAX.into())? as u32;
-    let interval = duration(&field(value, "interval"), &format!("{what}.interval"))?;
-    let rate = match given(&field(value, "rate")) {
-        None => limit,
-        Some(rate) => whole(rate, &format!("{what}.rate"), 1, u32::MAX.into())? as u32,
-    };
-    let name = given(&field(value, "name"))
-        .map(|name| string(name, &format!("{what}.name")))
-        .transpose()?;
-    Ok(Limit {
-        quota: Quota::new(algorithm, limit, interval, rate)?,
-        name,
-    })
-}
-
-/// One limit, or an array of them.
-pub(super) fn limits_of(value: &JsValue, what: &str) -> Result<Vec<Limit>> {
-    if js_sys::Array::is_array(value) {
-        js_sys::Array::from(value)
-            .iter()
-            .enumerate()
-            .map(|(i, item)| limit_of(&item, &format!("{what}[{i}]")))
-            .collect()
-    } else {
-        Ok(vec![limit_of(value, what)?])
-    }
-}
 
 /// `cache`: `true`/absent (10 000 entries), `false`/`0` (off), or a number of entries.
 fn cache_entries(value: &JsValue) -> Result<usize> {

@@ -4,7 +4,8 @@ use std::time::Duration;
 
 use wasm_bindgen::prelude::*;
 
-use super::{command, to_js_error, to_js_value, words};
+use super::to_js_error;
+use super::values::{command, to_js_value, words};
 use crate::rest;
 use crate::script::Script;
 

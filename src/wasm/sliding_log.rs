@@ -3,7 +3,8 @@
 
 use wasm_bindgen::prelude::*;
 
-use super::{decision_object, duration, field, given, milliseconds, number, object, permits, string, to_js_error};
+use super::values::{decision_object, milliseconds, number, permits};
+use super::{duration, field, given, object, string, to_js_error};
 use crate::error::{Error, Result};
 use crate::rest::RestClient;
 use crate::sliding_log::{Mode, Rate, RateLimiter};

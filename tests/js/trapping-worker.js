@@ -3,8 +3,8 @@
 // allocator with an impossible size, which aborts — a genuine `unreachable` trap unwinding out of the core with the
 // gate still borrowed, as a Rust panic would. Requests with `x-trap: 1` arm it.
 import shim from "../../worker/index.js";
-import wasmModule from "../../pkg/core_bg.wasm";
-import { initSync } from "../../pkg/core.js";
+import wasmModule from "../../worker/wasm/core_bg.wasm";
+import { initSync } from "../../worker/wasm/core.js";
 
 let armed = false;
 const get = Headers.prototype.get;

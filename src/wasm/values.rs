@@ -1,0 +1,102 @@
+//! The npm package's conversions between JS values and the core's: replies as `@upstash/redis` returns them,
+//! commands, permits, durations in ms, decisions. Only the package's classes use them (the Worker's build has none).
+
+use std::time::Duration;
+
+use wasm_bindgen::prelude::*;
+
+use super::{describe, field, given, object, whole};
+use crate::decision::Decision;
+use crate::error::{Error, Result};
+use crate::rest::Command;
+use crate::value::Value;
+
+/// Largest integer a JS number holds exactly; larger replies become BigInt.
+pub(super) const MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
+
+/// Turns a reply into the JS value `@upstash/redis` users expect: `null`, a number (BigInt beyond 2^53), a string
+/// (a `Uint8Array` when the bytes are not UTF-8), or an array of those.
+pub(super) fn to_js_value(value: Value) -> JsValue {
+    match value {
+        Value::Nil => JsValue::NULL,
+        Value::Int(n) if (-MAX_SAFE_INTEGER..=MAX_SAFE_INTEGER).contains(&n) => JsValue::from_f64(n as f64),
+        Value::Int(n) => js_sys::BigInt::from(n).into(),
+        Value::Bytes(bytes) => match String::from_utf8(bytes) {
+            Ok(text) => text.into(),
+            Err(e) => js_sys::Uint8Array::from(e.as_bytes()).into(),
+        },
+        Value::Array(items) => items.into_iter().map(to_js_value).collect::<js_sys::Array>().into(),
+    }
+}
+
+/// Reads a JS array of strings and integers into words.
+pub(super) fn words(array: &js_sys::Array, what: &str) -> Result<Vec<String>, Error> {
+    array
+        .iter()
+        .enumerate()
+        .map(|(i, word)| match (word.as_string(), word.as_f64()) {
+            (Some(text), _) => Ok(text),
+            (None, Some(n)) if n.fract() == 0.0 && n.abs() <= MAX_SAFE_INTEGER as f64 => Ok(format!("{n:.0}")),
+            _ => Err(Error::InvalidArgument(format!(
+                "{what}[{i}] must be a string or an integer, got {}",
+                describe(&word)
+            ))),
+        })
+        .collect()
+}
+
+pub(super) fn command(array: &js_sys::Array) -> Result<Command, Error> {
+    let words = words(array, "command")?;
+    let (name, args) = words
+        .split_first()
+        .ok_or_else(|| Error::InvalidArgument("a command needs at least its name, e.g. [\"PING\"]".into()))?;
+    Ok(Command::new(name).args(args))
+}
+
+/// A JS number for a count or a time in ms (all far below 2^53, where numbers are exact).
+pub(super) fn number(n: u64) -> JsValue {
+    JsValue::from_f64(n as f64)
+}
+
+/// Permits: a whole number from 1, `1` when `undefined`.
+pub(super) fn permits(value: &JsValue) -> Result<u32> {
+    match given(value) {
+        None => Ok(1),
+        Some(value) => whole(value, "permits", 1, u32::MAX.into()).map(|n| n as u32),
+    }
+}
+
+/// `options.permits` from an options object such as `{ permits: 2 }`; 1 when the options or the field are absent.
+pub(super) fn permits_in(options: &JsValue) -> Result<u32> {
+    let Some(options) = given(options) else {
+        return Ok(1);
+    };
+    if !options.is_object() {
+        return Err(Error::InvalidArgument(format!(
+            "options must be an object like {{ permits: 2 }}, got {}",
+            describe(options)
+        )));
+    }
+    permits(&field(options, "permits"))
+}
+
+/// Milliseconds given as a number (timeouts, as JS APIs take them).
+pub(super) fn milliseconds(value: &JsValue, what: &str) -> Result<Duration> {
+    whole(value, &format!("{what} (ms)"), 0, u32::MAX.into()).map(Duration::from_millis)
+}
+
+/// A decision as JS sees it: `{success, limit, remaining, reset, retryAfter}`, plus `receipt` for a grant (what
+/// `refund` takes to give it back).
+pub(super) fn decision_object(decision: &Decision) -> JsValue {
+    let object = object(&[
+        ("success", decision.success.into()),
+        ("limit", number(decision.limit)),
+        ("remaining", number(decision.remaining)),
+        ("reset", number(decision.reset)),
+        ("retryAfter", number(decision.retry_after)),
+    ]);
+    if let Some(receipt) = decision.receipt {
+        let _ = js_sys::Reflect::set(&object, &"receipt".into(), &receipt.to_string().into());
+    }
+    object
+}
