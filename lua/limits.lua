@@ -732,7 +732,7 @@ end
 --
 -- State: a log of grants (zset_member.lua, zset_log.lua) where every grant frees at exactly grant time + interval: a
 -- concurrency lease that is never released early. So the wait for a denied request is exact, and the key expires
--- when the newest grant leaves the window. Unlike src/sliding_log (Redisson's layout, one config shared by name),
+-- when the newest grant leaves the window. Unlike src/redisson (Redisson's layout, one config shared by name),
 -- the quota comes with each request, so one script limits any identifier next to the other algorithms.
 
 -- How driver.lua runs an algorithm: its file's two sections (see prelude.lua) spliced into one function per

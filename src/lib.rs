@@ -11,7 +11,7 @@
 //!
 //! | module | concept |
 //! |---|---|
-//! | [`sliding_log`] | the sliding log (Redisson's `RRateLimiter`, fixed): rates, the limiter handle |
+//! | [`redisson`] | the Redisson layout: Redisson's `RRateLimiter` (a named sliding log shared with Java services), fixed: rates, the limiter handle |
 //! | [`limit`] | the algorithm family (token bucket, fixed and sliding window, GCRA, concurrency, sliding log), several limits in one round trip, and their reference [`limit::model`] |
 //! | [`gate`] | the Cloudflare Worker's decisions: rules, request matching, client keys, RateLimit fields |
 //! | [`ratelimit`] | what the npm package's `Ratelimit` does: limits per identifier, the block cache, the failure policy |
@@ -49,9 +49,9 @@ pub mod limit;
 pub mod lua;
 pub mod ratelimit;
 pub mod receipt;
+pub mod redisson;
 pub mod rest;
 pub mod script;
-pub mod sliding_log;
 pub mod time;
 mod unique_id;
 pub mod value;
@@ -64,7 +64,7 @@ pub use duration::parse_duration;
 pub use error::{Error, Result};
 pub use identifier::Identifier;
 pub use limit::{Algorithm, Decisions, Lease, Limiter, Quota, Receipt};
+pub use redisson::{Mode, Rate, RateConfig, RateLimiter};
 pub use rest::{Command, RestClient};
 pub use script::Script;
-pub use sliding_log::{Mode, Rate, RateConfig, RateLimiter};
 pub use value::Value;

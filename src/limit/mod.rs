@@ -2,8 +2,8 @@
 //! decided by one atomic script on the Redis server's clock, and several limits decided together in one round trip.
 //!
 //! The family's sliding log ([`Algorithm::SlidingLog`]) is exact like the Redisson-compatible
-//! [`crate::sliding_log`], but takes its quota inline (or stored) and limits each identifier on its own key, like the
-//! other algorithms here; [`crate::sliding_log`] keeps Redisson's layout, one named config shared by every caller.
+//! [`crate::redisson`], but takes its quota inline (or stored) and limits each identifier on its own key, like the
+//! other algorithms here; [`crate::redisson`] keeps Redisson's layout, one named config shared by every caller.
 //!
 //! A [`Limiter`] is a named limit, with its [`Quota`] given in code or stored in Redis (so operators change it at
 //! runtime, without redeploying anything). It limits many identifiers (an IP, an API key, a user): each has its own

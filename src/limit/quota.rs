@@ -14,7 +14,7 @@ use crate::script::Script;
 const MAX_LIMIT_TIMES_INTERVAL: u64 = 1 << 52;
 
 /// The rate-limiting algorithms of the family. The Redisson-compatible sliding log, whose config is stored once under
-/// its name, is a separate module, [`crate::sliding_log`]; [`Algorithm::SlidingLog`] is the family's own.
+/// its name, is a separate module, [`crate::redisson`]; [`Algorithm::SlidingLog`] is the family's own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Algorithm {
@@ -36,9 +36,9 @@ pub enum Algorithm {
     /// exactly `interval` after it was made. Exact, with an exact `retry_after`, at the cost of one zset member per
     /// grant in the window (whatever its permits: a weighted decision costs what a single permit does).
     ///
-    /// It decides exactly as [`crate::sliding_log`] does, but is shaped like the rest of the family: the quota comes
+    /// It decides exactly as [`crate::redisson`] does, but is shaped like the rest of the family: the quota comes
     /// with each request (or from a stored quota) and each identifier has its own state key, so it limits any
-    /// identifier and combines with other limits in [`limit_all`](super::limit_all). [`crate::sliding_log`] keeps
+    /// identifier and combines with other limits in [`limit_all`](super::limit_all). [`crate::redisson`] keeps
     /// Redisson's `RRateLimiter` layout instead (a named config shared by every caller, state under that name), so
     /// that Java services using Redisson can share its limiters.
     SlidingLog,

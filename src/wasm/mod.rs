@@ -9,7 +9,7 @@
 //! | [`limits`] | (no class) limits as JS describes them, for `Ratelimit` and the Worker's rules |
 //! | [`values`] | (no class) the package's conversions: replies, commands, permits, decisions |
 //! | [`ratelimit`] | `RatelimitCore`: `Ratelimit`'s decisions, cache and failure policy |
-//! | [`sliding_log`] | `RateLimiterCore`: the Redisson-style handle on a named sliding log |
+//! | [`redisson`] | `RateLimiterCore`: the Redisson-style handle on a named sliding log |
 //!
 //! Errors cross into JS as `Error` objects whose `name` is `EdgelimitError` and whose `code` is [`Error::code`], so
 //! JS callers branch on a stable string rather than on message text. Values from JS are read through the checked
@@ -22,9 +22,9 @@ mod limits;
 #[cfg(feature = "package")]
 mod ratelimit;
 #[cfg(feature = "package")]
-mod rest_client;
+mod redisson;
 #[cfg(feature = "package")]
-mod sliding_log;
+mod rest_client;
 #[cfg(feature = "package")]
 mod values;
 

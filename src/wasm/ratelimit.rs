@@ -4,7 +4,7 @@
 use wasm_bindgen::prelude::*;
 
 use super::limits::{as_config_error, limits_of};
-use super::sliding_log::JsRateLimiter;
+use super::redisson::JsRateLimiter;
 use super::values::{decision_object, milliseconds, number, permits_in};
 use super::{field, given, object, string, to_js_error, whole};
 use crate::error::{Error, Result};

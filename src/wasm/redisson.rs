@@ -6,8 +6,8 @@ use wasm_bindgen::prelude::*;
 use super::values::{decision_object, milliseconds, number, permits};
 use super::{duration, field, given, object, string, to_js_error};
 use crate::error::{Error, Result};
+use crate::redisson::{Mode, Rate, RateLimiter};
 use crate::rest::RestClient;
-use crate::sliding_log::{Mode, Rate, RateLimiter};
 
 /// How long `acquire` waits when the caller gives no timeout.
 const DEFAULT_ACQUIRE_TIMEOUT_MS: u64 = 10_000;

@@ -1,4 +1,5 @@
-//! The sliding log: Redisson's `RRateLimiter`, done right.
+//! The Redisson layout: Redisson's `RRateLimiter`, a sliding log under a named config that Java services share,
+//! done right. (The algorithm family's own sliding log, on any identifier, is `limit::Algorithm::SlidingLog`.)
 //!
 //! Every grant is logged with its time; a request is granted when the permits logged within the last interval plus
 //! the request stay within the rate. It is the most exact limiter (no boundary bursts, no approximation) and it keeps
