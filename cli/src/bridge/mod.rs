@@ -9,6 +9,10 @@
 //! Every request needs `Authorization: Bearer <token>` (HTTP 401 otherwise). Browsers may call it from the origins
 //! given with `--cors-origin` ([`CorsOrigins`]). When Redis cannot be reached the
 //! bridge answers HTTP 503 `{"error": …}` and keeps trying to reconnect; it never needs a restart.
+//!
+//! No request can take the bridge down: every handler checks its input and answers a JSON error instead of
+//! panicking, and should one panic all the same, the panic is caught for that request alone (HTTP 500 `{"error": …}`)
+//! when the bridge is built with `panic = "unwind"` (cargo's `--profile bridge`; `--release` aborts, for the wasm).
 
 mod auth;
 mod cors;
@@ -18,6 +22,7 @@ mod policy;
 mod redis_link;
 mod shebang;
 
+use std::any::Any;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -31,6 +36,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
 use serde_json::{json, Value as JsonValue};
+use tower_http::catch_panic::CatchPanicLayer;
 
 use self::auth::TokenCheck;
 pub use self::cors::CorsOrigins;
@@ -107,27 +113,60 @@ pub async fn serve(
         url: config.redis_url.clone(),
         source,
     })?;
+    if cfg!(panic = "abort") {
+        eprintln!(
+            "edgelimit bridge: WARNING: built with panic = \"abort\" (cargo --release): a bug that panics on one \
+             request would end the bridge for every client; build it with `cargo build --profile bridge`"
+        );
+    }
     let bridge = Arc::new(Bridge {
         redis,
         tokens: TokenCheck::new(&config.token),
         aliases: ScriptAliases::default(),
     });
     tokio::spawn(warn_if_redis_evicts(bridge.clone()));
-    let app = Router::new()
+    let app = app(routes(), bridge, config.max_request_bytes, config.cors_origins);
+    axum::serve(listener, app).with_graceful_shutdown(shutdown).await?;
+    Ok(())
+}
+
+/// The protocol's routes.
+fn routes() -> Router<Arc<Bridge>> {
+    Router::new()
         .route("/", post(single))
         .route("/pipeline", post(pipeline))
         .route("/multi-exec", post(multi_exec))
+}
+
+/// `routes` behind the bridge's layers, innermost first: JSON answers to unknown routes and methods, the token check,
+/// the body cap, the panic catch, CORS.
+fn app(
+    routes: Router<Arc<Bridge>>,
+    bridge: Arc<Bridge>,
+    max_request_bytes: usize,
+    cors_origins: CorsOrigins,
+) -> Router {
+    routes
         .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn_with_state(bridge.clone(), authenticate))
-        .layer(DefaultBodyLimit::max(config.max_request_bytes))
+        .layer(DefaultBodyLimit::max(max_request_bytes))
+        // A panic in any handler is that request's HTTP 500, not the end of the process (with panic = "unwind").
+        // Inside the CORS layer, so that a page can read the error too.
+        .layer(CatchPanicLayer::custom(panic_response))
         // Outermost, so that preflights are answered before the token check.
-        .layer(middleware::from_fn_with_state(
-            Arc::new(config.cors_origins),
-            cors::cors,
-        ))
-        .with_state(bridge);
-    axum::serve(listener, app).with_graceful_shutdown(shutdown).await?;
-    Ok(())
+        .layer(middleware::from_fn_with_state(Arc::new(cors_origins), cors::cors))
+        .with_state(bridge)
+}
+
+/// The answer to a request whose handler panicked. The panic's message went to stderr (the panic hook); the client
+/// learns only that this one request failed.
+fn panic_response(_panic: Box<dyn Any + Send + 'static>) -> Response {
+    Failure::new(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "the bridge failed on this request (a bug, logged on the bridge's stderr); other requests are unaffected",
+    )
+    .into_response()
 }
 
 /// Warns on stderr, once at start-up, when Redis evicts keys under memory pressure: an evicted limiter key is a fresh
@@ -191,6 +230,13 @@ async fn not_found() -> Failure {
     Failure::new(
         StatusCode::NOT_FOUND,
         "no such route: POST a command to /, /pipeline or /multi-exec",
+    )
+}
+
+async fn method_not_allowed() -> Failure {
+    Failure::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "only POST is served: POST a command to /, /pipeline or /multi-exec",
     )
 }
 
@@ -275,7 +321,12 @@ async fn single(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<JsonValue>, Failure> {
     let words = json::command(&parse_body(body)?).map_err(Failure::bad_request)?;
-    let (command, loaded_sha) = bridge.prepare(vec![words])?.remove(0);
+    let Some((command, loaded_sha)) = bridge.prepare(vec![words])?.pop() else {
+        return Err(Failure::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the bridge prepared no command for this request (a bug)",
+        ));
+    };
     let mut connection = bridge.connection().await?;
     let value = command
         .query_async::<redis::Value>(&mut connection)
@@ -336,4 +387,62 @@ async fn batch(
         })
         .collect();
     Ok(Json(JsonValue::Array(items)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::future::IntoFuture;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// POSTs an empty body with the token over a fresh connection; the status line and the body.
+    async fn post_to(address: std::net::SocketAddr, path: &str) -> (String, String) {
+        let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+        let request = format!(
+            "POST {path} HTTP/1.1\r\nHost: bridge\r\nAuthorization: Bearer t\r\nContent-Length: 0\r\n\
+             Connection: close\r\n\r\n"
+        );
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).await.unwrap();
+        let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+        (head.lines().next().unwrap_or_default().to_owned(), body.to_owned())
+    }
+
+    /// The bridge's own layers around a route that panics (it exists only here: the bridge has no way to panic on
+    /// purpose). Test builds unwind, as `--profile bridge` does.
+    #[tokio::test]
+    async fn a_panicking_handler_answers_500_in_json_and_the_bridge_keeps_serving() {
+        let bridge = Arc::new(Bridge {
+            redis: RedisLink::new("redis://127.0.0.1:1", Duration::from_millis(200)).unwrap(),
+            tokens: TokenCheck::new("t"),
+            aliases: ScriptAliases::default(),
+        });
+        let routes = routes().route(
+            "/panic",
+            post(|| async {
+                if true {
+                    panic!("a handler panicked on purpose, in a test");
+                }
+                "unreachable"
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let server =
+            tokio::spawn(axum::serve(listener, app(routes, bridge, 1024, CorsOrigins::default())).into_future());
+        for _ in 0..3 {
+            let (status, body) = post_to(address, "/panic").await;
+            assert!(status.contains(" 500 "), "{status}");
+            let body: JsonValue = serde_json::from_str(&body).unwrap();
+            assert!(body["error"]
+                .as_str()
+                .unwrap()
+                .contains("other requests are unaffected"));
+        }
+        let (status, body) = post_to(address, "/nowhere").await;
+        assert!(status.contains(" 404 "), "{status} {body}");
+        assert!(!server.is_finished());
+        server.abort();
+    }
 }

@@ -7,7 +7,7 @@
 //! answers `NOSCRIPT`, the client falls back to `EVAL`, and the mapping is learnt again.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use super::json::Words;
 
@@ -27,12 +27,12 @@ pub struct ScriptAliases {
 
 /// The script text with Upstash-only flags removed, or `None` when it needs no change.
 pub fn strip_upstash_flags(script: &[u8]) -> Option<Vec<u8>> {
-    let mut line_end = script.iter().position(|&b| b == b'\n').unwrap_or(script.len());
-    // A CRLF line keeps its CR with the rest of the text, so the body stays byte-for-byte the same.
-    if line_end > 0 && script[line_end - 1] == b'\r' {
-        line_end -= 1;
-    }
-    let first_line = std::str::from_utf8(&script[..line_end]).ok()?;
+    // The first line, without its LF and, on a CRLF line, without its CR: the CR stays with the rest of the text, so
+    // the body stays byte-for-byte the same. Slices are taken with checked calls only: no script can panic here.
+    let line = script.split(|&b| b == b'\n').next().unwrap_or_default();
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let body = script.get(line.len()..)?;
+    let first_line = std::str::from_utf8(line).ok()?;
     let rest = first_line.strip_prefix("#!lua")?;
     let mut kept_options = Vec::new();
     let mut changed = false;
@@ -60,7 +60,7 @@ pub fn strip_upstash_flags(script: &[u8]) -> Option<Vec<u8>> {
         shebang.push_str(&option);
     }
     let mut rewritten = shebang.into_bytes();
-    rewritten.extend_from_slice(&script[line_end..]);
+    rewritten.extend_from_slice(body);
     Some(rewritten)
 }
 
@@ -100,7 +100,7 @@ impl ScriptAliases {
     fn learn(&self, script: &mut Vec<u8>) -> Option<String> {
         let rewritten = strip_upstash_flags(script)?;
         let original_sha = sha1_hex(script);
-        let mut aliases = self.redis_sha_of.lock().expect("alias map lock poisoned");
+        let mut aliases = self.aliases();
         if aliases.len() >= MAX_REMEMBERED {
             aliases.clear();
         }
@@ -111,9 +111,16 @@ impl ScriptAliases {
 
     fn translate(&self, sha: &mut Vec<u8>) {
         let key = String::from_utf8_lossy(sha).to_ascii_lowercase();
-        if let Some(redis_sha) = self.redis_sha_of.lock().expect("alias map lock poisoned").get(&key) {
+        if let Some(redis_sha) = self.aliases().get(&key) {
             *sha = redis_sha.clone().into_bytes();
         }
+    }
+
+    /// The map, even after a panic in another request while it held the lock: every change to the map is a single
+    /// `clear` or `insert`, so a poisoned map is still a consistent one, and refusing it would fail every later script
+    /// command.
+    fn aliases(&self) -> MutexGuard<'_, HashMap<String, String>> {
+        self.redis_sha_of.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -132,6 +139,18 @@ mod tests {
         );
         assert_eq!(strip_upstash_flags(b"#!lua flags=no-writes\nreturn 1"), None);
         assert_eq!(strip_upstash_flags(b"return 1"), None);
+        for odd in [
+            &b""[..],
+            b"\n",
+            b"\r",
+            b"\r\n",
+            b"#!lua",
+            b"#!lua flags=allow-key-locking",
+            b"#!lua\xff\r\n",
+        ] {
+            let _ = strip_upstash_flags(odd);
+        }
+        assert_eq!(strip_upstash_flags(b"#!lua flags=allow-key-locking").unwrap(), b"#!lua");
     }
 
     #[test]
