@@ -72,6 +72,31 @@ pub(super) fn server_error_text(error: &redis::ServerError) -> String {
     }
 }
 
+/// About how many bytes `value` took on the wire (its payload plus a few bytes of framing per element): what a
+/// request's replies are counted in against the reply cap. Never panics and never overflows (it saturates).
+pub fn wire_size(value: &redis::Value) -> u64 {
+    use redis::Value as V;
+    /// A type byte, a length and two CRLFs.
+    const FRAMING: u64 = 8;
+    let bytes = |len: usize| u64::try_from(len).unwrap_or(u64::MAX);
+    let all = |items: &[V]| items.iter().fold(0u64, |sum, item| sum.saturating_add(wire_size(item)));
+    let pairs = |pairs: &[(V, V)]| {
+        pairs.iter().fold(0u64, |sum, (k, v)| {
+            sum.saturating_add(wire_size(k)).saturating_add(wire_size(v))
+        })
+    };
+    let payload = match value {
+        V::BulkString(bytes_) | V::BigNumber(bytes_) => bytes(bytes_.len()),
+        V::SimpleString(text) | V::VerbatimString { text, .. } => bytes(text.len()),
+        V::Array(items) | V::Set(items) | V::Push { data: items, .. } => all(items),
+        V::Map(items) => pairs(items),
+        V::Attribute { data, attributes } => wire_size(data).saturating_add(pairs(attributes)),
+        V::ServerError(error) => bytes(server_error_text(error).len()),
+        _ => 0,
+    };
+    payload.saturating_add(FRAMING)
+}
+
 /// Renders one RESP reply as JSON.
 pub fn reply(value: redis::Value, base64: bool) -> Json {
     use redis::Value as V;
@@ -132,5 +157,13 @@ mod tests {
         assert_eq!(reply(V::SimpleString("PONG".into()), true), json!("UE9ORw=="));
         let map = V::Map(vec![(V::BulkString(b"a".to_vec()), V::Int(1))]);
         assert_eq!(reply(map, false), json!(["a", 1]));
+    }
+
+    #[test]
+    fn wire_size_counts_payloads_and_framing() {
+        assert_eq!(wire_size(&V::Nil), 8);
+        assert_eq!(wire_size(&V::BulkString(vec![0; 100])), 108);
+        let nested = V::Array(vec![V::Int(1), V::Array(vec![V::BulkString(b"abc".to_vec())])]);
+        assert_eq!(wire_size(&nested), 8 + 8 + 8 + 11);
     }
 }

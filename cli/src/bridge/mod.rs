@@ -13,6 +13,8 @@
 //! No request can take the bridge down: every handler checks its input and answers a JSON error instead of
 //! panicking, and should one panic all the same, the panic is caught for that request alone (HTTP 500 `{"error": …}`)
 //! when the bridge is built with `panic = "unwind"` (cargo's `--profile bridge`; `--release` aborts, for the wasm).
+//! A Redis reply above the cap ([`BridgeLimits::max_reply_bytes`]) is refused as it streams in, never held
+//! (HTTP 413 `{"error": "ERR reply too large: …"}`, or that error for the one command in a `/pipeline`).
 
 mod auth;
 mod cors;
@@ -20,6 +22,7 @@ mod in_process;
 mod json;
 mod policy;
 mod redis_link;
+mod reply_cap;
 mod shebang;
 
 use std::any::Any;
@@ -43,6 +46,7 @@ pub use self::cors::CorsOrigins;
 pub use self::in_process::InProcessBridge;
 use self::json::Words;
 use self::redis_link::RedisLink;
+pub use self::reply_cap::REPLY_TOO_LARGE;
 use self::shebang::ScriptAliases;
 
 /// How the bridge is set up.
@@ -73,6 +77,52 @@ impl BridgeConfig {
     }
 }
 
+/// The reply cap when none is set: 8 MiB, eight times the default request cap. Rendered as JSON a reply may grow up
+/// to six times (a control byte is `\u0001`), so one reply costs the bridge at most some 60 MB however large Redis's
+/// values (a pipeline holds its replies until the last arrives: see README, "Limits").
+pub const DEFAULT_MAX_REPLY_BYTES: u64 = 8 << 20;
+
+/// The environment variable that sets the reply cap of `edgelimit bridge` and `edgelimit dev`, in bytes.
+pub const MAX_REPLY_BYTES_ENV: &str = "EDGELIMIT_MAX_REPLY_BYTES";
+
+/// Limits on what the bridge holds for one request, beyond [`BridgeConfig`]'s.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BridgeLimits {
+    /// The largest Redis reply passed on, in bytes as Redis sends them (RESP). A larger reply is read and discarded
+    /// as it arrives and the request gets HTTP 413 (in `/pipeline`, that command's item gets the error); the command
+    /// has run all the same. The replies of one `/pipeline` or `/multi-exec` together get the same budget: the
+    /// commands past it answer the same error instead of their result.
+    pub max_reply_bytes: u64,
+}
+
+impl Default for BridgeLimits {
+    fn default() -> Self {
+        BridgeLimits {
+            max_reply_bytes: DEFAULT_MAX_REPLY_BYTES,
+        }
+    }
+}
+
+impl BridgeLimits {
+    /// The defaults, with the reply cap taken from `EDGELIMIT_MAX_REPLY_BYTES` when it is set.
+    pub fn from_env() -> Result<Self, BridgeError> {
+        match std::env::var(MAX_REPLY_BYTES_ENV) {
+            Err(std::env::VarError::NotPresent) => Ok(BridgeLimits::default()),
+            Ok(text) => match text.trim().parse::<u64>() {
+                Ok(bytes) if bytes > 0 => Ok(BridgeLimits {
+                    max_reply_bytes: bytes,
+                }),
+                _ => Err(BridgeError::Limit(format!(
+                    "{MAX_REPLY_BYTES_ENV}={text:?} is not a positive number of bytes (default {DEFAULT_MAX_REPLY_BYTES})"
+                ))),
+            },
+            Err(std::env::VarError::NotUnicode(_)) => Err(BridgeError::Limit(format!(
+                "{MAX_REPLY_BYTES_ENV} is not a positive number of bytes (default {DEFAULT_MAX_REPLY_BYTES})"
+            ))),
+        }
+    }
+}
+
 /// Why the bridge could not start.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -92,26 +142,43 @@ pub enum BridgeError {
     /// Serving HTTP failed.
     #[error("the HTTP server failed: {0}")]
     Serve(#[from] std::io::Error),
+    /// A limit was set to a value the bridge cannot use.
+    #[error("{0}")]
+    Limit(String),
 }
 
 struct Bridge {
     redis: RedisLink,
     tokens: TokenCheck,
     aliases: ScriptAliases,
+    max_reply_bytes: u64,
 }
 
 /// Serves the bridge on `listener` until `shutdown` completes, then finishes the requests in flight and returns.
+/// The limits are [`BridgeLimits::from_env`].
 pub async fn serve(
     listener: tokio::net::TcpListener,
     config: BridgeConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), BridgeError> {
+    serve_with_limits(listener, config, BridgeLimits::from_env()?, shutdown).await
+}
+
+/// [`serve`] with the given limits.
+pub async fn serve_with_limits(
+    listener: tokio::net::TcpListener,
+    config: BridgeConfig,
+    limits: BridgeLimits,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), BridgeError> {
     if config.token.is_empty() {
         return Err(BridgeError::EmptyToken);
     }
-    let redis = RedisLink::new(&config.redis_url, config.redis_timeout).map_err(|source| BridgeError::RedisUrl {
-        url: config.redis_url.clone(),
-        source,
+    let redis = RedisLink::new(&config.redis_url, config.redis_timeout, limits.max_reply_bytes).map_err(|source| {
+        BridgeError::RedisUrl {
+            url: config.redis_url.clone(),
+            source,
+        }
     })?;
     if cfg!(panic = "abort") {
         eprintln!(
@@ -123,6 +190,7 @@ pub async fn serve(
         redis,
         tokens: TokenCheck::new(&config.token),
         aliases: ScriptAliases::default(),
+        max_reply_bytes: limits.max_reply_bytes,
     });
     tokio::spawn(warn_if_redis_evicts(bridge.clone()));
     let app = app(routes(), bridge, config.max_request_bytes, config.cors_origins);
@@ -289,13 +357,17 @@ impl Bridge {
             .collect())
     }
 
-    async fn connection(&self) -> Result<redis::aio::ConnectionManager, Failure> {
+    async fn connection(&self) -> Result<redis::aio::MultiplexedConnection, Failure> {
         self.redis.connection().await.map_err(|e| self.failure(&e))
     }
 
-    /// A Redis error reply is the client's 400; anything else means Redis could not be reached: 503.
+    /// A Redis error reply is the client's 400, a reply above the cap 413; anything else means Redis could not be
+    /// reached: 503.
     fn failure(&self, error: &redis::RedisError) -> Failure {
         if let Some(message) = redis_reply_error(error) {
+            if message.starts_with(REPLY_TOO_LARGE) {
+                return Failure::new(StatusCode::PAYLOAD_TOO_LARGE, message);
+            }
             return Failure::bad_request(message);
         }
         let redis = self.redis.describe();
@@ -361,32 +433,112 @@ async fn batch(
 ) -> Result<Json<JsonValue>, Failure> {
     let commands = json::commands(&parse_body(body)?).map_err(Failure::bad_request)?;
     let prepared = bridge.prepare(commands)?;
+    let count = prepared.len();
+    // A transaction is written out as MULTI, the commands, EXEC, and its replies read here rather than by the redis
+    // crate's atomic mode, which turns an EXEC answered by an error (a reply the cap refused) into a parse failure.
+    // One request's commands are written to the connection together, so no other request's fall in between.
     let mut pipe = redis::pipe();
-    if atomic {
-        pipe.atomic();
-    }
     pipe.ignore_errors();
-    let mut loaded_shas = Vec::with_capacity(prepared.len());
+    if atomic {
+        pipe.cmd("MULTI");
+    }
+    let mut loaded_shas = Vec::with_capacity(count);
     for (command, loaded_sha) in prepared {
         pipe.add_command(command);
         loaded_shas.push(loaded_sha);
     }
+    if atomic {
+        pipe.cmd("EXEC");
+    }
     let mut connection = bridge.connection().await?;
-    // A transaction that Redis refuses as a whole (EXECABORT) fails here: it has no per-command results.
-    let results = pipe
+    let replies = pipe
         .query_async::<Vec<redis::RedisResult<redis::Value>>>(&mut connection)
         .await
         .map_err(|e| bridge.failure(&e))?;
+    let results = if atomic {
+        bridge.transaction_results(replies, count)?
+    } else {
+        replies
+            .into_iter()
+            .map(|reply| reply.map_err(|e| redis_reply_error(&e).unwrap_or_else(|| e.to_string())))
+            .collect()
+    };
     let base64 = wants_base64(headers);
+    // Each reply is within the cap already (the reply cap refused larger ones as they arrived); together they get
+    // the same budget, so that a request of many large replies is not rendered whole either.
+    let mut budget = bridge.max_reply_bytes;
     let items = results
         .into_iter()
         .zip(loaded_shas)
         .map(|(result, loaded_sha)| match result {
-            Ok(value) => json!({ "result": render(value, loaded_sha, base64) }),
-            Err(e) => json!({ "error": redis_reply_error(&e).unwrap_or_else(|| e.to_string()) }),
+            Ok(value) => match budget.checked_sub(json::wire_size(&value)) {
+                Some(left) => {
+                    budget = left;
+                    json!({ "result": render(value, loaded_sha, base64) })
+                }
+                None => json!({ "error": over_budget(bridge.max_reply_bytes) }),
+            },
+            Err(error) => json!({ "error": error }),
         })
         .collect();
     Ok(Json(JsonValue::Array(items)))
+}
+
+/// One command's result in a batch: its reply, or the text of its error.
+type BatchResult = Result<redis::Value, String>;
+
+impl Bridge {
+    /// The per-command results of `MULTI`, `count` commands, `EXEC`; or why the transaction failed as a whole: a
+    /// command Redis refused to queue (EXECABORT, naming each), or an EXEC reply the reply cap refused.
+    fn transaction_results(
+        &self,
+        mut replies: Vec<redis::RedisResult<redis::Value>>,
+        count: usize,
+    ) -> Result<Vec<BatchResult>, Failure> {
+        let exec = replies.pop();
+        let mut replies = replies.into_iter();
+        if let Some(Err(e)) = replies.next() {
+            return Err(self.failure(&e));
+        }
+        let refused: Vec<String> = replies
+            .enumerate()
+            .filter_map(|(i, queued)| {
+                let e = queued.err()?;
+                Some(format!(
+                    "command {i}: {}",
+                    redis_reply_error(&e).unwrap_or_else(|| e.to_string())
+                ))
+            })
+            .collect();
+        match exec {
+            Some(Ok(redis::Value::Array(items))) if items.len() == count => Ok(items
+                .into_iter()
+                .map(|item| match item {
+                    redis::Value::ServerError(error) => Err(json::server_error_text(&error)),
+                    value => Ok(value),
+                })
+                .collect()),
+            Some(Err(e)) if !refused.is_empty() && e.code() == Some("EXECABORT") => Err(Failure::bad_request(format!(
+                "EXECABORT Transaction discarded because of previous errors: {}",
+                refused.join("; ")
+            ))),
+            Some(Err(e)) => Err(self.failure(&e)),
+            _ => Err(Failure::new(
+                StatusCode::BAD_GATEWAY,
+                format!("Redis answered EXEC of {count} commands with something else than their {count} results"),
+            )),
+        }
+    }
+}
+
+/// The error of a command whose reply does not fit in what is left of its request's reply budget.
+fn over_budget(cap: u64) -> String {
+    format!(
+        "{REPLY_TOO_LARGE}: the replies of this request together exceed the bridge's cap of {cap} bytes \
+         ({env}); the command ran in Redis, only its reply was discarded: send fewer commands per request or raise \
+         the cap",
+        env = MAX_REPLY_BYTES_ENV
+    )
 }
 
 #[cfg(test)]
@@ -414,9 +566,10 @@ mod tests {
     #[tokio::test]
     async fn a_panicking_handler_answers_500_in_json_and_the_bridge_keeps_serving() {
         let bridge = Arc::new(Bridge {
-            redis: RedisLink::new("redis://127.0.0.1:1", Duration::from_millis(200)).unwrap(),
+            redis: RedisLink::new("redis://127.0.0.1:1", Duration::from_millis(200), 1024).unwrap(),
             tokens: TokenCheck::new("t"),
             aliases: ScriptAliases::default(),
+            max_reply_bytes: 1024,
         });
         let routes = routes().route(
             "/panic",

@@ -1,50 +1,118 @@
-//! The bridge's one multiplexed connection to Redis, made on first use and remade after Redis comes back.
+//! The bridge's one multiplexed connection to Redis, made on first use and remade after it breaks.
 //!
-//! `ConnectionManager` pipelines every request over one socket and reconnects by itself after the socket breaks. It
-//! can only be created while Redis is up, so the bridge creates it lazily: a bridge started before Redis (or while
-//! it is down) answers 503 until Redis is reachable, and then works without a restart.
+//! One `MultiplexedConnection` pipelines every request over one socket. The bridge opens the socket itself so that
+//! everything Redis answers passes through the reply cap ([`super::reply_cap`]) before the redis crate reads it; the
+//! crate's `ConnectionManager` cannot be given such a socket, so reconnecting is done here: when the connection's
+//! driver ends (Redis closed the socket, or the socket failed), the next request connects anew. A bridge started
+//! before Redis (or while it is down) answers 503 until Redis is reachable, and then works without a restart.
 
+use std::io;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::aio::MultiplexedConnection;
+use redis::{AsyncConnectionConfig, ConnectionAddr, ConnectionInfo};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::Mutex;
+
+use super::reply_cap::CappedStream;
+
+/// A socket to Redis, TCP or Unix.
+trait Socket: AsyncRead + AsyncWrite + Send + Unpin {}
+impl<S: AsyncRead + AsyncWrite + Send + Unpin> Socket for S {}
 
 /// A lazily connected, self-healing handle to Redis.
 pub struct RedisLink {
-    client: redis::Client,
+    info: ConnectionInfo,
     timeout: Duration,
-    manager: Mutex<Option<ConnectionManager>>,
+    max_reply_bytes: u64,
+    live: Mutex<Option<Live>>,
+}
+
+/// The current connection and whether its driver still runs.
+struct Live {
+    connection: MultiplexedConnection,
+    running: Arc<AtomicBool>,
+}
+
+/// Clears the flag when the driver task ends, however it ends (a panic included).
+struct ClearOnDrop(Arc<AtomicBool>);
+
+impl Drop for ClearOnDrop {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
 }
 
 impl RedisLink {
-    /// Validates the URL; connects on first use. `timeout` bounds both connecting and each reply.
-    pub fn new(url: &str, timeout: Duration) -> redis::RedisResult<Self> {
+    /// Validates the URL; connects on first use. `timeout` bounds both connecting and each reply; no reply larger
+    /// than `max_reply_bytes` reaches the bridge.
+    pub fn new(url: &str, timeout: Duration, max_reply_bytes: u64) -> redis::RedisResult<Self> {
+        let client = redis::Client::open(url)?;
         Ok(RedisLink {
-            client: redis::Client::open(url)?,
+            info: client.get_connection_info().clone(),
             timeout,
-            manager: Mutex::new(None),
+            max_reply_bytes,
+            live: Mutex::new(None),
         })
     }
 
-    /// A handle to the shared connection, connecting first if there is none yet.
-    pub async fn connection(&self) -> redis::RedisResult<ConnectionManager> {
-        let mut manager = self.manager.lock().await;
-        if let Some(existing) = manager.as_ref() {
-            return Ok(existing.clone());
+    /// A handle to the shared connection, connecting first if there is none or it broke.
+    pub async fn connection(&self) -> redis::RedisResult<MultiplexedConnection> {
+        let mut live = self.live.lock().await;
+        if let Some(current) = live.as_ref() {
+            if current.running.load(Ordering::Acquire) {
+                return Ok(current.connection.clone());
+            }
         }
-        let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(self.timeout))
-            .set_response_timeout(Some(self.timeout))
-            // Fail fast: a REST request is waiting, and the next request tries again anyway.
-            .set_number_of_retries(1);
-        let created = ConnectionManager::new_with_config(self.client.clone(), config).await?;
-        *manager = Some(created.clone());
-        Ok(created)
+        *live = None;
+        let connected = tokio::time::timeout(self.timeout, self.connect()).await.map_err(|_| {
+            redis::RedisError::from(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!("no connection within {} ms", self.timeout.as_millis()),
+            ))
+        })??;
+        let connection = connected.connection.clone();
+        *live = Some(connected);
+        Ok(connection)
+    }
+
+    async fn connect(&self) -> redis::RedisResult<Live> {
+        let socket: Pin<Box<dyn Socket>> = match self.info.addr() {
+            ConnectionAddr::Tcp(host, port) => {
+                let stream = tokio::net::TcpStream::connect((host.as_str(), *port)).await?;
+                stream.set_nodelay(true)?;
+                Box::pin(stream)
+            }
+            #[cfg(unix)]
+            ConnectionAddr::Unix(path) => Box::pin(tokio::net::UnixStream::connect(path).await?),
+            other => {
+                return Err(redis::RedisError::from(io::Error::new(
+                    io::ErrorKind::Unsupported,
+                    format!("the bridge connects to Redis over TCP or a Unix socket only, not {other}"),
+                )))
+            }
+        };
+        let config = AsyncConnectionConfig::new().set_response_timeout(Some(self.timeout));
+        let (connection, driver) = MultiplexedConnection::new_with_config(
+            self.info.redis_settings(),
+            CappedStream::new(socket, self.max_reply_bytes),
+            config,
+        )
+        .await?;
+        let running = Arc::new(AtomicBool::new(true));
+        let clear = ClearOnDrop(running.clone());
+        tokio::spawn(async move {
+            let _clear = clear;
+            driver.await;
+        });
+        Ok(Live { connection, running })
     }
 
     /// Where this link points, for error messages (without any password).
     pub fn describe(&self) -> String {
-        let info = self.client.get_connection_info();
-        format!("{}", info.addr())
+        format!("{}", self.info.addr())
     }
 }
