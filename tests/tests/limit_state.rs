@@ -159,7 +159,14 @@ async fn a_sliding_log_lists_its_grants_with_when_they_free_on_the_servers_clock
     let StateDetail::Log { held, grants: left } = later.detail else {
         unreachable!()
     };
-    assert_eq!(held, 6 - 3);
+    // Every grant made in the first grant's millisecond frees with it (two of the three may share it on a fast run).
+    let freed: u64 = grants
+        .iter()
+        .filter(|grant| grant.frees_at == first)
+        .map(|grant| u64::from(grant.permits))
+        .sum();
+    assert!(freed >= 3, "the first grant's 3 at least");
+    assert_eq!(held, 6 - freed);
     assert!(left.iter().all(|grant| grant.frees_at > first));
 }
 
