@@ -71,6 +71,11 @@ enum Commands {
         /// Largest request body accepted, in bytes.
         #[arg(long, default_value_t = 1 << 20)]
         max_request_bytes: usize,
+        /// Largest Redis reply passed on, in bytes as Redis sends them: a larger one is discarded as it arrives and
+        /// answered HTTP 413, never buffered (the command has run all the same).
+        #[arg(long, env = "EDGELIMIT_MAX_REPLY_BYTES", default_value_t = bridge::DEFAULT_MAX_REPLY_BYTES,
+              value_parser = clap::value_parser!(u64).range(1..))]
+        max_reply_bytes: u64,
         /// Bound on connecting to Redis and on each reply, in milliseconds.
         #[arg(long, default_value_t = 2000)]
         redis_timeout_ms: u64,
@@ -227,6 +232,7 @@ async fn run(command: Commands) -> Result<Option<Outcome>, String> {
             redis_url,
             token,
             max_request_bytes,
+            max_reply_bytes,
             redis_timeout_ms,
             cors_origins,
         } => {
@@ -234,6 +240,7 @@ async fn run(command: Commands) -> Result<Option<Outcome>, String> {
                 redis_url,
                 token,
                 max_request_bytes,
+                max_reply_bytes,
                 redis_timeout: Duration::from_millis(redis_timeout_ms),
                 cors_origins: CorsOrigins(cors_origins),
             };

@@ -6,7 +6,7 @@
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-use super::{serve_with_limits, BridgeConfig, BridgeError, BridgeLimits};
+use super::{serve, BridgeConfig, BridgeError};
 
 /// A bridge serving on `127.0.0.1:<free port>` until [`InProcessBridge::stop`] (or until dropped).
 #[derive(Debug)]
@@ -17,19 +17,13 @@ pub struct InProcessBridge {
 }
 
 impl InProcessBridge {
-    /// Binds a free loopback port and serves the bridge there with `config` and the limits of
-    /// [`BridgeLimits::from_env`].
+    /// Binds a free loopback port and serves the bridge there with `config`.
     pub async fn start(config: BridgeConfig) -> Result<InProcessBridge, BridgeError> {
-        InProcessBridge::start_with_limits(config, BridgeLimits::from_env()?).await
-    }
-
-    /// [`InProcessBridge::start`] with the given limits.
-    pub async fn start_with_limits(config: BridgeConfig, limits: BridgeLimits) -> Result<InProcessBridge, BridgeError> {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let url = format!("http://{}", listener.local_addr()?);
         let (stop, stopped) = oneshot::channel::<()>();
         // A dropped sender ends the wait too, so dropping the handle shuts the bridge down gracefully.
-        let task = tokio::spawn(serve_with_limits(listener, config, limits, async {
+        let task = tokio::spawn(serve(listener, config, async {
             let _ = stopped.await;
         }));
         Ok(InProcessBridge { url, stop, task })

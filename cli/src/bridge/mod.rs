@@ -13,7 +13,7 @@
 //! No request can take the bridge down: every handler checks its input and answers a JSON error instead of
 //! panicking, and should one panic all the same, the panic is caught for that request alone (HTTP 500 `{"error": …}`)
 //! when the bridge is built with `panic = "unwind"` (cargo's `--profile bridge`; `--release` aborts, for the wasm).
-//! A Redis reply above the cap ([`BridgeLimits::max_reply_bytes`]) is refused as it streams in, never held
+//! A Redis reply above the cap ([`BridgeConfig::max_reply_bytes`]) is refused as it streams in, never held
 //! (HTTP 413 `{"error": "ERR reply too large: …"}`, or that error for the one command in a `/pipeline`).
 
 mod auth;
@@ -58,6 +58,11 @@ pub struct BridgeConfig {
     pub token: String,
     /// Largest request body accepted; larger ones get HTTP 413.
     pub max_request_bytes: usize,
+    /// The largest Redis reply passed on, in bytes as Redis sends them (RESP). A larger reply is read and discarded
+    /// as it arrives and the request gets HTTP 413 (in `/pipeline`, that command's item gets the error); the command
+    /// has run all the same. The replies of one `/pipeline` or `/multi-exec` together get the same budget: the
+    /// commands past it answer the same error instead of their result.
+    pub max_reply_bytes: u64,
     /// Bound on connecting to Redis and on each Redis reply.
     pub redis_timeout: Duration,
     /// Web page origins allowed to call the bridge from a browser (`*`: any); none by default.
@@ -65,12 +70,13 @@ pub struct BridgeConfig {
 }
 
 impl BridgeConfig {
-    /// A config with the default limits: 1 MiB request bodies, 2 s Redis timeout.
+    /// A config with the default limits: 1 MiB request bodies, 8 MiB replies, 2 s Redis timeout.
     pub fn new(redis_url: impl Into<String>, token: impl Into<String>) -> Self {
         BridgeConfig {
             redis_url: redis_url.into(),
             token: token.into(),
             max_request_bytes: 1 << 20,
+            max_reply_bytes: DEFAULT_MAX_REPLY_BYTES,
             redis_timeout: Duration::from_secs(2),
             cors_origins: CorsOrigins::default(),
         }
@@ -81,47 +87,6 @@ impl BridgeConfig {
 /// to six times (a control byte is `\u0001`), so one reply costs the bridge at most some 60 MB however large Redis's
 /// values (a pipeline holds its replies until the last arrives: see README, "Limits").
 pub const DEFAULT_MAX_REPLY_BYTES: u64 = 8 << 20;
-
-/// The environment variable that sets the reply cap of `edgelimit bridge` and `edgelimit dev`, in bytes.
-pub const MAX_REPLY_BYTES_ENV: &str = "EDGELIMIT_MAX_REPLY_BYTES";
-
-/// Limits on what the bridge holds for one request, beyond [`BridgeConfig`]'s.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct BridgeLimits {
-    /// The largest Redis reply passed on, in bytes as Redis sends them (RESP). A larger reply is read and discarded
-    /// as it arrives and the request gets HTTP 413 (in `/pipeline`, that command's item gets the error); the command
-    /// has run all the same. The replies of one `/pipeline` or `/multi-exec` together get the same budget: the
-    /// commands past it answer the same error instead of their result.
-    pub max_reply_bytes: u64,
-}
-
-impl Default for BridgeLimits {
-    fn default() -> Self {
-        BridgeLimits {
-            max_reply_bytes: DEFAULT_MAX_REPLY_BYTES,
-        }
-    }
-}
-
-impl BridgeLimits {
-    /// The defaults, with the reply cap taken from `EDGELIMIT_MAX_REPLY_BYTES` when it is set.
-    pub fn from_env() -> Result<Self, BridgeError> {
-        match std::env::var(MAX_REPLY_BYTES_ENV) {
-            Err(std::env::VarError::NotPresent) => Ok(BridgeLimits::default()),
-            Ok(text) => match text.trim().parse::<u64>() {
-                Ok(bytes) if bytes > 0 => Ok(BridgeLimits {
-                    max_reply_bytes: bytes,
-                }),
-                _ => Err(BridgeError::Limit(format!(
-                    "{MAX_REPLY_BYTES_ENV}={text:?} is not a positive number of bytes (default {DEFAULT_MAX_REPLY_BYTES})"
-                ))),
-            },
-            Err(std::env::VarError::NotUnicode(_)) => Err(BridgeError::Limit(format!(
-                "{MAX_REPLY_BYTES_ENV} is not a positive number of bytes (default {DEFAULT_MAX_REPLY_BYTES})"
-            ))),
-        }
-    }
-}
 
 /// Why the bridge could not start.
 #[derive(Debug, thiserror::Error)]
@@ -155,26 +120,20 @@ struct Bridge {
 }
 
 /// Serves the bridge on `listener` until `shutdown` completes, then finishes the requests in flight and returns.
-/// The limits are [`BridgeLimits::from_env`].
 pub async fn serve(
     listener: tokio::net::TcpListener,
     config: BridgeConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), BridgeError> {
-    serve_with_limits(listener, config, BridgeLimits::from_env()?, shutdown).await
-}
-
-/// [`serve`] with the given limits.
-pub async fn serve_with_limits(
-    listener: tokio::net::TcpListener,
-    config: BridgeConfig,
-    limits: BridgeLimits,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> Result<(), BridgeError> {
     if config.token.is_empty() {
         return Err(BridgeError::EmptyToken);
     }
-    let redis = RedisLink::new(&config.redis_url, config.redis_timeout, limits.max_reply_bytes).map_err(|source| {
+    if config.max_reply_bytes == 0 {
+        return Err(BridgeError::Limit(
+            "the reply cap must be at least 1 byte (--max-reply-bytes, EDGELIMIT_MAX_REPLY_BYTES)".into(),
+        ));
+    }
+    let redis = RedisLink::new(&config.redis_url, config.redis_timeout, config.max_reply_bytes).map_err(|source| {
         BridgeError::RedisUrl {
             url: config.redis_url.clone(),
             source,
@@ -190,7 +149,7 @@ pub async fn serve_with_limits(
         redis,
         tokens: TokenCheck::new(&config.token),
         aliases: ScriptAliases::default(),
-        max_reply_bytes: limits.max_reply_bytes,
+        max_reply_bytes: config.max_reply_bytes,
     });
     tokio::spawn(warn_if_redis_evicts(bridge.clone()));
     let app = app(routes(), bridge, config.max_request_bytes, config.cors_origins);
@@ -535,9 +494,8 @@ impl Bridge {
 fn over_budget(cap: u64) -> String {
     format!(
         "{REPLY_TOO_LARGE}: the replies of this request together exceed the bridge's cap of {cap} bytes \
-         ({env}); the command ran in Redis, only its reply was discarded: send fewer commands per request or raise \
-         the cap",
-        env = MAX_REPLY_BYTES_ENV
+         (--max-reply-bytes, EDGELIMIT_MAX_REPLY_BYTES); the command ran in Redis, only its reply was discarded: \
+         send fewer commands per request or raise the cap"
     )
 }
 

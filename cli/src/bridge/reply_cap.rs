@@ -281,7 +281,7 @@ impl Scanner {
         match why {
             Refusal::TooLarge => format!(
                 "-{REPLY_TOO_LARGE}: Redis answered {} bytes, above the bridge's cap of {} bytes \
-                 (EDGELIMIT_MAX_REPLY_BYTES); {ran}: read less at once (GETRANGE, LRANGE or SCAN with smaller \
+                 (--max-reply-bytes, EDGELIMIT_MAX_REPLY_BYTES); {ran}: read less at once (GETRANGE, LRANGE or SCAN with smaller \
                  counts) or raise the cap\r\n",
                 self.size, self.cap
             ),
