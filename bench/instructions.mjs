@@ -18,13 +18,12 @@
 import { spawn, execFile } from "node:child_process";
 import { once } from "node:events";
 import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import { createConnection } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs, promisify } from "node:util";
 
 process.env.EDGELIMIT_BIN ??= new URL("../target/release/edgelimit", import.meta.url).pathname;
-const { ROOT, freePort, startBridge, TOKEN, upstashRedis } = await import("../tests/js/harness.mjs");
+const { ROOT, freePort, ping, startBridge, TOKEN, upstashRedis, waitFor } = await import("../tests/js/harness.mjs");
 const { Ratelimit } = await import("edgelimit");
 const upstash = await import("@upstash/ratelimit");
 
@@ -49,7 +48,8 @@ async function startCountedRedis() {
     { stdio: ["ignore", "ignore", "pipe"] },
   );
   child.on("error", (e) => console.error(`valgrind failed to start (${e.message}); run scripts/setup`));
-  await waitForPort(port);
+  // Redis under valgrind takes seconds to start.
+  await waitFor(`redis-server under valgrind on port ${port}`, () => ping(port), 60_000);
   const bridge = await startBridge(`redis://127.0.0.1:${port}`);
   bridge.redis = upstashRedis({ url: bridge.url, token: TOKEN }, { enableAutoPipelining: false });
   const pid = child.pid;
@@ -78,20 +78,6 @@ async function startCountedRedis() {
       rmSync(dir, { recursive: true, force: true });
     },
   };
-}
-
-/** Resolves once something accepts connections on `port` (Redis under valgrind takes seconds to start). */
-async function waitForPort(port) {
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    const open = await new Promise((resolve) => {
-      const socket = createConnection({ port, host: "127.0.0.1" }, () => resolve(true) || socket.destroy());
-      socket.on("error", () => resolve(false));
-    });
-    if (open) return;
-    if (Date.now() > deadline) throw new Error(`redis-server under valgrind did not listen on ${port} within 60 s`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
 }
 
 /**

@@ -23,7 +23,8 @@ export async function freePort() {
   return port;
 }
 
-function ping(port) {
+/** Whether a Redis answers PING on `port` now. */
+export function ping(port) {
   return new Promise((resolve) => {
     const socket = createConnection({ port, host: "127.0.0.1" }, () => socket.write("PING\r\n"));
     socket.on("data", (data) => {
@@ -34,7 +35,8 @@ function ping(port) {
   });
 }
 
-async function waitFor(what, check, timeoutMs = 10_000) {
+/** Resolves once `check()` is true, polling every 20 ms; throws after `timeoutMs`. */
+export async function waitFor(what, check, timeoutMs = 10_000) {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (await check()) return;
