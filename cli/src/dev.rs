@@ -7,7 +7,7 @@
 use std::future::Future;
 use std::net::SocketAddr;
 
-use crate::bridge::{self, BridgeConfig, CorsOrigins};
+use crate::bridge::{self, BridgeConfig, CorsOrigins, Profile};
 use crate::playground::{self, PlaygroundConfig};
 use crate::redis_server::RedisServer;
 use crate::worker_dev::{self, WorkerConfig};
@@ -19,8 +19,11 @@ pub struct DevConfig {
     pub listen: SocketAddr,
     /// Port for the private Redis.
     pub redis_port: u16,
-    /// Token the bridge requires.
+    /// The admin token: for the developer's clients, the CLI and the playground (whose browser talks to this stack's
+    /// own throwaway Redis).
     pub token: String,
+    /// The `limiter` token, which the Worker gets: what a deployed Worker should hold.
+    pub limiter_token: String,
     /// The Worker and its demo origin; `None` leaves them out.
     pub worker: Option<WorkerConfig>,
     /// The playground page; `None` leaves it out.
@@ -50,6 +53,10 @@ pub async fn run(config: DevConfig, shutdown: impl Future<Output = ()> + Send + 
         config.token
     );
     say!("  clients  EDGELIMIT_URL={url} EDGELIMIT_TOKEN={}", config.token);
+    say!(
+        "  limiter  token {}   (limiter profile: decisions only; the Worker's)",
+        config.limiter_token
+    );
     // The playground is a view on the stack, not part of it: if it cannot start (the package not built, the port
     // taken), say why and run the rest.
     let playground = match &config.playground {
@@ -69,7 +76,7 @@ pub async fn run(config: DevConfig, shutdown: impl Future<Output = ()> + Send + 
         );
     }
     let worker = match &config.worker {
-        Some(worker_config) => Some(worker_dev::start(worker_config, &url, &config.token).await?),
+        Some(worker_config) => Some(worker_dev::start(worker_config, &url, &config.limiter_token).await?),
         None => None,
     };
     if let Some(worker) = &worker {
@@ -85,6 +92,7 @@ pub async fn run(config: DevConfig, shutdown: impl Future<Output = ()> + Send + 
     }
     say!("Ctrl-C stops everything.");
     let mut bridge_config = BridgeConfig::new(redis.url(), config.token);
+    bridge_config.tokens.push((Profile::Limiter, config.limiter_token));
     // Local pages (the playground, a developer's app) call the dev bridge from the browser; it holds nothing but
     // throwaway state behind a dev token.
     bridge_config.cors_origins = CorsOrigins(vec!["*".to_owned()]);

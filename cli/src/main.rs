@@ -1,6 +1,7 @@
 //! The `edgelimit` command line. See `edgelimit --help`.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -8,7 +9,7 @@ use clap::{Args, Parser, Subcommand};
 use edgelimit::limit::Limiter;
 use edgelimit::{Mode, Rate, RateLimiter, RestClient};
 use edgelimit_cli::admin::{self, duration, Outcome, SetHow};
-use edgelimit_cli::bridge::{self, BridgeConfig, CorsOrigins};
+use edgelimit_cli::bridge::{self, BridgeConfig, CorsOrigins, Profile, RedisAcl};
 use edgelimit_cli::dev::{self, DevConfig};
 use edgelimit_cli::doctor;
 use edgelimit_cli::family::{self, AlgorithmArgs, QuotaArgs, Target};
@@ -65,9 +66,25 @@ enum Commands {
             default_value = "redis://127.0.0.1:6379"
         )]
         redis_url: String,
-        /// Bearer token clients must send.
+        /// An admin token: it may run everything the bridge serves. Give Workers a limiter token instead
+        /// (--tokens-file).
         #[arg(long, env = "EDGELIMIT_TOKEN", hide_env_values = true)]
-        token: String,
+        token: Option<String>,
+        /// Tokens with their profiles, as in a tokens file: `limiter:<token> readonly:<token>`.
+        #[arg(long, env = "EDGELIMIT_TOKENS", hide_env_values = true, value_parser = parse_tokens)]
+        tokens: Option<TokenList>,
+        /// A file of tokens, `<profile>:<token>` each (profiles: limiter, readonly, admin), read again when it
+        /// changes, so tokens rotate without a restart.
+        #[arg(long, env = "EDGELIMIT_TOKENS_FILE")]
+        tokens_file: Option<PathBuf>,
+        /// `provision`: run each profile's requests as its own Redis ACL user (edgelimit-limiter,
+        /// edgelimit-readonly), which the bridge creates; `off`: run every request as the --redis user (a Redis whose
+        /// ACL the bridge may not change; readonly tokens are then refused).
+        #[arg(long, env = "EDGELIMIT_REDIS_ACL", default_value = "provision", value_parser = parse_redis_acl)]
+        redis_acl: RedisAcl,
+        /// A key pattern the limiter profile's Redis user may touch (Redis ACL syntax; repeat for several).
+        #[arg(long = "limiter-keys", default_values_t = bridge::profile::DEFAULT_LIMITER_KEYS.map(str::to_owned))]
+        limiter_keys: Vec<String>,
         /// Largest request body accepted, in bytes.
         #[arg(long, default_value_t = 1 << 20)]
         max_request_bytes: usize,
@@ -93,9 +110,12 @@ enum Commands {
         /// Port of the private redis-server.
         #[arg(long, default_value_t = 6390)]
         redis_port: u16,
-        /// Token the bridge requires.
+        /// The bridge's admin token (for your clients, the CLI and the playground).
         #[arg(long, env = "EDGELIMIT_TOKEN", default_value = "dev-token")]
         token: String,
+        /// The bridge's limiter token, which the Worker gets.
+        #[arg(long, env = "EDGELIMIT_LIMITER_TOKEN", default_value = "dev-limiter-token")]
+        limiter_token: String,
         /// Leave out the Worker (it runs when the current directory is a checkout with wrangler installed).
         #[arg(long)]
         no_worker: bool,
@@ -231,6 +251,10 @@ async fn run(command: Commands) -> Result<Option<Outcome>, String> {
             listen,
             redis_url,
             token,
+            tokens,
+            tokens_file,
+            redis_acl,
+            limiter_keys,
             max_request_bytes,
             max_reply_bytes,
             redis_timeout_ms,
@@ -238,7 +262,11 @@ async fn run(command: Commands) -> Result<Option<Outcome>, String> {
         } => {
             let config = BridgeConfig {
                 redis_url,
-                token,
+                token: token.unwrap_or_default(),
+                tokens: tokens.map(|list| list.0).unwrap_or_default(),
+                tokens_file,
+                redis_acl,
+                limiter_keys,
                 max_request_bytes,
                 max_reply_bytes,
                 redis_timeout: Duration::from_millis(redis_timeout_ms),
@@ -250,6 +278,7 @@ async fn run(command: Commands) -> Result<Option<Outcome>, String> {
             listen,
             redis_port,
             token,
+            limiter_token,
             no_worker,
             worker_port,
             origin_port,
@@ -267,6 +296,7 @@ async fn run(command: Commands) -> Result<Option<Outcome>, String> {
                 listen,
                 redis_port,
                 token,
+                limiter_token,
                 worker,
                 playground,
             };
@@ -322,6 +352,8 @@ async fn run(command: Commands) -> Result<Option<Outcome>, String> {
 }
 
 async fn run_bridge(listen: SocketAddr, config: BridgeConfig) -> Result<(), String> {
+    // Before listening: nothing should announce an address that will not serve.
+    bridge::check(&config).map_err(|e| e.to_string())?;
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .map_err(|e| format!("could not listen on {listen}: {e}"))?;
@@ -329,9 +361,26 @@ async fn run_bridge(listen: SocketAddr, config: BridgeConfig) -> Result<(), Stri
     // Tests and scripts read this line to learn the port when --listen asked for port 0.
     say!(
         "edgelimit bridge listening on http://{address} (redis: {})",
-        config.redis_url
+        bridge::redis_address(&config.redis_url)
     );
     bridge::serve(listener, config, shutdown_requested())
         .await
         .map_err(|e| e.to_string())
+}
+
+/// `--redis-acl`: `provision` or `off`.
+fn parse_redis_acl(text: &str) -> Result<RedisAcl, String> {
+    match text {
+        "provision" => Ok(RedisAcl::Provision),
+        "off" => Ok(RedisAcl::Off),
+        _ => Err("expected provision (an ACL user per profile) or off (every request as the --redis user)".into()),
+    }
+}
+
+/// `--tokens`: entries as in a tokens file (one value holding them all, hence a type of its own for clap).
+#[derive(Clone)]
+struct TokenList(Vec<(Profile, String)>);
+
+fn parse_tokens(text: &str) -> Result<TokenList, String> {
+    bridge::tokens::entries(text, "--tokens (EDGELIMIT_TOKENS)").map(TokenList)
 }

@@ -26,7 +26,7 @@ impl DevStack {
                 "--redis-port",
                 &redis_port.to_string(),
                 "--token",
-                "cli",
+                "cli-token",
             ])
             .stdout(Stdio::piped())
             .spawn()
@@ -52,7 +52,7 @@ impl DevStack {
         let output = Command::new(BIN)
             .args(args)
             .env("EDGELIMIT_URL", &self.url)
-            .env("EDGELIMIT_TOKEN", "cli")
+            .env("EDGELIMIT_TOKEN", "cli-token")
             .output()
             .unwrap();
         let stdout = String::from_utf8(output.stdout).unwrap();
@@ -293,7 +293,7 @@ fn sliding_log_on_the_command_line_is_npms_sliding_log_and_redisson_is_a_limiter
     assert_eq!(code, 1, "one limiter under the three spellings");
 
     // What npm's `{ ...Ratelimit.slidingLog(2, "1 m"), name: "shared" }` decides with: the core's family sliding log.
-    let client = edgelimit::RestClient::new(&stack.url, "cli").unwrap();
+    let client = edgelimit::RestClient::new(&stack.url, "cli-token").unwrap();
     let quota = edgelimit::limit::Quota::sliding_log(2, Duration::from_secs(60)).unwrap();
     let npm = edgelimit::limit::Limiter::new(client.clone(), "shared", quota).unwrap();
     let runtime = tokio::runtime::Runtime::new().unwrap();
@@ -400,7 +400,7 @@ fn doctor_passes_a_safe_endpoint_and_fails_one_that_evicts() {
         let output = Command::new(BIN)
             .arg("doctor")
             .env("EDGELIMIT_URL", &stack.url)
-            .env("EDGELIMIT_TOKEN", "cli")
+            .env("EDGELIMIT_TOKEN", "cli-token")
             .output()
             .unwrap();
         let lines: Vec<Json> = String::from_utf8(output.stdout)
@@ -417,7 +417,7 @@ fn doctor_passes_a_safe_endpoint_and_fails_one_that_evicts() {
     assert!(lines[..4].iter().all(|line| line["ok"] == true), "{lines:?}");
     assert_eq!(lines[4], serde_json::json!({ "ok": true, "failed": [] }));
 
-    let client = edgelimit::RestClient::new(&stack.url, "cli").unwrap();
+    let client = edgelimit::RestClient::new(&stack.url, "cli-token").unwrap();
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let set = edgelimit::Command::new("CONFIG").args(["SET", "maxmemory-policy", "allkeys-lru"]);
     runtime.block_on(client.command(&set)).unwrap();
@@ -456,7 +456,7 @@ fn the_bridge_warns_at_start_up_when_redis_evicts_keys() {
             "--redis",
             &redis.url(),
             "--token",
-            "t",
+            "cli-token",
         ])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

@@ -80,8 +80,11 @@ impl Algorithm {
         }
     }
 
-    /// Whether a grant is logged as zset members that need a fresh id to name them (concurrency, sliding log).
-    pub(crate) fn names_grants(self) -> bool {
+    /// Whether a grant is logged as zset members that need a fresh id to name them (concurrency, sliding log). A
+    /// refund of such a grant must name a member that is still logged, so its receipt cannot be made up or used
+    /// twice; the other algorithms' receipts name a time or a window, which anyone can write (the bridge lets a
+    /// `limiter` token refund only grants that name members).
+    pub fn names_grants(self) -> bool {
         matches!(self, Algorithm::Concurrency | Algorithm::SlidingLog)
     }
 }

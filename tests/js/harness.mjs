@@ -2,7 +2,7 @@
 // loopback port, stopped when the test ends. No test depends on a service it did not start.
 import { spawn } from "node:child_process";
 import { once } from "node:events";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createConnection, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -11,6 +11,8 @@ import { Redis } from "@upstash/redis";
 
 export const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 export const TOKEN = "js-test-token";
+/** A `limiter` token every harness bridge accepts too (what a deployed Worker holds): edgelimit's scripts only. */
+export const LIMITER_TOKEN = "js-limiter-token";
 const EDGELIMIT_BIN = process.env.EDGELIMIT_BIN ?? join(ROOT, "target/debug/edgelimit");
 
 /** A loopback port that was free a moment ago. */
@@ -117,13 +119,26 @@ export async function runEdgelimit(args, { token, cwd }, announced) {
   };
 }
 
-/** Starts `edgelimit bridge` in front of `redisUrl`; resolves once it prints its address. */
-export function startBridge(redisUrl, token = TOKEN) {
+/**
+ * Starts `edgelimit bridge` in front of `redisUrl` with `token` as its admin token and LIMITER_TOKEN as a limiter
+ * token (from a tokens file); resolves once it prints its address.
+ */
+export async function startBridge(redisUrl, token = TOKEN) {
+  const dir = mkdtempSync(join(tmpdir(), "edgelimit-tokens-"));
+  writeFileSync(join(dir, "tokens"), `limiter:${LIMITER_TOKEN}\n`);
   const args = ["bridge", "--listen", "127.0.0.1:0", "--redis", redisUrl, "--redis-timeout-ms", "1500"];
-  return runEdgelimit(args, { token }, (seen) => {
+  args.push("--tokens-file", join(dir, "tokens"));
+  const bridge = await runEdgelimit(args, { token }, (seen) => {
     const match = seen.match(/listening on (http:\/\/[\d.:]+)/);
     return match && { url: match[1] };
   });
+  return {
+    ...bridge,
+    async stop() {
+      await bridge.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
 }
 
 /** Redis + bridge; `stopRedis`/`restartRedis` act under a running bridge. */
@@ -133,6 +148,7 @@ export async function startStack() {
   return {
     url: bridge.url,
     token: TOKEN,
+    limiterToken: LIMITER_TOKEN,
     stopRedis: () => redis.stop(),
     async restartRedis() {
       redis = await startRedis(redis.port);

@@ -111,7 +111,8 @@ export function varsFor(stack, origin, rules, extra = {}) {
   return {
     ORIGIN: origin.url,
     EDGELIMIT_URL: stack.url,
-    EDGELIMIT_TOKEN: stack.token,
+    // A limiter token, as a deployed Worker should hold: its decisions need nothing more.
+    EDGELIMIT_TOKEN: stack.limiterToken,
     RULES: JSON.stringify(rules),
     ...extra,
   };

@@ -6,11 +6,17 @@
 use std::time::Duration;
 
 use edgelimit::RestClient;
-use edgelimit_cli::bridge::{BridgeConfig, InProcessBridge};
+use edgelimit_cli::bridge::{BridgeConfig, InProcessBridge, Profile};
 use edgelimit_cli::redis_server::RedisServer;
 
-/// The token every harness bridge requires.
+/// The admin token of every harness bridge, which [`Stack::client`] uses.
 pub const TOKEN: &str = "test-token";
+
+/// A `limiter` token every harness bridge accepts too.
+pub const LIMITER_TOKEN: &str = "test-limiter-token";
+
+/// A `readonly` token every harness bridge accepts too.
+pub const READONLY_TOKEN: &str = "test-readonly-token";
 
 /// Redis + bridge.
 pub struct Stack {
@@ -30,6 +36,10 @@ impl Stack {
     pub async fn start_with(configure: impl FnOnce(&mut BridgeConfig)) -> Stack {
         let redis = RedisServer::start().await.expect("start redis-server");
         let mut config = BridgeConfig::new(redis.url(), TOKEN);
+        config.tokens = vec![
+            (Profile::Limiter, LIMITER_TOKEN.to_owned()),
+            (Profile::Readonly, READONLY_TOKEN.to_owned()),
+        ];
         // Short, so the Redis-down tests answer quickly; still generous for a loaded 2-core machine.
         config.redis_timeout = Duration::from_millis(1_500);
         configure(&mut config);
@@ -47,11 +57,21 @@ impl Stack {
         &self.bridge_url
     }
 
-    /// A client with the right token and a 5 s timeout (tests must not flake on a busy machine).
+    /// A client with the admin token and a 5 s timeout (tests must not flake on a busy machine).
     pub fn client(&self) -> RestClient {
-        RestClient::new(&self.bridge_url, TOKEN)
+        self.client_with(TOKEN)
+    }
+
+    /// A client with `token` and a 5 s timeout.
+    pub fn client_with(&self, token: &str) -> RestClient {
+        RestClient::new(&self.bridge_url, token)
             .and_then(|client| client.with_timeout(Duration::from_secs(5)))
             .expect("valid client config")
+    }
+
+    /// Where the harness's Redis listens, e.g. `redis://127.0.0.1:40123`.
+    pub fn redis_url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.redis_port)
     }
 
     /// Kills Redis (the bridge keeps running).

@@ -34,6 +34,9 @@ use proptest::test_runner::{Config, FileFailurePersistence, TestCaseError, TestR
 use serde_json::{json, Value as Json};
 
 const TOKEN: &str = "fuzz-token";
+/// A `limiter` token the bridge accepts too (from a tokens file): its requests cross the fence
+/// (`cli/src/bridge/fence.rs`), which reads every word of a script command.
+const LIMITER_TOKEN: &str = "fuzz-limiter-token";
 
 // ---------------------------------------------------------------------------------------------------------------
 // The release bridge as a child process.
@@ -72,6 +75,17 @@ fn bridge_binary() -> &'static Path {
     })
 }
 
+/// A tokens file granting [`LIMITER_TOKEN`] the `limiter` profile, written once per test run.
+fn limiter_tokens_file() -> PathBuf {
+    static FILE: OnceLock<PathBuf> = OnceLock::new();
+    FILE.get_or_init(|| {
+        let path = std::env::temp_dir().join(format!("edgelimit-fuzz-tokens-{}", std::process::id()));
+        std::fs::write(&path, format!("limiter:{LIMITER_TOKEN}\n")).expect("write the tokens file");
+        path
+    })
+    .clone()
+}
+
 /// `edgelimit bridge` started from the release binary; killed on drop.
 struct ReleaseBridge {
     child: Child,
@@ -92,6 +106,7 @@ impl ReleaseBridge {
                 "5000",
             ])
             .env("EDGELIMIT_TOKEN", TOKEN)
+            .env("EDGELIMIT_TOKENS_FILE", limiter_tokens_file())
             .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -272,11 +287,19 @@ impl FuzzRequest {
         let ows = |b: &u8| *b == b' ' || *b == b'\t';
         let start = value.iter().position(|b| !ows(b)).unwrap_or(value.len());
         let end = value.iter().rposition(|b| !ows(b)).map_or(start, |last| last + 1);
-        value.get(start..end) == Some(format!("Bearer {TOKEN}").as_bytes())
+        let presented = value.get(start..end);
+        [TOKEN, LIMITER_TOKEN]
+            .iter()
+            .any(|token| presented == Some(format!("Bearer {token}").as_bytes()))
     }
 }
 
-/// What the bridge answered.
+/// The body size from which a request that the bridge answers without reading may see its connection reset
+/// before the answer (see [`exchange`]); smaller bodies fit in the socket's buffers and are always sent whole.
+const CLOSED_EARLY_BODY: usize = 64 * 1024;
+
+/// What the bridge answered (status 0: the connection was closed before the answer could be read, see
+/// [`exchange`]).
 struct Answer {
     status: u16,
     json: Json,
@@ -314,9 +337,20 @@ async fn exchange(http: &reqwest::Client, base: &str, request: &FuzzRequest) -> 
         Ok(response) => response,
         Err(first) => {
             tokio::time::sleep(Duration::from_millis(100)).await;
-            send()
-                .await
-                .map_err(|again| format!("the connection failed, twice: {first}; then {again}"))?
+            match send().await {
+                Ok(response) => response,
+                // A request the bridge answers without reading its body (a wrong token, say) may have that answer
+                // sent and the connection closed while the client is still writing a large body: the client then
+                // sees a reset instead of the answer, as HTTP/1.1 allows. Not a failure of the bridge (the test
+                // checks after each request that it is alive); nothing to check either.
+                Err(again) if !read_whole && request.body.len() >= CLOSED_EARLY_BODY && !again.is_timeout() => {
+                    return Ok(Answer {
+                        status: 0,
+                        json: Json::Null,
+                    })
+                }
+                Err(again) => return Err(format!("the connection failed, twice: {first}; then {again}")),
+            }
         }
     };
     let status = response.status().as_u16();
@@ -354,7 +388,7 @@ async fn exchange(http: &reqwest::Client, base: &str, request: &FuzzRequest) -> 
             )?,
             Route::Other(_) => shape(false, "no 200 on an unknown route")?,
         },
-        400 | 401 | 404 | 405 | 413 | 503 => shape(is_error(&json), r#"{"error": "…"}"#)?,
+        400 | 401 | 403 | 404 | 405 | 413 | 503 => shape(is_error(&json), r#"{"error": "…"}"#)?,
         500 => return Err(format!("HTTP 500: a handler panicked: {json}")),
         other => return Err(format!("HTTP {other}: not a status the bridge answers: {json}")),
     }
@@ -655,7 +689,8 @@ fn authorization() -> impl Strategy<Value = Option<Vec<u8>>> {
     .map(|v| v.map(|v| v.as_bytes().to_vec()))
     .collect();
     prop_oneof![
-        40 => Just(Some(exact.clone())),
+        30 => Just(Some(exact.clone())),
+        10 => Just(Some(format!("Bearer {LIMITER_TOKEN}").into_bytes())),
         3 => prop::sample::select(variants),
         1 => header_bytes(64).prop_map(|bytes| Some([&b"Bearer "[..], &bytes].concat())),
         1 => header_bytes(64).prop_map(Some),

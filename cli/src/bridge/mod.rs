@@ -6,9 +6,12 @@
 //! | `POST /pipeline` | `[["CMD", …], …]` | HTTP 200 `[{"result": …} or {"error": …}, …]` |
 //! | `POST /multi-exec` | the same | the same, run inside MULTI/EXEC |
 //!
-//! Every request needs `Authorization: Bearer <token>` (HTTP 401 otherwise). Browsers may call it from the origins
-//! given with `--cors-origin` ([`CorsOrigins`]). When Redis cannot be reached the
-//! bridge answers HTTP 503 `{"error": …}` and keeps trying to reconnect; it never needs a restart.
+//! Every request needs `Authorization: Bearer <token>` (HTTP 401 otherwise), and the token's profile decides what
+//! it may run ([`profile`]): `limiter` tokens only edgelimit's own scripts, at the server's time ([`fence`]; HTTP 403
+//! `{"error": "NOPERM …"}` otherwise), each profile as its own Redis ACL user. Browsers may call it from the origins
+//! given with `--cors-origin` ([`CorsOrigins`]). When Redis cannot be reached the bridge answers HTTP 503
+//! `{"error": …}` and keeps trying to reconnect; it never needs a restart. A script that runs past the Redis timeout
+//! is stopped with `SCRIPT KILL` ([`script_kill`]).
 //!
 //! No request can take the bridge down: every handler checks its input and answers a JSON error instead of
 //! panicking, and should one panic all the same, the panic is caught for that request alone (HTTP 500 `{"error": …}`)
@@ -16,17 +19,22 @@
 //! A Redis reply above the cap ([`BridgeConfig::max_reply_bytes`]) is refused as it streams in, never held
 //! (HTTP 413 `{"error": "ERR reply too large: …"}`, or that error for the one command in a `/pipeline`).
 
-mod auth;
 mod cors;
+pub mod fence;
 mod in_process;
 mod json;
+mod links;
 mod policy;
+pub mod profile;
 mod redis_link;
 mod reply_cap;
+pub mod script_kill;
 mod shebang;
+pub mod tokens;
 
 use std::any::Any;
 use std::future::Future;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -37,25 +45,35 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use axum::{Json, Router};
+use axum::{Extension, Json, Router};
 use serde_json::{json, Value as JsonValue};
 use tower_http::catch_panic::CatchPanicLayer;
 
-use self::auth::TokenCheck;
 pub use self::cors::CorsOrigins;
 pub use self::in_process::InProcessBridge;
 use self::json::Words;
-use self::redis_link::RedisLink;
+use self::links::{LinkConfig, Links};
+pub use self::profile::{Profile, RedisAcl};
 pub use self::reply_cap::REPLY_TOO_LARGE;
+use self::script_kill::ScriptKiller;
 use self::shebang::ScriptAliases;
+use self::tokens::{TokenTable, Tokens};
 
 /// How the bridge is set up.
 #[derive(Debug, Clone)]
 pub struct BridgeConfig {
     /// Where Redis is, e.g. `redis://127.0.0.1:6379`.
     pub redis_url: String,
-    /// The bearer token every request must carry.
+    /// An admin token (`--token`); empty when the tokens come from [`BridgeConfig::tokens`] or the tokens file.
     pub token: String,
+    /// More tokens, each with its profile.
+    pub tokens: Vec<(Profile, String)>,
+    /// A file of tokens, read again whenever it changes ([`tokens`] has the format).
+    pub tokens_file: Option<PathBuf>,
+    /// Whether each profile runs as its own Redis ACL user ([`RedisAcl::Provision`], the default).
+    pub redis_acl: RedisAcl,
+    /// The key patterns the `limiter` profile's Redis user may touch (Redis ACL `~pattern` syntax).
+    pub limiter_keys: Vec<String>,
     /// Largest request body accepted; larger ones get HTTP 413.
     pub max_request_bytes: usize,
     /// The largest Redis reply passed on, in bytes as Redis sends them (RESP). A larger reply is read and discarded
@@ -70,11 +88,16 @@ pub struct BridgeConfig {
 }
 
 impl BridgeConfig {
-    /// A config with the default limits: 1 MiB request bodies, 8 MiB replies, 2 s Redis timeout.
+    /// A config with one admin token and the defaults: 1 MiB request bodies, 8 MiB replies, 2 s Redis timeout,
+    /// an ACL user per profile, the `limiter` user on the keys of [`profile::DEFAULT_LIMITER_KEYS`].
     pub fn new(redis_url: impl Into<String>, token: impl Into<String>) -> Self {
         BridgeConfig {
             redis_url: redis_url.into(),
             token: token.into(),
+            tokens: Vec::new(),
+            tokens_file: None,
+            redis_acl: RedisAcl::default(),
+            limiter_keys: profile::DEFAULT_LIMITER_KEYS.map(str::to_owned).to_vec(),
             max_request_bytes: 1 << 20,
             max_reply_bytes: DEFAULT_MAX_REPLY_BYTES,
             redis_timeout: Duration::from_secs(2),
@@ -92,9 +115,9 @@ pub const DEFAULT_MAX_REPLY_BYTES: u64 = 8 << 20;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum BridgeError {
-    /// The token was empty.
-    #[error("the bridge needs a non-empty token: pass --token or set EDGELIMIT_TOKEN")]
-    EmptyToken,
+    /// No token, or one that cannot be used.
+    #[error("{0}")]
+    Tokens(String),
     /// The Redis URL could not be parsed.
     #[error("invalid Redis URL {url:?}: {source}; expected e.g. redis://127.0.0.1:6379")]
     RedisUrl {
@@ -113,8 +136,10 @@ pub enum BridgeError {
 }
 
 struct Bridge {
-    redis: RedisLink,
-    tokens: TokenCheck,
+    redis: Links,
+    acl: RedisAcl,
+    tokens: Arc<Tokens>,
+    killer: Arc<ScriptKiller>,
     aliases: ScriptAliases,
     max_reply_bytes: u64,
 }
@@ -125,19 +150,18 @@ pub async fn serve(
     config: BridgeConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), BridgeError> {
-    if config.token.is_empty() {
-        return Err(BridgeError::EmptyToken);
-    }
-    if config.max_reply_bytes == 0 {
-        return Err(BridgeError::Limit(
-            "the reply cap must be at least 1 byte (--max-reply-bytes, EDGELIMIT_MAX_REPLY_BYTES)".into(),
-        ));
-    }
-    let redis = RedisLink::new(&config.redis_url, config.redis_timeout, config.max_reply_bytes).map_err(|source| {
-        BridgeError::RedisUrl {
-            url: config.redis_url.clone(),
-            source,
-        }
+    let tokens = Arc::new(tokens_of(&config)?);
+    check_limits(&config)?;
+    let redis = Links::new(&LinkConfig {
+        redis_url: &config.redis_url,
+        acl: config.redis_acl,
+        limiter_keys: &config.limiter_keys,
+        timeout: config.redis_timeout,
+        max_reply_bytes: config.max_reply_bytes,
+    })
+    .map_err(|source| BridgeError::RedisUrl {
+        url: config.redis_url.clone(),
+        source,
     })?;
     if cfg!(panic = "abort") {
         eprintln!(
@@ -146,16 +170,64 @@ pub async fn serve(
         );
     }
     let bridge = Arc::new(Bridge {
+        killer: Arc::new(ScriptKiller::new(redis.admin_info().clone(), config.redis_timeout)),
         redis,
-        tokens: TokenCheck::new(&config.token),
+        acl: config.redis_acl,
+        tokens: tokens.clone(),
         aliases: ScriptAliases::default(),
         max_reply_bytes: config.max_reply_bytes,
     });
-    tokio::spawn(warn_if_redis_evicts(bridge.clone()));
+    let reloading = tokio::spawn(tokens.keep_reloading());
+    tokio::spawn(check_redis_at_start(bridge.clone()));
     let app = app(routes(), bridge, config.max_request_bytes, config.cors_origins);
-    axum::serve(listener, app).with_graceful_shutdown(shutdown).await?;
+    let served = axum::serve(listener, app).with_graceful_shutdown(shutdown).await;
+    reloading.abort();
+    Ok(served?)
+}
+
+/// Checks what [`serve`] would refuse in `config` (its tokens, its limits), without serving.
+pub fn check(config: &BridgeConfig) -> Result<(), BridgeError> {
+    tokens_of(config)?;
+    check_limits(config)
+}
+
+fn check_limits(config: &BridgeConfig) -> Result<(), BridgeError> {
+    if config.max_reply_bytes == 0 {
+        return Err(BridgeError::Limit(
+            "the reply cap must be at least 1 byte (--max-reply-bytes, EDGELIMIT_MAX_REPLY_BYTES)".into(),
+        ));
+    }
     Ok(())
 }
+
+/// Where `redis_url` points, without its password, for what the bridge prints; the URL itself when it does not
+/// parse (a password cannot be told apart then, but neither can the bridge use it: it refuses to start).
+pub fn redis_address(redis_url: &str) -> String {
+    use redis::IntoConnectionInfo;
+    match redis_url.into_connection_info() {
+        Ok(info) => info.addr().to_string(),
+        Err(_) => "an invalid URL".to_owned(),
+    }
+}
+
+/// The tokens of `config`, checked: at least one, none unusable, and no `readonly` token without its ACL user.
+fn tokens_of(config: &BridgeConfig) -> Result<Tokens, BridgeError> {
+    let admin = Some(config.token.as_str()).filter(|token| !token.is_empty());
+    let inline = admin
+        .map(|token| (Profile::Admin, token))
+        .into_iter()
+        .chain(config.tokens.iter().map(|(profile, token)| (*profile, token.as_str())));
+    let inline = TokenTable::new(inline).map_err(|e| BridgeError::Tokens(format!("--token: {e}")))?;
+    let tokens = Tokens::load(inline, config.tokens_file.clone()).map_err(BridgeError::Tokens)?;
+    if config.redis_acl == RedisAcl::Off && tokens.table().profiles().contains(&Profile::Readonly) {
+        return Err(BridgeError::Tokens(READONLY_NEEDS_ACL.into()));
+    }
+    Ok(tokens)
+}
+
+/// Why a `readonly` token is refused when the ACL is off.
+const READONLY_NEEDS_ACL: &str = "readonly tokens need the bridge's Redis ACL users (--redis-acl provision): with \
+     --redis-acl off nothing would keep them from writing";
 
 /// The protocol's routes.
 fn routes() -> Router<Arc<Bridge>> {
@@ -196,13 +268,20 @@ fn panic_response(_panic: Box<dyn Any + Send + 'static>) -> Response {
     .into_response()
 }
 
-/// Warns on stderr, once at start-up, when Redis evicts keys under memory pressure: an evicted limiter key is a fresh
-/// limit (see [`crate::doctor`]). A warning, not a refusal to start: Redis may not be up yet (then nothing is said;
-/// `edgelimit doctor` checks any time), and a Redis shared with a cache may evict on purpose, at the limits' cost.
-async fn warn_if_redis_evicts(bridge: Arc<Bridge>) {
-    let Ok(mut connection) = bridge.redis.connection().await else {
+/// Once at start-up: creates the Redis ACL users of the profiles that have tokens, so that a Redis that will not
+/// let the bridge do so is reported now rather than at the first request; and warns when Redis evicts keys under
+/// memory pressure: an evicted limiter key is a fresh limit (see [`crate::doctor`]). Warnings, not refusals to
+/// start: Redis may not be up yet (then nothing is said; `edgelimit doctor` checks any time), and a Redis shared
+/// with a cache may evict on purpose, at the limits' cost.
+async fn check_redis_at_start(bridge: Arc<Bridge>) {
+    let Ok(mut connection) = bridge.redis.connection(Profile::Admin).await else {
         return;
     };
+    for profile in bridge.tokens.table().profiles() {
+        if let Err(e) = bridge.redis.connection(profile).await {
+            eprintln!("edgelimit bridge: WARNING: {profile} tokens cannot be served: {e}");
+        }
+    }
     let reply: redis::RedisResult<Vec<String>> = redis::cmd("CONFIG")
         .arg("GET")
         .arg("maxmemory-policy")
@@ -240,9 +319,11 @@ impl IntoResponse for Failure {
     }
 }
 
-async fn authenticate(State(bridge): State<Arc<Bridge>>, request: Request, next: Next) -> Response {
+/// Finds the token's profile, which the handlers receive as an `Extension<Profile>`.
+async fn authenticate(State(bridge): State<Arc<Bridge>>, mut request: Request, next: Next) -> Response {
     let authorization = request.headers().get("authorization").map(|value| value.as_bytes());
-    if bridge.tokens.accepts(authorization) {
+    if let Some(profile) = bridge.tokens.table().profile_of(authorization) {
+        request.extensions_mut().insert(profile);
         next.run(request).await
     } else {
         Failure::new(
@@ -299,9 +380,15 @@ type Prepared = (redis::Cmd, Option<String>);
 
 impl Bridge {
     /// Checks and rewrites the commands of one request; nothing runs unless all of them may.
-    fn prepare(&self, mut commands: Vec<Words>) -> Result<Vec<Prepared>, Failure> {
+    fn prepare(&self, profile: Profile, mut commands: Vec<Words>) -> Result<Vec<Prepared>, Failure> {
         if let Some(why) = commands.iter().find_map(|words| policy::refusal(words)) {
             return Err(Failure::bad_request(why));
+        }
+        if profile == Profile::Readonly && self.acl == RedisAcl::Off {
+            return Err(Failure::new(StatusCode::FORBIDDEN, READONLY_NEEDS_ACL));
+        }
+        if let Some(why) = commands.iter().find_map(|words| fence::refusal(profile, words)) {
+            return Err(Failure::new(StatusCode::FORBIDDEN, why));
         }
         Ok(commands
             .iter_mut()
@@ -316,13 +403,21 @@ impl Bridge {
             .collect())
     }
 
-    async fn connection(&self) -> Result<redis::aio::MultiplexedConnection, Failure> {
-        self.redis.connection().await.map_err(|e| self.failure(&e))
+    async fn connection(&self, profile: Profile) -> Result<redis::aio::MultiplexedConnection, Failure> {
+        self.redis.connection(profile).await.map_err(|e| self.failure(&e))
+    }
+
+    /// Starts a `SCRIPT KILL` when `error` says that a script may be holding Redis: a reply that timed out, or BUSY.
+    fn notice(&self, error: &redis::RedisError) {
+        if error.is_timeout() || error.code() == Some("BUSY") {
+            self.killer.start();
+        }
     }
 
     /// A Redis error reply is the client's 400, a reply above the cap 413; anything else means Redis could not be
     /// reached: 503.
     fn failure(&self, error: &redis::RedisError) -> Failure {
+        self.notice(error);
         if let Some(message) = redis_reply_error(error) {
             if message.starts_with(REPLY_TOO_LARGE) {
                 return Failure::new(StatusCode::PAYLOAD_TOO_LARGE, message);
@@ -331,9 +426,14 @@ impl Bridge {
         }
         let redis = self.redis.describe();
         eprintln!("edgelimit bridge: redis at {redis} unavailable: {error}");
+        let why = if self.killer.unkillable() {
+            script_kill::UNKILLABLE_NOTE
+        } else {
+            "the bridge reconnects by itself, retry shortly"
+        };
         Failure::new(
             StatusCode::SERVICE_UNAVAILABLE,
-            format!("redis at {redis} is unavailable ({error}); the bridge reconnects by itself, retry shortly"),
+            format!("redis at {redis} is unavailable ({error}); {why}"),
         )
     }
 }
@@ -348,17 +448,18 @@ fn render(value: redis::Value, loaded_sha: Option<String>, base64: bool) -> Json
 
 async fn single(
     State(bridge): State<Arc<Bridge>>,
+    Extension(profile): Extension<Profile>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<JsonValue>, Failure> {
     let words = json::command(&parse_body(body)?).map_err(Failure::bad_request)?;
-    let Some((command, loaded_sha)) = bridge.prepare(vec![words])?.pop() else {
+    let Some((command, loaded_sha)) = bridge.prepare(profile, vec![words])?.pop() else {
         return Err(Failure::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             "the bridge prepared no command for this request (a bug)",
         ));
     };
-    let mut connection = bridge.connection().await?;
+    let mut connection = bridge.connection(profile).await?;
     let value = command
         .query_async::<redis::Value>(&mut connection)
         .await
@@ -370,28 +471,31 @@ async fn single(
 
 async fn pipeline(
     State(bridge): State<Arc<Bridge>>,
+    Extension(profile): Extension<Profile>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<JsonValue>, Failure> {
-    batch(&bridge, &headers, body, false).await
+    batch(&bridge, profile, &headers, body, false).await
 }
 
 async fn multi_exec(
     State(bridge): State<Arc<Bridge>>,
+    Extension(profile): Extension<Profile>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<JsonValue>, Failure> {
-    batch(&bridge, &headers, body, true).await
+    batch(&bridge, profile, &headers, body, true).await
 }
 
 async fn batch(
     bridge: &Bridge,
+    profile: Profile,
     headers: &HeaderMap,
     body: Result<Bytes, BytesRejection>,
     atomic: bool,
 ) -> Result<Json<JsonValue>, Failure> {
     let commands = json::commands(&parse_body(body)?).map_err(Failure::bad_request)?;
-    let prepared = bridge.prepare(commands)?;
+    let prepared = bridge.prepare(profile, commands)?;
     let count = prepared.len();
     // A transaction is written out as MULTI, the commands, EXEC, and its replies read here rather than by the redis
     // crate's atomic mode, which turns an EXEC answered by an error (a reply the cap refused) into a parse failure.
@@ -409,7 +513,7 @@ async fn batch(
     if atomic {
         pipe.cmd("EXEC");
     }
-    let mut connection = bridge.connection().await?;
+    let mut connection = bridge.connection(profile).await?;
     let replies = pipe
         .query_async::<Vec<redis::RedisResult<redis::Value>>>(&mut connection)
         .await
@@ -419,7 +523,12 @@ async fn batch(
     } else {
         replies
             .into_iter()
-            .map(|reply| reply.map_err(|e| redis_reply_error(&e).unwrap_or_else(|| e.to_string())))
+            .map(|reply| {
+                reply.map_err(|e| {
+                    bridge.notice(&e);
+                    redis_reply_error(&e).unwrap_or_else(|| e.to_string())
+                })
+            })
             .collect()
     };
     let base64 = wants_base64(headers);
@@ -509,7 +618,7 @@ mod tests {
     async fn post_to(address: std::net::SocketAddr, path: &str) -> (String, String) {
         let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
         let request = format!(
-            "POST {path} HTTP/1.1\r\nHost: bridge\r\nAuthorization: Bearer t\r\nContent-Length: 0\r\n\
+            "POST {path} HTTP/1.1\r\nHost: bridge\r\nAuthorization: Bearer test-admin-token\r\nContent-Length: 0\r\n\
              Connection: close\r\n\r\n"
         );
         stream.write_all(request.as_bytes()).await.unwrap();
@@ -523,9 +632,23 @@ mod tests {
     /// purpose). Test builds unwind, as `--profile bridge` does.
     #[tokio::test]
     async fn a_panicking_handler_answers_500_in_json_and_the_bridge_keeps_serving() {
+        let config = BridgeConfig::new("redis://127.0.0.1:1", "test-admin-token");
+        let redis = Links::new(&LinkConfig {
+            redis_url: &config.redis_url,
+            acl: config.redis_acl,
+            limiter_keys: &config.limiter_keys,
+            timeout: Duration::from_millis(200),
+            max_reply_bytes: 1024,
+        })
+        .unwrap();
         let bridge = Arc::new(Bridge {
-            redis: RedisLink::new("redis://127.0.0.1:1", Duration::from_millis(200), 1024).unwrap(),
-            tokens: TokenCheck::new("t"),
+            killer: Arc::new(ScriptKiller::new(
+                redis.admin_info().clone(),
+                Duration::from_millis(200),
+            )),
+            redis,
+            acl: config.redis_acl,
+            tokens: Arc::new(tokens_of(&config).unwrap()),
             aliases: ScriptAliases::default(),
             max_reply_bytes: 1024,
         });

@@ -47,16 +47,22 @@ impl Drop for ClearOnDrop {
 }
 
 impl RedisLink {
-    /// Validates the URL; connects on first use. `timeout` bounds both connecting and each reply; no reply larger
-    /// than `max_reply_bytes` reaches the bridge.
-    pub fn new(url: &str, timeout: Duration, max_reply_bytes: u64) -> redis::RedisResult<Self> {
-        let client = redis::Client::open(url)?;
-        Ok(RedisLink {
-            info: client.get_connection_info().clone(),
+    /// A link to the Redis `info` names, as the user it names; connects on first use. `timeout` bounds both
+    /// connecting and each reply; no reply larger than `max_reply_bytes` reaches the bridge.
+    pub fn new(info: ConnectionInfo, timeout: Duration, max_reply_bytes: u64) -> Self {
+        RedisLink {
+            info,
             timeout,
             max_reply_bytes,
             live: Mutex::new(None),
-        })
+        }
+    }
+
+    /// Whether the link holds a connection whose driver still runs (the next request then connects nothing).
+    pub async fn is_connected(&self) -> bool {
+        let live = self.live.lock().await;
+        live.as_ref()
+            .is_some_and(|current| current.running.load(Ordering::Acquire))
     }
 
     /// A handle to the shared connection, connecting first if there is none or it broke.

@@ -1,0 +1,352 @@
+//! The first fence: what a `limiter` or `readonly` token may ask the bridge to run, decided before anything reaches
+//! Redis. (The second fence is the profile's Redis ACL user: see [`super::profile`].)
+//!
+//! A `limiter` token runs edgelimit's own scripts only: `EVALSHA` of their SHA1s, and `EVAL` / `SCRIPT LOAD` of a body
+//! whose SHA1 is one of them (the client's fallback on `NOSCRIPT`). Their arguments are checked where the scripts
+//! trust them:
+//!
+//! - **the server's clock**: an explicit time (the scripts accept one for tests and for callers that keep their own
+//!   clock) would let a caller write state far in the future (a TAT that blocks a victim for years) or in the past;
+//! - **refunds only of grants that a logged member names** (concurrency, sliding log): those receipts name a random
+//!   grant id that must still be in the log, so a receipt cannot be made up or used twice. The other algorithms'
+//!   receipts name a time or a window, which anyone can write, and a refund gives back again each time: refunding
+//!   them needs an admin token;
+//! - **no writes of configuration**: the Redisson layout's `set_rate`, and its `release` (it gives back permits with
+//!   no receipt at all), need an admin token. So do stored quotas, which are written with plain commands.
+//!
+//! A `readonly` token may run the read-only `inspect` script; every other script is refused here, because a script
+//! that only reads can still loop forever. Plain commands go to Redis, whose ACL user for the profile decides.
+//!
+//! What a `limiter` token still can do, by design: spend any limiter's permits under its key patterns (it decides
+//! for any identifier), and pass any quota with a decision, which is how quotas in code work. Give each tenant its own
+//! key prefix and token when tenants must not reach each other's limits.
+
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
+use edgelimit::lua;
+use edgelimit::Algorithm;
+
+use super::json::Words;
+use super::profile::Profile;
+
+/// What one of edgelimit's scripts is, as far as the fence cares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Known {
+    /// One limit of this algorithm, its quota in the arguments (`lua/<algorithm>.lua`).
+    Single(Algorithm),
+    /// Several limits, or stored quotas (`lua/limits.lua`).
+    Driver,
+    /// Reads state, writes nothing (`lua/inspect.lua`).
+    Inspect,
+    /// The Redisson layout's acquire or available: decisions and reads, time in ARGV[1].
+    RedissonDecision,
+    /// The Redisson layout's release (permits back without a receipt) or set_rate (configuration).
+    RedissonAdmin,
+}
+
+/// Every script of the crate by its SHA1.
+static KNOWN: LazyLock<HashMap<&'static str, Known>> = LazyLock::new(|| {
+    let mut known: HashMap<&'static str, Known> = Algorithm::ALL
+        .into_iter()
+        .map(|algorithm| (algorithm.script().sha1(), Known::Single(algorithm)))
+        .collect();
+    known.insert(lua::LIMITS.sha1(), Known::Driver);
+    known.insert(lua::INSPECT.sha1(), Known::Inspect);
+    known.insert(lua::REDISSON_ACQUIRE.sha1(), Known::RedissonDecision);
+    known.insert(lua::REDISSON_AVAILABLE.sha1(), Known::RedissonDecision);
+    known.insert(lua::REDISSON_RELEASE.sha1(), Known::RedissonAdmin);
+    known.insert(lua::REDISSON_SET_RATE.sha1(), Known::RedissonAdmin);
+    known
+});
+
+/// How every refusal begins: the word Redis uses for a command its ACL refuses, so clients classify both alike.
+const NOPERM: &str = "NOPERM";
+
+/// Why a token of `profile` may not run `words`, or `None` when it may.
+pub fn refusal(profile: Profile, words: &Words) -> Option<String> {
+    let refuse = |why: String| Some(format!("{NOPERM} this token's profile ({profile}) {why}"));
+    if profile == Profile::Admin {
+        return None;
+    }
+    let name = String::from_utf8_lossy(words.first()?).to_ascii_uppercase();
+    let sub = words
+        .get(1)
+        .map(|word| String::from_utf8_lossy(word).to_ascii_uppercase());
+    let script = match (name.as_str(), sub.as_deref()) {
+        ("PING", _) | ("SCRIPT", Some("EXISTS")) => return None,
+        ("EVALSHA" | "EVALSHA_RO", _) => words.get(1).map(|sha| known(&String::from_utf8_lossy(sha))),
+        ("EVAL" | "EVAL_RO", _) => words.get(1).map(|body| known(&sha1_hex(body))),
+        ("SCRIPT", Some("LOAD")) => words.get(2).map(|body| known(&sha1_hex(body))),
+        // A readonly token's plain commands are for Redis's ACL to judge (see the module's docs).
+        (_, _) if profile == Profile::Readonly && !is_script_command(&name) => return None,
+        _ if profile == Profile::Readonly => {
+            return refuse(format!(
+                "may not run {}: of scripts and functions it runs edgelimit's read-only inspect script only; use an \
+                 admin token for others",
+                printable(&name)
+            ))
+        }
+        _ => {
+            return refuse(format!(
+                "may not run {}: it runs edgelimit's scripts (EVALSHA, EVAL, SCRIPT LOAD/EXISTS) and PING only; \
+                 use an admin token for anything else",
+                printable(&name)
+            ))
+        }
+    };
+    // A script command too short to name its script: Redis refuses it ("wrong number of arguments").
+    let script = script?;
+    let Some(script) = script else {
+        let which = match profile {
+            Profile::Readonly => "the read-only inspect script of edgelimit's scripts",
+            _ => "edgelimit's own scripts",
+        };
+        return refuse(format!(
+            "may run only {which} (this one's SHA1 is not one of theirs); use an admin token for other scripts"
+        ));
+    };
+    if name == "SCRIPT" {
+        return match (profile, script) {
+            (Profile::Readonly, Known::Inspect) | (Profile::Limiter, _) => None,
+            _ => refuse("may load only the read-only inspect script".into()),
+        };
+    }
+    let args = script_args(words);
+    let why = match profile {
+        Profile::Readonly if script != Known::Inspect => {
+            Some("may run only the read-only inspect script of edgelimit's scripts".to_owned())
+        }
+        Profile::Readonly => None,
+        _ => limiter_call_refusal(script, &args),
+    };
+    why.and_then(refuse)
+}
+
+/// True for the commands that run or manage scripts and functions, which a readonly token may not run beyond the
+/// inspect script (any script may loop forever).
+fn is_script_command(name: &str) -> bool {
+    matches!(
+        name,
+        "EVAL" | "EVAL_RO" | "EVALSHA" | "EVALSHA_RO" | "SCRIPT" | "FCALL" | "FCALL_RO" | "FUNCTION"
+    )
+}
+
+/// Why a `limiter` token may not run `script` with `args` (its ARGV), or `None`.
+fn limiter_call_refusal(script: Known, args: &[&[u8]]) -> Option<String> {
+    let server_time = "must leave the time to the server's clock (an explicit time could write state far in the \
+                       future or past); explicit times need an admin token";
+    match script {
+        Known::Inspect => None,
+        Known::RedissonAdmin => Some(
+            "may not release permits or set the rate of a Redisson-layout limiter (a release gives permits back \
+             without a receipt); use an admin token"
+                .to_owned(),
+        ),
+        Known::RedissonDecision => (args.first().copied().unwrap_or_default() != b"").then(|| server_time.to_owned()),
+        Known::Single(_) | Known::Driver => {
+            if args.get(1).copied().unwrap_or_default() != b"" {
+                return Some(server_time.to_owned());
+            }
+            match args.first().copied().unwrap_or_default() {
+                b"limit" | b"peek" => None,
+                b"refund" => refund_refusal(script, args),
+                _ => Some("may run edgelimit's decisions only as limit, peek or refund".to_owned()),
+            }
+        }
+    }
+}
+
+/// Why a `limiter` token may not make this refund: only refunds of grants that a logged member names are safe to
+/// let anyone make (see the module's docs).
+fn refund_refusal(script: Known, args: &[&[u8]]) -> Option<String> {
+    let names_grants = match script {
+        Known::Single(algorithm) => algorithm.names_grants(),
+        // The driver: six arguments per limit after the two of the call, the algorithm's name first ('' for a stored
+        // quota, whose algorithm the fence cannot see).
+        _ => {
+            let limits = args.get(2..).unwrap_or_default();
+            !limits.is_empty()
+                && limits.len() % 6 == 0
+                && limits.chunks(6).all(|limit| {
+                    std::str::from_utf8(limit[0])
+                        .ok()
+                        .and_then(|name| name.parse::<Algorithm>().ok())
+                        .is_some_and(Algorithm::names_grants)
+                })
+        }
+    };
+    (!names_grants).then(|| {
+        "may refund only concurrency and sliding-log grants, whose receipts name a logged grant: other receipts \
+         name a time or a window, which anyone could write, and could be refunded again and again; use an admin \
+         token for those refunds"
+            .to_owned()
+    })
+}
+
+/// The script's ARGV: the words after the keys (`EVAL <script> <numkeys> <keys…> <args…>`). A count that is not a
+/// number or exceeds the words gives no arguments: Redis refuses the command.
+fn script_args(words: &Words) -> Vec<&[u8]> {
+    let numkeys = words
+        .get(2)
+        .and_then(|word| std::str::from_utf8(word).ok())
+        .and_then(|text| text.parse::<usize>().ok());
+    match numkeys.and_then(|numkeys| words.get(3 + numkeys..)) {
+        Some(args) => args.iter().map(Vec::as_slice).collect(),
+        None => Vec::new(),
+    }
+}
+
+/// The known script of this SHA1 (any case): `Some(None)` when it is not one of edgelimit's.
+fn known(sha: &str) -> Option<Known> {
+    KNOWN.get(sha.to_ascii_lowercase().as_str()).copied()
+}
+
+fn sha1_hex(bytes: &[u8]) -> String {
+    sha1_smol::Sha1::from(bytes).digest().to_string()
+}
+
+/// A command name as it may appear in a message: at most 40 characters, control characters escaped.
+fn printable(name: &str) -> String {
+    name.chars().take(40).flat_map(char::escape_debug).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(parts: &[&str]) -> Words {
+        parts.iter().map(|part| part.as_bytes().to_vec()).collect()
+    }
+
+    fn evalsha(script: &edgelimit::Script, keys: &[&str], args: &[&str]) -> Words {
+        let mut parts = vec!["EVALSHA", script.sha1()];
+        let numkeys = keys.len().to_string();
+        parts.push(&numkeys);
+        parts.extend(keys);
+        parts.extend(args);
+        words(&parts)
+    }
+
+    #[test]
+    fn every_script_of_the_crate_is_known() {
+        for script in lua::every_script() {
+            assert!(known(script.sha1()).is_some(), "{}", script.sha1());
+        }
+        assert_eq!(KNOWN.len(), lua::every_script().len());
+    }
+
+    #[test]
+    fn a_limiter_token_runs_decisions_at_server_time_only() {
+        let tb = &*lua::TOKEN_BUCKET;
+        let decide = |op: &str, time: &str| evalsha(tb, &["edgelimit:{a}:x"], &[op, time, "1", "10", "1000", "1", ""]);
+        assert_eq!(refusal(Profile::Limiter, &decide("limit", "")), None);
+        assert_eq!(refusal(Profile::Limiter, &decide("peek", "")), None);
+        let explicit = refusal(Profile::Limiter, &decide("limit", "99999999999999")).unwrap();
+        assert!(
+            explicit.starts_with("NOPERM") && explicit.contains("server's clock"),
+            "{explicit}"
+        );
+        let refund = refusal(Profile::Limiter, &decide("refund", "")).unwrap();
+        assert!(refund.contains("concurrency and sliding-log"), "{refund}");
+        assert!(refusal(Profile::Limiter, &decide("grant", "")).is_some());
+        assert_eq!(refusal(Profile::Admin, &decide("refund", "1")), None);
+
+        let conc = &*lua::CONCURRENCY;
+        let release = evalsha(conc, &["k"], &["refund", "", "1", "10", "1000", "1", "1:5-abc"]);
+        assert_eq!(refusal(Profile::Limiter, &release), None);
+        // The same call as EVAL of the body, lowercase, and SCRIPT LOAD of it.
+        let mut eval = release.clone();
+        eval[0] = b"eval".to_vec();
+        eval[1] = conc.source().as_bytes().to_vec();
+        assert_eq!(refusal(Profile::Limiter, &eval), None);
+        assert_eq!(
+            refusal(Profile::Limiter, &words(&["script", "load", conc.source()])),
+            None
+        );
+    }
+
+    #[test]
+    fn the_driver_refunds_only_when_every_limit_names_its_grants() {
+        let limits = &*lua::LIMITS;
+        let keys = ["c1", "s1", "c2", "s2"];
+        let call = |second: &str| {
+            evalsha(
+                limits,
+                &keys,
+                &[
+                    "refund",
+                    "",
+                    "concurrency",
+                    "1",
+                    "5",
+                    "1000",
+                    "1",
+                    "1:5-a",
+                    second,
+                    "1",
+                    "5",
+                    "1000",
+                    "1",
+                    "1:5-b",
+                ],
+            )
+        };
+        assert_eq!(refusal(Profile::Limiter, &call("sliding_log")), None);
+        assert!(refusal(Profile::Limiter, &call("gcra")).is_some());
+        assert!(refusal(Profile::Limiter, &call("")).is_some());
+        let odd = evalsha(limits, &keys, &["refund", "", "concurrency"]);
+        assert!(refusal(Profile::Limiter, &odd).is_some());
+    }
+
+    #[test]
+    fn anything_else_needs_a_stronger_token() {
+        for command in [
+            &["FLUSHALL"][..],
+            &["SHUTDOWN"],
+            &["CONFIG", "SET", "maxmemory", "1"],
+            &["REPLICAOF", "127.0.0.1", "1"],
+            &["KEYS", "*"],
+            &["GET", "edgelimit:{a}:x"],
+            &["EVAL", "while true do end", "0"],
+            &["EVALSHA", "0000000000000000000000000000000000000000", "0"],
+            &["SCRIPT", "FLUSH"],
+            &["SCRIPT", "LOAD", "return 1"],
+            &["FUNCTION", "LOAD", "x"],
+            &["EVAL\0", "x"],
+        ] {
+            let why = refusal(Profile::Limiter, &words(command)).unwrap_or_default();
+            assert!(
+                why.starts_with("NOPERM this token's profile (limiter)"),
+                "{command:?}: {why}"
+            );
+        }
+        let set_rate = evalsha(
+            &lua::REDISSON_SET_RATE,
+            &["n", "a", "b", "c", "d"],
+            &["", "5", "1000", "0", "0", "set"],
+        );
+        assert!(refusal(Profile::Limiter, &set_rate).unwrap().contains("set the rate"));
+        let acquire = evalsha(&lua::REDISSON_ACQUIRE, &["n", "a", "b", "c", "d"], &["1", "1", "id"]);
+        assert!(refusal(Profile::Limiter, &acquire).unwrap().contains("server's clock"));
+        // Too short to name a script: Redis says so.
+        assert_eq!(refusal(Profile::Limiter, &words(&["EVAL"])), None);
+        assert_eq!(refusal(Profile::Limiter, &words(&["PING"])), None);
+        assert_eq!(refusal(Profile::Limiter, &Vec::new()), None);
+    }
+
+    #[test]
+    fn a_readonly_token_runs_inspect_and_leaves_plain_commands_to_redis() {
+        let inspect = evalsha(&lua::INSPECT, &["k"], &["", "10", "value"]);
+        assert_eq!(refusal(Profile::Readonly, &inspect), None);
+        assert_eq!(refusal(Profile::Readonly, &words(&["GET", "k"])), None);
+        for command in [
+            evalsha(&lua::TOKEN_BUCKET, &["k"], &["peek", "", "1", "10", "1000", "1", ""]),
+            words(&["EVAL", "while true do end", "0"]),
+            words(&["FCALL_RO", "f", "0"]),
+            words(&["SCRIPT", "LOAD", lua::GCRA.source()]),
+        ] {
+            assert!(refusal(Profile::Readonly, &command).is_some(), "{command:?}");
+        }
+    }
+}

@@ -1,0 +1,229 @@
+//! What a token may do: its profile, and the Redis ACL user that each profile's requests run as.
+//!
+//! | profile | for | the bridge lets it run (the first fence, [`super::fence`]) | its Redis ACL user (the second) |
+//! |---|---|---|---|
+//! | `limiter` | Workers, servers | edgelimit's own scripts, at the server's time, refunds only of grants a member names | `edgelimit-limiter`: the commands those scripts call, on the limiter's keys |
+//! | `readonly` | dashboards, `state()` | commands Redis files as `@read` (not `@dangerous`), the read-only `inspect` script | `edgelimit-readonly`: `+@read -@dangerous` and no command that writes |
+//! | `admin` | operators, `edgelimit admin` | everything the bridge serves | the user of `--redis` |
+//!
+//! Why two fences: Redis checks each `redis.call` of a script against the user's ACL, so a user that may run the
+//! limiter's scripts may write the limiter's keys, and with `EVAL` any script body could; and the scripts trust their
+//! arguments (an explicit time, a refund's receipt). Redis's ACL cannot say "only these scripts, with these
+//! arguments", so the bridge does ([`super::fence`]), and the ACL user bounds what a bug in that fence could reach.
+//!
+//! The bridge creates (or updates) each profile's user itself, with `ACL SETUSER` over the `--redis` connection, when
+//! it first connects for that profile; see [`RedisAcl`]. The user's password is derived from the `--redis` URL
+//! ([`password`]), so every bridge in front of the same Redis sets the same one and none locks another out.
+
+use std::fmt;
+use std::str::FromStr;
+
+use sha2::{Digest, Sha256};
+
+/// What a token may do (see the module's table).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Profile {
+    /// Decisions with edgelimit's scripts only.
+    Limiter,
+    /// Reads.
+    Readonly,
+    /// Everything the bridge serves.
+    Admin,
+}
+
+impl Profile {
+    /// The profiles' names, for error messages.
+    pub const NAMES: &'static str = "limiter, readonly, admin";
+
+    /// The profile's name in tokens files and messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Profile::Limiter => "limiter",
+            Profile::Readonly => "readonly",
+            Profile::Admin => "admin",
+        }
+    }
+
+    /// The Redis ACL user this profile's requests run as, or `None` for the `--redis` URL's own user.
+    pub fn redis_user(self) -> Option<&'static str> {
+        match self {
+            Profile::Limiter => Some("edgelimit-limiter"),
+            Profile::Readonly => Some("edgelimit-readonly"),
+            Profile::Admin => None,
+        }
+    }
+}
+
+impl fmt::Display for Profile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Profile {
+    type Err = String;
+
+    fn from_str(name: &str) -> Result<Profile, String> {
+        [Profile::Limiter, Profile::Readonly, Profile::Admin]
+            .into_iter()
+            .find(|profile| profile.name() == name)
+            .ok_or_else(|| {
+                format!(
+                    "unknown profile {:?}: use one of {}",
+                    name.chars().take(40).collect::<String>(),
+                    Profile::NAMES
+                )
+            })
+    }
+}
+
+/// Whether the bridge runs each profile as its own Redis ACL user.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RedisAcl {
+    /// It creates the users and runs each profile's requests as its user (the default).
+    #[default]
+    Provision,
+    /// Every request runs as the `--redis` URL's user: for a Redis whose ACL the bridge may not change (some managed
+    /// services). The bridge's own fence still applies to `limiter` tokens; `readonly` tokens are then refused at
+    /// start-up, because without its ACL user nothing confines them.
+    Off,
+}
+
+/// The key patterns of the `limiter` user when none are given: the family's default prefix (`edgelimit:{name}:…`)
+/// and Redisson-layout limiters named under it (`edgelimit:x`, `{edgelimit:x}:value`, …).
+pub const DEFAULT_LIMITER_KEYS: [&str; 2] = ["edgelimit:*", "{edgelimit:*"];
+
+/// Every command edgelimit's scripts call, which the `limiter` user must hold for Redis to let the scripts run (a
+/// test checks the list against the `redis.call`s in `lua/`).
+pub const SCRIPT_COMMANDS: &[&str] = &[
+    "decrby",
+    "del",
+    "exists",
+    "get",
+    "hmget",
+    "hset",
+    "incrby",
+    "persist",
+    "pexpire",
+    "pttl",
+    "set",
+    "time",
+    "type",
+    "zadd",
+    "zcard",
+    "zcount",
+    "zrange",
+    "zrangebyscore",
+    "zrank",
+    "zrem",
+    "zremrangebyscore",
+];
+
+/// The rules after `ACL SETUSER <user>` for `profile`'s user, its password first: a fresh start (`reset`) so that a
+/// rule dropped from this list is dropped from Redis too.
+pub fn acl_rules(profile: Profile, password: &str, limiter_keys: &[String]) -> Vec<String> {
+    let mut rules = vec![
+        "reset".to_owned(),
+        "on".to_owned(),
+        format!(">{password}"),
+        "-@all".to_owned(),
+    ];
+    let commands: Vec<&str> = match profile {
+        Profile::Limiter => {
+            rules.extend(limiter_keys.iter().map(|pattern| format!("~{pattern}")));
+            let mut commands = vec![
+                "ping",
+                "evalsha",
+                "eval",
+                "evalsha_ro",
+                "eval_ro",
+                "script|load",
+                "script|exists",
+            ];
+            commands.extend(SCRIPT_COMMANDS);
+            commands
+        }
+        Profile::Readonly => {
+            // Every key, read or write: Redis counts the keys of EVALSHA as written to, so read-only key
+            // permissions (`%R~*`) would refuse the inspect script. No write is possible all the same: the user
+            // holds no command that writes, and Redis checks each `redis.call` of a script too.
+            rules.push("~*".to_owned());
+            rules.push("+@read".to_owned());
+            rules.push("-@dangerous".to_owned());
+            vec![
+                "ping",
+                "evalsha",
+                "eval",
+                "evalsha_ro",
+                "eval_ro",
+                "script|load",
+                "script|exists",
+                "time",
+            ]
+        }
+        Profile::Admin => Vec::new(),
+    };
+    rules.extend(commands.into_iter().map(|command| format!("+{command}")));
+    rules
+}
+
+/// The password of `user` on the Redis at `redis_url`: SHA-256 of both, so it is as secret as the URL's own
+/// password, the same for every bridge configured with that URL, and never stored. When the URL holds no password,
+/// anyone who reaches Redis is its default user already, and the derived password protects nothing more.
+pub fn password(redis_url: &str, user: &str) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(b"edgelimit bridge ACL user password, v1\0");
+    hasher.update(redis_url.as_bytes());
+    hasher.update(b"\0");
+    hasher.update(user.as_bytes());
+    hasher.finalize().iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn profiles_parse_by_name_only() {
+        for profile in [Profile::Limiter, Profile::Readonly, Profile::Admin] {
+            assert_eq!(profile.name().parse::<Profile>(), Ok(profile));
+        }
+        assert!("Admin"
+            .parse::<Profile>()
+            .unwrap_err()
+            .contains("limiter, readonly, admin"));
+        assert!("".parse::<Profile>().is_err());
+    }
+
+    #[test]
+    fn every_command_a_script_calls_is_granted_to_the_limiter_user() {
+        let lua = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../lua");
+        let mut called = std::collections::BTreeSet::new();
+        for dir in [lua.clone(), lua.join("redisson")] {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.extension().is_some_and(|e| e == "lua") {
+                    let text = std::fs::read_to_string(&path).unwrap();
+                    for part in text.split("redis.call('").skip(1) {
+                        let name = part.split('\'').next().unwrap().to_ascii_lowercase();
+                        called.insert(name);
+                    }
+                }
+            }
+        }
+        let granted: std::collections::BTreeSet<String> = SCRIPT_COMMANDS.iter().map(|c| c.to_string()).collect();
+        assert_eq!(called, granted);
+    }
+
+    #[test]
+    fn passwords_differ_by_url_and_user_and_rules_hold_no_wildcard_key_for_the_limiter() {
+        assert_ne!(password("redis://a", "u"), password("redis://b", "u"));
+        assert_ne!(password("redis://a", "u"), password("redis://a", "v"));
+        assert_eq!(password("redis://a", "u").len(), 64);
+        let rules = acl_rules(Profile::Limiter, "p", &["edgelimit:*".to_owned()]);
+        assert!(rules.contains(&"~edgelimit:*".to_owned()));
+        assert!(!rules
+            .iter()
+            .any(|rule| rule == "~*" || rule == "allkeys" || rule == "+@all"));
+    }
+}

@@ -1,0 +1,272 @@
+//! Bearer tokens and the profile each one grants.
+//!
+//! A token is given inline (`--token`, the admin token; [`super::BridgeConfig::tokens`]) or in a tokens file
+//! (`--tokens-file`), one entry per line or separated by blanks, each `<profile>:<token>`, `#` starting a comment:
+//!
+//! ```text
+//! # the Workers' token: decisions only
+//! limiter:9f2c…
+//! readonly:0b4e…
+//! admin:77d1…
+//! ```
+//!
+//! The same text may come from the environment instead (`EDGELIMIT_TOKENS`, newlines or blanks between entries).
+//! The file is read again whenever it changes (checked every [`RELOAD_EVERY`]), so tokens rotate without a restart:
+//! add the new token, move the clients over, remove the old one. A file that no longer parses is reported on stderr
+//! and the tokens read before stay in force, so a typo cannot lock every client out (or let anyone in).
+//!
+//! Tokens are kept only as SHA-256 digests and compared in constant time over all of them, so neither the position
+//! of the first differing byte, nor a token's length, nor which entry matched shows in the response time. No token
+//! is ever logged: errors name the file and the line.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, SystemTime};
+
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+use super::profile::Profile;
+
+/// How often the tokens file is checked for changes.
+pub const RELOAD_EVERY: Duration = Duration::from_secs(1);
+
+/// The shortest token accepted. A floor against a token typed by hand (`x`, `secret`), not a strength: real
+/// tokens should be random, e.g. 32 bytes of base64 (`openssl rand -base64 32`), which no rate of guesses reaches.
+pub const MIN_TOKEN_LEN: usize = 8;
+
+/// The longest token accepted; longer ones are surely a mistake (a whole file pasted as a token).
+const MAX_TOKEN_LEN: usize = 1024;
+
+type TokenDigest = [u8; 32];
+
+fn digest(token: &[u8]) -> TokenDigest {
+    Sha256::digest(token).into()
+}
+
+/// Which token grants which profile.
+#[derive(Clone, Default)]
+pub struct TokenTable {
+    entries: Vec<(TokenDigest, Profile)>,
+}
+
+impl TokenTable {
+    /// A table of `tokens`, each checked (see [`check_token`]).
+    pub fn new<'a>(tokens: impl IntoIterator<Item = (Profile, &'a str)>) -> Result<TokenTable, String> {
+        let mut table = TokenTable::default();
+        for (profile, token) in tokens {
+            check_token(token)?;
+            table.entries.push((digest(token.as_bytes()), profile));
+        }
+        Ok(table)
+    }
+
+    /// Parses the tokens file format (see the module's docs); `origin` names the text in errors.
+    pub fn parse(text: &str, origin: &str) -> Result<TokenTable, String> {
+        let entries = entries(text, origin)?;
+        TokenTable::new(entries.iter().map(|(profile, token)| (*profile, token.as_str())))
+    }
+
+    /// Adds the entries of `other`.
+    pub fn extend(&mut self, other: TokenTable) {
+        self.entries.extend(other.entries);
+    }
+
+    /// The profiles that some token grants, each once.
+    pub fn profiles(&self) -> Vec<Profile> {
+        let mut profiles: Vec<Profile> = self.entries.iter().map(|(_, profile)| *profile).collect();
+        profiles.sort();
+        profiles.dedup();
+        profiles
+    }
+
+    /// The profile of the bearer token in an `Authorization` header value, or `None` when it carries no known token.
+    /// Every entry is compared, in constant time: when two entries hold the same token, the last one counts.
+    pub fn profile_of(&self, authorization: Option<&[u8]>) -> Option<Profile> {
+        let presented = digest(authorization?.strip_prefix(b"Bearer ")?);
+        let mut found = None;
+        for (expected, profile) in &self.entries {
+            if bool::from(presented.ct_eq(expected)) {
+                found = Some(*profile);
+            }
+        }
+        found
+    }
+}
+
+impl std::fmt::Debug for TokenTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "TokenTable({} tokens, redacted)", self.entries.len())
+    }
+}
+
+/// The entries of a text in the tokens file format (see the module's docs), each checked; `origin` names the text
+/// in errors, which never show a token.
+pub fn entries(text: &str, origin: &str) -> Result<Vec<(Profile, String)>, String> {
+    let mut tokens = Vec::new();
+    for (number, line) in text.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or_default();
+        for entry in line.split_whitespace() {
+            let at = || format!("{origin}, line {}", number + 1);
+            let (profile, token) = entry.split_once(':').ok_or_else(|| {
+                format!(
+                    "{}: an entry is <profile>:<token> (profiles: {}), got one without ':'",
+                    at(),
+                    Profile::NAMES
+                )
+            })?;
+            let profile = profile.parse::<Profile>().map_err(|e| format!("{}: {e}", at()))?;
+            check_token(token).map_err(|e| format!("{}: {e}", at()))?;
+            tokens.push((profile, token.to_owned()));
+        }
+    }
+    Ok(tokens)
+}
+
+/// Refuses a token that is too short to be secret, too long to be meant, or holds anything but printable ASCII
+/// (a header value could not carry it, or a blank would split it in the file).
+pub fn check_token(token: &str) -> Result<(), String> {
+    if token.len() < MIN_TOKEN_LEN || token.len() > MAX_TOKEN_LEN {
+        return Err(format!(
+            "a token must be {MIN_TOKEN_LEN} to {MAX_TOKEN_LEN} characters long (got {}); make one with \
+             `openssl rand -base64 32`",
+            token.len()
+        ));
+    }
+    if !token.bytes().all(|b| b.is_ascii_graphic()) || token.contains('#') {
+        return Err("a token may hold only printable ASCII without blanks or '#' (e.g. base64 or hex)".into());
+    }
+    Ok(())
+}
+
+/// The tokens in force: the inline ones plus, when there is a tokens file, what it held when last read.
+#[derive(Debug)]
+pub struct Tokens {
+    inline: TokenTable,
+    file: Option<PathBuf>,
+    current: RwLock<Arc<TokenTable>>,
+    /// The file's modification time and length when last read, to notice a change.
+    seen: RwLock<Option<(SystemTime, u64)>>,
+}
+
+impl Tokens {
+    /// The inline tokens and those of `file` (read now: a missing or invalid file is an error at start-up).
+    pub fn load(inline: TokenTable, file: Option<PathBuf>) -> Result<Tokens, String> {
+        let tokens = Tokens {
+            current: RwLock::new(Arc::new(inline.clone())),
+            inline,
+            file,
+            seen: RwLock::new(None),
+        };
+        tokens.reload()?;
+        if tokens.table().entries.is_empty() {
+            return Err(
+                "the bridge needs at least one token: pass --token (an admin token) or --tokens-file, or set \
+                 EDGELIMIT_TOKEN"
+                    .into(),
+            );
+        }
+        Ok(tokens)
+    }
+
+    /// The table in force.
+    pub fn table(&self) -> Arc<TokenTable> {
+        self.current.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Reads the tokens file again if it changed since last read. On an error the table in force stays.
+    pub fn reload(&self) -> Result<(), String> {
+        let Some(path) = &self.file else {
+            return Ok(());
+        };
+        let stamp = file_stamp(path).map_err(|e| format!("cannot read the tokens file {}: {e}", path.display()))?;
+        if *self.seen.read().unwrap_or_else(|e| e.into_inner()) == Some(stamp) {
+            return Ok(());
+        }
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read the tokens file {}: {e}", path.display()))?;
+        let mut table = self.inline.clone();
+        table.extend(TokenTable::parse(&text, &path.display().to_string())?);
+        *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(table);
+        *self.seen.write().unwrap_or_else(|e| e.into_inner()) = Some(stamp);
+        Ok(())
+    }
+
+    /// Checks the tokens file for changes every [`RELOAD_EVERY`], for as long as the bridge runs.
+    pub async fn keep_reloading(self: Arc<Self>) {
+        if self.file.is_none() {
+            return;
+        }
+        let mut reported = None;
+        loop {
+            tokio::time::sleep(RELOAD_EVERY).await;
+            match self.reload() {
+                Ok(()) => reported = None,
+                // Said once per distinct problem, not every second.
+                Err(e) if reported.as_ref() != Some(&e) => {
+                    eprintln!("edgelimit bridge: WARNING: {e}; the tokens read before stay in force");
+                    reported = Some(e);
+                }
+                Err(_) => {}
+            }
+        }
+    }
+}
+
+fn file_stamp(path: &Path) -> std::io::Result<(SystemTime, u64)> {
+    let metadata = std::fs::metadata(path)?;
+    Ok((metadata.modified()?, metadata.len()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LIMITER: &str = "limiter-token-0123456789";
+    const ADMIN: &str = "admin-token-0123456789";
+
+    #[test]
+    fn each_token_grants_its_profile_and_nothing_else_is_accepted() {
+        let table = TokenTable::parse(
+            &format!("# comment\nlimiter:{LIMITER}  # the Workers\n\nadmin:{ADMIN}\n"),
+            "tokens",
+        )
+        .unwrap();
+        assert_eq!(
+            table.profile_of(Some(format!("Bearer {LIMITER}").as_bytes())),
+            Some(Profile::Limiter)
+        );
+        assert_eq!(
+            table.profile_of(Some(format!("Bearer {ADMIN}").as_bytes())),
+            Some(Profile::Admin)
+        );
+        for wrong in [
+            format!("Bearer {LIMITER} "),
+            format!("bearer {LIMITER}"),
+            LIMITER.to_owned(),
+            format!("Bearer {}", &LIMITER[1..]),
+            "Bearer ".to_owned(),
+        ] {
+            assert_eq!(table.profile_of(Some(wrong.as_bytes())), None, "{wrong}");
+        }
+        assert_eq!(table.profile_of(None), None);
+        assert_eq!(table.profiles(), vec![Profile::Limiter, Profile::Admin]);
+    }
+
+    #[test]
+    fn a_bad_entry_is_refused_with_its_line_and_never_shows_the_token() {
+        for (text, expected) in [
+            ("limiter", "without ':'"),
+            ("root:0123456789abcdef0", "profile"),
+            ("limiter:short", "8 to 1024"),
+            ("limiter:0123456789abcdef\u{7f}", "printable ASCII"),
+        ] {
+            let err = TokenTable::parse(&format!("\n{text}"), "t.txt").unwrap_err();
+            assert!(err.starts_with("t.txt, line 2: "), "{err}");
+            assert!(err.contains(expected), "{err}");
+            assert!(!err.contains("0123456789abcdef"), "{err}");
+        }
+        assert!(check_token(&"x".repeat(1 << 20)).is_err());
+        assert!(check_token("0123456789abcdef\0").is_err());
+    }
+}

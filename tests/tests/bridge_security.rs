@@ -1,0 +1,306 @@
+//! The bridge as an attacker holding a token would use it, on real Redis: what each profile may run, the Redis ACL
+//! users behind them, token rotation, and a script that runs forever.
+
+use std::time::{Duration, Instant};
+
+use edgelimit::limit::{Limiter, Quota};
+use edgelimit::{Command, Error, RestClient, Script, Value};
+use edgelimit_cli::bridge::{BridgeConfig, InProcessBridge, Profile, RedisAcl};
+use edgelimit_cli::redis_server::RedisServer;
+use edgelimit_tests::{Stack, LIMITER_TOKEN, READONLY_TOKEN};
+
+fn cmd(words: &[&str]) -> Command {
+    Command::new(words[0]).args(&words[1..])
+}
+
+/// The bridge's refusal of a command for the token's profile: HTTP 403 and a NOPERM message saying why.
+fn assert_forbidden(result: Result<Value, Error>, why: &str) {
+    match result {
+        Err(Error::Unauthorized { status: 403, message }) => {
+            assert!(message.starts_with("NOPERM"), "{message}");
+            assert!(message.contains(why), "{message}");
+        }
+        other => panic!("expected a 403 refusal ({why}), got {other:?}"),
+    }
+}
+
+/// Redis's own refusal (the ACL user's): a NOPERM reply, or a script's `redis.call` refused.
+fn assert_refused_by_redis(result: Result<impl std::fmt::Debug, Error>) {
+    match result {
+        Err(Error::StoreConfig { code, .. }) if code == "NOPERM" => {}
+        other => panic!("expected Redis's NOPERM, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_limiter_token_gets_a_clear_refusal_for_everything_but_the_limiters_scripts() {
+    let stack = Stack::start().await;
+    let admin = stack.client();
+    admin.command(&cmd(&["SET", "precious", "1"])).await.unwrap();
+    let limiter = stack.client_with(LIMITER_TOKEN);
+    for words in [
+        &["SHUTDOWN", "NOSAVE"][..],
+        &["FLUSHALL"],
+        &["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"],
+        &["REPLICAOF", "127.0.0.1", "1"],
+        &["KEYS", "*"],
+        &["GET", "precious"],
+        &["SETRANGE", "edgelimit:amp", "199999999", "x"],
+        &["SCRIPT", "FLUSH"],
+        &["ACL", "LIST"],
+    ] {
+        assert_forbidden(limiter.command(&cmd(words)).await, "may not run");
+    }
+    for body in ["while true do end", "return redis.call('FLUSHALL')"] {
+        let script = Script::new(body);
+        assert_forbidden(
+            script.run::<&str, &str>(&limiter, &[], &[]).await,
+            "only edgelimit's own scripts",
+        );
+    }
+    // Nothing of it reached Redis.
+    assert_eq!(
+        admin.command(&cmd(&["GET", "precious"])).await.unwrap(),
+        Value::Bytes(b"1".to_vec())
+    );
+    assert_eq!(
+        admin
+            .command(&cmd(&["CONFIG", "GET", "maxmemory-policy"]))
+            .await
+            .unwrap(),
+        Value::Array(vec![
+            Value::Bytes(b"maxmemory-policy".to_vec()),
+            Value::Bytes(b"noeviction".to_vec())
+        ])
+    );
+    assert_eq!(
+        limiter.command(&cmd(&["PING"])).await.unwrap(),
+        Value::Bytes(b"PONG".to_vec())
+    );
+}
+
+#[tokio::test]
+async fn a_limiter_token_decides_at_server_time_and_refunds_only_grants_a_member_names() {
+    let stack = Stack::start().await;
+    let client = stack.client_with(LIMITER_TOKEN);
+
+    let bucket = Limiter::new(
+        client.clone(),
+        "api",
+        Quota::token_bucket(2, 2, Duration::from_secs(60)).unwrap(),
+    )
+    .unwrap();
+    let granted = bucket.limit("alice", 1).await.unwrap();
+    assert!(granted.success);
+    assert_eq!(bucket.peek("alice", 1).await.unwrap().remaining, 1);
+    assert!(bucket.state("alice").await.unwrap().stored.is_some());
+    // A receipt of a time can be made up, and a refund gives back each time it is made.
+    let refund = bucket.refund("alice", granted.receipt.as_ref().unwrap()).await;
+    assert!(
+        matches!(&refund, Err(Error::Unauthorized { status: 403, message }) if message.contains("concurrency and sliding-log")),
+        "{refund:?}"
+    );
+    let at_a_time = bucket.clone().at(4_000_000_000_000).limit("alice", 1).await;
+    assert!(
+        matches!(&at_a_time, Err(Error::Unauthorized { status: 403, message }) if message.contains("server's clock")),
+        "{at_a_time:?}"
+    );
+    // Stored quotas are written with plain commands: an admin's job.
+    assert!(matches!(
+        bucket
+            .store_quota(Quota::fixed_window(1, Duration::from_secs(1)).unwrap())
+            .await,
+        Err(Error::Unauthorized { status: 403, .. })
+    ));
+
+    let slots = Limiter::new(client, "jobs", Quota::concurrency(1, Duration::from_secs(60)).unwrap()).unwrap();
+    let lease = slots.limit("bob", 1).await.unwrap().receipt.unwrap();
+    assert!(!slots.limit("bob", 1).await.unwrap().success);
+    assert!(slots.release("bob", &lease).await.unwrap());
+    // A receipt used twice gives nothing back the second time.
+    assert!(!slots.release("bob", &lease).await.unwrap());
+    assert!(slots.limit("bob", 1).await.unwrap().success);
+}
+
+/// Every string of a reply, joined by blanks.
+fn text_of(value: &Value) -> String {
+    match value {
+        Value::Bytes(bytes) => String::from_utf8_lossy(bytes).into_owned(),
+        Value::Array(items) => items.iter().map(text_of).collect::<Vec<_>>().join(" "),
+        other => format!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn the_limiter_user_confines_even_a_call_the_bridge_lets_through_to_the_limiters_keys() {
+    let stack = Stack::start().await;
+    let client = stack.client_with(LIMITER_TOKEN);
+    let outside = Limiter::new(
+        client.clone(),
+        "api",
+        Quota::fixed_window(5, Duration::from_secs(1)).unwrap(),
+    )
+    .unwrap()
+    .with_prefix("elsewhere")
+    .unwrap();
+    assert_refused_by_redis(outside.limit("alice", 1).await);
+    let admin = stack.client();
+    let user = admin
+        .command(&cmd(&["ACL", "GETUSER", "edgelimit-limiter"]))
+        .await
+        .unwrap();
+    let text = text_of(&user);
+    assert!(text.contains("~edgelimit:*"), "{text}");
+    assert!(!text.contains("flushall"), "{text}");
+}
+
+#[tokio::test]
+async fn a_readonly_token_reads_and_redis_refuses_its_writes() {
+    let stack = Stack::start().await;
+    stack.client().command(&cmd(&["SET", "k", "v"])).await.unwrap();
+    let reader = stack.client_with(READONLY_TOKEN);
+    assert_eq!(
+        reader.command(&cmd(&["GET", "k"])).await.unwrap(),
+        Value::Bytes(b"v".to_vec())
+    );
+    assert_refused_by_redis(reader.command(&cmd(&["SET", "k", "w"])).await);
+    assert_refused_by_redis(reader.command(&cmd(&["FLUSHALL"])).await);
+    assert_refused_by_redis(reader.command(&cmd(&["KEYS", "*"])).await);
+    assert_forbidden(
+        Script::new("return 1").run::<&str, &str>(&reader, &[], &[]).await,
+        "read-only inspect script",
+    );
+    let limiter = Limiter::new(reader, "api", Quota::sliding_log(3, Duration::from_secs(60)).unwrap()).unwrap();
+    assert_eq!(limiter.state("alice").await.unwrap().stored, None);
+}
+
+#[tokio::test]
+async fn tokens_rotate_through_the_tokens_file_without_a_restart() {
+    let dir = std::env::temp_dir().join(format!("edgelimit-tokens-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("tokens");
+    std::fs::write(&file, "limiter:old-token-0001 # before rotation\n").unwrap();
+    let stack = Stack::start_with(|config| config.tokens_file = Some(file.clone())).await;
+    let old = stack.client_with("old-token-0001");
+    let new = stack.client_with("new-token-0002");
+    assert!(old.command(&cmd(&["PING"])).await.is_ok());
+    assert!(matches!(
+        new.command(&cmd(&["PING"])).await,
+        Err(Error::Unauthorized { status: 401, .. })
+    ));
+
+    // A file that does not parse keeps the tokens in force.
+    std::fs::write(&file, "limiter:old-token-0001\nlimiter new-token-0002\n").unwrap();
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    assert!(old.command(&cmd(&["PING"])).await.is_ok());
+
+    std::fs::write(&file, "limiter:new-token-0002\n").unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while new.command(&cmd(&["PING"])).await.is_err() {
+        assert!(Instant::now() < deadline, "the new token was never accepted");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(matches!(
+        old.command(&cmd(&["PING"])).await,
+        Err(Error::Unauthorized { status: 401, .. })
+    ));
+    // The inline admin token stays whatever the file says.
+    assert!(stack.client().command(&cmd(&["PING"])).await.is_ok());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test]
+async fn the_limiter_user_comes_back_after_redis_restarts_without_it() {
+    let mut stack = Stack::start().await;
+    let limiter = Limiter::new(
+        stack.client_with(LIMITER_TOKEN),
+        "api",
+        Quota::fixed_window(5, Duration::from_secs(1)).unwrap(),
+    )
+    .unwrap();
+    assert!(limiter.limit("a", 1).await.unwrap().success);
+    stack.stop_redis().await;
+    stack.restart_redis().await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        match limiter.limit("a", 1).await {
+            Ok(decision) => break assert!(decision.success),
+            Err(e) => assert!(e.is_store_unavailable(), "{e}"),
+        }
+        assert!(Instant::now() < deadline, "never recovered");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn with_the_acl_off_the_bridge_still_fences_limiter_tokens_and_refuses_readonly_ones() {
+    let redis = RedisServer::start().await.unwrap();
+    let mut config = BridgeConfig::new(redis.url(), "admin-token-0001");
+    config.redis_acl = RedisAcl::Off;
+    config.tokens = vec![(Profile::Readonly, READONLY_TOKEN.to_owned())];
+    let refused = InProcessBridge::start(config.clone())
+        .await
+        .unwrap()
+        .stop()
+        .await
+        .unwrap_err();
+    assert!(refused.to_string().contains("--redis-acl"), "{refused}");
+
+    config.tokens = vec![(Profile::Limiter, LIMITER_TOKEN.to_owned())];
+    let bridge = InProcessBridge::start(config).await.unwrap();
+    let client = RestClient::new(bridge.url(), LIMITER_TOKEN).unwrap();
+    assert_forbidden(client.command(&cmd(&["FLUSHALL"])).await, "may not run");
+    let limiter = Limiter::new(client, "api", Quota::gcra(5, 5, Duration::from_secs(1)).unwrap()).unwrap();
+    assert!(limiter.limit("a", 1).await.unwrap().success);
+    bridge.stop().await.unwrap();
+}
+
+/// Sends `["EVAL", body, "0"]` with the admin token; the answer does not matter (it times out).
+async fn run_forever(stack: &Stack, body: &str) {
+    let client = stack.client();
+    let result = client.command(&cmd(&["EVAL", body, "0"])).await;
+    assert!(result.is_err(), "{result:?}");
+}
+
+#[tokio::test]
+async fn an_endless_script_is_killed_and_every_client_recovers_within_the_busy_threshold() {
+    let stack = Stack::start().await;
+    let started = Instant::now();
+    run_forever(&stack, "while true do end").await;
+    let limiter = Limiter::new(
+        stack.client_with(LIMITER_TOKEN),
+        "api",
+        Quota::fixed_window(5, Duration::from_secs(1)).unwrap(),
+    )
+    .unwrap();
+    // Redis reads SCRIPT KILL once the script has run busy-reply-threshold (5 s); the bound here is generous for a
+    // loaded machine, and a test of recovery, not of speed.
+    loop {
+        match limiter.limit("a", 1).await {
+            Ok(decision) => break assert!(decision.success),
+            Err(e) => assert!(e.is_store_unavailable(), "{e}"),
+        }
+        assert!(started.elapsed() < Duration::from_secs(40), "never recovered");
+    }
+}
+
+#[tokio::test]
+async fn a_script_that_wrote_cannot_be_killed_and_the_bridge_says_so() {
+    let mut stack = Stack::start().await;
+    run_forever(&stack, "redis.call('SET', 'x', '1') while true do end").await;
+    let client = stack.client();
+    let deadline = Instant::now() + Duration::from_secs(40);
+    loop {
+        match client.command(&cmd(&["PING"])).await {
+            Err(Error::Endpoint { status: 503, message }) if message.contains("cannot be killed") => break,
+            Err(e) => assert!(e.is_store_unavailable(), "{e}"),
+            Ok(reply) => panic!("Redis answered {reply:?} while the script ran"),
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the bridge never said the script cannot be killed"
+        );
+    }
+    // Only SHUTDOWN NOSAVE (or a kill of the process, here) ends it.
+    stack.stop_redis().await;
+}
