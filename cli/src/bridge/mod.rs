@@ -217,7 +217,7 @@ fn tokens_of(config: &BridgeConfig) -> Result<Tokens, BridgeError> {
         .map(|token| (Profile::Admin, token))
         .into_iter()
         .chain(config.tokens.iter().map(|(profile, token)| (*profile, token.as_str())));
-    let inline = TokenTable::new(inline).map_err(|e| BridgeError::Tokens(format!("--token: {e}")))?;
+    let inline = TokenTable::new(inline).map_err(|e| BridgeError::Tokens(format!("--token or --tokens: {e}")))?;
     let tokens = Tokens::load(inline, config.tokens_file.clone()).map_err(BridgeError::Tokens)?;
     if config.redis_acl == RedisAcl::Off && tokens.table().profiles().contains(&Profile::Readonly) {
         return Err(BridgeError::Tokens(READONLY_NEEDS_ACL.into()));
