@@ -111,8 +111,9 @@ export function varsFor(stack, origin, rules, extra = {}) {
   return {
     ORIGIN: origin.url,
     EDGELIMIT_URL: stack.url,
-    // A limiter token, as a deployed Worker should hold: its decisions need nothing more.
-    EDGELIMIT_TOKEN: stack.limiterToken,
+    // A limiter token, as a deployed Worker should hold (its decisions need nothing more), when the stack has one:
+    // a stack given as a URL and one token (bench/worker.mjs --url --token) has only that.
+    EDGELIMIT_TOKEN: stack.limiterToken ?? stack.token,
     RULES: JSON.stringify(rules),
     ...extra,
   };
