@@ -77,6 +77,31 @@ test("control characters survive the base64 response encoding", async () => {
   assert.equal(await raw.get("nul"), "a\u0000b\u0001c");
 });
 
+test("booleans are stored as the text true/false: POST /, /pipeline and /multi-exec", async () => {
+  // The client sends booleans as JSON booleans, ["set","bool",true]; Upstash stores their text. Without
+  // auto-pipelining each call is one POST /; with it (the default, `redis`) calls go through /pipeline.
+  const single = upstashRedis(stack, { enableAutoPipelining: false });
+  const raw = upstashRedis(stack, { automaticDeserialization: false, enableAutoPipelining: false });
+  assert.equal(await single.set("bool", true), "OK");
+  assert.equal(await raw.get("bool"), "true");
+  assert.equal(await single.get("bool"), true);
+  assert.equal(await redis.set("bool", false), "OK");
+  assert.equal(await raw.get("bool"), "false");
+  assert.equal(await redis.get("bool"), false);
+  const p = redis.pipeline();
+  p.set("pbool", false);
+  p.get("pbool");
+  p.hset("hbool", { on: true, off: false });
+  p.hgetall("hbool");
+  assert.deepEqual(await p.exec(), ["OK", false, 2, { on: true, off: false }]);
+  assert.equal(await raw.get("pbool"), "false");
+  assert.deepEqual([await raw.hget("hbool", "on"), await raw.hget("hbool", "off")], ["true", "false"]);
+  const tx = redis.multi();
+  tx.set("tbool", true);
+  tx.get("tbool");
+  assert.deepEqual(await tx.exec(), ["OK", true]);
+});
+
 test("a command error is thrown with Redis's text", async () => {
   await redis.set("s", "x");
   await assert.rejects(redis.lpush("s", "y"), /WRONGTYPE/);

@@ -10,7 +10,8 @@ use serde_json::{json, Value as Json};
 /// One command from a request body: its words as bytes.
 pub type Words = Vec<Vec<u8>>;
 
-/// Parses `["SET", "k", 1]` into words. Numbers are sent to Redis as their decimal text.
+/// Parses `["SET", "k", 1]` into words. Numbers are sent to Redis as their decimal text, booleans as `true` or
+/// `false` (as Upstash stores them: `@upstash/redis` sends `redis.set("k", true)` as `["set", "k", true]`).
 pub fn command(body: &Json) -> Result<Words, String> {
     let Json::Array(items) = body else {
         return Err(format!(
@@ -27,8 +28,9 @@ pub fn command(body: &Json) -> Result<Words, String> {
         .map(|(i, item)| match item {
             Json::String(text) => Ok(text.as_bytes().to_vec()),
             Json::Number(number) => Ok(number.to_string().into_bytes()),
+            Json::Bool(flag) => Ok(flag.to_string().into_bytes()),
             other => Err(format!(
-                "argument {i} must be a string or a number, got {}",
+                "argument {i} must be a string, a number or a boolean, got {}",
                 kind(other)
             )),
         })
@@ -143,10 +145,39 @@ mod tests {
         );
         assert!(command(&json!({"cmd": "PING"})).unwrap_err().contains("JSON array"));
         assert!(command(&json!([])).unwrap_err().contains("empty"));
-        assert!(command(&json!(["SET", "k", true])).unwrap_err().contains("argument 2"));
         assert!(commands(&json!([["PING"], [null]]))
             .unwrap_err()
             .starts_with("command 1"));
+    }
+
+    #[test]
+    fn booleans_are_sent_as_their_text_and_null_objects_and_arrays_are_refused() {
+        assert_eq!(
+            command(&json!(["SET", "k", true])).unwrap(),
+            vec![b"SET".to_vec(), b"k".to_vec(), b"true".to_vec()]
+        );
+        assert_eq!(command(&json!([false])).unwrap(), vec![b"false".to_vec()]);
+        assert_eq!(
+            commands(&json!([["SET", "a", false], ["GET", "a"]])).unwrap(),
+            vec![
+                vec![b"SET".to_vec(), b"a".to_vec(), b"false".to_vec()],
+                vec![b"GET".to_vec(), b"a".to_vec()],
+            ]
+        );
+        for (bad, kind) in [
+            (json!(null), "null"),
+            (json!({"a": 1}), "an object"),
+            (json!(["x"]), "an array"),
+        ] {
+            assert_eq!(
+                command(&json!(["SET", "k", bad])).unwrap_err(),
+                format!("argument 2 must be a string, a number or a boolean, got {kind}")
+            );
+        }
+        assert_eq!(
+            commands(&json!([["PING"], ["SET", "k", null]])).unwrap_err(),
+            "command 1: argument 2 must be a string, a number or a boolean, got null"
+        );
     }
 
     #[test]
