@@ -102,6 +102,22 @@ test("booleans are stored as the text true/false: POST /, /pipeline and /multi-e
   assert.deepEqual(await tx.exec(), ["OK", true]);
 });
 
+test("an error nested in a script's reply reaches the client as its text, the same on every route", async () => {
+  const script = "return {1, redis.error_reply('ERR nested x'), {err='E2'}}";
+  const expected = [1, "ERR nested x", "E2"];
+  const single = upstashRedis(stack, { enableAutoPipelining: false });
+  assert.deepEqual(await single.eval(script, [], []), expected);
+  assert.deepEqual(await redis.eval(script, [], []), expected);
+  const p = redis.pipeline();
+  p.eval(script, [], []);
+  p.ping();
+  assert.deepEqual(await p.exec(), [expected, "PONG"]);
+  const tx = redis.multi();
+  tx.eval(script, [], []);
+  tx.ping();
+  assert.deepEqual(await tx.exec(), [expected, "PONG"]);
+});
+
 test("a command error is thrown with Redis's text", async () => {
   await redis.set("s", "x");
   await assert.rejects(redis.lpush("s", "y"), /WRONGTYPE/);

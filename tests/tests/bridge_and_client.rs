@@ -293,3 +293,79 @@ async fn a_script_command_without_its_script_is_refused_by_redis_not_a_crash() {
     assert!(matches!(&err, Error::Redis { code, .. } if code == "ERR"), "{err}");
     assert_eq!(client.command(&cmd("PING")).await.unwrap(), bytes("PONG"));
 }
+
+/// POSTs `body` to `path` on the stack's bridge with the token (and `Upstash-Encoding: base64` when asked); the
+/// status and the body as JSON.
+async fn post_json(stack: &Stack, path: &str, body: &str, base64: bool) -> (u16, serde_json::Value) {
+    let mut request = reqwest::Client::new()
+        .post(format!("{}{path}", stack.url()))
+        .bearer_auth(TOKEN)
+        .body(body.to_owned());
+    if base64 {
+        request = request.header("upstash-encoding", "base64");
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    let text = response.text().await.unwrap();
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}")),
+    )
+}
+
+#[tokio::test]
+async fn an_error_nested_in_a_reply_is_its_text_in_place_on_every_route() {
+    use serde_json::json;
+    let stack = Stack::start().await;
+    // Lua tables holding errors: redis.error_reply's (code and detail), a bare {err=…} (a code alone, once rendered
+    // `E2 "E2"` by POST /), and one nested two levels deep. Redis fails only that element, not the command.
+    let scripts = [
+        (r#"return {1, redis.error_reply('E1 x')}"#, json!([1, "E1 x"])),
+        (r#"return {1, {err='E2'}}"#, json!([1, "E2"])),
+        (
+            r#"return {'a', {2, redis.error_reply('ERR deep')}}"#,
+            json!(["a", [2, "ERR deep"]]),
+        ),
+    ];
+    for (script, expected) in scripts {
+        let command = json!(["EVAL", script, "0"]);
+        let (status, body) = post_json(&stack, "/", &command.to_string(), false).await;
+        assert_eq!((status, body), (200, json!({ "result": expected })), "POST / {script}");
+        let batch = json!([command, ["PING"]]).to_string();
+        for route in ["/pipeline", "/multi-exec"] {
+            let (status, body) = post_json(&stack, route, &batch, false).await;
+            assert_eq!(
+                (status, body),
+                (200, json!([{ "result": expected }, { "result": "PONG" }])),
+                "{route} {script}"
+            );
+        }
+    }
+    // With Upstash-Encoding: base64 the error's text is encoded like every other string ("E1 x" is "RTEgeA=="), so
+    // that the clients' decoding gives it back; an unencoded "ERR x" would be decoded into garbage.
+    let command = json!(["EVAL", "return {1, redis.error_reply('E1 x')}", "0"]);
+    let (_, body) = post_json(&stack, "/", &command.to_string(), true).await;
+    assert_eq!(body, json!({ "result": [1, "RTEgeA=="] }));
+    for route in ["/pipeline", "/multi-exec"] {
+        let (_, body) = post_json(&stack, route, &json!([command]).to_string(), true).await;
+        assert_eq!(body, json!([{ "result": [1, "RTEgeA=="] }]), "{route}");
+    }
+    // An error that is the command's own reply is the command's error, with the same text on every route: on POST /
+    // the request's (HTTP 400), in a batch that command's item (a transaction's failed command included).
+    for (script, text) in [
+        ("return redis.error_reply('E1 x')", "E1 x"),
+        ("return {err='E2'}", "E2"),
+    ] {
+        let command = json!(["EVAL", script, "0"]);
+        let (status, body) = post_json(&stack, "/", &command.to_string(), false).await;
+        assert_eq!((status, body), (400, json!({ "error": text })), "POST / {script}");
+        for route in ["/pipeline", "/multi-exec"] {
+            let (status, body) = post_json(&stack, route, &json!([command, ["PING"]]).to_string(), false).await;
+            assert_eq!(
+                (status, body),
+                (200, json!([{ "error": text }, { "result": "PONG" }])),
+                "{route} {script}"
+            );
+        }
+    }
+}

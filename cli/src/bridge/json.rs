@@ -66,11 +66,37 @@ fn kind(json: &Json) -> &'static str {
     }
 }
 
-/// The text of a Redis error reply, as Redis wrote it (`ERR …`, `NOSCRIPT …`, `WRONGTYPE …`).
+/// The text of a Redis error reply, as Redis wrote it (`ERR …`, `NOSCRIPT …`, `WRONGTYPE …`, a script's own `E1 x` or
+/// bare `E2`): the redis crate splits the line at its first space into code and detail, so they are joined back.
 pub(super) fn server_error_text(error: &redis::ServerError) -> String {
     match error.details() {
         Some(details) => format!("{} {details}", error.code()),
         None => error.code().to_owned(),
+    }
+}
+
+/// The text of `error` when it is an error reply from Redis, as Redis wrote it; `None` when it is not Redis's reply
+/// (I/O, timeout, protocol).
+pub(super) fn redis_error_text(error: &redis::RedisError) -> Option<String> {
+    let code = error.code()?;
+    Some(match redis::ServerError::try_from(error.clone()) {
+        Ok(server_error) => server_error_text(&server_error),
+        // An error the redis crate made up itself rather than read from Redis: its rendering is all there is.
+        Err(_) => match error.detail() {
+            Some(detail) => format!("{code} {detail}"),
+            None => format!("{code} {error}"),
+        },
+    })
+}
+
+/// One command's reply as Redis sent it: an error reply is the command's error, and an error nested inside an array
+/// (a Lua table holding `redis.error_reply(…)`, a transaction's failed command) stays where it is, as a value that
+/// [`reply`] renders as its text. (The redis crate's `query_async` would fail the whole command for a nested error,
+/// so `POST /` answered differently from `/pipeline` and `/multi-exec`.)
+pub(super) fn top_level_error(value: redis::Value) -> redis::RedisResult<redis::Value> {
+    match value {
+        redis::Value::ServerError(error) => Err(error.into()),
+        value => Ok(value),
     }
 }
 
@@ -124,8 +150,9 @@ pub fn reply(value: redis::Value, base64: bool) -> Json {
         V::Map(pairs) => list(pairs.into_iter().flat_map(|(k, v)| [k, v]).collect()),
         V::Attribute { data, .. } => reply(*data, base64),
         // An error nested inside an array (a Lua table holding an error reply) has no JSON shape of its own in the
-        // protocol; its text is the most useful rendering.
-        V::ServerError(error) => Json::String(server_error_text(&error)),
+        // protocol: it is rendered as its text, as Redis wrote it, and like any string (base64 when asked, which the
+        // Upstash clients decode: plain text would reach them garbled).
+        V::ServerError(error) => text(server_error_text(&error).as_bytes()),
         // `redis::Value` is non-exhaustive; a type added by a future RESP version is rendered by its debug form
         // rather than dropped.
         other => Json::String(format!("{other:?}")),
@@ -188,6 +215,24 @@ mod tests {
         assert_eq!(reply(V::SimpleString("PONG".into()), true), json!("UE9ORw=="));
         let map = V::Map(vec![(V::BulkString(b"a".to_vec()), V::Int(1))]);
         assert_eq!(reply(map, false), json!(["a", 1]));
+    }
+
+    #[test]
+    fn a_nested_error_is_its_text_as_redis_wrote_it_encoded_like_any_string() {
+        let value = redis::parse_redis_value(b"*4\r\n:1\r\n-E1 x\r\n-E2\r\n*1\r\n-ERR deep down\r\n").unwrap();
+        assert_eq!(reply(value.clone(), false), json!([1, "E1 x", "E2", ["ERR deep down"]]));
+        assert_eq!(
+            reply(value.clone(), true),
+            json!([1, "RTEgeA==", "RTI=", ["RVJSIGRlZXAgZG93bg=="]])
+        );
+        // Only a top-level error fails the command.
+        assert!(top_level_error(value).is_ok());
+        let error = top_level_error(redis::parse_redis_value(b"-E2\r\n").unwrap()).unwrap_err();
+        assert_eq!(redis_error_text(&error).as_deref(), Some("E2"));
+        let error = top_level_error(redis::parse_redis_value(b"-WRONGTYPE Operation\r\n").unwrap()).unwrap_err();
+        assert_eq!(redis_error_text(&error).as_deref(), Some("WRONGTYPE Operation"));
+        let io = redis::RedisError::from(std::io::Error::other("down"));
+        assert_eq!(redis_error_text(&io), None);
     }
 
     #[test]

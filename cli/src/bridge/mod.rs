@@ -367,12 +367,7 @@ fn wants_base64(headers: &HeaderMap) -> bool {
 
 /// The text of a Redis error reply, or `None` when the error is not Redis's reply (I/O, timeout, protocol).
 fn redis_reply_error(error: &redis::RedisError) -> Option<String> {
-    let code = error.code()?;
-    Some(match error.detail() {
-        Some(detail) => format!("{code} {detail}"),
-        // An aborted transaction carries the per-command errors that caused it only in its rendering.
-        None => format!("{code} {error}"),
-    })
+    json::redis_error_text(error)
 }
 
 /// One prepared command and, for a `SCRIPT LOAD` of a rewritten script, the SHA1 its reply must name.
@@ -460,9 +455,10 @@ async fn single(
         ));
     };
     let mut connection = bridge.connection(profile).await?;
-    let value = command
-        .query_async::<redis::Value>(&mut connection)
+    let value = connection
+        .send_packed_command(&command)
         .await
+        .and_then(json::top_level_error)
         .map_err(|e| bridge.failure(&e))?;
     Ok(Json(
         json!({ "result": render(value, loaded_sha, wants_base64(&headers)) }),
