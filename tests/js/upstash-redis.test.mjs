@@ -1,7 +1,7 @@
 // The official @upstash/redis client, unmodified, against the edgelimit bridge over a real Redis.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { startStack, upstashRedis } from "./harness.mjs";
+import { startStack, upstashRedis, waitFor } from "./harness.mjs";
 
 let stack;
 let redis;
@@ -116,6 +116,62 @@ test("an error nested in a script's reply reaches the client as its text, the sa
   tx.eval(script, [], []);
   tx.ping();
   assert.deepEqual(await tx.exec(), [expected, "PONG"]);
+});
+
+test("subscribe and psubscribe over server-sent events: exact messages, and unsubscribing leaves nothing behind", async () => {
+  // A client without deserialization sees each payload exactly as it was published.
+  const raw = upstashRedis(stack, { automaticDeserialization: false, enableAutoPipelining: false });
+  const numsub = async (channel) => (await raw.exec(["PUBSUB", "NUMSUB", channel]))[1];
+  const numpat = () => raw.exec(["PUBSUB", "NUMPAT"]);
+  const seen = [];
+  const errors = [];
+  const subscriber = redis.subscribe("news");
+  subscriber.on("subscribe", (count) => seen.push(["subscribe", count]));
+  subscriber.on("message", (event) => seen.push(["message", event]));
+  subscriber.on("error", (error) => errors.push(error));
+  const patternSeen = [];
+  const patternSubscriber = raw.psubscribe("ne*");
+  patternSubscriber.on("psubscribe", (count) => patternSeen.push(["psubscribe", count]));
+  patternSubscriber.on("pmessage", (event) => patternSeen.push(["pmessage", event]));
+  patternSubscriber.on("error", (error) => errors.push(error));
+  await waitFor("both subscriptions in Redis", async () => (await numsub("news")) === 1 && (await numpat()) === 1);
+  await waitFor("the confirmations", () => seen.length === 1 && patternSeen.length === 1);
+
+  const object = { text: "héllo, wörld ✓", n: [1, 2] };
+  const text = "plain text, with commas: ✓";
+  assert.equal(await redis.publish("news", object), 2);
+  assert.equal(await redis.publish("news", text), 2);
+  assert.equal(await redis.publish("elsewhere", "unheard"), 0);
+  await waitFor("the messages", () => seen.length === 3 && patternSeen.length === 3);
+  assert.deepEqual(seen, [
+    ["subscribe", 1],
+    ["message", { channel: "news", message: object }],
+    ["message", { channel: "news", message: text }],
+  ]);
+  assert.deepEqual(patternSeen, [
+    ["psubscribe", 1],
+    ["pmessage", { pattern: "ne*", channel: "news", message: JSON.stringify(object) }],
+    ["pmessage", { pattern: "ne*", channel: "news", message: text }],
+  ]);
+  assert.deepEqual(errors, []);
+
+  // Unsubscribing aborts the request: the bridge closes that subscription's Redis connection.
+  await subscriber.unsubscribe();
+  await waitFor("the channel subscription gone from Redis", async () => (await numsub("news")) === 0);
+  await patternSubscriber.unsubscribe();
+  await waitFor("the pattern subscription gone from Redis", async () => (await numpat()) === 0);
+  assert.equal(await redis.publish("news", "after"), 0);
+});
+
+test("subscribe with a limiter token: the subscriber's error listeners get the bridge's refusal", async () => {
+  const limiter = upstashRedis(stack, { token: stack.limiterToken });
+  const subscriber = limiter.subscribe("news");
+  const errors = [];
+  subscriber.on("error", (error) => errors.push(error));
+  await waitFor("the refusal", () => errors.length === 1);
+  assert.equal(errors[0].name, "UpstashError");
+  assert.match(errors[0].message, /^NOPERM this token's profile \(limiter\) may not subscribe: pub\/sub needs an admin token/);
+  await subscriber.unsubscribe();
 });
 
 test("a command error is thrown with Redis's text", async () => {

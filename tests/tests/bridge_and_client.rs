@@ -369,3 +369,275 @@ async fn an_error_nested_in_a_reply_is_its_text_in_place_on_every_route() {
         }
     }
 }
+
+/// How many subscribers Redis counts on `channel` (`PUBSUB NUMSUB`).
+async fn subscribers(client: &RestClient, channel: &str) -> i64 {
+    match client.command(&cmd("PUBSUB NUMSUB").arg(channel)).await.unwrap() {
+        Value::Array(reply) if reply.len() == 2 => match reply[1] {
+            Value::Int(count) => count,
+            ref other => panic!("PUBSUB NUMSUB count {other:?}"),
+        },
+        other => panic!("PUBSUB NUMSUB answered {other:?}"),
+    }
+}
+
+/// Polls `subscribers` until it is `expected`, for at most 10 s.
+async fn until_subscribers(client: &RestClient, channel: &str, expected: i64) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let count = subscribers(client, channel).await;
+        if count == expected {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{channel} still has {count} subscribers, not {expected}, after 10 s"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// An open `POST /subscribe/…` or `/psubscribe/…` stream and the text read from it so far.
+struct EventStream {
+    response: reqwest::Response,
+    text: String,
+}
+
+impl EventStream {
+    async fn open(stack: &Stack, path: &str) -> EventStream {
+        let response = reqwest::Client::new()
+            .post(format!("{}{path}", stack.url()))
+            .bearer_auth(TOKEN)
+            .header("accept", "text/event-stream")
+            .body("[]")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200, "{path}");
+        assert_eq!(response.headers()["content-type"], "text/event-stream");
+        EventStream {
+            response,
+            text: String::new(),
+        }
+    }
+
+    /// Reads until the text so far ends with `tail`; the text, or a failure after 10 s or at the stream's end.
+    async fn until(&mut self, tail: &str) -> &str {
+        let read = async {
+            while !self.text.ends_with(tail) {
+                match self.response.chunk().await.unwrap() {
+                    Some(chunk) => self.text.push_str(std::str::from_utf8(&chunk).unwrap()),
+                    None => panic!("the stream ended without {tail:?}; it said {:?}", self.text),
+                }
+            }
+        };
+        if tokio::time::timeout(Duration::from_secs(10), read).await.is_err() {
+            panic!("no {tail:?} within 10 s; the stream said {:?}", self.text);
+        }
+        &self.text
+    }
+
+    /// Reads to the stream's end (at most 10 s); the whole text.
+    async fn read_to_end(mut self) -> String {
+        let read = async {
+            while let Some(chunk) = self.response.chunk().await.unwrap() {
+                self.text.push_str(std::str::from_utf8(&chunk).unwrap());
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(10), read)
+            .await
+            .unwrap_or_else(|_| panic!("the stream did not end within 10 s: {:?}", self.text));
+        self.text
+    }
+}
+
+#[tokio::test]
+async fn subscribe_streams_upstash_events_and_a_client_that_leaves_leaves_no_subscription() {
+    let stack = Stack::start().await;
+    let client = stack.client();
+    let mut channels = EventStream::open(&stack, "/subscribe/news/a%2Fb%2C%20c").await;
+    channels
+        .until("data: subscribe,news,1\n\ndata: subscribe,a/b, c,2\n\n")
+        .await;
+    let mut patterns = EventStream::open(&stack, "/psubscribe/ne*").await;
+    patterns.until("data: psubscribe,ne*,1\n\n").await;
+    assert_eq!(subscribers(&client, "news").await, 1);
+    assert_eq!(subscribers(&client, "a/b, c").await, 1);
+
+    let publish = |channel: &str, payload: &str| {
+        let command = cmd("PUBLISH").arg(channel).arg(payload);
+        let client = &client;
+        async move { client.command(&command).await }
+    };
+    assert_eq!(publish("news", "héllo, wörld").await.unwrap(), Value::Int(2));
+    assert_eq!(publish("a/b, c", "{\"n\":[1,2]}").await.unwrap(), Value::Int(1));
+    assert_eq!(publish("news", "two\nlines").await.unwrap(), Value::Int(2));
+    channels
+        .until("data: message,news,héllo, wörld\n\ndata: message,a/b, c,{\"n\":[1,2]}\n\ndata: message,news,two\ndata: lines\n\n")
+        .await;
+    patterns
+        .until("data: pmessage,ne*,news,héllo, wörld\n\ndata: pmessage,ne*,news,two\ndata: lines\n\n")
+        .await;
+
+    // The client goes away: the bridge closes that subscription's Redis connection, and only that one.
+    drop(channels);
+    until_subscribers(&client, "news", 0).await;
+    assert_eq!(subscribers(&client, "a/b, c").await, 0);
+    assert_eq!(publish("news", "still heard").await.unwrap(), Value::Int(1));
+    patterns.until("data: pmessage,ne*,news,still heard\n\n").await;
+    drop(patterns);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while client.command(&cmd("PUBSUB NUMPAT")).await.unwrap() != Value::Int(0) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the pattern subscription outlived its client"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn subscribe_refuses_what_it_cannot_serve_with_a_json_error() {
+    let mut stack = Stack::start().await;
+    let (status, body) = post_json(&stack, "/subscribe/a%zz", "[]", false).await;
+    assert_eq!(status, 400);
+    assert!(body["error"].as_str().unwrap().contains("%25"), "{body}");
+    let (status, body) = post_json(&stack, "/psubscribe/a//b", "[]", false).await;
+    assert_eq!(status, 400);
+    assert!(body["error"].as_str().unwrap().contains("empty pattern"), "{body}");
+    let unauthorized = reqwest::Client::new()
+        .post(format!("{}/subscribe/news", stack.url()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unauthorized.status(), 401);
+    // Pub/sub needs an admin token: the other profiles' Redis users hold no channel, and limiter tokens run scripts.
+    for (token, profile) in [
+        (edgelimit_tests::LIMITER_TOKEN, "limiter"),
+        (edgelimit_tests::READONLY_TOKEN, "readonly"),
+    ] {
+        for (route, verb) in [("/subscribe/news", "subscribe"), ("/psubscribe/n*", "psubscribe")] {
+            let refused = reqwest::Client::new()
+                .post(format!("{}{route}", stack.url()))
+                .bearer_auth(token)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(refused.status(), 403, "{profile} {route}");
+            assert_eq!(
+                refused.text().await.unwrap(),
+                format!(
+                    r#"{{"error":"NOPERM this token's profile ({profile}) may not {verb}: pub/sub needs an admin token"}}"#
+                )
+            );
+        }
+    }
+    stack.stop_redis().await;
+    let (status, body) = post_json(&stack, "/subscribe/news", "[]", false).await;
+    assert_eq!(status, 503, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("unavailable"), "{body}");
+}
+
+#[tokio::test]
+async fn a_subscription_ends_with_an_error_event_when_redis_goes_away_or_the_bridge_stops() {
+    let mut stack = Stack::start().await;
+    let mut events = EventStream::open(&stack, "/subscribe/news").await;
+    events.until("data: subscribe,news,1\n\n").await;
+    stack.stop_redis().await;
+    let text = events.read_to_end().await;
+    assert!(
+        text.ends_with("\n\nevent: error\ndata: ERR the subscription's connection to Redis ended (Redis went away, or sent a message above the bridge's reply cap, --max-reply-bytes): subscribe again\n\n"),
+        "{text:?}"
+    );
+
+    // Open streams do not hold up a graceful shutdown: they end, saying why.
+    stack.restart_redis().await;
+    let client = stack.client();
+    let mut reconnected = false;
+    for _ in 0..100 {
+        if client.command(&cmd("PING")).await.is_ok() {
+            reconnected = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(reconnected, "the bridge did not reach the restarted Redis");
+    let mut events = EventStream::open(&stack, "/subscribe/news").await;
+    events.until("data: subscribe,news,1\n\n").await;
+    tokio::time::timeout(Duration::from_secs(10), stack.stop_bridge())
+        .await
+        .expect("the bridge stops within 10 s with a stream open");
+    let text = events.read_to_end().await;
+    assert!(
+        text.ends_with("\n\nevent: error\ndata: ERR the bridge is shutting down: subscribe again once it is back\n\n"),
+        "{text:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_message_above_the_reply_cap_ends_the_subscription_unbuffered() {
+    let stack = Stack::start_with(|config| config.max_reply_bytes = 4096).await;
+    let client = stack.client();
+    let mut events = EventStream::open(&stack, "/subscribe/big").await;
+    events.until("data: subscribe,big,1\n\n").await;
+    client.command(&cmd("PUBLISH big small")).await.unwrap();
+    events.until("data: message,big,small\n\n").await;
+    client.command(&cmd("PUBLISH big").arg("x".repeat(5000))).await.unwrap();
+    let text = events.read_to_end().await;
+    assert!(!text.contains("xxx"), "the large message was not passed on");
+    assert!(
+        text.ends_with("reply cap, --max-reply-bytes): subscribe again\n\n"),
+        "{text:?}"
+    );
+    until_subscribers(&client, "big", 0).await;
+}
+
+#[tokio::test]
+async fn a_subscriber_that_reads_too_slowly_is_dropped_not_buffered() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    // The reply cap is also the most bytes of events that may wait for one subscriber.
+    let stack = Stack::start_with(|config| config.max_reply_bytes = 16 * 1024).await;
+    let client = stack.client();
+    let address: std::net::SocketAddr = stack.url().trim_start_matches("http://").parse().unwrap();
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    // A small receive window, so that the kernel's buffers hold little of what the bridge sends.
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut stream = socket.connect(address).await.unwrap();
+    let request = format!(
+        "POST /subscribe/firehose HTTP/1.1\r\nHost: bridge\r\nAuthorization: Bearer {TOKEN}\r\nContent-Length: 0\r\n\
+         Connection: close\r\n\r\n"
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut head = Vec::new();
+    while !String::from_utf8_lossy(&head).contains("data: subscribe,firehose,1") {
+        let mut byte = [0u8; 256];
+        let n = stream.read(&mut byte).await.unwrap();
+        assert!(n > 0, "the stream ended: {}", String::from_utf8_lossy(&head));
+        head.extend_from_slice(&byte[..n]);
+    }
+    // The subscriber reads nothing more; the publisher goes on until the bridge gives up on it.
+    let payload = "y".repeat(8 * 1024);
+    let batch: Vec<Command> = (0..64).map(|_| cmd("PUBLISH firehose").arg(payload.as_str())).collect();
+    let mut batches = 0;
+    while subscribers(&client, "firehose").await == 1 {
+        batches += 1;
+        assert!(
+            batches <= 200,
+            "after 100 MB the slow subscriber was still subscribed: nothing bounds what waits for it"
+        );
+        client.pipeline(&batch).await.unwrap();
+    }
+    // What reached it ends with the reason it was dropped.
+    let mut rest = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut rest))
+        .await
+        .expect("the stream ends once the subscriber is dropped")
+        .unwrap();
+    let text = String::from_utf8_lossy(&rest);
+    assert!(
+        text.contains("event: error\ndata: ERR this subscriber reads too slowly"),
+        "{} bytes, ending {:?}",
+        text.len(),
+        &text[text.len().saturating_sub(300)..]
+    );
+}

@@ -722,7 +722,8 @@ fn route_and_body() -> impl Strategy<Value = (Route, Vec<u8>)> {
             "/set/k/v",
             "/%ff",
             "/..%2f",
-            "/subscribe/ch",
+            // Not /subscribe/<channel>: an event stream that never ends by itself (bridge_and_client.rs tests it).
+            "/subscribe",
             "/PIPELINE",
             "/multi_exec",
             "/x?y=1",

@@ -5,6 +5,7 @@
 //! | `POST /` | `["CMD", arg…]` | `{"result": …}`, or HTTP 400 `{"error": "ERR …"}` |
 //! | `POST /pipeline` | `[["CMD", …], …]` | HTTP 200 `[{"result": …} or {"error": …}, …]` |
 //! | `POST /multi-exec` | the same | the same, run inside MULTI/EXEC |
+//! | `POST /subscribe/<channel>`, `/psubscribe/<pattern>` | ignored | server-sent events (`subscribe.rs`) |
 //!
 //! Every request needs `Authorization: Bearer <token>` (HTTP 401 otherwise), and the token's profile decides what
 //! it may run ([`profile`]): `limiter` tokens only edgelimit's own scripts, at the server's time ([`fence`]; HTTP 403
@@ -30,6 +31,7 @@ mod redis_link;
 mod reply_cap;
 pub mod script_kill;
 mod shebang;
+mod subscribe;
 pub mod tokens;
 
 use std::any::Any;
@@ -142,6 +144,7 @@ struct Bridge {
     killer: Arc<ScriptKiller>,
     aliases: ScriptAliases,
     max_reply_bytes: u64,
+    subscriptions: subscribe::Subscriptions,
 }
 
 /// Serves the bridge on `listener` until `shutdown` completes, then finishes the requests in flight and returns.
@@ -176,10 +179,16 @@ pub async fn serve(
         tokens: tokens.clone(),
         aliases: ScriptAliases::default(),
         max_reply_bytes: config.max_reply_bytes,
+        subscriptions: subscribe::Subscriptions::new(&config),
     });
     let reloading = tokio::spawn(tokens.keep_reloading());
     tokio::spawn(check_redis_at_start(bridge.clone()));
-    let app = app(routes(), bridge, config.max_request_bytes, config.cors_origins);
+    let app = app(routes(), bridge.clone(), config.max_request_bytes, config.cors_origins);
+    // Open event streams never end by themselves: shutting down ends them, so that the graceful shutdown completes.
+    let shutdown = async move {
+        shutdown.await;
+        bridge.subscriptions.close_all();
+    };
     let served = axum::serve(listener, app).with_graceful_shutdown(shutdown).await;
     reloading.abort();
     Ok(served?)
@@ -235,6 +244,8 @@ fn routes() -> Router<Arc<Bridge>> {
         .route("/", post(single))
         .route("/pipeline", post(pipeline))
         .route("/multi-exec", post(multi_exec))
+        .route("/subscribe/{*channels}", post(subscribe::channels))
+        .route("/psubscribe/{*patterns}", post(subscribe::patterns))
 }
 
 /// `routes` behind the bridge's layers, innermost first: JSON answers to unknown routes and methods, the token check,
@@ -647,6 +658,7 @@ mod tests {
             tokens: Arc::new(tokens_of(&config).unwrap()),
             aliases: ScriptAliases::default(),
             max_reply_bytes: 1024,
+            subscriptions: subscribe::Subscriptions::new(&config),
         });
         let routes = routes().route(
             "/panic",
