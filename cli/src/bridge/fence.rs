@@ -113,13 +113,14 @@ pub fn refusal(profile: Profile, words: &Words) -> Option<String> {
             _ => refuse("may load only the read-only inspect script".into()),
         };
     }
-    let args = script_args(words);
-    let why = match profile {
-        Profile::Readonly if script != Known::Inspect => {
+    let why = match (profile, script_args(words)) {
+        (Profile::Readonly, _) if script != Known::Inspect => {
             Some("may run only the read-only inspect script of edgelimit's scripts".to_owned())
         }
-        Profile::Readonly => None,
-        _ => limiter_call_refusal(script, &args),
+        (Profile::Readonly, _) => None,
+        // Fail closed: what the fence cannot read, it does not let through (Redis would refuse it anyway).
+        (_, None) => Some("must give the script's number of keys as a count of the words that follow".to_owned()),
+        (_, Some(args)) => limiter_call_refusal(script, &args),
     };
     why.and_then(refuse)
 }
@@ -185,17 +186,15 @@ fn refund_refusal(script: Known, args: &[&[u8]]) -> Option<String> {
     })
 }
 
-/// The script's ARGV: the words after the keys (`EVAL <script> <numkeys> <keys…> <args…>`). A count that is not a
-/// number or exceeds the words gives no arguments: Redis refuses the command.
-fn script_args(words: &Words) -> Vec<&[u8]> {
-    let numkeys = words
+/// The script's ARGV: the words after the keys (`EVAL <script> <numkeys> <keys…> <args…>`), or `None` when the
+/// count is not plain decimal digits or exceeds the words.
+fn script_args(words: &Words) -> Option<Vec<&[u8]>> {
+    let count = words
         .get(2)
-        .and_then(|word| std::str::from_utf8(word).ok())
-        .and_then(|text| text.parse::<usize>().ok());
-    match numkeys.and_then(|numkeys| words.get(3 + numkeys..)) {
-        Some(args) => args.iter().map(Vec::as_slice).collect(),
-        None => Vec::new(),
-    }
+        .filter(|word| !word.is_empty() && word.iter().all(u8::is_ascii_digit))?;
+    let numkeys: usize = std::str::from_utf8(count).ok()?.parse().ok()?;
+    let args = words.get(numkeys.checked_add(3)?..)?;
+    Some(args.iter().map(Vec::as_slice).collect())
 }
 
 /// The known script of this SHA1 (any case): `Some(None)` when it is not one of edgelimit's.
@@ -298,6 +297,13 @@ mod tests {
         assert!(refusal(Profile::Limiter, &call("")).is_some());
         let odd = evalsha(limits, &keys, &["refund", "", "concurrency"]);
         assert!(refusal(Profile::Limiter, &odd).is_some());
+        // A key count the fence cannot read is refused, whatever Redis would make of it.
+        for count in ["+1", "-1", "", "1 ", "99", "18446744073709551616"] {
+            let mut acquire = evalsha(&lua::REDISSON_ACQUIRE, &["n"], &["", "1", "id"]);
+            acquire[2] = count.as_bytes().to_vec();
+            let why = refusal(Profile::Limiter, &acquire).unwrap_or_default();
+            assert!(why.contains("number of keys"), "{count:?}: {why}");
+        }
     }
 
     #[test]
