@@ -204,7 +204,8 @@ async fn idle_limiters_vanish_after_their_keep_alive() {
     let stack = Stack::start().await;
     let client = stack.client();
     let idle = RateLimiter::new(stack.client(), "idle").unwrap();
-    let short = rate(5, 20).with_keep_alive(Duration::from_millis(60)).unwrap();
+    // Long enough that a loaded machine reads every TTL before the first key expires (20 ms once was not).
+    let short = rate(5, 500).with_keep_alive(Duration::from_millis(1_000)).unwrap();
     idle.set_rate(short, Mode::Overall).await.unwrap();
     assert!(idle.try_acquire(1).await.unwrap().success);
     for key in ["idle", "{idle}:value", "{idle}:permits"] {
@@ -214,9 +215,9 @@ async fn idle_limiters_vanish_after_their_keep_alive() {
             .unwrap()
             .into_int()
             .unwrap();
-        assert!((1..=60).contains(&ttl), "{key} has TTL {ttl}");
+        assert!((1..=1_000).contains(&ttl), "{key} has TTL {ttl}");
     }
-    tokio::time::sleep(Duration::from_millis(150)).await;
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
     assert_eq!(
         client
             .command(&Command::new("EXISTS").args(["idle", "{idle}:value", "{idle}:permits"]))
