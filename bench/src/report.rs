@@ -18,7 +18,7 @@ use crate::plot;
 use crate::redis_cost::{Cost, RedisCost};
 use crate::scaling::Scaling;
 use crate::support::{ratio, Context};
-use crate::throughput::Throughput;
+use crate::throughput::{Scoping, Throughput};
 use crate::weighted::Weighted;
 
 /// Where `edgelimit-bench` writes by default, relative to the checkout.
@@ -111,7 +111,9 @@ pub fn results_page(results: &BenchResults, plot_link: &str) -> String {
          - **Memory** is `MEMORY USAGE … SAMPLES 0` of an identifier's keys after one request (idle) and after the \
          workload (busy). For the Redisson layout it includes the limiter's config hash.\n\
          - **Throughput** runs share the machine's two cores between the client, the bridge and Redis; \
-         `redis-benchmark` speaks RESP straight to Redis, so *bridge / direct* is the price of HTTP + JSON.\n\
+         `redis-benchmark` speaks RESP straight to Redis, so *bridge / direct* is the price of HTTP + JSON. *ACL \
+         off / admin* is the price of the bridge's fence for a `limiter` token, *ACL user / admin* that of the fence \
+         and the token's own Redis ACL user together.\n\
          - **Accuracy**: the most grants in any interval-long span, divided by the limit. 1.00 is exact; each \
          algorithm's *promise* is what it guarantees for such a span (a fixed window only per aligned window, a \
          bucket its burst plus the refill). `@upstash/ratelimit` and Redisson decide on each caller's clock, so with \
@@ -338,6 +340,16 @@ fn run_cells(stats: &RunStats) -> [String; 3] {
     [format!("{:.0}", stats.per_second), two(stats.p50_ms), two(stats.p99_ms)]
 }
 
+/// Requests/s, p50 and p99 µs to a tenth: three cells, fine enough to show differences of a µs.
+fn run_cells_in_micros(stats: &RunStats) -> [String; 3] {
+    let micros = |ms: f64| format!("{:.1}", ms * 1000.0);
+    [
+        format!("{:.0}", stats.per_second),
+        micros(stats.p50_ms),
+        micros(stats.p99_ms),
+    ]
+}
+
 fn throughput_tables(throughput: &Throughput) -> String {
     let rows = throughput.rows.iter().map(|row| {
         let mut cells = vec![row.operation.clone(), row.concurrency.to_string()];
@@ -368,10 +380,53 @@ fn throughput_tables(throughput: &Throughput) -> String {
             rows
         )
     );
+    if let Some(scoping) = &throughput.scoping {
+        text.push_str(&scoping_table(scoping));
+    }
     if let Some(npm) = &throughput.npm {
         text.push_str(&npm_tables(npm));
     }
     text
+}
+
+fn scoping_table(scoping: &Scoping) -> String {
+    let rows = scoping.rows.iter().map(|row| {
+        let mut cells = vec![row.concurrency.to_string()];
+        cells.extend(run_cells_in_micros(&row.admin));
+        cells.extend(run_cells_in_micros(&row.limiter_acl_off));
+        cells.push(times(row.acl_off_to_admin));
+        cells.extend(run_cells_in_micros(&row.limiter_acl_user));
+        cells.push(times(row.acl_user_to_admin));
+        cells
+    });
+    format!(
+        "### What scoping a token costs\n\nThe same decisions through the bridge with three tokens: the admin \
+         token (no fence, on the `--redis` user's connection), a `limiter` token on a bridge run with \
+         `--redis-acl off` (the fence's checks alone) and a `limiter` token with its own Redis ACL user (the fence, \
+         on that user's connection: the default). {} rounds of {} s per token and concurrency, the tokens taking \
+         turns, who goes first rotating; each token shows its fastest round (the one least slowed by the machine's \
+         other load). Ratios compare requests/s: below 1.00, the scoped token serves fewer. Latencies in µs: what a \
+         token's checks add is a few of them.\n\n{}",
+        scoping.rounds,
+        scoping.seconds,
+        table(
+            &[
+                "in flight",
+                "admin /s",
+                "p50 µs",
+                "p99 µs",
+                "limiter, ACL off /s",
+                "p50 µs",
+                "p99 µs",
+                "ACL off / admin",
+                "limiter, ACL user /s",
+                "p50 µs",
+                "p99 µs",
+                "ACL user / admin",
+            ],
+            rows
+        )
+    )
 }
 
 fn npm_tables(npm: &NpmReport) -> String {

@@ -1,45 +1,94 @@
-//! The benchmark's own Redis and bridge: a private `redis-server` and the bridge in this process, both on free
-//! loopback ports, so that every contender meets the same Redis and nothing else touches it.
+//! The benchmark's own Redis and bridges: a private `redis-server` and the bridge in this process, both on free
+//! loopback ports, so that every contender meets the same Redis and nothing else touches it. A second bridge, with
+//! its Redis ACL users off, is there for the one comparison that needs it ([`Access::LimiterAclOff`]).
 
 use std::time::Duration;
 
 use edgelimit::{Command, RestClient};
-use edgelimit_cli::bridge::{BridgeConfig, InProcessBridge};
+use edgelimit_cli::bridge::{BridgeConfig, InProcessBridge, Profile, RedisAcl};
 use edgelimit_cli::redis_server::RedisServer;
 
 use crate::support::Context;
 
-/// The token the benchmark's bridge requires.
+/// The admin token of the benchmark's bridge, which every scenario uses.
 pub const TOKEN: &str = "bench-token";
+
+/// The `limiter` token of both bridges, for what scoping a token costs (scenario 3).
+const LIMITER_TOKEN: &str = "bench-limiter-token";
 
 /// Generous: the scaling warm-up keeps both cores busy, and a timeout there would only lose a measurement.
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// A private `redis-server` with the bridge in front of it.
+/// Which token a client sends, and how the bridge then reaches Redis: the variants whose cost scenario 3 compares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// The admin token: no fence, on the `--redis` user's connection (what every other measurement uses).
+    Admin,
+    /// A `limiter` token on a bridge with `--redis-acl off`: the fence's checks, on the `--redis` user's connection.
+    LimiterAclOff,
+    /// A `limiter` token on a bridge that provisions ACL users (the default): the fence's checks, on the
+    /// `edgelimit-limiter` user's own connection.
+    LimiterAclUser,
+}
+
+impl Access {
+    /// Every variant, the baseline first.
+    pub const ALL: [Access; 3] = [Access::Admin, Access::LimiterAclOff, Access::LimiterAclUser];
+
+    /// What the variant is, for progress messages.
+    pub fn label(self) -> &'static str {
+        match self {
+            Access::Admin => "admin token",
+            Access::LimiterAclOff => "limiter token, ACL off",
+            Access::LimiterAclUser => "limiter token, ACL user",
+        }
+    }
+}
+
+/// A private `redis-server` with the bridges in front of it.
 pub struct BenchStack {
     redis: RedisServer,
     bridge: InProcessBridge,
+    acl_off_bridge: InProcessBridge,
     client: RestClient,
+    limiter_client: RestClient,
+    acl_off_limiter_client: RestClient,
 }
 
 impl BenchStack {
-    /// Starts Redis, then the bridge.
+    /// Starts Redis, then the bridges.
+    ///
+    /// Two bridges, not one per [`Access`] variant: the main one serves the admin token and a `limiter` token with
+    /// its ACL user (the default), as one bridge in production serves both, so [`Access::Admin`] and
+    /// [`Access::LimiterAclUser`] differ by the token alone. `--redis-acl off` is a setting of a whole bridge, so
+    /// [`Access::LimiterAclOff`] needs a second one; it runs in this process like the first and idles while not
+    /// measured.
     pub async fn start() -> Result<BenchStack, String> {
         let redis = RedisServer::start().await.context("could not start redis-server")?;
-        let mut config = BridgeConfig::new(redis.url(), TOKEN);
-        config.redis_timeout = CLIENT_TIMEOUT;
-        let bridge = InProcessBridge::start(config)
-            .await
-            .context("could not start the bridge")?;
-        let client = RestClient::new(bridge.url(), TOKEN)
-            .and_then(|client| client.with_timeout(CLIENT_TIMEOUT))
-            .context("could not make a client for the bridge")?;
-        Ok(BenchStack { redis, bridge, client })
+        let bridge = start_bridge(&redis, RedisAcl::Provision).await?;
+        let acl_off_bridge = start_bridge(&redis, RedisAcl::Off).await?;
+        Ok(BenchStack {
+            client: client_of(&bridge, TOKEN)?,
+            limiter_client: client_of(&bridge, LIMITER_TOKEN)?,
+            acl_off_limiter_client: client_of(&acl_off_bridge, LIMITER_TOKEN)?,
+            redis,
+            bridge,
+            acl_off_bridge,
+        })
     }
 
-    /// A client of the bridge.
+    /// A client of the bridge, with the admin token.
     pub fn client(&self) -> &RestClient {
         &self.client
+    }
+
+    /// A client for `access`'s token, of the bridge that serves that variant.
+    pub fn client_for(&self, access: Access) -> &RestClient {
+        match access {
+            Access::Admin => &self.client,
+            Access::LimiterAclOff => &self.acl_off_limiter_client,
+            Access::LimiterAclUser => &self.limiter_client,
+        }
     }
 
     /// The bridge's URL.
@@ -61,13 +110,33 @@ impl BenchStack {
             .context("FLUSHALL failed")
     }
 
-    /// Stops the bridge, then Redis. Failures to stop are reported, not returned: the measurements are done.
+    /// Stops the bridges, then Redis. Failures to stop are reported, not returned: the measurements are done.
     pub async fn stop(self) {
-        if let Err(e) = self.bridge.stop().await {
-            eprintln!("edgelimit-bench: the bridge did not stop cleanly: {e}");
+        for bridge in [self.bridge, self.acl_off_bridge] {
+            if let Err(e) = bridge.stop().await {
+                eprintln!("edgelimit-bench: a bridge did not stop cleanly: {e}");
+            }
         }
         if let Err(e) = self.redis.stop().await {
             eprintln!("edgelimit-bench: redis-server did not stop cleanly: {e}");
         }
     }
+}
+
+/// A bridge in front of `redis` with the admin and the `limiter` token, its ACL users as `acl` says.
+async fn start_bridge(redis: &RedisServer, acl: RedisAcl) -> Result<InProcessBridge, String> {
+    let mut config = BridgeConfig::new(redis.url(), TOKEN);
+    config.tokens = vec![(Profile::Limiter, LIMITER_TOKEN.to_owned())];
+    config.redis_acl = acl;
+    config.redis_timeout = CLIENT_TIMEOUT;
+    InProcessBridge::start(config)
+        .await
+        .context("could not start the bridge")
+}
+
+/// A client of `bridge` that sends `token`.
+fn client_of(bridge: &InProcessBridge, token: &str) -> Result<RestClient, String> {
+    RestClient::new(bridge.url(), token)
+        .and_then(|client| client.with_timeout(CLIENT_TIMEOUT))
+        .context("could not make a client for the bridge")
 }

@@ -7,6 +7,10 @@
 //! `PING` through the bridge next to `redis-benchmark`'s `PING` shows what the bridge itself adds (HTTP, JSON,
 //! auth). From Node, `bench/npm.mjs` measures the npm package against `@upstash/ratelimit` through the same bridge.
 //! Everything shares this machine's cores (client, bridge and Redis): read the ratios, not the absolutes.
+//!
+//! What scoping a token costs ([`Scoping`]): the same decisions with the admin token, with a `limiter` token on a
+//! bridge whose ACL users are off (the fence's checks alone), and with a `limiter` token that runs as its own Redis
+//! ACL user (the fence, and a connection of its own), taking turns in the same run.
 
 use std::future::Future;
 use std::sync::{Arc, Mutex};
@@ -25,11 +29,22 @@ use crate::latency::{quantile, RunStats};
 use crate::node::{NodeRunner, NpmReport};
 use crate::progress::Progress;
 use crate::redis_stats;
-use crate::stack::{BenchStack, TOKEN};
+use crate::stack::{Access, BenchStack, TOKEN};
 use crate::support::{ratio, Context};
 
 /// The identifier every throughput request uses (one key, as `redis-benchmark` gets it).
 const IDENTIFIER: &str = "throughput";
+
+/// The limiter every decision goes to: one name for every token, so that each variant does the same work in Redis
+/// (its key is under the `limiter` user's default key patterns).
+const LIMITER: &str = "throughput";
+
+/// Requests in flight for each run of the Rust client.
+const CONCURRENCIES: [u32; 2] = [1, 16];
+
+/// How many times each token variant runs at each concurrency (see [`scoping`] for why so many, so short, and why
+/// the fastest counts): a multiple of the three variants, so that each goes first, second and third equally often.
+const SCOPING_ROUNDS: u32 = 9;
 
 /// Scenario 3's numbers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -45,6 +60,9 @@ pub struct Throughput {
     pub rows: Vec<ThroughputRow>,
     /// The npm package from Node (`bench/npm.mjs`), when Node ran.
     pub npm: Option<NpmReport>,
+    /// What scoping a token costs; `None` in results written before it was measured.
+    #[serde(default)]
+    pub scoping: Option<Scoping>,
 }
 
 /// One operation at one concurrency, through the bridge and straight to Redis.
@@ -63,6 +81,37 @@ pub struct ThroughputRow {
     pub bridge_to_direct: Option<f64>,
 }
 
+/// The same decisions through the bridge with the admin token and with a `limiter` token, with and without its
+/// Redis ACL user, at each concurrency.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Scoping {
+    /// Seconds each run lasts.
+    pub seconds: f64,
+    /// Runs of each variant at each concurrency, taking turns; each row shows each variant's fastest.
+    pub rounds: u32,
+    /// Per concurrency.
+    pub rows: Vec<ScopingRow>,
+}
+
+/// One concurrency: the decisions with each token variant, and what the scoped ones cost relative to the admin's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScopingRow {
+    /// Requests in flight.
+    pub concurrency: u32,
+    /// The admin token: no fence, on the `--redis` user's connection.
+    pub admin: RunStats,
+    /// A `limiter` token with `--redis-acl off`: the fence's checks, on the `--redis` user's connection.
+    pub limiter_acl_off: RunStats,
+    /// A `limiter` token with its own Redis ACL user: the fence's checks, on that user's connection.
+    pub limiter_acl_user: RunStats,
+    /// Requests/s: `limiter_acl_off` / `admin`.
+    pub acl_off_to_admin: Option<f64>,
+    /// Requests/s: `limiter_acl_user` / `admin`.
+    pub acl_user_to_admin: Option<f64>,
+}
+
 /// Runs scenario 3 (with `bench/npm.mjs` when `node` is given).
 pub(crate) async fn run(
     stack: &BenchStack,
@@ -73,17 +122,18 @@ pub(crate) async fn run(
     let seconds = if quick { 0.3 } else { 3.0 };
     let redis_benchmark_requests = if quick { 2_000 } else { 30_000 };
     let run_time = Duration::from_secs_f64(seconds);
-    progress.scenario("throughput", 8 + u64::from(node.is_some()));
+    let scoping_runs = (CONCURRENCIES.len() * Access::ALL.len()) as u64 * u64::from(SCOPING_ROUNDS);
+    progress.scenario("throughput", 8 + scoping_runs + u64::from(node.is_some()));
     let client = stack.client().clone();
     let quota = Quota::fixed_window(1_000_000_000, Duration::from_secs(3600)).context("invalid benchmark quota")?;
-    let limiter = Limiter::new(client.clone(), "throughput", quota).context("invalid limiter")?;
+    let limiter = Limiter::new(client.clone(), LIMITER, quota).context("invalid limiter")?;
     // Loads the script, so that neither side meets NOSCRIPT while measured.
     limiter
         .limit(IDENTIFIER, 1)
         .await
         .context("the first decision failed")?;
     let evalsha = sent_command(|recording| async move {
-        if let Ok(limiter) = Limiter::new(recording, "throughput", quota) {
+        if let Ok(limiter) = Limiter::new(recording, LIMITER, quota) {
             // The recorder answers with an error: only the request matters.
             let _ = limiter.limit(IDENTIFIER, 1).await;
         }
@@ -93,7 +143,7 @@ pub(crate) async fn run(
     let ping = Arc::new(Operation::Ping(client));
     let mut rows = Vec::new();
     for (operation, words) in [(&decision, evalsha), (&ping, vec!["PING".to_owned()])] {
-        for concurrency in [1, 16] {
+        for concurrency in CONCURRENCIES {
             progress.doing(format!(
                 "{} through the bridge, {concurrency} in flight",
                 operation.name()
@@ -112,6 +162,8 @@ pub(crate) async fn run(
             });
         }
     }
+    let scoping_seconds = if quick { 0.1 } else { 1.0 };
+    let scoping = scoping(stack, quota, scoping_seconds, progress).await?;
     let npm = match node {
         Some(node) => {
             progress.doing("node bench/npm.mjs");
@@ -130,6 +182,71 @@ pub(crate) async fn run(
         redis_benchmark_requests,
         rows,
         npm,
+        scoping: Some(scoping),
+    })
+}
+
+/// The decisions of `quota` with each [`Access`] variant, runs of `seconds`, [`SCOPING_ROUNDS`] of each at each
+/// concurrency.
+///
+/// The variants take turns, and who goes first rotates from round to round (a, b, c; b, c, a; c, a, b; …), so that
+/// none always meets the machine warmer or busier than the others. Many short runs rather than a few long ones: on
+/// a shared machine other processes' load comes and goes within seconds (one variant's runs a second apart have
+/// differed by 30 % here), so short turns put every variant through the same spells of it, and give each more
+/// chances at a quiet one. Each variant's fastest run counts, whole (its p50 and p99 with
+/// it): such noise only ever slows a run down, so the fastest is the least disturbed, the closest to what the
+/// variant itself costs (as `bench/npm.mjs` takes its best round too); a median would keep a share of the noise.
+async fn scoping(stack: &BenchStack, quota: Quota, seconds: f64, progress: &Progress) -> Result<Scoping, String> {
+    let run_time = Duration::from_secs_f64(seconds);
+    let mut variants = Vec::new();
+    for access in Access::ALL {
+        let limiter = Limiter::new(stack.client_for(access).clone(), LIMITER, quota).context("invalid limiter")?;
+        // Not measured: a limiter token's first request makes its bridge provision the ACL user and connect.
+        limiter
+            .limit(IDENTIFIER, 1)
+            .await
+            .context(format_args!("the first decision with the {} failed", access.label()))?;
+        variants.push((access, Arc::new(Operation::Decision(limiter))));
+    }
+    let mut rows = Vec::new();
+    for concurrency in CONCURRENCIES {
+        let mut runs: Vec<(Access, RunStats)> = Vec::new();
+        for round in 0..SCOPING_ROUNDS as usize {
+            for place in 0..variants.len() {
+                let (access, operation) = &variants[(place + round) % variants.len()];
+                progress.doing(format!(
+                    "decision with the {}, {concurrency} in flight, round {} of {SCOPING_ROUNDS}",
+                    access.label(),
+                    round + 1
+                ));
+                runs.push((*access, run_clients(concurrency, run_time, operation).await?));
+                progress.step();
+            }
+        }
+        let fastest = |access: Access| {
+            runs.iter()
+                .filter(|(measured, _)| *measured == access)
+                .map(|(_, stats)| stats)
+                .max_by(|a, b| a.per_second.total_cmp(&b.per_second))
+                .cloned()
+                .ok_or_else(|| format!("the decisions with the {} were not measured", access.label()))
+        };
+        let admin = fastest(Access::Admin)?;
+        let limiter_acl_off = fastest(Access::LimiterAclOff)?;
+        let limiter_acl_user = fastest(Access::LimiterAclUser)?;
+        rows.push(ScopingRow {
+            concurrency,
+            acl_off_to_admin: ratio(limiter_acl_off.per_second, admin.per_second),
+            acl_user_to_admin: ratio(limiter_acl_user.per_second, admin.per_second),
+            admin,
+            limiter_acl_off,
+            limiter_acl_user,
+        });
+    }
+    Ok(Scoping {
+        seconds,
+        rounds: SCOPING_ROUNDS,
+        rows,
     })
 }
 
@@ -323,5 +440,13 @@ mod tests {
         assert_eq!(stats.per_second, 37593.98);
         assert_eq!((stats.p50_ms, stats.p99_ms), (0.271, 0.959));
         assert!(parse_redis_benchmark_csv("nothing", 1).is_err());
+    }
+
+    #[test]
+    fn results_from_before_the_scoping_comparison_still_read() {
+        let json = r#"{"limit": "fixed window", "seconds": 3.0, "redisBenchmarkRequests": 30000, "rows": [],
+                       "npm": null}"#;
+        let throughput: Throughput = serde_json::from_str(json).unwrap();
+        assert_eq!(throughput.scoping, None);
     }
 }

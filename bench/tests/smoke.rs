@@ -113,6 +113,16 @@ async fn quick_run_measures_every_scenario_and_writes_every_output() {
         run_stats(&row.redis_benchmark, &what);
         ratio(row.bridge_to_direct, &what);
     }
+    let scoping = throughput.scoping.as_ref().expect("token scoping measured");
+    assert_eq!(scoping.rows.len(), 2, "1 and 16 in flight");
+    for row in &scoping.rows {
+        let what = format!("scoping × {}", row.concurrency);
+        for stats in [&row.admin, &row.limiter_acl_off, &row.limiter_acl_user] {
+            run_stats(stats, &what);
+        }
+        ratio(row.acl_off_to_admin, &what);
+        ratio(row.acl_user_to_admin, &what);
+    }
     assert!(throughput.npm.is_none(), "no Node asked for");
 
     let accuracy = results.accuracy.as_ref().expect("accuracy measured");
@@ -177,6 +187,7 @@ async fn quick_run_measures_every_scenario_and_writes_every_output() {
         "| grants in the window |",
         "## 3. Throughput and latency",
         "| operation | in flight |",
+        "| in flight | admin /s | p50 µs |",
         "## 4. Memory per identifier",
         "## 5. Accuracy: over-admission",
         "| algorithm | contender | requests | granted |",
