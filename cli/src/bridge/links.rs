@@ -87,10 +87,7 @@ impl Links {
         let Some(user) = self.users.iter().find(|user| user.profile == profile) else {
             return self.admin.connection().await;
         };
-        if !user.link.is_connected().await {
-            self.provision(user).await?;
-        }
-        user.link.connection().await
+        user.link.connection_after(|| self.provision(user)).await
     }
 
     /// Creates or resets `user`'s Redis ACL user. A Redis that refuses (the `--redis` user may not run ACL SETUSER)

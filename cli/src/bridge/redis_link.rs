@@ -58,15 +58,18 @@ impl RedisLink {
         }
     }
 
-    /// Whether the link holds a connection whose driver still runs (the next request then connects nothing).
-    pub async fn is_connected(&self) -> bool {
-        let live = self.live.lock().await;
-        live.as_ref()
-            .is_some_and(|current| current.running.load(Ordering::Acquire))
-    }
-
     /// A handle to the shared connection, connecting first if there is none or it broke.
     pub async fn connection(&self) -> redis::RedisResult<MultiplexedConnection> {
+        self.connection_after(|| async { Ok(()) }).await
+    }
+
+    /// [`RedisLink::connection`], running `before_connecting` first whenever a connection must be made (under the
+    /// link's lock, so once however many requests wait). Its error is the request's, and nothing connects.
+    pub async fn connection_after<F, Fut>(&self, before_connecting: F) -> redis::RedisResult<MultiplexedConnection>
+    where
+        F: FnOnce() -> Fut,
+        Fut: std::future::Future<Output = redis::RedisResult<()>>,
+    {
         let mut live = self.live.lock().await;
         if let Some(current) = live.as_ref() {
             if current.running.load(Ordering::Acquire) {
@@ -74,6 +77,7 @@ impl RedisLink {
             }
         }
         *live = None;
+        before_connecting().await?;
         let connected = tokio::time::timeout(self.timeout, self.connect()).await.map_err(|_| {
             redis::RedisError::from(io::Error::new(
                 io::ErrorKind::TimedOut,
