@@ -308,3 +308,24 @@ async fn a_script_that_wrote_cannot_be_killed_and_the_bridge_says_so() {
     // Only SHUTDOWN NOSAVE (or a kill of the process, here) ends it.
     stack.stop_redis().await;
 }
+
+#[tokio::test]
+async fn an_unusable_token_or_key_pattern_is_refused_at_start_with_what_to_do() {
+    for configure in [
+        (|config: &mut BridgeConfig| config.limiter_keys = vec![String::new()]) as fn(&mut BridgeConfig),
+        |config| config.limiter_keys = vec!["a b".to_owned()],
+        |config| config.tokens = vec![(Profile::Limiter, "short".to_owned())],
+        |config| config.tokens = vec![(Profile::Limiter, "x".repeat(1 << 20))],
+        |config| config.tokens = vec![(Profile::Limiter, "nul\0token-0001".to_owned())],
+        |config| config.token = String::new(),
+    ] {
+        let mut config = BridgeConfig::new("redis://127.0.0.1:1", "admin-token-0001");
+        configure(&mut config);
+        let refused = edgelimit_cli::bridge::check(&config).unwrap_err().to_string();
+        assert!(
+            refused.contains("--limiter-keys") || refused.contains("token"),
+            "{refused}"
+        );
+        assert!(!refused.contains(&"x".repeat(100)), "the error repeats the token");
+    }
+}

@@ -201,6 +201,16 @@ pub fn check(config: &BridgeConfig) -> Result<(), BridgeError> {
 }
 
 fn check_limits(config: &BridgeConfig) -> Result<(), BridgeError> {
+    if let Some(bad) = config
+        .limiter_keys
+        .iter()
+        .find(|pattern| pattern.is_empty() || !pattern.bytes().all(|b| b.is_ascii_graphic()))
+    {
+        return Err(BridgeError::Limit(format!(
+            "--limiter-keys {:?}: a key pattern must be non-empty printable ASCII without blanks, e.g. 'myapp:*'",
+            bad.chars().take(80).collect::<String>()
+        )));
+    }
     if config.max_reply_bytes == 0 {
         return Err(BridgeError::Limit(
             "the reply cap must be at least 1 byte (--max-reply-bytes, EDGELIMIT_MAX_REPLY_BYTES)".into(),
