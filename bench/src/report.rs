@@ -356,12 +356,19 @@ fn throughput_tables(throughput: &Throughput) -> String {
         cells.extend(run_cells(&row.bridge));
         cells.extend(run_cells(&row.redis_benchmark));
         cells.push(times(row.bridge_to_direct));
+        match &row.plain_http {
+            Some(plain) => cells.push(format!("{:.0}", plain.per_second)),
+            None => cells.push("–".to_owned()),
+        }
+        cells.push(times(row.bridge_to_plain_http));
         cells
     });
     let mut text = format!(
         "## 3. Throughput and latency\n\nThe Rust client (`Limiter::limit`, {}) through the bridge for {} s per \
          run, next to `redis-benchmark` sending the same `EVALSHA` (same key and arguments) straight to Redis, {} \
-         requests per run. `PING` shows what the bridge itself adds.\n\n{}",
+         requests per run. `PING` shows what the bridge itself adds; the same client's `PING` to a plain HTTP server in \
+         the same process (it answers at once: no Redis, no token, no JSON read) shows how much of that is HTTP \
+         and the client.\n\n{}",
         throughput.limit,
         throughput.seconds,
         throughput.redis_benchmark_requests,
@@ -376,6 +383,8 @@ fn throughput_tables(throughput: &Throughput) -> String {
                 "p50 ms",
                 "p99 ms",
                 "bridge / direct",
+                "plain HTTP /s",
+                "bridge / plain HTTP",
             ],
             rows
         )

@@ -23,7 +23,7 @@ use axum::Router;
 use edgelimit::limit::{Limiter, Quota};
 use edgelimit::{Command, RestClient};
 use serde::{Deserialize, Serialize};
-use tokio::task::JoinSet;
+use tokio::task::{JoinHandle, JoinSet};
 
 use crate::latency::{quantile, RunStats};
 use crate::node::{NodeRunner, NpmReport};
@@ -79,6 +79,13 @@ pub struct ThroughputRow {
     pub redis_benchmark: RunStats,
     /// Requests/s: bridge / `redis-benchmark`.
     pub bridge_to_direct: Option<f64>,
+    /// `PING` only: the same client against a plain HTTP server in this process that answers every request at once
+    /// (no Redis, no token, no JSON read): what HTTP and the client cost on their own.
+    #[serde(default)]
+    pub plain_http: Option<RunStats>,
+    /// Requests/s: bridge / plain HTTP server; what is left below 1.00 is the bridge's own work.
+    #[serde(default)]
+    pub bridge_to_plain_http: Option<f64>,
 }
 
 /// The same decisions through the bridge with the admin token and with a `limiter` token, with and without its
@@ -141,6 +148,15 @@ pub(crate) async fn run(
     .await?;
     let decision = Arc::new(Operation::Decision(limiter));
     let ping = Arc::new(Operation::Ping(client));
+    let (plain_http_url, plain_http_server) = serve_here(Router::new().route(
+        "/",
+        // What the bridge answers to PING with `Upstash-Encoding: base64`, as the client asks.
+        post(|| async { r#"{"result":"UE9ORw=="}"# }),
+    ))
+    .await?;
+    let plain_http_ping = Arc::new(Operation::Ping(
+        RestClient::new(&plain_http_url, TOKEN).context("could not make a client for the plain HTTP server")?,
+    ));
     let mut rows = Vec::new();
     for (operation, words) in [(&decision, evalsha), (&ping, vec!["PING".to_owned()])] {
         for concurrency in CONCURRENCIES {
@@ -153,15 +169,29 @@ pub(crate) async fn run(
             progress.doing(format!("redis-benchmark {}, {concurrency} in flight", operation.name()));
             let direct = redis_benchmark(stack, concurrency, redis_benchmark_requests, &words).await?;
             progress.step();
+            let plain_http = match operation.as_ref() {
+                Operation::Ping(_) => {
+                    progress.doing(format!("PING to a plain HTTP server, {concurrency} in flight"));
+                    let stats = run_clients(concurrency, run_time, &plain_http_ping).await?;
+                    progress.step();
+                    Some(stats)
+                }
+                Operation::Decision(_) => None,
+            };
             rows.push(ThroughputRow {
                 operation: operation.name().to_owned(),
                 concurrency,
                 bridge_to_direct: ratio(bridge.per_second, direct.per_second),
+                bridge_to_plain_http: plain_http
+                    .as_ref()
+                    .and_then(|plain| ratio(bridge.per_second, plain.per_second)),
                 bridge,
                 redis_benchmark: direct,
+                plain_http,
             });
         }
     }
+    plain_http_server.abort();
     let scoping_seconds = if quick { 0.1 } else { 1.0 };
     let scoping = scoping(stack, quota, scoping_seconds, progress).await?;
     let npm = match node {
@@ -337,14 +367,7 @@ where
             )
         }),
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .context("could not listen for the recording endpoint")?;
-    let url = format!(
-        "http://{}",
-        listener.local_addr().context("the recording endpoint has no address")?
-    );
-    let server = tokio::spawn(async move { axum::serve(listener, app).await });
+    let (url, server) = serve_here(app).await?;
     let client = RestClient::new(&url, TOKEN).context("could not make a client for the recording endpoint")?;
     send(client).await;
     server.abort();
@@ -359,6 +382,18 @@ where
         return Err("the client sent an empty command".to_owned());
     }
     Ok(words)
+}
+
+/// Serves `app` on a free loopback port in this process, until the returned task is aborted; its base URL.
+async fn serve_here(app: Router) -> Result<(String, JoinHandle<std::io::Result<()>>), String> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .context("could not listen on a loopback port")?;
+    let url = format!(
+        "http://{}",
+        listener.local_addr().context("the listener has no address")?
+    );
+    Ok((url, tokio::spawn(async move { axum::serve(listener, app).await })))
 }
 
 /// `redis-benchmark -c concurrency -n requests --csv <words>` against the stack's Redis; checks in Redis's own

@@ -112,6 +112,12 @@ async fn quick_run_measures_every_scenario_and_writes_every_output() {
         run_stats(&row.bridge, &what);
         run_stats(&row.redis_benchmark, &what);
         ratio(row.bridge_to_direct, &what);
+        // The plain HTTP server stands beside PING only.
+        assert_eq!(row.plain_http.is_some(), row.operation == "PING", "{what}");
+        if let Some(plain) = &row.plain_http {
+            run_stats(plain, &what);
+            ratio(row.bridge_to_plain_http, &what);
+        }
     }
     let scoping = throughput.scoping.as_ref().expect("token scoping measured");
     assert_eq!(scoping.rows.len(), 2, "1 and 16 in flight");
