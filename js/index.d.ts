@@ -400,8 +400,11 @@ export interface RateLimiter {
   trySetRate(rate: number, interval: Duration, options?: RateOptions): Promise<boolean>;
   /** Sets the rate and clears the state: the window starts full. */
   setRate(rate: number, interval: Duration, options?: RateOptions): Promise<void>;
-  /** Changes the rate and keeps the state: permits in use stay in use under the new rate. */
-  updateRate(rate: number, interval: Duration, options?: RateOptions): Promise<void>;
+  /**
+   * Changes the rate of an existing limiter and keeps the state: permits in use stay in use under the new rate.
+   * Resolves to `false`, writing nothing, when no rate is set (Redisson's `updateRate`).
+   */
+  updateRate(rate: number, interval: Duration, options?: RateOptions): Promise<boolean>;
   /**
    * Takes `permits` (default 1) now if available.
    * @throws {@link EdgelimitError} `EDGELIMIT_NOT_INITIALIZED` when no rate is set.
@@ -411,7 +414,7 @@ export interface RateLimiter {
   acquire(permits?: number, timeout?: number): Promise<Decision>;
   /** Permits available now. */
   availablePermits(): Promise<number>;
-  /** Gives back up to `permits`, newest grants first; resolves to how many were given back. */
+  /** Gives back up to `permits`, newest grants first; resolves to how many were given back (0 is a no-op). */
   release(permits?: number): Promise<number>;
   /** The stored configuration, or `null` when no rate is set. */
   getConfig(): Promise<RateConfig | null>;

@@ -22,9 +22,12 @@ impl Outcome {
     }
 }
 
+/// The REST client's timeout for each request when neither `--timeout-ms` nor `EDGELIMIT_TIMEOUT_MS` says.
+pub const DEFAULT_TIMEOUT_MS: u64 = 1_000;
+
 /// Where the REST endpoint is. Flags win over `EDGELIMIT_URL`/`EDGELIMIT_TOKEN`, which win over Upstash's
-/// `UPSTASH_REDIS_REST_URL`/`UPSTASH_REDIS_REST_TOKEN`.
-pub fn endpoint(url: Option<String>, token: Option<String>) -> Result<RestClient, String> {
+/// `UPSTASH_REDIS_REST_URL`/`UPSTASH_REDIS_REST_TOKEN`. Each request gives up after `timeout_ms`.
+pub fn endpoint(url: Option<String>, token: Option<String>, timeout_ms: u64) -> Result<RestClient, String> {
     let from_env = |names: [&str; 2]| {
         names
             .iter()
@@ -38,7 +41,9 @@ pub fn endpoint(url: Option<String>, token: Option<String>) -> Result<RestClient
     let token = token
         .or_else(|| from_env(["EDGELIMIT_TOKEN", "UPSTASH_REDIS_REST_TOKEN"]))
         .ok_or("no REST token: pass --token or set EDGELIMIT_TOKEN (or UPSTASH_REDIS_REST_TOKEN)")?;
-    RestClient::new(&url, &token).map_err(|e| e.to_string())
+    RestClient::new(&url, &token)
+        .and_then(|client| client.with_timeout(Duration::from_millis(timeout_ms)))
+        .map_err(|e| e.to_string())
 }
 
 /// Parses a duration flag (`1s`, `250ms`, `1m`) for clap, with the core's explanation on failure.
@@ -73,9 +78,41 @@ pub async fn set_rate(limiter: &RateLimiter, rate: Rate, mode: Mode, how: SetHow
     let applied = match how {
         SetHow::IfAbsent => limiter.try_set_rate(rate, mode).await?,
         SetHow::Replace => limiter.set_rate(rate, mode).await.map(|()| true)?,
-        SetHow::KeepState => limiter.update_rate(rate, mode).await.map(|()| true)?,
+        // Only when a rate is set, as Redisson's updateRate: exit 1 when none is.
+        SetHow::KeepState => {
+            let applied = limiter.update_rate(rate, mode).await?;
+            if !applied {
+                return Ok(Outcome {
+                    exit_code: 1,
+                    output: json!({ "name": limiter.name(), "applied": false }),
+                });
+            }
+            applied
+        }
     };
     Ok(Outcome::ok(json!({ "name": limiter.name(), "applied": applied })))
+}
+
+/// Which lifetime `keep-alive` and `expire` change.
+#[derive(Debug, Clone, Copy)]
+pub enum Lifetime {
+    /// The keep-alive every use renews (`keep-alive`).
+    KeepAlive,
+    /// An expiry of every key of the limiter (`expire`).
+    Expire,
+}
+
+/// `edgelimit keep-alive` and `edgelimit expire`: change an existing limiter's lifetime (`None`: no keep-alive, no
+/// expiry). Exit 1 when no rate is set.
+pub async fn lifetime(limiter: &RateLimiter, what: Lifetime, to: Option<Duration>) -> edgelimit::Result<Outcome> {
+    let applied = match what {
+        Lifetime::KeepAlive => limiter.set_keep_alive(to).await?,
+        Lifetime::Expire => limiter.expire(to).await?,
+    };
+    Ok(Outcome {
+        exit_code: if applied { 0 } else { 1 },
+        output: json!({ "name": limiter.name(), "applied": applied }),
+    })
 }
 
 /// `edgelimit acquire --algorithm redisson`: exit 0 when granted, 1 when denied.

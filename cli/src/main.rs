@@ -39,11 +39,15 @@ struct Named {
     /// REST token [env: EDGELIMIT_TOKEN, then UPSTASH_REDIS_REST_TOKEN].
     #[arg(long)]
     token: Option<String>,
+    /// How long each REST request may take, in milliseconds.
+    #[arg(long, env = "EDGELIMIT_TIMEOUT_MS", default_value_t = admin::DEFAULT_TIMEOUT_MS,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    timeout_ms: u64,
 }
 
 impl Named {
     fn client(&self) -> Result<RestClient, String> {
-        admin::endpoint(self.url.clone(), self.token.clone())
+        admin::endpoint(self.url.clone(), self.token.clone(), self.timeout_ms)
     }
 
     /// The limiter `--algorithm` and its flags choose under this name.
@@ -141,6 +145,10 @@ enum Commands {
         /// REST token [env: EDGELIMIT_TOKEN, then UPSTASH_REDIS_REST_TOKEN].
         #[arg(long)]
         token: Option<String>,
+        /// How long each REST request may take, in milliseconds.
+        #[arg(long, env = "EDGELIMIT_TIMEOUT_MS", default_value_t = admin::DEFAULT_TIMEOUT_MS,
+              value_parser = clap::value_parser!(u64).range(1..))]
+        timeout_ms: u64,
     },
     /// Set the rate of the Redisson-layout limiter (`--algorithm redisson`, shared with Java's Redisson
     /// `RRateLimiter`), by default replacing any rate and clearing the state. The other algorithms take their numbers
@@ -163,9 +171,28 @@ enum Commands {
         /// Only set it when no rate is set (first set wins).
         #[arg(long, conflicts_with = "keep_state")]
         if_absent: bool,
-        /// Keep the permits in use under the new rate.
+        /// Change the rate of an existing limiter, keeping the permits in use under the new rate (Redisson's
+        /// updateRate: exit 1, writing nothing, when no rate is set).
         #[arg(long)]
         keep_state: bool,
+    },
+    /// Change the keep-alive of an existing Redisson-layout limiter: it vanishes after this long unused (every use
+    /// from either side renews it), or with `none` stays until deleted. Exit 1 when no rate is set.
+    KeepAlive {
+        #[command(flatten)]
+        named: Named,
+        /// The keep-alive (at least the interval), e.g. 1h; or `none`.
+        #[arg(value_parser = duration_or_none)]
+        keep_alive: Lifetime,
+    },
+    /// Expire every key of an existing Redisson-layout limiter (its rate and state) after this long, as Redisson's
+    /// `expire`; `none` clears the expiry (`clearExpire`). Exit 1 when no rate is set.
+    Expire {
+        #[command(flatten)]
+        named: Named,
+        /// How long until it vanishes, e.g. 10m; or `none`.
+        #[arg(value_parser = duration_or_none)]
+        ttl: Lifetime,
     },
     /// Take permits; prints the decision (and, but for redisson, the grant's receipt for `release --receipt`).
     /// Exit 0 granted, 1 denied, 2 error.
@@ -302,7 +329,19 @@ async fn run(command: Commands) -> Result<Option<Outcome>, String> {
             };
             return dev::run(config, shutdown_requested()).await.map(|()| None);
         }
-        Commands::Doctor { url, token } => doctor::run(&admin::endpoint(url, token)?).await,
+        Commands::Doctor { url, token, timeout_ms } => doctor::run(&admin::endpoint(url, token, timeout_ms)?).await,
+        Commands::KeepAlive { named, keep_alive } => {
+            let limiter = RateLimiter::new(named.client()?, &named.name).map_err(|e| e.to_string())?;
+            admin::lifetime(&limiter, admin::Lifetime::KeepAlive, keep_alive.0)
+                .await
+                .map_err(|e| e.to_string())?
+        }
+        Commands::Expire { named, ttl } => {
+            let limiter = RateLimiter::new(named.client()?, &named.name).map_err(|e| e.to_string())?;
+            admin::lifetime(&limiter, admin::Lifetime::Expire, ttl.0)
+                .await
+                .map_err(|e| e.to_string())?
+        }
         Commands::SetRate {
             named,
             rate,
@@ -366,6 +405,17 @@ async fn run_bridge(listen: SocketAddr, config: BridgeConfig) -> Result<(), Stri
     bridge::serve(listener, config, shutdown_requested())
         .await
         .map_err(|e| e.to_string())
+}
+
+/// A lifetime argument: a duration, or `none` (a type of its own, so clap does not read it as a list).
+#[derive(Clone)]
+struct Lifetime(Option<Duration>);
+
+fn duration_or_none(text: &str) -> Result<Lifetime, String> {
+    if text == "none" {
+        return Ok(Lifetime(None));
+    }
+    duration(text).map(|d| Lifetime(Some(d)))
 }
 
 /// `--redis-acl`: `provision` or `off`.

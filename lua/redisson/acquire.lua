@@ -38,8 +38,8 @@ local function clock(text)
 end
 
 -- Redisson's layout, shared prelude: every script of lua/redisson/ starts with lua/parts/common.lua and this; those
--- that read the window follow with window.lua, those that take or give back permits with grants.lua too (see
--- src/lua/compose.rs).
+-- that read or rewrite the log follow with log.lua, those that read the window with window.lua, those that take or
+-- give back permits with grants.lua too (see src/lua/compose.rs).
 --
 -- Redisson RRateLimiter's layout, kept exactly so Java services using Redisson and edge Workers using edgelimit
 -- can share one limiter:
@@ -52,8 +52,12 @@ end
 --
 -- ARGV[1] is the time in ms, or '' to use the Redis server's clock (the default: callers' clocks are skewed).
 --
--- Invariant kept by every script: value = rate - (permits in the log). It is what makes a decision O(expired
--- grants) instead of O(log), and what keeps available permits from ever exceeding the rate.
+-- Invariant kept by every script: value = rate - (permits in the log), with value never negative (Redisson reads it
+-- as is). It is what makes a decision O(expired grants) instead of O(log), and what keeps available permits from
+-- ever exceeding the rate. window.lua repairs what a Redisson client may leave otherwise.
+--
+-- Lifetimes are Redisson's, exactly (see touch()): a Java client and edgelimit must agree on when keys vanish, or
+-- one side forgets grants the other still counts.
 
 if #KEYS ~= 5 then
     reject('number of keys (expected 5: name, value, client value, permits, client permits)', #KEYS)
@@ -66,11 +70,7 @@ local function load_limiter()
     if not rate or not interval or not config[3] then
         return nil
     end
-    local keep_alive = tonumber(config[4]) or 0
-    -- State keys live at least one more interval past their last write, so no grant in the window is lost, or
-    -- the keep-alive when it is longer.
-    local limiter = { rate = rate, interval = interval, keep_alive = keep_alive,
-                      state_ttl = math.max(keep_alive, 2 * interval) }
+    local limiter = { rate = rate, interval = interval, keep_alive = tonumber(config[4]) or 0 }
     if config[3] == '1' then
         limiter.value_key, limiter.log_key = KEYS[3], KEYS[5]
     else
@@ -79,21 +79,73 @@ local function load_limiter()
     return limiter
 end
 
--- Idle limiters vanish. A call that logged a grant renews the state keys' TTL; every use, granted or not, renews
--- the config's keep-alive if one is set (Redisson's semantics). A call that logs nothing leaves the state's TTL as it
--- was: it is already long enough.
-local function touch(limiter, logged)
-    if logged then
-        redis.call('PEXPIRE', limiter.value_key, limiter.state_ttl)
-        redis.call('PEXPIRE', limiter.log_key, limiter.state_ttl)
-    end
+-- The lifetimes Redisson gives the keys after every use, so that both sides' keys vanish together:
+--   - with a keep-alive, the config and both state keys live that long past the last use (at least one interval:
+--     no grant in the window is forgotten);
+--   - without, the state keys live as long as the config: forever, unless the config was given an expiry
+--     (Redisson's expire(), edgelimit's RateLimiter::expire), when they vanish with it.
+-- No other expiry is safe while a Redisson client may write: Redisson never renews a TTL it did not set, and its
+-- plain SET drops one, so an edgelimit-only TTL on one key of the pair would outlive or cut short the other.
+local function touch(limiter)
     if limiter.keep_alive > 0 then
         redis.call('PEXPIRE', KEYS[1], limiter.keep_alive)
+        redis.call('PEXPIRE', limiter.value_key, limiter.keep_alive)
+        redis.call('PEXPIRE', limiter.log_key, limiter.keep_alive)
+    else
+        local ttl = redis.call('PTTL', KEYS[1])
+        if ttl > 0 then
+            redis.call('PEXPIRE', limiter.value_key, ttl)
+            redis.call('PEXPIRE', limiter.log_key, ttl)
+        end
     end
 end
 
--- Redisson's layout, the window as it stands at `now`: after prelude.lua, for the scripts that read it (acquire,
--- available, release).
+-- Redisson's layout, the log of grants: after prelude.lua, for every script that reads or rewrites the log.
+
+-- Adds a grant to the log. Members are unique per (id, permits); NX with a suffix keeps two equal grants in the
+-- same millisecond from collapsing into one (which would under-count).
+local function log_grant(limiter, now, id, permits)
+    local candidate, attempt = id, 0
+    while redis.call('ZADD', limiter.log_key, 'NX', now, struct.pack('Bc0I', #candidate, candidate, permits)) == 0 do
+        attempt = attempt + 1
+        candidate = id .. '#' .. attempt
+    end
+end
+
+-- The counter rebuilt from the log (the log must hold only grants still in the window): rate - permits logged. When
+-- the log holds more than the rate (the rate was lowered below what is in use), the oldest permits beyond the rate
+-- leave the log and the counter is 0, never negative (Redisson reads it as is): while any of those permits would
+-- still be in the window, the rest alone fill the rate, so nothing is granted either way, and once they would have
+-- expired the log is what it would have been. Returns the counter, and what left the log as 'score:permits' texts
+-- (set_rate.lua keeps them, so that raising the rate again still counts them). O(log), for the rare cases that
+-- need it.
+local function rebuild(limiter)
+    local members = redis.call('ZRANGE', limiter.log_key, 0, -1, 'WITHSCORES')
+    local used = 0
+    for i = 1, #members, 2 do
+        local _, permits = struct.unpack('Bc0I', members[i])
+        used = used + permits
+    end
+    local excess, trimmed, i = used - limiter.rate, {}, 1
+    while excess > 0 do
+        local id, permits = struct.unpack('Bc0I', members[i])
+        redis.call('ZREM', limiter.log_key, members[i])
+        local cut = math.min(permits, excess)
+        if cut < permits then
+            log_grant(limiter, tonumber(members[i + 1]), id, permits - cut)
+        end
+        trimmed[#trimmed + 1] = members[i + 1] .. ':' .. cut
+        excess = excess - cut
+        i = i + 2
+    end
+    local value = math.max(limiter.rate - used, 0)
+    -- KEEPTTL: the counter keeps whatever lifetime it had (touch() sets it as Redisson would).
+    redis.call('SET', limiter.value_key, value, 'KEEPTTL')
+    return value, trimmed
+end
+
+-- Redisson's layout, the window as it stands at `now`: after prelude.lua and log.lua, for the scripts that read it
+-- (acquire, available, release).
 
 -- Total permits carried by log members.
 local function permits_in(members)
@@ -105,10 +157,16 @@ local function permits_in(members)
     return total
 end
 
--- Permits available at `now`, after dropping grants that left the window. A missing counter (first use, evicted) or
--- one above what the log allows is rebuilt from the log instead of failing (Redisson crashes on a nil here). An
--- evicted log under a surviving counter is not detected: capacity stays reduced (never exceeded) until the counter
--- expires; detecting it would cost a command on every decision.
+-- Permits available at `now`, after dropping grants that left the window. Every state a Redisson client can leave is
+-- read without failing, over-admitting or sticking:
+--   - no counter (first use, or deleted) while the log holds grants: rebuilt from the log (Redisson would take the
+--     whole rate again);
+--   - a counter above the rate, or one that the expiring grants would push above it (Redisson's release only bumps
+--     the counter): rebuilt from the log, at most the rate;
+--   - a negative counter (older edgelimit's lowered rates): rebuilt;
+--   - a counter below the rate with no log at all (the log expired or was deleted under it; Redisson then denies
+--     forever, or fails on a nil): nothing is in use, so the full rate.
+-- Otherwise O(expired grants), plus one EXISTS when the window is not full.
 local function refresh(limiter, now)
     local horizon = now - limiter.interval
     local value = tonumber(redis.call('GET', limiter.value_key))
@@ -117,13 +175,13 @@ local function refresh(limiter, now)
         redis.call('ZREMRANGEBYSCORE', limiter.log_key, '-inf', horizon)
     end
     local released = permits_in(expired)
-    if value == nil or value + released > limiter.rate then
-        -- Rare: first use, an evicted key, or writes from an older client. O(log), once.
-        value = limiter.rate - permits_in(redis.call('ZRANGE', limiter.log_key, 0, -1))
-        redis.call('SET', limiter.value_key, value, 'PX', limiter.state_ttl)
-    elseif released > 0 then
+    if value == nil or value < 0 or value + released > limiter.rate
+        or (value + released < limiter.rate and redis.call('EXISTS', limiter.log_key) == 0) then
+        return rebuild(limiter)
+    end
+    if released > 0 then
         value = value + released
-        -- KEEPTTL: a plain SET would drop the key's TTL and leave it behind forever.
+        -- KEEPTTL: a plain SET would drop the key's lifetime.
         redis.call('SET', limiter.value_key, value, 'KEEPTTL')
     end
     return value
@@ -138,7 +196,7 @@ local function full_again_at(limiter, now)
     return tonumber(newest[2]) + limiter.interval
 end
 
--- Redisson's layout, taking and giving back permits: after window.lua, for acquire and release.
+-- Redisson's layout, taking and giving back permits: after log.lua and window.lua, for acquire and release.
 
 -- The limiter, and `text` as a number of permits; or, instead, the status reply to return (no rate, bad permits).
 local function limiter_and_permits(text)
@@ -151,15 +209,6 @@ local function limiter_and_permits(text)
         return nil, nil, { 'invalid_permits', limiter.rate, 0, 0, 0 }
     end
     return limiter, permits
-end
--- Adds a grant to the log. Members are unique per (id, permits); NX with a suffix keeps two equal grants in the
--- same millisecond from collapsing into one (which would under-count).
-local function log_grant(limiter, now, id, permits)
-    local candidate, attempt = id, 0
-    while redis.call('ZADD', limiter.log_key, 'NX', now, struct.pack('Bc0I', #candidate, candidate, permits)) == 0 do
-        attempt = attempt + 1
-        candidate = id .. '#' .. attempt
-    end
 end
 
 -- Sliding log: try to take ARGV[2] permits now.
@@ -202,10 +251,11 @@ else
             break
         end
     end
-    -- The invariant guarantees the log frees enough; should it not, a full interval is a safe answer.
+    -- The invariant (refresh() restores it) guarantees the log frees enough; should it not, a full interval is a
+    -- safe answer.
     if missing > 0 then
         retry_after = limiter.interval
     end
 end
-touch(limiter, status == 'granted')
+touch(limiter)
 return { status, limiter.rate, math.max(available, 0), full_again_at(limiter, now), retry_after }

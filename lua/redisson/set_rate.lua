@@ -38,8 +38,8 @@ local function clock(text)
 end
 
 -- Redisson's layout, shared prelude: every script of lua/redisson/ starts with lua/parts/common.lua and this; those
--- that read the window follow with window.lua, those that take or give back permits with grants.lua too (see
--- src/lua/compose.rs).
+-- that read or rewrite the log follow with log.lua, those that read the window with window.lua, those that take or
+-- give back permits with grants.lua too (see src/lua/compose.rs).
 --
 -- Redisson RRateLimiter's layout, kept exactly so Java services using Redisson and edge Workers using edgelimit
 -- can share one limiter:
@@ -52,8 +52,12 @@ end
 --
 -- ARGV[1] is the time in ms, or '' to use the Redis server's clock (the default: callers' clocks are skewed).
 --
--- Invariant kept by every script: value = rate - (permits in the log). It is what makes a decision O(expired
--- grants) instead of O(log), and what keeps available permits from ever exceeding the rate.
+-- Invariant kept by every script: value = rate - (permits in the log), with value never negative (Redisson reads it
+-- as is). It is what makes a decision O(expired grants) instead of O(log), and what keeps available permits from
+-- ever exceeding the rate. window.lua repairs what a Redisson client may leave otherwise.
+--
+-- Lifetimes are Redisson's, exactly (see touch()): a Java client and edgelimit must agree on when keys vanish, or
+-- one side forgets grants the other still counts.
 
 if #KEYS ~= 5 then
     reject('number of keys (expected 5: name, value, client value, permits, client permits)', #KEYS)
@@ -66,11 +70,7 @@ local function load_limiter()
     if not rate or not interval or not config[3] then
         return nil
     end
-    local keep_alive = tonumber(config[4]) or 0
-    -- State keys live at least one more interval past their last write, so no grant in the window is lost, or
-    -- the keep-alive when it is longer.
-    local limiter = { rate = rate, interval = interval, keep_alive = keep_alive,
-                      state_ttl = math.max(keep_alive, 2 * interval) }
+    local limiter = { rate = rate, interval = interval, keep_alive = tonumber(config[4]) or 0 }
     if config[3] == '1' then
         limiter.value_key, limiter.log_key = KEYS[3], KEYS[5]
     else
@@ -79,24 +79,80 @@ local function load_limiter()
     return limiter
 end
 
--- Idle limiters vanish. A call that logged a grant renews the state keys' TTL; every use, granted or not, renews
--- the config's keep-alive if one is set (Redisson's semantics). A call that logs nothing leaves the state's TTL as it
--- was: it is already long enough.
-local function touch(limiter, logged)
-    if logged then
-        redis.call('PEXPIRE', limiter.value_key, limiter.state_ttl)
-        redis.call('PEXPIRE', limiter.log_key, limiter.state_ttl)
-    end
+-- The lifetimes Redisson gives the keys after every use, so that both sides' keys vanish together:
+--   - with a keep-alive, the config and both state keys live that long past the last use (at least one interval:
+--     no grant in the window is forgotten);
+--   - without, the state keys live as long as the config: forever, unless the config was given an expiry
+--     (Redisson's expire(), edgelimit's RateLimiter::expire), when they vanish with it.
+-- No other expiry is safe while a Redisson client may write: Redisson never renews a TTL it did not set, and its
+-- plain SET drops one, so an edgelimit-only TTL on one key of the pair would outlive or cut short the other.
+local function touch(limiter)
     if limiter.keep_alive > 0 then
         redis.call('PEXPIRE', KEYS[1], limiter.keep_alive)
+        redis.call('PEXPIRE', limiter.value_key, limiter.keep_alive)
+        redis.call('PEXPIRE', limiter.log_key, limiter.keep_alive)
+    else
+        local ttl = redis.call('PTTL', KEYS[1])
+        if ttl > 0 then
+            redis.call('PEXPIRE', limiter.value_key, ttl)
+            redis.call('PEXPIRE', limiter.log_key, ttl)
+        end
     end
+end
+
+-- Redisson's layout, the log of grants: after prelude.lua, for every script that reads or rewrites the log.
+
+-- Adds a grant to the log. Members are unique per (id, permits); NX with a suffix keeps two equal grants in the
+-- same millisecond from collapsing into one (which would under-count).
+local function log_grant(limiter, now, id, permits)
+    local candidate, attempt = id, 0
+    while redis.call('ZADD', limiter.log_key, 'NX', now, struct.pack('Bc0I', #candidate, candidate, permits)) == 0 do
+        attempt = attempt + 1
+        candidate = id .. '#' .. attempt
+    end
+end
+
+-- The counter rebuilt from the log (the log must hold only grants still in the window): rate - permits logged. When
+-- the log holds more than the rate (the rate was lowered below what is in use), the oldest permits beyond the rate
+-- leave the log and the counter is 0, never negative (Redisson reads it as is): while any of those permits would
+-- still be in the window, the rest alone fill the rate, so nothing is granted either way, and once they would have
+-- expired the log is what it would have been. Returns the counter, and what left the log as 'score:permits' texts
+-- (set_rate.lua keeps them, so that raising the rate again still counts them). O(log), for the rare cases that
+-- need it.
+local function rebuild(limiter)
+    local members = redis.call('ZRANGE', limiter.log_key, 0, -1, 'WITHSCORES')
+    local used = 0
+    for i = 1, #members, 2 do
+        local _, permits = struct.unpack('Bc0I', members[i])
+        used = used + permits
+    end
+    local excess, trimmed, i = used - limiter.rate, {}, 1
+    while excess > 0 do
+        local id, permits = struct.unpack('Bc0I', members[i])
+        redis.call('ZREM', limiter.log_key, members[i])
+        local cut = math.min(permits, excess)
+        if cut < permits then
+            log_grant(limiter, tonumber(members[i + 1]), id, permits - cut)
+        end
+        trimmed[#trimmed + 1] = members[i + 1] .. ':' .. cut
+        excess = excess - cut
+        i = i + 2
+    end
+    local value = math.max(limiter.rate - used, 0)
+    -- KEEPTTL: the counter keeps whatever lifetime it had (touch() sets it as Redisson would).
+    redis.call('SET', limiter.value_key, value, 'KEEPTTL')
+    return value, trimmed
 end
 
 -- Sliding log: set the rate.
 --   ARGV[2] rate, ARGV[3] interval (ms), ARGV[4] type (0 overall, 1 per client), ARGV[5] keep-alive (ms, 0 = none),
 --   ARGV[6] how: 'try' (only if no rate is set: first set wins), 'set' (replace and clear the state, as Redisson's
---   setRate does) or 'update' (replace and keep the state: permits in use stay in use under the new rate).
--- Reply: 1 when the rate was written, 0 when 'try' found one already set.
+--   setRate does) or 'update' (only if a rate is set: replace it and keep the state, as Redisson 4's
+--   updateRate(args.keepState(true)): permits in use stay in use under the new rate).
+-- Reply: 1 when the rate was written, 0 when 'try' found one already set or 'update' found none (and wrote
+-- nothing).
+--
+-- As Redisson, a keep-alive of 0 leaves the config's lifetime as it was (RateLimiter::expire changes it).
 
 local rate = whole(ARGV[2], 'rate', 1, 2 ^ 32 - 1)
 local interval = whole(ARGV[3], 'interval (ms)', 1, 2 ^ 53)
@@ -112,26 +168,45 @@ local previous = load_limiter()
 if how == 'try' and previous then
     return 0
 end
+if how == 'update' and redis.call('EXISTS', KEYS[1]) == 0 then
+    return 0
+end
 
 redis.call('HSET', KEYS[1], 'rate', rate, 'interval', interval, 'type', mode, 'keepAliveTime', keep_alive)
 if keep_alive > 0 then
     redis.call('PEXPIRE', KEYS[1], keep_alive)
-else
-    redis.call('PERSIST', KEYS[1])
 end
 
 local limiter = load_limiter()
+-- Permits a lowered rate held back from the log (see rebuild()), per log, in a config field Redisson ignores: as
+-- 'score:permits' texts joined by ',' ('' for none: the scripts call only the commands the bridge's limiter user is
+-- granted, cli/src/bridge/profile.rs, which has no HDEL).
+local held_field = 'edgelimitHeld:' .. limiter.log_key
 if how == 'update' and previous and previous.log_key == limiter.log_key then
-    -- Keep the log; move the count of available permits by the change of rate, so the invariant
-    -- value = rate - (permits in the log) holds under the new rate. It may go negative when the rate drops below
-    -- what is in use: then nothing is granted until enough grants expire.
-    if redis.call('EXISTS', limiter.value_key) == 1 then
-        redis.call('INCRBY', limiter.value_key, limiter.rate - previous.rate)
+    -- Keep the state: permits in use stay in use under the new rate. Drop what left the window under the new
+    -- interval, put back what an earlier lowering held back and is still in the window, then count under the new
+    -- rate: lowering it below what is in use holds back the oldest permits beyond it again.
+    local horizon = clock(ARGV[1]) - limiter.interval
+    redis.call('ZREMRANGEBYSCORE', limiter.log_key, '-inf', horizon)
+    local held = redis.call('HMGET', KEYS[1], held_field)[1] or ''
+    for score, permits in string.gmatch(held, '(%d+):(%d+)') do
+        if tonumber(score) > horizon then
+            log_grant(limiter, tonumber(score), 'held', tonumber(permits))
+        end
     end
-    touch(limiter, true)
+    local _, trimmed = rebuild(limiter)
+    if #trimmed > 0 or held ~= '' then
+        redis.call('HSET', KEYS[1], held_field, table.concat(trimmed, ','))
+    end
+    touch(limiter)
 else
     -- 'set', a first rate, or a change of mode (whose state lives under other keys): start from a full window.
-    -- A mode change can only clear this client's per-client keys; other clients' expire with their TTL.
+    -- A mode change can only clear this client's per-client keys; other clients' keep theirs, as with Redisson.
     redis.call('DEL', KEYS[2], KEYS[3], KEYS[4], KEYS[5])
+    for _, log_key in ipairs({ KEYS[4], KEYS[5] }) do
+        if redis.call('HMGET', KEYS[1], 'edgelimitHeld:' .. log_key)[1] then
+            redis.call('HSET', KEYS[1], 'edgelimitHeld:' .. log_key, '')
+        end
+    end
 end
 return 1

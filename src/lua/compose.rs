@@ -32,11 +32,12 @@ const SHARED: [(&str, &[&str]); 2] = [("bucket", &["bucket"]), ("zset_log", &["z
 
 /// Redisson's scripts, each with the pieces it needs after the prelude: every function a script defines costs a
 /// closure on every call, so none gets one it does not call.
-const REDISSON: [(&str, &[&str]); 4] = [
-    ("acquire", &["window", "grants"]),
-    ("available", &["window"]),
-    ("release", &["window", "grants"]),
-    ("set_rate", &[]),
+const REDISSON: [(&str, &[&str]); 5] = [
+    ("acquire", &["log", "window", "grants"]),
+    ("available", &["log", "window"]),
+    ("release", &["log", "window", "grants"]),
+    ("set_rate", &["log"]),
+    ("lifetime", &[]),
 ];
 
 /// Every piece under `lua/parts/`, by its path there.
@@ -68,12 +69,14 @@ parts!(
     "limits/concurrency.lua",
     "limits/sliding_log.lua",
     "redisson/prelude.lua",
+    "redisson/log.lua",
     "redisson/window.lua",
     "redisson/grants.lua",
     "redisson/acquire.lua",
     "redisson/available.lua",
     "redisson/release.lua",
     "redisson/set_rate.lua",
+    "redisson/lifetime.lua",
 );
 
 /// The text of the shared helpers named `shared` (see [`SHARED`]).
@@ -88,7 +91,7 @@ fn shared_part(shared: &str) -> String {
 
 /// Every script under `lua/`, by its path there (the statics in `mod.rs` name the same).
 #[cfg(test)]
-const FILES: [&str; 12] = [
+const FILES: [&str; 13] = [
     "token_bucket.lua",
     "fixed_window.lua",
     "sliding_window.lua",
@@ -101,6 +104,7 @@ const FILES: [&str; 12] = [
     "redisson/available.lua",
     "redisson/release.lua",
     "redisson/set_rate.lua",
+    "redisson/lifetime.lua",
 ];
 
 /// The text of the script `lua/<path>` (one of [`FILES`]).

@@ -11,7 +11,7 @@
 //! | `lua/<algorithm>.lua` | one limit of that algorithm, its quota in the arguments: the common call |
 //! | `lua/limits.lua` | every algorithm: several limits in one call, or a quota stored in Redis |
 //! | `lua/inspect.lua` | reads limits' state, writing nothing |
-//! | `lua/redisson/*.lua` | Redisson `RRateLimiter`'s layout: acquire, available, release, set rate |
+//! | `lua/redisson/*.lua` | Redisson `RRateLimiter`'s layout: acquire, available, release, set rate, lifetime |
 
 use std::sync::LazyLock;
 
@@ -51,11 +51,13 @@ pub static REDISSON_AVAILABLE: LazyLock<Script> = lua_file!("redisson/available.
 pub static REDISSON_RELEASE: LazyLock<Script> = lua_file!("redisson/release.lua");
 /// Redisson's layout, set, try-set or update the rate.
 pub static REDISSON_SET_RATE: LazyLock<Script> = lua_file!("redisson/set_rate.lua");
+/// Redisson's layout, change an existing limiter's lifetime: its keep-alive, or an expiry of all its keys.
+pub static REDISSON_LIFETIME: LazyLock<Script> = lua_file!("redisson/lifetime.lua");
 
 /// Every script the crate sends. For warming a Redis's script cache with `SCRIPT LOAD`, so that even the first calls
 /// find their script: `edgelimit dev` does, because a browser logs every `NOSCRIPT` answer (an HTTP 400 before the
 /// `EVAL` that follows) as a console error.
-pub fn every_script() -> [&'static Script; 12] {
+pub fn every_script() -> [&'static Script; 13] {
     [
         &TOKEN_BUCKET,
         &FIXED_WINDOW,
@@ -69,5 +71,6 @@ pub fn every_script() -> [&'static Script; 12] {
         &REDISSON_AVAILABLE,
         &REDISSON_RELEASE,
         &REDISSON_SET_RATE,
+        &REDISSON_LIFETIME,
     ]
 }

@@ -11,7 +11,15 @@
 //! - missing or evicted state is rebuilt, never a Lua error; bad input is a typed error;
 //! - permits are counted by amount; [`release`](RateLimiter::release) can never push availability above the rate;
 //! - expired grants are removed by score range, never by rescanning the whole log;
-//! - every state key has a TTL, so idle limiters vanish.
+//! - every state a Redisson client can leave (a counter without its log, a log without its counter, a counter above
+//!   the rate) is read without over-admitting or sticking, and the counter Java reads is never negative.
+//!
+//! Lifetimes are Redisson's, exactly, so that a Java client and edgelimit never disagree on when a key vanishes:
+//! with a keep-alive ([`Rate::with_keep_alive`], [`RateLimiter::set_keep_alive`]) every key lives that long past
+//! the last use; without one the state lives as long as the configuration, which is forever unless given an expiry
+//! ([`RateLimiter::expire`]). An idle limiter without either keeps its few keys (at most one log member per permit
+//! of the rate), as Redisson's does: an expiry of edgelimit's own would be unsafe against a Redisson writer, which
+//! never renews a TTL it did not set.
 
 mod rate;
 
@@ -23,7 +31,7 @@ use crate::error::{Error, Result};
 use crate::lua;
 use crate::rest::{Command, RestClient};
 use crate::script::Script;
-use crate::time::retry_until_granted;
+use crate::time::{sleep, Instant};
 
 /// A handle on one named limiter. Cheap to clone.
 #[derive(Debug, Clone)]
@@ -109,10 +117,43 @@ impl RateLimiter {
         self.write_rate(rate, mode, "set").await.map(drop)
     }
 
-    /// Changes the rate and keeps the state: permits in use stay in use under the new rate, so raising the rate
-    /// frees the difference at once and lowering it denies until enough grants expire.
-    pub async fn update_rate(&self, rate: Rate, mode: Mode) -> Result<()> {
-        self.write_rate(rate, mode, "update").await.map(drop)
+    /// Changes the rate of an existing limiter and keeps the state (Redisson 4's
+    /// `updateRate(args.keepState(true))`): permits in use stay in use under the new rate, so raising the rate frees
+    /// the difference at once and lowering it denies until enough grants expire. Returns `false`, and writes
+    /// nothing, when no rate is set. A change of mode starts a full window (the state lives under other keys).
+    pub async fn update_rate(&self, rate: Rate, mode: Mode) -> Result<bool> {
+        self.write_rate(rate, mode, "update").await
+    }
+
+    async fn write_lifetime(&self, what: &str, ms: u64) -> Result<bool> {
+        let args = [what.to_owned(), ms.to_string()];
+        match self.run(&lua::REDISSON_LIFETIME, &args).await?.into_int()? {
+            0 => Ok(false),
+            1 => Ok(true),
+            other => Err(Error::malformed("0 or 1 from lifetime", other)),
+        }
+    }
+
+    /// Changes the keep-alive of an existing limiter: with `Some`, the configuration and the state vanish after
+    /// that long without use (at least the interval), renewed by every use from either side; with `None`, they stay
+    /// until deleted (their expiry is cleared). Returns `false`, writing nothing, when no rate is set.
+    pub async fn set_keep_alive(&self, keep_alive: Option<Duration>) -> Result<bool> {
+        let ms = match keep_alive {
+            Some(keep_alive) => crate::duration::whole_ms(keep_alive, "keep-alive")?.max(1),
+            None => 0,
+        };
+        self.write_lifetime("keep_alive", ms).await
+    }
+
+    /// Redisson's `expire`/`clearExpire`: with `Some`, every key of the limiter (its configuration and state)
+    /// vanishes at once after that long, unless a keep-alive renews it first; with `None`, the expiry is cleared.
+    /// Returns `false`, writing nothing, when no rate is set.
+    pub async fn expire(&self, ttl: Option<Duration>) -> Result<bool> {
+        let ms = match ttl {
+            Some(ttl) => crate::duration::whole_ms(ttl, "expiry")?.max(1),
+            None => 0,
+        };
+        self.write_lifetime("expire", ms).await
     }
 
     /// Takes `permits` now if they are available. Denied is a [`Decision`] with `success == false` and the exact
@@ -125,16 +166,25 @@ impl RateLimiter {
         Ok(reply.decision(reply.status == "granted"))
     }
 
-    /// Takes `permits`, waiting as long as needed up to `timeout`. It never waits past the timeout and never gives
-    /// up while time remains: after the last wait it asks once more. Returns the last decision (denied if the
-    /// timeout ran out).
+    /// Takes `permits`, waiting as long as needed up to `timeout`: each denial says exactly when enough permits
+    /// free, so it sleeps that long and asks again. When that moment is already past the timeout it returns the
+    /// denial at once instead of waiting for nothing. Returns the last decision.
     pub async fn acquire(&self, permits: u32, timeout: Duration) -> Result<Decision> {
         if self.now_ms.is_some() {
             return Err(Error::InvalidArgument(
                 "acquire waits in real time, so it cannot run at an explicit time; use try_acquire".into(),
             ));
         }
-        retry_until_granted(timeout, Duration::MAX, || self.try_acquire(permits)).await
+        let deadline = Instant::now() + timeout;
+        loop {
+            let decision = self.try_acquire(permits).await?;
+            let wait = Duration::from_millis(decision.retry_after);
+            let left = deadline.saturating_duration_since(Instant::now());
+            if decision.success || wait > left {
+                return Ok(decision);
+            }
+            sleep(wait).await;
+        }
     }
 
     /// Permits available now (0 or more), taking none.
@@ -144,8 +194,11 @@ impl RateLimiter {
     }
 
     /// Gives back up to `permits` (newest grants first) and returns how many were given back: fewer than asked
-    /// when fewer are in use. Availability never exceeds the rate.
+    /// when fewer are in use. Availability never exceeds the rate. Releasing 0 is a no-op, as Redisson's.
     pub async fn release(&self, permits: u32) -> Result<u64> {
+        if permits == 0 {
+            return Ok(0);
+        }
         let reply = self
             .reply(&lua::REDISSON_RELEASE, &[permits.to_string()], permits, &["released"])
             .await?;

@@ -68,9 +68,10 @@ impl JsRateLimiter {
         self.inner.set_rate(rate, mode).await.map_err(to_js_error)
     }
 
-    /// Changes the rate and keeps the state.
+    /// Changes the rate of an existing limiter and keeps the state; resolves to `false` (writing nothing) when no
+    /// rate is set.
     #[wasm_bindgen(js_name = updateRate)]
-    pub async fn update_rate(&self, rate: JsValue, interval: JsValue, options: JsValue) -> Result<(), JsValue> {
+    pub async fn update_rate(&self, rate: JsValue, interval: JsValue, options: JsValue) -> Result<bool, JsValue> {
         let (rate, mode) = rate_of(&rate, &interval, &options).map_err(to_js_error)?;
         self.inner.update_rate(rate, mode).await.map_err(to_js_error)
     }
@@ -101,8 +102,11 @@ impl JsRateLimiter {
         Ok(available as f64)
     }
 
-    /// Gives back up to `permits`; resolves to how many were given back.
+    /// Gives back up to `permits`; resolves to how many were given back. 0 is a no-op, as Redisson's.
     pub async fn release(&self, permits_given: JsValue) -> Result<f64, JsValue> {
+        if permits_given.as_f64() == Some(0.0) {
+            return Ok(0.0);
+        }
         let permits = permits(&permits_given).map_err(to_js_error)?;
         let released = self.inner.release(permits).await.map_err(to_js_error)?;
         Ok(released as f64)

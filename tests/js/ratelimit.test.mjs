@@ -258,7 +258,8 @@ test("rateLimiter(name): the Redisson-style handle, every method", async () => {
   assert.equal(await handle.availablePermits(), 1);
   assert.equal(await handle.release(5), 2, "gives back what is in use, no more");
   assert.equal(await handle.availablePermits(), 3);
-  await handle.updateRate(1, "1 m");
+  assert.equal(await handle.release(0), 0, "releasing 0 is a no-op, as Redisson's");
+  assert.equal(await handle.updateRate(1, "1 m"), true);
   assert.deepEqual(pick(await handle.acquire(1, 100)), [true, 0]);
   const timedOut = await handle.acquire(1, 100);
   assert.equal(timedOut.success, false, "acquire gives up at its timeout");

@@ -173,17 +173,52 @@ async fn release_never_exceeds_the_rate_and_survives_the_next_acquire() {
 async fn rate_changes_keep_or_clear_state_as_asked() {
     let stack = Stack::start().await;
     let limiter = limiter(&stack, "change", 5, 1000).await;
+    // The updates run at the decisions' explicit times too: an update drops what left the window by its clock.
+    let at = |ms: u64| limiter.clone().at(ms);
     assert!(take(&limiter, T0, 5).await.success);
-    limiter.update_rate(rate(8, 1000), Mode::Overall).await.unwrap();
+    assert!(at(T0 + 1).update_rate(rate(8, 1000), Mode::Overall).await.unwrap());
     assert_eq!(available(&limiter, T0 + 1).await, 3, "raising keeps the 5 in use");
-    limiter.update_rate(rate(2, 1000), Mode::Overall).await.unwrap();
+    assert!(at(T0 + 2).update_rate(rate(2, 1000), Mode::Overall).await.unwrap());
     assert_eq!(available(&limiter, T0 + 2).await, 0, "lowering below use denies");
     assert!(!take(&limiter, T0 + 3, 1).await.success);
-    assert_eq!(available(&limiter, T0 + 1000).await, 2, "until the grants expire");
+    // Raising again within the window still counts all 5 (what the lowering held back from the log too).
+    assert!(at(T0 + 4).update_rate(rate(6, 1000), Mode::Overall).await.unwrap());
+    assert_eq!(available(&limiter, T0 + 4).await, 1);
+    assert_eq!(available(&limiter, T0 + 1000).await, 6, "until the grants expire");
 
     assert!(take(&limiter, T0 + 1000, 2).await.success);
     limiter.set_rate(rate(4, 1000), Mode::Overall).await.unwrap();
     assert_eq!(available(&limiter, T0 + 1001).await, 4, "set_rate starts a full window");
+
+    // Redisson's updateRate: only a limiter that exists; nothing is created.
+    let none = RateLimiter::new(stack.client(), "change-none").unwrap();
+    assert!(!none.update_rate(rate(4, 1000), Mode::Overall).await.unwrap());
+    assert_eq!(none.config().await.unwrap(), None);
+}
+
+#[tokio::test]
+async fn lowering_below_use_keeps_the_counter_at_zero_and_frees_exactly_in_time() {
+    let stack = Stack::start().await;
+    let client = stack.client();
+    let limiter = limiter(&stack, "lower", 10, 1000).await;
+    for i in 0..8 {
+        assert!(take(&limiter, T0 + i * 10, 1).await.success);
+    }
+    // 8 in use, the rate lowered to 5: the counter Redisson reads is 0, not -3.
+    assert!(limiter
+        .clone()
+        .at(T0 + 100)
+        .update_rate(rate(5, 1000), Mode::Overall)
+        .await
+        .unwrap());
+    let value = client.command(&Command::new("GET").arg("{lower}:value")).await.unwrap();
+    assert_eq!(value.into_number::<i64>("value").unwrap(), 0);
+    // The first 3 grants expire (T0+1000..T0+1020): the 5 still in the window fill the rate.
+    assert_eq!(available(&limiter, T0 + 1020).await, 0);
+    assert!(!take(&limiter, T0 + 1025, 1).await.success);
+    // Each later expiry frees one.
+    assert_eq!(available(&limiter, T0 + 1030).await, 1);
+    assert_eq!(available(&limiter, T0 + 1070).await, 5);
 }
 
 #[tokio::test]
@@ -227,20 +262,17 @@ async fn idle_limiters_vanish_after_their_keep_alive() {
     );
     assert_eq!(idle.config().await.unwrap(), None);
 
-    // Without a keep-alive the configuration stays, and the state still expires (2 intervals).
+    // Without a keep-alive the configuration and the state stay, as Redisson's: an expiry of edgelimit's own would
+    // drop grants a Redisson client still counts (it never renews a TTL it did not set).
     let kept = limiter(&stack, "kept", 5, 1000).await;
     assert!(kept.try_acquire(1).await.unwrap().success);
-    let ttl = client
-        .command(&Command::new("PTTL").arg("{kept}:permits"))
-        .await
-        .unwrap()
-        .into_int()
-        .unwrap();
-    assert!((1..=2000).contains(&ttl), "state TTL {ttl}");
-    assert_eq!(
-        client.command(&Command::new("PTTL").arg("kept")).await.unwrap(),
-        Value::Int(-1)
-    );
+    for key in ["kept", "{kept}:value", "{kept}:permits"] {
+        assert_eq!(
+            client.command(&Command::new("PTTL").arg(key)).await.unwrap(),
+            Value::Int(-1),
+            "{key}"
+        );
+    }
 }
 
 #[tokio::test]
@@ -275,9 +307,15 @@ async fn acquire_waits_for_the_exact_delay_and_honours_its_timeout() {
     let stack = Stack::start().await;
     let limiter = limiter(&stack, "wait", 2, 300).await;
     assert!(limiter.try_acquire(2).await.unwrap().success);
-    // Too short a timeout: denied, after waiting (at most) the timeout.
-    let denied = limiter.acquire(1, Duration::from_millis(50)).await.unwrap();
-    assert!(!denied.success);
+    // Too short a timeout for the exact wait (about 300 ms): denied at once, not after waiting the timeout out.
+    let started = std::time::Instant::now();
+    let denied = limiter.acquire(1, Duration::from_millis(200)).await.unwrap();
+    assert!(!denied.success && denied.retry_after > 200, "{denied:?}");
+    assert!(
+        started.elapsed() < Duration::from_millis(200),
+        "{:?}",
+        started.elapsed()
+    );
     // Enough time: granted once the window frees a permit.
     let granted = limiter.acquire(1, Duration::from_secs(5)).await.unwrap();
     assert!(granted.success, "{granted:?}");
@@ -431,11 +469,12 @@ async fn no_input_makes_a_script_raise_a_raw_lua_error() {
     assert_eq!(checked, 4 * 3 * arg_sets.len());
 }
 
+/// Redisson's lifetimes, exactly: with a keep-alive every key lives that long past each use, whatever the use;
+/// without one the state lives as long as the config, which an expiry (Redisson's `expire`) makes finite.
 #[tokio::test]
-async fn state_keys_never_lose_their_ttl() {
+async fn state_keys_live_as_long_as_redisson_gives_them() {
     let stack = Stack::start().await;
     let client = stack.client();
-    let limiter = limiter(&stack, "ttl", 2, 1000).await;
     let pttl = |key: &'static str| {
         let client = client.clone();
         async move {
@@ -447,18 +486,80 @@ async fn state_keys_never_lose_their_ttl() {
                 .unwrap()
         }
     };
-    // Grants, then calls that only expire grants and deny: no key may be left without a TTL (-1).
+    let limiter = RateLimiter::new(stack.client(), "ttl").unwrap();
+    let with_keep_alive = rate(2, 1000).with_keep_alive(Duration::from_secs(60)).unwrap();
+    assert!(limiter.try_set_rate(with_keep_alive, Mode::Overall).await.unwrap());
+    // Grants, denials and reads: every key of the pair keeps the keep-alive's lifetime.
     assert!(take(&limiter, T0, 2).await.success);
     assert!(!take(&limiter, T0 + 1, 1).await.success);
-    assert_eq!(available(&limiter, T0 + 1000).await, 2);
-    for key in ["{ttl}:value", "{ttl}:permits"] {
-        assert_ne!(pttl(key).await, -1, "{key} lost its TTL");
+    assert_eq!(available(&limiter, T0 + 500).await, 0);
+    for key in ["ttl", "{ttl}:value", "{ttl}:permits"] {
+        let ttl = pttl(key).await;
+        assert!((59_000..=60_000).contains(&ttl), "{key}: {ttl}");
     }
-    // A rebuild from scratch (both keys evicted) sets a TTL too.
+    // A rebuild from scratch (both keys evicted) gets it too.
     client
         .command(&Command::new("DEL").args(["{ttl}:value", "{ttl}:permits"]))
         .await
         .unwrap();
-    assert_eq!(available(&limiter, T0 + 2000).await, 2);
-    assert!(pttl("{ttl}:value").await > 0);
+    assert!(take(&limiter, T0 + 2000, 1).await.success);
+    assert!(pttl("{ttl}:value").await > 59_000);
+
+    // No keep-alive: no lifetime; an expiry of the limiter is then every key's, renewed by nothing.
+    assert!(limiter.set_keep_alive(None).await.unwrap());
+    for key in ["ttl", "{ttl}:value", "{ttl}:permits"] {
+        assert_eq!(pttl(key).await, -1, "{key}");
+    }
+    assert!(limiter.expire(Some(Duration::from_secs(30))).await.unwrap());
+    assert!(take(&limiter, T0 + 3000, 1).await.success);
+    for key in ["ttl", "{ttl}:value", "{ttl}:permits"] {
+        let ttl = pttl(key).await;
+        assert!((1..=30_000).contains(&ttl), "{key}: {ttl}");
+    }
+    assert!(limiter.expire(None).await.unwrap());
+    assert_eq!(pttl("{ttl}:permits").await, -1);
+    // A keep-alive shorter than the interval would forget grants in the window: refused.
+    assert!(limiter.set_keep_alive(Some(Duration::from_millis(500))).await.is_err());
+    assert!(limiter.set_keep_alive(Some(Duration::from_secs(5))).await.unwrap());
+    assert_eq!(
+        limiter.config().await.unwrap().unwrap().rate.keep_alive(),
+        Some(Duration::from_secs(5))
+    );
+    // Nothing to change on a limiter that does not exist.
+    let none = RateLimiter::new(stack.client(), "ttl-none").unwrap();
+    assert!(!none.expire(Some(Duration::from_secs(1))).await.unwrap());
+    assert!(!none.set_keep_alive(None).await.unwrap());
+}
+
+/// Every state a Redisson client can leave is read without over-admitting or sticking.
+#[tokio::test]
+async fn states_a_redisson_client_leaves_are_repaired() {
+    let stack = Stack::start().await;
+    let client = stack.client();
+    let limiter = limiter(&stack, "odd", 5, 1000).await;
+    let set = |value: &'static str| {
+        let client = client.clone();
+        async move {
+            client
+                .command(&Command::new("SET").arg("{odd}:value").arg(value))
+                .await
+                .unwrap();
+        }
+    };
+    // A counter without a log (the log expired under it): nothing is in use.
+    set("1").await;
+    assert_eq!(available(&limiter, T0).await, 5);
+    // A log without a counter: rebuilt from the log, not the whole rate again.
+    assert!(take(&limiter, T0 + 10, 3).await.success);
+    client.command(&Command::new("DEL").arg("{odd}:value")).await.unwrap();
+    assert_eq!(available(&limiter, T0 + 20).await, 2);
+    // A negative counter, or one above the rate: rebuilt.
+    set("-3").await;
+    assert_eq!(available(&limiter, T0 + 30).await, 2);
+    set("9").await;
+    assert_eq!(available(&limiter, T0 + 40).await, 2);
+    assert!(!take(&limiter, T0 + 50, 3).await.success);
+    // Releasing 0 is a no-op, as Redisson's.
+    assert_eq!(limiter.release(0).await.unwrap(), 0);
+    assert_eq!(available(&limiter, T0 + 60).await, 2);
 }

@@ -481,7 +481,6 @@ async fn interleave(stack: &Stack, java: &mut Java, name: &str, attempts: usize,
 }
 
 #[tokio::test]
-#[ignore = "issue 21: after an idle gap Redisson's script fails on a nil (value without log); fixed next"]
 async fn interleaved_random_use_never_exceeds_the_rate_in_any_window() {
     const RATE: u32 = 10;
     const INTERVAL: u64 = 300;
@@ -518,7 +517,6 @@ async fn interleaved_random_use_never_exceeds_the_rate_in_any_window() {
 /// The issue's over-admission: edgelimit acquires, reads after the interval, Java takes the full rate; a state TTL
 /// of edgelimit's must not drop Java's grants while they are in the window.
 #[tokio::test]
-#[ignore = "issue 21: edgelimit's state TTL drops Java's grants in the window (over-admission); fixed next"]
 async fn idle_recovery_never_forgets_grants_in_the_window() {
     const INTERVAL: u64 = 600;
     for_each_version(|stack, mut java| async move {
@@ -565,7 +563,6 @@ async fn idle_recovery_never_forgets_grants_in_the_window() {
 /// The issue's stuck limiter: after interleaved use and a long idle, both sides see the full rate again, whichever
 /// side comes back first, and take it.
 #[tokio::test]
-#[ignore = "issue 21: a value without TTL outlives the log: stuck at 0; fixed next"]
 async fn after_busy_interleaving_and_idle_both_sides_get_the_full_rate_back() {
     const RATE: u32 = 10;
     const INTERVAL: u64 = 300;
@@ -604,22 +601,39 @@ async fn after_busy_interleaving_and_idle_both_sides_get_the_full_rate_back() {
 }
 
 #[tokio::test]
-#[ignore = "issue 21: set-rate --keep-state stores -3 and Java reads it; fixed next"]
 async fn a_keep_state_update_is_seen_by_java_never_negative() {
     for_each_version(|stack, mut java| async move {
         let limiter = edge(&stack, "keep");
         assert!(limiter.try_set_rate(rate(10, 60000), Mode::Overall).await.unwrap());
         assert!(java.try_acquire("keep", 8).await);
         // Lowering below what is in use: nothing left, and Java reads 0, not -3.
-        limiter.update_rate(rate(5, 60000), Mode::Overall).await.unwrap();
+        assert!(limiter.update_rate(rate(5, 60000), Mode::Overall).await.unwrap());
         assert_eq!(java.available("keep").await, 0);
         assert!(!java.try_acquire("keep", 1).await);
         assert_eq!(java.ok("config keep").await, "5 60000 overall");
-        // Raising keeps the 8 in use.
-        limiter.update_rate(rate(12, 60000), Mode::Overall).await.unwrap();
+        // Raising keeps the 8 in use (what the lowering held back from the log too).
+        assert!(limiter.update_rate(rate(12, 60000), Mode::Overall).await.unwrap());
         assert_eq!(java.available("keep").await, 4);
         assert!(java.try_acquire("keep", 4).await);
         assert!(!limiter.try_acquire(1).await.unwrap().success);
+
+        // updateRate (Redisson 4) and edgelimit's keep-state update: only a limiter that exists, creating nothing.
+        let none = edge(&stack, "keep-none");
+        assert!(!none.update_rate(rate(5, 1000), Mode::Overall).await.unwrap());
+        if java.version.starts_with("4.") {
+            assert!(!java.flag("updateRate keep-none overall 5 1000 0 1").await);
+            // Java's keep-state update is seen by edgelimit: 4 + 4 + 4 in use, the rate now 15.
+            assert!(java.flag("updateRate keep overall 15 60000 0 1").await);
+            assert_eq!(limiter.available_permits().await.unwrap(), 3);
+        }
+        assert_eq!(none.config().await.unwrap(), None);
+        // Releasing 0 is a no-op on both sides.
+        java.ok("release keep 0").await;
+        assert_eq!(limiter.release(0).await.unwrap(), 0);
+        assert_eq!(
+            java.available("keep").await,
+            limiter.available_permits().await.unwrap() as i64
+        );
     })
     .await;
 }

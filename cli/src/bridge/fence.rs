@@ -57,6 +57,7 @@ static KNOWN: LazyLock<HashMap<&'static str, Known>> = LazyLock::new(|| {
     known.insert(lua::REDISSON_AVAILABLE.sha1(), Known::RedissonDecision);
     known.insert(lua::REDISSON_RELEASE.sha1(), Known::RedissonAdmin);
     known.insert(lua::REDISSON_SET_RATE.sha1(), Known::RedissonAdmin);
+    known.insert(lua::REDISSON_LIFETIME.sha1(), Known::RedissonAdmin);
     known
 });
 

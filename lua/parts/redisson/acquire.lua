@@ -38,10 +38,11 @@ else
             break
         end
     end
-    -- The invariant guarantees the log frees enough; should it not, a full interval is a safe answer.
+    -- The invariant (refresh() restores it) guarantees the log frees enough; should it not, a full interval is a
+    -- safe answer.
     if missing > 0 then
         retry_after = limiter.interval
     end
 end
-touch(limiter, status == 'granted')
+touch(limiter)
 return { status, limiter.rate, math.max(available, 0), full_again_at(limiter, now), retry_after }

@@ -8,5 +8,5 @@ if not limiter then
 end
 local now = clock(ARGV[1])
 local available = refresh(limiter, now)
-touch(limiter, false)
+touch(limiter)
 return { 'available', limiter.rate, math.max(available, 0), full_again_at(limiter, now), 0 }

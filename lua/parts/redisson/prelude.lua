@@ -1,6 +1,6 @@
 -- Redisson's layout, shared prelude: every script of lua/redisson/ starts with lua/parts/common.lua and this; those
--- that read the window follow with window.lua, those that take or give back permits with grants.lua too (see
--- src/lua/compose.rs).
+-- that read or rewrite the log follow with log.lua, those that read the window with window.lua, those that take or
+-- give back permits with grants.lua too (see src/lua/compose.rs).
 --
 -- Redisson RRateLimiter's layout, kept exactly so Java services using Redisson and edge Workers using edgelimit
 -- can share one limiter:
@@ -13,8 +13,12 @@
 --
 -- ARGV[1] is the time in ms, or '' to use the Redis server's clock (the default: callers' clocks are skewed).
 --
--- Invariant kept by every script: value = rate - (permits in the log). It is what makes a decision O(expired
--- grants) instead of O(log), and what keeps available permits from ever exceeding the rate.
+-- Invariant kept by every script: value = rate - (permits in the log), with value never negative (Redisson reads it
+-- as is). It is what makes a decision O(expired grants) instead of O(log), and what keeps available permits from
+-- ever exceeding the rate. window.lua repairs what a Redisson client may leave otherwise.
+--
+-- Lifetimes are Redisson's, exactly (see touch()): a Java client and edgelimit must agree on when keys vanish, or
+-- one side forgets grants the other still counts.
 
 if #KEYS ~= 5 then
     reject('number of keys (expected 5: name, value, client value, permits, client permits)', #KEYS)
@@ -27,11 +31,7 @@ local function load_limiter()
     if not rate or not interval or not config[3] then
         return nil
     end
-    local keep_alive = tonumber(config[4]) or 0
-    -- State keys live at least one more interval past their last write, so no grant in the window is lost, or
-    -- the keep-alive when it is longer.
-    local limiter = { rate = rate, interval = interval, keep_alive = keep_alive,
-                      state_ttl = math.max(keep_alive, 2 * interval) }
+    local limiter = { rate = rate, interval = interval, keep_alive = tonumber(config[4]) or 0 }
     if config[3] == '1' then
         limiter.value_key, limiter.log_key = KEYS[3], KEYS[5]
     else
@@ -40,15 +40,23 @@ local function load_limiter()
     return limiter
 end
 
--- Idle limiters vanish. A call that logged a grant renews the state keys' TTL; every use, granted or not, renews
--- the config's keep-alive if one is set (Redisson's semantics). A call that logs nothing leaves the state's TTL as it
--- was: it is already long enough.
-local function touch(limiter, logged)
-    if logged then
-        redis.call('PEXPIRE', limiter.value_key, limiter.state_ttl)
-        redis.call('PEXPIRE', limiter.log_key, limiter.state_ttl)
-    end
+-- The lifetimes Redisson gives the keys after every use, so that both sides' keys vanish together:
+--   - with a keep-alive, the config and both state keys live that long past the last use (at least one interval:
+--     no grant in the window is forgotten);
+--   - without, the state keys live as long as the config: forever, unless the config was given an expiry
+--     (Redisson's expire(), edgelimit's RateLimiter::expire), when they vanish with it.
+-- No other expiry is safe while a Redisson client may write: Redisson never renews a TTL it did not set, and its
+-- plain SET drops one, so an edgelimit-only TTL on one key of the pair would outlive or cut short the other.
+local function touch(limiter)
     if limiter.keep_alive > 0 then
         redis.call('PEXPIRE', KEYS[1], limiter.keep_alive)
+        redis.call('PEXPIRE', limiter.value_key, limiter.keep_alive)
+        redis.call('PEXPIRE', limiter.log_key, limiter.keep_alive)
+    else
+        local ttl = redis.call('PTTL', KEYS[1])
+        if ttl > 0 then
+            redis.call('PEXPIRE', limiter.value_key, ttl)
+            redis.call('PEXPIRE', limiter.log_key, ttl)
+        end
     end
 end

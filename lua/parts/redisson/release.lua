@@ -2,7 +2,8 @@
 -- The permits leave the log, so available permits can never exceed the rate, and the next acquire cannot undo the
 -- release (Redisson's release only bumped the counter, which the next expiry then corrected away).
 -- Reply: {status, limit, remaining, reset_ms, released} with status 'released', 'not_initialized' or
--- 'invalid_permits'; `released` is what was given back (less than asked when the log held less).
+-- 'invalid_permits'; `released` is what was given back (less than asked when the log held less). Releasing 0 is
+-- Redisson's no-op: the clients answer it without calling Redis.
 
 local limiter, wanted, refusal = limiter_and_permits(ARGV[2])
 if refusal then
@@ -27,5 +28,5 @@ while released < wanted do
     released = released + give_back
 end
 local available = redis.call('INCRBY', limiter.value_key, released)
-touch(limiter, released > 0)
+touch(limiter)
 return { 'released', limiter.rate, math.max(available, 0), full_again_at(limiter, now), released }

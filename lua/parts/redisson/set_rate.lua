@@ -1,8 +1,12 @@
 -- Sliding log: set the rate.
 --   ARGV[2] rate, ARGV[3] interval (ms), ARGV[4] type (0 overall, 1 per client), ARGV[5] keep-alive (ms, 0 = none),
 --   ARGV[6] how: 'try' (only if no rate is set: first set wins), 'set' (replace and clear the state, as Redisson's
---   setRate does) or 'update' (replace and keep the state: permits in use stay in use under the new rate).
--- Reply: 1 when the rate was written, 0 when 'try' found one already set.
+--   setRate does) or 'update' (only if a rate is set: replace it and keep the state, as Redisson 4's
+--   updateRate(args.keepState(true)): permits in use stay in use under the new rate).
+-- Reply: 1 when the rate was written, 0 when 'try' found one already set or 'update' found none (and wrote
+-- nothing).
+--
+-- As Redisson, a keep-alive of 0 leaves the config's lifetime as it was (RateLimiter::expire changes it).
 
 local rate = whole(ARGV[2], 'rate', 1, 2 ^ 32 - 1)
 local interval = whole(ARGV[3], 'interval (ms)', 1, 2 ^ 53)
@@ -18,26 +22,45 @@ local previous = load_limiter()
 if how == 'try' and previous then
     return 0
 end
+if how == 'update' and redis.call('EXISTS', KEYS[1]) == 0 then
+    return 0
+end
 
 redis.call('HSET', KEYS[1], 'rate', rate, 'interval', interval, 'type', mode, 'keepAliveTime', keep_alive)
 if keep_alive > 0 then
     redis.call('PEXPIRE', KEYS[1], keep_alive)
-else
-    redis.call('PERSIST', KEYS[1])
 end
 
 local limiter = load_limiter()
+-- Permits a lowered rate held back from the log (see rebuild()), per log, in a config field Redisson ignores: as
+-- 'score:permits' texts joined by ',' ('' for none: the scripts call only the commands the bridge's limiter user is
+-- granted, cli/src/bridge/profile.rs, which has no HDEL).
+local held_field = 'edgelimitHeld:' .. limiter.log_key
 if how == 'update' and previous and previous.log_key == limiter.log_key then
-    -- Keep the log; move the count of available permits by the change of rate, so the invariant
-    -- value = rate - (permits in the log) holds under the new rate. It may go negative when the rate drops below
-    -- what is in use: then nothing is granted until enough grants expire.
-    if redis.call('EXISTS', limiter.value_key) == 1 then
-        redis.call('INCRBY', limiter.value_key, limiter.rate - previous.rate)
+    -- Keep the state: permits in use stay in use under the new rate. Drop what left the window under the new
+    -- interval, put back what an earlier lowering held back and is still in the window, then count under the new
+    -- rate: lowering it below what is in use holds back the oldest permits beyond it again.
+    local horizon = clock(ARGV[1]) - limiter.interval
+    redis.call('ZREMRANGEBYSCORE', limiter.log_key, '-inf', horizon)
+    local held = redis.call('HMGET', KEYS[1], held_field)[1] or ''
+    for score, permits in string.gmatch(held, '(%d+):(%d+)') do
+        if tonumber(score) > horizon then
+            log_grant(limiter, tonumber(score), 'held', tonumber(permits))
+        end
     end
-    touch(limiter, true)
+    local _, trimmed = rebuild(limiter)
+    if #trimmed > 0 or held ~= '' then
+        redis.call('HSET', KEYS[1], held_field, table.concat(trimmed, ','))
+    end
+    touch(limiter)
 else
     -- 'set', a first rate, or a change of mode (whose state lives under other keys): start from a full window.
-    -- A mode change can only clear this client's per-client keys; other clients' expire with their TTL.
+    -- A mode change can only clear this client's per-client keys; other clients' keep theirs, as with Redisson.
     redis.call('DEL', KEYS[2], KEYS[3], KEYS[4], KEYS[5])
+    for _, log_key in ipairs({ KEYS[4], KEYS[5] }) do
+        if redis.call('HMGET', KEYS[1], 'edgelimitHeld:' .. log_key)[1] then
+            redis.call('HSET', KEYS[1], 'edgelimitHeld:' .. log_key, '')
+        end
+    end
 end
 return 1

@@ -1,5 +1,5 @@
--- Redisson's layout, the window as it stands at `now`: after prelude.lua, for the scripts that read it (acquire,
--- available, release).
+-- Redisson's layout, the window as it stands at `now`: after prelude.lua and log.lua, for the scripts that read it
+-- (acquire, available, release).
 
 -- Total permits carried by log members.
 local function permits_in(members)
@@ -11,10 +11,16 @@ local function permits_in(members)
     return total
 end
 
--- Permits available at `now`, after dropping grants that left the window. A missing counter (first use, evicted) or
--- one above what the log allows is rebuilt from the log instead of failing (Redisson crashes on a nil here). An
--- evicted log under a surviving counter is not detected: capacity stays reduced (never exceeded) until the counter
--- expires; detecting it would cost a command on every decision.
+-- Permits available at `now`, after dropping grants that left the window. Every state a Redisson client can leave is
+-- read without failing, over-admitting or sticking:
+--   - no counter (first use, or deleted) while the log holds grants: rebuilt from the log (Redisson would take the
+--     whole rate again);
+--   - a counter above the rate, or one that the expiring grants would push above it (Redisson's release only bumps
+--     the counter): rebuilt from the log, at most the rate;
+--   - a negative counter (older edgelimit's lowered rates): rebuilt;
+--   - a counter below the rate with no log at all (the log expired or was deleted under it; Redisson then denies
+--     forever, or fails on a nil): nothing is in use, so the full rate.
+-- Otherwise O(expired grants), plus one EXISTS when the window is not full.
 local function refresh(limiter, now)
     local horizon = now - limiter.interval
     local value = tonumber(redis.call('GET', limiter.value_key))
@@ -23,13 +29,13 @@ local function refresh(limiter, now)
         redis.call('ZREMRANGEBYSCORE', limiter.log_key, '-inf', horizon)
     end
     local released = permits_in(expired)
-    if value == nil or value + released > limiter.rate then
-        -- Rare: first use, an evicted key, or writes from an older client. O(log), once.
-        value = limiter.rate - permits_in(redis.call('ZRANGE', limiter.log_key, 0, -1))
-        redis.call('SET', limiter.value_key, value, 'PX', limiter.state_ttl)
-    elseif released > 0 then
+    if value == nil or value < 0 or value + released > limiter.rate
+        or (value + released < limiter.rate and redis.call('EXISTS', limiter.log_key) == 0) then
+        return rebuild(limiter)
+    end
+    if released > 0 then
         value = value + released
-        -- KEEPTTL: a plain SET would drop the key's TTL and leave it behind forever.
+        -- KEEPTTL: a plain SET would drop the key's lifetime.
         redis.call('SET', limiter.value_key, value, 'KEEPTTL')
     end
     return value

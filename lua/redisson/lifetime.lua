@@ -1,0 +1,134 @@
+-- lua/redisson/lifetime.lua: GENERATED from lua/parts/ (src/lua/compose.rs). Edit the parts, then run scripts/lua.
+
+-- Shared by every edgelimit script (prepended at compile time, see src/script.rs): argument checks and the clock.
+--
+-- A script's text runs from the top on every call, so every function defined here (and in the files after it) is a
+-- new closure per call: keep them few. What costs most inside Redis is calling C (tonumber, string functions, every
+-- redis.call) and allocating (tables, closures, new strings); plain Lua arithmetic is cheap. `bench/` measures it.
+
+-- Rejects an argument no edgelimit client sends (a hand-made call): a clean Redis error reply naming the argument,
+-- instead of a Lua runtime error with a stack trace.
+local function reject(what, value)
+    error({ err = 'ERR edgelimit: invalid ' .. what .. ': ' .. tostring(value) })
+end
+
+-- A whole number within [low, high] from an argument (nil, or text), or nil.
+local function whole_number(text, low, high)
+    local n = text and tonumber(text)
+    if n and n % 1 == 0 and n >= low and n <= high then
+        return n
+    end
+    return nil
+end
+
+-- A whole number within [low, high] from an argument, or a clean error.
+local function whole(text, what, low, high)
+    return whole_number(text, low, high) or reject(what, text)
+end
+
+-- Unix ms: `text` when a caller passed an explicit time (tests, clients sharing a limiter with a clock-based
+-- client), else the Redis server's clock, the default, because callers' clocks are skewed.
+local function clock(text)
+    if text ~= '' then
+        return whole(text, 'time (unix ms, or empty for server time)', 0, 2 ^ 53)
+    end
+    local time = redis.call('TIME')
+    local micros = time[2] % 1000000
+    return time[1] * 1000 + (micros - micros % 1000) / 1000
+end
+
+-- Redisson's layout, shared prelude: every script of lua/redisson/ starts with lua/parts/common.lua and this; those
+-- that read or rewrite the log follow with log.lua, those that read the window with window.lua, those that take or
+-- give back permits with grants.lua too (see src/lua/compose.rs).
+--
+-- Redisson RRateLimiter's layout, kept exactly so Java services using Redisson and edge Workers using edgelimit
+-- can share one limiter:
+--   KEYS[1]  `name`                    config hash {rate, interval (ms), type (0 overall, 1 per client), keepAliveTime}
+--   KEYS[2]  `{name}:value`            permits available now (overall mode)
+--   KEYS[3]  `{name}:value:<client>`   the same, per client
+--   KEYS[4]  `{name}:permits`          log of grants: zset, score = grant time (ms),
+--   KEYS[5]  `{name}:permits:<client>`   member = struct.pack('Bc0I', #id, id, permits)
+-- All five share the hash tag `name`, so they live in one Redis Cluster slot.
+--
+-- ARGV[1] is the time in ms, or '' to use the Redis server's clock (the default: callers' clocks are skewed).
+--
+-- Invariant kept by every script: value = rate - (permits in the log), with value never negative (Redisson reads it
+-- as is). It is what makes a decision O(expired grants) instead of O(log), and what keeps available permits from
+-- ever exceeding the rate. window.lua repairs what a Redisson client may leave otherwise.
+--
+-- Lifetimes are Redisson's, exactly (see touch()): a Java client and edgelimit must agree on when keys vanish, or
+-- one side forgets grants the other still counts.
+
+if #KEYS ~= 5 then
+    reject('number of keys (expected 5: name, value, client value, permits, client permits)', #KEYS)
+end
+
+-- The limiter's config and the keys of its mode, or nil when no rate was set (or it expired).
+local function load_limiter()
+    local config = redis.call('HMGET', KEYS[1], 'rate', 'interval', 'type', 'keepAliveTime')
+    local rate, interval = tonumber(config[1]), tonumber(config[2])
+    if not rate or not interval or not config[3] then
+        return nil
+    end
+    local limiter = { rate = rate, interval = interval, keep_alive = tonumber(config[4]) or 0 }
+    if config[3] == '1' then
+        limiter.value_key, limiter.log_key = KEYS[3], KEYS[5]
+    else
+        limiter.value_key, limiter.log_key = KEYS[2], KEYS[4]
+    end
+    return limiter
+end
+
+-- The lifetimes Redisson gives the keys after every use, so that both sides' keys vanish together:
+--   - with a keep-alive, the config and both state keys live that long past the last use (at least one interval:
+--     no grant in the window is forgotten);
+--   - without, the state keys live as long as the config: forever, unless the config was given an expiry
+--     (Redisson's expire(), edgelimit's RateLimiter::expire), when they vanish with it.
+-- No other expiry is safe while a Redisson client may write: Redisson never renews a TTL it did not set, and its
+-- plain SET drops one, so an edgelimit-only TTL on one key of the pair would outlive or cut short the other.
+local function touch(limiter)
+    if limiter.keep_alive > 0 then
+        redis.call('PEXPIRE', KEYS[1], limiter.keep_alive)
+        redis.call('PEXPIRE', limiter.value_key, limiter.keep_alive)
+        redis.call('PEXPIRE', limiter.log_key, limiter.keep_alive)
+    else
+        local ttl = redis.call('PTTL', KEYS[1])
+        if ttl > 0 then
+            redis.call('PEXPIRE', limiter.value_key, ttl)
+            redis.call('PEXPIRE', limiter.log_key, ttl)
+        end
+    end
+end
+
+-- Sliding log: change the lifetime of an existing limiter.
+--   ARGV[2] what: 'keep_alive' (the keepAliveTime Redisson renews on every use; 0 = none) or 'expire' (Redisson's
+--   RExpirable.expire: every key of the limiter vanishes at once after that long, unless a keep-alive renews it;
+--   0 = never, Redisson's clearExpire);
+--   ARGV[3] the time in ms.
+-- Reply: 1 when the limiter exists, 0 when no rate is set (nothing is written).
+-- Every key of the limiter gets the same lifetime, the config's and both state keys' of both modes (of this client),
+-- so no key of the pair outlives the other.
+
+local what = ARGV[2]
+local ms = whole(ARGV[3], 'time (ms)', 0, 2 ^ 53)
+if what ~= 'keep_alive' and what ~= 'expire' then
+    reject('lifetime (keep_alive or expire)', what)
+end
+local limiter = load_limiter()
+if not limiter then
+    return 0
+end
+if what == 'keep_alive' then
+    if ms > 0 and ms < limiter.interval then
+        reject('keep-alive (at least the interval, ' .. limiter.interval .. ' ms)', ms)
+    end
+    redis.call('HSET', KEYS[1], 'keepAliveTime', ms)
+end
+for i = 1, 5 do
+    if ms > 0 then
+        redis.call('PEXPIRE', KEYS[i], ms)
+    else
+        redis.call('PERSIST', KEYS[i])
+    end
+end
+return 1
