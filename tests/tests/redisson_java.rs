@@ -130,11 +130,9 @@ impl Java {
         let mut command = match faketime {
             Some(offset) => {
                 let mut command = tokio::process::Command::new("faketime");
-                // -f: an offset from the real clock that keeps running; monotonic clocks stay real (the JVM's
-                // timers need them).
-                command
-                    .args(["-f", offset, "java"])
-                    .env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
+                // -f: an offset from the real clock that keeps running. (FAKETIME_DONT_FAKE_MONOTONIC would make
+                // every clock call of the JVM a system call: 50 times slower.)
+                command.args(["-f", offset, "java"]);
                 command
             }
             None => tokio::process::Command::new("java"),
@@ -636,4 +634,127 @@ async fn a_keep_state_update_is_seen_by_java_never_negative() {
         );
     })
     .await;
+}
+
+/// The Java host's clock minus the Redis server's, in ms, as Redisson sees it (one `now` between two `TIME`s).
+async fn java_skew(stack: &Stack, java: &mut Java) -> i64 {
+    let client = stack.client();
+    let mut best: Option<(u64, i64)> = None;
+    // The tightest of a few brackets.
+    for _ in 0..5 {
+        let before = server_ms(&client).await;
+        let now = java.number("now").await;
+        let after = server_ms(&client).await;
+        let skew = now - ((before + after) / 2) as i64;
+        if best.is_none_or(|(width, _)| after - before < width) {
+            best = Some((after - before, skew));
+        }
+    }
+    best.unwrap().1
+}
+
+/// Redisson scores its grants with the Java host's clock, edgelimit with the Redis server's. With the JVM's clock
+/// skewed by ±50 ms (libfaketime), each side forgets the other's grants |skew| ms early, once a window: what mixing
+/// over-admits, in any window of the interval by the server's clock, is at most what the other side was granted
+/// within |skew| ms of that window's start (about rate × |skew| / interval under steady use, the whole rate at
+/// worst, when the other side took it all in that slice). The test measures it and checks that bound per window.
+#[tokio::test]
+async fn a_skewed_java_clock_over_admits_at_most_what_falls_within_the_skew() {
+    const RATE: u32 = 10;
+    const INTERVAL: u64 = 200;
+    let Some(builds) = builds() else { return };
+    if !have_faketime() {
+        eprintln!(
+            "SKIPPED: the clock-skew test runs the JVM under libfaketime: install it with scripts/setup (Debian: \
+             apt-get install faketime)."
+        );
+        return;
+    }
+    for build in builds {
+        for offset in ["+0.05", "-0.05"] {
+            let stack = Stack::start().await;
+            let mut java = Java::start_with(build, &stack, Some(offset)).await;
+            let skew = java_skew(&stack, &mut java).await;
+            assert!(
+                (35..=65).contains(&skew.abs()),
+                "faketime {offset} gave a skew of {skew} ms"
+            );
+            let name = "skew";
+            assert!(
+                java.flag(&format!("trySetRate {name} overall {RATE} {INTERVAL} 0"))
+                    .await
+            );
+            let client = stack.client();
+            let limiter = edge(&stack, name);
+            let log = format!("{{{name}}}:permits");
+            let mut random = Random(0x5EED ^ skew.unsigned_abs());
+            let mut seen = HashSet::new();
+            // (server time, permits, granted by Java)
+            let mut grants: Vec<(u64, u64, bool)> = Vec::new();
+            let started = std::time::Instant::now();
+            while started.elapsed() < Duration::from_millis(15 * INTERVAL) {
+                let permits = 1 + random.below(2) as u32;
+                let by_java = random.below(2) == 0;
+                // A few attempts in a row from one side, so both sides take from the same windows.
+                let attempts = 1 + random.below(4);
+                let granted = if by_java {
+                    let burst = java.ok(&format!("burst {name} {permits} {attempts}")).await;
+                    !burst.starts_with("0 ")
+                } else {
+                    let mut granted = false;
+                    for _ in 0..attempts {
+                        granted |= limiter.try_acquire(permits).await.unwrap().success;
+                    }
+                    granted
+                };
+                if granted {
+                    for (score, permits) in new_grants(&client, &log, &mut seen).await {
+                        // A Java grant's score is its clock: the server's time is the score less the skew.
+                        let at = if by_java { (score as i64 - skew) as u64 } else { score };
+                        grants.push((at, permits, by_java));
+                    }
+                }
+            }
+            grants.sort();
+            let tolerance = 3; // the skew's measurement, and ms rounding on both sides
+            let (mut worst, mut windows_over) = (0u64, 0usize);
+            for &(t, _, _) in &grants {
+                let window: Vec<_> = grants.iter().filter(|(g, _, _)| *g + INTERVAL > t && *g <= t).collect();
+                let total: u64 = window.iter().map(|(_, p, _)| p).sum();
+                let excess = total.saturating_sub(u64::from(RATE));
+                if excess > 0 {
+                    windows_over += 1;
+                    let slice_end = t - INTERVAL + skew.unsigned_abs() + tolerance;
+                    let in_slice: u64 = window
+                        .iter()
+                        .filter(|(g, _, _)| *g <= slice_end)
+                        .map(|(_, p, _)| p)
+                        .sum();
+                    assert!(
+                        excess <= in_slice,
+                        "Redisson {} skew {skew} ms: {total} permits in the window ending {t}, more than the rate \
+                         plus the {in_slice} granted within the skew of its start",
+                        build.version
+                    );
+                }
+                worst = worst.max(excess);
+            }
+            eprintln!(
+                "Redisson {} clock skew {skew:+} ms (faketime {offset}): {} grants over {} ms, rate {RATE} per \
+                 {INTERVAL} ms: worst excess {worst} permit(s) in one window; {windows_over} of {} windows over \
+                 the rate",
+                build.version,
+                grants.len(),
+                grants.last().map_or(0, |g| g.0) - grants.first().map_or(0, |g| g.0),
+                grants.len()
+            );
+        }
+    }
+}
+
+fn have_faketime() -> bool {
+    std::process::Command::new("faketime")
+        .args(["-f", "+0", "true"])
+        .status()
+        .is_ok_and(|status| status.success())
 }

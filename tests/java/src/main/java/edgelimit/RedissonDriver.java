@@ -26,6 +26,7 @@ import org.redisson.config.Config;
  * setRate NAME MODE RATE INTERVAL_MS KEEP_ALIVE_MS             ok
  * updateRate NAME MODE RATE INTERVAL_MS KEEP_ALIVE_MS KEEP     ok true|false   (Redisson 4; KEEP: keep state 1|0)
  * tryAcquire NAME PERMITS                    ok true|false
+ * burst NAME PERMITS COUNT                  ok GRANTED ELAPSED_MS (COUNT tryAcquire back to back)
  * tryAcquireFor NAME PERMITS TIMEOUT_MS      ok true|false   (waits, as Redisson's tryAcquire(permits, timeout))
  * available NAME                             ok N            (availablePermits)
  * release NAME PERMITS                       ok
@@ -108,6 +109,17 @@ public final class RedissonDriver {
                         a[6].equals("1"));
             case "tryAcquire":
                 return "ok " + limiter.tryAcquire(Long.parseLong(a[2]));
+            case "burst": {
+                // COUNT tryAcquire(PERMITS) back to back inside the JVM: "ok <granted> <elapsed ms>".
+                long granted = 0;
+                long started = System.nanoTime();
+                for (int i = 0; i < Integer.parseInt(a[3]); i++) {
+                    if (limiter.tryAcquire(Long.parseLong(a[2]))) {
+                        granted++;
+                    }
+                }
+                return "ok " + granted + " " + (System.nanoTime() - started) / 1_000_000;
+            }
             case "tryAcquireFor":
                 return "ok " + limiter.tryAcquire(Long.parseLong(a[2]), ms(a[3]));
             case "available":
