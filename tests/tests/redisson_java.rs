@@ -514,53 +514,80 @@ async fn interleaved_random_use_never_exceeds_the_rate_in_any_window() {
 
 /// The over-admission: one side acquires, reads after the interval, the other takes the full rate; a
 /// lifetime of one side's (edgelimit's former 2-interval TTL) must not drop the other's grants while they are in the
-/// window. Times are counted from the first grant, with wide margins for a loaded machine.
+/// window. Both directions. Times are counted from the grants; a check that a loaded machine ran so late that the
+/// grants had left the window anyway proves nothing, and the scenario runs again (at most 3 times).
 #[tokio::test]
 async fn idle_recovery_never_forgets_grants_in_the_window() {
-    const INTERVAL: u64 = 800;
     for_each_version(|stack, mut java| async move {
-        // edgelimit first, then Java.
-        let limiter = edge(&stack, "idle1");
-        assert!(limiter.try_set_rate(rate(5, INTERVAL), Mode::Overall).await.unwrap());
-        assert!(limiter.try_acquire(1).await.unwrap().success);
-        let first = Instant::now();
-        sleep_until(first, INTERVAL + 50).await;
-        assert_eq!(limiter.available_permits().await.unwrap(), 5);
-        sleep_until(first, INTERVAL + INTERVAL / 2).await;
-        assert!(java.try_acquire("idle1", 5).await);
-        let java_took = Instant::now();
-        // Past 2 intervals after edgelimit's grant, Java's 5 are still in the window.
-        sleep_until(first, 2 * INTERVAL + 50).await;
-        assert!(!java.try_acquire("idle1", 5).await, "Java over-admitted");
-        assert!(
-            !limiter.try_acquire(1).await.unwrap().success,
-            "edgelimit over-admitted"
-        );
-        sleep_until(java_took, INTERVAL + 50).await;
-        assert_eq!(java.available("idle1").await, 5);
-        assert_eq!(limiter.available_permits().await.unwrap(), 5);
-
-        // Java first, then edgelimit.
-        let limiter = edge(&stack, "idle2");
-        assert!(java.flag(&format!("trySetRate idle2 overall 5 {INTERVAL} 0")).await);
-        assert!(java.try_acquire("idle2", 1).await);
-        let first = Instant::now();
-        sleep_until(first, INTERVAL + 50).await;
-        assert_eq!(java.available("idle2").await, 5);
-        sleep_until(first, INTERVAL + INTERVAL / 2).await;
-        assert!(limiter.try_acquire(5).await.unwrap().success);
-        let edge_took = Instant::now();
-        sleep_until(first, 2 * INTERVAL + 50).await;
-        assert!(
-            !limiter.try_acquire(5).await.unwrap().success,
-            "edgelimit over-admitted"
-        );
-        assert!(!java.try_acquire("idle2", 1).await, "Java over-admitted");
-        sleep_until(edge_took, INTERVAL + 50).await;
-        assert_eq!(limiter.available_permits().await.unwrap(), 5);
-        assert_eq!(java.available("idle2").await, 5);
+        for java_first in [false, true] {
+            let mut attempt = 0;
+            while let Err(late) = forget_scenario(&stack, &mut java, java_first, attempt).await {
+                attempt += 1;
+                assert!(attempt < 3, "Redisson {}: 3 inconclusive runs: {late}", java.version);
+                eprintln!("Redisson {}: inconclusive, again: {late}", java.version);
+            }
+        }
     })
     .await;
+}
+
+/// One side takes 1, reads the full rate back after the interval, the other takes the full rate 1.5 intervals
+/// after the first grant; at 2 intervals (+50 ms) neither may take more. `Err` when a check ran too late to tell.
+async fn forget_scenario(stack: &Stack, java: &mut Java, java_first: bool, attempt: u32) -> Result<(), String> {
+    const INTERVAL: u64 = 1000;
+    let name = format!("idle-{java_first}-{attempt}");
+    let client = stack.client();
+    let limiter = edge(stack, &name);
+    let log = format!("{{{name}}}:permits");
+    assert!(limiter.try_set_rate(rate(5, INTERVAL), Mode::Overall).await.unwrap());
+    if java_first {
+        assert!(java.try_acquire(&name, 1).await);
+    } else {
+        assert!(limiter.try_acquire(1).await.unwrap().success);
+    }
+    let first = Instant::now();
+    sleep_until(first, INTERVAL + 50).await;
+    let read = if java_first {
+        java.available(&name).await
+    } else {
+        limiter.available_permits().await.unwrap() as i64
+    };
+    assert_eq!(read, 5, "the first grant left the window");
+    sleep_until(first, INTERVAL + INTERVAL / 2).await;
+    if java_first {
+        assert!(limiter.try_acquire(5).await.unwrap().success);
+    } else {
+        assert!(java.try_acquire(&name, 5).await);
+    }
+    let second = Instant::now();
+    let mut seen = HashSet::new();
+    let [(score, _)] = new_grants(&client, &log, &mut seen).await[..] else {
+        panic!("one grant in the log");
+    };
+    // Past 2 intervals after the first grant, the second side's 5 are still in the window.
+    sleep_until(first, 2 * INTERVAL + 50).await;
+    for (who, granted) in [
+        ("Java", java.try_acquire(&name, 1).await),
+        ("edgelimit", limiter.try_acquire(1).await.unwrap().success),
+    ] {
+        let now = server_ms(&client).await;
+        if granted && now < score + INTERVAL {
+            panic!(
+                "{who} over-admitted: granted {} ms after the full rate was taken, within the {INTERVAL} ms interval",
+                now - score
+            );
+        }
+        if granted {
+            return Err(format!(
+                "{who}'s check ran {} ms after the grant it tested",
+                now - score
+            ));
+        }
+    }
+    sleep_until(second, INTERVAL + 50).await;
+    assert_eq!(java.available(&name).await, 5);
+    assert_eq!(limiter.available_permits().await.unwrap(), 5);
+    Ok(())
 }
 
 /// Sleeps until `ms` after `since`.
