@@ -89,25 +89,7 @@ fn shared_part(shared: &str) -> String {
         .join("\n")
 }
 
-/// Every script under `lua/`, by its path there (the statics in `mod.rs` name the same).
-#[cfg(test)]
-const FILES: [&str; 13] = [
-    "token_bucket.lua",
-    "fixed_window.lua",
-    "sliding_window.lua",
-    "gcra.lua",
-    "concurrency.lua",
-    "sliding_log.lua",
-    "limits.lua",
-    "inspect.lua",
-    "redisson/acquire.lua",
-    "redisson/available.lua",
-    "redisson/release.lua",
-    "redisson/set_rate.lua",
-    "redisson/lifetime.lua",
-];
-
-/// The text of the script `lua/<path>` (one of [`FILES`]).
+/// The text of the script `lua/<path>` (one of those `mod.rs` declares).
 pub(super) fn compose(path: &str) -> String {
     if let Some((algorithm, shared)) = ALGORITHMS.iter().find(|(name, _)| format!("{name}.lua") == path) {
         let parts = Parts::of(algorithm);
@@ -190,6 +172,7 @@ fn splice(frame: &str, marker: &str, text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::super::FILES;
     use super::*;
 
     #[test]
@@ -212,7 +195,8 @@ mod tests {
             stale.is_empty(),
             "lua/{stale:?} differ from their parts: run scripts/lua"
         );
-        // And no script under lua/ is left out of FILES (a new one: create it empty, add it, run scripts/lua).
+        // And no script under lua/ is left out of the list (a new one: create it empty, declare it in mod.rs's
+        // `scripts!`, run scripts/lua).
         let mut on_disk = Vec::new();
         for dir in ["", "redisson"] {
             for entry in std::fs::read_dir(lua.join(dir)).unwrap() {
@@ -225,7 +209,7 @@ mod tests {
         on_disk.sort();
         let mut listed = FILES.map(str::to_owned).to_vec();
         listed.sort();
-        assert_eq!(on_disk, listed, "the scripts under lua/ and compose.rs's FILES");
+        assert_eq!(on_disk, listed, "the scripts under lua/ and those mod.rs declares");
     }
 
     #[test]
