@@ -20,8 +20,32 @@ use tokio::sync::Mutex;
 use super::reply_cap::CappedStream;
 
 /// A socket to Redis, TCP or Unix.
-trait Socket: AsyncRead + AsyncWrite + Send + Unpin {}
+pub(super) trait Socket: AsyncRead + AsyncWrite + Send + Unpin {}
 impl<S: AsyncRead + AsyncWrite + Send + Unpin> Socket for S {}
+
+/// A new socket to the Redis `info` names, read through the reply cap (`cap` bytes): what every connection of the
+/// bridge to Redis is made of, so that nothing Redis sends reaches the redis crate unbounded.
+pub(super) async fn open_capped(
+    info: &ConnectionInfo,
+    cap: u64,
+) -> redis::RedisResult<CappedStream<Pin<Box<dyn Socket>>>> {
+    let socket: Pin<Box<dyn Socket>> = match info.addr() {
+        ConnectionAddr::Tcp(host, port) => {
+            let stream = tokio::net::TcpStream::connect((host.as_str(), *port)).await?;
+            stream.set_nodelay(true)?;
+            Box::pin(stream)
+        }
+        #[cfg(unix)]
+        ConnectionAddr::Unix(path) => Box::pin(tokio::net::UnixStream::connect(path).await?),
+        other => {
+            return Err(redis::RedisError::from(io::Error::new(
+                io::ErrorKind::Unsupported,
+                format!("the bridge connects to Redis over TCP or a Unix socket only, not {other}"),
+            )))
+        }
+    };
+    Ok(CappedStream::new(socket, cap))
+}
 
 /// A lazily connected, self-healing handle to Redis.
 pub struct RedisLink {
@@ -90,28 +114,10 @@ impl RedisLink {
     }
 
     async fn connect(&self) -> redis::RedisResult<Live> {
-        let socket: Pin<Box<dyn Socket>> = match self.info.addr() {
-            ConnectionAddr::Tcp(host, port) => {
-                let stream = tokio::net::TcpStream::connect((host.as_str(), *port)).await?;
-                stream.set_nodelay(true)?;
-                Box::pin(stream)
-            }
-            #[cfg(unix)]
-            ConnectionAddr::Unix(path) => Box::pin(tokio::net::UnixStream::connect(path).await?),
-            other => {
-                return Err(redis::RedisError::from(io::Error::new(
-                    io::ErrorKind::Unsupported,
-                    format!("the bridge connects to Redis over TCP or a Unix socket only, not {other}"),
-                )))
-            }
-        };
+        let socket = open_capped(&self.info, self.max_reply_bytes).await?;
         let config = AsyncConnectionConfig::new().set_response_timeout(Some(self.timeout));
-        let (connection, driver) = MultiplexedConnection::new_with_config(
-            self.info.redis_settings(),
-            CappedStream::new(socket, self.max_reply_bytes),
-            config,
-        )
-        .await?;
+        let (connection, driver) =
+            MultiplexedConnection::new_with_config(self.info.redis_settings(), socket, config).await?;
         let running = Arc::new(AtomicBool::new(true));
         let clear = ClearOnDrop(running.clone());
         tokio::spawn(async move {

@@ -31,7 +31,6 @@
 use std::collections::HashSet;
 use std::convert::Infallible;
 use std::io;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -43,13 +42,12 @@ use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use futures_util::StreamExt;
 use redis::aio::{PubSub, PubSubStream};
-use redis::{ConnectionAddr, ConnectionInfo};
-use tokio::io::{AsyncRead, AsyncWrite};
+use redis::ConnectionInfo;
 use tokio::sync::{mpsc, watch};
 
 use super::json::redis_error_text;
 use super::profile::Profile;
-use super::reply_cap::CappedStream;
+use super::redis_link::open_capped;
 use super::{Bridge, BridgeConfig, Failure};
 
 /// The most events waiting for one slow subscriber; past that (or past the reply cap's worth of bytes), it is dropped.
@@ -271,28 +269,9 @@ pub(super) async fn event_stream(
     Ok(response)
 }
 
-/// A socket to Redis, TCP or Unix.
-trait Socket: AsyncRead + AsyncWrite + Send + Unpin {}
-impl<S: AsyncRead + AsyncWrite + Send + Unpin> Socket for S {}
-
 /// A pub/sub connection to `info`, read through the reply cap, subscribed to `names`.
 async fn subscribe(info: &ConnectionInfo, kind: Kind, names: &[Vec<u8>], cap: u64) -> redis::RedisResult<PubSub> {
-    let socket: Pin<Box<dyn Socket>> = match info.addr() {
-        ConnectionAddr::Tcp(host, port) => {
-            let stream = tokio::net::TcpStream::connect((host.as_str(), *port)).await?;
-            stream.set_nodelay(true)?;
-            Box::pin(stream)
-        }
-        #[cfg(unix)]
-        ConnectionAddr::Unix(path) => Box::pin(tokio::net::UnixStream::connect(path).await?),
-        other => {
-            return Err(redis::RedisError::from(io::Error::new(
-                io::ErrorKind::Unsupported,
-                format!("the bridge connects to Redis over TCP or a Unix socket only, not {other}"),
-            )))
-        }
-    };
-    let mut pubsub = PubSub::new(info.redis_settings(), CappedStream::new(socket, cap)).await?;
+    let mut pubsub = PubSub::new(info.redis_settings(), open_capped(info, cap).await?).await?;
     match kind {
         Kind::Channels => pubsub.subscribe(names).await?,
         Kind::Patterns => pubsub.psubscribe(names).await?,
