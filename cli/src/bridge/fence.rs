@@ -29,6 +29,7 @@ use edgelimit::Algorithm;
 
 use super::json::Words;
 use super::profile::Profile;
+use super::shebang::sha1_hex;
 
 /// What one of edgelimit's scripts is, as far as the fence cares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -201,10 +202,6 @@ fn script_args(words: &Words) -> Option<Vec<&[u8]>> {
 /// The known script of this SHA1 (any case): `Some(None)` when it is not one of edgelimit's.
 fn known(sha: &str) -> Option<Known> {
     KNOWN.get(sha.to_ascii_lowercase().as_str()).copied()
-}
-
-fn sha1_hex(bytes: &[u8]) -> String {
-    sha1_smol::Sha1::from(bytes).digest().to_string()
 }
 
 /// A command name as it may appear in a message: at most 40 characters, control characters escaped.

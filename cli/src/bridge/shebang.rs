@@ -64,7 +64,8 @@ pub fn strip_upstash_flags(script: &[u8]) -> Option<Vec<u8>> {
     Some(rewritten)
 }
 
-fn sha1_hex(bytes: &[u8]) -> String {
+/// The SHA1 of a script's text as Redis names it: 40 lowercase hex digits.
+pub(super) fn sha1_hex(bytes: &[u8]) -> String {
     sha1_smol::Sha1::from(bytes).digest().to_string()
 }
 
