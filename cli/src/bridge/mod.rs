@@ -386,11 +386,6 @@ fn wants_base64(headers: &HeaderMap) -> bool {
         .is_some_and(|value| value.as_bytes().eq_ignore_ascii_case(b"base64"))
 }
 
-/// The text of a Redis error reply, or `None` when the error is not Redis's reply (I/O, timeout, protocol).
-fn redis_reply_error(error: &redis::RedisError) -> Option<String> {
-    json::redis_error_text(error)
-}
-
 /// One prepared command and, for a `SCRIPT LOAD` of a rewritten script, the SHA1 its reply must name.
 type Prepared = (redis::Cmd, Option<String>);
 
@@ -434,7 +429,7 @@ impl Bridge {
     /// reached: 503.
     fn failure(&self, error: &redis::RedisError) -> Failure {
         self.notice(error);
-        if let Some(message) = redis_reply_error(error) {
+        if let Some(message) = json::redis_error_text(error) {
             if message.starts_with(REPLY_TOO_LARGE) {
                 return Failure::new(StatusCode::PAYLOAD_TOO_LARGE, message);
             }
@@ -543,7 +538,7 @@ async fn batch(
             .map(|reply| {
                 reply.map_err(|e| {
                     bridge.notice(&e);
-                    redis_reply_error(&e).unwrap_or_else(|| e.to_string())
+                    json::redis_error_text(&e).unwrap_or_else(|| e.to_string())
                 })
             })
             .collect()
@@ -591,7 +586,7 @@ impl Bridge {
                 let e = queued.err()?;
                 Some(format!(
                     "command {i}: {}",
-                    redis_reply_error(&e).unwrap_or_else(|| e.to_string())
+                    json::redis_error_text(&e).unwrap_or_else(|| e.to_string())
                 ))
             })
             .collect();
