@@ -93,6 +93,17 @@ pub enum RedisAcl {
 /// and Redisson-layout limiters named under it (`edgelimit:x`, `{edgelimit:x}:value`, …).
 pub const DEFAULT_LIMITER_KEYS: [&str; 2] = ["edgelimit:*", "{edgelimit:*"];
 
+/// What a user needs to run scripts at all (the bridge's fence decides which ones), and `PING`.
+const SCRIPT_RUNNING: &[&str] = &[
+    "ping",
+    "evalsha",
+    "eval",
+    "evalsha_ro",
+    "eval_ro",
+    "script|load",
+    "script|exists",
+];
+
 /// Every command edgelimit's scripts call, which the `limiter` user must hold for Redis to let the scripts run (a
 /// test checks the list against the `redis.call`s in `lua/`).
 pub const SCRIPT_COMMANDS: &[&str] = &[
@@ -131,17 +142,7 @@ pub fn acl_rules(profile: Profile, password: &str, limiter_keys: &[String]) -> V
     let commands: Vec<&str> = match profile {
         Profile::Limiter => {
             rules.extend(limiter_keys.iter().map(|pattern| format!("~{pattern}")));
-            let mut commands = vec![
-                "ping",
-                "evalsha",
-                "eval",
-                "evalsha_ro",
-                "eval_ro",
-                "script|load",
-                "script|exists",
-            ];
-            commands.extend(SCRIPT_COMMANDS);
-            commands
+            [SCRIPT_RUNNING, SCRIPT_COMMANDS].concat()
         }
         Profile::Readonly => {
             // Every key, read or write: Redis counts the keys of EVALSHA as written to, so read-only key
@@ -150,16 +151,7 @@ pub fn acl_rules(profile: Profile, password: &str, limiter_keys: &[String]) -> V
             rules.push("~*".to_owned());
             rules.push("+@read".to_owned());
             rules.push("-@dangerous".to_owned());
-            vec![
-                "ping",
-                "evalsha",
-                "eval",
-                "evalsha_ro",
-                "eval_ro",
-                "script|load",
-                "script|exists",
-                "time",
-            ]
+            [SCRIPT_RUNNING, &["time"]].concat()
         }
         Profile::Admin => Vec::new(),
     };
