@@ -11,6 +11,7 @@
 //! | [`family`] | the same commands for the algorithm family (`--algorithm`), and `configure` to store a quota in Redis |
 //! | [`bridge`] | the REST bridge: routes, tokens and their profiles (the bridge's fence, a Redis ACL user per profile), JSON<->RESP, script shebang compatibility, the Redis links, SCRIPT KILL of a script that runs too long |
 //! | [`redis_server`] | a real `redis-server` child process on a loopback port (dev stack and tests) |
+//! | [`redis_cluster`] | a real Redis Cluster of such processes, joined by `redis-cli --cluster create` (dev stack, tests, benchmarks) |
 //! | [`dev`] | `edgelimit dev`: Redis + bridge (+ the playground and the Worker) in one command |
 //! | [`doctor`] | `edgelimit doctor`: can this endpoint hold limits safely (eviction policy, scripts, clock) |
 //! | [`playground`] | the playground page in the dev stack: `www/` and the npm package it imports, served locally |
@@ -34,6 +35,7 @@ pub mod dev;
 pub mod doctor;
 pub mod family;
 pub mod playground;
+pub mod redis_cluster;
 pub mod redis_server;
 pub mod signals;
 pub mod worker_dev;

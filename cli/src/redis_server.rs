@@ -38,6 +38,12 @@ impl RedisServer {
 
     /// Starts a server on `port` (e.g. to bring one back on the port a stopped one had).
     pub async fn start_on(port: u16) -> io::Result<RedisServer> {
+        Self::start_with(port, &[]).await
+    }
+
+    /// Starts a server on `port` with `extra` arguments after the usual ones (e.g. cluster mode, see
+    /// [`crate::redis_cluster`]).
+    pub async fn start_with(port: u16, extra: &[&str]) -> io::Result<RedisServer> {
         let dir = std::env::temp_dir().join(format!("edgelimit-redis-{}-{port}", std::process::id()));
         std::fs::create_dir_all(&dir)?;
         let child = Command::new("redis-server")
@@ -53,6 +59,7 @@ impl RedisServer {
             ])
             .args(["--loglevel", "warning", "--dir"])
             .arg(&dir)
+            .args(extra)
             .stdout(std::process::Stdio::null())
             .kill_on_drop(true)
             .spawn()
@@ -106,6 +113,11 @@ impl RedisServer {
 
     /// Kills the server and waits until it is gone (its port is free again).
     pub async fn stop(mut self) -> io::Result<()> {
+        self.child.kill().await
+    }
+
+    /// Kills the server in place (it stays in its owner's list, dead): a node of a cluster that crashed.
+    pub async fn kill(&mut self) -> io::Result<()> {
         self.child.kill().await
     }
 }
