@@ -26,32 +26,80 @@ pub struct Decision {
     pub receipt: Option<Receipt>,
 }
 
-/// The status word a script put first in its reply, with the four numbers that follow it.
+/// What every script replies per limit, the one wire shape of a decision: `{status, limit, remaining, reset,
+/// retry_after, last}`, in the algorithm family's scripts (`lua/parts/limits/driver.lua`, six entries per limit of a
+/// flat reply) and the Redisson layout's (`lua/parts/redisson/`) alike. `last` names what changed hands: a grant's
+/// receipt (text, empty when nothing was granted), or what a Redisson release gave back (a number).
 #[derive(Debug)]
-pub(crate) struct ScriptReply {
-    pub status: String,
-    pub numbers: [u64; 4],
+pub(crate) struct Verdict {
+    pub status: Status,
+    pub limit: u64,
+    pub remaining: u64,
+    pub reset: u64,
+    pub retry_after: u64,
+    pub last: Value,
 }
 
-impl ScriptReply {
-    /// Decodes `{status, n1, n2, n3, n4}`, checking every element: a script reply of another shape is
-    /// [`Error::MalformedReply`].
-    pub fn decode(value: Value) -> Result<ScriptReply> {
-        let [status, a, b, c, d] = value.into_tuple::<5>()?;
-        let status = status.into_string()?;
-        let numbers = [a.into_u64()?, b.into_u64()?, c.into_u64()?, d.into_u64()?];
-        Ok(ScriptReply { status, numbers })
+/// A verdict's status word: one vocabulary for every script.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Status {
+    /// Taken and recorded.
+    Granted,
+    /// Not taken: the limit does not allow it now; `retry_after` says when it would.
+    Denied,
+    /// A peek (or Redisson's available permits): it would be granted, nothing recorded.
+    Allowed,
+    /// Given back.
+    Refunded,
+    /// Nothing to give back: the grant freed already, or the lease was released.
+    NotHeld,
+    /// More permits than the limit: no waiting helps.
+    ExceedsLimit,
+    /// No quota (or Redisson rate) is stored under the limiter's name.
+    NotConfigured,
+}
+
+/// Entries per decision in a script's reply.
+pub(crate) const VERDICT_FIELDS: usize = 6;
+
+impl Verdict {
+    /// Decodes one limit's six entries, checking every one: another shape, an unknown status or a negative number
+    /// is [`Error::MalformedReply`](crate::Error::MalformedReply).
+    pub fn from_fields(fields: [Value; VERDICT_FIELDS]) -> Result<Verdict> {
+        let [status, limit, remaining, reset, retry_after, last] = fields;
+        let status = match status.into_string()?.as_str() {
+            "granted" => Status::Granted,
+            "denied" => Status::Denied,
+            "allowed" => Status::Allowed,
+            "refunded" => Status::Refunded,
+            "not_held" => Status::NotHeld,
+            "exceeds_limit" => Status::ExceedsLimit,
+            "not_configured" => Status::NotConfigured,
+            other => return Err(crate::Error::malformed("a known limit status", other)),
+        };
+        Ok(Verdict {
+            status,
+            limit: limit.into_u64()?,
+            remaining: remaining.into_u64()?,
+            reset: reset.into_u64()?,
+            retry_after: retry_after.into_u64()?,
+            last,
+        })
     }
 
-    /// The numbers as a decision.
+    /// Decodes a reply that is one limit's six entries.
+    pub fn decode(value: Value) -> Result<Verdict> {
+        Verdict::from_fields(value.into_tuple::<VERDICT_FIELDS>()?)
+    }
+
+    /// The numbers as a decision, with no receipt.
     pub fn decision(&self, success: bool) -> Decision {
-        let [limit, remaining, reset, retry_after] = self.numbers;
         Decision {
             success,
-            limit,
-            remaining,
-            reset,
-            retry_after,
+            limit: self.limit,
+            remaining: self.remaining,
+            reset: self.reset,
+            retry_after: self.retry_after,
             receipt: None,
         }
     }
@@ -61,21 +109,22 @@ impl ScriptReply {
 mod tests {
     use super::*;
 
-    fn reply(items: Vec<Value>) -> Result<ScriptReply> {
-        ScriptReply::decode(Value::Array(items))
+    fn text(word: &str) -> Value {
+        Value::Bytes(word.as_bytes().to_vec())
     }
 
     #[test]
-    fn decodes_the_five_element_shape() {
-        let decoded = reply(vec![
-            Value::Bytes(b"denied".to_vec()),
+    fn decodes_the_six_entry_shape() {
+        let decoded = Verdict::decode(Value::Array(vec![
+            text("denied"),
             Value::Int(5),
             Value::Int(0),
             Value::Int(1_700_000_001_000),
             Value::Int(420),
-        ])
+            text(""),
+        ]))
         .unwrap();
-        assert_eq!(decoded.status, "denied");
+        assert_eq!(decoded.status, Status::Denied);
         assert_eq!(
             decoded.decision(false),
             Decision {
@@ -90,17 +139,28 @@ mod tests {
     }
 
     #[test]
-    fn any_other_shape_is_malformed() {
+    fn any_other_shape_or_status_is_malformed() {
         let int = Value::Int(1);
-        let status = Value::Bytes(b"granted".to_vec());
+        let status = text("granted");
+        let five = vec![status.clone(), int.clone(), int.clone(), int.clone(), int.clone()];
+        let with = |index: usize, value: Value| {
+            let mut fields = five.clone();
+            fields.push(text(""));
+            fields[index] = value;
+            fields
+        };
         for bad in [
-            vec![status.clone(), int.clone(), int.clone(), int.clone()],
-            vec![int.clone(), int.clone(), int.clone(), int.clone(), int.clone()],
-            vec![status.clone(), int.clone(), Value::Nil, int.clone(), int.clone()],
-            vec![status.clone(), int.clone(), Value::Int(-1), int.clone(), int.clone()],
+            five.clone(),
+            with(0, int.clone()),
+            with(0, text("available")),
+            with(2, Value::Nil),
+            with(2, Value::Int(-1)),
         ] {
-            assert_eq!(reply(bad).unwrap_err().code(), "EDGELIMIT_MALFORMED_REPLY");
+            assert_eq!(
+                Verdict::decode(Value::Array(bad)).unwrap_err().code(),
+                "EDGELIMIT_MALFORMED_REPLY"
+            );
         }
-        assert!(ScriptReply::decode(Value::Nil).is_err());
+        assert!(Verdict::decode(Value::Nil).is_err());
     }
 }

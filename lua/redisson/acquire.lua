@@ -198,23 +198,21 @@ end
 
 -- Redisson's layout, taking and giving back permits: after log.lua and window.lua, for acquire and release.
 
--- The limiter, and `text` as a number of permits; or, instead, the status reply to return (no rate, bad permits).
+-- The limiter, and `text` as a number of permits; or, instead, the reply to return when no rate is set. Permits
+-- that no edgelimit client sends (the clients check them first) are a clean error, as in the family's scripts.
 local function limiter_and_permits(text)
     local limiter = load_limiter()
     if not limiter then
-        return nil, nil, { 'not_initialized', 0, 0, 0, 0 }
+        return nil, nil, { 'not_configured', 0, 0, 0, 0, '' }
     end
-    local permits = whole_number(text, 1, 2 ^ 32 - 1)
-    if not permits then
-        return nil, nil, { 'invalid_permits', limiter.rate, 0, 0, 0 }
-    end
-    return limiter, permits
+    return limiter, whole(text, 'permits', 1, 2 ^ 32 - 1)
 end
 
 -- Sliding log: try to take ARGV[2] permits now.
 --   ARGV[2] permits, ARGV[3] grant id (unique per request; any bytes, at most 200)
--- Reply: {status, limit, remaining, reset_ms, retry_after_ms}
---   status 'granted' | 'denied' | 'not_initialized' | 'exceeds_rate' | 'invalid_permits'
+-- Reply: the family's decision shape (lua/parts/limits/driver.lua), {status, limit, remaining, reset_ms,
+-- retry_after_ms, ''}, status 'granted' | 'denied' | 'not_configured' | 'exceeds_limit'. A grant has no receipt (the
+-- last field): Redisson's layout gives permits back by count (release.lua), not by grant.
 -- A denied request writes nothing but expiry housekeeping: it consumes no permits.
 
 local limiter, permits, refusal = limiter_and_permits(ARGV[2])
@@ -222,7 +220,7 @@ if refusal then
     return refusal
 end
 if permits > limiter.rate then
-    return { 'exceeds_rate', limiter.rate, 0, 0, 0 }
+    return { 'exceeds_limit', limiter.rate, 0, 0, 0, '' }
 end
 
 local id = ARGV[3] or ''
@@ -258,4 +256,4 @@ else
     end
 end
 touch(limiter)
-return { status, limiter.rate, math.max(available, 0), full_again_at(limiter, now), retry_after }
+return { status, limiter.rate, math.max(available, 0), full_again_at(limiter, now), retry_after, '' }

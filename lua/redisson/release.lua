@@ -198,25 +198,23 @@ end
 
 -- Redisson's layout, taking and giving back permits: after log.lua and window.lua, for acquire and release.
 
--- The limiter, and `text` as a number of permits; or, instead, the status reply to return (no rate, bad permits).
+-- The limiter, and `text` as a number of permits; or, instead, the reply to return when no rate is set. Permits
+-- that no edgelimit client sends (the clients check them first) are a clean error, as in the family's scripts.
 local function limiter_and_permits(text)
     local limiter = load_limiter()
     if not limiter then
-        return nil, nil, { 'not_initialized', 0, 0, 0, 0 }
+        return nil, nil, { 'not_configured', 0, 0, 0, 0, '' }
     end
-    local permits = whole_number(text, 1, 2 ^ 32 - 1)
-    if not permits then
-        return nil, nil, { 'invalid_permits', limiter.rate, 0, 0, 0 }
-    end
-    return limiter, permits
+    return limiter, whole(text, 'permits', 1, 2 ^ 32 - 1)
 end
 
 -- Sliding log: give back up to ARGV[2] permits (a refund), newest grants first.
 -- The permits leave the log, so available permits can never exceed the rate, and the next acquire cannot undo the
 -- release (Redisson's release only bumped the counter, which the next expiry then corrected away).
--- Reply: {status, limit, remaining, reset_ms, released} with status 'released', 'not_initialized' or
--- 'invalid_permits'; `released` is what was given back (less than asked when the log held less). Releasing 0 is
--- Redisson's no-op: the clients answer it without calling Redis.
+-- Reply: the family's decision shape, {status, limit, remaining, reset_ms, 0, released}, status 'refunded' or
+-- 'not_configured'; the last field, which names what a grant took (its receipt), here is what was given back: a
+-- number of permits, less than asked when the log held less. Releasing 0 is Redisson's no-op: the clients answer
+-- it without calling Redis.
 
 local limiter, wanted, refusal = limiter_and_permits(ARGV[2])
 if refusal then
@@ -242,4 +240,4 @@ while released < wanted do
 end
 local available = redis.call('INCRBY', limiter.value_key, released)
 touch(limiter)
-return { 'released', limiter.rate, math.max(available, 0), full_again_at(limiter, now), released }
+return { 'refunded', limiter.rate, math.max(available, 0), full_again_at(limiter, now), 0, released }

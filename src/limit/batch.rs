@@ -3,7 +3,7 @@
 //! (`lua/<algorithm>.lua`); anything else runs `lua/limits.lua`. Both reply with the same six fields per limit.
 
 use super::{Decisions, LimitRequest};
-use crate::decision::Decision;
+use crate::decision::{Decision, Status, Verdict, VERDICT_FIELDS};
 use crate::error::{Error, Result};
 use crate::lua;
 use crate::receipt::{self, Receipt};
@@ -27,9 +27,6 @@ impl Operation {
         }
     }
 }
-
-/// Entries per decision in the driver's flat reply: status, limit, remaining, reset, retry_after, receipt.
-const REPLY_FIELDS: usize = 6;
 
 /// One script call deciding some requests: its keys and arguments. One request with its quota in code runs its
 /// algorithm's single-limit script (`lua/parts/limits/single.lua`: one key, the state key); anything else runs the driver
@@ -141,15 +138,15 @@ impl<'a> Batch<'a> {
         self.decode(call.script.run(client, &call.keys, &call.args).await?)
     }
 
-    /// Checks the reply decision by decision (six flat entries each); a status that means an error becomes its
-    /// typed error.
+    /// Checks the reply decision by decision (six flat entries each, see [`Verdict`]); a status that means an error
+    /// becomes its typed error.
     pub(super) fn decode(&self, reply: Value) -> Result<Decisions> {
         let entries = reply.into_array()?;
-        if entries.len() != REPLY_FIELDS * self.requests.len() {
+        if entries.len() != VERDICT_FIELDS * self.requests.len() {
             return Err(Error::malformed(
                 format!(
-                    "{} entries ({REPLY_FIELDS} per decision)",
-                    REPLY_FIELDS * self.requests.len()
+                    "{} entries ({VERDICT_FIELDS} per decision)",
+                    VERDICT_FIELDS * self.requests.len()
                 ),
                 entries.len(),
             ));
@@ -158,36 +155,35 @@ impl<'a> Batch<'a> {
         let mut decisions = Vec::with_capacity(self.requests.len());
         let mut entries = entries.into_iter();
         for request in &self.requests {
-            let fields: Vec<Value> = entries.by_ref().take(REPLY_FIELDS).collect();
-            let [status, limit, remaining, reset, retry_after, receipt] = <[Value; REPLY_FIELDS]>::try_from(fields)
-                .map_err(|fields| Error::malformed(format!("{REPLY_FIELDS} entries per decision"), fields.len()))?;
-            let limit = limit.into_u64()?;
-            let status_word = status.into_string()?;
-            let allowed = match status_word.as_str() {
-                "granted" | "refunded" => true,
-                "allowed" | "not_held" => {
+            let fields: Vec<Value> = entries.by_ref().take(VERDICT_FIELDS).collect();
+            let fields = <[Value; VERDICT_FIELDS]>::try_from(fields)
+                .map_err(|fields| Error::malformed(format!("{VERDICT_FIELDS} entries per decision"), fields.len()))?;
+            let verdict = Verdict::from_fields(fields)?;
+            let allowed = match verdict.status {
+                Status::Granted | Status::Refunded => true,
+                Status::Allowed | Status::NotHeld => {
                     success = false;
                     self.operation == Operation::Limit || self.operation == Operation::Peek
                 }
-                "denied" => {
+                Status::Denied => {
                     success = false;
                     false
                 }
-                "exceeds_limit" => {
+                Status::ExceedsLimit => {
                     return Err(Error::PermitsExceedRate {
                         permits: request.permits,
-                        rate: limit,
+                        rate: verdict.limit,
                     })
                 }
-                "not_configured" => {
+                Status::NotConfigured => {
                     return Err(Error::NotInitialized {
                         name: request.limiter.name.clone(),
                     })
                 }
-                other => return Err(Error::malformed("a known limit status", other)),
             };
+            let decision = verdict.decision(allowed);
             // A grant, and only a grant, has a receipt, of the permits asked.
-            let receipt = match (status_word == "granted", receipt.into_string()?) {
+            let receipt = match (verdict.status == Status::Granted, verdict.last.into_string()?) {
                 (false, text) if text.is_empty() => None,
                 (true, text) => Some(
                     text.parse::<Receipt>()
@@ -197,14 +193,7 @@ impl<'a> Batch<'a> {
                 ),
                 (false, text) => return Err(Error::malformed("no receipt but a grant's", text)),
             };
-            decisions.push(Decision {
-                success: allowed,
-                limit,
-                remaining: remaining.into_u64()?,
-                reset: reset.into_u64()?,
-                retry_after: retry_after.into_u64()?,
-                receipt,
-            });
+            decisions.push(Decision { receipt, ..decision });
         }
         if self.operation == Operation::Peek {
             success = decisions.iter().all(|d| d.success);

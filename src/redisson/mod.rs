@@ -26,7 +26,7 @@ mod rate;
 use std::time::Duration;
 
 pub use self::rate::{Mode, Rate, RateConfig};
-use crate::decision::{Decision, ScriptReply};
+use crate::decision::{Decision, Status, Verdict};
 use crate::error::{Error, Result};
 use crate::lua;
 use crate::rest::{Command, RestClient};
@@ -160,10 +160,15 @@ impl RateLimiter {
     /// `retry_after`; it consumes nothing.
     pub async fn try_acquire(&self, permits: u32) -> Result<Decision> {
         let args = [permits.to_string(), crate::unique_id::next()];
-        let reply = self
-            .reply(&lua::REDISSON_ACQUIRE, &args, permits, &["granted", "denied"])
+        let verdict = self
+            .verdict(
+                &lua::REDISSON_ACQUIRE,
+                &args,
+                permits,
+                &[Status::Granted, Status::Denied],
+            )
             .await?;
-        Ok(reply.decision(reply.status == "granted"))
+        Ok(verdict.decision(verdict.status == Status::Granted))
     }
 
     /// Takes `permits`, waiting as long as needed up to `timeout`: each denial says exactly when enough permits
@@ -189,8 +194,10 @@ impl RateLimiter {
 
     /// Permits available now (0 or more), taking none.
     pub async fn available_permits(&self) -> Result<u64> {
-        let reply = self.reply(&lua::REDISSON_AVAILABLE, &[], 0, &["available"]).await?;
-        Ok(reply.decision(true).remaining)
+        let verdict = self
+            .verdict(&lua::REDISSON_AVAILABLE, &[], 0, &[Status::Allowed])
+            .await?;
+        Ok(verdict.remaining)
     }
 
     /// Gives back up to `permits` (newest grants first) and returns how many were given back: fewer than asked
@@ -199,11 +206,16 @@ impl RateLimiter {
         if permits == 0 {
             return Ok(0);
         }
-        let reply = self
-            .reply(&lua::REDISSON_RELEASE, &[permits.to_string()], permits, &["released"])
+        let verdict = self
+            .verdict(
+                &lua::REDISSON_RELEASE,
+                &[permits.to_string()],
+                permits,
+                &[Status::Refunded],
+            )
             .await?;
-        // A release reply's last number is what was given back.
-        Ok(reply.numbers[3])
+        // A release's last field is what was given back.
+        verdict.last.into_u64()
     }
 
     /// The stored configuration, or `None` when no rate is set.
@@ -247,29 +259,21 @@ impl RateLimiter {
     }
 
     /// Runs a decision-shaped script and decodes its reply; a status outside `expected` becomes its typed error.
-    async fn reply(&self, script: &Script, args: &[String], permits: u32, expected: &[&str]) -> Result<ScriptReply> {
-        let reply = ScriptReply::decode(self.run(script, args).await?)?;
-        if expected.contains(&reply.status.as_str()) {
-            Ok(reply)
-        } else {
-            Err(self.status_error(&reply, permits))
-        }
-    }
-
-    fn status_error(&self, reply: &ScriptReply, permits: u32) -> Error {
-        match reply.status.as_str() {
-            "not_initialized" => Error::NotInitialized {
+    async fn verdict(&self, script: &Script, args: &[String], permits: u32, expected: &[Status]) -> Result<Verdict> {
+        let verdict = Verdict::decode(self.run(script, args).await?)?;
+        match verdict.status {
+            status if expected.contains(&status) => Ok(verdict),
+            Status::NotConfigured => Err(Error::NotInitialized {
                 name: self.name.clone(),
-            },
-            "exceeds_rate" => Error::PermitsExceedRate {
+            }),
+            Status::ExceedsLimit => Err(Error::PermitsExceedRate {
                 permits,
-                rate: reply.numbers[0],
-            },
-            "invalid_permits" => Error::InvalidArgument(format!(
-                "permits must be a whole number from 1 to {}, got {permits}",
-                u32::MAX
+                rate: verdict.limit,
+            }),
+            other => Err(Error::malformed(
+                format!("one of {expected:?} from this script"),
+                format!("{other:?}"),
             )),
-            other => Error::malformed("a known script status", other),
         }
     }
 }

@@ -1,7 +1,8 @@
 -- Sliding log: try to take ARGV[2] permits now.
 --   ARGV[2] permits, ARGV[3] grant id (unique per request; any bytes, at most 200)
--- Reply: {status, limit, remaining, reset_ms, retry_after_ms}
---   status 'granted' | 'denied' | 'not_initialized' | 'exceeds_rate' | 'invalid_permits'
+-- Reply: the family's decision shape (lua/parts/limits/driver.lua), {status, limit, remaining, reset_ms,
+-- retry_after_ms, ''}, status 'granted' | 'denied' | 'not_configured' | 'exceeds_limit'. A grant has no receipt (the
+-- last field): Redisson's layout gives permits back by count (release.lua), not by grant.
 -- A denied request writes nothing but expiry housekeeping: it consumes no permits.
 
 local limiter, permits, refusal = limiter_and_permits(ARGV[2])
@@ -9,7 +10,7 @@ if refusal then
     return refusal
 end
 if permits > limiter.rate then
-    return { 'exceeds_rate', limiter.rate, 0, 0, 0 }
+    return { 'exceeds_limit', limiter.rate, 0, 0, 0, '' }
 end
 
 local id = ARGV[3] or ''
@@ -45,4 +46,4 @@ else
     end
 end
 touch(limiter)
-return { status, limiter.rate, math.max(available, 0), full_again_at(limiter, now), retry_after }
+return { status, limiter.rate, math.max(available, 0), full_again_at(limiter, now), retry_after, '' }

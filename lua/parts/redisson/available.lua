@@ -1,12 +1,12 @@
 -- Sliding log: permits available now, without taking any.
--- Reply: {status, limit, remaining, reset_ms, retry_after_ms} with status 'available' or 'not_initialized';
--- retry_after_ms is 0.
+-- Reply: the family's decision shape, {status, limit, remaining, reset_ms, 0, ''}, status 'allowed' (what a peek
+-- of the family answers) or 'not_configured'.
 
 local limiter = load_limiter()
 if not limiter then
-    return { 'not_initialized', 0, 0, 0, 0 }
+    return { 'not_configured', 0, 0, 0, 0, '' }
 end
 local now = clock(ARGV[1])
 local available = refresh(limiter, now)
 touch(limiter)
-return { 'available', limiter.rate, math.max(available, 0), full_again_at(limiter, now), 0 }
+return { 'allowed', limiter.rate, math.max(available, 0), full_again_at(limiter, now), 0, '' }

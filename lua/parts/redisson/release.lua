@@ -1,9 +1,10 @@
 -- Sliding log: give back up to ARGV[2] permits (a refund), newest grants first.
 -- The permits leave the log, so available permits can never exceed the rate, and the next acquire cannot undo the
 -- release (Redisson's release only bumped the counter, which the next expiry then corrected away).
--- Reply: {status, limit, remaining, reset_ms, released} with status 'released', 'not_initialized' or
--- 'invalid_permits'; `released` is what was given back (less than asked when the log held less). Releasing 0 is
--- Redisson's no-op: the clients answer it without calling Redis.
+-- Reply: the family's decision shape, {status, limit, remaining, reset_ms, 0, released}, status 'refunded' or
+-- 'not_configured'; the last field, which names what a grant took (its receipt), here is what was given back: a
+-- number of permits, less than asked when the log held less. Releasing 0 is Redisson's no-op: the clients answer
+-- it without calling Redis.
 
 local limiter, wanted, refusal = limiter_and_permits(ARGV[2])
 if refusal then
@@ -29,4 +30,4 @@ while released < wanted do
 end
 local available = redis.call('INCRBY', limiter.value_key, released)
 touch(limiter)
-return { 'released', limiter.rate, math.max(available, 0), full_again_at(limiter, now), released }
+return { 'refunded', limiter.rate, math.max(available, 0), full_again_at(limiter, now), 0, released }
