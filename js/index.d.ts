@@ -63,6 +63,16 @@ export interface RatelimitConfig {
   /** Before every key. Default `"edgelimit"`. May not contain `{` or `}`. */
   prefix?: string;
   /**
+   * Where state lives in Redis:
+   * - `"per-limiter"` (default): `<prefix>:{<name>}:<id>`, every identifier of a limit in one Redis Cluster slot.
+   *   Right for one Redis (Upstash, the bridge over one `redis-server`).
+   * - `"per-identifier"`: `<prefix>:v2{<id>}:<name>`, for a Redis Cluster: identifiers spread over its masters, and
+   *   all limits of one identifier stay one atomic script.
+   *
+   * The two never read each other's keys: changing it starts every identifier afresh.
+   */
+  layout?: "per-limiter" | "per-identifier";
+  /**
    * How long to wait for the store, in ms, before the request is aborted and `onError` decides. Default 1000
    * (@upstash/ratelimit waits 5000): a rate limiter must not add seconds to a request.
    */

@@ -86,6 +86,12 @@ impl fmt::Display for Identifier<'_> {
     }
 }
 
+/// The hashed key part of `text` (what a text too long to be its own key part gets), for layouts that cannot take
+/// some raw text (see [`crate::limit::KeyLayout`]).
+pub(crate) fn hashed_text(text: &str) -> String {
+    hashed(TEXT_DOMAIN, text.as_bytes())
+}
+
 /// `#` and the SHA-256 of `domain` and `bytes`, in lowercase hex.
 fn hashed(domain: &[u8], bytes: &[u8]) -> String {
     let digest = Sha256::new().chain_update(domain).chain_update(bytes).finalize();

@@ -63,7 +63,7 @@ pub use decision::Decision;
 pub use duration::parse_duration;
 pub use error::{Error, Result};
 pub use identifier::Identifier;
-pub use limit::{Algorithm, Decisions, Lease, Limiter, Quota, Receipt};
+pub use limit::{Algorithm, Decisions, KeyLayout, Lease, Limiter, Quota, Receipt};
 pub use redisson::{Mode, Rate, RateConfig, RateLimiter};
 pub use rest::{Command, RestClient};
 pub use script::Script;

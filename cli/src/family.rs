@@ -11,7 +11,7 @@
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
-use edgelimit::limit::{Algorithm, Limiter, Quota, Receipt};
+use edgelimit::limit::{Algorithm, KeyLayout, Limiter, Quota, Receipt};
 use edgelimit::{RateLimiter, RestClient};
 use serde_json::{json, Value as Json};
 
@@ -148,6 +148,14 @@ pub struct AlgorithmArgs {
     /// Redisson's [default: edgelimit].
     #[arg(long)]
     pub client_id: Option<String>,
+    /// Where the identifier's state lives, as npm's `layout` and the Worker's EDGELIMIT_LAYOUT: per-identifier for
+    /// limiters on a Redis Cluster (README, "Scaling out"); not with stored or redisson [default: per-limiter].
+    #[arg(long, value_parser = key_layout)]
+    pub layout: Option<KeyLayout>,
+}
+
+fn key_layout(text: &str) -> Result<KeyLayout, String> {
+    text.parse().map_err(|e: edgelimit::Error| e.to_string())
 }
 
 impl AlgorithmArgs {
@@ -163,6 +171,9 @@ impl AlgorithmArgs {
                                 stored in Redis by `edgelimit set-rate NAME --rate N --interval 1s`"
                             .into(),
                     );
+                }
+                if self.layout.is_some() {
+                    return Err("--layout does not apply to --algorithm redisson: it keeps Redisson's keys".into());
                 }
                 if self.id.is_some() {
                     return Err(
@@ -196,6 +207,10 @@ impl AlgorithmArgs {
                 let limiter = match quota {
                     Some(quota) => Limiter::new(client()?, name, quota),
                     None => Limiter::stored(client()?, name),
+                };
+                let limiter = match self.layout {
+                    Some(layout) => limiter.and_then(|limiter| limiter.with_layout(layout)),
+                    None => limiter,
                 };
                 Ok(Target::Family {
                     limiter: limiter.map_err(|e| e.to_string())?,

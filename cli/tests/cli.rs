@@ -308,6 +308,25 @@ fn sliding_log_on_the_command_line_is_npms_sliding_log_and_redisson_is_a_limiter
     let (_, out, _) = stack.run(&["permits", "shared", "--algorithm", "redisson"]);
     assert_eq!(out, serde_json::json!({"available": 3}));
     assert_eq!(runtime.block_on(npm.peek("ip-1", 1)).unwrap().remaining, 0);
+
+    // --layout per-identifier acts on npm's `layout: "per-identifier"` keys: another state than the default's.
+    let spread = [
+        &[
+            "acquire",
+            "shared",
+            "--algorithm",
+            "sliding-log",
+            "--layout",
+            "per-identifier",
+        ][..],
+        &flags,
+    ]
+    .concat();
+    for expected in [0, 0, 1] {
+        assert_eq!(stack.run(&spread).0, expected);
+    }
+    let npm = npm.with_layout(edgelimit::KeyLayout::PerIdentifier).unwrap();
+    assert_eq!(runtime.block_on(npm.peek("ip-1", 1)).unwrap().remaining, 0);
 }
 
 #[test]
@@ -347,6 +366,25 @@ fn a_missing_algorithm_and_flags_the_chosen_limiter_would_ignore_are_refused_bef
         (
             &["release", "api", "--algorithm", "redisson", "--receipt", "1:5"],
             "--receipt applies to the family",
+        ),
+        (
+            &[
+                "permits",
+                "api",
+                "--algorithm",
+                "redisson",
+                "--layout",
+                "per-identifier",
+            ],
+            "--layout does not apply to --algorithm redisson",
+        ),
+        (
+            &["permits", "api", "--algorithm", "stored", "--layout", "per-identifier"],
+            "a stored quota is read from the limiter's own slot",
+        ),
+        (
+            &[&["acquire", "api", "--layout", "cluster"][..], &gcra].concat(),
+            "layout must be \"per-limiter\"",
         ),
         (
             &[&["release", "api", "2"][..], &gcra].concat(),

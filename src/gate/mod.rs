@@ -24,7 +24,7 @@ use self::fields::{limit_item, policy_field, problem, seconds_ceil, Policy};
 pub use self::request_match::RequestMatch;
 use crate::decision::Decision;
 use crate::error::{Error, Result};
-use crate::limit::Algorithm;
+use crate::limit::{Algorithm, KeyLayout};
 use crate::ratelimit::{Limit, OnError, Options, Outcome, Ratelimit, Reason};
 use crate::rest::RestClient;
 
@@ -78,7 +78,7 @@ struct ArmedRule {
 }
 
 impl ArmedRule {
-    fn new(client: &RestClient, mut rule: Rule, prefix: &str) -> Result<ArmedRule> {
+    fn new(client: &RestClient, mut rule: Rule, prefix: &str, layout: KeyLayout) -> Result<ArmedRule> {
         let invalid = |message: String| Error::InvalidConfig(format!("rule {:?}: {message}", rule.name));
         if rule.name.is_empty()
             || !rule
@@ -125,6 +125,7 @@ impl ArmedRule {
         }
         let options = Options {
             prefix: prefix.to_owned(),
+            layout,
             on_error: OnError::Throw,
             ..Options::default()
         };
@@ -148,8 +149,9 @@ pub struct Gate {
 
 impl Gate {
     /// Checks every rule (a broken rule is an [`Error::InvalidConfig`] naming it) and readies its limiter. Keys
-    /// start with `prefix`.
-    pub fn new(client: RestClient, rules: Vec<Rule>, prefix: &str) -> Result<Gate> {
+    /// start with `prefix` and follow `layout` (a rule's limits all count one client key, so in the per-identifier
+    /// layout each request is still one script on a Redis Cluster).
+    pub fn new(client: RestClient, rules: Vec<Rule>, prefix: &str, layout: KeyLayout) -> Result<Gate> {
         let mut armed: Vec<Arc<ArmedRule>> = Vec::with_capacity(rules.len());
         for rule in rules {
             if armed.iter().any(|other| other.rule.name == rule.name) {
@@ -158,7 +160,7 @@ impl Gate {
                     rule.name
                 )));
             }
-            armed.push(Arc::new(ArmedRule::new(&client, rule, prefix)?));
+            armed.push(Arc::new(ArmedRule::new(&client, rule, prefix, layout)?));
         }
         Ok(Gate { rules: armed })
     }
@@ -387,7 +389,12 @@ mod tests {
     }
 
     fn gate(rules: Vec<Rule>) -> Result<Gate> {
-        Gate::new(RestClient::new("http://127.0.0.1:1", "t").unwrap(), rules, "edgelimit")
+        Gate::new(
+            RestClient::new("http://127.0.0.1:1", "t").unwrap(),
+            rules,
+            "edgelimit",
+            KeyLayout::default(),
+        )
     }
 
     #[test]

@@ -66,8 +66,15 @@ impl<'a> Batch<'a> {
                     limiter.name
                 )));
             }
+            let state_key = limiter.state_key(&request.id);
             if !single {
-                keys.push(limiter.config_key());
+                // The config hash is read only for a stored quota. A quota in the arguments names the state key in
+                // its place: a call must name only keys of its decision's slot, and in the per-identifier layout the
+                // config hash lives in another (see KeyLayout).
+                keys.push(match limiter.quota {
+                    Some(_) => state_key.clone(),
+                    None => limiter.config_key(),
+                });
                 // '' for a stored quota: the script reads the algorithm from the config.
                 args.push(
                     limiter
@@ -75,7 +82,7 @@ impl<'a> Batch<'a> {
                         .map_or_else(String::new, |quota| quota.algorithm().script_name().to_owned()),
                 );
             }
-            keys.push(limiter.state_key(&request.id));
+            keys.push(state_key);
             args.push(request.permits.to_string());
             args.extend(match limiter.quota {
                 Some(quota) => [

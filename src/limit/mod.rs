@@ -31,6 +31,7 @@
 
 mod across_slots;
 mod batch;
+mod layout;
 pub mod model;
 mod quota;
 pub(crate) mod slot;
@@ -40,6 +41,7 @@ use std::time::Duration;
 
 pub use self::across_slots::{limit_all_across_slots, AcrossSlots, FailedGroup, GiveBack};
 use self::batch::{Batch, Operation};
+pub use self::layout::KeyLayout;
 pub use self::quota::{Algorithm, Quota};
 pub use self::slot::hash_slot;
 pub use self::state::{state_all, HeldGrant, LimitState, StateDetail};
@@ -62,6 +64,7 @@ pub struct Limiter {
     name: String,
     /// `None`: read from the config hash at every decision.
     quota: Option<Quota>,
+    layout: KeyLayout,
     now_ms: Option<u64>,
 }
 
@@ -85,6 +88,7 @@ impl Limiter {
             prefix: DEFAULT_PREFIX.to_owned(),
             name: name.to_owned(),
             quota,
+            layout: KeyLayout::default(),
             now_ms: None,
         })
     }
@@ -94,6 +98,25 @@ impl Limiter {
         slot::check_tag_part("key prefix", prefix)?;
         self.prefix = prefix.to_owned();
         Ok(self)
+    }
+
+    /// Keeps state in `layout` instead of [`KeyLayout::PerLimiter`]: [`KeyLayout::PerIdentifier`] for a Redis
+    /// Cluster. A stored quota keeps the per-limiter layout: its script reads the config from the limiter's slot.
+    pub fn with_layout(mut self, layout: KeyLayout) -> Result<Limiter> {
+        if self.quota.is_none() && layout != KeyLayout::PerLimiter {
+            return Err(Error::InvalidConfig(format!(
+                "limiter {:?}: a stored quota is read from the limiter's own slot, so it keeps the per-limiter \
+                 layout; give the quota in code to use the {layout} layout",
+                self.name
+            )));
+        }
+        self.layout = layout;
+        Ok(self)
+    }
+
+    /// The layout its state keys follow.
+    pub fn layout(&self) -> KeyLayout {
+        self.layout
     }
 
     /// Decides at this explicit time (unix ms) instead of the Redis server's: for deterministic tests. Keys written
@@ -118,10 +141,11 @@ impl Limiter {
         format!("{}:{{{}}}", self.prefix, self.name)
     }
 
-    /// The state key of identifier `id`: `<prefix>:{<name>}:<key part>`, the key part being the identifier itself
-    /// when it is short text, else a hash of its exact bytes (see [`Identifier`]).
+    /// The state key of identifier `id`: `<prefix>:{<name>}:<key part>` in the default layout, the key part being
+    /// the identifier itself when it is short text, else a hash of its exact bytes (see [`Identifier`] and
+    /// [`KeyLayout`]).
     pub fn state_key<'i>(&self, id: impl Into<Identifier<'i>>) -> String {
-        format!("{}:{{{}}}:{}", self.prefix, self.name, id.into().key_part())
+        self.layout.state_key(&self.prefix, &self.name, &id.into())
     }
 
     /// A request of `permits` for identifier `id`, to decide with others in [`limit_all`].

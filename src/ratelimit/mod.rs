@@ -30,7 +30,7 @@ pub use self::block_cache::BlockCache;
 use crate::decision::Decision;
 use crate::error::{Error, Result};
 use crate::identifier::Identifier;
-use crate::limit::{self, Decisions, LimitState, Limiter, Quota, Receipt, DEFAULT_PREFIX};
+use crate::limit::{self, Decisions, KeyLayout, LimitState, Limiter, Quota, Receipt, DEFAULT_PREFIX};
 use crate::rest::{Command, RestClient};
 use crate::time::{retry_until_granted, Attempt, Instant};
 
@@ -140,6 +140,9 @@ impl Limit {
 pub struct Options {
     /// Before every key; default `edgelimit`.
     pub prefix: String,
+    /// Where state lives: [`KeyLayout::PerLimiter`] by default; [`KeyLayout::PerIdentifier`] on a Redis Cluster,
+    /// so that identifiers spread over its masters while all limits of one identifier stay one script.
+    pub layout: KeyLayout,
     /// What to answer when the store fails; default [`OnError::Allow`].
     pub on_error: OnError,
     /// How many denied identifiers the block cache remembers; 0 turns it off. Default 10 000.
@@ -150,6 +153,7 @@ impl Default for Options {
     fn default() -> Options {
         Options {
             prefix: DEFAULT_PREFIX.to_owned(),
+            layout: KeyLayout::default(),
             on_error: OnError::default(),
             cache_entries: 10_000,
         }
@@ -186,6 +190,7 @@ impl Attempt for Outcome {
 pub struct Ratelimit {
     client: RestClient,
     prefix: String,
+    layout: KeyLayout,
     limiters: Vec<Limiter>,
     on_error: OnError,
     cache: Option<Mutex<BlockCache>>,
@@ -197,6 +202,7 @@ impl Ratelimit {
         let mut ratelimit = Ratelimit {
             client,
             prefix: options.prefix,
+            layout: options.layout,
             limiters: Vec::new(),
             on_error: options.on_error,
             cache: (options.cache_entries > 0).then(|| Mutex::new(BlockCache::new(options.cache_entries))),
@@ -229,7 +235,8 @@ impl Ratelimit {
                     "two limits are named {name:?}: their state would collide; give each a distinct name"
                 )));
             }
-            limiters.push(Limiter::new(self.client.clone(), &name, limit.quota)?.with_prefix(&self.prefix)?);
+            let limiter = Limiter::new(self.client.clone(), &name, limit.quota)?.with_prefix(&self.prefix)?;
+            limiters.push(limiter.with_layout(self.layout)?);
         }
         Ok(limiters)
     }

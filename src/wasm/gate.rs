@@ -8,7 +8,7 @@ use super::limits::{as_config_error, limits_of};
 use super::{describe, duration, field, given, object, string, to_js_error};
 use crate::error::{Error, Result};
 use crate::gate::{Gate, KeySource, ListEntry, RequestMatch, Route, Rule, Verdict};
-use crate::limit::DEFAULT_PREFIX;
+use crate::limit::{KeyLayout, DEFAULT_PREFIX};
 use crate::rest::RestClient;
 
 #[wasm_bindgen]
@@ -172,8 +172,12 @@ fn gate_of(env: &JsValue) -> Result<Gate> {
     )?;
     let rules = rules(&setting(env, "RULES", "add the rules to wrangler.toml [vars]")?)?;
     let prefix = optional_string(&field(env, "EDGELIMIT_PREFIX"), "EDGELIMIT_PREFIX")?;
+    let layout = match optional_string(&field(env, "EDGELIMIT_LAYOUT"), "EDGELIMIT_LAYOUT")? {
+        Some(layout) => layout.parse()?,
+        None => KeyLayout::default(),
+    };
     let client = RestClient::new(&string(&url, "EDGELIMIT_URL")?, &string(&token, "EDGELIMIT_TOKEN")?)?;
-    Gate::new(client, rules, prefix.as_deref().unwrap_or(DEFAULT_PREFIX))
+    Gate::new(client, rules, prefix.as_deref().unwrap_or(DEFAULT_PREFIX), layout)
 }
 
 /// The Worker's rules, ready to route requests.

@@ -45,6 +45,9 @@ fn ratelimit_of(options: &JsValue) -> Result<Ratelimit> {
     if let Some(prefix) = given(&field(options, "prefix")) {
         settings.prefix = string(prefix, "prefix")?;
     }
+    if let Some(layout) = given(&field(options, "layout")) {
+        settings.layout = string(layout, "layout")?.parse()?;
+    }
     if let Some(policy) = given(&field(options, "onError")) {
         settings.on_error = string(policy, "onError")?.parse::<OnError>()?;
     }

@@ -292,3 +292,20 @@ test("concurrency: a grant is a lease; refunding it frees the slot, and a denial
   assert.deepEqual([again.success, again.reason], [true, "decided"]);
   assert.equal((await slots.refund("upload", first.receipt)).success, false, "a lease is given back once");
 });
+
+test("layout: per-identifier keys are tagged by identifier, decide alike, and a bad layout is a config error", async () => {
+  const redis = upstashRedis(stack);
+  const spread = ratelimit([Ratelimit.slidingLog(2, "1 m"), Ratelimit.fixedWindow(10, "1 h")], { layout: "per-identifier", cache: false });
+  const taken = [];
+  for (let i = 0; i < 3; i++) taken.push((await spread.limit("u{1}")).success);
+  assert.deepEqual(taken, [true, true, false]);
+  const keys = await redis.keys(`t${prefixes}:*`);
+  // Two limits, one identifier: both keys under one hash tag (the braced identifier hashed).
+  assert.equal(keys.length, 2, String(keys));
+  const tags = new Set(keys.map((key) => key.match(/^t\d+:v2\{([^}]+)\}:/)?.[1]));
+  assert.equal(tags.size, 1, String(keys));
+  assert.match([...tags][0], /^#[0-9a-f]{64}$/);
+  for (const layout of ["cluster", "", 2, "per-identifier\0"]) {
+    assert.throws(() => ratelimit(Ratelimit.gcra(1, "1 s"), { layout }), (e) => e.code === "EDGELIMIT_INVALID_CONFIG" || e.code === "EDGELIMIT_INVALID_ARGUMENT", String(layout));
+  }
+});

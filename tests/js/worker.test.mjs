@@ -324,6 +324,21 @@ test("two Worker instances share one limit", async () => {
   assert.deepEqual(statuses, [200, 200, 200, 200, 200, 429]);
 });
 
+test("EDGELIMIT_LAYOUT per-identifier: a rule's limits for one client are kept under one hash tag, the client's", async () => {
+  const name = uniqueName("spread");
+  const limits = [...FIVE_PER_10S, { algorithm: "fixedWindow", limit: 100, interval: "1 h" }];
+  const site = await worker([{ name, key: "ip", limits }], { EDGELIMIT_LAYOUT: "per-identifier" });
+  const statuses = [];
+  for (let i = 0; i < 6; i += 1) {
+    const response = await site.fetch("/", { ip: "198.51.100.77" });
+    statuses.push(response.status);
+    await response.text();
+  }
+  assert.deepEqual(statuses, [200, 200, 200, 200, 200, 429]);
+  const keys = (await redis("KEYS", `edgelimit:v2*:${name}/*`)).sort();
+  assert.deepEqual(keys, [`edgelimit:v2{ip:198.51.100.77}:${name}/fixed_window-3600000ms`, `edgelimit:v2{ip:198.51.100.77}:${name}/sliding_log-10000ms`]);
+});
+
 test("a malformed configuration stops the Worker from starting, saying what is wrong", async () => {
   const refusal = async (rules, extra) => {
     try {
@@ -342,6 +357,7 @@ test("a malformed configuration stops the Worker from starting, saying what is w
     [[{ name: "a", limits: [] }], {}, 'rule \\"a\\": no limits'],
     [[], { RULES: "[{name: 'a'}]" }, "RULES is not valid JSON"],
     [[], { ORIGIN: "" }, "ORIGIN is not set"],
+    [[{ name: "a", limits: FIVE_PER_10S }], { EDGELIMIT_LAYOUT: "cluster" }, 'layout must be \\"per-limiter\\"'],
   ];
   for (const [rules, extra, expected] of cases) {
     const message = await refusal(rules, extra);
