@@ -1,28 +1,4 @@
-//! Key layouts: where a limit's state lives, and so which keys share a Redis Cluster slot.
-//!
-//! On one Redis (Upstash, the bridge over one `redis-server`) every layout decides alike. On a Redis Cluster the
-//! hash tag (the part of a key between `{` and `}`) picks the slot, so it picks what one script can decide together
-//! and how the load spreads:
-//!
-//! | layout | state key | one slot holds | several limits in one script | spreads over masters |
-//! |---|---|---|---|---|
-//! | [`KeyLayout::PerLimiter`] (layout 1, the default) | `<prefix>:{<name>}:<id>` | every identifier of one limiter | limits of one name only | no: one limiter is one slot |
-//! | [`KeyLayout::PerIdentifier`] (layout 2) | `<prefix>:v2{<id>}:<name>` | every limiter of one identifier | every limit of one identifier (an npm `Ratelimit`'s limits, a Worker rule's) | yes, by identifier |
-//!
-//! The per-identifier layout is what scales out. What it cannot spread is a limit every identifier shares (one
-//! global identifier): that stays one key on one master. And it takes quotas given in code only: a stored quota is
-//! read by the script from the limiter's config key, which lives in the limiter's slot, not the identifier's.
-//!
-//! **The two layouts never read each other's keys.** Prefixes and names hold no brace, so a key's first `{` is the
-//! one its layout put there: in a per-limiter key (and a stored config's, `<prefix>:{<name>}`) it follows a `:`, in
-//! a per-identifier key it follows `v2`. So no text is a key of both, whatever the prefixes, names and identifiers,
-//! and clients of either layout share one Redis during a rolling change without misreading: moving a
-//! limiter from one layout to the other starts its identifiers afresh (each layout counts only its own keys), so a
-//! change of layout is a change of limiter, to make when a fresh window is acceptable.
-//!
-//! Identifiers holding `{` or `}`, and the empty one, would end the tag early or leave it empty, and scatter one
-//! identifier's limits over slots: in the per-identifier layout they are keyed by their hash (see
-//! [`crate::identifier`]), as long ones are.
+//! Key layouts: where a limit's state lives (see [`KeyLayout`]).
 
 use std::borrow::Cow;
 use std::fmt;
@@ -31,7 +7,31 @@ use std::str::FromStr;
 use crate::error::{Error, Result};
 use crate::identifier::Identifier;
 
-/// Where a limiter keeps its identifiers' state: see the [module docs](self).
+/// Key layouts: where a limit's state lives, and so which keys share a Redis Cluster slot.
+///
+/// On one Redis (Upstash, the bridge over one `redis-server`) every layout decides alike. On a Redis Cluster the
+/// hash tag (the part of a key between `{` and `}`) picks the slot, so it picks what one script can decide together
+/// and how the load spreads:
+///
+/// | layout | state key | one slot holds | several limits in one script | spreads over masters |
+/// |---|---|---|---|---|
+/// | [`KeyLayout::PerLimiter`] (layout 1, the default) | `<prefix>:{<name>}:<id>` | every identifier of one limiter | limits of one name only | no: one limiter is one slot |
+/// | [`KeyLayout::PerIdentifier`] (layout 2) | `<prefix>:v2{<id>}:<name>` | every limiter of one identifier | every limit of one identifier (an npm `Ratelimit`'s limits, a Worker rule's) | yes, by identifier |
+///
+/// The per-identifier layout is what scales out. What it cannot spread is a limit every identifier shares (one
+/// global identifier): that stays one key on one master. And it takes quotas given in code only: a stored quota is
+/// read by the script from the limiter's config key, which lives in the limiter's slot, not the identifier's.
+///
+/// **The two layouts never read each other's keys.** Prefixes and names hold no brace, so a key's first `{` is the
+/// one its layout put there: in a per-limiter key (and a stored config's, `<prefix>:{<name>}`) it follows a `:`, in
+/// a per-identifier key it follows `v2`. So no text is a key of both, whatever the prefixes, names and identifiers,
+/// and clients of either layout share one Redis during a rolling change without misreading: moving a
+/// limiter from one layout to the other starts its identifiers afresh (each layout counts only its own keys), so a
+/// change of layout is a change of limiter, to make when a fresh window is acceptable.
+///
+/// Identifiers holding `{` or `}`, and the empty one, would end the tag early or leave it empty, and scatter one
+/// identifier's limits over slots: in the per-identifier layout they are keyed by their hash (see
+/// [`crate::identifier`]), as long ones are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
 pub enum KeyLayout {
     /// Layout 1: `<prefix>:{<name>}:<id>`, tagged by the limiter's name. The default, and what every edgelimit
