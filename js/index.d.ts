@@ -32,7 +32,7 @@ export type Algorithm = "sliding_log" | "fixed_window" | "sliding_window" | "tok
  * A limit, as the factories of {@link Ratelimit} build it. Plain data: spread it to rename it, e.g.
  * `{ ...Ratelimit.fixedWindow(1000, "1 h"), name: "hourly" }`.
  */
-export interface Limiter {
+export interface Quota {
   /** The algorithm. */
   algorithm: Algorithm;
   /** Permits per interval, or the capacity/burst of a token bucket or GCRA. A whole number from 1 to 2^32 − 1. */
@@ -42,12 +42,18 @@ export interface Limiter {
   /** Permits refilled per interval (token bucket, GCRA). Default: `limit`. */
   rate?: number;
   /**
-   * The name this limit's keys live under: `<prefix>:{<name>}:<identifier>`. Default: the algorithm and the
+   * The name this limit's keys live under: `<prefix>:{<name>}:<identifier>` (see {@link RatelimitConfig.layout}). Default: the algorithm and the
    * interval, e.g. `sliding_log-10000ms`, so that changing the limit keeps the state, and two limiters with the same
    * algorithm and interval share it. Give distinct names to keep them apart. May not contain `{` or `}`.
    */
   name?: string;
 }
+
+/**
+ * @deprecated The earlier name of {@link Quota} (what the factories build), kept so existing code compiles. Rust
+ * calls the same value `Quota`; a `Limiter` there is a named handle, like a {@link Ratelimit} here.
+ */
+export type Limiter = Quota;
 
 /** Options of {@link Ratelimit}. */
 export interface RatelimitConfig {
@@ -59,7 +65,7 @@ export interface RatelimitConfig {
    * The limit every identifier is held to, or several (all must allow; a request denied by one consumes from none),
    * e.g. `[Ratelimit.slidingLog(10, "1 s"), Ratelimit.fixedWindow(1000, "1 h")]`.
    */
-  limiter: Limiter | Limiter[];
+  limiter: Quota | Quota[];
   /** Before every key. Default `"edgelimit"`. May not contain `{` or `}`. */
   prefix?: string;
   /**
@@ -219,34 +225,34 @@ export declare class Ratelimit {
    * after it was granted. Memory grows with the permits in the window.
    * @example Ratelimit.slidingLog(10, "1 s")
    */
-  static slidingLog(limit: number, interval: Duration): Limiter;
+  static slidingLog(limit: number, interval: Duration): Quota;
 
   /**
    * At most `limit` permits per aligned window. Cheapest; allows up to 2 × limit across a window boundary.
    * @example Ratelimit.fixedWindow(100, "1 m")
    */
-  static fixedWindow(limit: number, window: Duration): Limiter;
+  static fixedWindow(limit: number, window: Duration): Quota;
 
   /**
    * About `limit` permits per sliding window, by weighting the previous window: O(1) memory, exact under steady
    * traffic, up to nearly 2 × limit for a burst timed at a window's end.
    * @example Ratelimit.slidingWindow(100, "1 m")
    */
-  static slidingWindow(limit: number, window: Duration): Limiter;
+  static slidingWindow(limit: number, window: Duration): Quota;
 
   /**
    * A bucket of `maxTokens` (starts full) refilled continuously by `refillRate` tokens per `interval` (the argument
    * order of `@upstash/ratelimit`).
    * @example Ratelimit.tokenBucket(5, "1 s", 20) // bursts of 20, then 5 per second
    */
-  static tokenBucket(refillRate: number, interval: Duration, maxTokens: number): Limiter;
+  static tokenBucket(refillRate: number, interval: Duration, maxTokens: number): Quota;
 
   /**
    * GCRA: `rate` per `interval` sustained, bursts of up to `burst` (default `rate`). Decides exactly as a token
    * bucket with the same numbers, with one timestamp per key.
    * @example Ratelimit.gcra(10, "1 s", 20)
    */
-  static gcra(rate: number, interval: Duration, burst?: number): Limiter;
+  static gcra(rate: number, interval: Duration, burst?: number): Quota;
 
   /**
    * At most `limit` permits held at once (Stripe's "N in flight"): a grant is a lease, its `receipt` the lease.
@@ -255,7 +261,7 @@ export declare class Ratelimit {
    * upper bound (holders may give back sooner).
    * @example const lease = await ratelimit.limit("upload"); try { … } finally { await ratelimit.refund("upload", lease.receipt!); }
    */
-  static concurrency(limit: number, leaseTimeout: Duration): Limiter;
+  static concurrency(limit: number, leaseTimeout: Duration): Quota;
 
   /**
    * Takes `permits` for `identifier` if every limit allows it now. One round trip, or none when the block cache
@@ -275,7 +281,7 @@ export declare class Ratelimit {
    * in one round trip: a request denied by one limit consumes from none. `results` has each limit's decision.
    * @example await ratelimit.limitAll(ip, [Ratelimit.slidingLog(10, "1 s"), Ratelimit.fixedWindow(1000, "1 h")])
    */
-  limitAll(identifier: string, limiters: Limiter[], options?: LimitOptions): Promise<RatelimitResponse>;
+  limitAll(identifier: string, limiters: Quota[], options?: LimitOptions): Promise<RatelimitResponse>;
 
   /**
    * Takes `permits` for `identifier`, waiting each denial's exact `retryAfter`, for at most `timeout` ms. Resolves
@@ -300,7 +306,7 @@ export declare class Ratelimit {
    * if (result.success && !(await work())) await ratelimit.refund(ip, result.receipt!);
    * ```
    */
-  refund(identifier: string, receipt: string | string[], limiters?: Limiter[]): Promise<RefundResult>;
+  refund(identifier: string, receipt: string | string[], limiters?: Quota[]): Promise<RefundResult>;
 
   /** What is left for `identifier` now, taking nothing: the limit with the fewest permits left. */
   getRemaining(identifier: string): Promise<{ remaining: number; reset: number; limit: number }>;
