@@ -37,13 +37,18 @@ local function clock(text)
     return time[1] * 1000 + (micros - micros % 1000) / 1000
 end
 
--- The algorithm family, shared prelude: after lua/parts/common.lua, before the algorithms' files and the helpers they
--- share (bucket.lua; zset_member.lua and zset_log.lua). src/lua/compose.rs composes two kinds of script from the same
--- files:
+-- The algorithm family, shared prelude: before the algorithms' files and the helpers they share (bucket.lua;
+-- zset_member.lua and zset_log.lua). src/lua/compose.rs composes two kinds of script from the same files:
 --   single.lua  one limit with its quota in the arguments, the common call: the algorithm's code runs inline,
 --               straight-line, because inside Redis every function a script defines is a new closure on every call
---               and every Lua call and table costs (bench/ measures it);
---   driver.lua  several limits at once, or a quota stored in Redis: entry.lua wraps each algorithm in a function.
+--               and every Lua call, argument and table costs (bench/instructions.mjs counts it). These scripts do
+--               not start with lua/parts/common.lua, and the token bucket, fixed window, sliding window and GCRA
+--               scripts define no function at all (the logs' scripts do, for their helpers).
+--   driver.lua  several limits at once, or a quota stored in Redis: after lua/parts/common.lua; entry.lua wraps each
+--               algorithm in a function.
+--
+-- So an algorithm's sections below call no function of common.lua: what they need on a cold path (a refund's
+-- receipt) they write inline, and they report a bad receipt with error() directly.
 --
 -- An algorithm file is its helpers (local functions), then two sections, each opened by a marker line:
 --   --@decision  the verdict on `permits` at `now`. Before it, on a refund, it gives back what the receipt's grant
@@ -57,8 +62,9 @@ end
 --   key, permits, limit, interval, rate       the state key, the request, its quota (checked numbers)
 --   lease                                     a concurrency or sliding log grant's fresh id ('limit'); the receipt
 --                                             to refund ('refund'); else ''
---   mark                                      on a refund, the receipt's mark (checked by request_of, below): what
---                                             names the grant in the algorithm's terms; else nil
+--   mark                                      on a refund, the receipt's mark (checked by the frame: its form is
+--                                             '<permits>:<mark>', its permits the refund's): what names the grant in
+--                                             the algorithm's terms; else nil
 --   now, grace                                unix ms; extra ms of expiry for state written at an explicit time
 -- and the verdict, which the decision sets:
 --   allowed, retry_after                      retry_after = ms until it could be allowed (0 if it is)
@@ -67,14 +73,16 @@ end
 --   reset_after                               `reset` with the grant (remaining is then remaining - permits)
 --   held                                      false when a refund gave nothing back (the grant's permits had
 --                                             freed, refilled or left the counted windows; a lease not held)
---   token                                     set by the grant: its receipt, '<permits>:<mark>', the mark a grant
---                                             id (concurrency, sliding log), the grant's unix ms (token bucket,
---                                             GCRA) or its window's index (fixed and sliding window). A refund names
---                                             the grant by it, so it gives back exactly what that grant took.
+--   granted_mark, token                       set by the grant: its receipt is '<permits>:<mark>', the mark the
+--                                             grant's unix ms (token bucket, GCRA), its window's index (fixed and
+--                                             sliding window), both as the number granted_mark; for a log
+--                                             (concurrency, sliding log) '<expiry>-<grant id>', granted_mark the
+--                                             expiry and token the whole receipt. A refund names the grant by it, so
+--                                             it gives back exactly what that grant took.
 -- Locals the decision declares are the grant's to use.
 --
 -- All arithmetic is on whole numbers below 2^53, where Lua's doubles are exact: quotas are checked so that
--- limit × interval stays below 2^52 (request_of, below), and no product below grows past that.
+-- limit × interval stays below 2^52 (by the frame), and no product below grows past that.
 
 local MAX_COUNT = 2 ^ 32 - 1
 
@@ -85,9 +93,32 @@ local EXPLICIT_TIME_GRACE_MS = 60000
 
 -- Why a refund's receipt mark is refused by the algorithm that reads it (a whole number for the time and window
 -- algorithms, never after the server's clock): a hand-made receipt, or another algorithm's.
+-- Reported with error() as common.lua's reject does: 'ERR edgelimit: invalid ' .. RECEIPT_MARK .. ': ' .. mark.
 local RECEIPT_MARK = 'receipt mark (not a grant of this limit: a time or window after the server clock, or no number)'
 
--- The call, the same in both frames: ARGV[1] is the operation, ARGV[2] unix ms or '' for the server's clock.
+-- The algorithm family's driver, for several limits in one call or a quota stored in Redis (one limit with its quota
+-- in the arguments runs single.lua instead); the algorithms are spliced in at the marker, each wrapped by entry.lua.
+-- One call decides them atomically: every limit gives a verdict first, and only if all allow are all of them
+-- recorded. A request denied by one limit consumes from none.
+--
+--   KEYS     two per limit: its config hash (read only when the limit's algorithm argument is ''), its state key
+--   ARGV[1]  'limit' (decide and record), 'peek' (decide, record nothing), 'refund' (give a grant back)
+--   ARGV[2]  unix ms, or '' for the Redis server's clock (the default); both read by prelude.lua
+--   then six per limit: algorithm ('' = read the config hash), permits, limit, interval (ms), rate, lease
+--     lease: for a concurrency or sliding log limit, a fresh random id naming the grant ('limit'); the receipt of
+--            the grant to give back ('refund', permits then being the receipt's)
+--
+-- The reply is flat, six entries per limit, in order: status, limit, remaining, reset, retry_after, receipt or ''
+-- (one array, not one per limit: each table costs Redis an allocation and a conversion).
+--   granted        allowed and recorded; its receipt names the grant for a refund (see prelude.lua)
+--   allowed        would be allowed, recorded nothing (a peek, or another limit denied)
+--   denied         not allowed; retry_after is the exact wait (an upper bound for concurrency)
+--   refunded       permits given back; not_held: nothing was (the grant's permits had freed, refilled or left the
+--                  counted windows, or its lease was released)
+--   exceeds_limit  more permits than the limit can ever grant; not_configured: no stored config
+-- Either of the last two makes the whole call record nothing.
+
+-- The call: ARGV[1] is the operation, ARGV[2] unix ms or '' for the server's clock.
 local operation = ARGV[1]
 if operation ~= 'limit' and operation ~= 'peek' and operation ~= 'refund' then
     reject('operation (limit, peek or refund)', operation)
@@ -128,51 +159,21 @@ local function request_of(permits, limit, interval, rate, lease, stored_in)
     reject('limit × interval (must stay below 2^52 for exact arithmetic)', limit)
 end
 
-
--- The algorithm family's driver, for several limits in one call or a quota stored in Redis (one limit with its quota
--- in the arguments runs single.lua instead); the algorithms are spliced in at the marker, each wrapped by entry.lua.
--- One call decides them atomically: every limit gives a verdict first, and only if all allow are all of them
--- recorded. A request denied by one limit consumes from none.
---
---   KEYS     two per limit: its config hash (read only when the limit's algorithm argument is ''), its state key
---   ARGV[1]  'limit' (decide and record), 'peek' (decide, record nothing), 'refund' (give a grant back)
---   ARGV[2]  unix ms, or '' for the Redis server's clock (the default); both read by prelude.lua
---   then six per limit: algorithm ('' = read the config hash), permits, limit, interval (ms), rate, lease
---     lease: for a concurrency or sliding log limit, a fresh random id naming the grant ('limit'); the receipt of
---            the grant to give back ('refund', permits then being the receipt's)
---
--- The reply is flat, six entries per limit, in order: status, limit, remaining, reset, retry_after, receipt or ''
--- (one array, not one per limit: each table costs Redis an allocation and a conversion).
---   granted        allowed and recorded; its receipt names the grant for a refund (see prelude.lua)
---   allowed        would be allowed, recorded nothing (a peek, or another limit denied)
---   denied         not allowed; retry_after is the exact wait (an upper bound for concurrency)
---   refunded       permits given back; not_held: nothing was (the grant's permits had freed, refilled or left the
---                  counted windows, or its lease was released)
---   exceeds_limit  more permits than the limit can ever grant; not_configured: no stored config
--- Either of the last two makes the whole call record nothing.
-
 -- Each algorithm's function (entry.lua), by the name the arguments and stored configs use.
 local ALGORITHMS = {}
 
--- Helpers shared by token bucket and GCRA: after prelude.lua, before those algorithms' files (see
--- src/lua/compose.rs).
-
--- ceil(a / b) for whole a >= 0, b > 0 (exact below 2^53).
-local function ceil_div(a, b)
-    local n = a + b - 1
-    return (n - n % b) / b
-end
-
--- Token bucket and GCRA are one decision over "units": a permit is `interval` units, `rate` units come back per ms
--- (so refill is continuous and exact: no step quantisation, no rounding drift), and the limit holds
--- limit × interval units. `available` may be negative when the limit was lowered under existing state.
--- Returns the verdict (allowed, retry_after, remaining, reset, reset_after) and the units left after the grant.
-local function bucket_verdict(permits, limit, interval, rate, now, available)
-    local full, left = limit * interval, available - permits * interval
-    local remaining = available - available % interval
-    return left >= 0, left >= 0 and 0 or ceil_div(-left, rate), remaining > 0 and remaining / interval or 0,
-        now + ceil_div(full - available, rate), now + ceil_div(full - left, rate), left
-end
+-- What token bucket and GCRA share: after prelude.lua, before those algorithms' files (see src/lua/compose.rs).
+--
+-- They are one decision over "units": a permit is `interval` units, `rate` units come back per ms (so refill is
+-- continuous and exact: no step quantisation, no rounding drift), and the limit holds limit × interval units. With
+-- `available` units at `now` (negative when the limit was lowered under existing state) and `left` = available −
+-- permits × interval:
+--   allowed      left >= 0
+--   retry_after  ceil(−left / rate) when not allowed, else 0
+--   remaining    floor(available / interval), at least 0
+--   reset        now + ceil((full − available) / rate); reset_after the same with `left`
+-- Each algorithm writes this out inline, ceil(a / b) as (a + b − 1 − (a + b − 1) % b) / b: a function would be a
+-- closure made on every call (see prelude.lua).
 
 -- The layout of a log of grants in a zset (concurrency, sliding log), as far as reading it goes: after
 -- prelude.lua, before lua/parts/limits/zset_log.lua, which writes it; inspect.lua reads it too (see
@@ -349,7 +350,8 @@ local function log_decision(operation, key, permits, limit, interval, lease, mar
     if operation == 'refund' then
         local expiry, id = string.match(mark, '^(%d+)%-(.+)$')
         if not expiry then
-            reject('receipt mark (not a grant of this limit: "<expiry>-<grant id>")', mark)
+            error({ err = 'ERR edgelimit: invalid receipt mark (not a grant of this limit: "<expiry>-<grant id>"): '
+                .. mark })
         end
         held = false
         if expiry + 0 > now then
@@ -366,7 +368,7 @@ local function log_decision(operation, key, permits, limit, interval, lease, mar
         end
         permits = 1
     elseif operation == 'limit' and (#lease > 64 or not string.match(lease, '^[%w_%-]+$')) then
-        reject('grant id (letters, digits, _ or -, at most 64)', lease)
+        error({ err = 'ERR edgelimit: invalid grant id (letters, digits, _ or -, at most 64): ' .. lease })
     end
     return held, permits, log_verdict(key, permits, limit, interval, now)
 end
@@ -384,31 +386,25 @@ end
 -- are the units the grant still keeps out of the bucket, so a refund never lets through more than if the grant had
 -- never been made (the full permits × interval, refunded after a refill, would).
 
-local function write_bucket(key, limit, interval, rate, units, at, now, grace)
-    local full = limit * interval
-    if units >= full then
-        redis.call('DEL', key)
-        return
-    end
-    redis.call('SET', key, string.format('tb:%d:%d', units, at), 'PX', at - now + ceil_div(full - units, rate) + grace)
-end
-
 -- How driver.lua runs an algorithm: its file's two sections (see prelude.lua) spliced into one function per
 -- algorithm (src/lua/compose.rs names it). The function returns the verdict and the grant, as a closure over the
 -- decision's locals, for the driver to call once every limit of the call allows.
 ALGORITHMS.token_bucket = function(operation, key, permits, limit, interval, rate, lease, mark, now, grace)
-    local allowed, retry_after, remaining, reset, reset_after, held, token
+    local allowed, retry_after, remaining, reset, reset_after, held, granted_mark, token -- luacheck: ignore token
 
 
 -- Units in the bucket at `now`, refilled since `at`. A stored `at` after `now` (a caller's clock behind Redis's)
--- refills nothing and keeps the later time.
+-- refills nothing and keeps the later time. ceil(a / b) is written out as (a + b - 1 - (a + b - 1) % b) / b: a
+-- function for it would be a closure made on every call (see prelude.lua).
 local full = limit * interval
 local units, at = string.match(redis.call('GET', key) or '', '^tb:(%d+):(%d+)$')
 if units then
-    units, at = math.min(units + 0, full), at + 0
+    units, at = units + 0, at + 0
+    units = units < full and units or full
     if now > at then
         -- Only multiply when the bucket does not fill up anyway: the product stays below full + rate.
-        if now - at >= ceil_div(full - units, rate) then
+        local fill = full - units + rate - 1
+        if now - at >= (fill - fill % rate) / rate then
             units = full
         else
             units = units + (now - at) * rate
@@ -419,29 +415,52 @@ else
     units, at = full, now
 end
 if operation == 'refund' then
-    local granted = string.find(mark, '^%d+$') and whole_number(mark, 0, now) or reject(RECEIPT_MARK, mark)
+    local granted = string.find(mark, '^%d+$') and mark + 0
+    if not granted or granted > now then
+        error({ err = 'ERR edgelimit: invalid ' .. RECEIPT_MARK .. ': ' .. mark })
+    end
     local taken, elapsed = permits * interval, now - granted
     -- elapsed × rate < taken + rate here: no product past 2^53.
-    local credit = elapsed < ceil_div(taken, rate) and taken - elapsed * rate or 0
+    local span = taken + rate - 1
+    local credit = elapsed < (span - span % rate) / rate and taken - elapsed * rate or 0
     held = credit > 0 and units < full
     if held then
-        units = math.min(units + credit, full)
-        write_bucket(key, limit, interval, rate, units, at, now, grace)
+        units = units + credit < full and units + credit or full
+        if units >= full then
+            redis.call('DEL', key)
+        else
+            local fill = full - units + rate - 1
+            redis.call('SET', key, string.format('tb:%d:%d', units, at), 'PX',
+                at - now + (fill - fill % rate) / rate + grace)
+        end
     end
     permits = 1
 end
-local left
-allowed, retry_after, remaining, reset, reset_after, left = bucket_verdict(permits, limit, interval, rate, now, units)
+-- The verdict over units (bucket.lua): the units left after the grant, and the ms until each standing is reached.
+local left = units - permits * interval
+local fill = full - units + rate - 1
+allowed, remaining, reset = left >= 0, units - units % interval, now + (fill - fill % rate) / rate
+remaining = remaining > 0 and remaining / interval or 0
+fill = full - left + rate - 1
+reset_after = now + (fill - fill % rate) / rate
+if allowed then
+    retry_after = 0
+else
+    fill = rate - 1 - left
+    retry_after = (fill - fill % rate) / rate
+end
 
 
     return allowed, retry_after, remaining, reset, reset_after, held, function()
 
 
-write_bucket(key, limit, interval, rate, left, at, now, grace)
-token = string.format('%d:%d', permits, now)
+-- The key expires when the bucket is full again: at `reset_after` from `at` (later than now on a caller's clock
+-- behind Redis's). A grant takes at least one permit, so the bucket is never full after it.
+redis.call('SET', key, string.format('tb:%d:%d', left, at), 'PX', at - now + reset_after - now + grace)
+granted_mark = now
 
 
-        return token
+        return token or string.format('%d:%d', permits, granted_mark)
     end
 end
 
@@ -458,21 +477,11 @@ end
 -- the current one: a window that has ended no longer limits anything, and giving its permits to the current window
 -- would let the current window count more than the limit.
 
-local function write_window(key, interval, window, count, stored, now, grace)
-    if count <= 0 then
-        redis.call('DEL', key)
-    elseif stored then
-        redis.call('SET', key, string.format('fw:%d:%d', window, count), 'KEEPTTL')
-    else
-        redis.call('SET', key, string.format('fw:%d:%d', window, count), 'PX', (window + 1) * interval - now + grace)
-    end
-end
-
 -- How driver.lua runs an algorithm: its file's two sections (see prelude.lua) spliced into one function per
 -- algorithm (src/lua/compose.rs names it). The function returns the verdict and the grant, as a closure over the
 -- decision's locals, for the driver to call once every limit of the call allows.
 ALGORITHMS.fixed_window = function(operation, key, permits, limit, interval, rate, lease, mark, now, grace)
-    local allowed, retry_after, remaining, reset, reset_after, held, token
+    local allowed, retry_after, remaining, reset, reset_after, held, granted_mark, token -- luacheck: ignore token
 
 
 -- The current window, the permits counted in it, and whether that is the stored window. A stored window after
@@ -487,11 +496,18 @@ else
     count, stored = 0, false
 end
 if operation == 'refund' then
-    local granted_in = string.find(mark, '^%d+$') and whole_number(mark, 0, window) or reject(RECEIPT_MARK, mark)
+    local granted_in = string.find(mark, '^%d+$') and mark + 0
+    if not granted_in or granted_in > window then
+        error({ err = 'ERR edgelimit: invalid ' .. RECEIPT_MARK .. ': ' .. mark })
+    end
     held = granted_in == window and count > 0
     if held then
         count = count > permits and count - permits or 0
-        write_window(key, interval, window, count, stored, now, grace)
+        if count <= 0 then
+            redis.call('DEL', key)
+        else
+            redis.call('SET', key, string.format('fw:%d:%d', window, count), 'KEEPTTL')
+        end
         stored = count > 0
     end
     permits = 1
@@ -508,11 +524,15 @@ reset_after = window_end
     return allowed, retry_after, remaining, reset, reset_after, held, function()
 
 
-write_window(key, interval, window, count + permits, stored, now, grace)
-token = string.format('%d:%d', permits, window)
+if stored then
+    redis.call('SET', key, string.format('fw:%d:%d', window, count + permits), 'KEEPTTL')
+else
+    redis.call('SET', key, string.format('fw:%d:%d', window, count + permits), 'PX', window_end - now + grace)
+end
+granted_mark = window
 
 
-        return token
+        return token or string.format('%d:%d', permits, granted_mark)
     end
 end
 
@@ -536,44 +556,11 @@ end
 -- A grant's receipt is '<permits>:<k>', its window. A refund gives the permits back to that window's count while it
 -- still counts: the current window, or the previous one (whose count is weighted); never to another window.
 
--- Exact ms until `permits` fit, when they do not fit now: later in this window as the previous window's weight
--- falls; else in the next window, where the current count becomes the weighted one; else two windows on.
-local function sliding_retry_after(permits, limit, interval, now, window, current, previous)
-    local room = (limit - current - permits) * interval
-    if room >= 0 and previous > 0 then
-        local elapsed = interval - (room - room % previous) / previous
-        if elapsed < interval then
-            return window * interval + elapsed - now
-        end
-    end
-    local elapsed = 0
-    if current > 0 then
-        local weighted = (limit - permits) * interval
-        elapsed = interval - (weighted - weighted % current) / current
-        elapsed = elapsed > 0 and elapsed or 0
-    end
-    if elapsed < interval then
-        return (window + 1) * interval + elapsed - now
-    end
-    return (window + 2) * interval - now
-end
-
-local function write_sliding(key, interval, window, current, previous, stored, now, grace)
-    if current <= 0 and previous <= 0 then
-        redis.call('DEL', key)
-    elseif stored then
-        redis.call('SET', key, string.format('sw:%d:%d:%d', window, current, previous), 'KEEPTTL')
-    else
-        redis.call('SET', key, string.format('sw:%d:%d:%d', window, current, previous), 'PX',
-            (window + 2) * interval - now + grace)
-    end
-end
-
 -- How driver.lua runs an algorithm: its file's two sections (see prelude.lua) spliced into one function per
 -- algorithm (src/lua/compose.rs names it). The function returns the verdict and the grant, as a closure over the
 -- decision's locals, for the driver to call once every limit of the call allows.
 ALGORITHMS.sliding_window = function(operation, key, permits, limit, interval, rate, lease, mark, now, grace)
-    local allowed, retry_after, remaining, reset, reset_after, held, token
+    local allowed, retry_after, remaining, reset, reset_after, held, granted_mark, token -- luacheck: ignore token
 
 
 -- The window, elapsed ms in it, the two counts at `now`, and whether the stored window is this one. A stored
@@ -592,7 +579,10 @@ else
     elapsed, stored = elapsed > 0 and elapsed or 0, true
 end
 if operation == 'refund' then
-    local granted_in = string.find(mark, '^%d+$') and whole_number(mark, 0, window) or reject(RECEIPT_MARK, mark)
+    local granted_in = string.find(mark, '^%d+$') and mark + 0
+    if not granted_in or granted_in > window then
+        error({ err = 'ERR edgelimit: invalid ' .. RECEIPT_MARK .. ': ' .. mark })
+    end
     if granted_in == window then
         held = current > 0
         current = current > permits and current - permits or 0
@@ -603,30 +593,61 @@ if operation == 'refund' then
         held = false
     end
     if held then
-        write_sliding(key, interval, window, current, previous, stored, now, grace)
+        if current <= 0 and previous <= 0 then
+            redis.call('DEL', key)
+        elseif stored then
+            redis.call('SET', key, string.format('sw:%d:%d:%d', window, current, previous), 'KEEPTTL')
+        else
+            redis.call('SET', key, string.format('sw:%d:%d:%d', window, current, previous), 'PX',
+                (window + 2) * interval - now + grace)
+        end
         stored = current > 0 or previous > 0
     end
     permits = 1
 end
 -- Room left, in units of 1 / interval permits, with the current count and with this request.
 local room = limit * interval - previous * (interval - elapsed) - current * interval
-local room_after = room - permits * interval
 remaining = room - room % interval
-allowed = room_after >= 0
-retry_after = allowed and 0 or sliding_retry_after(permits, limit, interval, now, window, current, previous)
+allowed = room >= permits * interval
 remaining = remaining > 0 and remaining / interval or 0
 reset = current > 0 and (window + 2) * interval or previous > 0 and (window + 1) * interval or now
 reset_after = (window + 2) * interval
+retry_after = 0
+if not allowed then
+    -- The exact ms until `permits` fit: later in this window as the previous window's weight falls; else in the
+    -- next window, where the current count becomes the weighted one; else two windows on.
+    local free = (limit - current - permits) * interval
+    local at = interval
+    if free >= 0 and previous > 0 then
+        at = interval - (free - free % previous) / previous
+    end
+    if at < interval then
+        retry_after = window * interval + at - now
+    else
+        at = 0
+        if current > 0 then
+            free = (limit - permits) * interval
+            at = interval - (free - free % current) / current
+            at = at > 0 and at or 0
+        end
+        retry_after = (at < interval and (window + 1) * interval + at or (window + 2) * interval) - now
+    end
+end
 
 
     return allowed, retry_after, remaining, reset, reset_after, held, function()
 
 
-write_sliding(key, interval, window, current + permits, previous, stored, now, grace)
-token = string.format('%d:%d', permits, window)
+if stored then
+    redis.call('SET', key, string.format('sw:%d:%d:%d', window, current + permits, previous), 'KEEPTTL')
+else
+    redis.call('SET', key, string.format('sw:%d:%d:%d', window, current + permits, previous), 'PX',
+        (window + 2) * interval - now + grace)
+end
+granted_mark = window
 
 
-        return token
+        return token or string.format('%d:%d', permits, granted_mark)
     end
 end
 
@@ -642,54 +663,72 @@ end
 -- A grant's receipt is '<permits>:<unix ms of the grant>'; a refund of it gives back the debt the grant added less
 -- what has been paid off since, as token_bucket.lua does (there, with the same reason).
 
-local function write_tat(key, rate, debt, now, grace)
-    if debt <= 0 then
-        redis.call('DEL', key)
-        return
-    end
-    local rem = debt % rate
-    redis.call('SET', key, string.format('gcra:%d:%d', now + (debt - rem) / rate, rem), 'PX',
-        ceil_div(debt, rate) + grace)
-end
-
 -- How driver.lua runs an algorithm: its file's two sections (see prelude.lua) spliced into one function per
 -- algorithm (src/lua/compose.rs names it). The function returns the verdict and the grant, as a closure over the
 -- decision's locals, for the driver to call once every limit of the call allows.
 ALGORITHMS.gcra = function(operation, key, permits, limit, interval, rate, lease, mark, now, grace)
-    local allowed, retry_after, remaining, reset, reset_after, held, token
+    local allowed, retry_after, remaining, reset, reset_after, held, granted_mark, token -- luacheck: ignore token
 
 
--- Debt at `now`, in units (see bucket_verdict): (TAT - now) × rate, never negative.
+-- Debt at `now`, in units (see bucket.lua): (TAT - now) × rate, never negative.
 local debt = 0
 local ms, rem = string.match(redis.call('GET', key) or '', '^gcra:(%d+):(%d+)$')
 ms = ms and ms + 0
 if ms and ms >= now then
-    debt = (ms - now) * rate + math.min(rem + 0, rate - 1)
+    rem = rem + 0
+    debt = (ms - now) * rate + (rem < rate and rem or rate - 1)
 end
 if operation == 'refund' then
-    local granted = string.find(mark, '^%d+$') and whole_number(mark, 0, now) or reject(RECEIPT_MARK, mark)
+    local granted = string.find(mark, '^%d+$') and mark + 0
+    if not granted or granted > now then
+        error({ err = 'ERR edgelimit: invalid ' .. RECEIPT_MARK .. ': ' .. mark })
+    end
     local taken, elapsed = permits * interval, now - granted
-    local credit = elapsed < ceil_div(taken, rate) and taken - elapsed * rate or 0
+    local span = taken + rate - 1
+    local credit = elapsed < (span - span % rate) / rate and taken - elapsed * rate or 0
     held = credit > 0 and debt > 0
     if held then
         debt = debt > credit and debt - credit or 0
-        write_tat(key, rate, debt, now, grace)
+        if debt <= 0 then
+            redis.call('DEL', key)
+        else
+            local part = debt % rate
+            span = debt + rate - 1
+            redis.call('SET', key, string.format('gcra:%d:%d', now + (debt - part) / rate, part), 'PX',
+                (span - span % rate) / rate + grace)
+        end
     end
     permits = 1
 end
-local left
-allowed, retry_after, remaining, reset, reset_after, left =
-    bucket_verdict(permits, limit, interval, rate, now, limit * interval - debt)
+-- The verdict over units (bucket.lua), with `available` = full − debt.
+local full = limit * interval
+local available = full - debt
+local left = available - permits * interval
+local fill = debt + rate - 1
+allowed, remaining, reset = left >= 0, available - available % interval, now + (fill - fill % rate) / rate
+remaining = remaining > 0 and remaining / interval or 0
+fill = full - left + rate - 1
+reset_after = now + (fill - fill % rate) / rate
+if allowed then
+    retry_after = 0
+else
+    fill = rate - 1 - left
+    retry_after = (fill - fill % rate) / rate
+end
 
 
     return allowed, retry_after, remaining, reset, reset_after, held, function()
 
 
-write_tat(key, rate, limit * interval - left, now, grace)
-token = string.format('%d:%d', permits, now)
+-- The debt after the grant (at least one permit's: never none), due when TAT passes: at `reset_after`.
+debt = full - left
+local part = debt % rate
+redis.call('SET', key, string.format('gcra:%d:%d', now + (debt - part) / rate, part), 'PX',
+    reset_after - now + grace)
+granted_mark = now
 
 
-        return token
+        return token or string.format('%d:%d', permits, granted_mark)
     end
 end
 
@@ -707,7 +746,7 @@ end
 -- algorithm (src/lua/compose.rs names it). The function returns the verdict and the grant, as a closure over the
 -- decision's locals, for the driver to call once every limit of the call allows.
 ALGORITHMS.concurrency = function(operation, key, permits, limit, interval, rate, lease, mark, now, grace)
-    local allowed, retry_after, remaining, reset, reset_after, held, token
+    local allowed, retry_after, remaining, reset, reset_after, held, granted_mark, token -- luacheck: ignore token
 
 
 local in_log, first_position, last_run
@@ -720,9 +759,10 @@ held, permits, allowed, retry_after, remaining, reset, reset_after, in_log, firs
 
 -- A grant is a lease: its receipt is the token that releases it.
 token = log_grant(key, permits, interval, lease, now, grace, reset_after, in_log, first_position, last_run, reset)
+granted_mark = now + interval
 
 
-        return token
+        return token or string.format('%d:%d', permits, granted_mark)
     end
 end
 
@@ -739,7 +779,7 @@ end
 -- algorithm (src/lua/compose.rs names it). The function returns the verdict and the grant, as a closure over the
 -- decision's locals, for the driver to call once every limit of the call allows.
 ALGORITHMS.sliding_log = function(operation, key, permits, limit, interval, rate, lease, mark, now, grace)
-    local allowed, retry_after, remaining, reset, reset_after, held, token
+    local allowed, retry_after, remaining, reset, reset_after, held, granted_mark, token -- luacheck: ignore token
 
 
 local in_log, first_position, last_run
@@ -752,9 +792,10 @@ held, permits, allowed, retry_after, remaining, reset, reset_after, in_log, firs
 
 -- The receipt names the grant, to give it back exactly.
 token = log_grant(key, permits, interval, lease, now, grace, reset_after, in_log, first_position, last_run, reset)
+granted_mark = now + interval
 
 
-        return token
+        return token or string.format('%d:%d', permits, granted_mark)
     end
 end
 

@@ -1,49 +1,17 @@
 -- lua/token_bucket.lua: GENERATED from lua/parts/ (src/lua/compose.rs). Edit the parts, then run scripts/lua.
 
--- Shared by every edgelimit script (prepended at compile time, see src/script.rs): argument checks and the clock.
---
--- A script's text runs from the top on every call, so every function defined here (and in the files after it) is a
--- new closure per call: keep them few. What costs most inside Redis is calling C (tonumber, string functions, every
--- redis.call) and allocating (tables, closures, new strings); plain Lua arithmetic is cheap. `bench/` measures it.
-
--- Rejects an argument no edgelimit client sends (a hand-made call): a clean Redis error reply naming the argument,
--- instead of a Lua runtime error with a stack trace.
-local function reject(what, value)
-    error({ err = 'ERR edgelimit: invalid ' .. what .. ': ' .. tostring(value) })
-end
-
--- A whole number within [low, high] from an argument (nil, or text), or nil.
-local function whole_number(text, low, high)
-    local n = text and tonumber(text)
-    if n and n % 1 == 0 and n >= low and n <= high then
-        return n
-    end
-    return nil
-end
-
--- A whole number within [low, high] from an argument, or a clean error.
-local function whole(text, what, low, high)
-    return whole_number(text, low, high) or reject(what, text)
-end
-
--- Unix ms: `text` when a caller passed an explicit time (tests, clients sharing a limiter with a clock-based
--- client), else the Redis server's clock, the default, because callers' clocks are skewed.
-local function clock(text)
-    if text ~= '' then
-        return whole(text, 'time (unix ms, or empty for server time)', 0, 2 ^ 53)
-    end
-    local time = redis.call('TIME')
-    local micros = time[2] % 1000000
-    return time[1] * 1000 + (micros - micros % 1000) / 1000
-end
-
--- The algorithm family, shared prelude: after lua/parts/common.lua, before the algorithms' files and the helpers they
--- share (bucket.lua; zset_member.lua and zset_log.lua). src/lua/compose.rs composes two kinds of script from the same
--- files:
+-- The algorithm family, shared prelude: before the algorithms' files and the helpers they share (bucket.lua;
+-- zset_member.lua and zset_log.lua). src/lua/compose.rs composes two kinds of script from the same files:
 --   single.lua  one limit with its quota in the arguments, the common call: the algorithm's code runs inline,
 --               straight-line, because inside Redis every function a script defines is a new closure on every call
---               and every Lua call and table costs (bench/ measures it);
---   driver.lua  several limits at once, or a quota stored in Redis: entry.lua wraps each algorithm in a function.
+--               and every Lua call, argument and table costs (bench/instructions.mjs counts it). These scripts do
+--               not start with lua/parts/common.lua, and the token bucket, fixed window, sliding window and GCRA
+--               scripts define no function at all (the logs' scripts do, for their helpers).
+--   driver.lua  several limits at once, or a quota stored in Redis: after lua/parts/common.lua; entry.lua wraps each
+--               algorithm in a function.
+--
+-- So an algorithm's sections below call no function of common.lua: what they need on a cold path (a refund's
+-- receipt) they write inline, and they report a bad receipt with error() directly.
 --
 -- An algorithm file is its helpers (local functions), then two sections, each opened by a marker line:
 --   --@decision  the verdict on `permits` at `now`. Before it, on a refund, it gives back what the receipt's grant
@@ -57,8 +25,9 @@ end
 --   key, permits, limit, interval, rate       the state key, the request, its quota (checked numbers)
 --   lease                                     a concurrency or sliding log grant's fresh id ('limit'); the receipt
 --                                             to refund ('refund'); else ''
---   mark                                      on a refund, the receipt's mark (checked by request_of, below): what
---                                             names the grant in the algorithm's terms; else nil
+--   mark                                      on a refund, the receipt's mark (checked by the frame: its form is
+--                                             '<permits>:<mark>', its permits the refund's): what names the grant in
+--                                             the algorithm's terms; else nil
 --   now, grace                                unix ms; extra ms of expiry for state written at an explicit time
 -- and the verdict, which the decision sets:
 --   allowed, retry_after                      retry_after = ms until it could be allowed (0 if it is)
@@ -67,14 +36,16 @@ end
 --   reset_after                               `reset` with the grant (remaining is then remaining - permits)
 --   held                                      false when a refund gave nothing back (the grant's permits had
 --                                             freed, refilled or left the counted windows; a lease not held)
---   token                                     set by the grant: its receipt, '<permits>:<mark>', the mark a grant
---                                             id (concurrency, sliding log), the grant's unix ms (token bucket,
---                                             GCRA) or its window's index (fixed and sliding window). A refund names
---                                             the grant by it, so it gives back exactly what that grant took.
+--   granted_mark, token                       set by the grant: its receipt is '<permits>:<mark>', the mark the
+--                                             grant's unix ms (token bucket, GCRA), its window's index (fixed and
+--                                             sliding window), both as the number granted_mark; for a log
+--                                             (concurrency, sliding log) '<expiry>-<grant id>', granted_mark the
+--                                             expiry and token the whole receipt. A refund names the grant by it, so
+--                                             it gives back exactly what that grant took.
 -- Locals the decision declares are the grant's to use.
 --
 -- All arithmetic is on whole numbers below 2^53, where Lua's doubles are exact: quotas are checked so that
--- limit × interval stays below 2^52 (request_of, below), and no product below grows past that.
+-- limit × interval stays below 2^52 (by the frame), and no product below grows past that.
 
 local MAX_COUNT = 2 ^ 32 - 1
 
@@ -85,91 +56,82 @@ local EXPLICIT_TIME_GRACE_MS = 60000
 
 -- Why a refund's receipt mark is refused by the algorithm that reads it (a whole number for the time and window
 -- algorithms, never after the server's clock): a hand-made receipt, or another algorithm's.
+-- Reported with error() as common.lua's reject does: 'ERR edgelimit: invalid ' .. RECEIPT_MARK .. ': ' .. mark.
 local RECEIPT_MARK = 'receipt mark (not a grant of this limit: a time or window after the server clock, or no number)'
 
--- The call, the same in both frames: ARGV[1] is the operation, ARGV[2] unix ms or '' for the server's clock.
-local operation = ARGV[1]
-if operation ~= 'limit' and operation ~= 'peek' and operation ~= 'refund' then
-    reject('operation (limit, peek or refund)', operation)
-end
-local now = clock(ARGV[2])
-local grace = ARGV[2] ~= '' and EXPLICIT_TIME_GRACE_MS or 0
-
--- The request's permits and quota as numbers, checked with one test (each check is a call, and calls cost); when
--- it fails, a clean error names the first bad field and where it came from: `stored_in`, the config hash, or nil
--- for arguments. On a refund it also checks the receipt (`lease`) and returns its mark (see `mark` above): a receipt
--- of another form, of other permits than the refund's or of more than the limit was not made by a grant of this
--- limit, and is refused before anything is written.
-local function request_of(permits, limit, interval, rate, lease, stored_in)
-    local n_permits, n_limit, n_interval, n_rate = tonumber(permits), tonumber(limit), tonumber(interval),
-        tonumber(rate)
-    if n_permits and n_limit and n_interval and n_rate and n_permits % 1 == 0 and n_limit % 1 == 0
-        and n_interval % 1 == 0 and n_rate % 1 == 0 and n_permits >= 1 and n_permits <= MAX_COUNT and n_limit >= 1
-        and n_limit <= MAX_COUNT and n_interval >= 1 and n_rate >= 1 and n_rate <= MAX_COUNT
-        and n_limit * n_interval <= 2 ^ 52 then
-        if operation == 'refund' then
-            local receipt_permits, mark = string.match(lease, '^(%d+):([%w_%-]+)$')
-            if not mark or #mark > 64 or receipt_permits + 0 ~= n_permits or n_permits > n_limit then
-                reject('receipt (as a grant returned it: "<permits>:<mark>", its permits the refund\'s and at most '
-                    .. 'the limit ' .. n_limit .. ')', string.sub(lease, 1, 100))
-            end
-            return n_permits, n_limit, n_interval, n_rate, mark
-        end
-        return n_permits, n_limit, n_interval, n_rate
-    end
-    whole(permits, 'permits', 1, MAX_COUNT)
-    local source = stored_in and ('stored config in ' .. stored_in .. ', field ') or 'argument '
-    for _, field in ipairs({ { 'limit', limit, MAX_COUNT }, { 'interval (ms)', interval, 2 ^ 52 },
-                             { 'rate', rate, MAX_COUNT } }) do
-        if not whole_number(field[2], 1, field[3]) then
-            reject(source .. field[1], field[2])
-        end
-    end
-    reject('limit × interval (must stay below 2^52 for exact arithmetic)', limit)
-end
-
-
 -- One limit whose quota comes with the request: the common call, and the cheapest script of the family. The
--- algorithm's file is spliced in at the markers (src/lua/compose.rs), so its code runs straight through, with
--- no closures, tables or calls besides its own helpers'.
+-- algorithm's file is spliced in at the markers (src/lua/compose.rs), so its code runs straight through. What a call
+-- costs Redis is mostly per argument, per C call (tonumber, string functions, redis.call), per table and per
+-- closure (bench/instructions.mjs counts it), so the common call (a decision on the server's clock) sends one
+-- argument, or two for a log's grant id, and gets back four whole numbers:
 --
 --   KEYS[1]  the state key
---   ARGV     operation and time (read by prelude.lua), then permits, limit, interval (ms), rate, lease (a grant id,
---            or the receipt to refund)
+--   ARGV[1]  the request and its quota, '<permits>:<limit>:<interval ms>' and, for token bucket and GCRA, ':<rate>'
+--   ARGV[2]  the lease: a concurrency or sliding log grant's fresh id; on a refund the receipt to give back; or ''
+--   ARGV[3]  the operation: 'limit' (decide and record; the default when absent), 'peek' (decide only), 'refund'
+--   ARGV[4]  unix ms, or '' (the default when absent) for the Redis server's clock
 --
--- The reply is driver.lua's for one limit: status, limit, remaining, reset, retry_after, receipt or ''.
+-- The reply is {status, remaining, reset, x}: status 1 granted, 0 denied, 2 allowed (a peek), 3 refunded,
+-- 4 not_held (a refund that gave nothing back), 5 exceeds_limit (more permits than the limit); remaining and
+-- reset as driver.lua's; x is the grant's mark (see prelude.lua: its receipt is '<permits>:<x>', with
+-- '-<grant id>' after it for a log) when granted, else retry_after (0 for a refund). The caller knows the limit.
 
-if #KEYS ~= 1 or #ARGV ~= 7 then
-    reject('call (1 key, the state key; 7 arguments)', #KEYS .. ' keys, ' .. #ARGV .. ' arguments')
+if #KEYS ~= 1 or #ARGV < 1 or #ARGV > 4 then
+    error({ err = 'ERR edgelimit: invalid call (1 key, the state key; 1 to 4 arguments): ' .. #KEYS .. ' keys, '
+        .. #ARGV .. ' arguments' })
 end
-local key, lease = KEYS[1], ARGV[7]
-local permits, limit, interval, rate, mark = request_of(ARGV[3], ARGV[4], ARGV[5], ARGV[6], lease)
-if operation ~= 'refund' and permits > limit then
-    return { 'exceeds_limit', limit, 0, 0, 0, '' }
+local permits, limit, interval, rate = string.match(ARGV[1], '^(%d+):(%d+):(%d+):(%d+)$')
+if permits then
+    permits, limit, interval, rate = permits + 0, limit + 0, interval + 0, rate + 0
 end
--- The verdict, set by the decision (held only on a refund: unset, it reads as nothing given back), and the receipt,
--- set by the grant.
-local allowed, retry_after, remaining, reset, reset_after, held, token
+if not permits or permits < 1 or permits > MAX_COUNT or limit < 1 or limit > MAX_COUNT or interval < 1
+    or rate < 1 or rate > MAX_COUNT or limit * interval > 2 ^ 52 then
+    error({ err = 'ERR edgelimit: invalid request (<permits>:<limit>:<interval ms>[:<rate>], whole numbers from 1, '
+        .. 'permits, limit and rate below 2^32, limit × interval at most 2^52): ' .. string.sub(ARGV[1], 1, 100) })
+end
+local key, lease, operation, time = KEYS[1], ARGV[2] or '', ARGV[3] or 'limit', ARGV[4] or ''
+local now, mark
+local grace = 0
+if time == '' then
+    local server_time = redis.call('TIME')
+    local micros = server_time[2] % 1000000
+    now = server_time[1] * 1000 + (micros - micros % 1000) / 1000
+else
+    now = string.find(time, '^%d+$') and time + 0
+    if not now or now > 2 ^ 53 then
+        error({ err = 'ERR edgelimit: invalid time (unix ms, or empty for server time): ' .. string.sub(time, 1, 100) })
+    end
+    grace = EXPLICIT_TIME_GRACE_MS
+end
+if operation == 'refund' then
+    -- The receipt, as a grant returned it: '<permits>:<mark>', its permits the refund's and at most the limit.
+    local receipt_permits
+    receipt_permits, mark = string.match(lease, '^(%d+):([%w_%-]+)$')
+    if not mark or #mark > 64 or receipt_permits + 0 ~= permits or permits > limit then
+        error({ err = 'ERR edgelimit: invalid receipt (as a grant returned it: "<permits>:<mark>", its permits the '
+            .. 'refund\'s and at most the limit ' .. limit .. '): ' .. string.sub(lease, 1, 100) })
+    end
+elseif operation ~= 'limit' and operation ~= 'peek' then
+    error({ err = 'ERR edgelimit: invalid operation (limit, peek or refund): ' .. string.sub(operation, 1, 100) })
+elseif permits > limit then
+    return { 5, 0, 0, 0 }
+end
+-- The verdict, set by the decision (held only on a refund: unset, it reads as nothing given back), and the grant's
+-- mark, set by the grant (a log's grant also sets its whole receipt, token, which the reply leaves to the caller).
+local allowed, retry_after, remaining, reset, reset_after, held, granted_mark, token -- luacheck: ignore token
 
--- Helpers shared by token bucket and GCRA: after prelude.lua, before those algorithms' files (see
--- src/lua/compose.rs).
-
--- ceil(a / b) for whole a >= 0, b > 0 (exact below 2^53).
-local function ceil_div(a, b)
-    local n = a + b - 1
-    return (n - n % b) / b
-end
-
--- Token bucket and GCRA are one decision over "units": a permit is `interval` units, `rate` units come back per ms
--- (so refill is continuous and exact: no step quantisation, no rounding drift), and the limit holds
--- limit × interval units. `available` may be negative when the limit was lowered under existing state.
--- Returns the verdict (allowed, retry_after, remaining, reset, reset_after) and the units left after the grant.
-local function bucket_verdict(permits, limit, interval, rate, now, available)
-    local full, left = limit * interval, available - permits * interval
-    local remaining = available - available % interval
-    return left >= 0, left >= 0 and 0 or ceil_div(-left, rate), remaining > 0 and remaining / interval or 0,
-        now + ceil_div(full - available, rate), now + ceil_div(full - left, rate), left
-end
+-- What token bucket and GCRA share: after prelude.lua, before those algorithms' files (see src/lua/compose.rs).
+--
+-- They are one decision over "units": a permit is `interval` units, `rate` units come back per ms (so refill is
+-- continuous and exact: no step quantisation, no rounding drift), and the limit holds limit × interval units. With
+-- `available` units at `now` (negative when the limit was lowered under existing state) and `left` = available −
+-- permits × interval:
+--   allowed      left >= 0
+--   retry_after  ceil(−left / rate) when not allowed, else 0
+--   remaining    floor(available / interval), at least 0
+--   reset        now + ceil((full − available) / rate); reset_after the same with `left`
+-- Each algorithm writes this out inline, ceil(a / b) as (a + b − 1 − (a + b − 1) % b) / b: a function would be a
+-- closure made on every call (see prelude.lua).
 
 -- Token bucket: `limit` tokens of capacity, refilled continuously at `rate` tokens per `interval` ms; a new bucket
 -- starts full. A request takes `permits` tokens if the bucket holds them; tokens never go negative.
@@ -184,26 +146,20 @@ end
 -- are the units the grant still keeps out of the bucket, so a refund never lets through more than if the grant had
 -- never been made (the full permits × interval, refunded after a refill, would).
 
-local function write_bucket(key, limit, interval, rate, units, at, now, grace)
-    local full = limit * interval
-    if units >= full then
-        redis.call('DEL', key)
-        return
-    end
-    redis.call('SET', key, string.format('tb:%d:%d', units, at), 'PX', at - now + ceil_div(full - units, rate) + grace)
-end
-
 
 
 -- Units in the bucket at `now`, refilled since `at`. A stored `at` after `now` (a caller's clock behind Redis's)
--- refills nothing and keeps the later time.
+-- refills nothing and keeps the later time. ceil(a / b) is written out as (a + b - 1 - (a + b - 1) % b) / b: a
+-- function for it would be a closure made on every call (see prelude.lua).
 local full = limit * interval
 local units, at = string.match(redis.call('GET', key) or '', '^tb:(%d+):(%d+)$')
 if units then
-    units, at = math.min(units + 0, full), at + 0
+    units, at = units + 0, at + 0
+    units = units < full and units or full
     if now > at then
         -- Only multiply when the bucket does not fill up anyway: the product stays below full + rate.
-        if now - at >= ceil_div(full - units, rate) then
+        local fill = full - units + rate - 1
+        if now - at >= (fill - fill % rate) / rate then
             units = full
         else
             units = units + (now - at) * rate
@@ -214,30 +170,53 @@ else
     units, at = full, now
 end
 if operation == 'refund' then
-    local granted = string.find(mark, '^%d+$') and whole_number(mark, 0, now) or reject(RECEIPT_MARK, mark)
+    local granted = string.find(mark, '^%d+$') and mark + 0
+    if not granted or granted > now then
+        error({ err = 'ERR edgelimit: invalid ' .. RECEIPT_MARK .. ': ' .. mark })
+    end
     local taken, elapsed = permits * interval, now - granted
     -- elapsed × rate < taken + rate here: no product past 2^53.
-    local credit = elapsed < ceil_div(taken, rate) and taken - elapsed * rate or 0
+    local span = taken + rate - 1
+    local credit = elapsed < (span - span % rate) / rate and taken - elapsed * rate or 0
     held = credit > 0 and units < full
     if held then
-        units = math.min(units + credit, full)
-        write_bucket(key, limit, interval, rate, units, at, now, grace)
+        units = units + credit < full and units + credit or full
+        if units >= full then
+            redis.call('DEL', key)
+        else
+            local fill = full - units + rate - 1
+            redis.call('SET', key, string.format('tb:%d:%d', units, at), 'PX',
+                at - now + (fill - fill % rate) / rate + grace)
+        end
     end
     permits = 1
 end
-local left
-allowed, retry_after, remaining, reset, reset_after, left = bucket_verdict(permits, limit, interval, rate, now, units)
-
-
-if operation == 'refund' then
-    return { held and 'refunded' or 'not_held', limit, remaining, reset, 0, '' }
-elseif operation == 'peek' or not allowed then
-    return { allowed and 'allowed' or 'denied', limit, remaining, reset, retry_after, '' }
+-- The verdict over units (bucket.lua): the units left after the grant, and the ms until each standing is reached.
+local left = units - permits * interval
+local fill = full - units + rate - 1
+allowed, remaining, reset = left >= 0, units - units % interval, now + (fill - fill % rate) / rate
+remaining = remaining > 0 and remaining / interval or 0
+fill = full - left + rate - 1
+reset_after = now + (fill - fill % rate) / rate
+if allowed then
+    retry_after = 0
+else
+    fill = rate - 1 - left
+    retry_after = (fill - fill % rate) / rate
 end
 
 
-write_bucket(key, limit, interval, rate, left, at, now, grace)
-token = string.format('%d:%d', permits, now)
+if operation == 'refund' then
+    return { held and 3 or 4, remaining, reset, 0 }
+elseif operation == 'peek' or not allowed then
+    return { allowed and 2 or 0, remaining, reset, retry_after }
+end
 
 
-return { 'granted', limit, remaining - permits, reset_after, 0, token }
+-- The key expires when the bucket is full again: at `reset_after` from `at` (later than now on a caller's clock
+-- behind Redis's). A grant takes at least one permit, so the bucket is never full after it.
+redis.call('SET', key, string.format('tb:%d:%d', left, at), 'PX', at - now + reset_after - now + grace)
+granted_mark = now
+
+
+return { 1, remaining - permits, reset_after, granted_mark }

@@ -1,8 +1,9 @@
 //! The wire protocol of the algorithm family: how requests become one script call (keys and arguments) and how
 //! the flat reply becomes checked [`Decisions`]. One request with its quota in code runs its algorithm's script
-//! (`lua/<algorithm>.lua`); anything else runs `lua/limits.lua`. Both reply with the same six fields per limit.
+//! (`lua/<algorithm>.lua`); anything else runs `lua/limits.lua`. The driver replies with six fields per limit, a single-
+//! limit script with fewer (see `lua/parts/limits/single.lua`); both become the same checked decisions.
 
-use super::{Decisions, LimitRequest};
+use super::{Algorithm, Decisions, LimitRequest};
 use crate::decision::{Decision, Status, Verdict, VERDICT_FIELDS};
 use crate::error::{Error, Result};
 use crate::lua;
@@ -28,16 +29,23 @@ impl Operation {
     }
 }
 
+/// Entries of a single-limit script's reply: status code, remaining, reset, and the grant's mark or retry_after.
+const SINGLE_REPLY_FIELDS: usize = 4;
+
 /// One script call deciding some requests: its keys and arguments. One request with its quota in code runs its
-/// algorithm's single-limit script (`lua/parts/limits/single.lua`: one key, the state key); anything else runs the driver
-/// (`lua/parts/limits/driver.lua`: two keys and six arguments per request).
+/// algorithm's single-limit script (`lua/parts/limits/single.lua`: one key, the state key, and few arguments: the
+/// common call sends one); anything else runs the driver (`lua/parts/limits/driver.lua`: two keys and six arguments
+/// per request).
 pub(super) struct Batch<'a> {
     operation: Operation,
     requests: Vec<LimitRequest<'a>>,
     script: &'static Script,
     keys: Vec<String>,
-    /// ARGV from index 2 on; the grant id or receipt (or '') is each request's last.
+    /// The driver's ARGV from index 2 on, or the single-limit script's first two arguments (the request, the lease);
+    /// the grant id or receipt (or '') is each request's last.
     args: Vec<String>,
+    /// Whether this runs a single-limit script.
+    single: bool,
 }
 
 impl<'a> Batch<'a> {
@@ -75,23 +83,34 @@ impl<'a> Batch<'a> {
                     Some(_) => state_key.clone(),
                     None => limiter.config_key(),
                 });
-                // '' for a stored quota: the script reads the algorithm from the config.
-                args.push(
-                    limiter
-                        .quota
-                        .map_or_else(String::new, |quota| quota.algorithm().script_name().to_owned()),
-                );
             }
             keys.push(state_key);
-            args.push(request.permits.to_string());
-            args.extend(match limiter.quota {
-                Some(quota) => [
-                    quota.limit().to_string(),
-                    quota.interval_ms().to_string(),
-                    quota.rate().to_string(),
-                ],
-                None => [String::new(), String::new(), String::new()],
-            });
+            match (single, limiter.quota) {
+                // The request and its quota in one argument (see lua/parts/limits/single.lua).
+                (true, Some(quota)) => args.push(match quota.algorithm() {
+                    Algorithm::TokenBucket | Algorithm::Gcra => format!(
+                        "{}:{}:{}:{}",
+                        request.permits,
+                        quota.limit(),
+                        quota.interval_ms(),
+                        quota.rate()
+                    ),
+                    _ => format!("{}:{}:{}", request.permits, quota.limit(), quota.interval_ms()),
+                }),
+                (_, quota) => {
+                    // '' for a stored quota: the script reads the algorithm from the config.
+                    args.push(quota.map_or_else(String::new, |quota| quota.algorithm().script_name().to_owned()));
+                    args.push(request.permits.to_string());
+                    args.extend(match quota {
+                        Some(quota) => [
+                            quota.limit().to_string(),
+                            quota.interval_ms().to_string(),
+                            quota.rate().to_string(),
+                        ],
+                        None => [String::new(), String::new(), String::new()],
+                    });
+                }
+            }
             // A grant logged as zset members (concurrency, sliding log; maybe a stored quota) needs a fresh id to
             // name them, which its receipt then carries.
             let names_grant =
@@ -108,6 +127,7 @@ impl<'a> Batch<'a> {
             script,
             keys,
             args,
+            single,
         })
     }
 
@@ -130,8 +150,20 @@ impl<'a> Batch<'a> {
             .now_ms
             .map(|ms| ms.to_string())
             .unwrap_or_default();
-        let mut args = vec![self.operation.word().to_owned(), time];
-        args.extend(self.args.iter().cloned());
+        let args = if !self.single {
+            let mut args = vec![self.operation.word().to_owned(), time];
+            args.extend(self.args.iter().cloned());
+            args
+        } else if self.operation != Operation::Limit || !time.is_empty() {
+            let mut args = self.args.clone();
+            args.extend([self.operation.word().to_owned(), time]);
+            args
+        } else {
+            // The common call: a decision on the server's clock, the operation and the time left to their defaults,
+            // and the lease too when it is '' (every argument costs Redis).
+            let lease = self.args.len() - 1;
+            self.args[..lease + usize::from(!self.args[lease].is_empty())].to_vec()
+        };
         ScriptCall {
             script: self.script,
             keys: self.keys.clone(),
@@ -145,10 +177,51 @@ impl<'a> Batch<'a> {
         self.decode(call.script.run(client, &call.keys, &call.args).await?)
     }
 
+    /// A single-limit script's reply, `{status, remaining, reset, x}` (see `lua/parts/limits/single.lua`), as the
+    /// driver's six entries: the status word, the limit (the caller's: the quota came with the request), remaining,
+    /// reset, retry_after, and the receipt, which a grant's mark `x` makes (with the grant id for a log).
+    fn single_entries(&self, reply: Value) -> Result<Vec<Value>> {
+        let request = &self.requests[0];
+        let quota = request
+            .limiter
+            .quota
+            .expect("a single-limit script runs a quota in code");
+        let [status, remaining, reset, x] = reply.into_tuple::<SINGLE_REPLY_FIELDS>()?;
+        let x = x.into_u64()?;
+        let status = match status.into_u64()? {
+            0 => "denied",
+            1 => "granted",
+            2 => "allowed",
+            3 => "refunded",
+            4 => "not_held",
+            5 => "exceeds_limit",
+            other => return Err(Error::malformed("a status code from 0 to 5", other)),
+        };
+        let (retry_after, receipt) = match status {
+            "granted" if quota.algorithm().names_grants() => (0, format!("{}:{x}-{}", request.permits, self.args[1])),
+            "granted" => (0, format!("{}:{x}", request.permits)),
+            "refunded" | "not_held" => (0, String::new()),
+            _ => (x, String::new()),
+        };
+        let whole = |n: u64| Value::Int(i64::try_from(n).unwrap_or(i64::MAX));
+        Ok(vec![
+            Value::Bytes(status.into()),
+            whole(u64::from(quota.limit())),
+            Value::Int(remaining.into_int()?),
+            Value::Int(reset.into_int()?),
+            whole(retry_after),
+            Value::Bytes(receipt.into_bytes()),
+        ])
+    }
+
     /// Checks the reply decision by decision (six flat entries each, see [`Verdict`]); a status that means an error
     /// becomes its typed error.
     pub(super) fn decode(&self, reply: Value) -> Result<Decisions> {
-        let entries = reply.into_array()?;
+        let entries = if self.single {
+            self.single_entries(reply)?
+        } else {
+            reply.into_array()?
+        };
         if entries.len() != VERDICT_FIELDS * self.requests.len() {
             return Err(Error::malformed(
                 format!(

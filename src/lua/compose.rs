@@ -6,26 +6,42 @@
 //! composes, so the text Redis runs, and its SHA1, is the file in the repository. Run `scripts/lua` after editing
 //! a piece: it runs that test with `EDGELIMIT_WRITE_LUA=1`, which writes the files instead of comparing them.
 //!
-//! - Every script starts with `parts/common.lua` (argument checks and the clock).
+//! - Every script starts with `parts/common.lua` (argument checks and the clock), but the single-limit scripts,
+//!   which check their few arguments inline (see `parts/limits/single.lua`).
 //! - One limit of an algorithm (`lua/<algorithm>.lua`): `parts/limits/prelude.lua`, then `parts/limits/single.lua`
-//!   with the algorithm's file cut at its markers and spliced in, so its code runs straight through. Before the
-//!   algorithm's own helpers come the helpers it shares with others, and only those: every function a script
-//!   defines costs Redis a closure on every call.
+//!   with its request's reading (with a rate or without) and the algorithm's file cut at its markers spliced in, so
+//!   its code runs straight through. Before the algorithm's own helpers come the helpers it shares with others, and
+//!   only those: every function a script defines costs Redis a closure on every call.
 //! - Every algorithm (`lua/limits.lua`): `parts/limits/driver.lua`, each algorithm wrapped in a function by
 //!   `parts/limits/entry.lua`.
 //! - `lua/inspect.lua`: the permit log's layout (`parts/limits/zset_member.lua`), then `parts/limits/inspect.lua`.
 //! - `lua/redisson/<script>.lua`: `parts/redisson/prelude.lua`, the pieces it calls, then the script's own file.
 
-/// The scripts' algorithms by file name, with the helpers each shares with others: the units arithmetic of token
-/// bucket and GCRA, or the permit log of concurrency and the sliding log.
-const ALGORITHMS: [(&str, Option<&str>); 6] = [
-    ("token_bucket", Some("bucket")),
-    ("fixed_window", None),
-    ("sliding_window", None),
-    ("gcra", Some("bucket")),
-    ("concurrency", Some("zset_log")),
-    ("sliding_log", Some("zset_log")),
+/// The scripts' algorithms by file name, with the helpers each shares with others (the units arithmetic of token
+/// bucket and GCRA, or the permit log of concurrency and the sliding log) and whether its quota has a rate (token
+/// bucket and GCRA: their single-limit scripts read one more number, see `parts/limits/single.lua`).
+const ALGORITHMS: [(&str, Option<&str>, bool); 6] = [
+    ("token_bucket", Some("bucket"), true),
+    ("fixed_window", None, false),
+    ("sliding_window", None, false),
+    ("gcra", Some("bucket"), true),
+    ("concurrency", Some("zset_log"), false),
+    ("sliding_log", Some("zset_log"), false),
 ];
+
+/// How a single-limit script reads its request, `ARGV[1]` (see `parts/limits/single.lua`), with a rate or without:
+/// one string.match checks every field's digits, and each number is converted once, by arithmetic (`+ 0`, cheaper
+/// in Redis than a call to tonumber).
+const REQUEST_WITH_RATE: &str =
+    "local permits, limit, interval, rate = string.match(ARGV[1], '^(%d+):(%d+):(%d+):(%d+)$')
+if permits then
+    permits, limit, interval, rate = permits + 0, limit + 0, interval + 0, rate + 0
+end";
+const REQUEST_WITHOUT_RATE: &str = "local permits, limit, interval = string.match(ARGV[1], '^(%d+):(%d+):(%d+)$')
+local rate = 1
+if permits then
+    permits, limit, interval = permits + 0, limit + 0, interval + 0
+end";
 
 /// What the shared helpers above are made of: the units arithmetic, or a log's layout and then its writing.
 const SHARED: [(&str, &[&str]); 2] = [("bucket", &["bucket"]), ("zset_log", &["zset_member", "zset_log"])];
@@ -91,20 +107,24 @@ fn shared_part(shared: &str) -> String {
 
 /// The text of the script `lua/<path>` (one of those `mod.rs` declares).
 pub(super) fn compose(path: &str) -> String {
-    if let Some((algorithm, shared)) = ALGORITHMS.iter().find(|(name, _)| format!("{name}.lua") == path) {
+    if let Some((algorithm, shared, rate)) = ALGORITHMS.iter().find(|(name, _, _)| format!("{name}.lua") == path) {
         let parts = Parts::of(algorithm);
         let helpers = match shared {
             Some(shared) => format!("{}\n{}", shared_part(shared), parts.helpers),
             None => parts.helpers.to_owned(),
         };
-        let body = splice(part("limits/single.lua"), "--@helpers", &helpers);
+        let request = if *rate { REQUEST_WITH_RATE } else { REQUEST_WITHOUT_RATE };
+        let body = splice(part("limits/single.lua"), "--@request", request);
+        let body = splice(&body, "--@helpers", &helpers);
         let body = splice(&body, "--@decision", parts.decision);
         let body = splice(&body, "--@grant", parts.grant);
-        return whole(path, &[part("limits/prelude.lua"), &body]);
+        // No algorithm calls anything of common.lua, and every function it defines would be a closure made on
+        // every call.
+        return compose_whole(path, false, &[part("limits/prelude.lua"), &body]);
     }
     if path == "limits.lua" {
         let mut algorithms: Vec<String> = SHARED.iter().map(|(shared, _)| shared_part(shared)).collect();
-        for (algorithm, _) in ALGORITHMS {
+        for (algorithm, _, _) in ALGORITHMS {
             let parts = Parts::of(algorithm);
             let entry = splice(part("limits/entry.lua"), "--@decision", parts.decision);
             let entry = splice(&entry, "--@grant", parts.grant).replace("__ALGORITHM__", algorithm);
@@ -128,12 +148,23 @@ pub(super) fn compose(path: &str) -> String {
 
 /// A whole script: a header naming it generated, `parts/common.lua`, then `pieces`.
 fn whole(path: &str, pieces: &[&str]) -> String {
-    let header = format!(
+    compose_whole(path, true, pieces)
+}
+
+/// A whole script: a header naming it generated, `parts/common.lua` when `common`, then `pieces`.
+fn compose_whole(path: &str, common: bool, pieces: &[&str]) -> String {
+    let mut text = format!(
         "-- lua/{path}: GENERATED from lua/parts/ (src/lua/compose.rs). Edit the parts, then run scripts/lua.\n\n"
     );
-    let mut text = header + part("common.lua");
-    for piece in pieces {
-        text.push('\n');
+    for (i, piece) in common
+        .then(|| part("common.lua"))
+        .into_iter()
+        .chain(pieces.iter().copied())
+        .enumerate()
+    {
+        if i > 0 {
+            text.push('\n');
+        }
         text.push_str(piece);
     }
     text
@@ -215,7 +246,7 @@ mod tests {
     #[test]
     fn the_driver_holds_every_algorithm_once_and_shared_helpers_once() {
         let driver = compose("limits.lua");
-        for (algorithm, _) in ALGORITHMS {
+        for (algorithm, _, _) in ALGORITHMS {
             assert_eq!(driver.matches(&format!("ALGORITHMS.{algorithm} = function")).count(), 1);
         }
         for (shared, _) in SHARED {

@@ -1,5 +1,5 @@
 //! Every script the crate sends to Redis, each a whole file under `lua/` that a reviewer can read, lint and run
-//! alone (`redis-cli --eval lua/token_bucket.lua <key> , limit '' 1 10 1000 10 ''`).
+//! alone (`redis-cli --eval lua/token_bucket.lua <key> , 1:10:1000:10`: 1 permit of a bucket of 10 refilled by 10 per 1000 ms).
 //!
 //! The files are generated from the shared pieces under `lua/parts/` so that no Lua is written twice (`scripts/lua`
 //! writes them), and they are committed. The crate composes the same text from the same pieces (carrying the

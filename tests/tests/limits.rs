@@ -157,7 +157,7 @@ async fn sliding_log_frees_each_grant_exactly_one_interval_later() {
     assert_eq!(take(&log, T0 + 1000, 1).await.retry_after, 400);
     // A grant's id only names it in its receipt: a reused id is another grant, logged at its own position, so
     // nothing is counted once for two.
-    let call = ["limit", "", "1", "5", "1000", "5", "same-id"];
+    let call = ["1:5:1000", "same-id"];
     let script = Algorithm::SlidingLog.script();
     for _ in 0..2 {
         script.run(&stack.client(), &["s"], &call).await.unwrap();
@@ -550,32 +550,51 @@ async fn hand_made_calls_get_clean_errors_never_lua_stack_traces() {
     cases.push((vec!["c", "s"], [&["refund", ""][..], &over_limit].concat()));
     let unnamed_grant = ["sliding_log", "1", "5", "1000", "5", ""];
     cases.push((vec!["c", "s"], [&["limit", ""][..], &unnamed_grant].concat()));
-    // The single-limit scripts get the same calls, without the config key and the algorithm's name.
-    let mut single_cases: Vec<(&Script, Vec<&str>, Vec<&str>)> = vec![
+    // The single-limit scripts get the same calls, without the config key and the algorithm's name: the request in
+    // one argument ('<permits>:<limit>:<interval>', and ':<rate>' for token bucket and GCRA), the lease, the
+    // operation, the time (lua/parts/limits/single.lua).
+    let owned = |args: &[&str]| args.iter().map(|arg| arg.to_string()).collect::<Vec<String>>();
+    let mut single_cases: Vec<(&Script, Vec<String>, Vec<String>)> = vec![
+        (Algorithm::Gcra.script(), vec![], owned(&["1:5:1000:5"])),
+        (Algorithm::Gcra.script(), owned(&["s"]), vec![]),
+        (Algorithm::Gcra.script(), owned(&["s"]), owned(&["1:5:1000"])),
         (
             Algorithm::Gcra.script(),
-            vec![],
-            vec!["limit", "", "1", "5", "1000", "5", ""],
+            owned(&["s"]),
+            owned(&["1:5:1000:5", "", "drop", ""]),
         ),
-        (Algorithm::Gcra.script(), vec!["s"], vec!["limit", "", "1", "5"]),
         (
             Algorithm::Gcra.script(),
-            vec!["s"],
-            vec!["drop", "", "1", "5", "1000", "5", ""],
+            owned(&["s"]),
+            owned(&["1:5:1000:5", "", "limit", "", "extra"]),
+        ),
+        (Algorithm::FixedWindow.script(), owned(&["s"]), owned(&["1:5:1000:5"])),
+        (
+            Algorithm::FixedWindow.script(),
+            owned(&["s"]),
+            owned(&["1:5:1000", "", "limit", "-5"]),
         ),
     ];
     for (keys, args) in &cases {
         let algorithm = Algorithm::ALL
             .into_iter()
             .find(|a| args.get(2) == Some(&a.script_name()));
-        if let (Some(algorithm), [_, state]) = (algorithm, &keys[..]) {
-            let args = [&args[..2], &args[3..]].concat();
-            single_cases.push((algorithm.script(), vec![*state], args));
+        if let (Some(algorithm), [_, state], [operation, time, _, permits, limit, interval, rate, lease]) =
+            (algorithm, &keys[..], &args[..])
+        {
+            let request = match algorithm {
+                Algorithm::TokenBucket | Algorithm::Gcra => format!("{permits}:{limit}:{interval}:{rate}"),
+                // Without a rate, a bad one cannot be sent.
+                _ if *rate != "5" && *rate != "1" => continue,
+                _ => format!("{permits}:{limit}:{interval}"),
+            };
+            let args = vec![request, lease.to_string(), operation.to_string(), time.to_string()];
+            single_cases.push((algorithm.script(), vec![state.to_string()], args));
         }
     }
     let all_cases = cases
         .into_iter()
-        .map(|(keys, args)| (&*edgelimit::lua::LIMITS, keys, args));
+        .map(|(keys, args)| (&*edgelimit::lua::LIMITS, owned(&keys), owned(&args)));
     for (script, keys, args) in all_cases.chain(single_cases) {
         let error = script.run(&client, &keys, &args).await.unwrap_err();
         let message = error.to_string();
@@ -652,16 +671,22 @@ async fn every_algorithms_file_runs_alone_under_redis_cli_eval() {
             Algorithm::Concurrency | Algorithm::SlidingLog => "grant-1",
             _ => "",
         };
+        // The request: 2 permits of 10 per second (and a rate of 10 for token bucket and GCRA).
+        let request = match algorithm {
+            Algorithm::TokenBucket | Algorithm::Gcra => "2:10:1000:10",
+            _ => "2:10:1000",
+        };
         let key = format!("{{cli}}:{algorithm}");
         let output = std::process::Command::new("redis-cli")
             .args(["-p", &redis.port().to_string(), "--eval"])
             .arg(&file)
-            .args([&key, ",", "limit", "", "2", "10", "1000", "10", lease])
+            .args([&key, ",", request, lease])
             .output()
             .expect("run redis-cli");
         let reply = String::from_utf8_lossy(&output.stdout);
         let words: Vec<&str> = reply.lines().collect();
         assert!(output.status.success(), "{algorithm}: {output:?}");
-        assert_eq!(words[..3], ["granted", "10", "8"], "{algorithm}: {reply}");
+        // Status 1 (granted), then the permits remaining.
+        assert_eq!(words[..2], ["1", "8"], "{algorithm}: {reply}");
     }
 }

@@ -149,10 +149,16 @@ fn limiter_call_refusal(script: Known, args: &[&[u8]]) -> Option<String> {
         ),
         Known::RedissonDecision => (args.first().copied().unwrap_or_default() != b"").then(|| server_time.to_owned()),
         Known::Single(_) | Known::Driver => {
-            if args.get(1).copied().unwrap_or_default() != b"" {
+            // The driver's ARGV starts with the operation and the time; a single-limit script's ends with them, both
+            // optional (the request, the lease, then 'limit' and '' when absent: lua/parts/limits/single.lua).
+            let (operation, time) = match script {
+                Known::Single(_) => (args.get(2).copied().unwrap_or(b"limit"), args.get(3)),
+                _ => (args.first().copied().unwrap_or_default(), args.get(1)),
+            };
+            if time.copied().unwrap_or_default() != b"" {
                 return Some(server_time.to_owned());
             }
-            match args.first().copied().unwrap_or_default() {
+            match operation {
                 b"limit" | b"peek" => None,
                 b"refund" => refund_refusal(script, args),
                 _ => Some("may run edgelimit's decisions only as limit, peek or refund".to_owned()),
@@ -237,8 +243,20 @@ mod tests {
     #[test]
     fn a_limiter_token_runs_decisions_at_server_time_only() {
         let tb = &*lua::TOKEN_BUCKET;
-        let decide = |op: &str, time: &str| evalsha(tb, &["edgelimit:{a}:x"], &[op, time, "1", "10", "1000", "1", ""]);
+        let decide = |op: &str, time: &str| evalsha(tb, &["edgelimit:{a}:x"], &["1:10:1000:1", "", op, time]);
         assert_eq!(refusal(Profile::Limiter, &decide("limit", "")), None);
+        // The common call leaves the operation and the time to their defaults.
+        assert_eq!(
+            refusal(Profile::Limiter, &evalsha(tb, &["edgelimit:{a}:x"], &["1:10:1000:1"])),
+            None
+        );
+        assert_eq!(
+            refusal(
+                Profile::Limiter,
+                &evalsha(tb, &["edgelimit:{a}:x"], &["1:10:1000:1", ""])
+            ),
+            None
+        );
         assert_eq!(refusal(Profile::Limiter, &decide("peek", "")), None);
         let explicit = refusal(Profile::Limiter, &decide("limit", "99999999999999")).unwrap();
         assert!(
@@ -251,7 +269,7 @@ mod tests {
         assert_eq!(refusal(Profile::Admin, &decide("refund", "1")), None);
 
         let conc = &*lua::CONCURRENCY;
-        let release = evalsha(conc, &["k"], &["refund", "", "1", "10", "1000", "1", "1:5-abc"]);
+        let release = evalsha(conc, &["k"], &["1:10:1000", "1:5-abc", "refund", ""]);
         assert_eq!(refusal(Profile::Limiter, &release), None);
         // The same call as EVAL of the body, lowercase, and SCRIPT LOAD of it.
         let mut eval = release.clone();

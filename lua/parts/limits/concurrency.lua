@@ -18,3 +18,4 @@ held, permits, allowed, retry_after, remaining, reset, reset_after, in_log, firs
 
 -- A grant is a lease: its receipt is the token that releases it.
 token = log_grant(key, permits, interval, lease, now, grace, reset_after, in_log, first_position, last_run, reset)
+granted_mark = now + interval

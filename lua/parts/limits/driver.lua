@@ -20,6 +20,47 @@
 --   exceeds_limit  more permits than the limit can ever grant; not_configured: no stored config
 -- Either of the last two makes the whole call record nothing.
 
+-- The call: ARGV[1] is the operation, ARGV[2] unix ms or '' for the server's clock.
+local operation = ARGV[1]
+if operation ~= 'limit' and operation ~= 'peek' and operation ~= 'refund' then
+    reject('operation (limit, peek or refund)', operation)
+end
+local now = clock(ARGV[2])
+local grace = ARGV[2] ~= '' and EXPLICIT_TIME_GRACE_MS or 0
+
+-- The request's permits and quota as numbers, checked with one test (each check is a call, and calls cost); when
+-- it fails, a clean error names the first bad field and where it came from: `stored_in`, the config hash, or nil
+-- for arguments. On a refund it also checks the receipt (`lease`) and returns its mark (see `mark` above): a receipt
+-- of another form, of other permits than the refund's or of more than the limit was not made by a grant of this
+-- limit, and is refused before anything is written.
+local function request_of(permits, limit, interval, rate, lease, stored_in)
+    local n_permits, n_limit, n_interval, n_rate = tonumber(permits), tonumber(limit), tonumber(interval),
+        tonumber(rate)
+    if n_permits and n_limit and n_interval and n_rate and n_permits % 1 == 0 and n_limit % 1 == 0
+        and n_interval % 1 == 0 and n_rate % 1 == 0 and n_permits >= 1 and n_permits <= MAX_COUNT and n_limit >= 1
+        and n_limit <= MAX_COUNT and n_interval >= 1 and n_rate >= 1 and n_rate <= MAX_COUNT
+        and n_limit * n_interval <= 2 ^ 52 then
+        if operation == 'refund' then
+            local receipt_permits, mark = string.match(lease, '^(%d+):([%w_%-]+)$')
+            if not mark or #mark > 64 or receipt_permits + 0 ~= n_permits or n_permits > n_limit then
+                reject('receipt (as a grant returned it: "<permits>:<mark>", its permits the refund\'s and at most '
+                    .. 'the limit ' .. n_limit .. ')', string.sub(lease, 1, 100))
+            end
+            return n_permits, n_limit, n_interval, n_rate, mark
+        end
+        return n_permits, n_limit, n_interval, n_rate
+    end
+    whole(permits, 'permits', 1, MAX_COUNT)
+    local source = stored_in and ('stored config in ' .. stored_in .. ', field ') or 'argument '
+    for _, field in ipairs({ { 'limit', limit, MAX_COUNT }, { 'interval (ms)', interval, 2 ^ 52 },
+                             { 'rate', rate, MAX_COUNT } }) do
+        if not whole_number(field[2], 1, field[3]) then
+            reject(source .. field[1], field[2])
+        end
+    end
+    reject('limit × interval (must stay below 2^52 for exact arithmetic)', limit)
+end
+
 -- Each algorithm's function (entry.lua), by the name the arguments and stored configs use.
 local ALGORITHMS = {}
 

@@ -2,7 +2,7 @@
 -- algorithm (src/lua/compose.rs names it). The function returns the verdict and the grant, as a closure over the
 -- decision's locals, for the driver to call once every limit of the call allows.
 ALGORITHMS.__ALGORITHM__ = function(operation, key, permits, limit, interval, rate, lease, mark, now, grace)
-    local allowed, retry_after, remaining, reset, reset_after, held, token
+    local allowed, retry_after, remaining, reset, reset_after, held, granted_mark, token -- luacheck: ignore token
 
 --@decision
 
@@ -10,6 +10,6 @@ ALGORITHMS.__ALGORITHM__ = function(operation, key, permits, limit, interval, ra
 
 --@grant
 
-        return token
+        return token or string.format('%d:%d', permits, granted_mark)
     end
 end

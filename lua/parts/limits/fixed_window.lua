@@ -11,16 +11,6 @@
 -- the current one: a window that has ended no longer limits anything, and giving its permits to the current window
 -- would let the current window count more than the limit.
 
-local function write_window(key, interval, window, count, stored, now, grace)
-    if count <= 0 then
-        redis.call('DEL', key)
-    elseif stored then
-        redis.call('SET', key, string.format('fw:%d:%d', window, count), 'KEEPTTL')
-    else
-        redis.call('SET', key, string.format('fw:%d:%d', window, count), 'PX', (window + 1) * interval - now + grace)
-    end
-end
-
 --@decision
 
 -- The current window, the permits counted in it, and whether that is the stored window. A stored window after
@@ -35,11 +25,18 @@ else
     count, stored = 0, false
 end
 if operation == 'refund' then
-    local granted_in = string.find(mark, '^%d+$') and whole_number(mark, 0, window) or reject(RECEIPT_MARK, mark)
+    local granted_in = string.find(mark, '^%d+$') and mark + 0
+    if not granted_in or granted_in > window then
+        error({ err = 'ERR edgelimit: invalid ' .. RECEIPT_MARK .. ': ' .. mark })
+    end
     held = granted_in == window and count > 0
     if held then
         count = count > permits and count - permits or 0
-        write_window(key, interval, window, count, stored, now, grace)
+        if count <= 0 then
+            redis.call('DEL', key)
+        else
+            redis.call('SET', key, string.format('fw:%d:%d', window, count), 'KEEPTTL')
+        end
         stored = count > 0
     end
     permits = 1
@@ -54,5 +51,9 @@ reset_after = window_end
 
 --@grant
 
-write_window(key, interval, window, count + permits, stored, now, grace)
-token = string.format('%d:%d', permits, window)
+if stored then
+    redis.call('SET', key, string.format('fw:%d:%d', window, count + permits), 'KEEPTTL')
+else
+    redis.call('SET', key, string.format('fw:%d:%d', window, count + permits), 'PX', window_end - now + grace)
+end
+granted_mark = window

@@ -10,41 +10,59 @@
 -- A grant's receipt is '<permits>:<unix ms of the grant>'; a refund of it gives back the debt the grant added less
 -- what has been paid off since, as token_bucket.lua does (there, with the same reason).
 
-local function write_tat(key, rate, debt, now, grace)
-    if debt <= 0 then
-        redis.call('DEL', key)
-        return
-    end
-    local rem = debt % rate
-    redis.call('SET', key, string.format('gcra:%d:%d', now + (debt - rem) / rate, rem), 'PX',
-        ceil_div(debt, rate) + grace)
-end
-
 --@decision
 
--- Debt at `now`, in units (see bucket_verdict): (TAT - now) × rate, never negative.
+-- Debt at `now`, in units (see bucket.lua): (TAT - now) × rate, never negative.
 local debt = 0
 local ms, rem = string.match(redis.call('GET', key) or '', '^gcra:(%d+):(%d+)$')
 ms = ms and ms + 0
 if ms and ms >= now then
-    debt = (ms - now) * rate + math.min(rem + 0, rate - 1)
+    rem = rem + 0
+    debt = (ms - now) * rate + (rem < rate and rem or rate - 1)
 end
 if operation == 'refund' then
-    local granted = string.find(mark, '^%d+$') and whole_number(mark, 0, now) or reject(RECEIPT_MARK, mark)
+    local granted = string.find(mark, '^%d+$') and mark + 0
+    if not granted or granted > now then
+        error({ err = 'ERR edgelimit: invalid ' .. RECEIPT_MARK .. ': ' .. mark })
+    end
     local taken, elapsed = permits * interval, now - granted
-    local credit = elapsed < ceil_div(taken, rate) and taken - elapsed * rate or 0
+    local span = taken + rate - 1
+    local credit = elapsed < (span - span % rate) / rate and taken - elapsed * rate or 0
     held = credit > 0 and debt > 0
     if held then
         debt = debt > credit and debt - credit or 0
-        write_tat(key, rate, debt, now, grace)
+        if debt <= 0 then
+            redis.call('DEL', key)
+        else
+            local part = debt % rate
+            span = debt + rate - 1
+            redis.call('SET', key, string.format('gcra:%d:%d', now + (debt - part) / rate, part), 'PX',
+                (span - span % rate) / rate + grace)
+        end
     end
     permits = 1
 end
-local left
-allowed, retry_after, remaining, reset, reset_after, left =
-    bucket_verdict(permits, limit, interval, rate, now, limit * interval - debt)
+-- The verdict over units (bucket.lua), with `available` = full − debt.
+local full = limit * interval
+local available = full - debt
+local left = available - permits * interval
+local fill = debt + rate - 1
+allowed, remaining, reset = left >= 0, available - available % interval, now + (fill - fill % rate) / rate
+remaining = remaining > 0 and remaining / interval or 0
+fill = full - left + rate - 1
+reset_after = now + (fill - fill % rate) / rate
+if allowed then
+    retry_after = 0
+else
+    fill = rate - 1 - left
+    retry_after = (fill - fill % rate) / rate
+end
 
 --@grant
 
-write_tat(key, rate, limit * interval - left, now, grace)
-token = string.format('%d:%d', permits, now)
+-- The debt after the grant (at least one permit's: never none), due when TAT passes: at `reset_after`.
+debt = full - left
+local part = debt % rate
+redis.call('SET', key, string.format('gcra:%d:%d', now + (debt - part) / rate, part), 'PX',
+    reset_after - now + grace)
+granted_mark = now

@@ -1,10 +1,15 @@
--- The algorithm family, shared prelude: after lua/parts/common.lua, before the algorithms' files and the helpers they
--- share (bucket.lua; zset_member.lua and zset_log.lua). src/lua/compose.rs composes two kinds of script from the same
--- files:
+-- The algorithm family, shared prelude: before the algorithms' files and the helpers they share (bucket.lua;
+-- zset_member.lua and zset_log.lua). src/lua/compose.rs composes two kinds of script from the same files:
 --   single.lua  one limit with its quota in the arguments, the common call: the algorithm's code runs inline,
 --               straight-line, because inside Redis every function a script defines is a new closure on every call
---               and every Lua call and table costs (bench/ measures it);
---   driver.lua  several limits at once, or a quota stored in Redis: entry.lua wraps each algorithm in a function.
+--               and every Lua call, argument and table costs (bench/instructions.mjs counts it). These scripts do
+--               not start with lua/parts/common.lua, and the token bucket, fixed window, sliding window and GCRA
+--               scripts define no function at all (the logs' scripts do, for their helpers).
+--   driver.lua  several limits at once, or a quota stored in Redis: after lua/parts/common.lua; entry.lua wraps each
+--               algorithm in a function.
+--
+-- So an algorithm's sections below call no function of common.lua: what they need on a cold path (a refund's
+-- receipt) they write inline, and they report a bad receipt with error() directly.
 --
 -- An algorithm file is its helpers (local functions), then two sections, each opened by a marker line:
 --   --@decision  the verdict on `permits` at `now`. Before it, on a refund, it gives back what the receipt's grant
@@ -18,8 +23,9 @@
 --   key, permits, limit, interval, rate       the state key, the request, its quota (checked numbers)
 --   lease                                     a concurrency or sliding log grant's fresh id ('limit'); the receipt
 --                                             to refund ('refund'); else ''
---   mark                                      on a refund, the receipt's mark (checked by request_of, below): what
---                                             names the grant in the algorithm's terms; else nil
+--   mark                                      on a refund, the receipt's mark (checked by the frame: its form is
+--                                             '<permits>:<mark>', its permits the refund's): what names the grant in
+--                                             the algorithm's terms; else nil
 --   now, grace                                unix ms; extra ms of expiry for state written at an explicit time
 -- and the verdict, which the decision sets:
 --   allowed, retry_after                      retry_after = ms until it could be allowed (0 if it is)
@@ -28,14 +34,16 @@
 --   reset_after                               `reset` with the grant (remaining is then remaining - permits)
 --   held                                      false when a refund gave nothing back (the grant's permits had
 --                                             freed, refilled or left the counted windows; a lease not held)
---   token                                     set by the grant: its receipt, '<permits>:<mark>', the mark a grant
---                                             id (concurrency, sliding log), the grant's unix ms (token bucket,
---                                             GCRA) or its window's index (fixed and sliding window). A refund names
---                                             the grant by it, so it gives back exactly what that grant took.
+--   granted_mark, token                       set by the grant: its receipt is '<permits>:<mark>', the mark the
+--                                             grant's unix ms (token bucket, GCRA), its window's index (fixed and
+--                                             sliding window), both as the number granted_mark; for a log
+--                                             (concurrency, sliding log) '<expiry>-<grant id>', granted_mark the
+--                                             expiry and token the whole receipt. A refund names the grant by it, so
+--                                             it gives back exactly what that grant took.
 -- Locals the decision declares are the grant's to use.
 --
 -- All arithmetic is on whole numbers below 2^53, where Lua's doubles are exact: quotas are checked so that
--- limit × interval stays below 2^52 (request_of, below), and no product below grows past that.
+-- limit × interval stays below 2^52 (by the frame), and no product below grows past that.
 
 local MAX_COUNT = 2 ^ 32 - 1
 
@@ -46,46 +54,5 @@ local EXPLICIT_TIME_GRACE_MS = 60000
 
 -- Why a refund's receipt mark is refused by the algorithm that reads it (a whole number for the time and window
 -- algorithms, never after the server's clock): a hand-made receipt, or another algorithm's.
+-- Reported with error() as common.lua's reject does: 'ERR edgelimit: invalid ' .. RECEIPT_MARK .. ': ' .. mark.
 local RECEIPT_MARK = 'receipt mark (not a grant of this limit: a time or window after the server clock, or no number)'
-
--- The call, the same in both frames: ARGV[1] is the operation, ARGV[2] unix ms or '' for the server's clock.
-local operation = ARGV[1]
-if operation ~= 'limit' and operation ~= 'peek' and operation ~= 'refund' then
-    reject('operation (limit, peek or refund)', operation)
-end
-local now = clock(ARGV[2])
-local grace = ARGV[2] ~= '' and EXPLICIT_TIME_GRACE_MS or 0
-
--- The request's permits and quota as numbers, checked with one test (each check is a call, and calls cost); when
--- it fails, a clean error names the first bad field and where it came from: `stored_in`, the config hash, or nil
--- for arguments. On a refund it also checks the receipt (`lease`) and returns its mark (see `mark` above): a receipt
--- of another form, of other permits than the refund's or of more than the limit was not made by a grant of this
--- limit, and is refused before anything is written.
-local function request_of(permits, limit, interval, rate, lease, stored_in)
-    local n_permits, n_limit, n_interval, n_rate = tonumber(permits), tonumber(limit), tonumber(interval),
-        tonumber(rate)
-    if n_permits and n_limit and n_interval and n_rate and n_permits % 1 == 0 and n_limit % 1 == 0
-        and n_interval % 1 == 0 and n_rate % 1 == 0 and n_permits >= 1 and n_permits <= MAX_COUNT and n_limit >= 1
-        and n_limit <= MAX_COUNT and n_interval >= 1 and n_rate >= 1 and n_rate <= MAX_COUNT
-        and n_limit * n_interval <= 2 ^ 52 then
-        if operation == 'refund' then
-            local receipt_permits, mark = string.match(lease, '^(%d+):([%w_%-]+)$')
-            if not mark or #mark > 64 or receipt_permits + 0 ~= n_permits or n_permits > n_limit then
-                reject('receipt (as a grant returned it: "<permits>:<mark>", its permits the refund\'s and at most '
-                    .. 'the limit ' .. n_limit .. ')', string.sub(lease, 1, 100))
-            end
-            return n_permits, n_limit, n_interval, n_rate, mark
-        end
-        return n_permits, n_limit, n_interval, n_rate
-    end
-    whole(permits, 'permits', 1, MAX_COUNT)
-    local source = stored_in and ('stored config in ' .. stored_in .. ', field ') or 'argument '
-    for _, field in ipairs({ { 'limit', limit, MAX_COUNT }, { 'interval (ms)', interval, 2 ^ 52 },
-                             { 'rate', rate, MAX_COUNT } }) do
-        if not whole_number(field[2], 1, field[3]) then
-            reject(source .. field[1], field[2])
-        end
-    end
-    reject('limit × interval (must stay below 2^52 for exact arithmetic)', limit)
-end
-

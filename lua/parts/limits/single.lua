@@ -1,35 +1,71 @@
 -- One limit whose quota comes with the request: the common call, and the cheapest script of the family. The
--- algorithm's file is spliced in at the markers (src/lua/compose.rs), so its code runs straight through, with
--- no closures, tables or calls besides its own helpers'.
+-- algorithm's file is spliced in at the markers (src/lua/compose.rs), so its code runs straight through. What a call
+-- costs Redis is mostly per argument, per C call (tonumber, string functions, redis.call), per table and per
+-- closure (bench/instructions.mjs counts it), so the common call (a decision on the server's clock) sends one
+-- argument, or two for a log's grant id, and gets back four whole numbers:
 --
 --   KEYS[1]  the state key
---   ARGV     operation and time (read by prelude.lua), then permits, limit, interval (ms), rate, lease (a grant id,
---            or the receipt to refund)
+--   ARGV[1]  the request and its quota, '<permits>:<limit>:<interval ms>' and, for token bucket and GCRA, ':<rate>'
+--   ARGV[2]  the lease: a concurrency or sliding log grant's fresh id; on a refund the receipt to give back; or ''
+--   ARGV[3]  the operation: 'limit' (decide and record; the default when absent), 'peek' (decide only), 'refund'
+--   ARGV[4]  unix ms, or '' (the default when absent) for the Redis server's clock
 --
--- The reply is driver.lua's for one limit: status, limit, remaining, reset, retry_after, receipt or ''.
+-- The reply is {status, remaining, reset, x}: status 1 granted, 0 denied, 2 allowed (a peek), 3 refunded,
+-- 4 not_held (a refund that gave nothing back), 5 exceeds_limit (more permits than the limit); remaining and
+-- reset as driver.lua's; x is the grant's mark (see prelude.lua: its receipt is '<permits>:<x>', with
+-- '-<grant id>' after it for a log) when granted, else retry_after (0 for a refund). The caller knows the limit.
 
-if #KEYS ~= 1 or #ARGV ~= 7 then
-    reject('call (1 key, the state key; 7 arguments)', #KEYS .. ' keys, ' .. #ARGV .. ' arguments')
+if #KEYS ~= 1 or #ARGV < 1 or #ARGV > 4 then
+    error({ err = 'ERR edgelimit: invalid call (1 key, the state key; 1 to 4 arguments): ' .. #KEYS .. ' keys, '
+        .. #ARGV .. ' arguments' })
 end
-local key, lease = KEYS[1], ARGV[7]
-local permits, limit, interval, rate, mark = request_of(ARGV[3], ARGV[4], ARGV[5], ARGV[6], lease)
-if operation ~= 'refund' and permits > limit then
-    return { 'exceeds_limit', limit, 0, 0, 0, '' }
+--@request
+if not permits or permits < 1 or permits > MAX_COUNT or limit < 1 or limit > MAX_COUNT or interval < 1
+    or rate < 1 or rate > MAX_COUNT or limit * interval > 2 ^ 52 then
+    error({ err = 'ERR edgelimit: invalid request (<permits>:<limit>:<interval ms>[:<rate>], whole numbers from 1, '
+        .. 'permits, limit and rate below 2^32, limit × interval at most 2^52): ' .. string.sub(ARGV[1], 1, 100) })
 end
--- The verdict, set by the decision (held only on a refund: unset, it reads as nothing given back), and the receipt,
--- set by the grant.
-local allowed, retry_after, remaining, reset, reset_after, held, token
+local key, lease, operation, time = KEYS[1], ARGV[2] or '', ARGV[3] or 'limit', ARGV[4] or ''
+local now, mark
+local grace = 0
+if time == '' then
+    local server_time = redis.call('TIME')
+    local micros = server_time[2] % 1000000
+    now = server_time[1] * 1000 + (micros - micros % 1000) / 1000
+else
+    now = string.find(time, '^%d+$') and time + 0
+    if not now or now > 2 ^ 53 then
+        error({ err = 'ERR edgelimit: invalid time (unix ms, or empty for server time): ' .. string.sub(time, 1, 100) })
+    end
+    grace = EXPLICIT_TIME_GRACE_MS
+end
+if operation == 'refund' then
+    -- The receipt, as a grant returned it: '<permits>:<mark>', its permits the refund's and at most the limit.
+    local receipt_permits
+    receipt_permits, mark = string.match(lease, '^(%d+):([%w_%-]+)$')
+    if not mark or #mark > 64 or receipt_permits + 0 ~= permits or permits > limit then
+        error({ err = 'ERR edgelimit: invalid receipt (as a grant returned it: "<permits>:<mark>", its permits the '
+            .. 'refund\'s and at most the limit ' .. limit .. '): ' .. string.sub(lease, 1, 100) })
+    end
+elseif operation ~= 'limit' and operation ~= 'peek' then
+    error({ err = 'ERR edgelimit: invalid operation (limit, peek or refund): ' .. string.sub(operation, 1, 100) })
+elseif permits > limit then
+    return { 5, 0, 0, 0 }
+end
+-- The verdict, set by the decision (held only on a refund: unset, it reads as nothing given back), and the grant's
+-- mark, set by the grant (a log's grant also sets its whole receipt, token, which the reply leaves to the caller).
+local allowed, retry_after, remaining, reset, reset_after, held, granted_mark, token -- luacheck: ignore token
 
 --@helpers
 
 --@decision
 
 if operation == 'refund' then
-    return { held and 'refunded' or 'not_held', limit, remaining, reset, 0, '' }
+    return { held and 3 or 4, remaining, reset, 0 }
 elseif operation == 'peek' or not allowed then
-    return { allowed and 'allowed' or 'denied', limit, remaining, reset, retry_after, '' }
+    return { allowed and 2 or 0, remaining, reset, retry_after }
 end
 
 --@grant
 
-return { 'granted', limit, remaining - permits, reset_after, 0, token }
+return { 1, remaining - permits, reset_after, granted_mark }

@@ -17,3 +17,4 @@ held, permits, allowed, retry_after, remaining, reset, reset_after, in_log, firs
 
 -- The receipt names the grant, to give it back exactly.
 token = log_grant(key, permits, interval, lease, now, grace, reset_after, in_log, first_position, last_run, reset)
+granted_mark = now + interval

@@ -18,39 +18,6 @@
 -- A grant's receipt is '<permits>:<k>', its window. A refund gives the permits back to that window's count while it
 -- still counts: the current window, or the previous one (whose count is weighted); never to another window.
 
--- Exact ms until `permits` fit, when they do not fit now: later in this window as the previous window's weight
--- falls; else in the next window, where the current count becomes the weighted one; else two windows on.
-local function sliding_retry_after(permits, limit, interval, now, window, current, previous)
-    local room = (limit - current - permits) * interval
-    if room >= 0 and previous > 0 then
-        local elapsed = interval - (room - room % previous) / previous
-        if elapsed < interval then
-            return window * interval + elapsed - now
-        end
-    end
-    local elapsed = 0
-    if current > 0 then
-        local weighted = (limit - permits) * interval
-        elapsed = interval - (weighted - weighted % current) / current
-        elapsed = elapsed > 0 and elapsed or 0
-    end
-    if elapsed < interval then
-        return (window + 1) * interval + elapsed - now
-    end
-    return (window + 2) * interval - now
-end
-
-local function write_sliding(key, interval, window, current, previous, stored, now, grace)
-    if current <= 0 and previous <= 0 then
-        redis.call('DEL', key)
-    elseif stored then
-        redis.call('SET', key, string.format('sw:%d:%d:%d', window, current, previous), 'KEEPTTL')
-    else
-        redis.call('SET', key, string.format('sw:%d:%d:%d', window, current, previous), 'PX',
-            (window + 2) * interval - now + grace)
-    end
-end
-
 --@decision
 
 -- The window, elapsed ms in it, the two counts at `now`, and whether the stored window is this one. A stored
@@ -69,7 +36,10 @@ else
     elapsed, stored = elapsed > 0 and elapsed or 0, true
 end
 if operation == 'refund' then
-    local granted_in = string.find(mark, '^%d+$') and whole_number(mark, 0, window) or reject(RECEIPT_MARK, mark)
+    local granted_in = string.find(mark, '^%d+$') and mark + 0
+    if not granted_in or granted_in > window then
+        error({ err = 'ERR edgelimit: invalid ' .. RECEIPT_MARK .. ': ' .. mark })
+    end
     if granted_in == window then
         held = current > 0
         current = current > permits and current - permits or 0
@@ -80,22 +50,53 @@ if operation == 'refund' then
         held = false
     end
     if held then
-        write_sliding(key, interval, window, current, previous, stored, now, grace)
+        if current <= 0 and previous <= 0 then
+            redis.call('DEL', key)
+        elseif stored then
+            redis.call('SET', key, string.format('sw:%d:%d:%d', window, current, previous), 'KEEPTTL')
+        else
+            redis.call('SET', key, string.format('sw:%d:%d:%d', window, current, previous), 'PX',
+                (window + 2) * interval - now + grace)
+        end
         stored = current > 0 or previous > 0
     end
     permits = 1
 end
 -- Room left, in units of 1 / interval permits, with the current count and with this request.
 local room = limit * interval - previous * (interval - elapsed) - current * interval
-local room_after = room - permits * interval
 remaining = room - room % interval
-allowed = room_after >= 0
-retry_after = allowed and 0 or sliding_retry_after(permits, limit, interval, now, window, current, previous)
+allowed = room >= permits * interval
 remaining = remaining > 0 and remaining / interval or 0
 reset = current > 0 and (window + 2) * interval or previous > 0 and (window + 1) * interval or now
 reset_after = (window + 2) * interval
+retry_after = 0
+if not allowed then
+    -- The exact ms until `permits` fit: later in this window as the previous window's weight falls; else in the
+    -- next window, where the current count becomes the weighted one; else two windows on.
+    local free = (limit - current - permits) * interval
+    local at = interval
+    if free >= 0 and previous > 0 then
+        at = interval - (free - free % previous) / previous
+    end
+    if at < interval then
+        retry_after = window * interval + at - now
+    else
+        at = 0
+        if current > 0 then
+            free = (limit - permits) * interval
+            at = interval - (free - free % current) / current
+            at = at > 0 and at or 0
+        end
+        retry_after = (at < interval and (window + 1) * interval + at or (window + 2) * interval) - now
+    end
+end
 
 --@grant
 
-write_sliding(key, interval, window, current + permits, previous, stored, now, grace)
-token = string.format('%d:%d', permits, window)
+if stored then
+    redis.call('SET', key, string.format('sw:%d:%d:%d', window, current + permits, previous), 'KEEPTTL')
+else
+    redis.call('SET', key, string.format('sw:%d:%d:%d', window, current + permits, previous), 'PX',
+        (window + 2) * interval - now + grace)
+end
+granted_mark = window

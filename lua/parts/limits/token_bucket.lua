@@ -11,26 +11,20 @@
 -- are the units the grant still keeps out of the bucket, so a refund never lets through more than if the grant had
 -- never been made (the full permits × interval, refunded after a refill, would).
 
-local function write_bucket(key, limit, interval, rate, units, at, now, grace)
-    local full = limit * interval
-    if units >= full then
-        redis.call('DEL', key)
-        return
-    end
-    redis.call('SET', key, string.format('tb:%d:%d', units, at), 'PX', at - now + ceil_div(full - units, rate) + grace)
-end
-
 --@decision
 
 -- Units in the bucket at `now`, refilled since `at`. A stored `at` after `now` (a caller's clock behind Redis's)
--- refills nothing and keeps the later time.
+-- refills nothing and keeps the later time. ceil(a / b) is written out as (a + b - 1 - (a + b - 1) % b) / b: a
+-- function for it would be a closure made on every call (see prelude.lua).
 local full = limit * interval
 local units, at = string.match(redis.call('GET', key) or '', '^tb:(%d+):(%d+)$')
 if units then
-    units, at = math.min(units + 0, full), at + 0
+    units, at = units + 0, at + 0
+    units = units < full and units or full
     if now > at then
         -- Only multiply when the bucket does not fill up anyway: the product stays below full + rate.
-        if now - at >= ceil_div(full - units, rate) then
+        local fill = full - units + rate - 1
+        if now - at >= (fill - fill % rate) / rate then
             units = full
         else
             units = units + (now - at) * rate
@@ -41,21 +35,44 @@ else
     units, at = full, now
 end
 if operation == 'refund' then
-    local granted = string.find(mark, '^%d+$') and whole_number(mark, 0, now) or reject(RECEIPT_MARK, mark)
+    local granted = string.find(mark, '^%d+$') and mark + 0
+    if not granted or granted > now then
+        error({ err = 'ERR edgelimit: invalid ' .. RECEIPT_MARK .. ': ' .. mark })
+    end
     local taken, elapsed = permits * interval, now - granted
     -- elapsed × rate < taken + rate here: no product past 2^53.
-    local credit = elapsed < ceil_div(taken, rate) and taken - elapsed * rate or 0
+    local span = taken + rate - 1
+    local credit = elapsed < (span - span % rate) / rate and taken - elapsed * rate or 0
     held = credit > 0 and units < full
     if held then
-        units = math.min(units + credit, full)
-        write_bucket(key, limit, interval, rate, units, at, now, grace)
+        units = units + credit < full and units + credit or full
+        if units >= full then
+            redis.call('DEL', key)
+        else
+            local fill = full - units + rate - 1
+            redis.call('SET', key, string.format('tb:%d:%d', units, at), 'PX',
+                at - now + (fill - fill % rate) / rate + grace)
+        end
     end
     permits = 1
 end
-local left
-allowed, retry_after, remaining, reset, reset_after, left = bucket_verdict(permits, limit, interval, rate, now, units)
+-- The verdict over units (bucket.lua): the units left after the grant, and the ms until each standing is reached.
+local left = units - permits * interval
+local fill = full - units + rate - 1
+allowed, remaining, reset = left >= 0, units - units % interval, now + (fill - fill % rate) / rate
+remaining = remaining > 0 and remaining / interval or 0
+fill = full - left + rate - 1
+reset_after = now + (fill - fill % rate) / rate
+if allowed then
+    retry_after = 0
+else
+    fill = rate - 1 - left
+    retry_after = (fill - fill % rate) / rate
+end
 
 --@grant
 
-write_bucket(key, limit, interval, rate, left, at, now, grace)
-token = string.format('%d:%d', permits, now)
+-- The key expires when the bucket is full again: at `reset_after` from `at` (later than now on a caller's clock
+-- behind Redis's). A grant takes at least one permit, so the bucket is never full after it.
+redis.call('SET', key, string.format('tb:%d:%d', left, at), 'PX', at - now + reset_after - now + grace)
+granted_mark = now

@@ -142,7 +142,8 @@ local function log_decision(operation, key, permits, limit, interval, lease, mar
     if operation == 'refund' then
         local expiry, id = string.match(mark, '^(%d+)%-(.+)$')
         if not expiry then
-            reject('receipt mark (not a grant of this limit: "<expiry>-<grant id>")', mark)
+            error({ err = 'ERR edgelimit: invalid receipt mark (not a grant of this limit: "<expiry>-<grant id>"): '
+                .. mark })
         end
         held = false
         if expiry + 0 > now then
@@ -159,7 +160,7 @@ local function log_decision(operation, key, permits, limit, interval, lease, mar
         end
         permits = 1
     elseif operation == 'limit' and (#lease > 64 or not string.match(lease, '^[%w_%-]+$')) then
-        reject('grant id (letters, digits, _ or -, at most 64)', lease)
+        error({ err = 'ERR edgelimit: invalid grant id (letters, digits, _ or -, at most 64): ' .. lease })
     end
     return held, permits, log_verdict(key, permits, limit, interval, now)
 end

@@ -59,12 +59,12 @@ async fn a_scripts_refusal_is_an_argument_error_without_lua_locations() {
     let stack = Stack::start().await;
     let script = Algorithm::Gcra.script();
     // Permits 0, as no edgelimit client sends them.
-    let args = ["limit", "", "0", "5", "1000", "5", ""];
-    let error = script.run(&stack.client(), &["k"], &args).await.unwrap_err();
+    let error = script.run(&stack.client(), &["k"], &["0:5:1000:5"]).await.unwrap_err();
     assert_eq!(error.code(), "EDGELIMIT_INVALID_ARGUMENT");
     assert_eq!(
         error.to_string(),
-        "invalid argument: the script refused the call: invalid permits: 0"
+        "invalid argument: the script refused the call: invalid request (<permits>:<limit>:<interval ms>[:<rate>], \
+         whole numbers from 1, permits, limit and rate below 2^32, limit × interval at most 2^52): 0:5:1000:5"
     );
     assert!(!error.to_string().contains(script.sha1()));
 }
