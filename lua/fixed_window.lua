@@ -75,12 +75,25 @@ local RECEIPT_MARK = 'receipt mark (not a grant of this limit: a time or window 
 -- 4 not_held (a refund that gave nothing back), 5 exceeds_limit (more permits than the limit); remaining and
 -- reset as driver.lua's; x is the grant's mark (see prelude.lua: its receipt is '<permits>:<x>', with
 -- '-<grant id>' after it for a log) when granted, else retry_after (0 for a refund). The caller knows the limit.
+-- But a grant or denial ('limit') of an algorithm that keeps a string (token bucket, fixed and sliding window,
+-- GCRA) replies with text instead, what the decision read: 'g' (granted) or 'd' (denied), then the seconds of
+-- TIME, ':', its microseconds, ':' (both '' at an explicit time) and the state key's value before the call ('' for
+-- none). Turning numbers into a reply is what costs most after the commands (a table of them, or
+-- their text), and from these the caller's model of the algorithm (src/limit/model) derives remaining, reset,
+-- retry_after and the receipt exactly as the decision did; it checks that its verdict is the script's.
 
-if #KEYS ~= 1 or #ARGV < 1 or #ARGV > 4 then
+local key, request, lease = KEYS[1], ARGV[1], ARGV[2]
+local operation, time = 'limit', ''
+if lease then
+    operation, time = ARGV[3] or operation, ARGV[4] or time
+else
+    lease = ''
+end
+if not key or not request or ARGV[5] then
     error({ err = 'ERR edgelimit: invalid call (1 key, the state key; 1 to 4 arguments): ' .. #KEYS .. ' keys, '
         .. #ARGV .. ' arguments' })
 end
-local permits, limit, interval = string.match(ARGV[1], '^(%d+):(%d+):(%d+)$')
+local permits, limit, interval = string.match(request, '^(%d+):(%d+):(%d+)$')
 local rate = 1
 if permits then
     permits, limit, interval = permits + 0, limit + 0, interval + 0
@@ -88,15 +101,16 @@ end
 if not permits or permits < 1 or permits > MAX_COUNT or limit < 1 or limit > MAX_COUNT or interval < 1
     or rate < 1 or rate > MAX_COUNT or limit * interval > 2 ^ 52 then
     error({ err = 'ERR edgelimit: invalid request (<permits>:<limit>:<interval ms>[:<rate>], whole numbers from 1, '
-        .. 'permits, limit and rate below 2^32, limit × interval at most 2^52): ' .. string.sub(ARGV[1], 1, 100) })
+        .. 'permits, limit and rate below 2^32, limit × interval at most 2^52): ' .. string.sub(request, 1, 100) })
 end
-local key, lease, operation, time = KEYS[1], ARGV[2] or '', ARGV[3] or 'limit', ARGV[4] or ''
 local now, mark
-local grace = 0
+-- The server's clock as TIME gave it (seconds, microseconds), for a reply that carries it as text.
+local seconds, micros, grace = '', '', 0 -- luacheck: ignore seconds micros
 if time == '' then
     local server_time = redis.call('TIME')
-    local micros = server_time[2] % 1000000
-    now = server_time[1] * 1000 + (micros - micros % 1000) / 1000
+    seconds, micros = server_time[1], server_time[2]
+    local us = micros + 0
+    now = seconds * 1000 + (us - us % 1000) / 1000
 else
     now = string.find(time, '^%d+$') and time + 0
     if not now or now > 2 ^ 53 then
@@ -119,7 +133,10 @@ elseif permits > limit then
 end
 -- The verdict, set by the decision (held only on a refund: unset, it reads as nothing given back), and the grant's
 -- mark, set by the grant (a log's grant also sets its whole receipt, token, which the reply leaves to the caller).
-local allowed, retry_after, remaining, reset, reset_after, held, granted_mark, token -- luacheck: ignore token
+-- (Some of them the reply of this script does not read, which is no fault: luacheck need not say so.)
+-- luacheck: push ignore reset_after granted_mark token
+local allowed, retry_after, remaining, reset, reset_after, held, granted_mark, token
+-- luacheck: pop
 
 -- Fixed window: at most `limit` permits in each window [k × interval, (k + 1) × interval) of unix ms. Cheap and
 -- simple, but a client can take `limit` at the end of one window and `limit` again at the start of the next.
@@ -140,8 +157,9 @@ local allowed, retry_after, remaining, reset, reset_after, held, granted_mark, t
 -- `now`'s (a caller's clock behind Redis's) stays the current one.
 local window = now / interval
 window = window - window % 1
-local stored, count = string.match(redis.call('GET', key) or '', '^fw:(%d+):(%d+)$')
-stored = stored and stored + 0
+local value = redis.call('GET', key) or ''
+local stored_text, count = string.match(value, '^fw:(%d+):(%d+)$')
+local stored = stored_text and stored_text + 0
 if stored and stored >= window then
     window, count, stored = stored, count + 0, true
 else
@@ -175,17 +193,21 @@ reset_after = window_end
 
 if operation == 'refund' then
     return { held and 3 or 4, remaining, reset, 0 }
-elseif operation == 'peek' or not allowed then
+elseif operation == 'peek' then
     return { allowed and 2 or 0, remaining, reset, retry_after }
+elseif not allowed then
+    return 'd' .. seconds .. ':' .. micros .. ':' .. value
 end
 
 
 if stored then
-    redis.call('SET', key, string.format('fw:%d:%d', window, count + permits), 'KEEPTTL')
+    -- The stored window as it was read: only the count is printed (a concatenated number prints as '%.14g', exact
+    -- for counts below 2^32), which costs less than string.format.
+    redis.call('SET', key, 'fw:' .. stored_text .. ':' .. count + permits, 'KEEPTTL')
 else
     redis.call('SET', key, string.format('fw:%d:%d', window, count + permits), 'PX', window_end - now + grace)
 end
 granted_mark = window
 
 
-return { 1, remaining - permits, reset_after, granted_mark }
+return 'g' .. seconds .. ':' .. micros .. ':' .. value

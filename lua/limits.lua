@@ -397,7 +397,8 @@ ALGORITHMS.token_bucket = function(operation, key, permits, limit, interval, rat
 -- refills nothing and keeps the later time. ceil(a / b) is written out as (a + b - 1 - (a + b - 1) % b) / b: a
 -- function for it would be a closure made on every call (see prelude.lua).
 local full = limit * interval
-local units, at = string.match(redis.call('GET', key) or '', '^tb:(%d+):(%d+)$')
+local value = redis.call('GET', key) or ''
+local units, at = string.match(value, '^tb:(%d+):(%d+)$')
 if units then
     units, at = units + 0, at + 0
     units = units < full and units or full
@@ -488,8 +489,9 @@ ALGORITHMS.fixed_window = function(operation, key, permits, limit, interval, rat
 -- `now`'s (a caller's clock behind Redis's) stays the current one.
 local window = now / interval
 window = window - window % 1
-local stored, count = string.match(redis.call('GET', key) or '', '^fw:(%d+):(%d+)$')
-stored = stored and stored + 0
+local value = redis.call('GET', key) or ''
+local stored_text, count = string.match(value, '^fw:(%d+):(%d+)$')
+local stored = stored_text and stored_text + 0
 if stored and stored >= window then
     window, count, stored = stored, count + 0, true
 else
@@ -525,7 +527,9 @@ reset_after = window_end
 
 
 if stored then
-    redis.call('SET', key, string.format('fw:%d:%d', window, count + permits), 'KEEPTTL')
+    -- The stored window as it was read: only the count is printed (a concatenated number prints as '%.14g', exact
+    -- for counts below 2^32), which costs less than string.format.
+    redis.call('SET', key, 'fw:' .. stored_text .. ':' .. count + permits, 'KEEPTTL')
 else
     redis.call('SET', key, string.format('fw:%d:%d', window, count + permits), 'PX', window_end - now + grace)
 end
@@ -568,8 +572,9 @@ ALGORITHMS.sliding_window = function(operation, key, permits, limit, interval, r
 local window = now / interval
 window = window - window % 1
 local elapsed = now - window * interval
-local stored, current, previous = string.match(redis.call('GET', key) or '', '^sw:(%d+):(%d+):(%d+)$')
-stored = stored and stored + 0
+local value = redis.call('GET', key) or ''
+local stored_text, current, previous_text = string.match(value, '^sw:(%d+):(%d+):(%d+)$')
+local stored, previous = stored_text and stored_text + 0, previous_text
 if not stored or stored < window - 1 then
     stored, current, previous = false, 0, 0
 elseif stored == window - 1 then
@@ -639,7 +644,9 @@ end
 
 
 if stored then
-    redis.call('SET', key, string.format('sw:%d:%d:%d', window, current + permits, previous), 'KEEPTTL')
+    -- The stored window and previous count as they were read: only the current count is printed (a concatenated
+    -- number prints as '%.14g', exact for counts below 2^32), which costs less than string.format.
+    redis.call('SET', key, 'sw:' .. stored_text .. ':' .. current + permits .. ':' .. previous_text, 'KEEPTTL')
 else
     redis.call('SET', key, string.format('sw:%d:%d:%d', window, current + permits, previous), 'PX',
         (window + 2) * interval - now + grace)
@@ -672,7 +679,8 @@ ALGORITHMS.gcra = function(operation, key, permits, limit, interval, rate, lease
 
 -- Debt at `now`, in units (see bucket.lua): (TAT - now) × rate, never negative.
 local debt = 0
-local ms, rem = string.match(redis.call('GET', key) or '', '^gcra:(%d+):(%d+)$')
+local value = redis.call('GET', key) or ''
+local ms, rem = string.match(value, '^gcra:(%d+):(%d+)$')
 ms = ms and ms + 0
 if ms and ms >= now then
     rem = rem + 0

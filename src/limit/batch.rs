@@ -3,7 +3,8 @@
 //! (`lua/<algorithm>.lua`); anything else runs `lua/limits.lua`. The driver replies with six fields per limit, a single-
 //! limit script with fewer (see `lua/parts/limits/single.lua`); both become the same checked decisions.
 
-use super::{Algorithm, Decisions, LimitRequest};
+use super::model::stored;
+use super::{Algorithm, Decisions, LimitRequest, Quota};
 use crate::decision::{Decision, Status, Verdict, VERDICT_FIELDS};
 use crate::error::{Error, Result};
 use crate::lua;
@@ -186,6 +187,9 @@ impl<'a> Batch<'a> {
             .limiter
             .quota
             .expect("a single-limit script runs a quota in code");
+        if let Value::Bytes(text) = reply {
+            return self.read_entries(&quota, &String::from_utf8_lossy(&text));
+        }
         let [status, remaining, reset, x] = reply.into_tuple::<SINGLE_REPLY_FIELDS>()?;
         let x = x.into_u64()?;
         let status = match status.into_u64()? {
@@ -209,6 +213,52 @@ impl<'a> Batch<'a> {
             whole(u64::from(quota.limit())),
             Value::Int(remaining.into_int()?),
             Value::Int(reset.into_int()?),
+            whole(retry_after),
+            Value::Bytes(receipt.into_bytes()),
+        ])
+    }
+
+    /// A grant or denial of an algorithm that keeps a string, replied as what its decision read (see
+    /// `lua/parts/limits/single.lua`): `g` or `d`, TIME's seconds and microseconds ('' at an explicit time) and the
+    /// state before the call, each after a `:`. The model of the algorithm decides again from them, as the script
+    /// did, and gives the decision's numbers; a verdict other than the script's is a malformed reply.
+    fn read_entries(&self, quota: &Quota, text: &str) -> Result<Vec<Value>> {
+        let malformed = || Error::malformed("'g' or 'd', seconds:micros: and the state read", text);
+        let request = &self.requests[0];
+        let (granted, rest) = match text.split_at_checked(1) {
+            Some(("g", rest)) => (true, rest),
+            Some(("d", rest)) => (false, rest),
+            _ => return Err(malformed()),
+        };
+        let mut parts = rest.splitn(3, ':');
+        let (Some(seconds), Some(micros), Some(value)) = (parts.next(), parts.next(), parts.next()) else {
+            return Err(malformed());
+        };
+        let now = match (request.limiter.now_ms, seconds.parse::<u64>(), micros.parse::<u64>()) {
+            (Some(now), _, _) if seconds.is_empty() && micros.is_empty() => now,
+            (None, Ok(seconds), Ok(micros)) if micros < 1_000_000 => seconds
+                .checked_mul(1000)
+                .and_then(|ms| ms.checked_add(micros / 1000))
+                .ok_or_else(malformed)?,
+            _ => return Err(malformed()),
+        };
+        let mut model = stored::model_of(quota, value);
+        let verdict = model.decide(now, request.permits);
+        if verdict.allowed != granted {
+            return Err(Error::malformed("a verdict the algorithm's model agrees with", text));
+        }
+        let (status, standing, retry_after, receipt) = if granted {
+            let receipt = model.grant(now, request.permits, 0).to_string();
+            ("granted", verdict.after, 0, receipt)
+        } else {
+            ("denied", verdict.now, verdict.retry_after, String::new())
+        };
+        let whole = |n: u64| Value::Int(i64::try_from(n).unwrap_or(i64::MAX));
+        Ok(vec![
+            Value::Bytes(status.into()),
+            whole(u64::from(quota.limit())),
+            whole(standing.remaining),
+            whole(standing.reset),
             whole(retry_after),
             Value::Bytes(receipt.into_bytes()),
         ])

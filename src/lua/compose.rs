@@ -33,11 +33,11 @@ const ALGORITHMS: [(&str, Option<&str>, bool); 6] = [
 /// one string.match checks every field's digits, and each number is converted once, by arithmetic (`+ 0`, cheaper
 /// in Redis than a call to tonumber).
 const REQUEST_WITH_RATE: &str =
-    "local permits, limit, interval, rate = string.match(ARGV[1], '^(%d+):(%d+):(%d+):(%d+)$')
+    "local permits, limit, interval, rate = string.match(request, '^(%d+):(%d+):(%d+):(%d+)$')
 if permits then
     permits, limit, interval, rate = permits + 0, limit + 0, interval + 0, rate + 0
 end";
-const REQUEST_WITHOUT_RATE: &str = "local permits, limit, interval = string.match(ARGV[1], '^(%d+):(%d+):(%d+)$')
+const REQUEST_WITHOUT_RATE: &str = "local permits, limit, interval = string.match(request, '^(%d+):(%d+):(%d+)$')
 local rate = 1
 if permits then
     permits, limit, interval = permits + 0, limit + 0, interval + 0
@@ -55,6 +55,13 @@ const REDISSON: [(&str, &[&str]); 5] = [
     ("set_rate", &["log"]),
     ("lifetime", &[]),
 ];
+
+/// A single-limit script's reply to a denial and to a grant (see `parts/limits/single.lua`): numbers for a log,
+/// the state it read for an algorithm that keeps a string (`value`, which its decision reads).
+const LOG_DENIED: &str = "    return { 0, remaining, reset, retry_after }";
+const LOG_GRANTED: &str = "return { 1, remaining - permits, reset_after, granted_mark }";
+const STRING_DENIED: &str = "    return 'd' .. seconds .. ':' .. micros .. ':' .. value";
+const STRING_GRANTED: &str = "return 'g' .. seconds .. ':' .. micros .. ':' .. value";
 
 /// Every piece under `lua/parts/`, by its path there.
 macro_rules! parts {
@@ -115,6 +122,13 @@ pub(super) fn compose(path: &str) -> String {
         };
         let request = if *rate { REQUEST_WITH_RATE } else { REQUEST_WITHOUT_RATE };
         let body = splice(part("limits/single.lua"), "--@request", request);
+        // A log replies with numbers; an algorithm that keeps a string, with what it read (see single.lua).
+        let (denied, granted) = match shared {
+            Some("zset_log") => (LOG_DENIED, LOG_GRANTED),
+            _ => (STRING_DENIED, STRING_GRANTED),
+        };
+        let body = splice(&body, "--@denied", denied);
+        let body = splice(&body, "--@granted", granted);
         let body = splice(&body, "--@helpers", &helpers);
         let body = splice(&body, "--@decision", parts.decision);
         let body = splice(&body, "--@grant", parts.grant);

@@ -17,8 +17,9 @@
 -- `now`'s (a caller's clock behind Redis's) stays the current one.
 local window = now / interval
 window = window - window % 1
-local stored, count = string.match(redis.call('GET', key) or '', '^fw:(%d+):(%d+)$')
-stored = stored and stored + 0
+local value = redis.call('GET', key) or ''
+local stored_text, count = string.match(value, '^fw:(%d+):(%d+)$')
+local stored = stored_text and stored_text + 0
 if stored and stored >= window then
     window, count, stored = stored, count + 0, true
 else
@@ -52,7 +53,9 @@ reset_after = window_end
 --@grant
 
 if stored then
-    redis.call('SET', key, string.format('fw:%d:%d', window, count + permits), 'KEEPTTL')
+    -- The stored window as it was read: only the count is printed (a concatenated number prints as '%.14g', exact
+    -- for counts below 2^32), which costs less than string.format.
+    redis.call('SET', key, 'fw:' .. stored_text .. ':' .. count + permits, 'KEEPTTL')
 else
     redis.call('SET', key, string.format('fw:%d:%d', window, count + permits), 'PX', window_end - now + grace)
 end

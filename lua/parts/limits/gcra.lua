@@ -14,7 +14,8 @@
 
 -- Debt at `now`, in units (see bucket.lua): (TAT - now) × rate, never negative.
 local debt = 0
-local ms, rem = string.match(redis.call('GET', key) or '', '^gcra:(%d+):(%d+)$')
+local value = redis.call('GET', key) or ''
+local ms, rem = string.match(value, '^gcra:(%d+):(%d+)$')
 ms = ms and ms + 0
 if ms and ms >= now then
     rem = rem + 0

@@ -14,8 +14,21 @@
 -- 4 not_held (a refund that gave nothing back), 5 exceeds_limit (more permits than the limit); remaining and
 -- reset as driver.lua's; x is the grant's mark (see prelude.lua: its receipt is '<permits>:<x>', with
 -- '-<grant id>' after it for a log) when granted, else retry_after (0 for a refund). The caller knows the limit.
+-- But a grant or denial ('limit') of an algorithm that keeps a string (token bucket, fixed and sliding window,
+-- GCRA) replies with text instead, what the decision read: 'g' (granted) or 'd' (denied), then the seconds of
+-- TIME, ':', its microseconds, ':' (both '' at an explicit time) and the state key's value before the call ('' for
+-- none). Turning numbers into a reply is what costs most after the commands (a table of them, or
+-- their text), and from these the caller's model of the algorithm (src/limit/model) derives remaining, reset,
+-- retry_after and the receipt exactly as the decision did; it checks that its verdict is the script's.
 
-if #KEYS ~= 1 or #ARGV < 1 or #ARGV > 4 then
+local key, request, lease = KEYS[1], ARGV[1], ARGV[2]
+local operation, time = 'limit', ''
+if lease then
+    operation, time = ARGV[3] or operation, ARGV[4] or time
+else
+    lease = ''
+end
+if not key or not request or ARGV[5] then
     error({ err = 'ERR edgelimit: invalid call (1 key, the state key; 1 to 4 arguments): ' .. #KEYS .. ' keys, '
         .. #ARGV .. ' arguments' })
 end
@@ -23,15 +36,16 @@ end
 if not permits or permits < 1 or permits > MAX_COUNT or limit < 1 or limit > MAX_COUNT or interval < 1
     or rate < 1 or rate > MAX_COUNT or limit * interval > 2 ^ 52 then
     error({ err = 'ERR edgelimit: invalid request (<permits>:<limit>:<interval ms>[:<rate>], whole numbers from 1, '
-        .. 'permits, limit and rate below 2^32, limit × interval at most 2^52): ' .. string.sub(ARGV[1], 1, 100) })
+        .. 'permits, limit and rate below 2^32, limit × interval at most 2^52): ' .. string.sub(request, 1, 100) })
 end
-local key, lease, operation, time = KEYS[1], ARGV[2] or '', ARGV[3] or 'limit', ARGV[4] or ''
 local now, mark
-local grace = 0
+-- The server's clock as TIME gave it (seconds, microseconds), for a reply that carries it as text.
+local seconds, micros, grace = '', '', 0 -- luacheck: ignore seconds micros
 if time == '' then
     local server_time = redis.call('TIME')
-    local micros = server_time[2] % 1000000
-    now = server_time[1] * 1000 + (micros - micros % 1000) / 1000
+    seconds, micros = server_time[1], server_time[2]
+    local us = micros + 0
+    now = seconds * 1000 + (us - us % 1000) / 1000
 else
     now = string.find(time, '^%d+$') and time + 0
     if not now or now > 2 ^ 53 then
@@ -54,7 +68,10 @@ elseif permits > limit then
 end
 -- The verdict, set by the decision (held only on a refund: unset, it reads as nothing given back), and the grant's
 -- mark, set by the grant (a log's grant also sets its whole receipt, token, which the reply leaves to the caller).
-local allowed, retry_after, remaining, reset, reset_after, held, granted_mark, token -- luacheck: ignore token
+-- (Some of them the reply of this script does not read, which is no fault: luacheck need not say so.)
+-- luacheck: push ignore reset_after granted_mark token
+local allowed, retry_after, remaining, reset, reset_after, held, granted_mark, token
+-- luacheck: pop
 
 --@helpers
 
@@ -62,10 +79,12 @@ local allowed, retry_after, remaining, reset, reset_after, held, granted_mark, t
 
 if operation == 'refund' then
     return { held and 3 or 4, remaining, reset, 0 }
-elseif operation == 'peek' or not allowed then
+elseif operation == 'peek' then
     return { allowed and 2 or 0, remaining, reset, retry_after }
+elseif not allowed then
+--@denied
 end
 
 --@grant
 
-return { 1, remaining - permits, reset_after, granted_mark }
+--@granted

@@ -25,8 +25,9 @@
 local window = now / interval
 window = window - window % 1
 local elapsed = now - window * interval
-local stored, current, previous = string.match(redis.call('GET', key) or '', '^sw:(%d+):(%d+):(%d+)$')
-stored = stored and stored + 0
+local value = redis.call('GET', key) or ''
+local stored_text, current, previous_text = string.match(value, '^sw:(%d+):(%d+):(%d+)$')
+local stored, previous = stored_text and stored_text + 0, previous_text
 if not stored or stored < window - 1 then
     stored, current, previous = false, 0, 0
 elseif stored == window - 1 then
@@ -94,7 +95,9 @@ end
 --@grant
 
 if stored then
-    redis.call('SET', key, string.format('sw:%d:%d:%d', window, current + permits, previous), 'KEEPTTL')
+    -- The stored window and previous count as they were read: only the current count is printed (a concatenated
+    -- number prints as '%.14g', exact for counts below 2^32), which costs less than string.format.
+    redis.call('SET', key, 'sw:' .. stored_text .. ':' .. current + permits .. ':' .. previous_text, 'KEEPTTL')
 else
     redis.call('SET', key, string.format('sw:%d:%d:%d', window, current + permits, previous), 'PX',
         (window + 2) * interval - now + grace)

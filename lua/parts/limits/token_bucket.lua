@@ -17,7 +17,8 @@
 -- refills nothing and keeps the later time. ceil(a / b) is written out as (a + b - 1 - (a + b - 1) % b) / b: a
 -- function for it would be a closure made on every call (see prelude.lua).
 local full = limit * interval
-local units, at = string.match(redis.call('GET', key) or '', '^tb:(%d+):(%d+)$')
+local value = redis.call('GET', key) or ''
+local units, at = string.match(value, '^tb:(%d+):(%d+)$')
 if units then
     units, at = units + 0, at + 0
     units = units < full and units or full

@@ -5,6 +5,7 @@
 use super::bucket::{Gcra, TokenBucket};
 use super::fixed_window::FixedWindow;
 use super::sliding_window::SlidingWindow;
+use super::{ModelLimit, State};
 use crate::error::{Error, Result};
 use crate::limit::{Algorithm, Quota};
 
@@ -70,6 +71,29 @@ pub(crate) fn view(quota: &Quota, text: &str, now: u64) -> Result<StoredView> {
         }
         Algorithm::Concurrency | Algorithm::SlidingLog => return Err(no_string_state(algorithm)),
     })
+}
+
+/// The model of one identifier under `quota` holding `text`, its state key's value ('' for none), as a single-limit
+/// script reads it before deciding: a value in the algorithm's layout is its state; anything else (another
+/// algorithm's tag, no known layout) is none, as the script's pattern does not match it either. From this and the
+/// script's clock, [`Batch`](crate::limit) derives a decision's numbers exactly as the script's decision did.
+pub(crate) fn model_of(quota: &Quota, text: &str) -> ModelLimit {
+    let mut model = ModelLimit::new(*quota);
+    let algorithm = quota.algorithm();
+    let fields = TAGS
+        .iter()
+        .find(|(tagged, _, _)| *tagged == algorithm)
+        .and_then(|(_, tag, layout)| numbers(text.strip_prefix(tag)?, tag, layout).ok());
+    if let Some(f) = fields {
+        model.state = match algorithm {
+            Algorithm::TokenBucket => State::TokenBucket(TokenBucket(Some((f[0], f[1])))),
+            Algorithm::Gcra => State::Gcra(Gcra(Some((f[0], f[1])))),
+            Algorithm::FixedWindow => State::FixedWindow(FixedWindow(Some((f[0], f[1])))),
+            Algorithm::SlidingWindow => State::SlidingWindow(SlidingWindow(Some((f[0], f[1], f[2])))),
+            Algorithm::Concurrency | Algorithm::SlidingLog => return model,
+        };
+    }
+    model
 }
 
 fn no_string_state(algorithm: Algorithm) -> Error {
