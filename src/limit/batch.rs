@@ -242,14 +242,13 @@ impl<'a> Batch<'a> {
                 .ok_or_else(malformed)?,
             _ => return Err(malformed()),
         };
-        let mut model = stored::model_of(quota, value);
-        let verdict = model.decide(now, request.permits);
+        let permits = request.permits;
+        let (verdict, mark) = stored::decide_read(quota, value, now, u64::from(permits)).ok_or_else(malformed)?;
         if verdict.allowed != granted {
             return Err(Error::malformed("a verdict the algorithm's model agrees with", text));
         }
         let (status, standing, retry_after, receipt) = if granted {
-            let receipt = model.grant(now, request.permits, 0).to_string();
-            ("granted", verdict.after, 0, receipt)
+            ("granted", verdict.after, 0, format!("{permits}:{mark}"))
         } else {
             ("denied", verdict.now, verdict.retry_after, String::new())
         };

@@ -5,7 +5,7 @@
 use super::bucket::{Gcra, TokenBucket};
 use super::fixed_window::FixedWindow;
 use super::sliding_window::SlidingWindow;
-use super::{ModelLimit, State};
+use super::Verdict;
 use crate::error::{Error, Result};
 use crate::limit::{Algorithm, Quota};
 
@@ -73,27 +73,31 @@ pub(crate) fn view(quota: &Quota, text: &str, now: u64) -> Result<StoredView> {
     })
 }
 
-/// The model of one identifier under `quota` holding `text`, its state key's value ('' for none), as a single-limit
-/// script reads it before deciding: a value in the algorithm's layout is its state; anything else (another
-/// algorithm's tag, no known layout) is none, as the script's pattern does not match it either. From this and the
-/// script's clock, [`Batch`](crate::limit) derives a decision's numbers exactly as the script's decision did.
-pub(crate) fn model_of(quota: &Quota, text: &str) -> ModelLimit {
-    let mut model = ModelLimit::new(*quota);
+/// A single-limit script's decision on `permits` at `now` again, from `text`, the state key's value ('' for none)
+/// as the script read it before deciding: the verdict, and the mark of the grant it makes when allowed (its unix ms
+/// for token bucket and GCRA, its window for fixed and sliding window). A value in the algorithm's layout is its
+/// state; anything else (another algorithm's tag, no known layout) is none, as the script's pattern does not match
+/// it either. Only the string algorithms' models are reached from here: none of the logs' code comes with it.
+pub(crate) fn decide_read(quota: &Quota, text: &str, now: u64, permits: u64) -> Option<(Verdict, u64)> {
     let algorithm = quota.algorithm();
     let fields = TAGS
         .iter()
         .find(|(tagged, _, _)| *tagged == algorithm)
         .and_then(|(_, tag, layout)| numbers(text.strip_prefix(tag)?, tag, layout).ok());
-    if let Some(f) = fields {
-        model.state = match algorithm {
-            Algorithm::TokenBucket => State::TokenBucket(TokenBucket(Some((f[0], f[1])))),
-            Algorithm::Gcra => State::Gcra(Gcra(Some((f[0], f[1])))),
-            Algorithm::FixedWindow => State::FixedWindow(FixedWindow(Some((f[0], f[1])))),
-            Algorithm::SlidingWindow => State::SlidingWindow(SlidingWindow(Some((f[0], f[1], f[2])))),
-            Algorithm::Concurrency | Algorithm::SlidingLog => return model,
-        };
-    }
-    model
+    let pair = fields.as_deref().map(|f| (f[0], f[1]));
+    Some(match algorithm {
+        Algorithm::TokenBucket => (TokenBucket(pair).decide(quota, now, permits), now),
+        Algorithm::Gcra => (Gcra(pair).decide(quota, now, permits), now),
+        Algorithm::FixedWindow => {
+            let mut state = FixedWindow(pair);
+            (state.decide(quota, now, permits), state.window(quota, now))
+        }
+        Algorithm::SlidingWindow => {
+            let mut state = SlidingWindow(fields.map(|f| (f[0], f[1], f[2])));
+            (state.decide(quota, now, permits), state.window(quota, now))
+        }
+        Algorithm::Concurrency | Algorithm::SlidingLog => return None,
+    })
 }
 
 fn no_string_state(algorithm: Algorithm) -> Error {
