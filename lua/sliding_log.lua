@@ -83,13 +83,13 @@ local RECEIPT_MARK = 'receipt mark (not a grant of this limit: a time or window 
 -- retry_after and the receipt exactly as the decision did; it checks that its verdict is the script's.
 
 local key, request, lease = KEYS[1], ARGV[1], ARGV[2]
-local operation, time = 'limit', ''
+local operation, time, extra = 'limit', '', nil
 if lease then
-    operation, time = ARGV[3] or operation, ARGV[4] or time
+    operation, time, extra = ARGV[3] or operation, ARGV[4] or time, ARGV[5]
 else
     lease = ''
 end
-if not key or not request or ARGV[5] then
+if not key or not request or extra then
     error({ err = 'ERR edgelimit: invalid call (1 key, the state key; 1 to 4 arguments): ' .. #KEYS .. ' keys, '
         .. #ARGV .. ' arguments' })
 end
