@@ -330,3 +330,90 @@ impl<'a> Batch<'a> {
         Ok(Decisions { success, decisions })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::limit::Limiter;
+    use crate::rest::RestClient;
+
+    const HOUR: Duration = Duration::from_secs(3600);
+
+    fn limiter(quota: Quota) -> Limiter {
+        Limiter::new(RestClient::new("http://127.0.0.1:1", "t").unwrap(), "l", quota).unwrap()
+    }
+
+    fn text(reply: &str) -> Value {
+        Value::Bytes(reply.as_bytes().to_vec())
+    }
+
+    #[test]
+    fn the_common_call_sends_one_argument_and_the_rest_only_when_not_the_defaults() {
+        let bucket = limiter(Quota::token_bucket(10, 5, HOUR).unwrap());
+        let limit = Batch::new(Operation::Limit, &[bucket.request("id", 2)]).unwrap();
+        assert_eq!(limit.call().args, ["2:10:3600000:5"]);
+        let peek = Batch::new(Operation::Peek, &[bucket.request("id", 2)]).unwrap();
+        assert_eq!(peek.call().args, ["2:10:3600000:5", "", "peek", ""]);
+        let at = bucket.clone().at(7);
+        let explicit = Batch::new(Operation::Limit, &[at.request("id", 1)]).unwrap();
+        assert_eq!(explicit.call().args, ["1:10:3600000:5", "", "limit", "7"]);
+        // A log's grant names itself: the id is the second argument; and no rate without a token bucket or GCRA.
+        let log = limiter(Quota::sliding_log(3, HOUR).unwrap());
+        let grant = Batch::new(Operation::Limit, &[log.request("id", 1)]).unwrap();
+        let args = grant.call().args;
+        assert_eq!((args.len(), args[0].as_str(), args[1].len()), (2, "1:3:3600000", 16));
+    }
+
+    #[test]
+    fn a_string_algorithms_reply_is_decided_again_by_its_model() {
+        let window = limiter(Quota::fixed_window(10, HOUR).unwrap());
+        let batch = Batch::new(Operation::Limit, &[window.request("id", 2)]).unwrap();
+        // 1,700,000,000.5 s: window 472,222 of an hour, 9 counted in it before this call (so 2 more do not fit).
+        let denied = batch.decode(text("d1700000000:500000:fw:472222:9")).unwrap();
+        let decision = &denied.decisions[0];
+        assert!(!denied.success && !decision.success);
+        let window_end = 472_223 * 3_600_000;
+        assert_eq!(
+            (decision.remaining, decision.reset, decision.retry_after),
+            (1, window_end, window_end - 1_700_000_000_500)
+        );
+        let granted = batch.decode(text("g1700000000:500000:fw:472222:3")).unwrap();
+        let decision = &granted.decisions[0];
+        assert_eq!((decision.remaining, decision.reset), (5, window_end));
+        assert_eq!(decision.receipt.as_ref().unwrap().to_string(), "2:472222");
+        // Nothing stored, or another algorithm's value: a fresh window, as the script reads it.
+        for value in ["", "tb:1:2"] {
+            let fresh = batch.decode(text(&format!("g1700000000:500000:{value}"))).unwrap();
+            assert_eq!(fresh.decisions[0].remaining, 8);
+        }
+    }
+
+    #[test]
+    fn a_reply_the_model_does_not_agree_with_or_cannot_read_is_malformed() {
+        let window = limiter(Quota::fixed_window(10, HOUR).unwrap());
+        let batch = Batch::new(Operation::Limit, &[window.request("id", 2)]).unwrap();
+        for reply in [
+            // Granted where 9 of 10 were counted, denied where none was.
+            "g1700000000:500000:fw:472222:9",
+            "d1700000000:500000:",
+            // No clock on the server's clock, a clock of another shape, no status.
+            "g::",
+            "g1700000000:5000000:",
+            "g1700000000",
+            "x1700000000:500000:",
+            "",
+        ] {
+            let error = batch.decode(text(reply)).unwrap_err();
+            assert!(matches!(error, Error::MalformedReply { .. }), "{reply:?}: {error}");
+        }
+        // And the four numbers of the other replies: a status code from 0 to 5.
+        let numbers = |status| Value::Array(vec![Value::Int(status), Value::Int(0), Value::Int(0), Value::Int(0)]);
+        assert!(batch.decode(numbers(6)).is_err());
+        assert!(matches!(
+            batch.decode(numbers(5)).unwrap_err(),
+            Error::PermitsExceedRate { permits: 2, rate: 10 }
+        ));
+    }
+}
