@@ -169,6 +169,14 @@ try {
         : "";
       console.log(`| ${row.algorithm} | ${row.who} | ${k(row.granted)} | ${k(row.denied)} | ${ratio} |`);
     }
+    // The cost goal, per algorithm that has a peer: granted and denied each at most the peer's + one TIME.
+    const verdicts = rows.filter((row) => row.who === "edgelimit").flatMap((row) => {
+      const peer = rows.find((other) => other.algorithm === row.algorithm && other.who !== "edgelimit");
+      if (!peer) return [];
+      const met = row.granted <= peer.granted + extra && row.denied <= peer.denied + extra;
+      return [`${row.algorithm} ${met ? "met" : "not met"}`];
+    });
+    console.log(`\ngoal (at most the peer's + one TIME, granted and denied): ${verdicts.join("; ")}`);
   }
 } finally {
   await redis.stop();
