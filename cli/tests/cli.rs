@@ -379,10 +379,6 @@ fn a_missing_algorithm_and_flags_the_chosen_limiter_would_ignore_are_refused_bef
             "--layout does not apply to --algorithm redisson",
         ),
         (
-            &["permits", "api", "--algorithm", "stored", "--layout", "per-identifier"],
-            "a stored quota is read from the limiter's own slot",
-        ),
-        (
             &[&["acquire", "api", "--layout", "cluster"][..], &gcra].concat(),
             "layout must be \"per-limiter\"",
         ),

@@ -21,6 +21,7 @@ pub async fn limit_all_across_slots(requests: &[LimitRequest<'_>]) -> Result<Acr
     let first = requests
         .first()
         .ok_or_else(|| Error::InvalidArgument("no limits to decide: pass at least one request".into()))?;
+    super::stored_copy::refresh(requests.iter().map(|request| request.limiter)).await?;
     let mut groups: BTreeMap<u16, Vec<usize>> = BTreeMap::new();
     for (i, request) in requests.iter().enumerate() {
         if request.limiter.now_ms != first.limiter.now_ms {

@@ -4,7 +4,7 @@
 //! limit script with fewer (see `lua/parts/limits/single.lua`); both become the same checked decisions.
 
 use super::model::stored;
-use super::{Algorithm, Decisions, LimitRequest, Quota};
+use super::{stored_copy, Algorithm, Decisions, LimitRequest, Limiter, Quota};
 use crate::decision::{Decision, Status, Verdict, VERDICT_FIELDS};
 use crate::error::{Error, Result};
 use crate::lua;
@@ -47,6 +47,9 @@ pub(super) struct Batch<'a> {
     args: Vec<String>,
     /// Whether this runs a single-limit script.
     single: bool,
+    /// Each request's quota as sent: in code, a stored quota's copy (per-identifier layout), or `None` for a
+    /// stored quota the script reads.
+    quotas: Vec<Option<Quota>>,
 }
 
 impl<'a> Batch<'a> {
@@ -56,13 +59,14 @@ impl<'a> Batch<'a> {
             .ok_or_else(|| Error::InvalidArgument("no limits to decide: pass at least one request".into()))?;
         // One request with its quota in code runs its algorithm's single-limit script, which knows its algorithm
         // and reads no config: it takes neither the config key nor the algorithm's name.
-        let (script, single) = match (requests, first.limiter.quota) {
+        let quotas: Vec<Option<Quota>> = requests.iter().map(|request| request.limiter.quota_to_send()).collect();
+        let (script, single) = match (requests, quotas[0]) {
             ([_], Some(quota)) => (quota.algorithm().script(), true),
             _ => (&*lua::LIMITS, false),
         };
         let mut keys = Vec::with_capacity(2 * requests.len());
         let mut args = Vec::with_capacity(6 * requests.len());
-        for request in requests {
+        for (request, &quota) in requests.iter().zip(&quotas) {
             let limiter = request.limiter;
             if limiter.now_ms != first.limiter.now_ms {
                 return Err(Error::InvalidArgument(
@@ -80,13 +84,13 @@ impl<'a> Batch<'a> {
                 // The config hash is read only for a stored quota. A quota in the arguments names the state key in
                 // its place: a call must name only keys of its decision's slot, and in the per-identifier layout the
                 // config hash lives in another (see KeyLayout).
-                keys.push(match limiter.quota {
+                keys.push(match quota {
                     Some(_) => state_key.clone(),
                     None => limiter.config_key(),
                 });
             }
             keys.push(state_key);
-            match (single, limiter.quota) {
+            match (single, quota) {
                 // The request and its quota in one argument (see lua/parts/limits/single.lua).
                 (true, Some(quota)) => args.push(match quota.algorithm() {
                     Algorithm::TokenBucket | Algorithm::Gcra => format!(
@@ -115,7 +119,7 @@ impl<'a> Batch<'a> {
             // A grant logged as zset members (concurrency, sliding log; maybe a stored quota) needs a fresh id to
             // name them, which its receipt then carries.
             let names_grant =
-                operation == Operation::Limit && limiter.quota.is_none_or(|quota| quota.algorithm().names_grants());
+                operation == Operation::Limit && quota.is_none_or(|quota| quota.algorithm().names_grants());
             args.push(if names_grant {
                 receipt::fresh_grant_id()
             } else {
@@ -129,6 +133,7 @@ impl<'a> Batch<'a> {
             keys,
             args,
             single,
+            quotas,
         })
     }
 
@@ -172,10 +177,35 @@ impl<'a> Batch<'a> {
         }
     }
 
+    /// Runs the call. Requests that sent a stored quota's copy (per-identifier layout) read their config again in
+    /// the same round trip, after the script: a changed config drops the copy (see `stored_copy.rs`).
     pub(super) async fn run(&self) -> Result<Decisions> {
         let call = self.call();
         let client = &self.requests[0].limiter.client;
-        self.decode(call.script.run(client, &call.keys, &call.args).await?)
+        let copies: Vec<(&Limiter, Quota)> = (self.requests.iter().zip(&self.quotas))
+            .filter(|(request, _)| stored_copy::uses_copy(request.limiter))
+            .filter_map(|(request, quota)| Some((request.limiter, (*quota)?)))
+            .collect();
+        if copies.is_empty() {
+            return self.decode(call.script.run(client, &call.keys, &call.args).await?);
+        }
+        let mut commands = vec![call.script.evalsha_command(&call.keys, &call.args)];
+        commands.extend(copies.iter().map(|(limiter, _)| stored_copy::read_command(limiter)));
+        let mut replies = client.pipeline(&commands).await?.into_iter();
+        let decided = replies
+            .next()
+            .ok_or_else(|| Error::malformed("a reply per command", "none"))?;
+        for ((limiter, used), read) in copies.iter().zip(replies) {
+            limiter.stored_copy.check(*used, read);
+        }
+        match decided {
+            Err(error) if error.is_noscript() => self.decode(
+                client
+                    .command(&call.script.eval_command(&call.keys, &call.args))
+                    .await?,
+            ),
+            reply => self.decode(reply?),
+        }
     }
 
     /// A single-limit script's reply, `{status, remaining, reset, x}` (see `lua/parts/limits/single.lua`), as the
@@ -183,10 +213,7 @@ impl<'a> Batch<'a> {
     /// reset, retry_after, and the receipt, which a grant's mark `x` makes (with the grant id for a log).
     fn single_entries(&self, reply: Value) -> Result<Vec<Value>> {
         let request = &self.requests[0];
-        let quota = request
-            .limiter
-            .quota
-            .expect("a single-limit script runs a quota in code");
+        let quota = self.quotas[0].expect("a single-limit script runs a quota sent with it");
         if let Value::Bytes(text) = reply {
             return self.read_entries(&quota, &String::from_utf8_lossy(&text));
         }

@@ -19,8 +19,10 @@ use crate::identifier::Identifier;
 /// | [`KeyLayout::PerIdentifier`] (layout 2) | `<prefix>:v2{<id>}:<name>` | every limiter of one identifier | every limit of one identifier (an npm `Ratelimit`'s limits, a Worker rule's) | yes, by identifier |
 ///
 /// The per-identifier layout is what scales out. What it cannot spread is a limit every identifier shares (one
-/// global identifier): that stays one key on one master. And it takes quotas given in code only: a stored quota is
-/// read by the script from the limiter's config key, which lives in the limiter's slot, not the identifier's.
+/// global identifier): that stays one key on one master. A stored quota's config lives in the limiter's slot, not
+/// the identifier's, so no script can read it with the state: the client keeps a copy, sends it as a quota in code,
+/// and reads the config again in the same round trip as each decision, so that a change reaches each client one
+/// decision late (`stored_copy.rs`); in the default layout the script reads it, and a change applies at once.
 ///
 /// **The two layouts never read each other's keys.** Prefixes and names hold no brace, so a key's first `{` is the
 /// one its layout put there: in a per-limiter key (and a stored config's, `<prefix>:{<name>}`) it follows a `:`, in

@@ -36,6 +36,7 @@ pub mod model;
 mod quota;
 pub(crate) mod slot;
 pub mod state;
+mod stored_copy;
 
 use std::time::Duration;
 
@@ -45,6 +46,7 @@ pub use self::layout::KeyLayout;
 pub use self::quota::{Algorithm, Quota};
 pub use self::slot::hash_slot;
 pub use self::state::{state_all, HeldGrant, LimitState, StateDetail};
+use self::stored_copy::StoredCopy;
 use crate::decision::Decision;
 use crate::error::{Error, Result};
 use crate::identifier::Identifier;
@@ -65,6 +67,8 @@ pub struct Limiter {
     /// `None`: read from the config hash at every decision.
     quota: Option<Quota>,
     layout: KeyLayout,
+    /// A stored quota's copy, in the per-identifier layout (see `stored_copy.rs`); shared by clones.
+    stored_copy: StoredCopy,
     now_ms: Option<u64>,
 }
 
@@ -89,6 +93,7 @@ impl Limiter {
             name: name.to_owned(),
             quota,
             layout: KeyLayout::default(),
+            stored_copy: StoredCopy::default(),
             now_ms: None,
         })
     }
@@ -101,17 +106,21 @@ impl Limiter {
     }
 
     /// Keeps state in `layout` instead of [`KeyLayout::PerLimiter`]: [`KeyLayout::PerIdentifier`] for a Redis
-    /// Cluster. A stored quota keeps the per-limiter layout: its script reads the config from the limiter's slot.
+    /// Cluster. A stored quota is then read by the client, not the script (its config lives in the limiter's slot,
+    /// the state in the identifier's), and a change of it reaches each client one decision late: see
+    /// [`KeyLayout`].
     pub fn with_layout(mut self, layout: KeyLayout) -> Result<Limiter> {
-        if self.quota.is_none() && layout != KeyLayout::PerLimiter {
-            return Err(Error::InvalidConfig(format!(
-                "limiter {:?}: a stored quota is read from the limiter's own slot, so it keeps the per-limiter \
-                 layout; give the quota in code to use the {layout} layout",
-                self.name
-            )));
-        }
         self.layout = layout;
         Ok(self)
+    }
+
+    /// The quota a decision uses: the one in code, or in the per-identifier layout the copy of the stored one.
+    pub(crate) fn quota_to_send(&self) -> Option<Quota> {
+        match self.quota {
+            Some(quota) => Some(quota),
+            None if stored_copy::uses_copy(self) => self.stored_copy.get(),
+            None => None,
+        }
     }
 
     /// The layout its state keys follow.
@@ -208,6 +217,7 @@ impl Limiter {
     /// back nothing twice, at worst nothing at all (under-admission until the grant frees).
     pub async fn refund<'i>(&self, id: impl Into<Identifier<'i>>, receipt: &Receipt) -> Result<Decision> {
         let id = id.into();
+        stored_copy::refresh([self]).await?;
         let reply = Batch::refund(self.request(&id, receipt.permits()), receipt)?
             .run()
             .await?;
@@ -253,25 +263,8 @@ impl Limiter {
 
     /// The quota stored in Redis for this limiter, or `None`.
     pub async fn stored_quota(&self) -> Result<Option<Quota>> {
-        let command = Command::new("HMGET")
-            .arg(self.config_key())
-            .args(["algorithm", "limit", "interval", "rate"]);
-        let [algorithm, limit, interval, rate] = self.client.command(&command).await?.into_tuple::<4>()?;
-        let Some(algorithm) = algorithm.into_option() else {
-            return Ok(None);
-        };
-        let algorithm: Algorithm = algorithm
-            .into_string()?
-            .parse()
-            .map_err(|e| Error::malformed("a known stored algorithm", e))?;
-        let interval = Duration::from_millis(interval.into_number("the stored interval")?);
-        let (limit, rate) = (
-            limit.into_number("the stored limit")?,
-            rate.into_number("the stored rate")?,
-        );
-        Quota::new(algorithm, limit, interval, rate)
-            .map(Some)
-            .map_err(|e| Error::malformed("a valid stored quota", e))
+        let reply = self.client.command(&stored_copy::read_command(self)).await?;
+        stored_copy::parse(reply, &self.name)
     }
 
     /// Deletes the stored config. Returns whether there was one.
@@ -321,11 +314,13 @@ impl Decisions {
 /// bridge) or keys in one Cluster slot. For limits spread over a Redis Cluster, use [`limit_all_across_slots`]. The
 /// requests go through the first limiter's client (and its explicit time, if it has one).
 pub async fn limit_all(requests: &[LimitRequest<'_>]) -> Result<Decisions> {
+    stored_copy::refresh(requests.iter().map(|request| request.limiter)).await?;
     Batch::new(Operation::Limit, requests)?.run().await
 }
 
 /// What [`limit_all`] would decide, recording nothing.
 pub async fn peek_all(requests: &[LimitRequest<'_>]) -> Result<Decisions> {
+    stored_copy::refresh(requests.iter().map(|request| request.limiter)).await?;
     Batch::new(Operation::Peek, requests)?.run().await
 }
 
@@ -337,6 +332,7 @@ pub async fn refund_all(refunds: &[(LimitRequest<'_>, Receipt)]) -> Result<Vec<R
     let Some((first, _)) = refunds.first() else {
         return Ok(Vec::new());
     };
+    stored_copy::refresh(refunds.iter().map(|(request, _)| request.limiter)).await?;
     let batches = (refunds.iter())
         .map(|(request, receipt)| Batch::refund(request.clone(), receipt))
         .collect::<Result<Vec<_>>>()?;

@@ -138,14 +138,64 @@ async fn all_limits_of_one_identifier_are_one_script_in_one_slot() {
 }
 
 #[tokio::test]
-async fn a_stored_quota_keeps_the_per_limiter_layout() {
+async fn a_stored_quota_in_the_per_identifier_layout_is_copied_and_a_change_reaches_the_client_one_decision_late() {
     let stack = Stack::start().await;
-    let error = Limiter::stored(stack.client(), "ops")
+    let admin = Limiter::stored(stack.client(), "ops").unwrap();
+    let spread = admin.clone().with_layout(KeyLayout::PerIdentifier).unwrap().at(T0);
+    // No config yet: not initialized, nothing decided.
+    assert_eq!(
+        spread.limit("u", 1).await.unwrap_err().code(),
+        "EDGELIMIT_NOT_INITIALIZED"
+    );
+    let minute = Duration::from_secs(60);
+    admin
+        .store_quota(Quota::fixed_window(3, minute).unwrap())
+        .await
+        .unwrap();
+    let granted = |decisions: &[bool]| decisions.iter().filter(|&&granted| granted).count();
+    let mut taken = Vec::new();
+    for _ in 0..4 {
+        taken.push(spread.limit("u", 1).await.unwrap().success);
+    }
+    assert_eq!(taken, [true, true, true, false]);
+    assert_eq!(
+        spread.state_key("u"),
+        "edgelimit:v2{u}:ops",
+        "the state is in the identifier's slot"
+    );
+    // Raised to 5: the next decision still used the copy of 3 (and saw the change), the one after uses 5.
+    admin
+        .store_quota(Quota::fixed_window(5, minute).unwrap())
+        .await
+        .unwrap();
+    let late = spread.limit("u", 1).await.unwrap();
+    assert_eq!((late.success, late.limit), (false, 3));
+    let now = [spread.limit("u", 1).await.unwrap(), spread.limit("u", 1).await.unwrap()];
+    assert_eq!(granted(&now.iter().map(|d| d.success).collect::<Vec<_>>()), 2);
+    assert_eq!(now[1].limit, 5);
+    // Deleted: one decision late as well, then not initialized.
+    assert!(admin.delete_stored_quota().await.unwrap());
+    assert!(!spread.limit("u", 1).await.unwrap().success);
+    assert_eq!(
+        spread.limit("u", 1).await.unwrap_err().code(),
+        "EDGELIMIT_NOT_INITIALIZED"
+    );
+    // Several limits of one identifier, one of them stored: still one script (the copy is a quota in code).
+    admin.store_quota(Quota::sliding_log(1, minute).unwrap()).await.unwrap();
+    let inline = Limiter::new(stack.client(), "inline", Quota::fixed_window(10, minute).unwrap())
         .unwrap()
         .with_layout(KeyLayout::PerIdentifier)
-        .unwrap_err();
-    assert_eq!(error.code(), "EDGELIMIT_INVALID_CONFIG");
-    assert!(error.to_string().contains("give the quota in code"), "{error}");
+        .unwrap()
+        .at(T0);
+    let both = [spread.request("w", 1), inline.request("w", 1)];
+    assert!(limit::limit_all(&both).await.unwrap().success);
+    let second = limit::limit_all(&both).await.unwrap();
+    assert!(!second.success);
+    assert_eq!(
+        inline.peek("w", 1).await.unwrap().remaining,
+        9,
+        "the denial consumed nothing"
+    );
 }
 
 #[tokio::test]

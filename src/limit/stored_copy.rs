@@ -1,0 +1,114 @@
+//! A stored quota in the per-identifier layout: the client's copy of it, sent with each request as a quota in code.
+//!
+//! In the default layout the script reads a stored quota from the limiter's config hash, in the same slot as the
+//! state, atomically with the decision. In the per-identifier layout the state lives in the identifier's slot and
+//! the config hash in the limiter's, which on a Redis Cluster are different masters: no script can read both. So the
+//! client reads the config (`HMGET`) and keeps a copy, decides with the copy's numbers, and reads the config again
+//! **in the same round trip** as every decision ([`Batch`](super::batch) pipelines the `HMGET` after the script):
+//! when the config read there differs from the copy, the copy is dropped and the next decision reads afresh.
+//!
+//! What that costs in exactness: a decision may use the quota as it stood at this client's previous decision, so a
+//! change reaches each client one decision late (on a single Redis, or in the default layout, it applies at once).
+//! The comparison is of the config itself rather than of a version number, so that a change written by any client,
+//! of any release, is seen. A copy also expires after [`STALE_AFTER`], for the calls that do not pipeline the check
+//! (decisions across slots, refunds in bulk).
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::{Limiter, Quota};
+use crate::error::{Error, Result};
+use crate::rest::Command;
+use crate::time::Instant;
+use crate::value::Value;
+
+/// How long a copy serves a call that does not check it in the same round trip.
+pub const STALE_AFTER: Duration = Duration::from_secs(5);
+
+/// The config hash's fields, in the order `HMGET` asks for them.
+const FIELDS: [&str; 4] = ["algorithm", "limit", "interval", "rate"];
+
+/// The copy a limiter (and its clones) share: the quota, and when it was read.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct StoredCopy(Arc<Mutex<Option<(Quota, Instant)>>>);
+
+impl StoredCopy {
+    /// The copy, however old.
+    pub fn get(&self) -> Option<Quota> {
+        self.lock().map(|(quota, _)| quota)
+    }
+
+    fn fresh(&self) -> Option<Quota> {
+        self.lock()
+            .filter(|(_, read)| read.elapsed() < STALE_AFTER)
+            .map(|(quota, _)| quota)
+    }
+
+    fn lock(&self) -> Option<(Quota, Instant)> {
+        // A poisoned lock only means another thread panicked while holding a Copy value: the value is whole.
+        *self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn set(&self, copy: Option<Quota>) {
+        *self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = copy.map(|quota| (quota, Instant::now()));
+    }
+
+    /// Compares the config read alongside a decision with the copy the decision used; a difference (or a config
+    /// gone) drops the copy. A reply that is not a config is left alone: the script's own reply says what failed.
+    pub fn check(&self, used: Quota, read: Result<Value>) {
+        if let Ok(Ok(read)) = read.map(|value| parse(value, "")) {
+            if read != Some(used) {
+                self.set(None);
+            }
+        }
+    }
+}
+
+/// Whether `limiter` decides with a copy of its stored quota.
+pub(super) fn uses_copy(limiter: &Limiter) -> bool {
+    limiter.quota.is_none() && limiter.layout != super::KeyLayout::PerLimiter
+}
+
+/// The command that reads `limiter`'s config.
+pub(super) fn read_command(limiter: &Limiter) -> Command {
+    Command::new("HMGET").arg(limiter.config_key()).args(FIELDS)
+}
+
+/// Makes sure every limiter that decides with a copy has a fresh one: reads the missing and stale ones, all in one
+/// round trip. No stored config is [`Error::NotInitialized`].
+pub(super) async fn refresh<'a>(limiters: impl IntoIterator<Item = &'a Limiter>) -> Result<()> {
+    let stale: Vec<&Limiter> = (limiters.into_iter())
+        .filter(|limiter| uses_copy(limiter) && limiter.stored_copy.fresh().is_none())
+        .collect();
+    let Some(first) = stale.first() else {
+        return Ok(());
+    };
+    let commands: Vec<Command> = stale.iter().map(|limiter| read_command(limiter)).collect();
+    for (limiter, reply) in stale.iter().zip(first.client.pipeline(&commands).await?) {
+        let quota = parse(reply?, &limiter.name)?.ok_or_else(|| Error::NotInitialized {
+            name: limiter.name.clone(),
+        })?;
+        limiter.stored_copy.set(Some(quota));
+    }
+    Ok(())
+}
+
+/// The quota an `HMGET` of [`FIELDS`] read; `None` when there is no config. `name` is for the error.
+pub(super) fn parse(reply: Value, name: &str) -> Result<Option<Quota>> {
+    let [algorithm, limit, interval, rate] = reply.into_tuple::<4>()?;
+    let Some(algorithm) = algorithm.into_option() else {
+        return Ok(None);
+    };
+    let algorithm = algorithm
+        .into_string()?
+        .parse()
+        .map_err(|e| Error::malformed(format!("a known stored algorithm for {name:?}"), e))?;
+    let interval = Duration::from_millis(interval.into_number("the stored interval")?);
+    let (limit, rate) = (
+        limit.into_number("the stored limit")?,
+        rate.into_number("the stored rate")?,
+    );
+    Quota::new(algorithm, limit, interval, rate)
+        .map(Some)
+        .map_err(|e| Error::malformed("a valid stored quota", e))
+}
