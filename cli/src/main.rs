@@ -63,7 +63,9 @@ enum Commands {
         /// Address to listen on (port 0 picks a free one; the chosen address is printed).
         #[arg(long, default_value = "127.0.0.1:8079")]
         listen: SocketAddr,
-        /// Redis to forward to.
+        /// Redis to forward to: one Redis, `redis://[user:password@]host:port` (or `unix:///path`); or a Redis
+        /// Cluster, `redis+cluster://[user:password@]host:port[,host:port…]`, any of its nodes (the bridge reads the
+        /// others from them, routes each command to its key's master, and follows MOVED/ASK).
         #[arg(
             long = "redis",
             env = "EDGELIMIT_REDIS_URL",
@@ -97,7 +99,9 @@ enum Commands {
         #[arg(long, env = "EDGELIMIT_MAX_REPLY_BYTES", default_value_t = bridge::DEFAULT_MAX_REPLY_BYTES,
               value_parser = clap::value_parser!(u64).range(1..))]
         max_reply_bytes: u64,
-        /// Bound on connecting to Redis and on each reply, in milliseconds.
+        /// Bound on connecting to Redis and on each reply, in milliseconds; on a cluster also how long a request
+        /// keeps trying while the cluster moves a slot or fails over (a command is sent again only on replies that
+        /// prove it did not run).
         #[arg(long, default_value_t = 2000)]
         redis_timeout_ms: u64,
         /// A web page origin allowed to call the bridge from a browser, e.g. http://127.0.0.1:8080 (repeat for

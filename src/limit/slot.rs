@@ -32,9 +32,10 @@ pub(crate) fn check_tag_part(what: &str, text: &str) -> Result<()> {
 }
 
 /// The hash slot of `key` (0..16384): CRC16 (XMODEM) of its hash tag, the text between the first `{` and the next
-/// `}` when that is non-empty, else of the whole key.
-pub fn hash_slot(key: &str) -> u16 {
-    let bytes = key.as_bytes();
+/// `}` when that is non-empty, else of the whole key. Keys are bytes to Redis: any bytes, UTF-8 or not (the REST
+/// bridge routes whatever keys its clients send).
+pub fn hash_slot(key: impl AsRef<[u8]>) -> u16 {
+    let bytes = key.as_ref();
     let tagged = bytes.iter().position(|&b| b == b'{').and_then(|open| {
         let rest = &bytes[open + 1..];
         let close = rest.iter().position(|&b| b == b'}')?;
@@ -92,5 +93,6 @@ mod tests {
         assert_eq!(hash_slot("foo{}{bar}"), hash_slot("foo{}{bar}"));
         assert_ne!(hash_slot("foo{}{bar}"), hash_slot("bar"));
         assert_eq!(hash_slot("foo{{bar}}zap"), hash_slot("{bar"));
+        assert_eq!(hash_slot(b"\xff{\xfe}x"), hash_slot([0xfe_u8]));
     }
 }

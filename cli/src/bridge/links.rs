@@ -5,17 +5,24 @@
 //! each time its connection is made: on first use, and after Redis restarted (a Redis without persistence forgets
 //! its users). Were the second step, connecting as the user, never to run (Redis gone in between), nothing is lost:
 //! the user exists with this bridge's rules, and the next request connects again.
+//!
+//! In front of a Redis Cluster ([`super::cluster`]) every node gets links of its own ([`NodeLinks`]), made the same
+//! way: Redis does not pass `ACL SETUSER` from node to node, so each node's users are created on that node, each time
+//! the bridge connects to it (a replica promoted after a failover is provisioned when the bridge first reaches it).
 
 use std::io;
+use std::sync::Arc;
 
 use redis::aio::MultiplexedConnection;
 use redis::{ConnectionInfo, IntoConnectionInfo};
 
+use super::cluster::{self, Cluster};
 use super::profile::{self, Profile, RedisAcl};
 use super::redis_link::RedisLink;
 
 /// What the links are made of.
 pub struct LinkConfig<'a> {
+    /// `--redis`: one Redis (`redis://…`, `unix://…`) or a cluster's seed nodes (`redis+cluster://…`).
     pub redis_url: &'a str,
     pub acl: RedisAcl,
     pub limiter_keys: &'a [String],
@@ -31,18 +38,57 @@ struct ProfileLink {
     link: RedisLink,
 }
 
-/// The connections of every profile.
-pub struct Links {
+/// Where the bridge's requests go: one Redis, or a cluster's nodes.
+pub enum Links {
+    /// One Redis (or a proxy that looks like one).
+    Single(NodeLinks),
+    /// A Redis Cluster, routed by the bridge.
+    Cluster(Arc<Cluster>),
+}
+
+impl Links {
+    /// Where Redis is, for error messages (without any password).
+    pub fn describe(&self) -> String {
+        match self {
+            Links::Single(links) => links.describe(),
+            Links::Cluster(cluster) => cluster.describe(),
+        }
+    }
+
+    /// The connection details of the `--redis` URL's user on one node, for connections of their own (SCRIPT KILL,
+    /// subscriptions: on a cluster `PUBLISH` reaches every node, so any one serves).
+    pub fn admin_info(&self) -> ConnectionInfo {
+        match self {
+            Links::Single(links) => links.admin_info().clone(),
+            Links::Cluster(cluster) => cluster.any_admin_info(),
+        }
+    }
+
+    /// Checks the URL; connects nothing yet.
+    pub fn new(config: &LinkConfig<'_>) -> redis::RedisResult<Links> {
+        if let Some(seeds) = cluster::seeds(config.redis_url)? {
+            // `seeds` names at least one node, or refuses the URL.
+            if let Some(first) = seeds.first().cloned() {
+                return Ok(Links::Cluster(Cluster::new(first, seeds, config)));
+            }
+        }
+        let info = config.redis_url.into_connection_info()?;
+        Ok(Links::Single(NodeLinks::new(info, config)))
+    }
+}
+
+/// The connections of every profile to one Redis (or one node of a cluster).
+pub struct NodeLinks {
     admin: RedisLink,
     admin_info: ConnectionInfo,
     /// Empty when the ACL is off: every profile then runs on the admin link.
     users: Vec<ProfileLink>,
 }
 
-impl Links {
-    /// Checks the URL; connects nothing yet.
-    pub fn new(config: &LinkConfig<'_>) -> redis::RedisResult<Links> {
-        let admin_info = config.redis_url.into_connection_info()?;
+impl NodeLinks {
+    /// The links to the Redis `admin_info` names, as its user; the profiles' users get passwords derived from
+    /// `config.redis_url` (the same on every node of a cluster). Connects nothing yet.
+    pub fn new(admin_info: ConnectionInfo, config: &LinkConfig<'_>) -> NodeLinks {
         let link = |info: ConnectionInfo| RedisLink::new(info, config.timeout, config.max_reply_bytes);
         let users = match config.acl {
             RedisAcl::Off => Vec::new(),
@@ -65,11 +111,11 @@ impl Links {
                 })
                 .collect(),
         };
-        Ok(Links {
+        NodeLinks {
             admin: link(admin_info.clone()),
             admin_info,
             users,
-        })
+        }
     }
 
     /// Where Redis is, for error messages (without any password).
@@ -80,6 +126,11 @@ impl Links {
     /// The connection details of the `--redis` URL's user, for connections of their own (SCRIPT KILL).
     pub fn admin_info(&self) -> &ConnectionInfo {
         &self.admin_info
+    }
+
+    /// The connection as the `--redis` URL's own user (reading a cluster's slot map, start-up checks).
+    pub async fn admin_connection(&self) -> redis::RedisResult<MultiplexedConnection> {
+        self.admin.connection().await
     }
 
     /// A connection for `profile`'s requests: its user's, created first if needed; the admin's with the ACL off.

@@ -19,7 +19,13 @@
 //! when the bridge is built with `panic = "unwind"` (cargo's `--profile bridge`; `--release` aborts, for the wasm).
 //! A Redis reply above the cap ([`BridgeConfig::max_reply_bytes`]) is refused as it streams in, never held
 //! (HTTP 413 `{"error": "ERR reply too large: …"}`, or that error for the one command in a `/pipeline`).
+//!
+//! In front of a Redis Cluster (`--redis redis+cluster://host:port,host:port`) the bridge routes each command to the
+//! master of its key's slot, splits `/pipeline` by node, and sends a command again only on a reply that proves it
+//! did not run ([`cluster`]'s module docs say how, and why not with the redis crate's cluster client).
 
+mod cluster;
+mod clustered;
 mod cors;
 pub mod fence;
 mod in_process;
@@ -29,6 +35,8 @@ mod policy;
 pub mod profile;
 mod redis_link;
 mod reply_cap;
+mod routing;
+mod script_bodies;
 pub mod script_kill;
 mod shebang;
 mod subscribe;
@@ -64,7 +72,9 @@ use self::tokens::{TokenTable, Tokens};
 /// How the bridge is set up.
 #[derive(Debug, Clone)]
 pub struct BridgeConfig {
-    /// Where Redis is, e.g. `redis://127.0.0.1:6379`.
+    /// Where Redis is, e.g. `redis://127.0.0.1:6379`; or a Redis Cluster's seed nodes,
+    /// `redis+cluster://[user:password@]host:port[,host:port…]` (any nodes of it: the bridge reads the rest from
+    /// them; the user and password are every node's).
     pub redis_url: String,
     /// An admin token (`--token`); empty when the tokens come from [`BridgeConfig::tokens`] or the tokens file.
     pub token: String,
@@ -83,7 +93,8 @@ pub struct BridgeConfig {
     /// has run all the same. The replies of one `/pipeline` or `/multi-exec` together get the same budget: the
     /// commands past it answer the same error instead of their result.
     pub max_reply_bytes: u64,
-    /// Bound on connecting to Redis and on each Redis reply.
+    /// Bound on connecting to Redis and on each Redis reply; on a cluster also how long one request may keep trying
+    /// after replies that prove its command did not run (`MOVED`, `TRYAGAIN`, …) or while no node can be reached.
     pub redis_timeout: Duration,
     /// Web page origins allowed to call the bridge from a browser (`*`: any); none by default.
     pub cors_origins: CorsOrigins,
@@ -141,7 +152,8 @@ struct Bridge {
     redis: Links,
     acl: RedisAcl,
     tokens: Arc<Tokens>,
-    killer: Arc<ScriptKiller>,
+    /// One Redis's `SCRIPT KILL`; each node of a cluster has its own ([`cluster::Node`]).
+    killer: Option<Arc<ScriptKiller>>,
     aliases: ScriptAliases,
     max_reply_bytes: u64,
     subscriptions: subscribe::Subscriptions,
@@ -172,8 +184,18 @@ pub async fn serve(
              request would end the bridge for every client; build it with `cargo build --profile bridge`"
         );
     }
+    let killer = match &redis {
+        Links::Single(links) => Some(Arc::new(ScriptKiller::new(
+            links.admin_info().clone(),
+            config.redis_timeout,
+        ))),
+        Links::Cluster(cluster) => {
+            tokio::spawn(cluster::keep_refreshing(Arc::downgrade(cluster)));
+            None
+        }
+    };
     let bridge = Arc::new(Bridge {
-        killer: Arc::new(ScriptKiller::new(redis.admin_info().clone(), config.redis_timeout)),
+        killer,
         redis,
         acl: config.redis_acl,
         tokens: tokens.clone(),
@@ -223,6 +245,9 @@ fn check_limits(config: &BridgeConfig) -> Result<(), BridgeError> {
 /// parse (a password cannot be told apart then, but neither can the bridge use it: it refuses to start).
 pub fn redis_address(redis_url: &str) -> String {
     use redis::IntoConnectionInfo;
+    if let Some(cluster) = cluster::describe_url(redis_url) {
+        return cluster;
+    }
     match redis_url.into_connection_info() {
         Ok(info) => info.addr().to_string(),
         Err(_) => "an invalid URL".to_owned(),
@@ -295,14 +320,29 @@ fn panic_response(_panic: Box<dyn Any + Send + 'static>) -> Response {
 /// start: Redis may not be up yet (then nothing is said; `edgelimit doctor` checks any time), and a Redis shared
 /// with a cache may evict on purpose, at the limits' cost.
 async fn check_redis_at_start(bridge: Arc<Bridge>) {
-    let Ok(mut connection) = bridge.redis.connection(Profile::Admin).await else {
+    let links = match &bridge.redis {
+        Links::Single(links) => links,
+        Links::Cluster(cluster) => {
+            let profiles: Vec<Profile> = bridge.tokens.table().profiles().into_iter().collect();
+            if let Some(connection) = cluster.check_at_start(&profiles).await {
+                warn_of_eviction(connection).await;
+            }
+            return;
+        }
+    };
+    let Ok(connection) = links.connection(Profile::Admin).await else {
         return;
     };
     for profile in bridge.tokens.table().profiles() {
-        if let Err(e) = bridge.redis.connection(profile).await {
+        if let Err(e) = links.connection(profile).await {
             eprintln!("edgelimit bridge: WARNING: {profile} tokens cannot be served: {e}");
         }
     }
+    warn_of_eviction(connection).await;
+}
+
+/// Warns when the Redis behind `connection` evicts keys under memory pressure (see [`check_redis_at_start`]).
+async fn warn_of_eviction(mut connection: redis::aio::MultiplexedConnection) {
     let reply: redis::RedisResult<Vec<String>> = redis::cmd("CONFIG")
         .arg("GET")
         .arg("maxmemory-policy")
@@ -386,8 +426,9 @@ fn wants_base64(headers: &HeaderMap) -> bool {
         .is_some_and(|value| value.as_bytes().eq_ignore_ascii_case(b"base64"))
 }
 
-/// One prepared command and, for a `SCRIPT LOAD` of a rewritten script, the SHA1 its reply must name.
-type Prepared = (redis::Cmd, Option<String>);
+/// One prepared command, for a `SCRIPT LOAD` of a rewritten script the SHA1 its reply must name, and its words (which
+/// a cluster is routed by).
+type Prepared = (redis::Cmd, Option<String>, Words);
 
 impl Bridge {
     /// Checks and rewrites the commands of one request; nothing runs unless all of them may.
@@ -409,19 +450,28 @@ impl Bridge {
                 words.iter().for_each(|word| {
                     command.arg(word.as_slice());
                 });
-                (command, loaded_sha)
+                (command, loaded_sha, std::mem::take(words))
             })
             .collect())
     }
 
     async fn connection(&self, profile: Profile) -> Result<redis::aio::MultiplexedConnection, Failure> {
-        self.redis.connection(profile).await.map_err(|e| self.failure(&e))
+        match &self.redis {
+            Links::Single(links) => links.connection(profile).await.map_err(|e| self.failure(&e)),
+            Links::Cluster(_) => Err(Failure::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the bridge asked for one Redis connection in front of a cluster (a bug)",
+            )),
+        }
     }
 
     /// Starts a `SCRIPT KILL` when `error` says that a script may be holding Redis: a reply that timed out, or BUSY.
+    /// (On a cluster, the node's own killer is started where the error is met.)
     fn notice(&self, error: &redis::RedisError) {
         if error.is_timeout() || error.code() == Some("BUSY") {
-            self.killer.start();
+            if let Some(killer) = &self.killer {
+                killer.start();
+            }
         }
     }
 
@@ -437,7 +487,7 @@ impl Bridge {
         }
         let redis = self.redis.describe();
         eprintln!("edgelimit bridge: redis at {redis} unavailable: {error}");
-        let why = if self.killer.unkillable() {
+        let why = if self.killer.as_ref().is_some_and(|killer| killer.unkillable()) {
             script_kill::UNKILLABLE_NOTE
         } else {
             "the bridge reconnects by itself, retry shortly"
@@ -464,12 +514,19 @@ async fn single(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<JsonValue>, Failure> {
     let words = json::command(&parse_body(body)?).map_err(Failure::bad_request)?;
-    let Some((command, loaded_sha)) = bridge.prepare(profile, vec![words])?.pop() else {
+    let Some(prepared) = bridge.prepare(profile, vec![words])?.pop() else {
         return Err(Failure::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             "the bridge prepared no command for this request (a bug)",
         ));
     };
+    if let Links::Cluster(cluster) = &bridge.redis {
+        let value = clustered::single(cluster, profile, &prepared).await?;
+        return Ok(Json(
+            json!({ "result": render(value, prepared.1, wants_base64(&headers)) }),
+        ));
+    }
+    let (command, loaded_sha, _) = prepared;
     let mut connection = bridge.connection(profile).await?;
     let value = connection
         .send_packed_command(&command)
@@ -509,6 +566,15 @@ async fn batch(
     let commands = json::commands(&parse_body(body)?).map_err(Failure::bad_request)?;
     let prepared = bridge.prepare(profile, commands)?;
     let count = prepared.len();
+    if let Links::Cluster(cluster) = &bridge.redis {
+        let results = if atomic {
+            clustered::transaction(bridge, cluster, profile, &prepared).await?
+        } else {
+            clustered::pipeline(cluster, profile, &prepared).await
+        };
+        let loaded_shas = prepared.into_iter().map(|(_, loaded_sha, _)| loaded_sha).collect();
+        return Ok(Json(bridge.render_batch(results, loaded_shas, wants_base64(headers))));
+    }
     // A transaction is written out as MULTI, the commands, EXEC, and its replies read here rather than by the redis
     // crate's atomic mode, which turns an EXEC answered by an error (a reply the cap refused) into a parse failure.
     // One request's commands are written to the connection together, so no other request's fall in between.
@@ -518,7 +584,7 @@ async fn batch(
         pipe.cmd("MULTI");
     }
     let mut loaded_shas = Vec::with_capacity(count);
-    for (command, loaded_sha) in prepared {
+    for (command, loaded_sha, _) in prepared {
         pipe.add_command(command);
         loaded_shas.push(loaded_sha);
     }
@@ -543,31 +609,35 @@ async fn batch(
             })
             .collect()
     };
-    let base64 = wants_base64(headers);
-    // Each reply is within the cap already (the reply cap refused larger ones as they arrived); together they get
-    // the same budget, so that a request of many large replies is not rendered whole either.
-    let mut budget = bridge.max_reply_bytes;
-    let items = results
-        .into_iter()
-        .zip(loaded_shas)
-        .map(|(result, loaded_sha)| match result {
-            Ok(value) => match budget.checked_sub(json::wire_size(&value)) {
-                Some(left) => {
-                    budget = left;
-                    json!({ "result": render(value, loaded_sha, base64) })
-                }
-                None => json!({ "error": over_budget(bridge.max_reply_bytes) }),
-            },
-            Err(error) => json!({ "error": error }),
-        })
-        .collect();
-    Ok(Json(JsonValue::Array(items)))
+    Ok(Json(bridge.render_batch(results, loaded_shas, wants_base64(headers))))
 }
 
 /// One command's result in a batch: its reply, or the text of its error.
 type BatchResult = Result<redis::Value, String>;
 
 impl Bridge {
+    /// The items of a `/pipeline` or `/multi-exec` answer, in order.
+    fn render_batch(&self, results: Vec<BatchResult>, loaded_shas: Vec<Option<String>>, base64: bool) -> JsonValue {
+        // Each reply is within the cap already (the reply cap refused larger ones as they arrived); together they get
+        // the same budget, so that a request of many large replies is not rendered whole either.
+        let mut budget = self.max_reply_bytes;
+        let items = results
+            .into_iter()
+            .zip(loaded_shas)
+            .map(|(result, loaded_sha)| match result {
+                Ok(value) => match budget.checked_sub(json::wire_size(&value)) {
+                    Some(left) => {
+                        budget = left;
+                        json!({ "result": render(value, loaded_sha, base64) })
+                    }
+                    None => json!({ "error": over_budget(self.max_reply_bytes) }),
+                },
+                Err(error) => json!({ "error": error }),
+            })
+            .collect();
+        JsonValue::Array(items)
+    }
+
     /// The per-command results of `MULTI`, `count` commands, `EXEC`; or why the transaction failed as a whole: a
     /// command Redis refused to queue (EXECABORT, naming each), or an EXEC reply the reply cap refused.
     fn transaction_results(
@@ -654,10 +724,10 @@ mod tests {
         })
         .unwrap();
         let bridge = Arc::new(Bridge {
-            killer: Arc::new(ScriptKiller::new(
-                redis.admin_info().clone(),
+            killer: Some(Arc::new(ScriptKiller::new(
+                redis.admin_info(),
                 Duration::from_millis(200),
-            )),
+            ))),
             redis,
             acl: config.redis_acl,
             tokens: Arc::new(tokens_of(&config).unwrap()),

@@ -152,7 +152,7 @@ async fn respond(bridge: &Bridge, profile: Profile, kind: Kind, uri: &Uri) -> Re
     };
     let subscriptions = &bridge.subscriptions;
     let closing = subscriptions.closing.subscribe();
-    match event_stream(bridge.redis.admin_info(), kind, names, subscriptions.limits, closing).await {
+    match event_stream(&bridge.redis.admin_info(), kind, names, subscriptions.limits, closing).await {
         Ok(response) => response,
         Err(failure) => failure.into_response(),
     }
