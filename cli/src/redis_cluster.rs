@@ -113,6 +113,66 @@ impl RedisCluster {
         }
     }
 
+    /// The node id of the node on `port` (`CLUSTER MYID`).
+    pub async fn node_id(&self, port: u16) -> io::Result<String> {
+        text(command(port, &["CLUSTER", "MYID"]).await?)
+    }
+
+    /// The ports of the masters that serve slots now, and of the replica of each (by `CLUSTER NODES` of a live
+    /// node): `(master, replicas)`.
+    pub async fn shards(&self) -> io::Result<Vec<(u16, Vec<u16>)>> {
+        let mut last_error = io::Error::other("no live node");
+        for (port, role) in self.roles().await {
+            if role == Role::Failed {
+                continue;
+            }
+            match command(port, &["CLUSTER", "NODES"]).await.and_then(text) {
+                Ok(nodes) => return Ok(shards(&nodes)),
+                Err(e) => last_error = e,
+            }
+        }
+        Err(last_error)
+    }
+
+    /// Moves `slots` slots from the master on `from` to the master on `to` with `redis-cli --cluster reshard`, as an
+    /// operator would (keys move with `MIGRATE`, clients meet `ASK` meanwhile), and waits until the nodes agree.
+    pub async fn reshard(&self, from: u16, to: u16, slots: u32) -> io::Result<()> {
+        let (from_id, to_id) = (self.node_id(from).await?, self.node_id(to).await?);
+        let output = tokio::process::Command::new("redis-cli")
+            .args(["--cluster", "reshard", &format!("127.0.0.1:{from}")])
+            .args(["--cluster-from", &from_id, "--cluster-to", &to_id])
+            .args(["--cluster-slots", &slots.to_string(), "--cluster-yes"])
+            .output()
+            .await?;
+        if !output.status.success() {
+            return Err(io::Error::other(format!(
+                "redis-cli --cluster reshard failed ({}): {}",
+                output.status,
+                String::from_utf8_lossy(&output.stdout)
+            )));
+        }
+        self.wait_until_formed().await
+    }
+
+    /// `CLUSTER FAILOVER` on the replica on `replica` (a manual failover: its master stops taking writes until the
+    /// replica has caught up, then the two swap roles), and waits until the replica is a master and the nodes agree.
+    pub async fn failover(&self, replica: u16) -> io::Result<()> {
+        command(replica, &["CLUSTER", "FAILOVER"]).await?;
+        let deadline = Instant::now() + FORM_TIMEOUT;
+        while self
+            .roles()
+            .await
+            .iter()
+            .all(|&(port, role)| port != replica || role != Role::Master)
+        {
+            if Instant::now() > deadline {
+                return Err(io::Error::other(format!("replica {replica} did not take over")));
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        self.wait_until_formed().await
+    }
+
     /// Polls until every live node reports `cluster_state:ok` and all agree on one slot map, and every replica's
     /// link to its master is up.
     pub async fn wait_until_formed(&self) -> io::Result<()> {
@@ -170,6 +230,30 @@ fn slot_map(nodes: &str) -> Vec<String> {
         .collect();
     map.sort();
     map
+}
+
+/// Each serving master's port with its replicas' ports, from `CLUSTER NODES`.
+fn shards(nodes: &str) -> Vec<(u16, Vec<u16>)> {
+    let lines: Vec<Vec<&str>> = nodes.lines().map(|line| line.split(' ').collect()).collect();
+    let port = |fields: &[&str]| -> Option<u16> { fields.get(1)?.split('@').next()?.rsplit(':').next()?.parse().ok() };
+    let mut shards = Vec::new();
+    for master in &lines {
+        let flags = master.get(2).copied().unwrap_or_default();
+        if !flags.contains("master") || flags.contains("fail") || master.len() <= 8 {
+            continue;
+        }
+        let (Some(id), Some(master_port)) = (master.first(), port(master)) else {
+            continue;
+        };
+        let replicas = lines
+            .iter()
+            .filter(|node| node.get(3) == Some(id) && !node.get(2).is_some_and(|f| f.contains("fail")))
+            .filter_map(|node| port(node))
+            .collect();
+        shards.push((master_port, replicas));
+    }
+    shards.sort();
+    shards
 }
 
 /// Starts one node in cluster mode on a port whose bus port is free as well.

@@ -30,7 +30,7 @@ pub async fn limit_all_across_slots(requests: &[LimitRequest<'_>]) -> Result<Acr
             ));
         }
         groups
-            .entry(hash_slot(&request.limiter.state_key(&request.id)))
+            .entry(hash_slot(request.limiter.state_key(&request.id)))
             .or_default()
             .push(i);
     }

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use edgelimit::RestClient;
 use edgelimit_cli::bridge::{BridgeConfig, InProcessBridge, Profile};
+use edgelimit_cli::redis_cluster::RedisCluster;
 use edgelimit_cli::redis_server::RedisServer;
 
 /// The admin token of every harness bridge, which [`Stack::client`] uses.
@@ -18,10 +19,11 @@ pub const LIMITER_TOKEN: &str = "test-limiter-token";
 /// A `readonly` token every harness bridge accepts too.
 pub const READONLY_TOKEN: &str = "test-readonly-token";
 
-/// Redis + bridge.
+/// Redis (one server, or a cluster) + bridge.
 pub struct Stack {
     redis: Option<RedisServer>,
     redis_port: u16,
+    cluster: Option<RedisCluster>,
     bridge_url: String,
     bridge: Option<InProcessBridge>,
 }
@@ -35,21 +37,48 @@ impl Stack {
     /// [`Stack::start`] with the bridge's config changed by `configure` first.
     pub async fn start_with(configure: impl FnOnce(&mut BridgeConfig)) -> Stack {
         let redis = RedisServer::start().await.expect("start redis-server");
-        let mut config = BridgeConfig::new(redis.url(), TOKEN);
-        config.tokens = vec![
-            (Profile::Limiter, LIMITER_TOKEN.to_owned()),
-            (Profile::Readonly, READONLY_TOKEN.to_owned()),
-        ];
-        // Short, so the Redis-down tests answer quickly; still generous for a loaded 2-core machine.
-        config.redis_timeout = Duration::from_millis(1_500);
-        configure(&mut config);
+        let config = harness_config(redis.url(), configure);
         let bridge = InProcessBridge::start(config).await.expect("start the bridge");
         Stack {
             redis_port: redis.port(),
             redis: Some(redis),
+            cluster: None,
             bridge_url: bridge.url().to_owned(),
             bridge: Some(bridge),
         }
+    }
+
+    /// A fresh 6-node Redis Cluster (3 masters, 3 replicas) and a bridge in front of it, given every node as a seed,
+    /// with the same tokens as [`Stack::start`].
+    pub async fn start_cluster() -> Stack {
+        Stack::start_cluster_with(|_| {}).await
+    }
+
+    /// [`Stack::start_cluster`] with the bridge's config changed by `configure` first.
+    pub async fn start_cluster_with(configure: impl FnOnce(&mut BridgeConfig)) -> Stack {
+        let cluster = RedisCluster::start(3, 1).await.expect("start a 6-node Redis Cluster");
+        let config = harness_config(cluster_url(&cluster), configure);
+        let bridge = InProcessBridge::start(config).await.expect("start the bridge");
+        Stack {
+            redis_port: cluster.ports()[0],
+            redis: None,
+            cluster: Some(cluster),
+            bridge_url: bridge.url().to_owned(),
+            bridge: Some(bridge),
+        }
+    }
+
+    /// Takes the cluster of a [`Stack::start_cluster`] stack out, to act on it (kill a node, reshard) while the
+    /// bridge serves; dropping it stops its nodes.
+    pub fn take_cluster(&mut self) -> RedisCluster {
+        self.cluster.take().expect("a stack started with Stack::start_cluster")
+    }
+
+    /// The cluster of a [`Stack::start_cluster`] stack.
+    pub fn cluster(&mut self) -> &mut RedisCluster {
+        self.cluster
+            .as_mut()
+            .expect("a stack started with Stack::start_cluster")
     }
 
     /// The bridge's base URL.
@@ -69,9 +98,13 @@ impl Stack {
             .expect("valid client config")
     }
 
-    /// Where the harness's Redis listens, e.g. `redis://127.0.0.1:40123`.
+    /// Where the harness's Redis listens, e.g. `redis://127.0.0.1:40123`; for a cluster, the bridge's
+    /// `redis+cluster://` URL of its nodes.
     pub fn redis_url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.redis_port)
+        match &self.cluster {
+            Some(cluster) => cluster_url(cluster),
+            None => format!("redis://127.0.0.1:{}", self.redis_port),
+        }
     }
 
     /// Kills Redis (the bridge keeps running).
@@ -96,4 +129,23 @@ impl Stack {
             bridge.stop().await.expect("bridge stops cleanly");
         }
     }
+}
+
+/// A bridge config as the harness sets it up: its tokens, a short Redis timeout, then `configure`.
+fn harness_config(redis_url: String, configure: impl FnOnce(&mut BridgeConfig)) -> BridgeConfig {
+    let mut config = BridgeConfig::new(redis_url, TOKEN);
+    config.tokens = vec![
+        (Profile::Limiter, LIMITER_TOKEN.to_owned()),
+        (Profile::Readonly, READONLY_TOKEN.to_owned()),
+    ];
+    // Short, so the Redis-down tests answer quickly; still generous for a loaded 2-core machine.
+    config.redis_timeout = Duration::from_millis(1_500);
+    configure(&mut config);
+    config
+}
+
+/// The bridge's URL for `cluster`: every node a seed.
+pub fn cluster_url(cluster: &RedisCluster) -> String {
+    let nodes: Vec<String> = cluster.ports().iter().map(|port| format!("127.0.0.1:{port}")).collect();
+    format!("redis+cluster://{}", nodes.join(","))
 }

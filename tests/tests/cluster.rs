@@ -1,6 +1,21 @@
-//! edgelimit on a real Redis Cluster: 3 masters and 3 replicas started by the test on free loopback ports.
+//! edgelimit on a real Redis Cluster: 3 masters and 3 replicas started by the test on free loopback ports, and the
+//! bridge in front of them (`redis+cluster://`), driven by the Rust client.
+//!
+//! The fault tests run decisions under load while the cluster moves slots (`redis-cli --cluster reshard`: the ASK
+//! path), fails over by hand (`CLUSTER FAILOVER`), or loses a master (killed; its replica takes over). They count every
+//! grant per limit against its limit: a reshard or a manual failover must never admit one request too many; a master
+//! killed may forget grants that its replica had not received yet (Redis replicates asynchronously): that is
+//! measured and printed, not asserted.
 
+use std::collections::{BTreeMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use edgelimit::limit::{hash_slot, Limiter, Quota};
+use edgelimit::{Command, Error, Mode, Rate, RateLimiter, Value};
 use edgelimit_cli::redis_cluster::{command, RedisCluster, Role};
+use edgelimit_tests::{Stack, LIMITER_TOKEN};
 
 #[tokio::test]
 async fn the_harness_forms_a_six_node_cluster_that_serves_every_slot() {
@@ -13,4 +28,464 @@ async fn the_harness_forms_a_six_node_cluster_that_serves_every_slot() {
         panic!("CLUSTER INFO: {info:?}")
     };
     assert!(String::from_utf8_lossy(&info).contains("cluster_slots_ok:16384"));
+    let shards = cluster.shards().await.unwrap();
+    assert_eq!(shards.len(), 3, "{shards:?}");
+    assert!(shards.iter().all(|(_, replicas)| replicas.len() == 1), "{shards:?}");
+}
+
+/// Now, in ms: decisions at one explicit time never refill, so every grant counts against the limit.
+fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64
+}
+
+/// One key for each of the 16384 slots.
+fn a_key_per_slot() -> Vec<String> {
+    let mut keys: Vec<Option<String>> = vec![None; 16384];
+    let mut missing = keys.len();
+    let mut i = 0u64;
+    while missing > 0 {
+        let key = format!("k{i}");
+        let slot = &mut keys[usize::from(hash_slot(&key))];
+        if slot.is_none() {
+            *slot = Some(key);
+            missing -= 1;
+        }
+        i += 1;
+    }
+    keys.into_iter().flatten().collect()
+}
+
+fn bytes(value: &Value) -> Vec<u8> {
+    match value {
+        Value::Bytes(bytes) => bytes.clone(),
+        other => panic!("expected a string, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn plain_commands_on_every_slot_pipelines_and_transactions_route_through_one_bridge() {
+    let stack = Stack::start_cluster().await;
+    let client = stack.client();
+    let keys = a_key_per_slot();
+    // /pipeline: every slot, so every node, in one request; the replies in the request's order.
+    for chunk in keys.chunks(2048) {
+        let sets: Vec<Command> = chunk
+            .iter()
+            .map(|key| Command::new("SET").arg(key).arg(format!("v-{key}")))
+            .collect();
+        for reply in client.pipeline(&sets).await.unwrap() {
+            assert_eq!(reply.unwrap(), Value::Bytes(b"OK".to_vec()));
+        }
+        let gets: Vec<Command> = chunk.iter().map(|key| Command::new("GET").arg(key)).collect();
+        let replies = client.pipeline(&gets).await.unwrap();
+        for (key, reply) in chunk.iter().zip(replies) {
+            assert_eq!(bytes(&reply.unwrap()), format!("v-{key}").into_bytes(), "{key}");
+        }
+    }
+    // POST /: a sample over every slot range; no MOVED ever reaches the client.
+    for key in keys.iter().step_by(97) {
+        let value = client.command(&Command::new("GET").arg(key)).await.unwrap();
+        assert_eq!(bytes(&value), format!("v-{key}").into_bytes());
+    }
+    // Key-less commands go to any master; counting ones sum over all masters.
+    assert_eq!(
+        client.command(&Command::new("PING")).await.unwrap(),
+        Value::Bytes(b"PONG".to_vec())
+    );
+    assert_eq!(
+        client.command(&Command::new("DBSIZE")).await.unwrap(),
+        Value::Int(16384)
+    );
+    // Mixed items, errors per item, in order.
+    let mixed = client
+        .pipeline(&[
+            Command::new("INCR").arg("k0"),
+            Command::new("SET").arg("{n}a").arg("1"),
+            Command::new("MGET").arg("{n}a").arg("other"),
+            Command::new("GET").arg("{n}a"),
+            Command::new("PING"),
+        ])
+        .await
+        .unwrap();
+    assert!(mixed[0].is_err(), "{:?}", mixed[0]);
+    assert_eq!(mixed[1].as_ref().unwrap(), &Value::Bytes(b"OK".to_vec()));
+    let crossslot = format!("{:?}", mixed[2]);
+    assert!(crossslot.contains("CROSSSLOT"), "{crossslot}");
+    assert_eq!(mixed[3].as_ref().unwrap(), &Value::Bytes(b"1".to_vec()));
+    assert_eq!(mixed[4].as_ref().unwrap(), &Value::Bytes(b"PONG".to_vec()));
+    // /multi-exec: one slot runs; keys in several slots are refused before anything runs.
+    let same_slot = client
+        .multi_exec(&[
+            Command::new("SET").arg("{t}a").arg("1"),
+            Command::new("INCR").arg("{t}a"),
+        ])
+        .await
+        .unwrap();
+    assert_eq!(same_slot[1].as_ref().unwrap(), &Value::Int(2));
+    let refused = client
+        .multi_exec(&[
+            Command::new("SET").arg("a").arg("1"),
+            Command::new("SET").arg("b").arg("1"),
+        ])
+        .await
+        .unwrap_err();
+    assert!(refused.to_string().contains("CROSSSLOT"), "{refused}");
+    assert_eq!(
+        client.command(&Command::new("EXISTS").arg("a")).await.unwrap(),
+        Value::Int(0)
+    );
+}
+
+#[tokio::test]
+async fn limiters_scripts_and_acl_users_work_on_every_master() {
+    let mut stack = Stack::start_cluster().await;
+    let shards = stack.cluster().shards().await.unwrap();
+    let masters: Vec<u16> = shards.iter().map(|(master, _)| *master).collect();
+    assert_eq!(masters.len(), 3);
+    run_limiters_scripts_and_acl(&stack, &masters).await;
+}
+
+async fn run_limiters_scripts_and_acl(stack: &Stack, masters: &[u16]) {
+    let at = now_ms();
+    // 40 limiter names: their hash tags spread over all three masters. Each admits exactly its limit.
+    let names: Vec<String> = (0..40).map(|i| format!("cluster-{i}")).collect();
+    let slots: HashSet<u16> = names.iter().map(|name| hash_slot(name) / 5462).collect();
+    assert_eq!(slots.len(), 3, "the names reach every master");
+    for (client, token) in [(stack.client(), "admin"), (stack.client_with(LIMITER_TOKEN), "limiter")] {
+        for name in &names {
+            let name = format!("{name}-{token}");
+            let limiter = Limiter::new(
+                client.clone(),
+                &name,
+                Quota::gcra(3, 3, Duration::from_secs(3600)).unwrap(),
+            )
+            .unwrap();
+            // The limiter token decides at the server's time only; the quota refills one permit per 20 minutes.
+            let limiter = if token == "admin" { limiter.at(at) } else { limiter };
+            let mut granted = 0;
+            for _ in 0..5 {
+                if limiter.limit("user", 1).await.unwrap().success {
+                    granted += 1;
+                }
+            }
+            assert_eq!(granted, 3, "{name}");
+        }
+    }
+    // The Redisson layout: its own keys ({edgelimit:name}:…), exact as well.
+    for i in 0..12 {
+        let limiter = RateLimiter::new(stack.client(), &format!("edgelimit:redisson-{i}")).unwrap();
+        let rate = Rate::new(4, Duration::from_secs(3600)).unwrap();
+        assert!(limiter.try_set_rate(rate, Mode::Overall).await.unwrap());
+        let limiter = limiter.at(at);
+        let mut granted = 0;
+        for _ in 0..6 {
+            if limiter.try_acquire(1).await.unwrap().success {
+                granted += 1;
+            }
+        }
+        assert_eq!(granted, 4, "redisson-{i}");
+        assert_eq!(limiter.available_permits().await.unwrap(), 0);
+    }
+    // The limiter profile's ACL user exists on every master (Redis does not pass ACL SETUSER between nodes).
+    for &port in masters {
+        let user = command(port, &["ACL", "GETUSER", "edgelimit-limiter"]).await.unwrap();
+        assert!(
+            matches!(user, redis::Value::Array(_) | redis::Value::Map(_)),
+            "{port}: {user:?}"
+        );
+    }
+    // SCRIPT LOAD reaches every master, and answers the SHA1.
+    let client = stack.client();
+    let loaded = client
+        .command(&Command::new("SCRIPT").arg("LOAD").arg("return 'seven'"))
+        .await
+        .unwrap();
+    let sha = String::from_utf8(bytes(&loaded)).unwrap();
+    for &port in masters {
+        let exists = command(port, &["SCRIPT", "EXISTS", &sha]).await.unwrap();
+        assert_eq!(exists, redis::Value::Array(vec![redis::Value::Int(1)]), "{port}");
+    }
+    // A master that lost its scripts (a replica promoted after SCRIPT LOAD): the bridge loads the body it knows and
+    // sends the EVALSHA again; NOSCRIPT proves it did not run.
+    for &port in masters {
+        command(port, &["SCRIPT", "FLUSH"]).await.unwrap();
+    }
+    for key in a_key_per_slot().iter().step_by(1500) {
+        let reply = client
+            .command(&Command::new("EVALSHA").arg(&sha).arg(1).arg(key))
+            .await
+            .unwrap();
+        assert_eq!(bytes(&reply), b"seven");
+    }
+    let unknown = client
+        .command(&Command::new("EVALSHA").arg("0".repeat(40)).arg(1).arg("k"))
+        .await
+        .unwrap_err();
+    assert!(unknown.to_string().contains("NOSCRIPT"), "{unknown}");
+    // ... and edgelimit's own scripts, which the bridge always knows: decisions go on.
+    for &port in masters {
+        command(port, &["SCRIPT", "FLUSH"]).await.unwrap();
+    }
+    let limiter = Limiter::new(
+        stack.client_with(LIMITER_TOKEN),
+        "after-flush",
+        Quota::gcra(2, 2, Duration::from_secs(3600)).unwrap(),
+    )
+    .unwrap();
+    assert!(limiter.limit("user", 1).await.unwrap().success);
+}
+
+/// Decisions under load while `fault` runs: how many were granted per limit, what failed and when.
+struct Load {
+    /// Grants the client saw, per (limiter, identifier).
+    granted: BTreeMap<(usize, usize), u64>,
+    /// Errors: when (since the load started) and what.
+    errors: Vec<(Duration, String)>,
+    decisions: u64,
+}
+
+/// `limiters` × `ids` limits of `limit` permits each, all decided at one time (no refill); `workers` tasks decide
+/// round the pairs while `fault` runs, and for `settle` after it.
+async fn under_load<F, Fut>(stack: &Stack, names: &[String], ids: usize, limit: u32, fault: F) -> (Load, Vec<Limiter>)
+where
+    F: FnOnce() -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let at = now_ms();
+    let limiters: Vec<Limiter> = names
+        .iter()
+        .map(|name| {
+            Limiter::new(
+                stack.client(),
+                name,
+                Quota::token_bucket(limit, 1, Duration::from_secs(3600)).unwrap(),
+            )
+            .unwrap()
+            .at(at)
+        })
+        .collect();
+    let pairs: Vec<(usize, usize)> = (0..limiters.len())
+        .flat_map(|l| (0..ids).map(move |i| (l, i)))
+        .collect();
+    let stop = Arc::new(AtomicBool::new(false));
+    let load = Arc::new(Mutex::new(Load {
+        granted: BTreeMap::new(),
+        errors: Vec::new(),
+        decisions: 0,
+    }));
+    let started = Instant::now();
+    // The workers take the pairs in turn, round and round: every pair is decided as often as any other.
+    let next = Arc::new(AtomicUsize::new(0));
+    let workers: Vec<_> = (0..8)
+        .map(|_| {
+            let (limiters, pairs, stop, load) = (limiters.clone(), pairs.clone(), stop.clone(), load.clone());
+            let next = next.clone();
+            tokio::spawn(async move {
+                while !stop.load(Ordering::Acquire) {
+                    let (l, i) = pairs[next.fetch_add(1, Ordering::Relaxed) % pairs.len()];
+                    let decision = limiters[l].limit(format!("id{i}").as_str(), 1).await;
+                    let mut load = load.lock().unwrap();
+                    load.decisions += 1;
+                    match decision {
+                        Ok(decision) if decision.success => *load.granted.entry((l, i)).or_default() += 1,
+                        Ok(_) => {}
+                        Err(e) => load.errors.push((started.elapsed(), short(&e))),
+                    }
+                }
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    fault().await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    stop.store(true, Ordering::Release);
+    for worker in workers {
+        worker.await.unwrap();
+    }
+    let load = Arc::try_unwrap(load).ok().unwrap().into_inner().unwrap();
+    (load, limiters)
+}
+
+fn short(error: &Error) -> String {
+    error.to_string().chars().take(160).collect()
+}
+
+/// Prints what the load saw, and returns the grants above each limit (0 when exact), summed.
+async fn report(what: &str, load: &Load, limiters: &[Limiter], ids: usize, limit: u32) -> u64 {
+    let mut over = 0;
+    let mut consumed_total = 0;
+    // Grants the client saw that Redis no longer holds (a master's writes its replica never got).
+    let mut forgotten = 0;
+    for (l, limiter) in limiters.iter().enumerate() {
+        for i in 0..ids {
+            let granted = load.granted.get(&(l, i)).copied().unwrap_or(0);
+            over += granted.saturating_sub(u64::from(limit));
+            let left = limiter.peek(format!("id{i}").as_str(), 1).await.unwrap().remaining;
+            let consumed = u64::from(limit) - left.min(u64::from(limit));
+            consumed_total += consumed;
+            forgotten += granted.saturating_sub(consumed);
+        }
+    }
+    let granted_total: u64 = load.granted.values().sum();
+    let window = match (load.errors.first(), load.errors.last()) {
+        (Some((first, _)), Some((last, _))) => format!(
+            "from {} ms to {} ms after the load started",
+            first.as_millis(),
+            last.as_millis()
+        ),
+        _ => "none".to_owned(),
+    };
+    let mut kinds: BTreeMap<String, usize> = BTreeMap::new();
+    for (_, error) in &load.errors {
+        *kinds.entry(error.chars().take(90).collect()).or_default() += 1;
+    }
+    println!(
+        "{what}: {} decisions, {granted_total} granted (Redis holds {consumed_total} spent) of {} permits; \
+         grants over a limit: {over}; grants Redis forgot: {forgotten}; {} errors ({window}): {kinds:#?}",
+        load.decisions,
+        limiters.len() as u64 * ids as u64 * u64::from(limit),
+        load.errors.len()
+    );
+    over
+}
+
+/// Limiter names whose keys hash to `slots` (a range a master serves).
+fn names_in(slots: std::ops::Range<u16>, count: usize) -> Vec<String> {
+    (0..)
+        .map(|i| format!("fault-{i}"))
+        .filter(|name| slots.contains(&hash_slot(name)))
+        .take(count)
+        .collect()
+}
+
+#[tokio::test]
+async fn a_reshard_under_load_admits_no_request_too_many() {
+    let mut stack = Stack::start_cluster().await;
+    let shards = stack.cluster().shards().await.unwrap();
+    let (from, to) = (shards[0].0, shards[1].0);
+    // redis-cli moves the source's lowest slots first: the limits live in the first 200 of them.
+    let first_slot = first_slot_of(from).await;
+    let names = names_in(first_slot..first_slot + 200, 40);
+    let (limit, ids) = (2, 10);
+    let cluster = stack.take_cluster();
+    let started = Instant::now();
+    let (load, limiters) = under_load(&stack, &names, ids, limit, || async {
+        cluster.reshard(from, to, 200).await.expect("reshard");
+    })
+    .await;
+    println!("reshard of 200 slots took {:?} in all", started.elapsed());
+    let over = report("reshard", &load, &limiters, ids, limit).await;
+    assert_eq!(over, 0, "a reshard must not admit a request too many");
+    assert!(
+        load.errors.is_empty(),
+        "a reshard is invisible to clients: {:?}",
+        load.errors
+    );
+    // The slots did move, and the bridge followed ASK redirections while they did (ASKING is sent only then).
+    assert_eq!(first_slot_of(from).await, first_slot + 200);
+    println!(
+        "reshard: ASKING sent to the importing node {} times",
+        command_calls(to, "asking").await
+    );
+    drop(cluster);
+}
+
+/// How often the node on `port` ran `command` (`INFO commandstats`).
+async fn command_calls(port: u16, command_name: &str) -> u64 {
+    let redis::Value::BulkString(stats) = command(port, &["INFO", "commandstats"]).await.unwrap() else {
+        panic!("INFO commandstats")
+    };
+    let stats = String::from_utf8_lossy(&stats).into_owned();
+    let prefix = format!("cmdstat_{command_name}:calls=");
+    stats
+        .lines()
+        .find_map(|line| line.strip_prefix(&prefix))
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|calls| calls.parse().ok())
+        .unwrap_or(0)
+}
+
+async fn first_slot_of(port: u16) -> u16 {
+    let redis::Value::Array(ranges) = command(port, &["CLUSTER", "SLOTS"]).await.unwrap() else {
+        panic!("CLUSTER SLOTS")
+    };
+    let myid = command(port, &["CLUSTER", "MYID"]).await.unwrap();
+    ranges
+        .iter()
+        .filter_map(|range| {
+            let redis::Value::Array(fields) = range else {
+                return None;
+            };
+            let (redis::Value::Int(start), redis::Value::Array(master)) = (&fields[0], &fields[2]) else {
+                return None;
+            };
+            (master.get(2) == Some(&myid)).then_some(*start as u16)
+        })
+        .min()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_manual_failover_under_load_admits_no_request_too_many() {
+    let mut stack = Stack::start_cluster().await;
+    let shards = stack.cluster().shards().await.unwrap();
+    let (master, replica) = (shards[0].0, shards[0].1[0]);
+    let first_slot = first_slot_of(master).await;
+    let names = names_in(first_slot..first_slot + 5000, 40);
+    let (limit, ids) = (2, 10);
+    let cluster = stack.take_cluster();
+    let started = Instant::now();
+    let (load, limiters) = under_load(&stack, &names, ids, limit, || async {
+        cluster.failover(replica).await.expect("failover");
+    })
+    .await;
+    println!("manual failover: {:?} in all", started.elapsed());
+    let over = report("manual failover", &load, &limiters, ids, limit).await;
+    assert_eq!(over, 0, "a manual failover must not admit a request too many");
+    assert_eq!(
+        cluster.roles().await.iter().find(|(p, _)| *p == replica).unwrap().1,
+        Role::Master
+    );
+    drop(cluster);
+}
+
+#[tokio::test]
+async fn a_master_killed_under_load_fails_over_and_the_lost_grants_are_measured() {
+    let mut stack = Stack::start_cluster().await;
+    let shards = stack.cluster().shards().await.unwrap();
+    let (master, replica) = (shards[0].0, shards[0].1[0]);
+    let first_slot = first_slot_of(master).await;
+    let names = names_in(first_slot..first_slot + 5000, 40);
+    let (limit, ids) = (2, 10);
+    let mut cluster = stack.take_cluster();
+    let started = Instant::now();
+    let killed = Mutex::new(None);
+    let (load, limiters) = under_load(&stack, &names, ids, limit, || async {
+        cluster.kill(master).await.expect("kill");
+        let kill_at = started.elapsed();
+        cluster.wait_until_formed().await.expect("the replica takes over");
+        *killed.lock().unwrap() = Some((kill_at, started.elapsed()));
+    })
+    .await;
+    let (kill_at, formed_at) = killed.into_inner().unwrap().unwrap();
+    println!(
+        "master killed at {} ms, replica serving at {} ms (cluster-node-timeout 2000 ms)",
+        kill_at.as_millis(),
+        formed_at.as_millis()
+    );
+    let over = report("master killed", &load, &limiters, ids, limit).await;
+    println!("master killed: grants forgotten by the promoted replica (admitted over a limit): {over}");
+    assert_eq!(
+        cluster.roles().await.iter().find(|(p, _)| *p == replica).unwrap().1,
+        Role::Master
+    );
+    // Every error is one the client can act on, and the limits work again.
+    let after = Limiter::new(
+        stack.client(),
+        "after-kill",
+        Quota::gcra(1, 1, Duration::from_secs(3600)).unwrap(),
+    )
+    .unwrap();
+    assert!(after.limit("x", 1).await.unwrap().success);
+    drop(cluster);
 }

@@ -275,8 +275,8 @@ async fn limits_across_cluster_slots_use_one_pipeline_and_give_back_partial_gran
     let slots = limiter(&stack, "slots", Quota::concurrency(5, SECOND).unwrap()).at(T0);
     let bucket = limiter(&stack, "bucket", Quota::token_bucket(5, 5, SECOND).unwrap()).at(T0);
     assert_ne!(
-        limit::hash_slot(&per_ip.config_key()),
-        limit::hash_slot(&bucket.config_key())
+        limit::hash_slot(per_ip.config_key()),
+        limit::hash_slot(bucket.config_key())
     );
     let request = [per_ip.request("a", 1), slots.request("a", 2), bucket.request("a", 3)];
     let granted = limit::limit_all_across_slots(&request).await.unwrap();

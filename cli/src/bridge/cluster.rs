@@ -200,6 +200,10 @@ pub struct Cluster {
     refresh_queued: AtomicBool,
     /// Spreads key-less commands over the masters.
     next_master: AtomicUsize,
+    /// When a node's trouble was last logged, in ms since `created`: at most one line a second, however many
+    /// requests meet it (each 503 is logged on its own).
+    logged_at: AtomicU64,
+    created: Instant,
     /// Script bodies for `NOSCRIPT` after a failover.
     pub scripts: ScriptBodies,
 }
@@ -209,7 +213,8 @@ pub struct Cluster {
 pub enum Failed {
     /// Redis answered with an error: the command's own (or one it was refused with and may not be resent after).
     Reply(RedisError),
-    /// Refused for now (`TRYAGAIN`, `CLUSTERDOWN`, …) until the request's time ran out: nothing ran.
+    /// Refused for now (`TRYAGAIN`, `CLUSTERDOWN`, …) until the request's time ran out: nothing ran. Passed on as
+    /// Redis's error reply, as one Redis's `LOADING` or `BUSY` is.
     Busy(RedisError),
     /// Sent, then no reply (I/O error, timeout): it may have run, and is not sent again.
     Lost {
@@ -227,11 +232,8 @@ impl Failed {
     pub fn text(&self) -> String {
         match self {
             Failed::Reply(error) => json::redis_error_text(error).unwrap_or_else(|| error.to_string()),
-            Failed::Busy(error) => format!(
-                "{}; the cluster refused the command within the bridge's Redis timeout: it did not run, retry \
-                 shortly",
-                json::redis_error_text(error).unwrap_or_else(|| error.to_string())
-            ),
+            // Redis's own words, as one Redis's are passed on: clients know these codes for "unavailable now".
+            Failed::Busy(error) => json::redis_error_text(error).unwrap_or_else(|| error.to_string()),
             Failed::Lost { address, error } => format!(
                 "redis node {address} failed after the command was sent ({error}): it may have run, and the bridge \
                  does not send it again (a decision or a refund must never run twice); the bridge reconnects by \
@@ -336,6 +338,8 @@ impl Cluster {
             generation: AtomicU64::new(0),
             refresh_queued: AtomicBool::new(false),
             next_master: AtomicUsize::new(0),
+            logged_at: AtomicU64::new(0),
+            created: Instant::now(),
             scripts: ScriptBodies::default(),
         })
     }
@@ -375,7 +379,9 @@ impl Cluster {
 
     /// The first seed's connection details (its user, password, protocol) at another address.
     fn template(&self, (host, port): (&str, u16)) -> ConnectionInfo {
-        self.template.clone().set_addr(ConnectionAddr::Tcp(host.to_owned(), port))
+        self.template
+            .clone()
+            .set_addr(ConnectionAddr::Tcp(host.to_owned(), port))
     }
 
     /// The node at `address` (`host:port`), its links made on first use.
@@ -469,10 +475,28 @@ impl Cluster {
                     break;
                 }
                 Ok(_) => {}
-                Err(e) => eprintln!("edgelimit bridge: could not read the slot map from redis node {address}: {e}"),
+                Err(e) => self.log(format_args!(
+                    "could not read the slot map from redis node {address}: {e}"
+                )),
             }
         }
         self.generation.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Logs a node's trouble on stderr, at most once a second.
+    pub fn log(&self, what: std::fmt::Arguments<'_>) {
+        let now = u64::try_from(self.created.elapsed().as_millis())
+            .unwrap_or(u64::MAX)
+            .saturating_add(1000);
+        let last = self.logged_at.load(Ordering::Relaxed);
+        if now.saturating_sub(last) >= 1000
+            && self
+                .logged_at
+                .compare_exchange(last, now, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+        {
+            eprintln!("edgelimit bridge: {what}");
+        }
     }
 
     /// Records what a `MOVED` said: `slot` is served by `address` now; and reads the whole map again soon.
@@ -496,7 +520,9 @@ impl Cluster {
 
     /// `CLUSTER SLOTS` from the node at `address`, as a map.
     async fn read_slots(&self, address: &str) -> RedisResult<SlotMap> {
-        let node = self.node(address).map_err(|e| RedisError::from(io::Error::other(e.text())))?;
+        let node = self
+            .node(address)
+            .map_err(|e| RedisError::from(io::Error::other(e.text())))?;
         let mut connection = node.links.admin_connection().await?;
         let reply: Value = redis::cmd("CLUSTER").arg("SLOTS").query_async(&mut connection).await?;
         let host = address.rsplit_once(':').map_or(address, |(host, _)| host);
@@ -533,7 +559,7 @@ impl Cluster {
                 Ok(connection) => connection,
                 Err(error) => {
                     // Nothing was sent: read the map again (the node may be gone) and try again in time.
-                    eprintln!("edgelimit bridge: redis node {address} unavailable: {error}");
+                    self.log(format_args!("redis node {address} unavailable: {error}"));
                     if Instant::now() >= deadline {
                         return Err(Failed::Unreachable(format!(
                             "redis node {address} of {} is unavailable ({error})",
@@ -648,7 +674,10 @@ pub async fn pause(backoff: &mut Duration, deadline: Instant) -> bool {
 /// on that connection only; one request's commands are written together, so no other falls in between).
 pub async fn send(connection: &mut MultiplexedConnection, command: &redis::Cmd, asking: bool) -> RedisResult<Value> {
     if !asking {
-        return connection.send_packed_command(command).await.and_then(json::top_level_error);
+        return connection
+            .send_packed_command(command)
+            .await
+            .and_then(json::top_level_error);
     }
     let mut pipe = redis::pipe();
     pipe.ignore_errors();
@@ -659,7 +688,9 @@ pub async fn send(connection: &mut MultiplexedConnection, command: &redis::Cmd, 
     match (replies.pop(), reply) {
         (Some(Err(refused)), _) => Err(refused),
         (_, Some(reply)) => reply,
-        _ => Err(RedisError::from(io::Error::other("Redis answered ASKING and a command with one reply"))),
+        _ => Err(RedisError::from(io::Error::other(
+            "Redis answered ASKING and a command with one reply",
+        ))),
     }
 }
 
@@ -722,7 +753,11 @@ fn node_address(node: Value, default_host: &str) -> Option<String> {
         _ => return None,
     };
     let Value::Int(port) = fields.next()? else { return None };
-    let host = if host.is_empty() || host == "?" { default_host.to_owned() } else { host };
+    let host = if host.is_empty() || host == "?" {
+        default_host.to_owned()
+    } else {
+        host
+    };
     Some(format!("{host}:{port}"))
 }
 
@@ -733,11 +768,13 @@ mod tests {
     #[test]
     fn a_cluster_url_names_seeds_with_one_user_for_all() {
         assert!(seeds("redis://127.0.0.1:6379").unwrap().is_none());
-        let seeds_ = seeds("redis+cluster://u:p%40w@10.0.0.1:7000,10.0.0.2:7001").unwrap().unwrap();
+        let seeds_ = seeds("redis+cluster://u:p%40w@10.0.0.1:7000,10.0.0.2:7001")
+            .unwrap()
+            .unwrap();
         assert_eq!(seeds_.len(), 2);
         assert_eq!(seeds_[1].addr().to_string(), "10.0.0.2:7001");
-        assert_eq!(seeds_[1].username(), Some("u"));
-        assert_eq!(seeds_[1].password(), Some("p@w"));
+        assert_eq!(seeds_[1].redis_settings().username(), Some("u"));
+        assert_eq!(seeds_[1].redis_settings().password(), Some("p@w"));
         assert!(seeds("redis+cluster://").is_err());
         assert!(seeds("redis+cluster://a:1,,b:2").is_err());
         assert_eq!(
@@ -763,8 +800,18 @@ mod tests {
                 address: "127.0.0.1:6381".into()
             })
         );
-        for wait in ["TRYAGAIN x", "CLUSTERDOWN The cluster is down", "LOADING x", "BUSY x", "MASTERDOWN x"] {
-            assert_eq!(resend(&reply(format!("-{wait}\r\n").as_bytes())), Some(Resend::Wait), "{wait}");
+        for wait in [
+            "TRYAGAIN x",
+            "CLUSTERDOWN The cluster is down",
+            "LOADING x",
+            "BUSY x",
+            "MASTERDOWN x",
+        ] {
+            assert_eq!(
+                resend(&reply(format!("-{wait}\r\n").as_bytes())),
+                Some(Resend::Wait),
+                "{wait}"
+            );
         }
         assert_eq!(resend(&reply(b"-NOSCRIPT x\r\n")), Some(Resend::NoScript));
         for final_ in ["ERR x", "WRONGTYPE x", "READONLY x", "E2", "CROSSSLOT x", "EXECABORT x"] {

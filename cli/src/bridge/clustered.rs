@@ -20,8 +20,8 @@ fn failure(failed: &Failed) -> Failure {
     let text = failed.text();
     match failed {
         Failed::Reply(_) if text.starts_with(REPLY_TOO_LARGE) => Failure::new(StatusCode::PAYLOAD_TOO_LARGE, text),
-        Failed::Reply(_) => Failure::bad_request(text),
-        Failed::Busy(_) | Failed::Lost { .. } | Failed::Unreachable(_) => {
+        Failed::Reply(_) | Failed::Busy(_) => Failure::bad_request(text),
+        Failed::Lost { .. } | Failed::Unreachable(_) => {
             eprintln!("edgelimit bridge: {text}");
             Failure::new(StatusCode::SERVICE_UNAVAILABLE, text)
         }
@@ -44,7 +44,11 @@ pub(super) async fn single(cluster: &Arc<Cluster>, profile: Profile, prepared: &
     cluster.scripts.learn(words);
     let result = match route {
         Route::EveryMaster(combine) => every_master(cluster, profile, command, words, combine, deadline).await,
-        route => cluster.run(profile, command, words, target(route), None, deadline).await,
+        route => {
+            cluster
+                .run(profile, command, words, target(route), None, deadline)
+                .await
+        }
     };
     result.map_err(|failed| failure(&failed))
 }
@@ -60,9 +64,11 @@ async fn every_master(
     deadline: Instant,
 ) -> Result<Value, Failed> {
     let masters = cluster.masters(deadline).await?;
-    let replies = join_all(masters.into_iter().map(|address| {
-        cluster.run(profile, command, words, Target::Node(address), None, deadline)
-    }))
+    let replies = join_all(
+        masters
+            .into_iter()
+            .map(|address| cluster.run(profile, command, words, Target::Node(address), None, deadline)),
+    )
     .await;
     let mut values = Vec::with_capacity(replies.len());
     for reply in replies {
@@ -139,7 +145,11 @@ pub(super) async fn pipeline(cluster: &Arc<Cluster>, profile: Profile, prepared:
         let (command, _, words) = &prepared[i];
         let result = match routing::route(words) {
             Ok(Route::EveryMaster(combine)) => every_master(cluster, profile, command, words, combine, deadline).await,
-            Ok(route) => cluster.run(profile, command, words, target(route), redirect, deadline).await,
+            Ok(route) => {
+                cluster
+                    .run(profile, command, words, target(route), redirect, deadline)
+                    .await
+            }
             Err(crossslot) => Err(Failed::Unreachable(crossslot)),
         };
         results[i] = Some(result.map_err(|failed| failed.text()));
@@ -166,7 +176,7 @@ async fn node_part(
         Ok(connection) => connection,
         Err(error) => {
             // Nothing was sent: each command goes again on its own, after the map is read again.
-            eprintln!("edgelimit bridge: redis node {address} unavailable: {error}");
+            cluster.log(format_args!("redis node {address} unavailable: {error}"));
             cluster.refresh_soon();
             return again(items);
         }
@@ -180,7 +190,10 @@ async fn node_part(
         Ok(replies) if replies.len() == items.len() => replies,
         Ok(_) => {
             let text = format!("redis node {address} answered a pipeline with another number of replies");
-            return items.into_iter().map(|i| (i, Outcome::Done(Err(text.clone())))).collect();
+            return items
+                .into_iter()
+                .map(|i| (i, Outcome::Done(Err(text.clone()))))
+                .collect();
         }
         Err(error) => {
             let failed = if error.code().is_some() {
@@ -193,7 +206,10 @@ async fn node_part(
                 Failed::Lost { address, error }
             };
             let text = failed.text();
-            return items.into_iter().map(|i| (i, Outcome::Done(Err(text.clone())))).collect();
+            return items
+                .into_iter()
+                .map(|i| (i, Outcome::Done(Err(text.clone()))))
+                .collect();
         }
     };
     items
@@ -254,7 +270,7 @@ pub(super) async fn transaction(
         let mut connection = match node.links.connection(profile).await {
             Ok(connection) => connection,
             Err(error) => {
-                eprintln!("edgelimit bridge: redis node {address} unavailable: {error}");
+                cluster.log(format_args!("redis node {address} unavailable: {error}"));
                 if Instant::now() >= deadline {
                     return Err(failure(&Failed::Unreachable(format!(
                         "redis node {address} of {} is unavailable ({error})",

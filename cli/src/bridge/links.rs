@@ -41,7 +41,7 @@ struct ProfileLink {
 /// Where the bridge's requests go: one Redis, or a cluster's nodes.
 pub enum Links {
     /// One Redis (or a proxy that looks like one).
-    Single(NodeLinks),
+    Single(Box<NodeLinks>),
     /// A Redis Cluster, routed by the bridge.
     Cluster(Arc<Cluster>),
 }
@@ -73,7 +73,7 @@ impl Links {
             }
         }
         let info = config.redis_url.into_connection_info()?;
-        Ok(Links::Single(NodeLinks::new(info, config)))
+        Ok(Links::Single(Box::new(NodeLinks::new(info, config))))
     }
 }
 

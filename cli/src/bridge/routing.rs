@@ -54,7 +54,7 @@ pub fn route(words: &Words) -> Result<Route, String> {
         _ => {}
     }
     let keys = keys(&name, sub.as_deref(), words);
-    let mut slots = keys.iter().map(|key| hash_slot(key));
+    let mut slots = keys.iter().map(hash_slot);
     let Some(first) = slots.next() else {
         return Ok(Route::AnyMaster);
     };
@@ -142,7 +142,10 @@ mod tests {
         assert_eq!(route(&words("PING")), Ok(Route::AnyMaster));
         assert_eq!(route(&words("SCRIPT EXISTS abc")), Ok(Route::AnyMaster));
         assert_eq!(route(&words("script load x")), Ok(Route::EveryMaster(Combine::Same)));
-        assert_eq!(route(&words("XREAD COUNT 1 STREAMS s 0")), Ok(Route::Slot(hash_slot("s"))));
+        assert_eq!(
+            route(&words("XREAD COUNT 1 STREAMS s 0")),
+            Ok(Route::Slot(hash_slot("s")))
+        );
         assert_eq!(route(&words("OBJECT ENCODING k")), Ok(Route::Slot(hash_slot("k"))));
         assert_eq!(route(&words("MSET {a}1 x {a}2 y")), Ok(Route::Slot(hash_slot("a"))));
     }
@@ -152,7 +155,14 @@ mod tests {
         assert!(route(&words("MGET a b")).unwrap_err().starts_with(CROSSSLOT));
         assert!(route(&words("EVAL x 2 a b")).unwrap_err().starts_with(CROSSSLOT));
         // A key count past the words, not a number, or huge: the keys that are there.
-        for odd in ["EVAL x 99 a", "EVAL x -1 a", "EVAL x 18446744073709551616 a", "EVAL", "MSET", "XREAD STREAMS"] {
+        for odd in [
+            "EVAL x 99 a",
+            "EVAL x -1 a",
+            "EVAL x 18446744073709551616 a",
+            "EVAL",
+            "MSET",
+            "XREAD STREAMS",
+        ] {
             let _ = route(&words(odd));
         }
         assert_eq!(route(&Vec::new()), Ok(Route::AnyMaster));

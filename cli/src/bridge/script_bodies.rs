@@ -47,7 +47,8 @@ impl ScriptBodies {
         let Some(name) = words.first() else { return };
         let body = if name.eq_ignore_ascii_case(b"EVAL") || name.eq_ignore_ascii_case(b"EVAL_RO") {
             words.get(1)
-        } else if name.eq_ignore_ascii_case(b"SCRIPT") && words.get(1).is_some_and(|w| w.eq_ignore_ascii_case(b"LOAD")) {
+        } else if name.eq_ignore_ascii_case(b"SCRIPT") && words.get(1).is_some_and(|w| w.eq_ignore_ascii_case(b"LOAD"))
+        {
             words.get(2)
         } else {
             None
@@ -103,7 +104,10 @@ mod tests {
         let other = sha1_hex(b"return 7");
         assert!(bodies.body_for(&evalsha(&other)).is_none());
         bodies.learn(&vec![b"SCRIPT".to_vec(), b"load".to_vec(), b"return 7".to_vec()]);
-        assert_eq!(bodies.body_for(&evalsha(&other)).as_deref(), Some(&b"return 7".to_vec()));
+        assert_eq!(
+            bodies.body_for(&evalsha(&other)).as_deref(),
+            Some(&b"return 7".to_vec())
+        );
         bodies.learn(&vec![b"EVAL".to_vec()]);
         assert!(bodies.body_for(&vec![b"EVALSHA".to_vec()]).is_none());
     }

@@ -26,7 +26,7 @@ async fn exists(client: &RestClient, key: &str) -> bool {
 
 /// Two limiters in different Cluster slots (their names' hash tags), so that across-slots calls split them.
 fn in_other_slots(a: &Limiter, b: &Limiter) {
-    assert_ne!(limit::hash_slot(&a.config_key()), limit::hash_slot(&b.config_key()));
+    assert_ne!(limit::hash_slot(a.config_key()), limit::hash_slot(b.config_key()));
 }
 
 #[tokio::test]
