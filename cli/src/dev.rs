@@ -1,6 +1,7 @@
 //! `edgelimit dev`: the whole local stack in one command.
 //!
-//! Starts a private `redis-server` (nothing on disk), the REST bridge in front of it and, from a checkout, the
+//! Starts a private `redis-server` (nothing on disk; with `--cluster` a private 6-node Redis Cluster instead, see
+//! [`crate::redis_cluster`]), the REST bridge in front of it and, from a checkout, the
 //! playground page ([`crate::playground`]) and, with wrangler installed, the Worker under `wrangler dev` in front of
 //! a demo origin ([`crate::worker_dev`]); prints how to reach them, and stops them all on Ctrl-C or SIGTERM.
 
@@ -9,6 +10,7 @@ use std::net::SocketAddr;
 
 use crate::bridge::{self, BridgeConfig, CorsOrigins, Profile};
 use crate::playground::{self, PlaygroundConfig};
+use crate::redis_cluster::RedisCluster;
 use crate::redis_server::RedisServer;
 use crate::worker_dev::{self, WorkerConfig};
 
@@ -17,8 +19,10 @@ use crate::worker_dev::{self, WorkerConfig};
 pub struct DevConfig {
     /// Address of the bridge.
     pub listen: SocketAddr,
-    /// Port for the private Redis.
+    /// Port for the private Redis (not with `cluster`: the cluster's nodes take free ports).
     pub redis_port: u16,
+    /// A private Redis Cluster of 3 masters and 3 replicas instead of one Redis, the bridge in front of it.
+    pub cluster: bool,
     /// The admin token: for the developer's clients, the CLI and the playground (whose browser talks to this stack's
     /// own throwaway Redis).
     pub token: String,
@@ -32,12 +36,22 @@ pub struct DevConfig {
 
 /// Runs the stack until `shutdown` completes.
 pub async fn run(config: DevConfig, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<(), String> {
-    let redis = RedisServer::start_on(config.redis_port)
-        .await
-        .map_err(|e| format!("could not start redis-server on port {}: {e}", config.redis_port))?;
-    load_scripts(&redis.url())
-        .await
-        .map_err(|e| format!("could not load edgelimit's scripts into redis-server: {e}"))?;
+    let redis = if config.cluster {
+        let cluster = RedisCluster::start(3, 1)
+            .await
+            .map_err(|e| format!("could not start a Redis Cluster: {e}"))?;
+        DevRedis::Cluster(cluster)
+    } else {
+        let server = RedisServer::start_on(config.redis_port)
+            .await
+            .map_err(|e| format!("could not start redis-server on port {}: {e}", config.redis_port))?;
+        DevRedis::Single(server)
+    };
+    for url in redis.node_urls() {
+        load_scripts(&url)
+            .await
+            .map_err(|e| format!("could not load edgelimit's scripts into redis-server at {url}: {e}"))?;
+    }
     let listener = tokio::net::TcpListener::bind(config.listen).await.map_err(|e| {
         format!(
             "could not listen on {} for the bridge: {e}; pass --listen",
@@ -47,6 +61,12 @@ pub async fn run(config: DevConfig, shutdown: impl Future<Output = ()> + Send + 
     let url = format!("http://{}", listener.local_addr().map_err(|e| e.to_string())?);
     say!("edgelimit dev stack is up");
     say!("  redis    {}", redis.url());
+    if let DevRedis::Cluster(cluster) = &redis {
+        say!(
+            "  cluster  3 masters + 3 replicas, nodes on ports {:?}",
+            cluster.ports()
+        );
+    }
     say!("  bridge   {url}   (token: {})", config.token);
     say!(
         "  try      curl -H 'Authorization: Bearer {}' -d '[\"PING\"]' {url}/",
@@ -105,12 +125,50 @@ pub async fn run(config: DevConfig, shutdown: impl Future<Output = ()> + Send + 
     if let Some(playground) = playground {
         playground.stop();
     }
-    redis
-        .stop()
-        .await
-        .map_err(|e| format!("could not stop redis-server: {e}"))?;
+    redis.stop().await?;
     say!("edgelimit dev stack stopped");
     Ok(())
+}
+
+/// The stack's Redis: one server, or a cluster.
+enum DevRedis {
+    Single(RedisServer),
+    Cluster(RedisCluster),
+}
+
+impl DevRedis {
+    /// What the bridge is given: the server's URL, or the cluster's `redis+cluster://` URL of every node.
+    fn url(&self) -> String {
+        match self {
+            DevRedis::Single(server) => server.url(),
+            DevRedis::Cluster(cluster) => {
+                let nodes: Vec<String> = cluster.ports().iter().map(|port| format!("127.0.0.1:{port}")).collect();
+                format!("{}{}", bridge::CLUSTER_SCHEME, nodes.join(","))
+            }
+        }
+    }
+
+    /// Every node's own URL: each gets edgelimit's scripts (a replica too, so that a failover finds them).
+    fn node_urls(&self) -> Vec<String> {
+        match self {
+            DevRedis::Single(server) => vec![server.url()],
+            DevRedis::Cluster(cluster) => cluster.urls(),
+        }
+    }
+
+    async fn stop(self) -> Result<(), String> {
+        match self {
+            DevRedis::Single(server) => server
+                .stop()
+                .await
+                .map_err(|e| format!("could not stop redis-server: {e}")),
+            // Its nodes are killed as they are dropped.
+            DevRedis::Cluster(cluster) => {
+                drop(cluster);
+                Ok(())
+            }
+        }
+    }
 }
 
 /// Loads every edgelimit script into the fresh Redis, so that no call meets `NOSCRIPT`: the playground's browser

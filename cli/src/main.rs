@@ -118,6 +118,10 @@ enum Commands {
         /// Port of the private redis-server.
         #[arg(long, default_value_t = 6390)]
         redis_port: u16,
+        /// Run a private Redis Cluster (3 masters, 3 replicas, on free ports) instead of one redis-server, the bridge
+        /// in front of it (`--redis redis+cluster://…`).
+        #[arg(long, conflicts_with = "redis_port")]
+        cluster: bool,
         /// The bridge's admin token (for your clients, the CLI and the playground).
         #[arg(long, env = "EDGELIMIT_TOKEN", default_value = "dev-token")]
         token: String,
@@ -308,6 +312,7 @@ async fn run(command: Commands) -> Result<Option<Outcome>, String> {
         Commands::Dev {
             listen,
             redis_port,
+            cluster,
             token,
             limiter_token,
             no_worker,
@@ -326,6 +331,7 @@ async fn run(command: Commands) -> Result<Option<Outcome>, String> {
             let config = DevConfig {
                 listen,
                 redis_port,
+                cluster,
                 token,
                 limiter_token,
                 worker,

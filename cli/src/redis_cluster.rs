@@ -134,14 +134,17 @@ impl RedisCluster {
         Err(last_error)
     }
 
-    /// Moves `slots` slots from the master on `from` to the master on `to` with `redis-cli --cluster reshard`, as an
-    /// operator would (keys move with `MIGRATE`, clients meet `ASK` meanwhile), and waits until the nodes agree.
-    pub async fn reshard(&self, from: u16, to: u16, slots: u32) -> io::Result<()> {
+    /// Moves `slots` slots (the lowest of `from`'s) from the master on `from` to the master on `to` with `redis-cli
+    /// --cluster reshard`, as an operator would: keys move `pipeline` at a time with `MIGRATE` (redis-cli's default
+    /// is 10), clients meet `ASK` for the keys that moved while their slot is still migrating. Waits until the nodes
+    /// agree.
+    pub async fn reshard(&self, from: u16, to: u16, slots: u32, pipeline: u32) -> io::Result<()> {
         let (from_id, to_id) = (self.node_id(from).await?, self.node_id(to).await?);
         let output = tokio::process::Command::new("redis-cli")
             .args(["--cluster", "reshard", &format!("127.0.0.1:{from}")])
             .args(["--cluster-from", &from_id, "--cluster-to", &to_id])
             .args(["--cluster-slots", &slots.to_string(), "--cluster-yes"])
+            .args(["--cluster-pipeline", &pipeline.to_string()])
             .output()
             .await?;
         if !output.status.success() {

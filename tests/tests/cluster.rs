@@ -363,14 +363,24 @@ async fn a_reshard_under_load_admits_no_request_too_many() {
     let mut stack = Stack::start_cluster().await;
     let shards = stack.cluster().shards().await.unwrap();
     let (from, to) = (shards[0].0, shards[1].0);
-    // redis-cli moves the source's lowest slots first: the limits live in the first 200 of them.
+    // redis-cli moves the source's lowest slots first: the limits live in the first 200 of them, each slot with
+    // 150 more keys, moved one per MIGRATE, so that a slot is migrating long enough for decisions to meet ASK (for
+    // their keys already moved) and be sent with ASKING to the importing node.
     let first_slot = first_slot_of(from).await;
-    let names = names_in(first_slot..first_slot + 200, 40);
-    let (limit, ids) = (2, 10);
+    let names = names_in(first_slot..first_slot + 200, 30);
+    let fill: Vec<Command> = names
+        .iter()
+        .flat_map(|name| (0..150).map(move |i| Command::new("SET").arg(format!("{{{name}}}:fill:{i}")).arg(i)))
+        .collect();
+    for reply in stack.client().pipeline(&fill).await.unwrap() {
+        reply.unwrap();
+    }
+    // Permits for about as long as the load runs: grants and denials both happen while the slots move.
+    let (limit, ids) = (5, 10);
     let cluster = stack.take_cluster();
     let started = Instant::now();
     let (load, limiters) = under_load(&stack, &names, ids, limit, || async {
-        cluster.reshard(from, to, 200).await.expect("reshard");
+        cluster.reshard(from, to, 200, 1).await.expect("reshard");
     })
     .await;
     println!("reshard of 200 slots took {:?} in all", started.elapsed());

@@ -59,6 +59,7 @@ use axum::{Extension, Json, Router};
 use serde_json::{json, Value as JsonValue};
 use tower_http::catch_panic::CatchPanicLayer;
 
+pub use self::cluster::SCHEME as CLUSTER_SCHEME;
 pub use self::cors::CorsOrigins;
 pub use self::in_process::InProcessBridge;
 use self::json::Words;
