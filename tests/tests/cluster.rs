@@ -244,24 +244,20 @@ struct Load {
     decisions: u64,
 }
 
-/// `limiters` × `ids` limits of `limit` permits each, all decided at one time (no refill); `workers` tasks decide
-/// round the pairs while `fault` runs, and for `settle` after it.
+/// `limiters` × `ids` limits of `limit` permits each, refilling one permit an hour (none while the test runs),
+/// decided with the `limiter` token as a Worker would (at the server's time, as the profile's ACL user, which the
+/// bridge must create on every node it meets: a promoted replica too); 8 tasks decide round the pairs while `fault`
+/// runs, and for half a second after it.
 async fn under_load<F, Fut>(stack: &Stack, names: &[String], ids: usize, limit: u32, fault: F) -> (Load, Vec<Limiter>)
 where
     F: FnOnce() -> Fut,
     Fut: std::future::Future<Output = ()>,
 {
-    let at = now_ms();
     let limiters: Vec<Limiter> = names
         .iter()
         .map(|name| {
-            Limiter::new(
-                stack.client(),
-                name,
-                Quota::token_bucket(limit, 1, Duration::from_secs(3600)).unwrap(),
-            )
-            .unwrap()
-            .at(at)
+            let quota = Quota::token_bucket(limit, 1, Duration::from_secs(3600)).unwrap();
+            Limiter::new(stack.client_with(LIMITER_TOKEN), name, quota).unwrap()
         })
         .collect();
     let pairs: Vec<(usize, usize)> = (0..limiters.len())
@@ -340,9 +336,11 @@ async fn report(what: &str, load: &Load, limiters: &[Limiter], ids: usize, limit
         *kinds.entry(error.chars().take(90).collect()).or_default() += 1;
     }
     println!(
-        "{what}: {} decisions, {granted_total} granted (Redis holds {consumed_total} spent) of {} permits; \
-         grants over a limit: {over}; grants Redis forgot: {forgotten}; {} errors ({window}): {kinds:#?}",
+        "{what}: {} decisions, {granted_total} granted (Redis holds {consumed_total} spent: {} ran though their \
+         reply was lost) of {} permits; grants over a limit: {over}; grants Redis forgot: {forgotten}; {} errors \
+         ({window}): {kinds:#?}",
         load.decisions,
+        consumed_total.saturating_sub(granted_total),
         limiters.len() as u64 * ids as u64 * u64::from(limit),
         load.errors.len()
     );

@@ -405,7 +405,7 @@ impl Cluster {
         let node = Arc::new(Node {
             address: Arc::from(address),
             killer: Arc::new(ScriptKiller::new(info.clone(), self.timeout)),
-            links: NodeLinks::new(info, &config),
+            links: NodeLinks::new(info, &config, true),
         });
         let mut nodes = self.lock_nodes();
         if nodes.len() >= MAX_NODES {

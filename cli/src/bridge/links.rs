@@ -73,7 +73,7 @@ impl Links {
             }
         }
         let info = config.redis_url.into_connection_info()?;
-        Ok(Links::Single(Box::new(NodeLinks::new(info, config))))
+        Ok(Links::Single(Box::new(NodeLinks::new(info, config, false))))
     }
 }
 
@@ -87,8 +87,10 @@ pub struct NodeLinks {
 
 impl NodeLinks {
     /// The links to the Redis `admin_info` names, as its user; the profiles' users get passwords derived from
-    /// `config.redis_url` (the same on every node of a cluster). Connects nothing yet.
-    pub fn new(admin_info: ConnectionInfo, config: &LinkConfig<'_>) -> NodeLinks {
+    /// `config.redis_url` (the same on every node of a cluster), and on a cluster's node (`in_cluster`) `ASKING` as
+    /// well, which the bridge sends before a command an `ASK` redirected (Redis checks it against the ACL like any
+    /// command). Connects nothing yet.
+    pub fn new(admin_info: ConnectionInfo, config: &LinkConfig<'_>, in_cluster: bool) -> NodeLinks {
         let link = |info: ConnectionInfo| RedisLink::new(info, config.timeout, config.max_reply_bytes);
         let users = match config.acl {
             RedisAcl::Off => Vec::new(),
@@ -105,7 +107,10 @@ impl NodeLinks {
                     Some(ProfileLink {
                         profile,
                         user,
-                        rules: profile::acl_rules(profile, &password, config.limiter_keys),
+                        rules: profile::acl_rules(profile, &password, config.limiter_keys)
+                            .into_iter()
+                            .chain(in_cluster.then(|| "+asking".to_owned()))
+                            .collect(),
                         link: link(admin_info.clone().set_redis_settings(settings)),
                     })
                 })
