@@ -377,10 +377,16 @@ async fn a_reshard_under_load_admits_no_request_too_many() {
     let (limit, ids) = (5, 10);
     let cluster = stack.take_cluster();
     let started = Instant::now();
+    // Alongside the decisions: pipelines of INCR over every moving slot (split by node, each item resent on its own
+    // after MOVED or ASK), and transactions of two INCRs in one slot (sent again whole after MOVED, or after a pause
+    // while their slot migrates).
+    let stop_side = Arc::new(AtomicBool::new(false));
+    let side = tokio::spawn(incr_alongside(stack.client(), names.clone(), stop_side.clone()));
     let (load, limiters) = under_load(&stack, &names, ids, limit, || async {
         cluster.reshard(from, to, 200, 1).await.expect("reshard");
     })
     .await;
+    stop_side.store(true, Ordering::Release);
     println!("reshard of 200 slots took {:?} in all", started.elapsed());
     let over = report("reshard", &load, &limiters, ids, limit).await;
     assert_eq!(over, 0, "a reshard must not admit a request too many");
@@ -391,11 +397,69 @@ async fn a_reshard_under_load_admits_no_request_too_many() {
     );
     // The slots did move, and the bridge followed ASK redirections while they did (ASKING is sent only then).
     assert_eq!(first_slot_of(from).await, first_slot + 200);
+    let asking = command_calls(to, "asking").await;
+    println!("reshard: ASKING sent to the importing node {asking} times");
+    assert!(asking > 0, "the decisions met ASK while the slots moved");
+    // Each INCR of the pipelines and transactions ran exactly once: a command is sent again only when a reply
+    // proved it did not run.
+    let (counted, side_errors) = side.await.unwrap();
     println!(
-        "reshard: ASKING sent to the importing node {} times",
-        command_calls(to, "asking").await
+        "reshard: {} pipelines and transactions of INCR alongside, {side_errors:?} errors",
+        counted.len()
     );
+    assert!(side_errors.is_empty(), "{side_errors:?}");
+    let client = stack.client();
+    for (key, count) in counted_per_key(&counted) {
+        let value = client.command(&Command::new("GET").arg(&key)).await.unwrap();
+        assert_eq!(bytes(&value), count.to_string().into_bytes(), "{key}");
+    }
     drop(cluster);
+}
+
+/// INCRs through `/pipeline` (one key per name) and `/multi-exec` (two per transaction, on one name's key) until
+/// `stop`: the keys each request incremented, and every error met.
+async fn incr_alongside(
+    client: edgelimit::RestClient,
+    names: Vec<String>,
+    stop: Arc<AtomicBool>,
+) -> (Vec<Vec<String>>, Vec<String>) {
+    let mut counted = Vec::new();
+    let mut errors = Vec::new();
+    let mut round = 0;
+    while !stop.load(Ordering::Acquire) {
+        let keys: Vec<String> = names.iter().map(|name| format!("{{{name}}}:count")).collect();
+        let incrs: Vec<Command> = keys.iter().map(|key| Command::new("INCR").arg(key)).collect();
+        match client.pipeline(&incrs).await {
+            Ok(replies) => {
+                let mut done = Vec::new();
+                for (key, reply) in keys.iter().zip(replies) {
+                    match reply {
+                        Ok(_) => done.push(key.clone()),
+                        Err(e) => errors.push(short(&e)),
+                    }
+                }
+                counted.push(done);
+            }
+            Err(e) => errors.push(short(&e)),
+        }
+        let key = format!("{{{}}}:tx", names[round % names.len()]);
+        round += 1;
+        let tx = [Command::new("INCR").arg(&key), Command::new("INCR").arg(&key)];
+        match client.multi_exec(&tx).await {
+            Ok(replies) if replies.iter().all(Result::is_ok) => counted.push(vec![key.clone(), key]),
+            Ok(replies) => errors.push(format!("{replies:?}")),
+            Err(e) => errors.push(short(&e)),
+        }
+    }
+    (counted, errors)
+}
+
+fn counted_per_key(counted: &[Vec<String>]) -> BTreeMap<String, u64> {
+    let mut per_key = BTreeMap::new();
+    for key in counted.iter().flatten() {
+        *per_key.entry(key.clone()).or_default() += 1;
+    }
+    per_key
 }
 
 /// How often the node on `port` ran `command` (`INFO commandstats`).
@@ -496,4 +560,70 @@ async fn a_master_killed_under_load_fails_over_and_the_lost_grants_are_measured(
     .unwrap();
     assert!(after.limit("x", 1).await.unwrap().success);
     drop(cluster);
+}
+
+#[tokio::test]
+async fn an_endless_script_on_one_node_is_killed_there_and_decisions_recover() {
+    let mut stack = Stack::start_cluster().await;
+    let shards = stack.cluster().shards().await.unwrap();
+    let master = shards[2].0;
+    let first_slot = first_slot_of(master).await;
+    let name = &names_in(first_slot..first_slot + 5000, 1)[0];
+    // A node held by a script does not answer the cluster bus either: past cluster-node-timeout (2 s in the harness)
+    // the others fail it over. Production's default (15 s) is well above busy-reply-threshold (5 s), when Redis
+    // starts reading SCRIPT KILL: so here too.
+    for port in stack.cluster().ports() {
+        command(port, &["CONFIG", "SET", "cluster-node-timeout", "15000"])
+            .await
+            .unwrap();
+    }
+    let started = Instant::now();
+    // The script names a key of that master's, so it runs there; the request times out.
+    let endless = stack
+        .client()
+        .command(
+            &Command::new("EVAL")
+                .arg("while true do end")
+                .arg(1)
+                .arg(format!("{{{name}}}:x")),
+        )
+        .await;
+    assert!(endless.is_err(), "{endless:?}");
+    // The other masters serve meanwhile.
+    let elsewhere = names_in(
+        first_slot_of(shards[0].0).await..first_slot_of(shards[0].0).await + 5000,
+        1,
+    );
+    let other = Limiter::new(
+        stack.client_with(LIMITER_TOKEN),
+        &elsewhere[0],
+        Quota::gcra(5, 5, Duration::from_secs(1)).unwrap(),
+    )
+    .unwrap();
+    assert!(other.limit("a", 1).await.unwrap().success);
+    // The bridge sends SCRIPT KILL to the node that timed out; Redis reads it once the script has run
+    // busy-reply-threshold (5 s), and decisions on that node go on.
+    let limiter = Limiter::new(
+        stack.client_with(LIMITER_TOKEN),
+        name,
+        Quota::gcra(5, 5, Duration::from_secs(1)).unwrap(),
+    )
+    .unwrap();
+    loop {
+        match limiter.limit("a", 1).await {
+            Ok(decision) => break assert!(decision.success),
+            Err(e) => assert!(e.is_store_unavailable(), "{e}"),
+        }
+        assert!(started.elapsed() < Duration::from_secs(40), "never recovered");
+    }
+    println!(
+        "endless script on node {master}: decisions there recovered {:.1} s after it was sent",
+        started.elapsed().as_secs_f64()
+    );
+    assert!(command_calls(master, "script|kill").await >= 1);
+    let roles = stack.cluster().roles().await;
+    assert!(
+        roles.contains(&(master, Role::Master)),
+        "the script was killed before the cluster failed the node over: {roles:?}"
+    );
 }

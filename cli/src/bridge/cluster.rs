@@ -499,6 +499,14 @@ impl Cluster {
         }
     }
 
+    /// Starts a `SCRIPT KILL` on `node` when `error` (connecting to it, or provisioning a user there) timed out: a
+    /// script may hold it, as when a reply times out.
+    pub fn unresponsive(&self, node: &Node, error: &RedisError) {
+        if error.is_timeout() {
+            node.killer.start();
+        }
+    }
+
     /// Records what a `MOVED` said: `slot` is served by `address` now; and reads the whole map again soon.
     pub fn moved(self: &Arc<Self>, slot: u16, address: &str) {
         self.write_map().set_owner(slot, address);
@@ -560,6 +568,8 @@ impl Cluster {
                 Err(error) => {
                     // Nothing was sent: read the map again (the node may be gone) and try again in time.
                     self.log(format_args!("redis node {address} unavailable: {error}"));
+                    // A node that took the connection but did not answer in time may be held by a script.
+                    self.unresponsive(&node, &error);
                     if Instant::now() >= deadline {
                         return Err(Failed::Unreachable(format!(
                             "redis node {address} of {} is unavailable ({error})",

@@ -177,6 +177,8 @@ async fn node_part(
         Err(error) => {
             // Nothing was sent: each command goes again on its own, after the map is read again.
             cluster.log(format_args!("redis node {address} unavailable: {error}"));
+            // A node that took the connection but did not answer in time may be held by a script.
+            cluster.unresponsive(&node, &error);
             cluster.refresh_soon();
             return again(items);
         }
@@ -271,6 +273,8 @@ pub(super) async fn transaction(
             Ok(connection) => connection,
             Err(error) => {
                 cluster.log(format_args!("redis node {address} unavailable: {error}"));
+                // A node that took the connection but did not answer in time may be held by a script.
+                cluster.unresponsive(&node, &error);
                 if Instant::now() >= deadline {
                     return Err(failure(&Failed::Unreachable(format!(
                         "redis node {address} of {} is unavailable ({error})",
