@@ -222,6 +222,25 @@ async fn run_limiters_scripts_and_acl(stack: &Stack, masters: &[u16]) {
         .await
         .unwrap_err();
     assert!(unknown.to_string().contains("NOSCRIPT"), "{unknown}");
+    // A script with Upstash's shebang flags: loaded under the SHA1 of the text the client sent (the bridge strips
+    // the flag stock Redis does not know), and found again by that SHA1 after the masters lost it.
+    let flagged = "#!lua flags=allow-key-locking\nreturn 'flagged'";
+    let loaded = client
+        .command(&Command::new("SCRIPT").arg("LOAD").arg(flagged))
+        .await
+        .unwrap();
+    let flagged_sha = String::from_utf8(bytes(&loaded)).unwrap();
+    assert_eq!(flagged_sha, edgelimit::Script::new(flagged).sha1());
+    for &port in masters {
+        command(port, &["SCRIPT", "FLUSH"]).await.unwrap();
+    }
+    for key in a_key_per_slot().iter().step_by(2000) {
+        let reply = client
+            .command(&Command::new("EVALSHA").arg(&flagged_sha).arg(1).arg(key))
+            .await
+            .unwrap();
+        assert_eq!(bytes(&reply), b"flagged");
+    }
     // ... and edgelimit's own scripts, which the bridge always knows: decisions go on.
     for &port in masters {
         command(port, &["SCRIPT", "FLUSH"]).await.unwrap();
