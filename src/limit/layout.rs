@@ -118,7 +118,7 @@ mod tests {
         for text in ["203.0.113.7", "}", "{", "a}b", "{x}", "", "#", &"x".repeat(500)] {
             let id = Identifier::from(text);
             let key = |name| KeyLayout::PerIdentifier.state_key("edgelimit", name, &id);
-            assert_eq!(hash_slot(&key("a")), hash_slot(&key("b/other")), "{text:?}");
+            assert_eq!(hash_slot(key("a")), hash_slot(key("b/other")), "{text:?}");
             let tag_start = key("a").find('{').unwrap();
             assert!(!key("a")[tag_start + 1..].starts_with('}'), "empty tag for {text:?}");
         }

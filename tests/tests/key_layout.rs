@@ -105,7 +105,7 @@ async fn all_limits_of_one_identifier_are_one_script_in_one_slot() {
     let ratelimit = Ratelimit::new(stack.client(), &limits, options).unwrap();
     for id in ["203.0.113.7", "a}b{", "", &"x".repeat(1000)] {
         let slots: Vec<u16> = (ratelimit.limiters().iter())
-            .map(|limiter| hash_slot(&limiter.state_key(id)))
+            .map(|limiter| hash_slot(limiter.state_key(id)))
             .collect();
         assert!(slots.windows(2).all(|pair| pair[0] == pair[1]), "{id:?}: {slots:?}");
         let decided = [
@@ -207,7 +207,7 @@ async fn several_identifiers_across_slots_are_decided_with_exact_give_back() {
         .with_layout(KeyLayout::PerIdentifier)
         .unwrap();
     let (a, b) = (Identifier::from("alice"), Identifier::from("bob"));
-    assert_ne!(hash_slot(&limiter.state_key(&a)), hash_slot(&limiter.state_key(&b)));
+    assert_ne!(hash_slot(limiter.state_key(&a)), hash_slot(limiter.state_key(&b)));
     // Bob's permit is taken: a request counting both is denied, and Alice's grant is given back.
     assert!(limiter.limit(&b, 1).await.unwrap().success);
     let both = limit::limit_all_across_slots(&[limiter.request(&a, 1), limiter.request(&b, 1)])

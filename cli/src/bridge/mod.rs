@@ -22,7 +22,7 @@
 //!
 //! In front of a Redis Cluster (`--redis redis+cluster://host:port,host:port`) the bridge routes each command to the
 //! master of its key's slot, splits `/pipeline` by node, and sends a command again only on a reply that proves it
-//! did not run ([`cluster`]'s module docs say how, and why not with the redis crate's cluster client).
+//! did not run (`cluster.rs`'s module docs say how, and why not with the redis crate's cluster client).
 
 mod cluster;
 mod clustered;
