@@ -646,3 +646,38 @@ async fn an_endless_script_on_one_node_is_killed_there_and_decisions_recover() {
         "the script was killed before the cluster failed the node over: {roles:?}"
     );
 }
+
+#[tokio::test]
+async fn subscribe_hears_what_is_published_through_any_master() {
+    let stack = Stack::start_cluster().await;
+    let mut response = reqwest::Client::new()
+        .post(format!("{}/subscribe/news", stack.url()))
+        .bearer_auth(edgelimit_tests::TOKEN)
+        .body("[]")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let mut text = String::new();
+    let mut read_until = async |tail: &str| {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !text.ends_with(tail) {
+            let chunk = tokio::time::timeout(Duration::from_secs(10), response.chunk()).await;
+            match chunk.unwrap().unwrap() {
+                Some(chunk) => text.push_str(std::str::from_utf8(&chunk).unwrap()),
+                None => panic!("the stream ended: {text:?}"),
+            }
+            assert!(Instant::now() < deadline, "{text:?}");
+        }
+    };
+    read_until("data: subscribe,news,1\n\n").await;
+    // PUBLISH names no key: each goes to the next master, and the cluster bus carries it to the subscriber's node.
+    let client = stack.client();
+    for i in 0..3 {
+        client
+            .command(&Command::new("PUBLISH").arg("news").arg(format!("m{i}")))
+            .await
+            .unwrap();
+    }
+    read_until("data: message,news,m0\n\ndata: message,news,m1\n\ndata: message,news,m2\n\n").await;
+}
