@@ -497,6 +497,11 @@ async fn command_calls(port: u16, command_name: &str) -> u64 {
 }
 
 async fn first_slot_of(port: u16) -> u16 {
+    slots_of(port).await.iter().map(|range| range.start).min().unwrap()
+}
+
+/// The slot ranges the master on `port` serves (`CLUSTER SLOTS`).
+async fn slots_of(port: u16) -> Vec<std::ops::Range<u16>> {
     let redis::Value::Array(ranges) = command(port, &["CLUSTER", "SLOTS"]).await.unwrap() else {
         panic!("CLUSTER SLOTS")
     };
@@ -507,13 +512,14 @@ async fn first_slot_of(port: u16) -> u16 {
             let redis::Value::Array(fields) = range else {
                 return None;
             };
-            let (redis::Value::Int(start), redis::Value::Array(master)) = (&fields[0], &fields[2]) else {
+            let (redis::Value::Int(start), redis::Value::Int(end), redis::Value::Array(master)) =
+                (&fields[0], &fields[1], &fields[2])
+            else {
                 return None;
             };
-            (master.get(2) == Some(&myid)).then_some(*start as u16)
+            (master.get(2) == Some(&myid)).then_some(*start as u16..*end as u16 + 1)
         })
-        .min()
-        .unwrap()
+        .collect()
 }
 
 #[tokio::test]
@@ -547,6 +553,7 @@ async fn a_master_killed_under_load_fails_over_and_the_lost_grants_are_measured(
     let (master, replica) = (shards[0].0, shards[0].1[0]);
     let first_slot = first_slot_of(master).await;
     let names = names_in(first_slot..first_slot + 5000, 40);
+    let dead_slots = slots_of(master).await;
     let (limit, ids) = (2, 10);
     let mut cluster = stack.take_cluster();
     let started = Instant::now();
@@ -554,6 +561,26 @@ async fn a_master_killed_under_load_fails_over_and_the_lost_grants_are_measured(
     let (load, limiters) = under_load(&stack, &names, ids, limit, || async {
         cluster.kill(master).await.expect("kill");
         let kill_at = started.elapsed();
+        // Meanwhile a pipeline over every master: the live masters' items answer, the dead one's fail on their own.
+        let keys: Vec<String> = a_key_per_slot().into_iter().step_by(1024).collect();
+        let gets: Vec<Command> = keys.iter().map(|key| Command::new("GET").arg(key)).collect();
+        let replies = stack.client().pipeline(&gets).await.unwrap();
+        let dead: Vec<bool> = keys
+            .iter()
+            .map(|key| dead_slots.iter().any(|range| range.contains(&hash_slot(key))))
+            .collect();
+        for ((key, reply), dead) in keys.iter().zip(&replies).zip(&dead) {
+            match (reply, dead) {
+                (Ok(Value::Nil), false) => {}
+                (Err(e), true) => assert!(e.to_string().contains("127.0.0.1"), "{key}: {e}"),
+                other => panic!("{key}: {other:?}"),
+            }
+        }
+        println!(
+            "master killed: a pipeline over every master meanwhile: {} items answered, {} failed on their own",
+            dead.iter().filter(|dead| !**dead).count(),
+            dead.iter().filter(|dead| **dead).count()
+        );
         cluster.wait_until_formed().await.expect("the replica takes over");
         *killed.lock().unwrap() = Some((kill_at, started.elapsed()));
     })

@@ -173,4 +173,33 @@ mod tests {
         assert!(transaction_slot(&[&a, &c]).unwrap_err().contains("command 1"));
         assert_eq!(transaction_slot(&[&words("PING")]), Ok(None));
     }
+
+    #[test]
+    fn any_words_route_without_panicking() {
+        // A fixed pseudo-random stream of short commands, their names drawn from the ones the table knows.
+        let names = [
+            "EVAL", "EVALSHA", "ZUNION", "MSET", "XREAD", "OBJECT", "BITOP", "GET", "SCRIPT", "MGET", "x",
+        ];
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for _ in 0..20_000 {
+            let mut command: Words = vec![names[(next() % names.len() as u64) as usize].as_bytes().to_vec()];
+            for _ in 0..next() % 6 {
+                let word = match next() % 4 {
+                    0 => (next() % 5).to_string().into_bytes(),
+                    1 => b"STREAMS".to_vec(),
+                    2 => vec![b'{', (next() % 256) as u8, b'}'],
+                    _ => (0..next() % 4).map(|_| (next() % 256) as u8).collect(),
+                };
+                command.push(word);
+            }
+            let _ = route(&command);
+            let _ = transaction_slot(&[&command, &command]);
+        }
+    }
 }
