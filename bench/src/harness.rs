@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::node::{NodeRunner, WorkerReport};
 use crate::progress::Progress;
 use crate::stack::BenchStack;
-use crate::{accuracy, machine, peers, redis_cost, scaling, throughput, weighted};
+use crate::{accuracy, cluster, machine, peers, redis_cost, scaling, throughput, weighted};
 
 /// A part of the benchmark, runnable alone with `--only`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, clap::ValueEnum)]
@@ -29,17 +29,20 @@ pub enum Scenario {
     /// The permit log's Redis cost for grants of 1 to 10^6 permits, and for a denied request against 10^5 grants
     /// of mixed weights.
     Weighted,
+    /// One Redis against a 3-master Redis Cluster behind the bridge: decisions/s and Redis µs per decision.
+    Cluster,
 }
 
 impl Scenario {
     /// Every scenario, in the order a run takes them.
-    pub const ALL: [Scenario; 6] = [
+    pub const ALL: [Scenario; 7] = [
         Scenario::RedisCost,
         Scenario::Scaling,
         Scenario::Throughput,
         Scenario::Accuracy,
         Scenario::Worker,
         Scenario::Weighted,
+        Scenario::Cluster,
     ];
 }
 
@@ -91,6 +94,9 @@ pub struct BenchResults {
     pub worker: Option<WorkerReport>,
     /// Scenario 7: weighted decisions on the permit log.
     pub weighted: Option<weighted::Weighted>,
+    /// Scenario 8: one Redis against a Redis Cluster; `None` in results written before it was measured.
+    #[serde(default)]
+    pub cluster: Option<cluster::ClusterScaling>,
 }
 
 /// Runs the scenarios `config` asks for on a private `redis-server` and bridge, which it stops before returning.
@@ -117,6 +123,7 @@ pub async fn run(config: &BenchConfig) -> Result<BenchResults, String> {
         accuracy: None,
         worker: None,
         weighted: None,
+        cluster: None,
     };
     let stack = BenchStack::start().await?;
     let progress = Progress::new(config.progress);
@@ -163,6 +170,7 @@ async fn run_scenarios(
                 }
             }
             Scenario::Weighted => results.weighted = Some(weighted::run(stack, quick, progress).await?),
+            Scenario::Cluster => results.cluster = Some(cluster::run(quick, progress).await?),
         }
     }
     Ok(())

@@ -2,7 +2,13 @@
 //! driver that times requests (the Rust client through the bridge, `redis-benchmark`, and the npm package from
 //! Node), so that the reports put them side by side.
 
+use std::future::Future;
+use std::time::{Duration, Instant};
+
 use serde::{Deserialize, Serialize};
+use tokio::task::JoinSet;
+
+use crate::support::Context;
 
 /// Requests per second and latency of one run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -25,6 +31,42 @@ pub(crate) fn quantile(sorted: &[f64], q: f64) -> f64 {
     }
     let rank = ((q * sorted.len() as f64) as usize).min(sorted.len() - 1);
     sorted[rank]
+}
+
+/// `concurrency` tasks, each calling `send(lane, n)` for its n-th request in a loop until `run_time` has passed;
+/// requests per second and latency over all of them. The first failed request fails the run.
+pub(crate) async fn run_clients<F, Fut>(concurrency: u32, run_time: Duration, send: F) -> Result<RunStats, String>
+where
+    F: Fn(u32, u64) -> Fut + Clone + Send + 'static,
+    Fut: Future<Output = Result<(), String>> + Send,
+{
+    let started = Instant::now();
+    let deadline = started + run_time;
+    let mut clients = JoinSet::new();
+    for lane in 0..concurrency {
+        let send = send.clone();
+        clients.spawn(async move {
+            let mut latencies = Vec::new();
+            while Instant::now() < deadline {
+                let sent = Instant::now();
+                send(lane, latencies.len() as u64).await?;
+                latencies.push(sent.elapsed().as_secs_f64() * 1000.0);
+            }
+            Ok::<_, String>(latencies)
+        });
+    }
+    let mut latencies = Vec::new();
+    while let Some(client) = clients.join_next().await {
+        latencies.extend(client.context("a client task failed")??);
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    latencies.sort_by(f64::total_cmp);
+    Ok(RunStats {
+        requests: latencies.len() as u64,
+        per_second: latencies.len() as f64 / elapsed,
+        p50_ms: quantile(&latencies, 0.5),
+        p99_ms: quantile(&latencies, 0.99),
+    })
 }
 
 #[cfg(test)]

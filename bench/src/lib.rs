@@ -20,6 +20,7 @@
 //! | [`throughput`] | decisions/s and latency through the bridge, `redis-benchmark` as the ceiling (scenario 3) |
 //! | [`accuracy`] | over-admission: boundary bursts, concurrent clients with skewed clocks (scenario 5) |
 //! | [`weighted`] | the permit log's cost by grant weight, and a denied request's wait over 10^5 grants (scenario 7) |
+//! | [`cluster`] | one Redis against a 3-master Redis Cluster behind the bridge: decisions/s, Redis µs per decision (scenario 8) |
 //! | [`latency`] | what a caller sees of a run: requests/s, median and p99 latency ([`latency::RunStats`]) |
 //! | [`node`] | the Node drivers `bench/npm.mjs` and `bench/worker.mjs` (scenarios 3 and 6) |
 //! | [`machine`] | what the numbers were measured on |
@@ -32,6 +33,7 @@
 #![warn(missing_docs)]
 
 pub mod accuracy;
+pub mod cluster;
 pub mod contender;
 mod harness;
 pub mod latency;

@@ -63,7 +63,7 @@ pub(crate) async fn read(client: &RestClient) -> Result<CommandStats, String> {
 
 impl CommandStats {
     /// Parses lines like `cmdstat_evalsha:calls=4000,usec=181234,usec_per_call=45.31,rejected_calls=0,failed_calls=0`.
-    fn parse(info: &str) -> Result<CommandStats, String> {
+    pub(crate) fn parse(info: &str) -> Result<CommandStats, String> {
         let mut by_command = BTreeMap::new();
         for line in info.lines() {
             let Some(line) = line.trim().strip_prefix("cmdstat_") else {
@@ -91,6 +91,11 @@ impl CommandStats {
     /// Calls of `command` counted.
     pub fn calls(&self, command: &str) -> u64 {
         self.by_command.get(command).map_or(0, |stats| stats.calls as u64)
+    }
+
+    /// µs Redis spent in `command`, all calls together.
+    pub fn usec(&self, command: &str) -> f64 {
+        self.by_command.get(command).map_or(0.0, |stats| stats.usec)
     }
 
     /// The cost of `requests` decisions since the last [`reset`] that each sent one `command`: its µs per call,

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use clap::ValueEnum;
 
 use crate::accuracy::Accuracy;
+use crate::cluster::ClusterScaling;
 use crate::contender::ContenderKind;
 use crate::harness::BenchResults;
 use crate::latency::RunStats;
@@ -95,7 +96,7 @@ pub fn results_page(results: &BenchResults, plot_link: &str) -> String {
          and the npm package, then runs every scenario in a few minutes and rewrites this page and `results/`):\n\n\
          ```sh\nscripts/bench\n```\n\n\
          `scripts/bench --quick` runs everything tiny (a check of the harness, not numbers to read); `--only \
-         redis-cost,scaling,throughput,accuracy,worker,weighted` picks scenarios; `--no-node` skips the Node and Worker \
+         redis-cost,scaling,throughput,accuracy,worker,weighted,cluster` picks scenarios; `--no-node` skips the Node and Worker \
          measurements; `--out DIR` writes elsewhere (and leaves this page alone).\n\n\
          ## How to read the numbers\n\n\
          - **Redis µs per decision** is Redis's own CPU time for the call (`INFO commandstats`, after `CONFIG \
@@ -167,6 +168,7 @@ pub fn tables(results: &BenchResults) -> String {
         results.accuracy.as_ref().map(accuracy_tables),
         results.worker.as_ref().map(worker_table),
         results.weighted.as_ref().map(weighted_tables),
+        results.cluster.as_ref().map(cluster_table),
     ]
     .into_iter()
     .flatten()
@@ -673,6 +675,59 @@ fn weighted_tables(weighted: &Weighted) -> String {
                 "µs / 10-grant log",
             ],
             denied
+        )
+    )
+}
+
+fn cluster_table(cluster: &ClusterScaling) -> String {
+    let rows = cluster.rows.iter().map(|row| {
+        let shares: Vec<String> = (row.master_shares.iter())
+            .map(|share| format!("{:.0}%", share * 100.0))
+            .collect();
+        let mut cells = vec![row.concurrency.to_string()];
+        cells.extend(run_cells(&row.single));
+        cells.extend(run_cells(&row.cluster));
+        cells.extend([
+            times(row.cluster_to_single),
+            two(row.single_micros),
+            two(row.cluster_micros),
+            shares.join(" / "),
+            format!("{:.0}", row.single_redis_bound),
+            format!("{:.0}", row.cluster_redis_bound),
+        ]);
+        cells
+    });
+    format!(
+        "## 8. One Redis against a Redis Cluster
+
+The Rust client through a bridge in front of one `redis-server`, \
+         then through a bridge in front of a Redis Cluster of {} masters (no replicas), taking turns, {} runs of {} \
+         s each per topology and concurrency; each shows its fastest. The decisions: {}. Client, bridges and every \
+         Redis share this machine's two cores, so the cluster cannot decide more per second here: what carries over \
+         to a cluster with a core per master is Redis's µs per decision on a master and how evenly the decisions \
+         spread. The last two columns are that arithmetic, a prediction and not a measurement: one Redis core at \
+         its µs per decision, and the cluster bounded by its busiest master.\n\n{}",
+        cluster.masters,
+        cluster.rounds,
+        cluster.seconds,
+        cluster.limit,
+        table(
+            &[
+                "in flight",
+                "one Redis /s",
+                "p50 ms",
+                "p99 ms",
+                "cluster /s",
+                "p50 ms",
+                "p99 ms",
+                "cluster / one",
+                "Redis µs, one",
+                "Redis µs, cluster master",
+                "decisions per master",
+                "predicted /s, one core",
+                "predicted /s, a core per master",
+            ],
+            rows
         )
     )
 }

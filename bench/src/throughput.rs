@@ -14,7 +14,7 @@
 
 use std::future::Future;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::http::StatusCode;
@@ -23,9 +23,9 @@ use axum::Router;
 use edgelimit::limit::{Limiter, Quota};
 use edgelimit::{Command, RestClient};
 use serde::{Deserialize, Serialize};
-use tokio::task::{JoinHandle, JoinSet};
+use tokio::task::JoinHandle;
 
-use crate::latency::{quantile, RunStats};
+use crate::latency::{self, RunStats};
 use crate::node::{NodeRunner, NpmReport};
 use crate::progress::Progress;
 use crate::redis_stats;
@@ -317,33 +317,12 @@ impl Operation {
 
 /// `concurrency` tasks sending `operation` in a loop for `run_time`; requests per second and latency.
 async fn run_clients(concurrency: u32, run_time: Duration, operation: &Arc<Operation>) -> Result<RunStats, String> {
-    let started = Instant::now();
-    let deadline = started + run_time;
-    let mut clients = JoinSet::new();
-    for _ in 0..concurrency {
+    let operation = operation.clone();
+    latency::run_clients(concurrency, run_time, move |_, _| {
         let operation = operation.clone();
-        clients.spawn(async move {
-            let mut latencies = Vec::new();
-            while Instant::now() < deadline {
-                let sent = Instant::now();
-                operation.send().await?;
-                latencies.push(sent.elapsed().as_secs_f64() * 1000.0);
-            }
-            Ok::<_, String>(latencies)
-        });
-    }
-    let mut latencies = Vec::new();
-    while let Some(client) = clients.join_next().await {
-        latencies.extend(client.context("a client task failed")??);
-    }
-    let elapsed = started.elapsed().as_secs_f64();
-    latencies.sort_by(f64::total_cmp);
-    Ok(RunStats {
-        requests: latencies.len() as u64,
-        per_second: latencies.len() as f64 / elapsed,
-        p50_ms: quantile(&latencies, 0.5),
-        p99_ms: quantile(&latencies, 0.99),
+        async move { operation.send().await }
     })
+    .await
 }
 
 /// The words a REST client sends when `send` uses it: `send` gets a client of a stand-in endpoint that records

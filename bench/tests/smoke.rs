@@ -172,6 +172,24 @@ async fn quick_run_measures_every_scenario_and_writes_every_output() {
         ratio(row.to_small_log, &row.log);
     }
 
+    let cluster = results.cluster.as_ref().expect("one Redis against a cluster measured");
+    assert_eq!(cluster.rows.len(), 2, "16 and 64 in flight");
+    for row in &cluster.rows {
+        let what = format!("cluster, {} in flight", row.concurrency);
+        run_stats(&row.single, &what);
+        run_stats(&row.cluster, &what);
+        positive(row.single_micros, &what);
+        positive(row.cluster_micros, &what);
+        assert_eq!(row.master_shares.len(), cluster.masters, "{what}");
+        let total: f64 = row.master_shares.iter().sum();
+        assert!((total - 1.0).abs() < 1e-9, "{what}: shares {:?}", row.master_shares);
+        assert!(
+            row.master_shares.iter().all(|&share| share > 0.0),
+            "{what}: every master decides"
+        );
+        ratio(row.cluster_to_single, &what);
+    }
+
     let json = serde_json::to_string(&results).unwrap();
     let back: BenchResults = serde_json::from_str(&json).expect("the results read back");
     assert_eq!(back, results, "JSON round-trips");
@@ -200,6 +218,8 @@ async fn quick_run_measures_every_scenario_and_writes_every_output() {
         "## 7. Weighted decisions on the permit log",
         "| algorithm | permits per grant |",
         "| log | permits held |",
+        "## 8. One Redis against a Redis Cluster",
+        "| in flight | one Redis /s |",
     ] {
         assert!(markdown.contains(header), "results.md lacks {header:?}");
     }

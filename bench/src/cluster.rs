@@ -1,0 +1,254 @@
+//! Scenario 8: one Redis against a Redis Cluster of three masters, each behind one bridge.
+//!
+//! The Rust client decides through a bridge in front of one `redis-server`, then through a bridge in front of a
+//! 3-master cluster (no replicas: they would only add replication work to the same two cores), taking turns, at 16
+//! and 64 requests in flight. Every decision is allowed (a GCRA limit of a billion per hour) on one of
+//! [`IDENTIFIERS`] identifiers in the per-identifier key layout, so that the decisions spread over the cluster's
+//! slots as real traffic does.
+//!
+//! What it can show on a 2-core machine, and what not: the client, the bridge and every Redis share two cores, so
+//! the cluster cannot decide more per second than one Redis here; its masters mostly compete for the same cores.
+//! What does carry over to a real cluster is Redis's own cost per decision on each master (`INFO commandstats`) and
+//! how evenly the decisions spread: with a core per master, the Redis-bound capacity is the masters' sum, which the
+//! report computes from those two numbers and labels as a prediction.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use edgelimit::limit::{KeyLayout, Limiter, Quota};
+use edgelimit::RestClient;
+use edgelimit_cli::bridge::{BridgeConfig, InProcessBridge};
+use edgelimit_cli::redis_cluster::{self, RedisCluster};
+use edgelimit_cli::redis_server::RedisServer;
+use serde::{Deserialize, Serialize};
+
+use crate::latency::{self, RunStats};
+use crate::progress::Progress;
+use crate::redis_stats::CommandStats;
+use crate::stack::TOKEN;
+use crate::support::{ratio, Context};
+
+/// Distinct identifiers the decisions cycle through.
+pub const IDENTIFIERS: u64 = 1024;
+
+/// Masters of the cluster.
+const MASTERS: usize = 3;
+
+/// Requests in flight.
+const CONCURRENCIES: [u32; 2] = [16, 64];
+
+/// Runs of each topology at each concurrency, taking turns (each goes first equally often); the fastest counts, as
+/// in scenario 3's scoping runs.
+const ROUNDS: u32 = 4;
+
+/// Scenario 8's numbers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterScaling {
+    /// What the decisions decide.
+    pub limit: String,
+    /// Masters of the cluster.
+    pub masters: usize,
+    /// Seconds each run lasts.
+    pub seconds: f64,
+    /// Runs of each topology at each concurrency; each row shows each topology's fastest.
+    pub rounds: u32,
+    /// Per concurrency.
+    pub rows: Vec<ClusterRow>,
+}
+
+/// One concurrency on both topologies.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterRow {
+    /// Requests in flight.
+    pub concurrency: u32,
+    /// Through the bridge in front of one Redis.
+    pub single: RunStats,
+    /// Through the bridge in front of the cluster.
+    pub cluster: RunStats,
+    /// Requests/s: cluster / single, on this machine's shared cores.
+    pub cluster_to_single: Option<f64>,
+    /// Redis µs per decision on the one Redis.
+    pub single_micros: f64,
+    /// Redis µs per decision on the cluster's masters (all their `EVALSHA` time over all their calls).
+    pub cluster_micros: f64,
+    /// Each master's share of the decisions, in port order.
+    pub master_shares: Vec<f64>,
+    /// Decisions/s one Redis core sustains at `single_micros`.
+    pub single_redis_bound: f64,
+    /// Predicted decisions/s of the cluster with one core per master: each master's core at `cluster_micros`, the
+    /// busiest master's share bounding the whole.
+    pub cluster_redis_bound: f64,
+}
+
+/// A bridge in front of a topology, with what it takes to read that topology's counters.
+struct Topology {
+    bridge: InProcessBridge,
+    limiter: Limiter,
+    /// The ports of the Redis servers that decide (the masters).
+    ports: Vec<u16>,
+}
+
+impl Topology {
+    async fn start(redis_url: String, ports: Vec<u16>, quota: Quota) -> Result<Topology, String> {
+        let mut config = BridgeConfig::new(redis_url, TOKEN);
+        config.redis_timeout = Duration::from_secs(30);
+        let bridge = InProcessBridge::start(config)
+            .await
+            .context("could not start a bridge")?;
+        let client = RestClient::new(bridge.url(), TOKEN)
+            .and_then(|client| client.with_timeout(Duration::from_secs(30)))
+            .context("could not make a client for the bridge")?;
+        let limiter = Limiter::new(client, "cluster-bench", quota)
+            .and_then(|limiter| limiter.with_layout(KeyLayout::PerIdentifier))
+            .context("invalid limiter")?;
+        Ok(Topology { bridge, limiter, ports })
+    }
+
+    /// Decisions at `concurrency` for `run_time`, with Redis's counters zeroed first and read after.
+    async fn run(&self, concurrency: u32, run_time: Duration) -> Result<(RunStats, Vec<CommandStats>), String> {
+        for &port in &self.ports {
+            redis_cluster::command(port, &["CONFIG", "RESETSTAT"])
+                .await
+                .context("CONFIG RESETSTAT failed")?;
+        }
+        let limiter = Arc::new(self.limiter.clone());
+        let stats = latency::run_clients(concurrency, run_time, move |lane, n| {
+            let limiter = limiter.clone();
+            async move {
+                let id = format!("user-{}", (u64::from(lane) * 7919 + n) % IDENTIFIERS);
+                match limiter.limit(id.as_str(), 1).await {
+                    Ok(decision) if decision.success => Ok(()),
+                    Ok(decision) => Err(format!(
+                        "a decision was denied under a limit meant to allow all: {decision:?}"
+                    )),
+                    Err(e) => Err(format!("a decision failed: {e}")),
+                }
+            }
+        })
+        .await?;
+        let mut counters = Vec::new();
+        for &port in &self.ports {
+            let info = redis_cluster::command(port, &["INFO", "commandstats"])
+                .await
+                .context("INFO commandstats failed")?;
+            let redis::Value::BulkString(info) = info else {
+                return Err(format!("INFO commandstats answered {info:?}"));
+            };
+            counters.push(CommandStats::parse(&String::from_utf8_lossy(&info))?);
+        }
+        Ok((stats, counters))
+    }
+}
+
+/// Runs scenario 8: starts its own Redis, cluster and bridges, and stops them before returning.
+pub(crate) async fn run(quick: bool, progress: &Progress) -> Result<ClusterScaling, String> {
+    let seconds = if quick { 0.3 } else { 2.0 };
+    let rounds = if quick { 1 } else { ROUNDS };
+    progress.scenario("cluster", 2 + (CONCURRENCIES.len() as u64) * u64::from(rounds) * 2);
+    let quota = Quota::gcra(1_000_000_000, 1_000_000_000, Duration::from_secs(3600)).context("invalid quota")?;
+    progress.doing("starting one redis-server and a 3-master cluster");
+    let redis = RedisServer::start().await.context("could not start redis-server")?;
+    let cluster = RedisCluster::start(MASTERS, 0)
+        .await
+        .context("could not start a Redis Cluster")?;
+    progress.step();
+    let single = Topology::start(redis.url(), vec![redis.port()], quota).await?;
+    let seeds: Vec<String> = cluster.ports().iter().map(|port| format!("127.0.0.1:{port}")).collect();
+    let clustered = Topology::start(format!("redis+cluster://{}", seeds.join(",")), cluster.ports(), quota).await?;
+    // Loads the script everywhere, so that no run meets NOSCRIPT: every identifier once, on each topology.
+    progress.doing("warming the script caches");
+    for topology in [&single, &clustered] {
+        for id in 0..IDENTIFIERS {
+            topology
+                .limiter
+                .limit(format!("user-{id}").as_str(), 1)
+                .await
+                .context("a warm-up decision failed")?;
+        }
+    }
+    progress.step();
+    let run_time = Duration::from_secs_f64(seconds);
+    let mut rows = Vec::new();
+    for concurrency in CONCURRENCIES {
+        let mut best: [Option<(RunStats, Vec<CommandStats>)>; 2] = [None, None];
+        for round in 0..rounds {
+            // Who goes first alternates from round to round.
+            for turn in 0..2 {
+                let which = (turn + round as usize) % 2;
+                let topology = [&single, &clustered][which];
+                progress.doing(format!(
+                    "{} at {concurrency} in flight, round {}",
+                    ["one Redis", "the cluster"][which],
+                    round + 1
+                ));
+                let measured = topology.run(concurrency, run_time).await?;
+                progress.step();
+                if best[which]
+                    .as_ref()
+                    .is_none_or(|(stats, _)| measured.0.per_second > stats.per_second)
+                {
+                    best[which] = Some(measured);
+                }
+            }
+        }
+        let [Some(single_run), Some(cluster_run)] = best else {
+            return Err("a topology was never measured".into());
+        };
+        rows.push(row(concurrency, single_run, cluster_run)?);
+    }
+    for bridge in [single.bridge, clustered.bridge] {
+        if let Err(e) = bridge.stop().await {
+            eprintln!("edgelimit-bench: a bridge did not stop cleanly: {e}");
+        }
+    }
+    drop(cluster);
+    drop(redis);
+    Ok(ClusterScaling {
+        limit: format!(
+            "GCRA, {} per hour (every request allowed), per-identifier layout, {IDENTIFIERS} identifiers",
+            quota.limit()
+        ),
+        masters: MASTERS,
+        seconds,
+        rounds,
+        rows,
+    })
+}
+
+/// A row from each topology's fastest run and its counters.
+fn row(
+    concurrency: u32,
+    (single, single_counters): (RunStats, Vec<CommandStats>),
+    (cluster, cluster_counters): (RunStats, Vec<CommandStats>),
+) -> Result<ClusterRow, String> {
+    let evalsha = |counters: &[CommandStats]| -> (f64, f64) {
+        counters.iter().fold((0.0, 0.0), |(calls, usec), stats| {
+            (calls + stats.calls("evalsha") as f64, usec + stats.usec("evalsha"))
+        })
+    };
+    let (single_calls, single_usec) = evalsha(&single_counters);
+    let (cluster_calls, cluster_usec) = evalsha(&cluster_counters);
+    if single_calls == 0.0 || cluster_calls == 0.0 {
+        return Err("Redis counted no EVALSHA: the decisions did not reach it".into());
+    }
+    let single_micros = single_usec / single_calls;
+    let cluster_micros = cluster_usec / cluster_calls;
+    let master_shares: Vec<f64> = (cluster_counters.iter())
+        .map(|stats| stats.calls("evalsha") as f64 / cluster_calls)
+        .collect();
+    let busiest = master_shares.iter().copied().fold(0.0, f64::max);
+    Ok(ClusterRow {
+        concurrency,
+        cluster_to_single: ratio(cluster.per_second, single.per_second),
+        single,
+        cluster,
+        single_micros,
+        cluster_micros,
+        master_shares,
+        single_redis_bound: 1e6 / single_micros,
+        // The busiest master saturates first: it takes `busiest` of all decisions at 1e6 / µs per second.
+        cluster_redis_bound: 1e6 / cluster_micros / busiest,
+    })
+}
