@@ -24,6 +24,7 @@ impl Http {
             .bearer_auth(token)
             .header("Upstash-Encoding", "base64")
             .header("Content-Type", "application/json")
+            .header(super::DEADLINE_HEADER, timeout.as_millis().to_string())
             .timeout(timeout)
             .body(body);
         let response = request.send().await.map_err(failure)?;

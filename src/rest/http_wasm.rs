@@ -77,6 +77,13 @@ impl Http {
             // Reflect::set only fails on frozen objects; these are fresh.
             let _ = js_sys::Reflect::set(object, &name.into(), &value);
         }
+        if !in_a_web_page() {
+            let _ = js_sys::Reflect::set(
+                &headers,
+                &super::DEADLINE_HEADER.into(),
+                &timeout.as_millis().to_string().into(),
+            );
+        }
         let response: FetchResponse = JsFuture::from(global_fetch(url, &init).map_err(failure)?)
             .await
             .map_err(failure)?
@@ -85,6 +92,12 @@ impl Http {
         let text = JsFuture::from(response.text()).await.map_err(failure)?;
         Ok((status, text.as_string().unwrap_or_default()))
     }
+}
+
+/// True in a browser page, where a header of edgelimit's own would need a CORS preflight's approval (see
+/// [`super::DEADLINE_HEADER`]); false in Workers, Node and other servers.
+fn in_a_web_page() -> bool {
+    js_sys::Reflect::has(&js_sys::global(), &"document".into()).unwrap_or(true)
 }
 
 /// Our signal is the only thing that aborts these requests, so an abort is the timeout.

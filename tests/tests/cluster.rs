@@ -708,3 +708,45 @@ async fn subscribe_hears_what_is_published_through_any_master() {
     }
     read_until("data: message,news,m0\n\ndata: message,news,m1\n\ndata: message,news,m2\n\n").await;
 }
+
+#[tokio::test]
+async fn the_bridge_stops_sending_again_once_the_clients_deadline_has_passed() {
+    let mut stack = Stack::start_cluster_with(|config| config.redis_timeout = Duration::from_secs(20)).await;
+    let shards = stack.cluster().shards().await.unwrap();
+    let master = shards[0].0;
+    let dead_slots = slots_of(master).await;
+    let key = a_key_per_slot()
+        .into_iter()
+        .find(|key| dead_slots.iter().any(|range| range.contains(&hash_slot(key))))
+        .unwrap();
+    let mut cluster = stack.take_cluster();
+    cluster.kill(master).await.expect("kill");
+    // Raw HTTP, to see what the bridge answers whatever the client would have done by then.
+    let http = reqwest::Client::new();
+    let get = |deadline: Option<&str>| {
+        let mut request = http
+            .post(stack.url())
+            .bearer_auth(edgelimit_tests::TOKEN)
+            .body(serde_json::json!(["GET", key]).to_string());
+        if let Some(deadline) = deadline {
+            request = request.header(edgelimit::rest::DEADLINE_HEADER, deadline);
+        }
+        request.send()
+    };
+    // The client waits 300 ms: the bridge gives up then, long before the replica can take over (the node timeout
+    // alone is 2 s), instead of trying for its own 20 s and answering 200 after the failover.
+    let answered = get(Some("300")).await.unwrap();
+    let status = answered.status().as_u16();
+    let body = answered.text().await.unwrap();
+    assert_eq!(status, 503, "{body}");
+    // A deadline that is not whole ms is the client's mistake.
+    for bad in ["", "-1", "1.5", "12345678901", "soon"] {
+        let answered = get(Some(bad)).await.unwrap();
+        assert_eq!(answered.status().as_u16(), 400, "{bad:?}");
+        assert!(answered.text().await.unwrap().contains("whole ms"), "{bad:?}");
+    }
+    // Without one, the bridge keeps trying within its own timeout, and the promoted replica answers.
+    let answered = get(None).await.unwrap();
+    assert_eq!(answered.status().as_u16(), 200, "{}", answered.text().await.unwrap());
+    drop(cluster);
+}

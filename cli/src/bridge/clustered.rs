@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::http::StatusCode;
 use futures_util::future::join_all;
@@ -37,8 +38,14 @@ fn target(route: Route) -> Target {
 }
 
 /// `POST /`: one command.
-pub(super) async fn single(cluster: &Arc<Cluster>, profile: Profile, prepared: &Prepared) -> Result<Value, Failure> {
-    let deadline = Instant::now() + cluster.timeout();
+/// `budget` bounds this request and every send of it again (see `retry_budget` in mod.rs).
+pub(super) async fn single(
+    cluster: &Arc<Cluster>,
+    profile: Profile,
+    prepared: &Prepared,
+    budget: Duration,
+) -> Result<Value, Failure> {
+    let deadline = Instant::now() + budget;
     let (command, _, words) = prepared;
     let route = routing::route(words).map_err(Failure::bad_request)?;
     cluster.scripts.learn(words);
@@ -108,8 +115,13 @@ enum Outcome {
 /// `POST /pipeline`: the commands grouped by the node that serves them, one pipeline per node, all nodes at once;
 /// the results in the request's order. A command refused with a reply that proves it did not run (`MOVED`, `ASK`,
 /// `TRYAGAIN`, …) is sent again on its own, after the others, in the request's order.
-pub(super) async fn pipeline(cluster: &Arc<Cluster>, profile: Profile, prepared: &[Prepared]) -> Vec<BatchResult> {
-    let deadline = Instant::now() + cluster.timeout();
+pub(super) async fn pipeline(
+    cluster: &Arc<Cluster>,
+    profile: Profile,
+    prepared: &[Prepared],
+    budget: Duration,
+) -> Vec<BatchResult> {
+    let deadline = Instant::now() + budget;
     let mut results: Vec<Option<BatchResult>> = prepared.iter().map(|_| None).collect();
     let mut again: Vec<(usize, Option<Redirect>)> = Vec::new();
     let mut groups: BTreeMap<Arc<str>, Vec<usize>> = BTreeMap::new();
@@ -248,8 +260,9 @@ pub(super) async fn transaction(
     cluster: &Arc<Cluster>,
     profile: Profile,
     prepared: &[Prepared],
+    budget: Duration,
 ) -> Result<Vec<BatchResult>, Failure> {
-    let deadline = Instant::now() + cluster.timeout();
+    let deadline = Instant::now() + budget;
     let all_words: Vec<&Words> = prepared.iter().map(|(_, _, words)| words).collect();
     let slot = routing::transaction_slot(&all_words).map_err(Failure::bad_request)?;
     let target = slot.map_or(Target::AnyMaster, Target::Slot);

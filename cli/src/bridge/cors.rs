@@ -33,8 +33,9 @@ impl CorsOrigins {
     }
 }
 
-/// The headers a page may send: the token, the JSON body's type, and Upstash's base64 switch.
-const ALLOWED_HEADERS: &str = "authorization, content-type, upstash-encoding";
+/// The headers a page may send: the token, the JSON body's type, Upstash's base64 switch, and the client's deadline
+/// (`edgelimit::rest::DEADLINE_HEADER`; edgelimit's own clients do not send it from a page, others may).
+const ALLOWED_HEADERS: &str = "authorization, content-type, upstash-encoding, edgelimit-deadline-ms";
 
 pub(super) async fn cors(State(origins): State<Arc<CorsOrigins>>, request: Request, next: Next) -> Response {
     let Some(origin) = request.headers().get(header::ORIGIN).cloned() else {

@@ -421,6 +421,31 @@ fn parse_body(body: Result<Bytes, BytesRejection>) -> Result<JsonValue, Failure>
     serde_json::from_slice(&bytes).map_err(|e| Failure::bad_request(format!("the request body is not valid JSON: {e}")))
 }
 
+/// How long a request to a cluster may take, sends again included: `--redis-timeout-ms`, or less when the client
+/// said it waits less ([`edgelimit::rest::DEADLINE_HEADER`]): past that the client has answered without this
+/// request, and a decision sent again would only spend permits nobody uses. A header that is not whole ms is a 400.
+fn retry_budget(cluster: &cluster::Cluster, headers: &HeaderMap) -> Result<Duration, Failure> {
+    let Some(value) = headers.get(edgelimit::rest::DEADLINE_HEADER) else {
+        return Ok(cluster.timeout());
+    };
+    let ms = value
+        .to_str()
+        .ok()
+        .filter(|text| !text.is_empty() && text.len() <= 10 && text.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|text| text.parse::<u64>().ok())
+        .ok_or_else(|| {
+            Failure::bad_request(format!(
+                "{} must be the client's timeout in whole ms (at most 10 digits), got {:?}",
+                edgelimit::rest::DEADLINE_HEADER,
+                String::from_utf8_lossy(value.as_bytes())
+                    .chars()
+                    .take(40)
+                    .collect::<String>()
+            ))
+        })?;
+    Ok(cluster.timeout().min(Duration::from_millis(ms)))
+}
+
 fn wants_base64(headers: &HeaderMap) -> bool {
     headers
         .get("upstash-encoding")
@@ -522,7 +547,8 @@ async fn single(
         ));
     };
     if let Links::Cluster(cluster) = &bridge.redis {
-        let value = clustered::single(cluster, profile, &prepared).await?;
+        let budget = retry_budget(cluster, &headers)?;
+        let value = clustered::single(cluster, profile, &prepared, budget).await?;
         return Ok(Json(
             json!({ "result": render(value, prepared.1, wants_base64(&headers)) }),
         ));
@@ -568,10 +594,11 @@ async fn batch(
     let prepared = bridge.prepare(profile, commands)?;
     let count = prepared.len();
     if let Links::Cluster(cluster) = &bridge.redis {
+        let budget = retry_budget(cluster, headers)?;
         let results = if atomic {
-            clustered::transaction(bridge, cluster, profile, &prepared).await?
+            clustered::transaction(bridge, cluster, profile, &prepared, budget).await?
         } else {
-            clustered::pipeline(cluster, profile, &prepared).await
+            clustered::pipeline(cluster, profile, &prepared, budget).await
         };
         let loaded_shas = prepared.into_iter().map(|(_, loaded_sha, _)| loaded_sha).collect();
         return Ok(Json(bridge.render_batch(results, loaded_shas, wants_base64(headers))));
