@@ -63,10 +63,11 @@ const LOG_GRANTED: &str = "return { 1, remaining - permits, reset_after, granted
 const STRING_DENIED: &str = "    return 'd' .. seconds .. ':' .. micros .. ':' .. value";
 const STRING_GRANTED: &str = "return 'g' .. seconds .. ':' .. micros .. ':' .. value";
 
-/// Every piece under `lua/parts/`, by its path there.
+/// The pieces under `lua/parts/` of one kind of script, by their path there, as the function `$function`: one per
+/// kind, so that a build which never composes a kind links none of its pieces.
 macro_rules! parts {
-    ($($name:literal),+ $(,)?) => {
-        fn part(name: &str) -> &'static str {
+    ($function:ident: $($name:literal),+ $(,)?) => {
+        fn $function(name: &str) -> &'static str {
             match name {
                 $($name => include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/lua/parts/", $name)),)+
                 _ => unreachable!("no piece lua/parts/{name}"),
@@ -76,6 +77,7 @@ macro_rules! parts {
 }
 
 parts!(
+    part:
     "common.lua",
     "limits/prelude.lua",
     "limits/single.lua",
@@ -91,6 +93,10 @@ parts!(
     "limits/gcra.lua",
     "limits/concurrency.lua",
     "limits/sliding_log.lua",
+);
+
+parts!(
+    redisson_part:
     "redisson/prelude.lua",
     "redisson/log.lua",
     "redisson/window.lua",
@@ -113,7 +119,7 @@ fn shared_part(shared: &str) -> String {
 }
 
 /// The text of the script `lua/<path>` (one of those `mod.rs` declares).
-pub(super) fn compose(path: &str) -> String {
+pub(super) fn family(path: &str) -> String {
     if let Some((algorithm, shared, rate)) = ALGORITHMS.iter().find(|(name, _, _)| format!("{name}.lua") == path) {
         let parts = Parts::of(algorithm);
         let helpers = match shared {
@@ -150,13 +156,22 @@ pub(super) fn compose(path: &str) -> String {
     if path == "inspect.lua" {
         return whole(path, &[part("limits/zset_member.lua"), part("limits/inspect.lua")]);
     }
+    unreachable!("no script of the family lua/{path}")
+}
+
+/// The text of the Redisson-layout script `lua/<path>` (one of those `mod.rs` declares).
+pub(super) fn redisson(path: &str) -> String {
     let (script, pieces) = REDISSON
         .iter()
         .find(|(script, _)| format!("redisson/{script}.lua") == path)
         .unwrap_or_else(|| unreachable!("no script lua/{path}"));
-    let mut texts = vec![part("redisson/prelude.lua")];
-    texts.extend(pieces.iter().map(|piece| part(&format!("redisson/{piece}.lua"))));
-    texts.push(part(&format!("redisson/{script}.lua")));
+    let mut texts = vec![redisson_part("redisson/prelude.lua")];
+    texts.extend(
+        pieces
+            .iter()
+            .map(|piece| redisson_part(&format!("redisson/{piece}.lua"))),
+    );
+    texts.push(redisson_part(&format!("redisson/{script}.lua")));
     whole(path, &texts)
 }
 
@@ -225,7 +240,7 @@ mod tests {
         let write = std::env::var_os("EDGELIMIT_WRITE_LUA").is_some();
         let mut stale = Vec::new();
         let lua = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("lua");
-        for path in FILES {
+        for (path, compose) in FILES {
             let text = compose(path);
             assert!(!text.contains("\n--@"), "{path}: a marker was left");
             let file = lua.join(path);
@@ -252,14 +267,14 @@ mod tests {
             }
         }
         on_disk.sort();
-        let mut listed = FILES.map(str::to_owned).to_vec();
+        let mut listed: Vec<String> = FILES.iter().map(|(path, _)| (*path).to_owned()).collect();
         listed.sort();
         assert_eq!(on_disk, listed, "the scripts under lua/ and those mod.rs declares");
     }
 
     #[test]
     fn the_driver_holds_every_algorithm_once_and_shared_helpers_once() {
-        let driver = compose("limits.lua");
+        let driver = family("limits.lua");
         for (algorithm, _, _) in ALGORITHMS {
             assert_eq!(driver.matches(&format!("ALGORITHMS.{algorithm} = function")).count(), 1);
         }

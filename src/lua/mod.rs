@@ -19,13 +19,15 @@ use crate::script::Script;
 
 mod compose;
 
-/// Declares each script once: its static (composed from its pieces when first used, exactly the file's text, see
-/// [`compose`](self); its SHA1 computed once), [`every_script`] and the list of files the generation test checks.
+/// Declares each script once: its static (composed from its pieces when first used by its composer, exactly the
+/// file's text, see [`compose`](self); its SHA1 computed once), [`every_script`] and the list of files the
+/// generation test checks. Each composer reaches only its own pieces, so a build that never uses a kind of script
+/// (the Worker's, Redisson's) links none of its text.
 macro_rules! scripts {
-    ($($(#[$doc:meta])* $name:ident = $path:literal;)*) => {
+    ($($(#[$doc:meta])* $name:ident = $composer:ident($path:literal);)*) => {
         $(
             $(#[$doc])*
-            pub static $name: LazyLock<Script> = LazyLock::new(|| Script::new(compose::compose($path)));
+            pub static $name: LazyLock<Script> = LazyLock::new(|| Script::new(compose::$composer($path)));
         )*
 
         /// How many scripts the crate sends.
@@ -38,37 +40,37 @@ macro_rules! scripts {
             [$(&$name),*]
         }
 
-        /// The file under `lua/` of each script, in the order of [`every_script`].
+        /// The file under `lua/` of each script and its composer, in the order of [`every_script`].
         #[cfg(test)]
-        const FILES: [&str; COUNT] = [$($path),*];
+        const FILES: [(&str, fn(&str) -> String); COUNT] = [$(($path, compose::$composer)),*];
     };
 }
 
 scripts! {
     /// Token bucket, one limit: `lua/token_bucket.lua`.
-    TOKEN_BUCKET = "token_bucket.lua";
+    TOKEN_BUCKET = family("token_bucket.lua");
     /// Fixed window, one limit: `lua/fixed_window.lua`.
-    FIXED_WINDOW = "fixed_window.lua";
+    FIXED_WINDOW = family("fixed_window.lua");
     /// Sliding window, one limit: `lua/sliding_window.lua`.
-    SLIDING_WINDOW = "sliding_window.lua";
+    SLIDING_WINDOW = family("sliding_window.lua");
     /// GCRA, one limit: `lua/gcra.lua`.
-    GCRA = "gcra.lua";
+    GCRA = family("gcra.lua");
     /// Concurrency, one limit: `lua/concurrency.lua`.
-    CONCURRENCY = "concurrency.lua";
+    CONCURRENCY = family("concurrency.lua");
     /// Sliding log, one limit: `lua/sliding_log.lua`.
-    SLIDING_LOG = "sliding_log.lua";
+    SLIDING_LOG = family("sliding_log.lua");
     /// Every algorithm behind one driver, for several limits in one call and for stored quotas: `lua/limits.lua`.
-    LIMITS = "limits.lua";
+    LIMITS = family("limits.lua");
     /// Limits' state, read at one moment of the server's clock: `lua/inspect.lua`.
-    INSPECT = "inspect.lua";
-    /// Redisson's layout, try to take permits: `{status, limit, remaining, reset, retry_after}`.
-    REDISSON_ACQUIRE = "redisson/acquire.lua";
+    INSPECT = family("inspect.lua");
+    /// Redisson's layout, try to take permits: the family's decision shape (see `crate::decision`).
+    REDISSON_ACQUIRE = redisson("redisson/acquire.lua");
     /// Redisson's layout, permits available now, taking none.
-    REDISSON_AVAILABLE = "redisson/available.lua";
+    REDISSON_AVAILABLE = redisson("redisson/available.lua");
     /// Redisson's layout, give permits back, newest grants first.
-    REDISSON_RELEASE = "redisson/release.lua";
+    REDISSON_RELEASE = redisson("redisson/release.lua");
     /// Redisson's layout, set, try-set or update the rate.
-    REDISSON_SET_RATE = "redisson/set_rate.lua";
+    REDISSON_SET_RATE = redisson("redisson/set_rate.lua");
     /// Redisson's layout, change an existing limiter's lifetime: its keep-alive, or an expiry of all its keys.
-    REDISSON_LIFETIME = "redisson/lifetime.lua";
+    REDISSON_LIFETIME = redisson("redisson/lifetime.lua");
 }
