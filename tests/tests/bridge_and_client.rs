@@ -232,7 +232,7 @@ async fn browsers_may_call_only_from_the_listed_origins() {
     );
     assert_eq!(
         header(&allowed, "access-control-allow-headers").as_deref(),
-        Some("authorization, content-type, upstash-encoding")
+        Some("authorization, content-type, upstash-encoding, edgelimit-deadline-ms")
     );
     let refused = preflight("http://evil.example").await.unwrap();
     assert_eq!(refused.status(), 403);
