@@ -8,6 +8,8 @@
 //!   must be well-formed JSON with a status that fits (200 with a result, or an error: 400, 401, 404, 405, 413, rarely
 //!   503), never a dropped connection, never a 500 (a caught panic), and the process must be alive and answer PING at
 //!   the end, its stderr free of any panic.
+//! - The same fuzzed requests to a bridge in front of a 3-master Redis Cluster (`redis+cluster://`): its routing
+//!   reads every word of every command to find its keys and slot.
 //! - The reply cap: a 200 MB value is refused (HTTP 413), not buffered: the bridge's peak RSS stays far below it.
 //!
 //! The fuzzed commands cannot harm the machine: the Redis is private, keeps nothing on disk, has a 128 MB memory
@@ -28,6 +30,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use edgelimit_cli::bridge::REPLY_TOO_LARGE;
+use edgelimit_cli::redis_cluster::{self, RedisCluster};
 use edgelimit_cli::redis_server::RedisServer;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, FileFailurePersistence, TestCaseError, TestRunner};
@@ -876,10 +879,23 @@ fn no_request_crashes_the_release_bridge() {
         );
     }
 
+    fuzz(&runtime, &http, &redis.url(), bridge, 10_000);
+}
+
+/// Sends `PROPTEST_CASES` (else `default_cases`) fuzzed requests to `bridge`, in front of the Redis at
+/// `redis_url`, and checks that none killed it, none was a caught panic, and Redis was seldom unavailable.
+fn fuzz(
+    runtime: &tokio::runtime::Runtime,
+    http: &reqwest::Client,
+    redis_url: &str,
+    bridge: ReleaseBridge,
+    default_cases: u32,
+) {
+    let base = bridge.url.clone();
     let cases = std::env::var("PROPTEST_CASES")
         .ok()
         .and_then(|cases| cases.parse().ok())
-        .unwrap_or(10_000);
+        .unwrap_or(default_cases);
     let mut runner = TestRunner::new(Config {
         cases,
         failure_persistence: Some(Box::new(FileFailurePersistence::WithSource("regressions"))),
@@ -895,9 +911,9 @@ fn no_request_crashes_the_release_bridge() {
     let outcome = runner.run(&any_request(), |request| {
         let mut bridge = bridge.lock().unwrap();
         if !bridge.alive() {
-            *bridge = ReleaseBridge::start(&redis.url(), &[]);
+            *bridge = ReleaseBridge::start(redis_url, &[]);
         }
-        let answer = runtime.block_on(exchange(&http, &bridge.url, &request));
+        let answer = runtime.block_on(exchange(http, &bridge.url, &request));
         if answer.is_err() {
             std::thread::sleep(Duration::from_millis(100));
         }
@@ -929,7 +945,7 @@ fn no_request_crashes_the_release_bridge() {
     }
     assert_eq!(bridge.child.id(), original, "the bridge was restarted");
     assert!(bridge.alive(), "the bridge exited; its stderr:\n{stderr}");
-    let ping = runtime.block_on(exchange(&http, &base, &FuzzRequest::post(Route::Single, r#"["PING"]"#)));
+    let ping = runtime.block_on(exchange(http, &base, &FuzzRequest::post(Route::Single, r#"["PING"]"#)));
     assert_eq!(ping.map(|answer| answer.json), Ok(json!({"result": "PONG"})));
     assert!(!stderr.contains("panicked"), "a panic was caught:\n{stderr}");
     assert!(
@@ -937,6 +953,30 @@ fn no_request_crashes_the_release_bridge() {
         "Redis was unavailable too often; stderr:\n{}",
         excerpt(stderr.as_bytes(), 4000)
     );
+}
+
+#[test]
+fn no_request_crashes_the_release_bridge_in_front_of_a_cluster() {
+    let runtime = runtime();
+    let cluster = runtime
+        .block_on(RedisCluster::start(3, 0))
+        .expect("start a 3-master Redis Cluster");
+    // The same caps as the single Redis's, on every master.
+    for port in cluster.ports() {
+        for (name, value) in [
+            ("proto-max-bulk-len", "2mb"),
+            ("maxmemory", "128mb"),
+            ("maxmemory-policy", "noeviction"),
+        ] {
+            runtime
+                .block_on(redis_cluster::command(port, &["CONFIG", "SET", name, value]))
+                .expect("CONFIG SET");
+        }
+    }
+    let url = edgelimit_tests::cluster_url(&cluster);
+    let bridge = ReleaseBridge::start(&url, &[]);
+    fuzz(&runtime, &http(), &url, bridge, 10_000);
+    drop(cluster);
 }
 
 #[test]
