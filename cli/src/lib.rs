@@ -9,7 +9,7 @@
 //! |---|---|
 //! | [`admin`] | the operator commands on every limiter: set-rate (the Redisson layout), configure, acquire, permits, config, release, delete |
 //! | [`family`] | the same commands for the algorithm family (`--algorithm`), and `configure` to store a quota in Redis |
-//! | [`bridge`] | the REST bridge: routes, tokens and their profiles (the bridge's fence, a Redis ACL user per profile), JSON<->RESP, script shebang compatibility, the Redis links, SCRIPT KILL of a script that runs too long |
+//! | [`bridge`] | the REST bridge: routes, tokens and their profiles (the bridge's fence, a Redis ACL user per profile), JSON<->RESP, script shebang compatibility, the Redis links (one Redis, or a Redis Cluster routed by key slot), SCRIPT KILL of a script that runs too long |
 //! | [`redis_server`] | a real `redis-server` child process on a loopback port (dev stack and tests) |
 //! | [`redis_cluster`] | a real Redis Cluster of such processes, joined by `redis-cli --cluster create` (dev stack, tests, benchmarks) |
 //! | [`dev`] | `edgelimit dev`: Redis + bridge (+ the playground and the Worker) in one command |
