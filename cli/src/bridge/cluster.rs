@@ -499,12 +499,37 @@ impl Cluster {
         }
     }
 
-    /// Starts a `SCRIPT KILL` on `node` when `error` (connecting to it, or provisioning a user there) timed out: a
-    /// script may hold it, as when a reply times out.
-    pub fn unresponsive(&self, node: &Node, error: &RedisError) {
+    /// No connection to `node` (at `address`) could be had, so nothing was sent: logs it, and starts a `SCRIPT KILL`
+    /// there when connecting (or provisioning a user) timed out, since a node that took the connection but did not
+    /// answer in time may be held by a script, as when a reply times out.
+    pub fn unavailable(&self, node: &Node, address: &str, error: &RedisError) {
+        self.log(format_args!("redis node {address} unavailable: {error}"));
         if error.is_timeout() {
             node.killer.start();
         }
+    }
+
+    /// After [`unavailable`](Cluster::unavailable): waits for the map to be read again, to route the command anew;
+    /// once `deadline` has passed, why it could not be sent.
+    pub async fn reroute(&self, address: &str, error: &RedisError, deadline: Instant) -> Result<(), Failed> {
+        if Instant::now() >= deadline {
+            return Err(Failed::Unreachable(format!(
+                "redis node {address} of {} is unavailable ({error})",
+                self.describe()
+            )));
+        }
+        self.wait_for_map(deadline).await
+    }
+
+    /// What a command written to `node` (at `address`) that got no reply becomes: it may have run, so it is never
+    /// sent again (see [`resend`]). A timeout starts a `SCRIPT KILL` there (a script may hold the node), and the map
+    /// is read again soon.
+    pub fn lost(self: &Arc<Self>, node: &Node, address: Arc<str>, error: RedisError) -> Failed {
+        if error.is_timeout() {
+            node.killer.start();
+        }
+        self.refresh_soon();
+        Failed::Lost { address, error }
     }
 
     /// Records what a `MOVED` said: `slot` is served by `address` now; and reads the whole map again soon.
@@ -567,16 +592,8 @@ impl Cluster {
                 Ok(connection) => connection,
                 Err(error) => {
                     // Nothing was sent: read the map again (the node may be gone) and try again in time.
-                    self.log(format_args!("redis node {address} unavailable: {error}"));
-                    // A node that took the connection but did not answer in time may be held by a script.
-                    self.unresponsive(&node, &error);
-                    if Instant::now() >= deadline {
-                        return Err(Failed::Unreachable(format!(
-                            "redis node {address} of {} is unavailable ({error})",
-                            self.describe()
-                        )));
-                    }
-                    self.wait_for_map(deadline).await?;
+                    self.unavailable(&node, &address, &error);
+                    self.reroute(&address, &error, deadline).await?;
                     continue;
                 }
             };
@@ -591,11 +608,7 @@ impl Cluster {
                     return Err(Failed::Reply(error));
                 }
                 // Sent, and no reply: it may have run. Never sent again (see `resend`).
-                if error.is_timeout() {
-                    node.killer.start();
-                }
-                self.refresh_soon();
-                return Err(Failed::Lost { address, error });
+                return Err(self.lost(&node, address, error));
             };
             match how {
                 Resend::Moved { slot, address: owner } => {

@@ -188,9 +188,7 @@ async fn node_part(
         Ok(connection) => connection,
         Err(error) => {
             // Nothing was sent: each command goes again on its own, after the map is read again.
-            cluster.log(format_args!("redis node {address} unavailable: {error}"));
-            // A node that took the connection but did not answer in time may be held by a script.
-            cluster.unresponsive(&node, &error);
+            cluster.unavailable(&node, &address, &error);
             cluster.refresh_soon();
             return again(items);
         }
@@ -213,11 +211,7 @@ async fn node_part(
             let failed = if error.code().is_some() {
                 Failed::Reply(error)
             } else {
-                if error.is_timeout() {
-                    node.killer.start();
-                }
-                cluster.refresh_soon();
-                Failed::Lost { address, error }
+                cluster.lost(&node, address, error)
             };
             let text = failed.text();
             return items
@@ -285,29 +279,18 @@ pub(super) async fn transaction(
         let mut connection = match node.links.connection(profile).await {
             Ok(connection) => connection,
             Err(error) => {
-                cluster.log(format_args!("redis node {address} unavailable: {error}"));
-                // A node that took the connection but did not answer in time may be held by a script.
-                cluster.unresponsive(&node, &error);
-                if Instant::now() >= deadline {
-                    return Err(failure(&Failed::Unreachable(format!(
-                        "redis node {address} of {} is unavailable ({error})",
-                        cluster.describe()
-                    ))));
-                }
-                cluster.wait_for_map(deadline).await.map_err(|f| failure(&f))?;
+                cluster.unavailable(&node, &address, &error);
+                cluster
+                    .reroute(&address, &error, deadline)
+                    .await
+                    .map_err(|f| failure(&f))?;
                 continue;
             }
         };
         let replies = match pipe.query_async::<Vec<RedisResult<Value>>>(&mut connection).await {
             Ok(replies) => replies,
             Err(error) if error.code().is_some() => return Err(failure(&Failed::Reply(error))),
-            Err(error) => {
-                if error.is_timeout() {
-                    node.killer.start();
-                }
-                cluster.refresh_soon();
-                return Err(failure(&Failed::Lost { address, error }));
-            }
+            Err(error) => return Err(failure(&cluster.lost(&node, address, error))),
         };
         let Some((error, how)) = discarded_for_now(&replies) else {
             return bridge.transaction_results(replies, prepared.len());
