@@ -5,7 +5,7 @@
 //! cache is empty; the `NOSCRIPT` reply costs one extra round trip, once, and loses nothing because `EVALSHA` did
 //! not run.
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 use crate::rest::{Command, RestClient};
 use crate::value::Value;
@@ -61,6 +61,28 @@ impl Script {
             Err(error) if error.is_noscript() => client.command(&self.eval_command(keys, args)).await,
             reply => reply,
         }
+    }
+
+    /// Runs the script as [`run`](Script::run) does, with `then` sent behind it in the same pipeline (one round trip):
+    /// the script's reply, and theirs in order. On `NOSCRIPT` only the script is sent again, with its text.
+    pub async fn run_then<K: ToString, A: ToString>(
+        &self,
+        client: &RestClient,
+        keys: &[K],
+        args: &[A],
+        then: &[Command],
+    ) -> Result<(Result<Value>, Vec<Result<Value>>)> {
+        let mut commands = vec![self.evalsha_command(keys, args)];
+        commands.extend_from_slice(then);
+        let mut replies = client.pipeline(&commands).await?.into_iter();
+        let reply = replies
+            .next()
+            .ok_or_else(|| Error::malformed("a reply per command", "none"))?;
+        let reply = match reply {
+            Err(error) if error.is_noscript() => client.command(&self.eval_command(keys, args)).await,
+            reply => reply,
+        };
+        Ok((reply, replies.collect()))
     }
 
     /// Runs several script calls in one pipeline (one round trip), each atomic on its own but not together. Calls

@@ -9,6 +9,7 @@ use crate::decision::{Decision, Status, Verdict, VERDICT_FIELDS};
 use crate::error::{Error, Result};
 use crate::lua;
 use crate::receipt::{self, Receipt};
+use crate::rest::Command;
 use crate::script::{Script, ScriptCall};
 use crate::value::Value;
 
@@ -189,67 +190,60 @@ impl<'a> Batch<'a> {
         if copies.is_empty() {
             return self.decode(call.script.run(client, &call.keys, &call.args).await?);
         }
-        let mut commands = vec![call.script.evalsha_command(&call.keys, &call.args)];
-        commands.extend(copies.iter().map(|(limiter, _)| stored_copy::read_command(limiter)));
-        let mut replies = client.pipeline(&commands).await?.into_iter();
-        let decided = replies
-            .next()
-            .ok_or_else(|| Error::malformed("a reply per command", "none"))?;
-        for ((limiter, used), read) in copies.iter().zip(replies) {
+        let reads: Vec<Command> = copies
+            .iter()
+            .map(|(limiter, _)| stored_copy::read_command(limiter))
+            .collect();
+        let (decided, read) = call.script.run_then(client, &call.keys, &call.args, &reads).await?;
+        for ((limiter, used), read) in copies.iter().zip(read) {
             limiter.stored_copy.check(*used, read);
         }
-        match decided {
-            Err(error) if error.is_noscript() => self.decode(
-                client
-                    .command(&call.script.eval_command(&call.keys, &call.args))
-                    .await?,
-            ),
-            reply => self.decode(reply?),
-        }
+        self.decode(decided?)
     }
 
-    /// A single-limit script's reply, `{status, remaining, reset, x}` (see `lua/parts/limits/single.lua`), as the
-    /// driver's six entries: the status word, the limit (the caller's: the quota came with the request), remaining,
-    /// reset, retry_after, and the receipt, which a grant's mark `x` makes (with the grant id for a log).
-    fn single_entries(&self, reply: Value) -> Result<Vec<Value>> {
+    /// A single-limit script's reply, `{status, remaining, reset, x}` (see `lua/parts/limits/single.lua`), as a
+    /// [`Verdict`]: the limit is the caller's (the quota came with the request), and the receipt is what a grant's
+    /// mark `x` makes (with the grant id for a log).
+    fn single_verdict(&self, reply: Value) -> Result<Verdict> {
         let request = &self.requests[0];
         let quota = self.quotas[0].expect("a single-limit script runs a quota sent with it");
         if let Value::Bytes(text) = reply {
-            return self.read_entries(&quota, &String::from_utf8_lossy(&text));
+            return self.read_verdict(&quota, &String::from_utf8_lossy(&text));
         }
         let [status, remaining, reset, x] = reply.into_tuple::<SINGLE_REPLY_FIELDS>()?;
         let x = x.into_u64()?;
         let status = match status.into_u64()? {
-            0 => "denied",
-            1 => "granted",
-            2 => "allowed",
-            3 => "refunded",
-            4 => "not_held",
-            5 => "exceeds_limit",
+            0 => Status::Denied,
+            1 => Status::Granted,
+            2 => Status::Allowed,
+            3 => Status::Refunded,
+            4 => Status::NotHeld,
+            5 => Status::ExceedsLimit,
             other => return Err(Error::malformed("a status code from 0 to 5", other)),
         };
         let (retry_after, receipt) = match status {
-            "granted" if quota.algorithm().names_grants() => (0, format!("{}:{x}-{}", request.permits, self.args[1])),
-            "granted" => (0, format!("{}:{x}", request.permits)),
-            "refunded" | "not_held" => (0, String::new()),
+            Status::Granted if quota.algorithm().names_grants() => {
+                (0, format!("{}:{x}-{}", request.permits, self.args[1]))
+            }
+            Status::Granted => (0, format!("{}:{x}", request.permits)),
+            Status::Refunded | Status::NotHeld => (0, String::new()),
             _ => (x, String::new()),
         };
-        let whole = |n: u64| Value::Int(i64::try_from(n).unwrap_or(i64::MAX));
-        Ok(vec![
-            Value::Bytes(status.into()),
-            whole(u64::from(quota.limit())),
-            Value::Int(remaining.into_int()?),
-            Value::Int(reset.into_int()?),
-            whole(retry_after),
-            Value::Bytes(receipt.into_bytes()),
-        ])
+        Ok(Verdict {
+            status,
+            limit: u64::from(quota.limit()),
+            remaining: remaining.into_u64()?,
+            reset: reset.into_u64()?,
+            retry_after,
+            last: Value::Bytes(receipt.into_bytes()),
+        })
     }
 
     /// A grant or denial of an algorithm that keeps a string, replied as what its decision read (see
     /// `lua/parts/limits/single.lua`): `g` or `d`, TIME's seconds and microseconds ('' at an explicit time) and the
     /// state before the call, each after a `:`. The model of the algorithm decides again from them, as the script
     /// did, and gives the decision's numbers; a verdict other than the script's is a malformed reply.
-    fn read_entries(&self, quota: &Quota, text: &str) -> Result<Vec<Value>> {
+    fn read_verdict(&self, quota: &Quota, text: &str) -> Result<Verdict> {
         let malformed = || Error::malformed("'g' or 'd', seconds:micros: and the state read", text);
         let request = &self.requests[0];
         let (granted, rest) = match text.split_at_checked(1) {
@@ -275,29 +269,23 @@ impl<'a> Batch<'a> {
             return Err(Error::malformed("a verdict the algorithm's model agrees with", text));
         }
         let (status, standing, retry_after, receipt) = if granted {
-            ("granted", verdict.after, 0, format!("{permits}:{mark}"))
+            (Status::Granted, verdict.after, 0, format!("{permits}:{mark}"))
         } else {
-            ("denied", verdict.now, verdict.retry_after, String::new())
+            (Status::Denied, verdict.now, verdict.retry_after, String::new())
         };
-        let whole = |n: u64| Value::Int(i64::try_from(n).unwrap_or(i64::MAX));
-        Ok(vec![
-            Value::Bytes(status.into()),
-            whole(u64::from(quota.limit())),
-            whole(standing.remaining),
-            whole(standing.reset),
-            whole(retry_after),
-            Value::Bytes(receipt.into_bytes()),
-        ])
+        Ok(Verdict {
+            status,
+            limit: u64::from(quota.limit()),
+            remaining: standing.remaining,
+            reset: standing.reset,
+            retry_after,
+            last: Value::Bytes(receipt.into_bytes()),
+        })
     }
 
-    /// Checks the reply decision by decision (six flat entries each, see [`Verdict`]); a status that means an error
-    /// becomes its typed error.
-    pub(super) fn decode(&self, reply: Value) -> Result<Decisions> {
-        let entries = if self.single {
-            self.single_entries(reply)?
-        } else {
-            reply.into_array()?
-        };
+    /// The driver's flat reply, six entries per request, as one [`Verdict`] each.
+    fn driver_verdicts(&self, reply: Value) -> Result<Vec<Verdict>> {
+        let entries = reply.into_array()?;
         if entries.len() != VERDICT_FIELDS * self.requests.len() {
             return Err(Error::malformed(
                 format!(
@@ -307,14 +295,29 @@ impl<'a> Batch<'a> {
                 entries.len(),
             ));
         }
+        let mut entries = entries.into_iter();
+        (0..self.requests.len())
+            .map(|_| {
+                let fields: Vec<Value> = entries.by_ref().take(VERDICT_FIELDS).collect();
+                let fields = <[Value; VERDICT_FIELDS]>::try_from(fields).map_err(|fields| {
+                    Error::malformed(format!("{VERDICT_FIELDS} entries per decision"), fields.len())
+                })?;
+                Verdict::from_fields(fields)
+            })
+            .collect()
+    }
+
+    /// Checks the reply decision by decision (see [`Verdict`]); a status that means an error becomes its typed
+    /// error.
+    pub(super) fn decode(&self, reply: Value) -> Result<Decisions> {
+        let verdicts = if self.single {
+            vec![self.single_verdict(reply)?]
+        } else {
+            self.driver_verdicts(reply)?
+        };
         let mut success = true;
         let mut decisions = Vec::with_capacity(self.requests.len());
-        let mut entries = entries.into_iter();
-        for request in &self.requests {
-            let fields: Vec<Value> = entries.by_ref().take(VERDICT_FIELDS).collect();
-            let fields = <[Value; VERDICT_FIELDS]>::try_from(fields)
-                .map_err(|fields| Error::malformed(format!("{VERDICT_FIELDS} entries per decision"), fields.len()))?;
-            let verdict = Verdict::from_fields(fields)?;
+        for (request, verdict) in self.requests.iter().zip(verdicts) {
             let allowed = match verdict.status {
                 Status::Granted | Status::Refunded => true,
                 Status::Allowed | Status::NotHeld => {
