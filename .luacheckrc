@@ -22,3 +22,6 @@ files["lua/redisson/lifetime.lua"] = {
     -- for every script, the prelude `touch` for every Redisson one.
     ignore = { "211/clock", "211/touch" },
 }
+-- What Redis runs, lua/compact/, is the same code without its comments (build.rs): the same settings apply.
+files["lua/compact/*.lua"] = files["lua/*.lua"]
+files["lua/compact/redisson/lifetime.lua"] = files["lua/redisson/lifetime.lua"]

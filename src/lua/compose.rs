@@ -64,12 +64,18 @@ const STRING_DENIED: &str = "    return 'd' .. seconds .. ':' .. micros .. ':' .
 const STRING_GRANTED: &str = "return 'g' .. seconds .. ':' .. micros .. ':' .. value";
 
 /// The pieces under `lua/parts/` of one kind of script, by their path there, as the function `$function`: one per
-/// kind, so that a build which never composes a kind links none of its pieces.
+/// kind, so that a build which never composes a kind links none of its pieces. What the crate carries is each piece
+/// without its comment lines, as `build.rs` writes it; the commented pieces are linked into the tests only, which
+/// compose the readable files under `lua/` from them.
 macro_rules! parts {
     ($function:ident: $($name:literal),+ $(,)?) => {
-        fn $function(name: &str) -> &'static str {
-            match name {
-                $($name => include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/lua/parts/", $name)),)+
+        fn $function(text: Text, name: &str) -> &'static str {
+            match (text, name) {
+                $(
+                    (Text::Compact, $name) => include_str!(concat!(env!("OUT_DIR"), "/lua-parts/", $name)),
+                    #[cfg(test)]
+                    (Text::Commented, $name) => include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/lua/parts/", $name)),
+                )+
                 _ => unreachable!("no piece lua/parts/{name}"),
             }
         }
@@ -108,26 +114,37 @@ parts!(
     "redisson/lifetime.lua",
 );
 
+/// Which text of the pieces a script is composed from: what Redis runs (`lua/compact/`), or the readable file with
+/// every comment (`lua/`), which only the tests compose.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Text {
+    /// The pieces without their comment lines (see `build.rs`): what the crate sends.
+    Compact,
+    /// The pieces as written.
+    #[cfg(test)]
+    Commented,
+}
+
 /// The text of the shared helpers named `shared` (see [`SHARED`]).
-fn shared_part(shared: &str) -> String {
+fn shared_part(text: Text, shared: &str) -> String {
     let (_, pieces) = SHARED.iter().find(|(name, _)| *name == shared).expect("a shared part");
     pieces
         .iter()
-        .map(|piece| part(&format!("limits/{piece}.lua")))
+        .map(|piece| part(text, &format!("limits/{piece}.lua")))
         .collect::<Vec<_>>()
         .join("\n")
 }
 
 /// The text of the script `lua/<path>` (one of those `mod.rs` declares).
-pub(super) fn family(path: &str) -> String {
+pub(super) fn family(text: Text, path: &str) -> String {
     if let Some((algorithm, shared, rate)) = ALGORITHMS.iter().find(|(name, _, _)| format!("{name}.lua") == path) {
-        let parts = Parts::of(algorithm);
+        let parts = Parts::of(text, algorithm);
         let helpers = match shared {
-            Some(shared) => format!("{}\n{}", shared_part(shared), parts.helpers),
+            Some(shared) => format!("{}\n{}", shared_part(text, shared), parts.helpers),
             None => parts.helpers.to_owned(),
         };
         let request = if *rate { REQUEST_WITH_RATE } else { REQUEST_WITHOUT_RATE };
-        let body = splice(part("limits/single.lua"), "--@request", request);
+        let body = splice(part(text, "limits/single.lua"), "--@request", request);
         // A log replies with numbers; an algorithm that keeps a string, with what it read (see single.lua).
         let (denied, granted) = match shared {
             Some("zset_log") => (LOG_DENIED, LOG_GRANTED),
@@ -140,63 +157,82 @@ pub(super) fn family(path: &str) -> String {
         let body = splice(&body, "--@grant", parts.grant);
         // No algorithm calls anything of common.lua, and every function it defines would be a closure made on
         // every call.
-        return compose_whole(path, false, &[part("limits/prelude.lua"), &body]);
+        return compose_whole(text, path, false, &[part(text, "limits/prelude.lua"), &body]);
     }
     if path == "limits.lua" {
-        let mut algorithms: Vec<String> = SHARED.iter().map(|(shared, _)| shared_part(shared)).collect();
+        let mut algorithms: Vec<String> = SHARED.iter().map(|(shared, _)| shared_part(text, shared)).collect();
         for (algorithm, _, _) in ALGORITHMS {
-            let parts = Parts::of(algorithm);
-            let entry = splice(part("limits/entry.lua"), "--@decision", parts.decision);
+            let parts = Parts::of(text, algorithm);
+            let entry = splice(part(text, "limits/entry.lua"), "--@decision", parts.decision);
             let entry = splice(&entry, "--@grant", parts.grant).replace("__ALGORITHM__", algorithm);
             algorithms.extend([parts.helpers.to_owned(), entry]);
         }
-        let driver = splice(part("limits/driver.lua"), "--@algorithms", &algorithms.join("\n"));
-        return whole(path, &[part("limits/prelude.lua"), &driver]);
+        let driver = splice(part(text, "limits/driver.lua"), "--@algorithms", &algorithms.join("\n"));
+        return whole(text, path, &[part(text, "limits/prelude.lua"), &driver]);
     }
     if path == "inspect.lua" {
-        return whole(path, &[part("limits/zset_member.lua"), part("limits/inspect.lua")]);
+        return whole(
+            text,
+            path,
+            &[part(text, "limits/zset_member.lua"), part(text, "limits/inspect.lua")],
+        );
     }
     unreachable!("no script of the family lua/{path}")
 }
 
 /// The text of the Redisson-layout script `lua/<path>` (one of those `mod.rs` declares).
-pub(super) fn redisson(path: &str) -> String {
+pub(super) fn redisson(text: Text, path: &str) -> String {
     let (script, pieces) = REDISSON
         .iter()
         .find(|(script, _)| format!("redisson/{script}.lua") == path)
         .unwrap_or_else(|| unreachable!("no script lua/{path}"));
-    let mut texts = vec![redisson_part("redisson/prelude.lua")];
+    let mut texts = vec![redisson_part(text, "redisson/prelude.lua")];
     texts.extend(
         pieces
             .iter()
-            .map(|piece| redisson_part(&format!("redisson/{piece}.lua"))),
+            .map(|piece| redisson_part(text, &format!("redisson/{piece}.lua"))),
     );
-    texts.push(redisson_part(&format!("redisson/{script}.lua")));
-    whole(path, &texts)
+    texts.push(redisson_part(text, &format!("redisson/{script}.lua")));
+    whole(text, path, &texts)
 }
 
 /// A whole script: a header naming it generated, `parts/common.lua`, then `pieces`.
-fn whole(path: &str, pieces: &[&str]) -> String {
-    compose_whole(path, true, pieces)
+fn whole(text: Text, path: &str, pieces: &[&str]) -> String {
+    compose_whole(text, path, true, pieces)
 }
 
-/// A whole script: a header naming it generated, `parts/common.lua` when `common`, then `pieces`.
-fn compose_whole(path: &str, common: bool, pieces: &[&str]) -> String {
-    let mut text = format!(
-        "-- lua/{path}: GENERATED from lua/parts/ (src/lua/compose.rs). Edit the parts, then run scripts/lua.\n\n"
-    );
+/// A whole script: a header naming it generated, `parts/common.lua` when `common`, then `pieces`. The readable file
+/// keeps a blank line between pieces; the compact one has none (a piece without code, or an algorithm without
+/// helpers, would leave one).
+fn compose_whole(text: Text, path: &str, common: bool, pieces: &[&str]) -> String {
+    let mut script = match text {
+        Text::Compact => {
+            format!("-- GENERATED, what edgelimit sends to Redis: lua/{path} without its comments (run scripts/lua).\n")
+        }
+        #[cfg(test)]
+        Text::Commented => format!(
+            "-- lua/{path}: GENERATED from lua/parts/ (src/lua/compose.rs). Edit the parts, then run scripts/lua.\n\n"
+        ),
+    };
     for (i, piece) in common
-        .then(|| part("common.lua"))
+        .then(|| part(text, "common.lua"))
         .into_iter()
         .chain(pieces.iter().copied())
         .enumerate()
     {
         if i > 0 {
-            text.push('\n');
+            script.push('\n');
         }
-        text.push_str(piece);
+        script.push_str(piece);
     }
-    text
+    if text == Text::Compact {
+        script = script
+            .lines()
+            .filter(|line| !line.is_empty())
+            .map(|line| format!("{line}\n"))
+            .collect();
+    }
+    script
 }
 
 /// An algorithm file cut at its marker lines: helpers, `--@decision`, `--@grant`.
@@ -207,11 +243,15 @@ struct Parts {
 }
 
 impl Parts {
-    fn of(algorithm: &str) -> Parts {
-        let file = part(&format!("limits/{algorithm}.lua"));
-        let (helpers, rest) = file
-            .split_once("\n--@decision\n")
-            .expect("an algorithm file has a --@decision line");
+    fn of(text: Text, algorithm: &str) -> Parts {
+        // Without its comments, an algorithm without helpers starts at its marker.
+        let file = part(text, &format!("limits/{algorithm}.lua"));
+        let (helpers, rest) = match file.strip_prefix("--@decision\n") {
+            Some(rest) => ("", rest),
+            None => file
+                .split_once("\n--@decision\n")
+                .expect("an algorithm file has a --@decision line"),
+        };
         let (decision, grant) = rest
             .split_once("\n--@grant\n")
             .expect("an algorithm file has a --@grant line after --@decision");
@@ -235,20 +275,25 @@ mod tests {
     use super::super::FILES;
     use super::*;
 
+    /// The folder under `lua/` of each text.
+    const FOLDERS: [(Text, &str); 2] = [(Text::Commented, ""), (Text::Compact, "compact/")];
+
     #[test]
     fn every_lua_file_is_what_its_parts_compose() {
         let write = std::env::var_os("EDGELIMIT_WRITE_LUA").is_some();
         let mut stale = Vec::new();
         let lua = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("lua");
-        for (path, compose) in FILES {
-            let text = compose(path);
-            assert!(!text.contains("\n--@"), "{path}: a marker was left");
-            let file = lua.join(path);
-            if write {
-                std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-                std::fs::write(&file, &text).unwrap();
-            } else if std::fs::read_to_string(&file).ok().as_deref() != Some(text.as_str()) {
-                stale.push(path);
+        for (text, folder) in FOLDERS {
+            for (path, compose) in FILES {
+                let script = compose(text, path);
+                assert!(!script.contains("\n--@"), "{folder}{path}: a marker was left");
+                let file = lua.join(format!("{folder}{path}"));
+                if write {
+                    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+                    std::fs::write(&file, &script).unwrap();
+                } else if std::fs::read_to_string(&file).ok().as_deref() != Some(script.as_str()) {
+                    stale.push(format!("{folder}{path}"));
+                }
             }
         }
         assert!(
@@ -257,29 +302,56 @@ mod tests {
         );
         // And no script under lua/ is left out of the list (a new one: create it empty, declare it in mod.rs's
         // `scripts!`, run scripts/lua).
-        let mut on_disk = Vec::new();
-        for dir in ["", "redisson"] {
-            for entry in std::fs::read_dir(lua.join(dir)).unwrap() {
-                let name = entry.unwrap().file_name().to_string_lossy().into_owned();
-                if name.ends_with(".lua") {
-                    on_disk.push(if dir.is_empty() { name } else { format!("{dir}/{name}") });
+        for (_, folder) in FOLDERS {
+            let mut on_disk = Vec::new();
+            for dir in ["", "redisson/"] {
+                for entry in std::fs::read_dir(lua.join(format!("{folder}{dir}"))).unwrap() {
+                    let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+                    if name.ends_with(".lua") {
+                        on_disk.push(format!("{dir}{name}"));
+                    }
                 }
             }
+            on_disk.sort();
+            let mut listed: Vec<String> = FILES.iter().map(|(path, _)| (*path).to_owned()).collect();
+            listed.sort();
+            assert_eq!(
+                on_disk, listed,
+                "the scripts under lua/{folder} and those mod.rs declares"
+            );
         }
-        on_disk.sort();
-        let mut listed: Vec<String> = FILES.iter().map(|(path, _)| (*path).to_owned()).collect();
-        listed.sort();
-        assert_eq!(on_disk, listed, "the scripts under lua/ and those mod.rs declares");
+    }
+
+    /// A compact script is its readable file's code, line for line: nothing but comments and blank lines went.
+    #[test]
+    fn a_compact_script_is_its_readable_file_without_comments() {
+        for (path, compose) in FILES {
+            let code = |script: String| -> Vec<String> {
+                script
+                    .lines()
+                    .filter(|line| {
+                        let line = line.trim_start();
+                        !line.is_empty() && (!line.starts_with("--") || line.starts_with("-- luacheck:"))
+                    })
+                    .map(str::to_owned)
+                    .collect()
+            };
+            assert_eq!(
+                code(compose(Text::Compact, path)),
+                code(compose(Text::Commented, path)),
+                "lua/compact/{path}"
+            );
+        }
     }
 
     #[test]
     fn the_driver_holds_every_algorithm_once_and_shared_helpers_once() {
-        let driver = family("limits.lua");
+        let driver = family(Text::Commented, "limits.lua");
         for (algorithm, _, _) in ALGORITHMS {
             assert_eq!(driver.matches(&format!("ALGORITHMS.{algorithm} = function")).count(), 1);
         }
         for (shared, _) in SHARED {
-            assert_eq!(driver.matches(&shared_part(shared)).count(), 1);
+            assert_eq!(driver.matches(&shared_part(Text::Commented, shared)).count(), 1);
         }
     }
 }

@@ -2,9 +2,12 @@
 //! alone (`redis-cli --eval lua/token_bucket.lua <key> , 1:10:1000:10`: 1 permit of a bucket of 10 refilled by 10 per 1000 ms).
 //!
 //! The files are generated from the shared pieces under `lua/parts/` so that no Lua is written twice (`scripts/lua`
-//! writes them), and they are committed. The crate composes the same text from the same pieces (carrying the
-//! finished files would repeat the shared pieces in the wasm), and a test fails when a file is not exactly that
-//! text: what Redis runs, and its SHA1, is the file in the repository.
+//! writes them), and they are committed. What the crate sends is the same code without its comments, committed as
+//! `lua/compact/<file>`: the comments are two thirds of the text, and every Worker downloads the wasm that carries
+//! it (`build.rs` says what goes). The crate composes that text from the pieces (carrying the finished files would
+//! repeat the shared pieces in the wasm), and tests fail when a file is not exactly what its pieces compose, or a
+//! compact file differs from its readable one in anything but comments: what Redis runs, and its SHA1, is
+//! `lua/compact/<file>`, line for line the code of `lua/<file>`.
 //!
 //! | file | script |
 //! |---|---|
@@ -20,14 +23,14 @@ use crate::script::Script;
 mod compose;
 
 /// Declares each script once: its static (composed from its pieces when first used by its composer, exactly the
-/// file's text, see [`compose`](self); its SHA1 computed once), [`every_script`] and the list of files the
+/// compact file's text, see [`compose`](self); its SHA1 computed once), [`every_script`] and the list of files the
 /// generation test checks. Each composer reaches only its own pieces, so a build that never uses a kind of script
 /// (the Worker's, Redisson's) links none of its text.
 macro_rules! scripts {
     ($($(#[$doc:meta])* $name:ident = $composer:ident($path:literal);)*) => {
         $(
             $(#[$doc])*
-            pub static $name: LazyLock<Script> = LazyLock::new(|| Script::new(compose::$composer($path)));
+            pub static $name: LazyLock<Script> = LazyLock::new(|| Script::new(compose::$composer(compose::Text::Compact, $path)));
         )*
 
         /// How many scripts the crate sends.
@@ -42,7 +45,7 @@ macro_rules! scripts {
 
         /// The file under `lua/` of each script and its composer, in the order of [`every_script`].
         #[cfg(test)]
-        const FILES: [(&str, fn(&str) -> String); COUNT] = [$(($path, compose::$composer)),*];
+        const FILES: [(&str, fn(compose::Text, &str) -> String); COUNT] = [$(($path, compose::$composer)),*];
     };
 }
 
