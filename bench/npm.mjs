@@ -4,7 +4,8 @@
 //   - decisions per second and latency (p50, p99) through the bridge, `IN_FLIGHT` requests at a time, per
 //     algorithm both libraries have. Limits are so high that every request is allowed: this measures the decision,
 //     not the block cache (off on both sides). @upstash/redis auto-pipelines by default (commands issued in the
-//     same tick share one HTTP request), which edgelimit does not (yet): it is measured both ways.
+//     same tick share one HTTP request), and so does edgelimit (coalescing, its default; bench/coalescing.mjs
+//     compares both ways at 1, 8 and 64 in flight): @upstash is measured both ways.
 // Not a test: numbers on a shared machine move. Ratios between contenders measured in one run are what to read.
 //
 // Run: `edgelimit-bench` (scripts/bench) runs it with --json against its own bridge and tabulates the numbers.

@@ -84,6 +84,14 @@ export interface RatelimitConfig {
    */
   timeout?: number;
   /**
+   * Whether decisions made at once share one HTTP request (default `true`): the commands of every `limit`, `peek`,
+   * … that start in the same turn of the event loop go as one `/pipeline` request, and each caller still gets its
+   * own exact decision (each script runs on its own, atomically). Like `@upstash/redis`'s auto-pipelining. `false`
+   * makes each a request of its own: no call waits for the turn's others (one turn of the event loop), and none
+   * shares a failed request with them, at the price of one HTTP request per call.
+   */
+  coalesce?: boolean;
+  /**
    * What `limit` answers when the store is unavailable: a timeout, the endpoint unreachable or answering HTTP 5xx,
    * Redis loading, busy, failing over, read-only or out of memory (the codes with `storeUnavailable: true`, see
    * {@link ErrorCode}):

@@ -6,8 +6,9 @@
 
 use std::time::Duration;
 
-/// Everything that can go wrong between the caller and Redis.
-#[derive(Debug, thiserror::Error)]
+/// Everything that can go wrong between the caller and Redis. `Clone`, because one failed request that carried
+/// several callers' commands (see `RestClient::command`) fails each of them alike.
+#[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// The client was configured with something unusable (an empty URL, a zero timeout, …).
@@ -65,7 +66,7 @@ pub enum Error {
         url: String,
         /// What the HTTP client reported.
         #[source]
-        source: Box<dyn std::error::Error + Send + Sync>,
+        source: std::sync::Arc<dyn std::error::Error + Send + Sync>,
     },
 
     /// The endpoint answered with an HTTP error that is not a Redis command error: a 5xx while Redis is down (the store

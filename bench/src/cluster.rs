@@ -97,8 +97,10 @@ impl Topology {
         let bridge = InProcessBridge::start(config)
             .await
             .context("could not start a bridge")?;
+        // A request per decision, as on one Redis (see stack.rs).
         let client = RestClient::new(bridge.url(), TOKEN)
             .and_then(|client| client.with_timeout(Duration::from_secs(30)))
+            .map(RestClient::without_coalescing)
             .context("could not make a client for the bridge")?;
         let limiter = Limiter::new(client, "cluster-bench", quota)
             .and_then(|limiter| limiter.with_layout(KeyLayout::PerIdentifier))

@@ -134,9 +134,11 @@ async fn start_bridge(redis: &RedisServer, acl: RedisAcl) -> Result<InProcessBri
         .context("could not start the bridge")
 }
 
-/// A client of `bridge` that sends `token`.
+/// A client of `bridge` that sends `token`, a request per command: the scenarios measure what one decision costs
+/// (bench/coalescing.mjs measures coalescing).
 fn client_of(bridge: &InProcessBridge, token: &str) -> Result<RestClient, String> {
     RestClient::new(bridge.url(), token)
         .and_then(|client| client.with_timeout(CLIENT_TIMEOUT))
+        .map(RestClient::without_coalescing)
         .context("could not make a client for the bridge")
 }

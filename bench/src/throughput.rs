@@ -155,7 +155,9 @@ pub(crate) async fn run(
     ))
     .await?;
     let plain_http_ping = Arc::new(Operation::Ping(
-        RestClient::new(&plain_http_url, TOKEN).context("could not make a client for the plain HTTP server")?,
+        RestClient::new(&plain_http_url, TOKEN)
+            .map(RestClient::without_coalescing)
+            .context("could not make a client for the plain HTTP server")?,
     ));
     let mut rows = Vec::new();
     for (operation, words) in [(&decision, evalsha), (&ping, vec!["PING".to_owned()])] {

@@ -40,3 +40,8 @@ fn failure(error: reqwest::Error) -> Failure {
         Failure::Other(Box::new(error))
     }
 }
+
+/// Runs `task` on the Tokio runtime the caller is in (reqwest needs one already).
+pub(crate) fn spawn(task: impl std::future::Future<Output = ()> + Send + 'static) {
+    tokio::spawn(task);
+}

@@ -120,3 +120,8 @@ fn failure(error: JsValue) -> Failure {
     }
     Failure::Other(Box::new(FetchError(message)))
 }
+
+/// Runs `task` on the JS event loop, after the current turn's synchronous code.
+pub(crate) fn spawn(task: impl std::future::Future<Output = ()> + 'static) {
+    wasm_bindgen_futures::spawn_local(task);
+}

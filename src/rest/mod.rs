@@ -5,10 +5,12 @@
 //! `POST /pipeline` and `POST /multi-exec` carry an array of commands and answer an array of such objects. The
 //! client always asks for `Upstash-Encoding: base64`, so binary strings (script members, packed ids) arrive intact.
 
+mod coalesce;
 #[cfg_attr(not(target_arch = "wasm32"), path = "http_native.rs")]
 #[cfg_attr(target_arch = "wasm32", path = "http_wasm.rs")]
 mod http;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use self::http::Http;
@@ -61,13 +63,16 @@ impl Command {
     }
 }
 
-/// A connection to one Upstash-compatible REST endpoint. Cheap to clone; clones share the HTTP connection pool.
+/// A connection to one Upstash-compatible REST endpoint. Cheap to clone; clones share the HTTP connection pool and
+/// coalesce their commands together (see [`RestClient::command`]).
 #[derive(Debug, Clone)]
 pub struct RestClient {
     http: Http,
     base_url: String,
     token: String,
     timeout: Duration,
+    /// Commands waiting for the next request; `None` when every command is a request of its own.
+    queue: Option<Arc<coalesce::Queue>>,
 }
 
 impl RestClient {
@@ -93,7 +98,16 @@ impl RestClient {
             base_url: base_url.to_owned(),
             token: token.to_owned(),
             timeout: DEFAULT_TIMEOUT,
+            queue: Some(Arc::default()),
         })
+    }
+
+    /// The same client with every command a request of its own: no caller's command waits for the turn's others
+    /// (one yield of the executor), and none shares a request's failure with them, at the price of one HTTP request
+    /// per command. Coalescing is on by default (see [`RestClient::command`]).
+    pub fn without_coalescing(mut self) -> Self {
+        self.queue = None;
+        self
     }
 
     /// The same client with another per-request timeout (which must be above zero).
@@ -116,7 +130,19 @@ impl RestClient {
     }
 
     /// Runs one command. A Redis error reply becomes the error its code means (`Error::from_redis_reply`).
+    ///
+    /// Commands that concurrent callers send within one turn of the executor share one HTTP request (a
+    /// `/pipeline`), each still getting its own reply; one command alone is a request as before. See
+    /// `src/rest/coalesce.rs`, and [`RestClient::without_coalescing`].
     pub async fn command(&self, command: &Command) -> Result<Value> {
+        match &self.queue {
+            Some(_) => self.coalesced(command.clone()).await,
+            None => self.send(command).await,
+        }
+    }
+
+    /// Sends one command as a request of its own (`POST /`).
+    async fn send(&self, command: &Command) -> Result<Value> {
         let body = serde_json::to_string(command.words()).expect("a list of strings always serialises");
         let reply = self.post("", body).await?;
         decode_item(&reply)
@@ -158,7 +184,7 @@ impl RestClient {
             Err(Failure::Other(source)) => {
                 return Err(Error::Transport {
                     url: self.base_url.clone(),
-                    source,
+                    source: source.into(),
                 })
             }
         };

@@ -6,7 +6,7 @@ use wasm_bindgen::prelude::*;
 use super::limits::{as_config_error, limits_of};
 use super::redisson::JsRateLimiter;
 use super::values::{decision_object, milliseconds, number, permits_in};
-use super::{field, given, object, string, to_js_error, whole};
+use super::{describe, field, given, object, string, to_js_error, whole};
 use crate::error::{Error, Result};
 use crate::identifier::Identifier;
 use crate::limit::{LimitState, Receipt, StateDetail};
@@ -36,6 +36,14 @@ fn ratelimit_of(options: &JsValue) -> Result<Ratelimit> {
     let mut client = RestClient::new(&url, &token)?;
     if let Some(timeout) = given(&field(options, "timeout")) {
         client = client.with_timeout(milliseconds(timeout, "timeout")?)?;
+    }
+    if let Some(coalesce) = given(&field(options, "coalesce")) {
+        let coalesce = coalesce.as_bool().ok_or_else(|| {
+            Error::InvalidArgument(format!("coalesce must be true or false, got {}", describe(coalesce)))
+        })?;
+        if !coalesce {
+            client = client.without_coalescing();
+        }
     }
     let limits = limits_of(&field(options, "limiter"), "limiter")?;
     let mut settings = Options {

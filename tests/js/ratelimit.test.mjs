@@ -309,3 +309,54 @@ test("layout: per-identifier keys are tagged by identifier, decide alike, and a 
     assert.throws(() => ratelimit(Ratelimit.gcra(1, "1 s"), { layout }), (e) => e.code === "EDGELIMIT_INVALID_CONFIG" || e.code === "EDGELIMIT_INVALID_ARGUMENT", String(layout));
   }
 });
+
+/** A TCP relay to the stack's bridge that counts the HTTP requests to `path` it carries. */
+async function countingRelay() {
+  const { createServer, connect } = await import("node:net");
+  const upstream = new URL(stack.url);
+  let sent = "";
+  const server = createServer((client) => {
+    const bridge = connect(Number(upstream.port), upstream.hostname);
+    client.on("data", (chunk) => {
+      sent += chunk.toString("latin1");
+      bridge.write(chunk);
+    });
+    bridge.pipe(client);
+    client.on("error", () => bridge.destroy());
+    bridge.on("error", () => client.destroy());
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${server.address().port}`,
+    requests: (path) => sent.split(`POST ${path} HTTP/1.1\r\n`).length - 1,
+    close: () => server.close(),
+  };
+}
+
+test("decisions made at once share one HTTP request (coalescing), each exact; coalesce: false sends one each", async () => {
+  const relay = await countingRelay();
+  try {
+    for (const coalesce of [true, false]) {
+      const limits = new Ratelimit({
+        url: relay.url, token: stack.token, prefix: `t${++prefixes}`, limiter: Ratelimit.slidingLog(10, "1 m"),
+        cache: false, coalesce,
+      });
+      // Alone, a decision is a request of its own (and loads the script the first time).
+      assert.equal((await limits.limit("warm-up")).success, true);
+      const [single, pipelined] = [relay.requests("/"), relay.requests("/pipeline")];
+      const results = await Promise.all(Array.from({ length: 25 }, () => limits.limit("id")));
+      assert.deepEqual(results.map((r) => r.success), [...Array(10).fill(true), ...Array(15).fill(false)]);
+      const requests = [relay.requests("/") - single, relay.requests("/pipeline") - pipelined];
+      assert.deepEqual(requests, coalesce ? [0, 1] : [25, 0], `coalesce: ${coalesce}`);
+    }
+  } finally {
+    relay.close();
+  }
+});
+
+test("coalesce must be a boolean", () => {
+  assert.throws(
+    () => ratelimit(Ratelimit.fixedWindow(1, "1 s"), { coalesce: "yes" }),
+    { code: "EDGELIMIT_INVALID_CONFIG", message: /coalesce must be true or false, got the string "yes"/ },
+  );
+});

@@ -1,0 +1,126 @@
+// Coalescing, measured from Node: decisions made at once through one client share one HTTP request
+// (src/rest/coalesce.rs). edgelimit with coalescing (the default) and without (`coalesce: false`), next to
+// @upstash/ratelimit with @upstash/redis's auto-pipelining (its default, the same idea) and without, in one run, on
+// one bridge and Redis, at 1, 8 and 64 decisions in flight. Per contender: decisions/s, latency (p50, p99), HTTP
+// requests per decision (every `fetch` the process makes is counted: both libraries call the global one) and what
+// Redis spent per decision on the scripts (`INFO commandstats`, EVALSHA + EVAL µs over the decisions).
+// Every request is allowed (fixed window, 10^8 per hour), the block cache and the ephemeral cache are off.
+// Not a test: numbers on a shared machine move. Ratios between contenders measured in one run are what to read.
+//
+// Run: scripts/build-wasm && cargo build --release -p edgelimit-cli && node bench/coalescing.mjs [--quick]
+//   (scripts/bench runs it after the scenarios and appends its table to bench/RESULTS.md)
+//   ROUNDS, SECONDS in the environment override the sizes.
+import { benchOptions, connectOrStartStack, quantile } from "./options.mjs";
+
+const { Ratelimit } = await import("edgelimit");
+const upstash = await import("@upstash/ratelimit");
+const { Redis } = await import("@upstash/redis");
+
+const options = benchOptions();
+const ROUNDS = Number(process.env.ROUNDS ?? (options.quick ? 1 : 3));
+const SECONDS = Number(process.env.SECONDS ?? (options.quick ? 0.3 : 2));
+const IN_FLIGHT = [1, 8, 64];
+const fmt = (n, digits = 1) => n.toFixed(digits);
+
+// Every HTTP request either library makes goes through the global fetch: count them.
+let fetches = 0;
+const realFetch = globalThis.fetch;
+globalThis.fetch = (...args) => {
+  fetches++;
+  return realFetch(...args);
+};
+
+/** Microseconds Redis has spent in scripts (EVALSHA and EVAL) so far. */
+async function scriptMicros(admin) {
+  const info = await admin.exec(["INFO", "commandstats"]);
+  let usec = 0;
+  for (const match of info.matchAll(/^cmdstat_(evalsha|eval):.*?usec=(\d+)/gm)) usec += Number(match[2]);
+  return usec;
+}
+
+/** `inFlight` loops calling `decide` for SECONDS; decisions/s, latency quantiles, requests and script µs per decision. */
+async function run(decide, inFlight, admin) {
+  const latencies = [];
+  const [fetchesBefore, usecBefore] = [fetches, await scriptMicros(admin)];
+  const started = performance.now();
+  const deadline = started + SECONDS * 1000;
+  await Promise.all(
+    Array.from({ length: inFlight }, async (_, lane) => {
+      let i = 0;
+      while (performance.now() < deadline) {
+        const start = performance.now();
+        const result = await decide(`lane-${lane}-${i++ % 100}`);
+        if (!result.success) throw new Error(`a bench request was denied: ${JSON.stringify(result)}`);
+        latencies.push(performance.now() - start);
+      }
+    }),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  const requests = fetches - fetchesBefore;
+  const usec = (await scriptMicros(admin)) - usecBefore;
+  latencies.sort((a, b) => a - b);
+  return {
+    perSecond: latencies.length / seconds,
+    p50Ms: quantile(latencies, 0.5),
+    p99Ms: quantile(latencies, 0.99),
+    requestsPerDecision: requests / latencies.length,
+    redisMicrosPerDecision: usec / latencies.length,
+  };
+}
+
+const stack = await connectOrStartStack(options);
+try {
+  const admin = new Redis({ url: stack.url, token: stack.token, enableTelemetry: false, enableAutoPipelining: false });
+  const limiter = () => Ratelimit.fixedWindow(1e8, "1 h");
+  const theirs = () => upstash.Ratelimit.fixedWindow(1e8, "1 h");
+  const ours = (coalesce) =>
+    new Ratelimit({ url: stack.url, token: stack.token, limiter: limiter(), prefix: "coalesce", cache: false, coalesce });
+  const peer = (enableAutoPipelining) =>
+    new upstash.Ratelimit({
+      redis: new Redis({ url: stack.url, token: stack.token, enableTelemetry: false, enableAutoPipelining }),
+      limiter: theirs(),
+      prefix: "coalesce-upstash",
+      ephemeralCache: false,
+    });
+  const contenders = {
+    "edgelimit, coalescing": ours(true),
+    "edgelimit, coalesce: false": ours(false),
+    "@upstash/ratelimit, auto-pipelining": peer(true),
+    "@upstash/ratelimit, no auto-pipelining": peer(false),
+  };
+  const rows = [];
+  for (const inFlight of IN_FLIGHT) {
+    const best = {};
+    for (let round = 0; round < ROUNDS; round++) {
+      // Rotate who goes first, so no one always runs on a warmer (or busier) machine.
+      const names = Object.keys(contenders);
+      const order = names.map((_, i) => names[(i + round) % names.length]);
+      for (const who of order) {
+        const result = await run((id) => contenders[who].limit(id), inFlight, admin);
+        if (!best[who] || result.perSecond > best[who].perSecond) best[who] = result;
+      }
+    }
+    rows.push({ inFlight, best });
+  }
+  if (options.json) {
+    process.stdout.write(`${JSON.stringify({ seconds: SECONDS, rounds: ROUNDS, rows })}\n`);
+  } else {
+    console.log(
+      `Decisions through one bridge from one Node process (fixed window, every request allowed; ${SECONDS} s per ` +
+        `run, best of ${ROUNDS} rounds, contenders taking turns). Ratios: to @upstash/ratelimit with auto-pipelining.\n`,
+    );
+    console.log("| in flight | contender | decisions/s | ratio | p50 ms | p99 ms | HTTP requests per decision | Redis script µs per decision |");
+    console.log("|---:|---|---:|---:|---:|---:|---:|---:|");
+    for (const { inFlight, best } of rows) {
+      const baseline = best["@upstash/ratelimit, auto-pipelining"].perSecond;
+      for (const [who, r] of Object.entries(best)) {
+        console.log(
+          `| ${inFlight} | ${who} | ${fmt(r.perSecond, 0)} | ${fmt(r.perSecond / baseline, 2)}× | ${fmt(r.p50Ms, 2)} | ` +
+            `${fmt(r.p99Ms, 2)} | ${fmt(r.requestsPerDecision, 3)} | ${fmt(r.redisMicrosPerDecision, 2)} |`,
+        );
+      }
+    }
+  }
+} finally {
+  await stack.stop();
+}
