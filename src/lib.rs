@@ -12,7 +12,7 @@
 //! | module | concept |
 //! |---|---|
 //! | [`redisson`] | the Redisson layout: Redisson's `RRateLimiter` (a named sliding log shared with Java services), fixed: rates, the limiter handle |
-//! | [`limit`] | the algorithm family (token bucket, fixed and sliding window, GCRA, concurrency, sliding log), several limits in one round trip, the key layouts ([`limit::KeyLayout`]: per limiter, or per identifier for a Redis Cluster), and their reference [`limit::model`] |
+//! | [`limit`] | the algorithm family (token bucket, fixed and sliding window, GCRA, concurrency, sliding log), several limits in one round trip, the key layouts ([`limit::KeyLayout`]: per limiter, or per identifier for a Redis Cluster), reserved blocks of permits granted with no round trip ([`limit::Reserved`]), and their reference [`limit::model`] |
 //! | [`gate`] | the Cloudflare Worker's decisions: rules, request matching, client keys, RateLimit fields |
 //! | [`ratelimit`] | what the npm package's `Ratelimit` does: limits per identifier, the block cache, the failure policy |
 //! | [`decision`] | a decision as a value: `{success, limit, remaining, reset, retry_after}` |
@@ -22,7 +22,7 @@
 //! | [`time`] | waiting on every target (`acquire`) |
 //! | [`error`] | the one error enum, with stable `EDGELIMIT_…` codes |
 //! | [`value`] | Redis replies as the REST protocol carries them, and their checked decoding |
-//! | [`rest`] | the REST client: one command, pipeline, multi-exec, base64, per-request timeout |
+//! | [`rest`] | the REST client: one command, pipeline, multi-exec, base64, per-request timeout, coalescing concurrent commands into one request |
 //! | [`lua`] | every script Redis runs, each a whole file under `lua/` |
 //! | [`script`] | Lua scripts by SHA1: `EVALSHA`, then `EVAL` on `NOSCRIPT` |
 //! | `wasm` (wasm32 only) | the wasm-bindgen surface that JavaScript sees |

@@ -34,6 +34,7 @@ mod batch;
 mod layout;
 pub mod model;
 mod quota;
+mod reserved;
 pub(crate) mod slot;
 pub mod state;
 mod stored_copy;
@@ -44,6 +45,7 @@ pub use self::across_slots::{limit_all_across_slots, AcrossSlots, FailedGroup, G
 use self::batch::{Batch, Operation};
 pub use self::layout::KeyLayout;
 pub use self::quota::{Algorithm, Quota};
+pub use self::reserved::{Reserved, ReservedDecision};
 pub use self::slot::hash_slot;
 pub use self::state::{state_all, HeldGrant, LimitState, StateDetail};
 use self::stored_copy::StoredCopy;

@@ -99,6 +99,7 @@ parts!(
     "limits/gcra.lua",
     "limits/concurrency.lua",
     "limits/sliding_log.lua",
+    "reserve/gcra.lua",
 );
 
 parts!(
@@ -178,6 +179,12 @@ pub(super) fn family(text: Text, path: &str) -> String {
         );
     }
     unreachable!("no script of the family lua/{path}")
+}
+
+/// The text of the script `lua/<path>` that reserves a block of permits (one of those `mod.rs` declares): the
+/// family's prelude, then its own file, which checks its arguments inline as the single-limit scripts do.
+pub(super) fn reserve(text: Text, path: &str) -> String {
+    compose_whole(text, path, false, &[part(text, "limits/prelude.lua"), part(text, path)])
 }
 
 /// The text of the Redisson-layout script `lua/<path>` (one of those `mod.rs` declares).
@@ -304,7 +311,7 @@ mod tests {
         // `scripts!`, run scripts/lua).
         for (_, folder) in FOLDERS {
             let mut on_disk = Vec::new();
-            for dir in ["", "redisson/"] {
+            for dir in ["", "redisson/", "reserve/"] {
                 for entry in std::fs::read_dir(lua.join(format!("{folder}{dir}"))).unwrap() {
                     let name = entry.unwrap().file_name().to_string_lossy().into_owned();
                     if name.ends_with(".lua") {

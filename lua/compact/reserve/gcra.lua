@@ -1,0 +1,72 @@
+-- GENERATED, what edgelimit sends to Redis: lua/reserve/gcra.lua without its comments (run scripts/lua).
+local MAX_COUNT = 2 ^ 32 - 1
+local EXPLICIT_TIME_GRACE_MS = 60000
+local RECEIPT_MARK = 'receipt mark (not a grant of this limit: a time or window after the server clock, or no number)'
+local key, request, block_text, time = KEYS[1], ARGV[1], ARGV[2], ARGV[3] or ''
+if not key or not request or not block_text or ARGV[4] then
+    error({ err = 'ERR edgelimit: invalid call (1 key, the state key; 2 or 3 arguments): ' .. #KEYS .. ' keys, '
+        .. #ARGV .. ' arguments' })
+end
+local permits, limit, interval, rate = string.match(request, '^(%d+):(%d+):(%d+):(%d+)$')
+local block, length = string.match(block_text, '^(%d+):(%d+)$')
+if permits then
+    permits, limit, interval, rate = permits + 0, limit + 0, interval + 0, rate + 0
+end
+if not permits or permits < 1 or limit < 1 or limit > MAX_COUNT or permits > limit or interval < 1 or rate < 1
+    or rate > MAX_COUNT or limit * interval > 2 ^ 52 then
+    error({ err = 'ERR edgelimit: invalid request (<permits>:<limit>:<interval ms>:<rate>, whole numbers from 1, '
+        .. 'permits at most the limit, limit and rate below 2^32, limit × interval at most 2^52): '
+        .. string.sub(request, 1, 100) })
+end
+if block then
+    block, length = block + 0, length + 0
+end
+if not block or block < permits or block > limit or length < 1 or length > 60000 then
+    error({ err = 'ERR edgelimit: invalid block (<block>:<length ms>, block from the request\'s permits to the limit, '
+        .. 'length from 1 to 60000): ' .. string.sub(block_text, 1, 100) })
+end
+local now, grace
+if time == '' then
+    local server_time = redis.call('TIME')
+    now, grace = server_time[1] * 1000 + (server_time[2] - server_time[2] % 1000) / 1000, 0
+else
+    now = string.find(time, '^%d+$') and time + 0
+    if not now or now > 2 ^ 53 then
+        error({ err = 'ERR edgelimit: invalid time (unix ms, or empty for server time): ' .. string.sub(time, 1, 100) })
+    end
+    grace = EXPLICIT_TIME_GRACE_MS
+end
+local debt = 0
+local ms, rem = string.match(redis.call('GET', key) or '', '^gcra:(%d+):(%d+)$')
+ms = ms and ms + 0
+if ms and ms >= now then
+    rem = rem + 0
+    debt = (ms - now) * rate + (rem < rate and rem or rate - 1)
+end
+local full = limit * interval
+local charged = debt > length * rate and debt or length * rate
+local fits = full - charged
+fits = fits > 0 and (fits - fits % interval) / interval or 0
+fits = (fits - fits % 2) / 2
+local granted, ends = 0, now
+if block > permits and fits > permits then
+    granted = block < fits and block or fits
+    ends, debt = now + length, charged + granted * interval
+elseif debt + permits * interval <= full then
+    granted, debt = permits, debt + permits * interval
+end
+if granted > 0 then
+    local part = debt % rate
+    local span = debt + rate - 1
+    redis.call('SET', key, string.format('gcra:%d:%d', now + (debt - part) / rate, part), 'PX',
+        (span - span % rate) / rate + grace)
+end
+local available = full - debt
+local fill = debt + rate - 1
+local retry_after = 0
+if granted == 0 then
+    local short = permits * interval - available + rate - 1
+    retry_after = (short - short % rate) / rate
+end
+return { granted, now, ends, available > 0 and (available - available % interval) / interval or 0,
+    now + (fill - fill % rate) / rate, retry_after }
