@@ -1,32 +1,34 @@
 //! Reserved blocks: decisions with no round trip for the identifiers a client sees often, exact by construction
 //! (GCRA).
 //!
-//! A [`Reserved`] limiter asks Redis, along with a request it cannot answer itself, for a small block of permits
-//! for the identifier (`lua/reserve/gcra.lua`): the request's permits and, when the limit has room, more, to grant
-//! locally until a short deadline. The script charges the block as if every permit were used at the block's end
-//! and checks it as if every one were used at its start, so that whenever its permits are used within the block's
-//! span, no span of time holds more grants than the limit allows (the script's comment has the rule and why).
+//! A [`Reserved`] limiter sends each request it cannot answer itself to Redis (`lua/reserve/gcra.lua`), which decides
+//! it as a plain GCRA decision and reserves, along with it, a block of permits for the identifier: as many as the
+//! client expects to need before the block ends. The client then grants them locally, each from its own start
+//! time on (the limit's refill pace when the bucket is empty; at once when it has room) and until the block's end,
+//! with no round trip. The script gives each reserved permit a GCRA slot after the block's end that still ends
+//! within the limit's burst of its start, so that whenever each permit is used within its span, no span of time
+//! holds more grants than the limit allows (the script's comment has the rule and why).
 //!
 //! What the client must keep, and how:
-//! - **Use by the deadline.** The block's span is on the server's clock, `[now, until]`. The client stops granting
-//!   from it at `sent + (until − now) − margin`, where `sent` is its own monotonic time when it sent the request
-//!   (before the server's `now`, so the local deadline falls before the server's) and `margin` a tenth of the
-//!   block's length, for clock rates that drift and for runtimes whose clock stands still between I/O (Workers).
+//! - **Use within the span.** The spans are on the server's clock. A permit's start moves to local time from when
+//!   the reply arrived (after the server's `now`, so the local start falls after the server's), the block's end
+//!   from when the request left (before the server's `now`, so the local end falls before the server's), and the
+//!   end less a margin of a tenth of the block's length: clocks' rates drift, and in Workers the clock stands
+//!   still between I/O.
 //! - **Size to demand.** A block is what this client asked for the identifier in the last span of the block's
-//!   length, plus the request: a client that sees an identifier once never reserves. The script gives at most half
-//!   of what the limit has left, so several clients share, and when that is no more than the request, decides the
-//!   request alone.
-//! - **What it costs.** Permits reserved and not used before the deadline are lost until the limit refills: they
-//!   count as used. So do the refill between a block's start and its end while the bucket was not busy. Both are
-//!   bounded by the block's length (`bench`: under-admission). They are never returned (a return would have to
-//!   prove that no decision since was made against them).
-//! - **Denials** are remembered until their `retry_after` passes: answered locally, as the block cache does.
+//!   length: a client that sees an identifier once never reserves.
+//! - **What it costs.** Permits not used by the block's end are lost until the limit refills, and while the bucket
+//!   is not busy a block skips the refill between its start and its end. Both are bounded by the block's length
+//!   (`bench/reserved.mjs` measures the grants against the limit's capacity). Reserved permits are never returned:
+//!   a return would have to prove that no decision since was made against them.
+//! - **Denials** are answered locally too: until a denial's `retry_after`, or until the block's next permit starts.
 //!
-//! A decision from a block carries the remaining permits of that block as `remaining` (an estimate: other clients
-//! hold theirs), the `reset` of the reply that reserved it, and no receipt (a reserved grant is not refunded).
-//! `reset()` on the identifier, or a lowered quota, does not recall a block: it runs out within its length.
+//! A decision from a block carries the permits left in that block as `remaining` (an estimate: other clients hold
+//! theirs), the `reset` of the reply that reserved it, and no receipt (a reserved grant is not refunded). `reset()`
+//! on the identifier, or a lowered quota, does not recall a block: it runs out within its length.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -48,6 +50,7 @@ pub struct Reserved {
     quota: Quota,
     length: Duration,
     pools: Arc<Mutex<HashMap<String, Pool>>>,
+    last_round_trip_ms: Arc<AtomicU64>,
 }
 
 /// One decision of a [`Reserved`] limiter, and where it was made.
@@ -65,6 +68,7 @@ pub struct ReservedDecision {
 /// What a client keeps per identifier.
 #[derive(Debug, Default)]
 struct Pool {
+    /// Blocks not used up: more than one when this client's tasks asked Redis at the same time.
     blocks: Vec<Block>,
     /// When a denial stops holding: until then, the same denial is the answer.
     denied_until: Option<(Instant, Decision)>,
@@ -74,12 +78,29 @@ struct Pool {
     span_started: Option<Instant>,
 }
 
+/// A reserved block: its permits `next..=last` (counted from 1 as the script counts them) are the client's.
 #[derive(Debug, Clone, Copy)]
 struct Block {
-    left: u32,
+    next: u64,
+    last: u64,
+    /// Where the permits' starts are counted from: local time when the reply arrived, and the server's `now`.
+    received: Instant,
+    now: u64,
+    /// The script's `charged`: the i-th permit starts ceil((charged + i × interval − full) / rate) ms after `now`.
+    charged: u64,
+    /// The block's end on the server's clock, and in local time less the margin.
+    until: u64,
     use_by: Instant,
-    span: (u64, u64),
     reset: u64,
+}
+
+impl Block {
+    /// Server ms after `now` from which the `i`-th permit may be used.
+    fn start_of(&self, i: u64, quota: &Quota) -> u64 {
+        let (interval, rate) = (quota.interval_ms(), u64::from(quota.rate()));
+        let full = u64::from(quota.limit()) * interval;
+        (self.charged + i * interval).saturating_sub(full).div_ceil(rate)
+    }
 }
 
 impl Pool {
@@ -95,29 +116,54 @@ impl Pool {
         self.asked = self.asked.saturating_add(permits);
     }
 
-    /// A local answer, if there is one: a block's permits, or a denial still holding.
-    fn answer(&mut self, permits: u32, limit: u64, now: Instant) -> Option<ReservedDecision> {
-        self.blocks.retain(|block| block.left > 0 && block.use_by > now);
-        if let Some(block) = self.blocks.iter_mut().find(|block| block.left >= permits) {
-            block.left -= permits;
+    /// How many permits to reserve besides a request of `permits`: what was asked lately, but for this request.
+    fn demand(&self, permits: u32) -> u32 {
+        (self.asked - permits).max(self.asked_before)
+    }
+
+    /// A local answer, if there is one: a block's permits (or the wait until a block's next ones start), or a
+    /// denial still holding.
+    fn answer(&mut self, permits: u32, quota: &Quota, now: Instant) -> Option<ReservedDecision> {
+        // Each block's next `permits`: the last of them, from when they may be used. A block that cannot give
+        // them before its end is done (what it has left is lost: see the module's docs).
+        self.blocks
+            .retain(|block| block.use_by > now && block.next + u64::from(permits) - 1 <= block.last);
+        let soonest = (self.blocks.iter().enumerate())
+            .map(|(index, block)| {
+                let last = block.next + u64::from(permits) - 1;
+                let start = block.start_of(last, quota);
+                // A millisecond more than the reply's arrival: the server's clock counts whole ms.
+                (block.received + Duration::from_millis(start + 1), index, last, start)
+            })
+            .filter(|(usable_from, index, ..)| *usable_from < self.blocks[*index].use_by)
+            .min_by_key(|(usable_from, ..)| *usable_from);
+        if let Some((usable_from, index, last, start)) = soonest {
+            let block = &mut self.blocks[index];
+            let success = usable_from <= now;
+            let span = if success {
+                block.next = last + 1;
+                (block.now + start, block.until)
+            } else {
+                (0, 0)
+            };
             let decision = Decision {
-                success: true,
-                limit,
-                remaining: block.left.into(),
+                success,
+                limit: quota.limit().into(),
+                remaining: block.last + 1 - block.next,
                 reset: block.reset,
-                retry_after: 0,
+                retry_after: millis_until(now, usable_from),
                 receipt: None,
             };
             return Some(ReservedDecision {
                 decision,
                 local: true,
-                span: block.span,
+                span,
             });
         }
         match self.denied_until {
             Some((until, decision)) if until > now => Some(ReservedDecision {
                 decision: Decision {
-                    retry_after: until.saturating_duration_since(now).as_millis() as u64 + 1,
+                    retry_after: millis_until(now, until),
                     ..decision
                 },
                 local: true,
@@ -129,14 +175,30 @@ impl Pool {
 
     /// Nothing worth keeping: no block, no denial, no recent demand.
     fn idle(&self, now: Instant) -> bool {
-        self.blocks.iter().all(|block| block.left == 0 || block.use_by <= now)
+        self.blocks.iter().all(|block| block.use_by <= now)
             && self.denied_until.is_none_or(|(until, _)| until <= now)
             && self.asked == 0
             && self.asked_before == 0
     }
 }
 
+/// Whole ms from `now` until `then`, rounded up; 0 when it has passed.
+fn millis_until(now: Instant, then: Instant) -> u64 {
+    let wait = then.saturating_duration_since(now);
+    wait.as_millis() as u64 + u64::from(wait.subsec_nanos() % 1_000_000 > 0)
+}
+
 impl Reserved {
+    /// Taken off a block's end: a tenth of its length, at least 1 ms.
+    fn margin(&self) -> Duration {
+        (self.length / 10).max(Duration::from_millis(1))
+    }
+
+    /// The last round trip's time, what a block's usable span loses (0 before the first).
+    fn round_trip_ms(&self) -> u64 {
+        self.last_round_trip_ms.load(Ordering::Relaxed)
+    }
+
     /// Reserves blocks of up to `length` (1 ms to 60 s, and at most half the time the bucket takes to refill from
     /// empty) for `limiter`, whose quota must be a GCRA quota given in code, decided on the server's clock.
     pub fn new(limiter: Limiter, length: Duration) -> Result<Reserved> {
@@ -177,7 +239,18 @@ impl Reserved {
             quota,
             length,
             pools: Arc::default(),
+            last_round_trip_ms: Arc::default(),
         })
+    }
+
+    /// A client of the same limit that shares nothing with this one (no block, no remembered denial): what
+    /// another process or isolate would be. Clones share their blocks.
+    pub fn fresh(&self) -> Reserved {
+        Reserved {
+            pools: Arc::default(),
+            last_round_trip_ms: Arc::default(),
+            ..self.clone()
+        }
     }
 
     /// Takes `permits` for `id`: from a block this client holds when it can (no round trip), else from Redis, which
@@ -197,37 +270,38 @@ impl Reserved {
             if pools.len() >= MAX_TRACKED && !pools.contains_key(&key) {
                 pools.retain(|_, pool| !pool.idle(now));
             }
-            match pools.len() < MAX_TRACKED || pools.contains_key(&key) {
-                true => {
-                    let pool = pools.entry(key.clone()).or_default();
-                    pool.ask(permits, now, self.length);
-                    if let Some(answer) = pool.answer(permits, limit.into(), now) {
-                        return Ok(answer);
-                    }
-                    permits.saturating_add(pool.asked.max(pool.asked_before)).min(limit)
+            if pools.len() < MAX_TRACKED || pools.contains_key(&key) {
+                let pool = pools.entry(key.clone()).or_default();
+                pool.ask(permits, now, self.length);
+                if let Some(answer) = pool.answer(permits, &self.quota, now) {
+                    return Ok(answer);
                 }
-                false => permits,
+                pool.demand(permits).min(limit)
+            } else {
+                0
             }
         };
         let sent = Instant::now();
         let request = format!("{permits}:{limit}:{}:{}", self.quota.interval_ms(), self.quota.rate());
-        let arguments = [request, format!("{block}:{}", self.length.as_millis())];
+        let length_ms = self.length.as_millis() as u64;
+        // A permit is worth reserving if it starts in time to be used: before the block's local end (its length
+        // less the margin), with the round trip's time lost at both ends (see the module's docs).
+        let latest = length_ms.saturating_sub(self.margin().as_millis() as u64 + self.round_trip_ms());
+        let arguments = [request, format!("{block}:{length_ms}:{latest}")];
         let reply = RESERVE_GCRA.run(&self.limiter.client, &[&key], &arguments).await?;
-        let [granted, now, until, remaining, reset, retry_after] = reply.into_tuple()?.map(|value| value.into_u64());
-        let (granted, now, until) = (granted?, now?, until?);
-        if !(granted == 0 || (u64::from(permits)..=u64::from(block)).contains(&granted))
-            || until < now
-            || until - now > self.length.as_millis() as u64
-        {
+        let received = Instant::now();
+        self.last_round_trip_ms
+            .store(millis_until(sent, received), Ordering::Relaxed);
+        let [granted, now, until, reserved, charged, remaining, reset, retry_after] =
+            reply.into_tuple()?.map(|value| value.into_u64());
+        let (granted, now, until, reserved, charged) = (granted?, now?, until?, reserved?, charged?);
+        if !(granted == 0 || granted == u64::from(permits)) || until != now + length_ms || reserved > u64::from(block) {
             return Err(Error::malformed(
-                format!(
-                    "a reserved block of 0 or {permits} to {block} permits within {} ms",
-                    self.length.as_millis()
-                ),
-                format!("{granted} permits from {now} to {until}"),
+                format!("{permits} or no permits granted, at most {block} reserved, for {length_ms} ms"),
+                format!("{granted} granted, {reserved} reserved, from {now} to {until}"),
             ));
         }
-        let decision = Decision {
+        let mut decision = Decision {
             success: granted > 0,
             limit: limit.into(),
             remaining: remaining?,
@@ -237,25 +311,34 @@ impl Reserved {
         };
         let mut pools = self.pools.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(pool) = pools.get_mut(&key) {
-            if granted == 0 {
+            // The block's end in local time, from when the request left, less the margin.
+            let block = match (reserved, self.length.checked_sub(self.margin())) {
+                (1.., Some(usable)) => Some(Block {
+                    next: 1,
+                    last: reserved,
+                    received,
+                    now,
+                    charged,
+                    until,
+                    use_by: sent + usable,
+                    reset: decision.reset,
+                }),
+                _ => None,
+            };
+            if granted > 0 {
+                pool.denied_until = None;
+            } else if let Some(block) = block.filter(|_| u64::from(permits) <= reserved) {
+                // The wait is for the block's permits now: the slots the bucket would have given are its.
+                decision.retry_after = block.start_of(u64::from(permits), &self.quota) + 1;
+            } else {
                 pool.denied_until = Some((sent + Duration::from_millis(decision.retry_after), decision));
-            } else if granted > u64::from(permits) {
-                // The server's span, moved to local time from when the request left, less the margin.
-                let margin = (self.length / 10).max(Duration::from_millis(1));
-                if let Some(usable) = Duration::from_millis(until - now).checked_sub(margin) {
-                    pool.blocks.push(Block {
-                        left: (granted - u64::from(permits)) as u32,
-                        use_by: sent + usable,
-                        span: (now, until),
-                        reset: decision.reset,
-                    });
-                }
             }
+            pool.blocks.extend(block);
         }
         Ok(ReservedDecision {
             decision,
             local: false,
-            span: if granted > 0 { (now, until) } else { (0, 0) },
+            span: if granted > 0 { (now, now) } else { (0, 0) },
         })
     }
 }

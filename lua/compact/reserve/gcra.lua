@@ -8,7 +8,7 @@ if not key or not request or not block_text or ARGV[4] then
         .. #ARGV .. ' arguments' })
 end
 local permits, limit, interval, rate = string.match(request, '^(%d+):(%d+):(%d+):(%d+)$')
-local block, length = string.match(block_text, '^(%d+):(%d+)$')
+local block, length, latest = string.match(block_text, '^(%d+):(%d+):(%d+)$')
 if permits then
     permits, limit, interval, rate = permits + 0, limit + 0, interval + 0, rate + 0
 end
@@ -19,11 +19,11 @@ if not permits or permits < 1 or limit < 1 or limit > MAX_COUNT or permits > lim
         .. string.sub(request, 1, 100) })
 end
 if block then
-    block, length = block + 0, length + 0
+    block, length, latest = block + 0, length + 0, latest + 0
 end
-if not block or block < permits or block > limit or length < 1 or length > 60000 then
-    error({ err = 'ERR edgelimit: invalid block (<block>:<length ms>, block from the request\'s permits to the limit, '
-        .. 'length from 1 to 60000): ' .. string.sub(block_text, 1, 100) })
+if not block or block > limit or length < 1 or length > 60000 or latest > length then
+    error({ err = 'ERR edgelimit: invalid block (<block>:<length ms>:<latest start ms>, block from 0 to the limit, '
+        .. 'length from 1 to 60000, latest start at most the length): ' .. string.sub(block_text, 1, 100) })
 end
 local now, grace
 if time == '' then
@@ -44,18 +44,22 @@ if ms and ms >= now then
     debt = (ms - now) * rate + (rem < rate and rem or rate - 1)
 end
 local full = limit * interval
-local charged = debt > length * rate and debt or length * rate
-local fits = full - charged
-fits = fits > 0 and (fits - fits % interval) / interval or 0
-fits = (fits - fits % 2) / 2
-local granted, ends = 0, now
-if block > permits and fits > permits then
-    granted = block < fits and block or fits
-    ends, debt = now + length, charged + granted * interval
-elseif debt + permits * interval <= full then
-    granted, debt = permits, debt + permits * interval
-end
+local granted = debt + permits * interval <= full and permits or 0
+local retry_after = 0
 if granted > 0 then
+    debt = debt + permits * interval
+else
+    local short = debt + permits * interval - full + rate - 1
+    retry_after = (short - short % rate) / rate
+end
+local charged = debt > length * rate and debt or length * rate
+local fits = full + latest * rate - charged
+fits = fits > 0 and (fits - fits % interval) / interval or 0
+local reserved = block < fits and block or fits
+if reserved > 0 then
+    debt = charged + reserved * interval
+end
+if debt > 0 and (granted > 0 or reserved > 0) then
     local part = debt % rate
     local span = debt + rate - 1
     redis.call('SET', key, string.format('gcra:%d:%d', now + (debt - part) / rate, part), 'PX',
@@ -63,10 +67,6 @@ if granted > 0 then
 end
 local available = full - debt
 local fill = debt + rate - 1
-local retry_after = 0
-if granted == 0 then
-    local short = permits * interval - available + rate - 1
-    retry_after = (short - short % rate) / rate
-end
-return { granted, now, ends, available > 0 and (available - available % interval) / interval or 0,
-    now + (fill - fill % rate) / rate, retry_after }
+return { granted, now, now + length, reserved, charged,
+    available > 0 and (available - available % interval) / interval or 0, now + (fill - fill % rate) / rate,
+    retry_after }

@@ -1,31 +1,36 @@
--- A block of GCRA permits reserved for one client to grant locally, with no round trip, until the block is used up
--- or its time runs out (src/limit/reserved.rs): 0-RTT decisions for an identifier a client sees often, exact by
--- construction. It shares its state with lua/gcra.lua's decisions on the same key (see lua/parts/limits/gcra.lua:
--- 'gcra:<ms>:<rem>', the theoretical arrival time TAT = ms + rem / rate), so reserved and plain decisions mix.
+-- A block of GCRA permits reserved for one client to grant locally, with no round trip, on the pace the limit
+-- refills at, until the block is used up or its time runs out (src/limit/reserved.rs): 0-RTT decisions for an
+-- identifier a client sees often, exact by construction. It shares its state with lua/gcra.lua's decisions on the
+-- same key (see lua/parts/limits/gcra.lua: 'gcra:<ms>:<rem>', the theoretical arrival time TAT = ms + rem / rate),
+-- so reserved and plain decisions mix.
 --
--- The rule. A block of `block` permits for the span [now, until] (until = now + length) is admitted if
--- max(TAT, until) + block × T − now ≤ limit × T (T = interval / rate, one permit's emission interval), and then
--- TAT becomes max(TAT, until) + block × T: it is checked as if every permit were used at the block's start and
--- charged as if every one were used at its end. Whenever its holder uses them within the span, no span [a, b] ever
--- holds more than limit + (b − a) / T grants. Charging at the start instead (TAT = max(TAT, now) + block × T) would
--- let the holder bank the refill that comes while the block waits, and over-admit. The price is the refill between
--- now and until when the bucket is not busy (TAT < until): so blocks are short, and sized by the client to what it
--- expects to use in that time.
+-- Why it is exact. GCRA gives each grant a slot of T = interval / rate ms, one after another from TAT, and admits
+-- a grant at time v only if its slot ends by v + limit × T. Slots do not overlap, and each lies within
+-- [v, v + limit × T], so a window [a, b] holds at most (b − a + limit × T) / T = limit + (b − a) / T grants. A
+-- reserved permit is used at some time the server does not see, within a span [s, e]: it is exact as well if its
+-- slot starts at or after e and ends by s + limit × T. Then whatever the use time, the slot lies within
+-- [v, v + limit × T]. So the block's permits take the slots after max(TAT, e), the i-th one ending at
+-- max(TAT, e) + i × T, and the i-th may be used from s_i = max(now, max(TAT, e) + i × T − limit × T) until e:
+-- when the bucket is empty, one more every T, the pace it refills at; when it has room, at once. A permit whose
+-- s_i would come after e is not reserved. (Taking slots from `now` instead of from e would let the holder bank the
+-- refill that comes while the block waits: over-admission.)
 --
--- A block is at most half of what the limit has left (the rest stays for other clients); when that is not more than
--- the request's permits, the request is decided alone, as lua/gcra.lua would.
+-- The price: while the bucket is not busy (TAT before e), the slots from TAT to e are skipped, e − TAT of refill; and
+-- permits not used by e are lost. So blocks are short, and the client asks for what it expects to use in one.
 --
 --   KEYS[1]  the state key (the one lua/gcra.lua decides on)
 --   ARGV[1]  the request and its quota, as lua/gcra.lua's: '<permits>:<limit>:<interval ms>:<rate>'
---   ARGV[2]  the block: '<block>:<length ms>', the permits to reserve (the request's among them; from permits to
---            the limit) and for how long (1 to 60000 ms)
+--   ARGV[2]  the block: '<block>:<length ms>:<latest start ms>', the permits to reserve besides the request's (0 to
+--            the limit), until when, after now (1 to 60000 ms), and the latest start, after now, of a permit worth
+--            reserving (at most the length: the client must have time to use it after its reply arrives)
 --   ARGV[3]  unix ms, or '' (the default) for the Redis server's clock
 --
--- Reply {granted, now, until, remaining, reset, retry_after}: the caller's `granted` permits (the request's and,
--- when more, a block to use by `until`, unix ms on the clock of `now`; `until` is `now` for a request decided
--- alone), or 0 when denied, with `retry_after` ms until the request's permits fit; `remaining` and `reset` as after
--- the call: permits left, and when the limit is whole again. A request above the limit is an error (the client
--- refuses it before sending).
+-- Reply {granted, now, until, reserved, charged, remaining, reset, retry_after}: the request's permits granted
+-- (`granted`, all or 0) as lua/gcra.lua decides them; `reserved` permits for the caller to use until `until` (unix
+-- ms, on the clock of `now`), the i-th of them (from 1) from now + ceil((charged + i × interval − limit ×
+-- interval) / rate) ms on (`charged`: max(TAT, until) − now, in units; see lua/parts/limits/bucket.lua); then the
+-- standing after the call: permits left now, when the limit is whole again, and for a denied request the ms until
+-- it fits. A request above the limit is an error (the client refuses it before sending).
 
 local key, request, block_text, time = KEYS[1], ARGV[1], ARGV[2], ARGV[3] or ''
 if not key or not request or not block_text or ARGV[4] then
@@ -33,7 +38,7 @@ if not key or not request or not block_text or ARGV[4] then
         .. #ARGV .. ' arguments' })
 end
 local permits, limit, interval, rate = string.match(request, '^(%d+):(%d+):(%d+):(%d+)$')
-local block, length = string.match(block_text, '^(%d+):(%d+)$')
+local block, length, latest = string.match(block_text, '^(%d+):(%d+):(%d+)$')
 if permits then
     permits, limit, interval, rate = permits + 0, limit + 0, interval + 0, rate + 0
 end
@@ -44,11 +49,11 @@ if not permits or permits < 1 or limit < 1 or limit > MAX_COUNT or permits > lim
         .. string.sub(request, 1, 100) })
 end
 if block then
-    block, length = block + 0, length + 0
+    block, length, latest = block + 0, length + 0, latest + 0
 end
-if not block or block < permits or block > limit or length < 1 or length > 60000 then
-    error({ err = 'ERR edgelimit: invalid block (<block>:<length ms>, block from the request\'s permits to the limit, '
-        .. 'length from 1 to 60000): ' .. string.sub(block_text, 1, 100) })
+if not block or block > limit or length < 1 or length > 60000 or latest > length then
+    error({ err = 'ERR edgelimit: invalid block (<block>:<length ms>:<latest start ms>, block from 0 to the limit, '
+        .. 'length from 1 to 60000, latest start at most the length): ' .. string.sub(block_text, 1, 100) })
 end
 local now, grace
 if time == '' then
@@ -73,20 +78,26 @@ if ms and ms >= now then
 end
 local full = limit * interval
 
--- The largest block that fits (the rule above, in units: max(debt, length × rate) + block × interval ≤ full), and
--- half of it at most.
-local charged = debt > length * rate and debt or length * rate
-local fits = full - charged
-fits = fits > 0 and (fits - fits % interval) / interval or 0
-fits = (fits - fits % 2) / 2
-local granted, ends = 0, now
-if block > permits and fits > permits then
-    granted = block < fits and block or fits
-    ends, debt = now + length, charged + granted * interval
-elseif debt + permits * interval <= full then
-    granted, debt = permits, debt + permits * interval
-end
+-- The request, decided as lua/gcra.lua decides it; its permits are used now, in the next slots.
+local granted = debt + permits * interval <= full and permits or 0
+local retry_after = 0
 if granted > 0 then
+    debt = debt + permits * interval
+else
+    local short = debt + permits * interval - full + rate - 1
+    retry_after = (short - short % rate) / rate
+end
+
+-- The block: slots from max(TAT, until), as many as asked whose use can start by the latest start (charged + i ×
+-- interval − full ≤ latest × rate, the rule above in units).
+local charged = debt > length * rate and debt or length * rate
+local fits = full + latest * rate - charged
+fits = fits > 0 and (fits - fits % interval) / interval or 0
+local reserved = block < fits and block or fits
+if reserved > 0 then
+    debt = charged + reserved * interval
+end
+if debt > 0 and (granted > 0 or reserved > 0) then
     -- TAT = now + debt / rate: its whole ms and the remainder; the key expires when TAT passes.
     local part = debt % rate
     local span = debt + rate - 1
@@ -94,13 +105,9 @@ if granted > 0 then
         (span - span % rate) / rate + grace)
 end
 
--- The standing after the call; for a denial, when the request's permits will fit.
+-- The standing after the call.
 local available = full - debt
 local fill = debt + rate - 1
-local retry_after = 0
-if granted == 0 then
-    local short = permits * interval - available + rate - 1
-    retry_after = (short - short % rate) / rate
-end
-return { granted, now, ends, available > 0 and (available - available % interval) / interval or 0,
-    now + (fill - fill % rate) / rate, retry_after }
+return { granted, now, now + length, reserved, charged,
+    available > 0 and (available - available % interval) / interval or 0, now + (fill - fill % rate) / rate,
+    retry_after }
