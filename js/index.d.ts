@@ -92,6 +92,17 @@ export interface RatelimitConfig {
    */
   coalesce?: boolean;
   /**
+   * Reserve permits for identifiers this client sees often, and answer from them with no round trip
+   * (`reason: "reserved"`): a duration with its unit, how far ahead reserved permits may start, e.g. `"500 ms"`, at
+   * most half the time the limit takes to refill from empty. For one GCRA limit (`Ratelimit.gcra`) only. Exact:
+   * Redis gives each reserved permit a GCRA slot and a span in which its use keeps every span of time within the
+   * limit. What it trades: reserved permits not used within their span are lost until the limit refills
+   * (under-admission, never over), `remaining` from reserved permits is how many this client has left (an
+   * estimate), and `reset(identifier)` or a lowered limit reaches permits already reserved only when their spans
+   * end. Default: off, every decision asks Redis.
+   */
+  reserve?: string;
+  /**
    * What `limit` answers when the store is unavailable: a timeout, the endpoint unreachable or answering HTTP 5xx,
    * Redis loading, busy, failing over, read-only or out of memory (the codes with `storeUnavailable: true`, see
    * {@link ErrorCode}):
@@ -157,10 +168,11 @@ export interface RefundResult {
 /** What `limit` answers. Denied is a result with `success: false`, never a rejection. */
 export interface RatelimitResponse extends Decision {
   /**
-   * Who decided: `"decided"` (Redis), `"cache"` (the block cache, no round trip), `"timeout"` or `"error"` (the store
-   * was unavailable and `onError` decided).
+   * Who decided: `"decided"` (Redis), `"cache"` (the block cache, no round trip), `"reserved"` (a permit this client
+   * reserved, no round trip: see the `reserve` option), `"timeout"` or `"error"` (the store was unavailable and
+   * `onError` decided).
    */
-  reason: "decided" | "cache" | "timeout" | "error";
+  reason: "decided" | "cache" | "reserved" | "timeout" | "error";
   /** Each limit's own decision, in the order given, when Redis decided; empty otherwise. */
   results: Decision[];
   /** The store's unavailability, when `onError` turned it into this result. */

@@ -14,7 +14,7 @@
 //! | `lua/<algorithm>.lua` | one limit of that algorithm, its quota in the arguments: the common call |
 //! | `lua/limits.lua` | every algorithm: several limits in one call, or a quota stored in Redis |
 //! | `lua/inspect.lua` | reads limits' state, writing nothing |
-//! | `lua/reserve/gcra.lua` | reserves a block of GCRA permits for a client to grant locally (`crate::limit::Reserved`) |
+//! | `lua/reserve/gcra.lua` | reserves GCRA permits for a client to grant locally (`crate::limit::Reserved`) |
 //! | `lua/redisson/*.lua` | Redisson `RRateLimiter`'s layout: acquire, available, release, set rate, lifetime |
 
 use std::sync::LazyLock;
@@ -67,7 +67,7 @@ scripts! {
     LIMITS = family("limits.lua");
     /// Limits' state, read at one moment of the server's clock: `lua/inspect.lua`.
     INSPECT = family("inspect.lua");
-    /// A block of GCRA permits reserved for a client to grant locally: `lua/reserve/gcra.lua`.
+    /// GCRA permits reserved for a client to grant locally: `lua/reserve/gcra.lua`.
     RESERVE_GCRA = reserve("reserve/gcra.lua");
     /// Redisson's layout, try to take permits: the family's decision shape (see `crate::decision`).
     REDISSON_ACQUIRE = redisson("redisson/acquire.lua");

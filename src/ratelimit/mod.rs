@@ -71,6 +71,9 @@ pub enum Reason {
     Decided,
     /// The block cache answered: the identifier was denied moments ago and cannot succeed yet. No round trip.
     Cache,
+    /// Permits this client reserved answered (see [`Options::reserve`]): no round trip. Its `remaining` is how
+    /// many this client has left, an estimate of the limit's.
+    Reserved,
     /// The store did not answer in time; [`OnError`] decided.
     Timeout,
     /// The store was unavailable otherwise (unreachable, HTTP 5xx, Redis loading, busy, failing over, read-only or
@@ -92,6 +95,7 @@ impl Reason {
         match self {
             Reason::Decided => "decided",
             Reason::Cache => "cache",
+            Reason::Reserved => "reserved",
             Reason::Timeout => "timeout",
             Reason::Error => "error",
         }
@@ -147,6 +151,11 @@ pub struct Options {
     pub on_error: OnError,
     /// How many denied identifiers the block cache remembers; 0 turns it off. Default 10 000.
     pub cache_entries: usize,
+    /// Reserve permits starting within this long for identifiers this client sees often, and grant them with no
+    /// round trip ([`limit::Reserved`]): for one GCRA limit only. What it trades: reserved permits not used within
+    /// their spans are lost until the limit refills (under-admission, never over), and `remaining` from reserved
+    /// permits is an estimate. Default `None`: every decision asks Redis.
+    pub reserve: Option<Duration>,
 }
 
 impl Default for Options {
@@ -156,6 +165,7 @@ impl Default for Options {
             layout: KeyLayout::default(),
             on_error: OnError::default(),
             cache_entries: 10_000,
+            reserve: None,
         }
     }
 }
@@ -179,7 +189,7 @@ impl Attempt for Outcome {
     /// Waiting is pointless when the store failed: the policy's answer is final.
     fn ask_again_after(&self) -> Option<u64> {
         match self.reason {
-            Reason::Decided | Reason::Cache => self.decision.ask_again_after(),
+            Reason::Decided | Reason::Cache | Reason::Reserved => self.decision.ask_again_after(),
             Reason::Timeout | Reason::Error => None,
         }
     }
@@ -194,6 +204,7 @@ pub struct Ratelimit {
     limiters: Vec<Limiter>,
     on_error: OnError,
     cache: Option<Mutex<BlockCache>>,
+    reserved: Option<limit::Reserved>,
 }
 
 impl Ratelimit {
@@ -206,8 +217,18 @@ impl Ratelimit {
             limiters: Vec::new(),
             on_error: options.on_error,
             cache: (options.cache_entries > 0).then(|| Mutex::new(BlockCache::new(options.cache_entries))),
+            reserved: None,
         };
         ratelimit.limiters = ratelimit.limiters_for(limits)?;
+        if let Some(length) = options.reserve {
+            let [limiter] = ratelimit.limiters.as_slice() else {
+                return Err(Error::InvalidConfig(format!(
+                    "reserve works with one limit, a GCRA one; this Ratelimit has {}",
+                    ratelimit.limiters.len()
+                )));
+            };
+            ratelimit.reserved = Some(limit::Reserved::new(limiter.clone(), length)?);
+        }
         Ok(ratelimit)
     }
 
@@ -244,7 +265,31 @@ impl Ratelimit {
     /// Takes `permits` for `id` under every limit, all or nothing, in one round trip (none when the block cache
     /// knows the answer).
     pub async fn limit<'i>(&self, id: impl Into<Identifier<'i>>, permits: u32) -> Result<Outcome> {
-        self.decide(&self.limiters, &id.into(), permits).await
+        match &self.reserved {
+            Some(reserved) => self.decide_reserved(reserved, &id.into(), permits).await,
+            None => self.decide(&self.limiters, &id.into(), permits).await,
+        }
+    }
+
+    /// A decision of the one GCRA limit through its reserved permits (which remember denials themselves).
+    async fn decide_reserved(&self, reserved: &limit::Reserved, id: &Identifier<'_>, permits: u32) -> Result<Outcome> {
+        match reserved.limit(id, permits).await {
+            Ok(outcome) => Ok(Outcome {
+                decision: outcome.decision,
+                reason: if outcome.local {
+                    Reason::Reserved
+                } else {
+                    Reason::Decided
+                },
+                limits: if outcome.local {
+                    Vec::new()
+                } else {
+                    vec![outcome.decision]
+                },
+                error: None,
+            }),
+            Err(error) => self.on_failure(&self.limiters, error),
+        }
     }
 
     /// [`limit`](Ratelimit::limit) under these `limits` instead of this limiter's own.

@@ -6,7 +6,7 @@ use wasm_bindgen::prelude::*;
 use super::limits::{as_config_error, limits_of};
 use super::redisson::JsRateLimiter;
 use super::values::{decision_object, milliseconds, number, permits_in};
-use super::{describe, field, given, object, string, to_js_error, whole};
+use super::{describe, duration, field, given, object, string, to_js_error, whole};
 use crate::error::{Error, Result};
 use crate::identifier::Identifier;
 use crate::limit::{LimitState, Receipt, StateDetail};
@@ -55,6 +55,9 @@ fn ratelimit_of(options: &JsValue) -> Result<Ratelimit> {
     }
     if let Some(layout) = given(&field(options, "layout")) {
         settings.layout = string(layout, "layout")?.parse()?;
+    }
+    if let Some(length) = given(&field(options, "reserve")) {
+        settings.reserve = Some(duration(length, "reserve")?);
     }
     if let Some(policy) = given(&field(options, "onError")) {
         settings.on_error = string(policy, "onError")?.parse::<OnError>()?;

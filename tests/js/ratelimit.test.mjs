@@ -360,3 +360,42 @@ test("coalesce must be a boolean", () => {
     { code: "EDGELIMIT_INVALID_CONFIG", message: /coalesce must be true or false, got the string "yes"/ },
   );
 });
+
+test("reserve: a hot identifier is answered from reserved permits, exactly within the limit", async () => {
+  // 20 at once, then 10 per second. Two clients (two Ratelimits: two processes) hammer one identifier for 600 ms.
+  const prefix = `t${++prefixes}`;
+  const clients = [0, 1].map(() => ratelimit(Ratelimit.gcra(10, "1 s", 20), { reserve: "200 ms", prefix }));
+  const results = [];
+  const started = Date.now();
+  await Promise.all(
+    clients.map(async (client) => {
+      while (Date.now() - started < 600) {
+        results.push(await client.limit("hot"));
+        await sleep(3);
+      }
+    }),
+  );
+  const granted = results.filter((r) => r.success).length;
+  // At most the burst plus what refilled in the run (and the run's own ms, rounded up).
+  assert.ok(granted <= 20 + Math.ceil(((Date.now() - started + 1) * 10) / 1000), `${granted} granted`);
+  assert.ok(results.some((r) => r.reason === "reserved" && r.success), "some grants came from a block");
+});
+
+test("reserve needs one GCRA limit and a duration with its unit", () => {
+  assert.throws(() => ratelimit(Ratelimit.fixedWindow(10, "1 s"), { reserve: "100 ms" }), {
+    code: "EDGELIMIT_INVALID_CONFIG",
+    message: /reserving permits needs a GCRA quota/,
+  });
+  assert.throws(() => ratelimit([Ratelimit.gcra(10, "1 s"), { ...Ratelimit.gcra(5, "1 s"), name: "b" }], { reserve: "100 ms" }), {
+    code: "EDGELIMIT_INVALID_CONFIG",
+    message: /reserve works with one limit/,
+  });
+  assert.throws(() => ratelimit(Ratelimit.gcra(10, "1 s"), { reserve: 100 }), {
+    code: "EDGELIMIT_INVALID_CONFIG",
+    message: /reserve must be a duration with a unit/,
+  });
+  assert.throws(() => ratelimit(Ratelimit.gcra(10, "1 s"), { reserve: "900 ms" }), {
+    code: "EDGELIMIT_INVALID_CONFIG",
+    message: /use at most 500 ms/,
+  });
+});

@@ -12,63 +12,74 @@ use edgelimit_tests::Stack;
 
 const T0: u64 = 1_700_000_000_000;
 
-/// The reserve script at explicit time `at`: `permits` of a GCRA of `burst` at `rate` per second, and a block of
-/// `block` more for `length` ms; the reply's eight numbers.
-async fn reserve(stack: &Stack, permits: u32, burst: u32, rate: u32, block: u32, length: u64, at: u64) -> [i64; 8] {
+/// The reserve script at explicit time `at`: `permits` of a GCRA of `burst` at `rate` per second, and `block` more
+/// whose slots start at least `window` ms from now and whose use starts within `horizon` ms; the reply's seven
+/// numbers.
+async fn reserve(
+    stack: &Stack,
+    key: &str,
+    permits: u32,
+    (burst, rate): (u32, u32),
+    block: (u32, u64, u64),
+    at: u64,
+) -> [i64; 7] {
     let request = format!("{permits}:{burst}:1000:{rate}");
+    let (block, window, horizon) = block;
     let reply = RESERVE_GCRA
         .run(
             &stack.client(),
-            &["r:key"],
-            &[request, format!("{block}:{length}:{length}"), at.to_string()],
+            &[key],
+            &[request, format!("{block}:{window}:{horizon}"), at.to_string()],
         )
         .await
         .unwrap();
-    reply.into_tuple::<8>().unwrap().map(|value| value.into_int().unwrap())
+    reply.into_tuple::<7>().unwrap().map(|value| value.into_int().unwrap())
 }
 
 #[tokio::test]
-async fn a_block_takes_the_slots_after_its_end_and_its_permits_start_on_the_refill_pace() {
+async fn reserved_permits_take_the_next_slots_from_the_window_on_and_start_on_the_refill_pace() {
     let stack = Stack::start().await;
     let t = T0 as i64;
     // Burst 10, 10 per second: a slot is 100 ms (1000 units; 10 come back per ms; the bucket holds 10 000). The
-    // request takes a slot now; the block's 5 take the slots after its end, T0 + 200 (charged: 2000 units) to
-    // T0 + 700, each ending within 1 s of now: all start at once.
+    // request takes the slot to T0 + 100, later than the window (T0 + 50); the 5 reserved take the slots from there
+    // to T0 + 600 (charged: 1000 units). The i-th is usable from its slot's end less 1 s (all before now: at once)
+    // until its slot's start.
     assert_eq!(
-        reserve(&stack, 1, 10, 10, 5, 200, T0).await,
-        [1, t, t + 200, 5, 2000, 3, t + 700, 0]
+        reserve(&stack, "r", 1, (10, 10), (5, 50, 200), T0).await,
+        [1, t, 5, 1000, 4, t + 600, 0]
     );
-    // Busy now: the request's slot ends at T0 + 800, the block's from there; only 4 start by the block's end (the
-    // i-th from ceil((8000 + i × 1000 − 10 000) / 10) ms: 0, 0, 100, 200).
+    // Busy now: the request's slot ends at T0 + 700 and the 5 reserved follow; the i-th starts ceil((7000 + i ×
+    // 1000 − 10 000) / 10) ms from now: 0, 0, 0, 100, 200, the 5th just within the horizon.
     assert_eq!(
-        reserve(&stack, 1, 10, 10, 5, 200, T0).await,
-        [1, t, t + 200, 4, 8000, 0, t + 1200, 0]
+        reserve(&stack, "r", 1, (10, 10), (5, 50, 200), T0).await,
+        [1, t, 5, 7000, 0, t + 1200, 0]
     );
-    // Nothing left: denied (the next slot ends 300 ms too late), and no block starts by its end.
+    // Nothing left now: denied (the next slot ends 300 ms too late), and none would start within 200 ms.
     assert_eq!(
-        reserve(&stack, 1, 10, 10, 5, 200, T0).await,
-        [0, t, t + 200, 0, 12000, 0, t + 1200, 300]
+        reserve(&stack, "r", 1, (10, 10), (5, 50, 200), T0).await,
+        [0, t, 0, 12000, 0, t + 1200, 300]
     );
     // The state is lua/gcra.lua's: TAT = T0 + 1200.
     let state = stack
         .client()
-        .command(&edgelimit::Command::new("GET").arg("r:key"))
+        .command(&edgelimit::Command::new("GET").arg("r"))
         .await
         .unwrap();
     assert_eq!(state, Value::Bytes(format!("gcra:{}:0", T0 + 1200).into_bytes()));
-    // Once TAT has passed: no block asked, none charged, a plain decision.
+    // Once TAT has passed: nothing asked, nothing charged, a plain decision.
     assert_eq!(
-        reserve(&stack, 1, 10, 10, 0, 200, T0 + 5000).await,
-        [1, t + 5000, t + 5200, 0, 2000, 9, t + 5100, 0]
+        reserve(&stack, "r", 1, (10, 10), (0, 50, 200), T0 + 5000).await,
+        [1, t + 5000, 0, 1000, 9, t + 5100, 0]
     );
 }
 
 #[tokio::test]
-async fn permits_reserved_on_an_idle_bucket_and_used_at_the_block_end_leave_no_more_than_the_limit() {
+async fn permits_reserved_on_an_idle_bucket_and_used_at_their_latest_leave_no_more_than_the_limit() {
     let stack = Stack::start().await;
-    // Burst 10, 10 per second. At T0 the bucket is idle: a block of 8 (and the request's 1) is reserved until
-    // T0 + 200. Its holder may use all 8 at T0 + 200; plain decisions at T0 + 200 must then find at most 2 left,
-    // whatever the bucket refilled in between (taking the block's slots from now instead would leave 3).
+    // Burst 10, 10 per second. At T0 the bucket is idle: 8 permits (and the request's 1) are reserved, their slots
+    // from T0 + 200 (the window) on, so the first of them may be used until T0 + 200. If its holder uses all 8
+    // then (each within its span: the i-th until T0 + 100 + i × 100), plain decisions at T0 + 200 must find at
+    // most 2 left, whatever the bucket refilled in between (slots taken from TAT instead would leave 3).
     let gcra = Limiter::new(
         stack.client(),
         "idle",
@@ -76,37 +87,29 @@ async fn permits_reserved_on_an_idle_bucket_and_used_at_the_block_end_leave_no_m
     )
     .unwrap();
     let key = gcra.state_key("id");
-    let reply = RESERVE_GCRA
-        .run(
-            &stack.client(),
-            &[&key],
-            &["1:10:1000:10", "8:200:200", &T0.to_string()],
-        )
-        .await
-        .unwrap();
-    let [granted, _, until, reserved, ..] = reply.into_tuple::<8>().unwrap().map(|value| value.into_int().unwrap());
-    assert_eq!((granted, until, reserved), (1, T0 as i64 + 200, 8));
+    let [granted, _, reserved, charged, ..] = reserve(&stack, &key, 1, (10, 10), (8, 200, 1000), T0).await;
+    assert_eq!((granted, reserved, charged), (1, 8, 2000));
     let mut plain = 0;
     while gcra.clone().at(T0 + 200).limit("id", 1).await.unwrap().success {
         plain += 1;
     }
-    assert_eq!(plain, 2, "the block's 8 at T0 + 200 and these: the limit's 10");
+    assert_eq!(plain, 2, "the reserved 8 at T0 + 200 and these: the limit's 10");
 }
 
 #[tokio::test]
 async fn arguments_no_client_sends_are_refused_by_name() {
     let stack = Stack::start().await;
     for (request, block, what) in [
-        ("1:10:1000:10", "11:200:200", "invalid block"),
-        ("1:10:1000:10", "-1:200:200", "invalid block"),
-        ("1:10:1000:10", "2:0:0", "invalid block"),
-        ("1:10:1000:10", "2:60001:0", "invalid block"),
-        ("1:10:1000:10", "2:200:201", "invalid block"),
+        ("1:10:1000:10", "11:50:200", "invalid block"),
+        ("1:10:1000:10", "-1:50:200", "invalid block"),
+        ("1:10:1000:10", "2:0:200", "invalid block"),
+        ("1:10:1000:10", "2:50:60001", "invalid block"),
+        ("1:10:1000:10", "2:201:200", "invalid block"),
         ("1:10:1000:10", "2:200", "invalid block"),
         ("1:10:1000:10", "x", "invalid block"),
-        ("11:10:1000:10", "1:200:200", "invalid request"),
-        ("1:10:1000", "2:200:200", "invalid request"),
-        ("", "2:200:200", "invalid request"),
+        ("11:10:1000:10", "1:50:200", "invalid request"),
+        ("1:10:1000", "2:50:200", "invalid request"),
+        ("", "2:50:200", "invalid request"),
     ] {
         let error = RESERVE_GCRA
             .run(&stack.client(), &["r:key"], &[request, block])
@@ -204,7 +207,7 @@ async fn concurrent_clients_granting_from_blocks_never_exceed_the_limit_in_any_w
             "bursts",
         ),
         // Under the limit: 4 clients asking every 10 ms (400/s) of 1000 per second (refilled in 100 ms).
-        (100, 1000, Duration::from_millis(10), none, 20, "light"),
+        (100, 1000, Duration::from_millis(10), none, 50, "light"),
     ] {
         let limiter = Limiter::new(
             stack.client(),
@@ -239,7 +242,7 @@ async fn a_reserved_limiter_needs_a_gcra_quota_in_code_and_a_sane_length() {
     )
     .unwrap();
     let error = Reserved::new(window, Duration::from_millis(100)).unwrap_err();
-    assert!(error.to_string().contains("need a GCRA quota"), "{error}");
+    assert!(error.to_string().contains("needs a GCRA quota"), "{error}");
     let gcra = Limiter::new(
         stack.client(),
         "g",

@@ -8,7 +8,7 @@ if not key or not request or not block_text or ARGV[4] then
         .. #ARGV .. ' arguments' })
 end
 local permits, limit, interval, rate = string.match(request, '^(%d+):(%d+):(%d+):(%d+)$')
-local block, length, latest = string.match(block_text, '^(%d+):(%d+):(%d+)$')
+local block, window, horizon = string.match(block_text, '^(%d+):(%d+):(%d+)$')
 if permits then
     permits, limit, interval, rate = permits + 0, limit + 0, interval + 0, rate + 0
 end
@@ -19,11 +19,11 @@ if not permits or permits < 1 or limit < 1 or limit > MAX_COUNT or permits > lim
         .. string.sub(request, 1, 100) })
 end
 if block then
-    block, length, latest = block + 0, length + 0, latest + 0
+    block, window, horizon = block + 0, window + 0, horizon + 0
 end
-if not block or block > limit or length < 1 or length > 60000 or latest > length then
-    error({ err = 'ERR edgelimit: invalid block (<block>:<length ms>:<latest start ms>, block from 0 to the limit, '
-        .. 'length from 1 to 60000, latest start at most the length): ' .. string.sub(block_text, 1, 100) })
+if not block or block > limit or window < 1 or window > horizon or horizon > 60000 then
+    error({ err = 'ERR edgelimit: invalid block (<block>:<window ms>:<horizon ms>, block from 0 to the limit, window '
+        .. 'from 1 to the horizon, horizon at most 60000): ' .. string.sub(block_text, 1, 100) })
 end
 local now, grace
 if time == '' then
@@ -52,8 +52,8 @@ else
     local short = debt + permits * interval - full + rate - 1
     retry_after = (short - short % rate) / rate
 end
-local charged = debt > length * rate and debt or length * rate
-local fits = full + latest * rate - charged
+local charged = debt > window * rate and debt or window * rate
+local fits = full + horizon * rate - charged
 fits = fits > 0 and (fits - fits % interval) / interval or 0
 local reserved = block < fits and block or fits
 if reserved > 0 then
@@ -67,6 +67,6 @@ if debt > 0 and (granted > 0 or reserved > 0) then
 end
 local available = full - debt
 local fill = debt + rate - 1
-return { granted, now, now + length, reserved, charged,
+return { granted, now, reserved, charged,
     available > 0 and (available - available % interval) / interval or 0, now + (fill - fill % rate) / rate,
     retry_after }

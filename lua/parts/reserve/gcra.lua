@@ -1,36 +1,35 @@
--- A block of GCRA permits reserved for one client to grant locally, with no round trip, on the pace the limit
--- refills at, until the block is used up or its time runs out (src/limit/reserved.rs): 0-RTT decisions for an
--- identifier a client sees often, exact by construction. It shares its state with lua/gcra.lua's decisions on the
--- same key (see lua/parts/limits/gcra.lua: 'gcra:<ms>:<rem>', the theoretical arrival time TAT = ms + rem / rate),
--- so reserved and plain decisions mix.
+-- Permits of a GCRA limit reserved for one client to grant locally, with no round trip (src/limit/reserved.rs):
+-- 0-RTT decisions for an identifier a client sees often, exact by construction. The script shares its state with
+-- lua/gcra.lua's decisions on the same key (see lua/parts/limits/gcra.lua: 'gcra:<ms>:<rem>', the theoretical
+-- arrival time TAT = ms + rem / rate), so reserved and plain decisions mix.
 --
--- Why it is exact. GCRA gives each grant a slot of T = interval / rate ms, one after another from TAT, and admits
--- a grant at time v only if its slot ends by v + limit × T. Slots do not overlap, and each lies within
+-- Why it is exact. GCRA gives each grant a slot of T = interval / rate ms, one after another from TAT, and admits a
+-- grant at time v only if its slot ends by v + limit × T. Slots do not overlap and each lies within
 -- [v, v + limit × T], so a window [a, b] holds at most (b − a + limit × T) / T = limit + (b − a) / T grants. A
--- reserved permit is used at some time the server does not see, within a span [s, e]: it is exact as well if its
--- slot starts at or after e and ends by s + limit × T. Then whatever the use time, the slot lies within
--- [v, v + limit × T]. So the block's permits take the slots after max(TAT, e), the i-th one ending at
--- max(TAT, e) + i × T, and the i-th may be used from s_i = max(now, max(TAT, e) + i × T − limit × T) until e:
--- when the bucket is empty, one more every T, the pace it refills at; when it has room, at once. A permit whose
--- s_i would come after e is not reserved. (Taking slots from `now` instead of from e would let the holder bank the
--- refill that comes while the block waits: over-admission.)
+-- reserved permit is used at a time the server does not see: it is exact as well if that time is within
+-- [slot end − limit × T, slot start]. Then its slot lies within [v, v + limit × T] whatever v is. So the reserved
+-- permits take the next slots, and the client may use the i-th from its slot's end less the burst (on the pace the
+-- limit refills at when the bucket is empty; at once when it has room) until its slot's start: when the bucket is
+-- busy, a window of the burst less one slot.
 --
--- The price: while the bucket is not busy (TAT before e), the slots from TAT to e are skipped, e − TAT of refill; and
--- permits not used by e are lost. So blocks are short, and the client asks for what it expects to use in one.
+-- So that the first permits have time to be used (a round trip, at least), their slots start `window` ms from now
+-- at the earliest. While the bucket is not that busy (TAT before now + window), that skips the refill between TAT
+-- and now + window: the price of a reservation on an idle bucket. (Slots taken from TAT there would give the first
+-- permits no time at all; using them after their slot's start would over-admit.)
 --
 --   KEYS[1]  the state key (the one lua/gcra.lua decides on)
 --   ARGV[1]  the request and its quota, as lua/gcra.lua's: '<permits>:<limit>:<interval ms>:<rate>'
---   ARGV[2]  the block: '<block>:<length ms>:<latest start ms>', the permits to reserve besides the request's (0 to
---            the limit), until when, after now (1 to 60000 ms), and the latest start, after now, of a permit worth
---            reserving (at most the length: the client must have time to use it after its reply arrives)
+--   ARGV[2]  '<block>:<window ms>:<horizon ms>': the permits to reserve besides the request's (0 to the limit), the
+--            least time from now to a reserved permit's slot start (1 to the horizon), and how far from now they may
+--            start (at most 60000 ms): the client asks for what it expects to use in that time
 --   ARGV[3]  unix ms, or '' (the default) for the Redis server's clock
 --
--- Reply {granted, now, until, reserved, charged, remaining, reset, retry_after}: the request's permits granted
--- (`granted`, all or 0) as lua/gcra.lua decides them; `reserved` permits for the caller to use until `until` (unix
--- ms, on the clock of `now`), the i-th of them (from 1) from now + ceil((charged + i × interval − limit ×
--- interval) / rate) ms on (`charged`: max(TAT, until) − now, in units; see lua/parts/limits/bucket.lua); then the
--- standing after the call: permits left now, when the limit is whole again, and for a denied request the ms until
--- it fits. A request above the limit is an error (the client refuses it before sending).
+-- Reply {granted, now, reserved, charged, remaining, reset, retry_after}: the request's permits granted (`granted`,
+-- all or 0) as lua/gcra.lua decides them; `reserved` permits for the caller, the i-th (from 1) usable from
+-- now + ceil((charged + i × interval − limit × interval) / rate) ms (or now) until now + floor((charged + (i − 1) ×
+-- interval) / rate) ms (`charged`: where their slots start, in units after now; see lua/parts/limits/bucket.lua);
+-- then the standing after the call: permits left now, when the limit is whole again, and for a denied request the
+-- ms until it fits. A request above the limit is an error (the client refuses it before sending).
 
 local key, request, block_text, time = KEYS[1], ARGV[1], ARGV[2], ARGV[3] or ''
 if not key or not request or not block_text or ARGV[4] then
@@ -38,7 +37,7 @@ if not key or not request or not block_text or ARGV[4] then
         .. #ARGV .. ' arguments' })
 end
 local permits, limit, interval, rate = string.match(request, '^(%d+):(%d+):(%d+):(%d+)$')
-local block, length, latest = string.match(block_text, '^(%d+):(%d+):(%d+)$')
+local block, window, horizon = string.match(block_text, '^(%d+):(%d+):(%d+)$')
 if permits then
     permits, limit, interval, rate = permits + 0, limit + 0, interval + 0, rate + 0
 end
@@ -49,11 +48,11 @@ if not permits or permits < 1 or limit < 1 or limit > MAX_COUNT or permits > lim
         .. string.sub(request, 1, 100) })
 end
 if block then
-    block, length, latest = block + 0, length + 0, latest + 0
+    block, window, horizon = block + 0, window + 0, horizon + 0
 end
-if not block or block > limit or length < 1 or length > 60000 or latest > length then
-    error({ err = 'ERR edgelimit: invalid block (<block>:<length ms>:<latest start ms>, block from 0 to the limit, '
-        .. 'length from 1 to 60000, latest start at most the length): ' .. string.sub(block_text, 1, 100) })
+if not block or block > limit or window < 1 or window > horizon or horizon > 60000 then
+    error({ err = 'ERR edgelimit: invalid block (<block>:<window ms>:<horizon ms>, block from 0 to the limit, window '
+        .. 'from 1 to the horizon, horizon at most 60000): ' .. string.sub(block_text, 1, 100) })
 end
 local now, grace
 if time == '' then
@@ -88,10 +87,10 @@ else
     retry_after = (short - short % rate) / rate
 end
 
--- The block: slots from max(TAT, until), as many as asked whose use can start by the latest start (charged + i ×
--- interval − full ≤ latest × rate, the rule above in units).
-local charged = debt > length * rate and debt or length * rate
-local fits = full + latest * rate - charged
+-- The reserved permits: the next slots, from `window` ms after now at the earliest, as many as asked that start
+-- within the horizon (charged + i × interval − full ≤ horizon × rate, in units).
+local charged = debt > window * rate and debt or window * rate
+local fits = full + horizon * rate - charged
 fits = fits > 0 and (fits - fits % interval) / interval or 0
 local reserved = block < fits and block or fits
 if reserved > 0 then
@@ -108,6 +107,6 @@ end
 -- The standing after the call.
 local available = full - debt
 local fill = debt + rate - 1
-return { granted, now, now + length, reserved, charged,
+return { granted, now, reserved, charged,
     available > 0 and (available - available % interval) / interval or 0, now + (fill - fill % rate) / rate,
     retry_after }

@@ -1,0 +1,164 @@
+// Reserved blocks (README, "Reserved blocks"), measured from Node with a simulated round trip: a TCP relay in front
+// of the bridge holds every chunk DELAY_MS in each direction, as a store 2 × DELAY_MS away would. A hot identifier:
+// CLIENTS clients (each its own Ratelimit, as isolates or processes are), each sending 50 requests a second, open
+// loop (a request every 20 ms, whether or not the last one has its answer), against one limit of 100 per second
+// (burst 100). Contenders, one after the other on fresh keys: edgelimit with reserved permits (GCRA,
+// `reserve: "500 ms"`), edgelimit without (the same GCRA), and @upstash/ratelimit's token bucket (the same numbers;
+// ephemeral cache off, auto-pipelining on, its defaults but the cache). Per contender: HTTP requests per decision
+// (every `fetch` the process makes is counted), decision latency p50/p99, and grants against the limit's capacity
+// over the run (burst + rate × the seconds from the first request to the last answer: 1.00 is every permit the
+// limit had, used). Answers the failure policy gave
+// (a timeout: the bridge or the client overloaded) are counted apart, not as grants.
+// That no window ever holds more than the limit with blocks on is what the concurrent checker in
+// tests/tests/reserved.rs proves; this measures the price and the speed.
+// Not a test: numbers on a shared machine move. Ratios between contenders measured in one run are what to read.
+//
+// Run: scripts/build-wasm && cargo build --release -p edgelimit-cli && node bench/reserved.mjs [--quick]
+//   (scripts/bench runs it after the scenarios and appends its table to bench/RESULTS.md)
+//   SECONDS (default 60; 3 with --quick), DELAY_MS (default 10) and CLIENTS (default "4,32") in the environment.
+import { createServer, connect } from "node:net";
+import { benchOptions, connectOrStartStack, quantile } from "./options.mjs";
+
+const { Ratelimit } = await import("edgelimit");
+const upstash = await import("@upstash/ratelimit");
+const { Redis } = await import("@upstash/redis");
+
+const options = benchOptions();
+const SECONDS = Number(process.env.SECONDS ?? (options.quick ? 3 : 60));
+const DELAY_MS = Number(process.env.DELAY_MS ?? 10);
+const CLIENTS = (process.env.CLIENTS ?? "4,32").split(",").map(Number);
+const PER_CLIENT_PER_SECOND = 50;
+const [LIMIT, BURST] = [100, 100];
+const fmt = (n, digits = 1) => n.toFixed(digits);
+
+// Every HTTP request either library makes goes through the global fetch: count them.
+let fetches = 0;
+const realFetch = globalThis.fetch;
+globalThis.fetch = (...args) => {
+  fetches++;
+  return realFetch(...args);
+};
+
+/** A TCP relay to `url` that holds every chunk `DELAY_MS` in each direction; its URL and `close`. */
+async function delayingRelay(url) {
+  const upstream = new URL(url);
+  const delayed = (from, to) =>
+    from.on("data", (chunk) => setTimeout(() => to.destroyed || to.write(chunk), DELAY_MS));
+  const sockets = new Set();
+  const server = createServer((client) => {
+    const bridge = connect(Number(upstream.port), upstream.hostname);
+    for (const socket of [client, bridge]) {
+      sockets.add(socket);
+      socket.on("close", () => sockets.delete(socket));
+      socket.on("error", () => {
+        client.destroy();
+        bridge.destroy();
+      });
+    }
+    delayed(client, bridge);
+    delayed(bridge, client);
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${server.address().port}`,
+    close() {
+      for (const socket of sockets) socket.destroy();
+      server.close();
+    },
+  };
+}
+
+/** `clients` clients made by `make`, each calling `limit(id)` 50 times a second, open loop, for SECONDS. */
+async function run(make, clients, id) {
+  const limiters = Array.from({ length: clients }, make);
+  const latencies = [];
+  let [granted, failed] = [0, 0];
+  const pending = [];
+  const fetchesBefore = fetches;
+  const started = performance.now();
+  await Promise.all(
+    limiters.map(async (limiter, client) => {
+      // Each client's requests are evenly spaced, the clients' staggered across the first period.
+      const period = 1000 / PER_CLIENT_PER_SECOND;
+      let next = started + (period * client) / clients;
+      while (next < started + SECONDS * 1000) {
+        const wait = next - performance.now();
+        if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+        const asked = performance.now();
+        pending.push(
+          limiter.limit(id).then((result) => {
+            latencies.push(performance.now() - asked);
+            // A grant the failure policy made (the store timed out or failed) is no decision: counted apart.
+            if (result.reason === "timeout" || result.reason === "error") failed++;
+            else if (result.success) granted++;
+          }),
+        );
+        next += period;
+      }
+    }),
+  );
+  await Promise.all(pending);
+  // The decisions' span: from the first request to the last answer (requests asked before SECONDS are answered
+  // after it): what the limit's capacity is counted over.
+  const seconds = (performance.now() - started) / 1000;
+  latencies.sort((a, b) => a - b);
+  return {
+    decisions: latencies.length,
+    granted,
+    failed,
+    capacityUsed: granted / (BURST + LIMIT * seconds),
+    requestsPerDecision: (fetches - fetchesBefore) / latencies.length,
+    p50Ms: quantile(latencies, 0.5),
+    p99Ms: quantile(latencies, 0.99),
+    seconds,
+  };
+}
+
+const stack = await connectOrStartStack(options);
+const relay = await delayingRelay(stack.url);
+try {
+  const ours = (reserve) => () =>
+    new Ratelimit({
+      url: relay.url, token: stack.token, limiter: Ratelimit.gcra(LIMIT, "1 s", BURST), prefix: "reserve-bench",
+      cache: false, ...(reserve ? { reserve } : {}), timeout: 5000,
+    });
+  const redis = new Redis({ url: relay.url, token: stack.token, enableTelemetry: false });
+  const peer = () =>
+    new upstash.Ratelimit({
+      redis, limiter: upstash.Ratelimit.tokenBucket(LIMIT, "1 s", BURST), prefix: "reserve-bench-upstash",
+      ephemeralCache: false,
+    });
+  const contenders = {
+    'edgelimit, reserve: "500 ms"': ours("500 ms"),
+    "edgelimit, no reserve": ours(null),
+    "@upstash/ratelimit": peer,
+  };
+  const rows = [];
+  let round = 0;
+  for (const clients of CLIENTS) {
+    for (const [who, make] of Object.entries(contenders)) {
+      rows.push({ clients, who, ...(await run(make, clients, `hot-${round++}`)) });
+    }
+  }
+  if (options.json) {
+    process.stdout.write(`${JSON.stringify({ seconds: SECONDS, delayMs: DELAY_MS, rows })}\n`);
+  } else {
+    console.log(
+      `One identifier, a limit of ${LIMIT} per second (burst ${BURST}); each client ${PER_CLIENT_PER_SECOND} requests a ` +
+        `second, open loop, for ${SECONDS} s; a relay adds ${DELAY_MS} ms each way (a round trip of ` +
+        `${2 * DELAY_MS} ms more). Capacity used: grants / (burst + limit × the seconds from the first request to ` +
+        `the last answer).\n`,
+    );
+    console.log("| clients | contender | decisions | granted | capacity used | failed (timeout, error) | HTTP requests per decision | p50 ms | p99 ms |");
+    console.log("|---:|---|---:|---:|---:|---:|---:|---:|---:|");
+    for (const r of rows) {
+      console.log(
+        `| ${r.clients} | ${r.who} | ${r.decisions} | ${r.granted} | ${fmt(r.capacityUsed, 3)} | ${r.failed} | ` +
+          `${fmt(r.requestsPerDecision, 3)} | ${fmt(r.p50Ms, 2)} | ${fmt(r.p99Ms, 2)} |`,
+      );
+    }
+  }
+} finally {
+  relay.close();
+  await stack.stop();
+}
