@@ -50,6 +50,9 @@ pub struct Rule {
     pub on_error: OnError,
     /// How long to wait for the store; the client's default (1 s) when `None`.
     pub timeout: Option<Duration>,
+    /// Reserve permits for keys this isolate sees often and answer from them with no round trip (one GCRA limit
+    /// only; see [`crate::limit::Reserved`]); `None`: every request asks Redis.
+    pub reserve: Option<Duration>,
 }
 
 impl Rule {
@@ -65,6 +68,7 @@ impl Rule {
             dry_run: false,
             on_error: OnError::Allow,
             timeout: None,
+            reserve: None,
         }
     }
 }
@@ -127,6 +131,7 @@ impl ArmedRule {
             prefix: prefix.to_owned(),
             layout,
             on_error: OnError::Throw,
+            reserve: rule.reserve,
             ..Options::default()
         };
         let ratelimit = Ratelimit::new(client, &rule.limits, options).map_err(|e| match e {

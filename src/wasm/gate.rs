@@ -21,8 +21,8 @@ extern "C" {
 }
 
 /// The fields a rule may have: anything else is a typo to report, not to ignore.
-const RULE_FIELDS: [&str; 9] = [
-    "name", "match", "key", "limits", "allow", "deny", "dryRun", "onError", "timeout",
+const RULE_FIELDS: [&str; 10] = [
+    "name", "match", "key", "limits", "allow", "deny", "dryRun", "onError", "timeout", "reserve",
 ];
 const MATCH_FIELDS: [&str; 4] = ["host", "path", "pattern", "methods"];
 
@@ -125,6 +125,9 @@ fn rule(value: &JsValue, what: &str) -> Result<Rule> {
     }
     if let Some(timeout) = given(&field(value, "timeout")) {
         rule.timeout = Some(duration(timeout, &format!("{what}.timeout"))?);
+    }
+    if let Some(length) = given(&field(value, "reserve")) {
+        rule.reserve = Some(duration(length, &format!("{what}.reserve"))?);
     }
     Ok(rule)
 }
