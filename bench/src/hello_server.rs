@@ -1,0 +1,36 @@
+//! `edgelimit-bench-hello`: a hello-world HTTP server, the baseline of scenario 3 that says what HTTP costs on this
+//! machine without the bridge. It runs as a process of its own, like the bridge it stands beside, on the same stack
+//! (tokio's multi-threaded runtime, axum, hyper), and answers every `POST /` with what the bridge answers to `PING`,
+//! at once: no token, no body read, no Redis.
+//!
+//! Usage: `edgelimit-bench-hello [ADDR]` (default `127.0.0.1:0`); prints `listening on http://ADDR` once it listens,
+//! then serves until killed.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use axum::routing::post;
+use axum::Router;
+
+/// The bridge's answer to `PING` with `Upstash-Encoding: base64`, as the benchmark's clients ask.
+const PONG: &str = r#"{"result":"UE9ORw=="}"#;
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let address = std::env::args().nth(1).unwrap_or_else(|| "127.0.0.1:0".to_owned());
+    match serve(&address).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("edgelimit-bench-hello: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+async fn serve(address: &str) -> std::io::Result<()> {
+    let listener = tokio::net::TcpListener::bind(address).await?;
+    let mut stdout = std::io::stdout();
+    writeln!(stdout, "listening on http://{}", listener.local_addr()?)?;
+    stdout.flush()?;
+    axum::serve(listener, Router::new().route("/", post(|| async { PONG }))).await
+}
