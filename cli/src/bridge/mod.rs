@@ -41,6 +41,7 @@ pub mod script_kill;
 mod shebang;
 mod subscribe;
 pub mod tokens;
+mod write_batch;
 
 use std::any::Any;
 use std::future::Future;

@@ -18,13 +18,15 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::Mutex;
 
 use super::reply_cap::CappedStream;
+use super::write_batch::WriteBatching;
 
 /// A socket to Redis, TCP or Unix.
 pub(super) trait Socket: AsyncRead + AsyncWrite + Send + Unpin {}
 impl<S: AsyncRead + AsyncWrite + Send + Unpin> Socket for S {}
 
 /// A new socket to the Redis `info` names, read through the reply cap (`cap` bytes): what every connection of the
-/// bridge to Redis is made of, so that nothing Redis sends reaches the redis crate unbounded.
+/// bridge to Redis is made of, so that nothing Redis sends reaches the redis crate unbounded. Its writes are batched
+/// ([`WriteBatching`]).
 pub(super) async fn open_capped(
     info: &ConnectionInfo,
     cap: u64,
@@ -33,10 +35,10 @@ pub(super) async fn open_capped(
         ConnectionAddr::Tcp(host, port) => {
             let stream = tokio::net::TcpStream::connect((host.as_str(), *port)).await?;
             stream.set_nodelay(true)?;
-            Box::pin(stream)
+            Box::pin(WriteBatching::new(stream))
         }
         #[cfg(unix)]
-        ConnectionAddr::Unix(path) => Box::pin(tokio::net::UnixStream::connect(path).await?),
+        ConnectionAddr::Unix(path) => Box::pin(WriteBatching::new(tokio::net::UnixStream::connect(path).await?)),
         other => {
             return Err(redis::RedisError::from(io::Error::new(
                 io::ErrorKind::Unsupported,
