@@ -22,6 +22,7 @@
 //! | [`weighted`] | the permit log's cost by grant weight, and a denied request's wait over 10^5 grants (scenario 7) |
 //! | [`cluster`] | one Redis against a 3-master Redis Cluster behind the bridge: decisions/s, Redis µs per decision (scenario 8) |
 //! | [`latency`] | what a caller sees of a run: requests/s, median and p99 latency ([`latency::RunStats`]) |
+//! | `http_load` | HTTP load from outside the process: `wrk`, and the hello-world server it is compared with (scenario 3) |
 //! | [`node`] | the Node drivers `bench/npm.mjs` and `bench/worker.mjs` (scenarios 3 and 6) |
 //! | [`machine`] | what the numbers were measured on |
 //! | [`report`] | `results.json`, `results.md`, `plot.svg` and `bench/RESULTS.md` |
@@ -36,6 +37,7 @@ pub mod accuracy;
 pub mod cluster;
 pub mod contender;
 mod harness;
+mod http_load;
 pub mod latency;
 pub mod machine;
 pub mod node;

@@ -19,7 +19,7 @@ use crate::plot;
 use crate::redis_cost::{Cost, RedisCost};
 use crate::scaling::Scaling;
 use crate::support::{ratio, Context};
-use crate::throughput::{Scoping, Throughput};
+use crate::throughput::{LoadComparison, Scoping, Throughput};
 use crate::weighted::Weighted;
 
 /// Where `edgelimit-bench` writes by default, relative to the checkout.
@@ -112,7 +112,9 @@ pub fn results_page(results: &BenchResults, plot_link: &str) -> String {
          - **Memory** is `MEMORY USAGE … SAMPLES 0` of an identifier's keys after one request (idle) and after the \
          workload (busy). For the Redisson layout it includes the limiter's config hash.\n\
          - **Throughput** runs share the machine's two cores between the client, the bridge and Redis; \
-         `redis-benchmark` speaks RESP straight to Redis, so *bridge / direct* is the price of HTTP + JSON. *ACL \
+         `redis-benchmark` speaks RESP straight to Redis, so *bridge / direct* is the price of HTTP + JSON. With \
+         `wrk` as the client, *hello-world / direct* is what HTTP alone would serve of what Redis does on this \
+         machine, and *bridge / hello-world* what of that the bridge keeps. *ACL \
          off / admin* is the price of the bridge's fence for a `limiter` token, *ACL user / admin* that of the fence \
          and the token's own Redis ACL user together.\n\
          - **Accuracy**: the most grants in any interval-long span, divided by the limit. 1.00 is exact; each \
@@ -368,9 +370,9 @@ fn throughput_tables(throughput: &Throughput) -> String {
     let mut text = format!(
         "## 3. Throughput and latency\n\nThe Rust client (`Limiter::limit`, {}) through the bridge for {} s per \
          run, next to `redis-benchmark` sending the same `EVALSHA` (same key and arguments) straight to Redis, {} \
-         requests per run. `PING` shows what the bridge itself adds; the same client's `PING` to a plain HTTP server in \
-         the same process (it answers at once: no Redis, no token, no JSON read) shows how much of that is HTTP \
-         and the client.\n\n{}",
+         requests per run. `PING` shows what the bridge itself adds; the same client's `PING` to a hello-world HTTP \
+         server (`edgelimit-bench-hello`, a process of its own on the bridge's HTTP stack; it answers at once: no \
+         Redis, no token, no JSON read) shows how much of that is HTTP and the client.\n\n{}",
         throughput.limit,
         throughput.seconds,
         throughput.redis_benchmark_requests,
@@ -391,6 +393,9 @@ fn throughput_tables(throughput: &Throughput) -> String {
             rows
         )
     );
+    if let Some(load) = &throughput.load {
+        text.push_str(&load_table(load));
+    }
     if let Some(scoping) = &throughput.scoping {
         text.push_str(&scoping_table(scoping));
     }
@@ -398,6 +403,51 @@ fn throughput_tables(throughput: &Throughput) -> String {
         text.push_str(&npm_tables(npm));
     }
     text
+}
+
+fn load_table(load: &LoadComparison) -> String {
+    let rows = load.rows.iter().map(|row| {
+        let mut cells = vec![row.operation.clone(), row.concurrency.to_string()];
+        cells.extend(run_cells(&row.bridge));
+        cells.extend(run_cells(&row.direct));
+        cells.extend(run_cells(&row.hello_world));
+        cells.push(times(row.bridge_to_direct));
+        cells.push(times(row.bridge_to_hello_world));
+        cells.push(times(row.hello_world_to_direct));
+        cells
+    });
+    format!(
+        "### The bridge under a load generator\n\nThe Rust client costs about as much per request as the bridge, in \
+         the benchmark's own process. Here `{}` (one thread) sends the same requests (the decision's `EVALSHA` as \
+         the client sends it, and `PING`; `POST /`, admin token, `Upstash-Encoding: base64`) to the bridge and to \
+         the hello-world server, {} s per run, next to `redis-benchmark` sending the same command straight to Redis, \
+         {} requests per run: two load generators that cost their sides alike. {} rounds, the three taking turns, \
+         who goes first rotating; each shows its fastest run. Everything shares the machine's two cores: the bridge's \
+         requests also cost Redis and the generator theirs, the hello-world server's cost nothing else.\n\n{}",
+        load.generator,
+        load.seconds,
+        load.redis_benchmark_requests,
+        load.rounds,
+        table(
+            &[
+                "operation",
+                "in flight",
+                "bridge /s",
+                "p50 ms",
+                "p99 ms",
+                "redis-benchmark /s",
+                "p50 ms",
+                "p99 ms",
+                "hello-world /s",
+                "p50 ms",
+                "p99 ms",
+                "bridge / direct",
+                "bridge / hello-world",
+                "hello-world / direct",
+            ],
+            rows
+        )
+    )
 }
 
 fn scoping_table(scoping: &Scoping) -> String {

@@ -8,6 +8,13 @@
 //! auth). From Node, `bench/npm.mjs` measures the npm package against `@upstash/ratelimit` through the same bridge.
 //! Everything shares this machine's cores (client, bridge and Redis): read the ratios, not the absolutes.
 //!
+//! The Rust client costs about as much per request as the bridge, in the benchmark's own process, so what the
+//! bridge can serve is measured with a load generator besides ([`LoadComparison`]): `wrk` sends the same requests at
+//! 16 and 64 in flight to the bridge and to a hello-world HTTP server of its own process
+//! (`edgelimit-bench-hello`), next to `redis-benchmark` at the same concurrency: *bridge / direct* is what the
+//! bridge serves of what Redis does, *hello-world / direct* what HTTP alone would, *bridge / hello-world* what of
+//! HTTP's rate the bridge keeps.
+//!
 //! What scoping a token costs ([`Scoping`]): the same decisions with the admin token, with a `limiter` token on a
 //! bridge whose ACL users are off (the fence's checks alone), and with a `limiter` token that runs as its own Redis
 //! ACL user (the fence, and a connection of its own), taking turns in the same run.
@@ -25,6 +32,7 @@ use edgelimit::{Command, RestClient};
 use serde::{Deserialize, Serialize};
 use tokio::task::JoinHandle;
 
+use crate::http_load::{self, HelloServer};
 use crate::latency::{self, RunStats};
 use crate::node::{NodeRunner, NpmReport};
 use crate::progress::Progress;
@@ -41,6 +49,13 @@ const LIMITER: &str = "throughput";
 
 /// Requests in flight for each run of the Rust client.
 const CONCURRENCIES: [u32; 2] = [1, 16];
+
+/// Requests in flight for each run of the load generators (`wrk`, `redis-benchmark`).
+const LOAD_CONCURRENCIES: [u32; 2] = [16, 64];
+
+/// How many times each target of the load generators runs at each operation and concurrency, taking turns (see
+/// [`load_comparison`]).
+const LOAD_ROUNDS: u32 = 3;
 
 /// How many times each token variant runs at each concurrency (see [`scoping`] for why so many, so short, and why
 /// the fastest counts): a multiple of the three variants, so that each goes first, second and third equally often.
@@ -63,6 +78,10 @@ pub struct Throughput {
     /// What scoping a token costs; `None` in results written before it was measured.
     #[serde(default)]
     pub scoping: Option<Scoping>,
+    /// The bridge, Redis and a hello-world server under a load generator; `None` in results written before it was
+    /// measured.
+    #[serde(default)]
+    pub load: Option<LoadComparison>,
 }
 
 /// One operation at one concurrency, through the bridge and straight to Redis.
@@ -79,13 +98,53 @@ pub struct ThroughputRow {
     pub redis_benchmark: RunStats,
     /// Requests/s: bridge / `redis-benchmark`.
     pub bridge_to_direct: Option<f64>,
-    /// `PING` only: the same client against a plain HTTP server in this process that answers every request at once
-    /// (no Redis, no token, no JSON read): what HTTP and the client cost on their own.
+    /// `PING` only: the same client against the hello-world HTTP server (`edgelimit-bench-hello`, a process of its
+    /// own) that answers every request at once (no Redis, no token, no JSON read): what HTTP and the client cost on
+    /// their own. (In results written before the hello-world server: a server inside the client's process.)
     #[serde(default)]
     pub plain_http: Option<RunStats>,
     /// Requests/s: bridge / plain HTTP server; what is left below 1.00 is the bridge's own work.
     #[serde(default)]
     pub bridge_to_plain_http: Option<f64>,
+}
+
+/// The bridge next to Redis and to a hello-world HTTP server, each driven by a load generator that costs its side
+/// alike: `wrk` for HTTP, `redis-benchmark` for Redis, both one C thread.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LoadComparison {
+    /// The HTTP load generator, as it names itself (`wrk 4.1.0 …`).
+    pub generator: String,
+    /// Seconds each `wrk` run lasts.
+    pub seconds: u64,
+    /// Requests each `redis-benchmark` run sends.
+    pub redis_benchmark_requests: u64,
+    /// Runs of each target per row, taking turns; each row shows each target's fastest.
+    pub rounds: u32,
+    /// Per operation and concurrency.
+    pub rows: Vec<LoadRow>,
+}
+
+/// One operation at one concurrency: through the bridge, straight to Redis, and to the hello-world server.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LoadRow {
+    /// `decision` (the limiter's `EVALSHA`, as the Rust client sends it) or `PING`.
+    pub operation: String,
+    /// Requests in flight (connections).
+    pub concurrency: u32,
+    /// `wrk` through the bridge.
+    pub bridge: RunStats,
+    /// `redis-benchmark` straight to Redis.
+    pub direct: RunStats,
+    /// `wrk` to the hello-world server, the same request (which it does not read).
+    pub hello_world: RunStats,
+    /// Requests/s: bridge / direct.
+    pub bridge_to_direct: Option<f64>,
+    /// Requests/s: bridge / hello-world: what of HTTP's own rate the bridge keeps.
+    pub bridge_to_hello_world: Option<f64>,
+    /// Requests/s: hello-world / direct: what HTTP alone would serve of what Redis does.
+    pub hello_world_to_direct: Option<f64>,
 }
 
 /// The same decisions through the bridge with the admin token and with a `limiter` token, with and without its
@@ -130,7 +189,9 @@ pub(crate) async fn run(
     let redis_benchmark_requests = if quick { 2_000 } else { 30_000 };
     let run_time = Duration::from_secs_f64(seconds);
     let scoping_runs = (CONCURRENCIES.len() * Access::ALL.len()) as u64 * u64::from(SCOPING_ROUNDS);
-    progress.scenario("throughput", 8 + scoping_runs + u64::from(node.is_some()));
+    // Two operations, each at every concurrency, three targets per round.
+    let load_runs = (2 * LOAD_CONCURRENCIES.len() * 3) as u64 * u64::from(if quick { 1 } else { LOAD_ROUNDS });
+    progress.scenario("throughput", 8 + load_runs + scoping_runs + u64::from(node.is_some()));
     let client = stack.client().clone();
     let quota = Quota::fixed_window(1_000_000_000, Duration::from_secs(3600)).context("invalid benchmark quota")?;
     let limiter = Limiter::new(client.clone(), LIMITER, quota).context("invalid limiter")?;
@@ -148,17 +209,13 @@ pub(crate) async fn run(
     .await?;
     let decision = Arc::new(Operation::Decision(limiter));
     let ping = Arc::new(Operation::Ping(client));
-    let (plain_http_url, plain_http_server) = serve_here(Router::new().route(
-        "/",
-        // What the bridge answers to PING with `Upstash-Encoding: base64`, as the client asks.
-        post(|| async { r#"{"result":"UE9ORw=="}"# }),
-    ))
-    .await?;
+    let hello_world = HelloServer::start().await?;
     let plain_http_ping = Arc::new(Operation::Ping(
-        RestClient::new(&plain_http_url, TOKEN)
+        RestClient::new(hello_world.url(), TOKEN)
             .map(RestClient::without_coalescing)
-            .context("could not make a client for the plain HTTP server")?,
+            .context("could not make a client for the hello-world server")?,
     ));
+    let load_words = [("decision", evalsha.clone()), ("PING", vec!["PING".to_owned()])];
     let mut rows = Vec::new();
     for (operation, words) in [(&decision, evalsha), (&ping, vec!["PING".to_owned()])] {
         for concurrency in CONCURRENCIES {
@@ -193,7 +250,8 @@ pub(crate) async fn run(
             });
         }
     }
-    plain_http_server.abort();
+    let load = load_comparison(stack, &hello_world, &load_words, quick, progress).await?;
+    drop(hello_world);
     let scoping_seconds = if quick { 0.1 } else { 1.0 };
     let scoping = scoping(stack, quota, scoping_seconds, progress).await?;
     let npm = match node {
@@ -215,7 +273,97 @@ pub(crate) async fn run(
         rows,
         npm,
         scoping: Some(scoping),
+        load: Some(load),
     })
+}
+
+/// Each operation of `operations` (a name and the words it sends) at each of [`LOAD_CONCURRENCIES`]: `wrk` through
+/// the bridge, `redis-benchmark` straight to Redis and `wrk` to the hello-world server, [`LOAD_ROUNDS`] runs each.
+/// The three take turns and who goes first rotates, and each shows its fastest run, for the reasons [`scoping`]
+/// gives: other processes' load comes and goes within seconds on a shared machine, and only ever slows a run down.
+async fn load_comparison(
+    stack: &BenchStack,
+    hello_world: &HelloServer,
+    operations: &[(&str, Vec<String>)],
+    quick: bool,
+    progress: &Progress,
+) -> Result<LoadComparison, String> {
+    // wrk runs whole seconds: a quick run's single second is already its shortest.
+    let (seconds, redis_benchmark_requests, rounds) = if quick {
+        (1, 2_000, 1)
+    } else {
+        (2, 100_000, LOAD_ROUNDS)
+    };
+    let generator = wrk_version().await?;
+    let mut rows = Vec::new();
+    for (operation, words) in operations {
+        let request = http_load::Request {
+            body: serde_json::to_string(words).context("could not write the request as JSON")?,
+            token: TOKEN.to_owned(),
+        };
+        for concurrency in LOAD_CONCURRENCIES {
+            let mut best: [Option<RunStats>; 3] = [None, None, None];
+            for round in 0..rounds as usize {
+                for place in 0..best.len() {
+                    let target = (place + round) % best.len();
+                    let name = [
+                        "wrk through the bridge",
+                        "redis-benchmark",
+                        "wrk to the hello-world server",
+                    ][target];
+                    progress.doing(format!(
+                        "{operation}: {name}, {concurrency} in flight, round {} of {rounds}",
+                        round + 1
+                    ));
+                    let stats = match target {
+                        0 => http_load::wrk(stack.url(), concurrency, seconds, &request).await?,
+                        1 => redis_benchmark(stack, concurrency, redis_benchmark_requests, words).await?,
+                        _ => http_load::wrk(hello_world.url(), concurrency, seconds, &request).await?,
+                    };
+                    if best[target]
+                        .as_ref()
+                        .is_none_or(|fastest| stats.per_second > fastest.per_second)
+                    {
+                        best[target] = Some(stats);
+                    }
+                    progress.step();
+                }
+            }
+            let [Some(bridge), Some(direct), Some(hello_world)] = best else {
+                return Err(format!("{operation} at {concurrency} in flight was not measured"));
+            };
+            rows.push(LoadRow {
+                operation: (*operation).to_owned(),
+                concurrency,
+                bridge_to_direct: ratio(bridge.per_second, direct.per_second),
+                bridge_to_hello_world: ratio(bridge.per_second, hello_world.per_second),
+                hello_world_to_direct: ratio(hello_world.per_second, direct.per_second),
+                bridge,
+                direct,
+                hello_world,
+            });
+        }
+    }
+    Ok(LoadComparison {
+        generator,
+        seconds,
+        redis_benchmark_requests,
+        rounds,
+        rows,
+    })
+}
+
+/// `wrk -v`'s first line (`wrk 4.1.0 [epoll] …`), trimmed to what names it.
+async fn wrk_version() -> Result<String, String> {
+    let output = tokio::process::Command::new("wrk")
+        .arg("-v")
+        .output()
+        .await
+        .context("could not run wrk (Debian's wrk; run scripts/setup)")?;
+    // wrk prints its version, then its usage, and exits 1: the text is what counts.
+    let text = String::from_utf8_lossy(&output.stdout);
+    let first = text.lines().next().unwrap_or_default();
+    Ok(first.split(" Copyright").next().unwrap_or(first).trim().to_owned())
 }
 
 /// The decisions of `quota` with each [`Access`] variant, runs of `seconds`, [`SCOPING_ROUNDS`] of each at each

@@ -119,6 +119,20 @@ async fn quick_run_measures_every_scenario_and_writes_every_output() {
             ratio(row.bridge_to_plain_http, &what);
         }
     }
+    let load = throughput
+        .load
+        .as_ref()
+        .expect("the load generator's comparison measured");
+    assert_eq!(load.rows.len(), 4, "decisions and PING, 16 and 64 in flight");
+    for row in &load.rows {
+        let what = format!("wrk: {} × {}", row.operation, row.concurrency);
+        for stats in [&row.bridge, &row.direct, &row.hello_world] {
+            run_stats(stats, &what);
+        }
+        ratio(row.bridge_to_direct, &what);
+        ratio(row.bridge_to_hello_world, &what);
+        ratio(row.hello_world_to_direct, &what);
+    }
     let scoping = throughput.scoping.as_ref().expect("token scoping measured");
     assert_eq!(scoping.rows.len(), 2, "1 and 16 in flight");
     for row in &scoping.rows {
