@@ -345,7 +345,9 @@ test("decisions made at once share one HTTP request (coalescing), each exact; co
       assert.equal((await limits.limit("warm-up")).success, true);
       const [single, pipelined] = [relay.requests("/"), relay.requests("/pipeline")];
       const results = await Promise.all(Array.from({ length: 25 }, () => limits.limit("id")));
-      assert.deepEqual(results.map((r) => r.success), [...Array(10).fill(true), ...Array(15).fill(false)]);
+      assert.equal(results.filter((r) => r.success).length, 10, `coalesce: ${coalesce}`);
+      // One pipeline runs the scripts in the calls' order; separate requests reach the bridge in any order.
+      if (coalesce) assert.deepEqual(results.map((r) => r.success), [...Array(10).fill(true), ...Array(15).fill(false)]);
       const requests = [relay.requests("/") - single, relay.requests("/pipeline") - pipelined];
       assert.deepEqual(requests, coalesce ? [0, 1] : [25, 0], `coalesce: ${coalesce}`);
     }
