@@ -15,6 +15,7 @@
 //! | [`limit`] | the algorithm family (token bucket, fixed and sliding window, GCRA, concurrency, sliding log), several limits in one round trip, the key layouts ([`limit::KeyLayout`]: per limiter, or per identifier for a Redis Cluster), reserved permits granted with no round trip ([`limit::Reserved`]), and their reference [`limit::model`] |
 //! | [`gate`] | the Cloudflare Worker's decisions: rules, request matching, client keys, RateLimit fields |
 //! | [`ratelimit`] | what the npm package's `Ratelimit` does: limits per identifier, the block cache, the failure policy |
+//! | [`block_cache`] | denials remembered until their `retry_after`, so repeated denied requests cost no round trip |
 //! | [`decision`] | a decision as a value: `{success, limit, remaining, reset, retry_after}` |
 //! | [`receipt`] | what a grant returns and a refund names: `<permits>:<mark>` |
 //! | [`identifier`] | identifiers keyed by their exact bytes: raw when short text, else SHA-256 |
@@ -40,6 +41,7 @@
 
 #![warn(missing_docs)]
 
+pub mod block_cache;
 pub mod decision;
 pub mod duration;
 pub mod error;

@@ -74,12 +74,7 @@ impl<'a> Batch<'a> {
                     "limits decided together must all use the server's clock or the same explicit time".into(),
                 ));
             }
-            if request.permits == 0 {
-                return Err(Error::InvalidArgument(format!(
-                    "permits must be at least 1 (limiter {:?}); use peek to read the remaining permits",
-                    limiter.name
-                )));
-            }
+            limiter.check_permits(request.permits)?;
             let state_key = limiter.state_key(&request.id);
             if !single {
                 // The config hash is read only for a stored quota. A quota in the arguments names the state key in

@@ -193,6 +193,17 @@ impl Limiter {
         retry_until_granted(timeout, longest_sleep([self]), || self.limit(&id, permits)).await
     }
 
+    /// Refuses a request of no permits, which no decision means (a peek reads what is left).
+    pub(crate) fn check_permits(&self, permits: u32) -> Result<()> {
+        if permits == 0 {
+            return Err(Error::InvalidArgument(format!(
+                "permits must be at least 1 (limiter {:?}); use peek to read the remaining permits",
+                self.name
+            )));
+        }
+        Ok(())
+    }
+
     /// True when capacity may come back before a denial's `retry_after`: a concurrency lease is usually released
     /// before it expires (and a stored quota may be a concurrency one). Such denials are upper bounds, to poll
     /// rather than sleep through, and never to cache.

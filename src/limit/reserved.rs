@@ -20,7 +20,8 @@
 //!   busy, a reservation skips the refill up to a quarter of the block's length from now, so that its first permits
 //!   have time to be used. `bench/reserved.mjs` measures the grants against the limit's capacity. Reserved permits
 //!   are never returned: a return would have to prove that no decision since was made against them.
-//! - **Denials** are answered locally too: until a denial's `retry_after`, or until the next reserved permit starts.
+//! - **Denials** are answered locally too: until the next reserved permit starts, or as the block cache answers them
+//!   ([`BlockCache`]: until a denial's `retry_after`, for requests at least as large).
 //!
 //! A decision from reserved permits carries how many are left as `remaining` (an estimate: other clients hold
 //! theirs), the `reset` of the reply that reserved them, and no receipt (a reserved grant is not refunded).
@@ -31,15 +32,16 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use web_time::Instant;
-
 use super::{Algorithm, Limiter, Quota};
+use crate::block_cache::{ceil_ms, BlockCache};
 use crate::decision::Decision;
 use crate::error::{Error, Result};
 use crate::identifier::Identifier;
 use crate::lua::RESERVE_GCRA;
+use crate::time::Instant;
 
-/// The identifiers a client tracks at most; past it, a new identifier is decided without reserving.
+/// The identifiers a client tracks at most (and the denials it remembers); past it, a new identifier is decided
+/// without reserving.
 const MAX_TRACKED: usize = 10_000;
 
 /// A GCRA limiter that reserves permits for the identifiers it sees often: see the module's docs.
@@ -48,7 +50,24 @@ pub struct Reserved {
     limiter: Limiter,
     quota: Quota,
     length: Duration,
-    pools: Arc<Mutex<HashMap<String, Pool>>>,
+    memory: Arc<Mutex<Memory>>,
+}
+
+/// What a client remembers: its reserved permits and demand per identifier (by state key), and the denials Redis
+/// gave it, which answer again until their `retry_after` as the block cache's rule allows.
+#[derive(Debug)]
+struct Memory {
+    pools: HashMap<String, Pool>,
+    denials: BlockCache,
+}
+
+impl Default for Memory {
+    fn default() -> Memory {
+        Memory {
+            pools: HashMap::new(),
+            denials: BlockCache::new(MAX_TRACKED),
+        }
+    }
 }
 
 /// One decision of a [`Reserved`] limiter, and where it was made.
@@ -56,7 +75,7 @@ pub struct Reserved {
 pub struct ReservedDecision {
     /// The decision.
     pub decision: Decision,
-    /// True when it was made locally (from a block, or a denial remembered): no round trip.
+    /// True when it was made locally (from reserved permits, or a denial remembered): no round trip.
     pub local: bool,
     /// For a grant, the span on the server's clock (unix ms) within which it is used: a reserved permit's span (see
     /// the module's docs), or `[now, now]` for a request Redis decided. (0, 0) for a denial. What an exactness check
@@ -69,8 +88,6 @@ pub struct ReservedDecision {
 struct Pool {
     /// Blocks not used up: more than one when this client's tasks asked Redis at the same time.
     blocks: Vec<Block>,
-    /// When a denial stops holding: until then, the same denial is the answer.
-    denied_until: Option<(Instant, Decision)>,
     /// Permits asked in the current span of the block's length (from `span_started`), and in the one before.
     asked: u32,
     asked_before: u32,
@@ -133,8 +150,7 @@ impl Pool {
         (self.asked - permits).max(self.asked_before)
     }
 
-    /// A local answer, if there is one: reserved permits (or the wait until the next ones start), or a denial still
-    /// holding.
+    /// A local answer from reserved permits, if there is one: a grant, or the wait until the next ones start.
     fn answer(&mut self, permits: u32, quota: &Quota, now: Instant) -> Option<ReservedDecision> {
         let count = u64::from(permits);
         // Permits whose span has ended are lost (see the module's docs); a block that cannot give `permits` is done.
@@ -173,7 +189,7 @@ impl Pool {
                 limit: quota.limit().into(),
                 remaining: block.last + 1 - block.next,
                 reset: block.reset,
-                retry_after: millis_until(now, usable_from),
+                retry_after: ceil_ms(usable_from.saturating_duration_since(now)),
                 receipt: None,
             };
             return Some(ReservedDecision {
@@ -182,32 +198,13 @@ impl Pool {
                 span,
             });
         }
-        match self.denied_until {
-            Some((until, decision)) if until > now => Some(ReservedDecision {
-                decision: Decision {
-                    retry_after: millis_until(now, until),
-                    ..decision
-                },
-                local: true,
-                span: (0, 0),
-            }),
-            _ => None,
-        }
+        None
     }
 
-    /// Nothing worth keeping: no block, no denial, no recent demand.
-    fn idle(&self, now: Instant) -> bool {
-        self.blocks.is_empty()
-            && self.denied_until.is_none_or(|(until, _)| until <= now)
-            && self.asked == 0
-            && self.asked_before == 0
+    /// Nothing worth keeping: no block, no recent demand.
+    fn idle(&self) -> bool {
+        self.blocks.is_empty() && self.asked == 0 && self.asked_before == 0
     }
-}
-
-/// Whole ms from `now` until `then`, rounded up; 0 when it has passed.
-fn millis_until(now: Instant, then: Instant) -> u64 {
-    let wait = then.saturating_duration_since(now);
-    wait.as_millis() as u64 + u64::from(wait.subsec_nanos() % 1_000_000 > 0)
 }
 
 impl Reserved {
@@ -251,7 +248,7 @@ impl Reserved {
             limiter,
             quota,
             length,
-            pools: Arc::default(),
+            memory: Arc::default(),
         })
     }
 
@@ -259,7 +256,7 @@ impl Reserved {
     /// what another process or isolate would be. Clones share their reserved permits.
     pub fn fresh(&self) -> Reserved {
         Reserved {
-            pools: Arc::default(),
+            memory: Arc::default(),
             ..self.clone()
         }
     }
@@ -268,7 +265,8 @@ impl Reserved {
     /// which may reserve more along with it.
     pub async fn limit<'i>(&self, id: impl Into<Identifier<'i>>, permits: u32) -> Result<ReservedDecision> {
         let limit = self.quota.limit();
-        if permits == 0 || permits > limit {
+        self.limiter.check_permits(permits)?;
+        if permits > limit {
             return Err(Error::PermitsExceedRate {
                 permits,
                 rate: limit.into(),
@@ -276,21 +274,28 @@ impl Reserved {
         }
         let key = self.limiter.state_key(id);
         let block = {
-            let mut pools = self.pools.lock().unwrap_or_else(PoisonError::into_inner);
+            let memory = &mut *self.memory.lock().unwrap_or_else(PoisonError::into_inner);
             let now = Instant::now();
+            let pools = &mut memory.pools;
             if pools.len() >= MAX_TRACKED && !pools.contains_key(&key) {
-                pools.retain(|_, pool| !pool.idle(now));
+                pools.retain(|_, pool| !pool.idle());
             }
-            if pools.len() < MAX_TRACKED || pools.contains_key(&key) {
-                let pool = pools.entry(key.clone()).or_default();
+            let mut pool =
+                (pools.len() < MAX_TRACKED || pools.contains_key(&key)).then(|| pools.entry(key.clone()).or_default());
+            if let Some(pool) = pool.as_mut() {
                 pool.ask(permits, now, self.length);
                 if let Some(answer) = pool.answer(permits, &self.quota, now) {
                     return Ok(answer);
                 }
-                pool.demand(permits).min(limit)
-            } else {
-                0
             }
+            if let Some(decision) = memory.denials.check(&key, permits, now) {
+                return Ok(ReservedDecision {
+                    decision,
+                    local: true,
+                    span: (0, 0),
+                });
+            }
+            pool.map_or(0, |pool| pool.demand(permits).min(limit))
         };
         let sent = Instant::now();
         let request = format!("{permits}:{limit}:{}:{}", self.quota.interval_ms(), self.quota.rate());
@@ -318,25 +323,22 @@ impl Reserved {
             retry_after: retry_after?,
             receipt: None,
         };
-        let mut pools = self.pools.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(pool) = pools.get_mut(&key) {
-            let block = (reserved > 0).then_some(Block {
-                next: 1,
-                last: reserved,
-                sent,
-                received,
-                now,
-                charged,
-                reset: decision.reset,
-            });
-            if granted > 0 {
-                pool.denied_until = None;
-            } else if let Some(block) = block.filter(|_| u64::from(permits) <= reserved) {
-                // The wait is for the block's permits now: the slots the bucket would have given are its.
-                decision.retry_after = block.span(u64::from(permits), &self.quota).0 + 1;
-            } else {
-                pool.denied_until = Some((sent + Duration::from_millis(decision.retry_after), decision));
-            }
+        let block = (reserved > 0).then_some(Block {
+            next: 1,
+            last: reserved,
+            sent,
+            received,
+            now,
+            charged,
+            reset: decision.reset,
+        });
+        let memory = &mut *self.memory.lock().unwrap_or_else(PoisonError::into_inner);
+        match block.filter(|_| u64::from(permits) <= reserved) {
+            // The wait is for the block's permits now: the slots the bucket would have given are its.
+            Some(block) if granted == 0 => decision.retry_after = block.span(u64::from(permits), &self.quota).0 + 1,
+            _ => memory.denials.block(&key, permits, sent, decision),
+        }
+        if let Some(pool) = memory.pools.get_mut(&key) {
             pool.blocks.extend(block);
         }
         Ok(ReservedDecision {

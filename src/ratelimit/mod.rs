@@ -19,14 +19,12 @@
 //! # Ok(()) }
 //! ```
 
-mod block_cache;
-
 use std::fmt;
 use std::str::FromStr;
 use std::sync::Mutex;
 use std::time::Duration;
 
-pub use self::block_cache::BlockCache;
+pub use crate::block_cache::BlockCache;
 use crate::decision::Decision;
 use crate::error::{Error, Result};
 use crate::identifier::Identifier;

@@ -260,8 +260,9 @@ async fn a_reserved_limiter_needs_a_gcra_quota_in_code_and_a_sane_length() {
         reserved.limit("x", 11).await,
         Err(Error::PermitsExceedRate { permits: 11, rate: 10 })
     ));
+    // No permits is what no decision means, refused as every limiter refuses it.
     assert!(matches!(
         reserved.limit("x", 0).await,
-        Err(Error::PermitsExceedRate { .. })
+        Err(Error::InvalidArgument(message)) if message.contains("permits must be at least 1")
     ));
 }

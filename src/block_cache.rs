@@ -11,7 +11,7 @@
 //! - a smaller request than the one denied is not answered from the cache: it may fit where the larger one did not.
 //!
 //! Limits whose capacity comes back before the deadline (concurrency leases released early) are never cached; see
-//! [`crate::ratelimit::Ratelimit`].
+//! [`crate::ratelimit::Ratelimit`]. [`crate::limit::Reserved`] keeps one too, for the denials Redis gives it.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -106,7 +106,7 @@ impl BlockCache {
 }
 
 /// Whole milliseconds, rounded up: a caller told to wait this long must not come back early.
-fn ceil_ms(duration: Duration) -> u64 {
+pub(crate) fn ceil_ms(duration: Duration) -> u64 {
     let ms = duration.as_millis();
     let rounded = if duration > Duration::from_millis(ms as u64) {
         ms + 1
