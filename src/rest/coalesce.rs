@@ -51,13 +51,12 @@ impl Queue {
 
 impl RestClient {
     /// Runs `command` in the next request this client sends, alone or pipelined with the commands of other callers
-    /// queued in the same turn.
-    pub(super) async fn coalesced(&self, command: Command) -> Result<Value> {
+    /// queued in the same turn on `queue` (the client's).
+    pub(super) async fn coalesced(&self, queue: &Arc<Queue>, command: Command) -> Result<Value> {
         let (sender, reply) = oneshot::channel();
-        let queue = self.queue.as_ref().expect("only a coalescing client queues");
         if queue.push((command, sender)) {
-            let client = self.clone();
-            http::spawn(async move { client.flush().await });
+            let (client, queue) = (self.clone(), queue.clone());
+            http::spawn(async move { client.flush(&queue).await });
         }
         reply.await.unwrap_or_else(|_| {
             Err(Error::Transport {
@@ -69,10 +68,9 @@ impl RestClient {
         })
     }
 
-    /// Sends what is queued after one yield, and hands each caller its reply.
-    async fn flush(self) {
+    /// Sends what is queued on `queue` after one yield, and hands each caller its reply.
+    async fn flush(self, queue: &Queue) {
         YieldOnce(false).await;
-        let queue = self.queue.as_ref().expect("only a coalescing client flushes");
         let (commands, callers): (Vec<Command>, Vec<_>) = queue.take().into_iter().unzip();
         let replies = match commands.as_slice() {
             [command] => vec![self.send(command).await],

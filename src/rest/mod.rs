@@ -136,7 +136,7 @@ impl RestClient {
     /// `src/rest/coalesce.rs`, and [`RestClient::without_coalescing`].
     pub async fn command(&self, command: &Command) -> Result<Value> {
         match &self.queue {
-            Some(_) => self.coalesced(command.clone()).await,
+            Some(queue) => self.coalesced(queue, command.clone()).await,
             None => self.send(command).await,
         }
     }
