@@ -10,7 +10,7 @@
 // Run: scripts/build-wasm && cargo build --release -p edgelimit-cli && node bench/coalescing.mjs [--quick]
 //   (scripts/bench runs it after the scenarios and appends its table to bench/RESULTS.md)
 //   ROUNDS, SECONDS in the environment override the sizes.
-import { benchOptions, connectOrStartStack, quantile } from "./options.mjs";
+import { benchOptions, connectOrStartStack, countFetches, quantile } from "./options.mjs";
 
 const { Ratelimit } = await import("edgelimit");
 const upstash = await import("@upstash/ratelimit");
@@ -23,12 +23,7 @@ const IN_FLIGHT = [1, 8, 64];
 const fmt = (n, digits = 1) => n.toFixed(digits);
 
 // Every HTTP request either library makes goes through the global fetch: count them.
-let fetches = 0;
-const realFetch = globalThis.fetch;
-globalThis.fetch = (...args) => {
-  fetches++;
-  return realFetch(...args);
-};
+const fetches = countFetches();
 
 /** Microseconds Redis has spent in scripts (EVALSHA and EVAL) so far. */
 async function scriptMicros(admin) {
@@ -41,7 +36,7 @@ async function scriptMicros(admin) {
 /** `inFlight` loops calling `decide` for SECONDS; decisions/s, latency quantiles, requests and script µs per decision. */
 async function run(decide, inFlight, admin) {
   const latencies = [];
-  const [fetchesBefore, usecBefore] = [fetches, await scriptMicros(admin)];
+  const [fetchesBefore, usecBefore] = [fetches(), await scriptMicros(admin)];
   const started = performance.now();
   const deadline = started + SECONDS * 1000;
   await Promise.all(
@@ -56,7 +51,7 @@ async function run(decide, inFlight, admin) {
     }),
   );
   const seconds = (performance.now() - started) / 1000;
-  const requests = fetches - fetchesBefore;
+  const requests = fetches() - fetchesBefore;
   const usec = (await scriptMicros(admin)) - usecBefore;
   latencies.sort((a, b) => a - b);
   return {

@@ -1,6 +1,7 @@
-// Shared by the Node drivers (bench/npm.mjs, bench/worker.mjs): their command line, their percentiles, and the
-// bridge they measure against. Import it before tests/js/harness.mjs: it sets which edgelimit binary the harness
-// starts (the release build, as scripts/bench builds it).
+// Shared by the Node drivers (bench/npm.mjs, worker.mjs, coalescing.mjs, reserved.mjs): their command line, their
+// percentiles, a count of their HTTP requests, and the bridge they measure against. Import it before
+// tests/js/harness.mjs: it sets which edgelimit binary the harness starts (the release build, as scripts/bench builds
+// it).
 import { parseArgs } from "node:util";
 
 process.env.EDGELIMIT_BIN ??= new URL("../target/release/edgelimit", import.meta.url).pathname;
@@ -32,4 +33,18 @@ export async function connectOrStartStack(options) {
   if (options.url) return { url: options.url, token: options.token, stop: async () => {} };
   const { startStack } = await import("../tests/js/harness.mjs");
   return startStack();
+}
+
+/**
+ * Counts every HTTP request this process makes from now on: edgelimit's wasm core and @upstash/redis both call the
+ * global `fetch`. Returns a function that gives the count so far.
+ */
+export function countFetches() {
+  let fetches = 0;
+  const realFetch = globalThis.fetch;
+  globalThis.fetch = (...args) => {
+    fetches++;
+    return realFetch(...args);
+  };
+  return () => fetches;
 }

@@ -17,7 +17,7 @@
 //   (scripts/bench runs it after the scenarios and appends its table to bench/RESULTS.md)
 //   SECONDS (default 60; 3 with --quick), DELAY_MS (default 10) and CLIENTS (default "4,32") in the environment.
 import { createServer, connect } from "node:net";
-import { benchOptions, connectOrStartStack, quantile } from "./options.mjs";
+import { benchOptions, connectOrStartStack, countFetches, quantile } from "./options.mjs";
 
 const { Ratelimit } = await import("edgelimit");
 const upstash = await import("@upstash/ratelimit");
@@ -32,12 +32,7 @@ const [LIMIT, BURST] = [100, 100];
 const fmt = (n, digits = 1) => n.toFixed(digits);
 
 // Every HTTP request either library makes goes through the global fetch: count them.
-let fetches = 0;
-const realFetch = globalThis.fetch;
-globalThis.fetch = (...args) => {
-  fetches++;
-  return realFetch(...args);
-};
+const fetches = countFetches();
 
 /** A TCP relay to `url` that holds every chunk `DELAY_MS` in each direction; its URL and `close`. */
 async function delayingRelay(url) {
@@ -74,7 +69,7 @@ async function run(make, clients, id) {
   const latencies = [];
   let [granted, failed] = [0, 0];
   const pending = [];
-  const fetchesBefore = fetches;
+  const fetchesBefore = fetches();
   const started = performance.now();
   await Promise.all(
     limiters.map(async (limiter, client) => {
@@ -107,7 +102,7 @@ async function run(make, clients, id) {
     granted,
     failed,
     capacityUsed: granted / (BURST + LIMIT * seconds),
-    requestsPerDecision: (fetches - fetchesBefore) / latencies.length,
+    requestsPerDecision: (fetches() - fetchesBefore) / latencies.length,
     p50Ms: quantile(latencies, 0.5),
     p99Ms: quantile(latencies, 0.99),
     seconds,
