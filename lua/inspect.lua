@@ -7,9 +7,10 @@
 -- redis.call) and allocating (tables, closures, new strings); plain Lua arithmetic is cheap. `bench/` measures it.
 
 -- Rejects an argument no edgelimit client sends (a hand-made call): a clean Redis error reply naming the argument,
--- instead of a Lua runtime error with a stack trace.
+-- instead of a Lua runtime error with a stack trace. The value is quoted up to 100 bytes, as the single-limit
+-- scripts quote theirs: an argument may be a megabyte.
 local function reject(what, value)
-    error({ err = 'ERR edgelimit: invalid ' .. what .. ': ' .. tostring(value) })
+    error({ err = 'ERR edgelimit: invalid ' .. what .. ': ' .. string.sub(tostring(value), 1, 100) })
 end
 
 -- A whole number within [low, high] from an argument (nil, or text), or nil.

@@ -1,6 +1,6 @@
 -- GENERATED, what edgelimit sends to Redis: lua/inspect.lua without its comments (run scripts/lua).
 local function reject(what, value)
-    error({ err = 'ERR edgelimit: invalid ' .. what .. ': ' .. tostring(value) })
+    error({ err = 'ERR edgelimit: invalid ' .. what .. ': ' .. string.sub(tostring(value), 1, 100) })
 end
 local function whole_number(text, low, high)
     local n = text and tonumber(text)

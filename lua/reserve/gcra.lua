@@ -1,5 +1,43 @@
 -- lua/reserve/gcra.lua: GENERATED from lua/parts/ (src/lua/compose.rs). Edit the parts, then run scripts/lua.
 
+-- Shared by every edgelimit script (prepended at compile time, see src/script.rs): argument checks and the clock.
+--
+-- A script's text runs from the top on every call, so every function defined here (and in the files after it) is a
+-- new closure per call: keep them few. What costs most inside Redis is calling C (tonumber, string functions, every
+-- redis.call) and allocating (tables, closures, new strings); plain Lua arithmetic is cheap. `bench/` measures it.
+
+-- Rejects an argument no edgelimit client sends (a hand-made call): a clean Redis error reply naming the argument,
+-- instead of a Lua runtime error with a stack trace. The value is quoted up to 100 bytes, as the single-limit
+-- scripts quote theirs: an argument may be a megabyte.
+local function reject(what, value)
+    error({ err = 'ERR edgelimit: invalid ' .. what .. ': ' .. string.sub(tostring(value), 1, 100) })
+end
+
+-- A whole number within [low, high] from an argument (nil, or text), or nil.
+local function whole_number(text, low, high)
+    local n = text and tonumber(text)
+    if n and n % 1 == 0 and n >= low and n <= high then
+        return n
+    end
+    return nil
+end
+
+-- A whole number within [low, high] from an argument, or a clean error.
+local function whole(text, what, low, high)
+    return whole_number(text, low, high) or reject(what, text)
+end
+
+-- Unix ms: `text` when a caller passed an explicit time (tests, clients sharing a limiter with a clock-based
+-- client), else the Redis server's clock, the default, because callers' clocks are skewed.
+local function clock(text)
+    if text ~= '' then
+        return whole(text, 'time (unix ms, or empty for server time)', 0, 2 ^ 53)
+    end
+    local time = redis.call('TIME')
+    local micros = time[2] % 1000000
+    return time[1] * 1000 + (micros - micros % 1000) / 1000
+end
+
 -- The algorithm family, shared prelude: before the algorithms' files and the helpers they share (bucket.lua;
 -- zset_member.lua and zset_log.lua). src/lua/compose.rs composes two kinds of script from the same files:
 --   single.lua  one limit with its quota in the arguments, the common call: the algorithm's code runs inline,
@@ -115,17 +153,9 @@ if not block or block > limit or window < 1 or window > horizon or horizon > 600
     error({ err = 'ERR edgelimit: invalid block (<block>:<window ms>:<horizon ms>, block from 0 to the limit, window '
         .. 'from 1 to the horizon, horizon at most 60000): ' .. string.sub(block_text, 1, 100) })
 end
-local now, grace
-if time == '' then
-    local server_time = redis.call('TIME')
-    now, grace = server_time[1] * 1000 + (server_time[2] - server_time[2] % 1000) / 1000, 0
-else
-    now = string.find(time, '^%d+$') and time + 0
-    if not now or now > 2 ^ 53 then
-        error({ err = 'ERR edgelimit: invalid time (unix ms, or empty for server time): ' .. string.sub(time, 1, 100) })
-    end
-    grace = EXPLICIT_TIME_GRACE_MS
-end
+-- The clock as every script reads it (lua/parts/common.lua); state written at an explicit time lives a grace longer.
+local now = clock(time)
+local grace = time == '' and 0 or EXPLICIT_TIME_GRACE_MS
 
 -- The debt at `now` in units (see lua/parts/limits/bucket.lua: a permit is `interval` units, `rate` come back per
 -- ms, the limit holds limit × interval): (TAT − now) × rate, never negative; read as lua/gcra.lua reads it.

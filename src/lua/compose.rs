@@ -181,10 +181,10 @@ pub(super) fn family(text: Text, path: &str) -> String {
     unreachable!("no script of the family lua/{path}")
 }
 
-/// The text of the script `lua/<path>` that reserves a block of permits (one of those `mod.rs` declares): the
-/// family's prelude, then its own file, which checks its arguments inline as the single-limit scripts do.
+/// The text of the script `lua/<path>` that reserves permits (one of those `mod.rs` declares): `common.lua` (the
+/// clock), the family's prelude, then its own file, which reads its request as the single-limit scripts do.
 pub(super) fn reserve(text: Text, path: &str) -> String {
-    compose_whole(text, path, false, &[part(text, "limits/prelude.lua"), part(text, path)])
+    whole(text, path, &[part(text, "limits/prelude.lua"), part(text, path)])
 }
 
 /// The text of the Redisson-layout script `lua/<path>` (one of those `mod.rs` declares).

@@ -1,4 +1,25 @@
 -- GENERATED, what edgelimit sends to Redis: lua/reserve/gcra.lua without its comments (run scripts/lua).
+local function reject(what, value)
+    error({ err = 'ERR edgelimit: invalid ' .. what .. ': ' .. string.sub(tostring(value), 1, 100) })
+end
+local function whole_number(text, low, high)
+    local n = text and tonumber(text)
+    if n and n % 1 == 0 and n >= low and n <= high then
+        return n
+    end
+    return nil
+end
+local function whole(text, what, low, high)
+    return whole_number(text, low, high) or reject(what, text)
+end
+local function clock(text)
+    if text ~= '' then
+        return whole(text, 'time (unix ms, or empty for server time)', 0, 2 ^ 53)
+    end
+    local time = redis.call('TIME')
+    local micros = time[2] % 1000000
+    return time[1] * 1000 + (micros - micros % 1000) / 1000
+end
 local MAX_COUNT = 2 ^ 32 - 1
 local EXPLICIT_TIME_GRACE_MS = 60000
 local RECEIPT_MARK = 'receipt mark (not a grant of this limit: a time or window after the server clock, or no number)'
@@ -25,17 +46,8 @@ if not block or block > limit or window < 1 or window > horizon or horizon > 600
     error({ err = 'ERR edgelimit: invalid block (<block>:<window ms>:<horizon ms>, block from 0 to the limit, window '
         .. 'from 1 to the horizon, horizon at most 60000): ' .. string.sub(block_text, 1, 100) })
 end
-local now, grace
-if time == '' then
-    local server_time = redis.call('TIME')
-    now, grace = server_time[1] * 1000 + (server_time[2] - server_time[2] % 1000) / 1000, 0
-else
-    now = string.find(time, '^%d+$') and time + 0
-    if not now or now > 2 ^ 53 then
-        error({ err = 'ERR edgelimit: invalid time (unix ms, or empty for server time): ' .. string.sub(time, 1, 100) })
-    end
-    grace = EXPLICIT_TIME_GRACE_MS
-end
+local now = clock(time)
+local grace = time == '' and 0 or EXPLICIT_TIME_GRACE_MS
 local debt = 0
 local ms, rem = string.match(redis.call('GET', key) or '', '^gcra:(%d+):(%d+)$')
 ms = ms and ms + 0

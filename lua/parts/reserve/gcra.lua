@@ -54,17 +54,9 @@ if not block or block > limit or window < 1 or window > horizon or horizon > 600
     error({ err = 'ERR edgelimit: invalid block (<block>:<window ms>:<horizon ms>, block from 0 to the limit, window '
         .. 'from 1 to the horizon, horizon at most 60000): ' .. string.sub(block_text, 1, 100) })
 end
-local now, grace
-if time == '' then
-    local server_time = redis.call('TIME')
-    now, grace = server_time[1] * 1000 + (server_time[2] - server_time[2] % 1000) / 1000, 0
-else
-    now = string.find(time, '^%d+$') and time + 0
-    if not now or now > 2 ^ 53 then
-        error({ err = 'ERR edgelimit: invalid time (unix ms, or empty for server time): ' .. string.sub(time, 1, 100) })
-    end
-    grace = EXPLICIT_TIME_GRACE_MS
-end
+-- The clock as every script reads it (lua/parts/common.lua); state written at an explicit time lives a grace longer.
+local now = clock(time)
+local grace = time == '' and 0 or EXPLICIT_TIME_GRACE_MS
 
 -- The debt at `now` in units (see lua/parts/limits/bucket.lua: a permit is `interval` units, `rate` come back per
 -- ms, the limit holds limit × interval): (TAT − now) × rate, never negative; read as lua/gcra.lua reads it.
