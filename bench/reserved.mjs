@@ -1,13 +1,15 @@
 // Reserved blocks (README, "Reserved blocks"), measured from Node with a simulated round trip: a TCP relay in front
 // of the bridge holds every chunk DELAY_MS in each direction, as a store 2 × DELAY_MS away would. A hot identifier:
 // CLIENTS clients (each its own Ratelimit, as isolates or processes are), each sending 50 requests a second, open
-// loop (a request every 20 ms, whether or not the last one has its answer), against one limit of 100 per second
-// (burst 100). Contenders, one after the other on fresh keys: edgelimit with reserved permits (GCRA,
-// `reserve: "500 ms"`), edgelimit without (the same GCRA), and @upstash/ratelimit's token bucket (the same numbers;
-// ephemeral cache off, auto-pipelining on, its defaults but the cache). Per contender: HTTP requests per decision
-// (every `fetch` the process makes is counted), decision latency p50/p99, and grants against the limit's capacity
-// over the run (burst + rate × the seconds from the first request to the last answer: 1.00 is every permit the
-// limit had, used). Answers the failure policy gave
+// loop (a request every 20 ms, whether or not the last one has its answer), against one limit of 100 per second.
+// Contenders, one after the other on fresh keys, for each algorithm that reserves: GCRA (burst 100) with reserved
+// permits (`reserve: "500 ms"`), without, and @upstash/ratelimit's token bucket (the same numbers); a fixed window
+// of 1 s and a sliding log of 1 s with reserved permits, beside @upstash/ratelimit's fixed window and sliding window
+// (it has no sliding log). The peer runs with its ephemeral cache off and auto-pipelining on, its defaults but the
+// cache. Per contender: HTTP requests per decision (every `fetch` the process makes is counted), decision latency
+// p50/p99, and grants against the limit's capacity over the run, from the first request to the last answer (1.00
+// is every permit the limit had, used): GCRA's burst + rate × the seconds; a fixed window's limit × the windows the
+// run touched; a sliding log's limit × the seconds rounded up. Answers the failure policy gave
 // (a timeout: the bridge or the client overloaded) are counted apart, not as grants.
 // That no window ever holds more than the limit with blocks on is what the concurrent checker in
 // tests/tests/reserved.rs proves; this measures the price and the speed.
@@ -29,6 +31,12 @@ const DELAY_MS = Number(process.env.DELAY_MS ?? 10);
 const CLIENTS = (process.env.CLIENTS ?? "4,32").split(",").map(Number);
 const PER_CLIENT_PER_SECOND = 50;
 const [LIMIT, BURST] = [100, 100];
+// The permits each algorithm's limit had from unix ms `from` to `to`.
+const CAPACITY = {
+  gcra: (from, to) => BURST + (LIMIT * (to - from)) / 1000,
+  fixedWindow: (from, to) => LIMIT * (Math.floor(to / 1000) - Math.floor(from / 1000) + 1),
+  slidingLog: (from, to) => LIMIT * Math.ceil((to - from) / 1000),
+};
 const fmt = (n, digits = 1) => n.toFixed(digits);
 
 // Every HTTP request either library makes goes through the global fetch: count them.
@@ -63,14 +71,18 @@ async function delayingRelay(url) {
   };
 }
 
-/** `clients` clients made by `make`, each calling `limit(id)` 50 times a second, open loop, for SECONDS. */
-async function run(make, clients, id) {
+/**
+ * `clients` clients made by `make`, each calling `limit(id)` 50 times a second, open loop, for SECONDS, against a
+ * limit whose permits from unix ms `from` to `to` are `capacity(from, to)`.
+ */
+async function run(make, capacity, clients, id) {
   const limiters = Array.from({ length: clients }, make);
   const latencies = [];
   let [granted, failed] = [0, 0];
   const pending = [];
   const fetchesBefore = fetches();
   const started = performance.now();
+  const startedAt = Date.now();
   await Promise.all(
     limiters.map(async (limiter, client) => {
       // Each client's requests are evenly spaced, the clients' staggered across the first period.
@@ -101,7 +113,7 @@ async function run(make, clients, id) {
     decisions: latencies.length,
     granted,
     failed,
-    capacityUsed: granted / (BURST + LIMIT * seconds),
+    capacityUsed: granted / capacity(startedAt, Date.now()),
     requestsPerDecision: (fetches() - fetchesBefore) / latencies.length,
     p50Ms: quantile(latencies, 0.5),
     p99Ms: quantile(latencies, 0.99),
@@ -112,43 +124,47 @@ async function run(make, clients, id) {
 const stack = await connectOrStartStack(options);
 const relay = await delayingRelay(stack.url);
 try {
-  const ours = (reserve) => () =>
+  const ours = (limiter, reserve) => () =>
     new Ratelimit({
-      url: relay.url, token: stack.token, limiter: Ratelimit.gcra(LIMIT, "1 s", BURST), prefix: "reserve-bench",
-      cache: false, ...(reserve ? { reserve } : {}), timeout: 5000,
+      url: relay.url, token: stack.token, limiter, prefix: "reserve-bench", cache: false,
+      ...(reserve ? { reserve } : {}), timeout: 5000,
     });
   const redis = new Redis({ url: relay.url, token: stack.token, enableTelemetry: false });
-  const peer = () =>
-    new upstash.Ratelimit({
-      redis, limiter: upstash.Ratelimit.tokenBucket(LIMIT, "1 s", BURST), prefix: "reserve-bench-upstash",
-      ephemeralCache: false,
-    });
-  const contenders = {
-    'edgelimit, reserve: "500 ms"': ours("500 ms"),
-    "edgelimit, no reserve": ours(null),
-    "@upstash/ratelimit": peer,
-  };
+  const peer = (limiter) => () =>
+    new upstash.Ratelimit({ redis, limiter, prefix: "reserve-bench-upstash", ephemeralCache: false });
+  const reserve = "500 ms";
+  // [algorithm, contender, make]
+  const contenders = [
+    ["gcra", `edgelimit, reserve: "${reserve}"`, ours(Ratelimit.gcra(LIMIT, "1 s", BURST), reserve)],
+    ["gcra", "edgelimit, no reserve", ours(Ratelimit.gcra(LIMIT, "1 s", BURST), null)],
+    ["gcra", "@upstash/ratelimit (token bucket)", peer(upstash.Ratelimit.tokenBucket(LIMIT, "1 s", BURST))],
+    ["fixedWindow", `edgelimit, reserve: "${reserve}"`, ours(Ratelimit.fixedWindow(LIMIT, "1 s"), reserve)],
+    ["fixedWindow", "@upstash/ratelimit", peer(upstash.Ratelimit.fixedWindow(LIMIT, "1 s"))],
+    ["slidingLog", `edgelimit, reserve: "${reserve}"`, ours(Ratelimit.slidingLog(LIMIT, "1 s"), reserve)],
+    ["slidingLog", "@upstash/ratelimit (sliding window)", peer(upstash.Ratelimit.slidingWindow(LIMIT, "1 s"))],
+  ];
   const rows = [];
   let round = 0;
   for (const clients of CLIENTS) {
-    for (const [who, make] of Object.entries(contenders)) {
-      rows.push({ clients, who, ...(await run(make, clients, `hot-${round++}`)) });
+    for (const [algorithm, who, make] of contenders) {
+      rows.push({ clients, algorithm, who, ...(await run(make, CAPACITY[algorithm], clients, `hot-${round++}`)) });
     }
   }
   if (options.json) {
     process.stdout.write(`${JSON.stringify({ seconds: SECONDS, delayMs: DELAY_MS, rows })}\n`);
   } else {
     console.log(
-      `One identifier, a limit of ${LIMIT} per second (burst ${BURST}); each client ${PER_CLIENT_PER_SECOND} requests a ` +
-        `second, open loop, for ${SECONDS} s; a relay adds ${DELAY_MS} ms each way (a round trip of ` +
-        `${2 * DELAY_MS} ms more). Capacity used: grants / (burst + limit × the seconds from the first request to ` +
-        `the last answer).\n`,
+      `One identifier, a limit of ${LIMIT} per second (GCRA: burst ${BURST}); each client ${PER_CLIENT_PER_SECOND} ` +
+        `requests a second, open loop, for ${SECONDS} s; a relay adds ${DELAY_MS} ms each way (a round trip of ` +
+        `${2 * DELAY_MS} ms more). Capacity used: grants / the permits the limit had from the first request to ` +
+        `the last answer (GCRA: burst + limit × seconds; fixed window: limit × windows touched; sliding log: ` +
+        `limit × seconds rounded up).\n`,
     );
-    console.log("| clients | contender | decisions | granted | capacity used | failed (timeout, error) | HTTP requests per decision | p50 ms | p99 ms |");
-    console.log("|---:|---|---:|---:|---:|---:|---:|---:|---:|");
+    console.log("| clients | algorithm | contender | decisions | granted | capacity used | failed (timeout, error) | HTTP requests per decision | p50 ms | p99 ms |");
+    console.log("|---:|---|---|---:|---:|---:|---:|---:|---:|---:|");
     for (const r of rows) {
       console.log(
-        `| ${r.clients} | ${r.who} | ${r.decisions} | ${r.granted} | ${fmt(r.capacityUsed, 3)} | ${r.failed} | ` +
+        `| ${r.clients} | ${r.algorithm} | ${r.who} | ${r.decisions} | ${r.granted} | ${fmt(r.capacityUsed, 3)} | ${r.failed} | ` +
           `${fmt(r.requestsPerDecision, 3)} | ${fmt(r.p50Ms, 2)} | ${fmt(r.p99Ms, 2)} |`,
       );
     }

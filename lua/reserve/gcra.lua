@@ -97,6 +97,51 @@ local EXPLICIT_TIME_GRACE_MS = 60000
 -- Reported with error() as common.lua's reject does: 'ERR edgelimit: invalid ' .. RECEIPT_MARK .. ': ' .. mark.
 local RECEIPT_MARK = 'receipt mark (not a grant of this limit: a time or window after the server clock, or no number)'
 
+-- The arguments every script that reserves permits reads alike (src/limit/reserved.rs): after the family's prelude,
+-- before the script's own file. Reserving runs on a small share of decisions (a client asks again only when its
+-- permits run out), so these may be functions.
+
+-- Raises a clean error unless the call has one key and `least` to `most` arguments.
+local function check_call(least, most)
+    if not KEYS[1] or KEYS[2] or #ARGV < least or #ARGV > most then
+        error({ err = 'ERR edgelimit: invalid call (1 key, the state key; ' .. least .. ' to ' .. most
+            .. ' arguments): ' .. #KEYS .. ' keys, ' .. #ARGV .. ' arguments' })
+    end
+end
+
+-- The request and its quota, ARGV[1], as the algorithm's single-limit script reads it: '<permits>:<limit>:<interval
+-- ms>', and ':<rate>' when `rated` (token bucket, GCRA). Returns permits, limit, interval and rate (1 when not
+-- rated), or raises a clean error. Permits above the limit are refused (the client refuses them before sending).
+local function request_of(text, rated)
+    local permits, limit, interval, rate = string.match(text, '^(%d+):(%d+):(%d+)' .. (rated and ':(%d+)$' or '$'))
+    if permits then
+        permits, limit, interval, rate = permits + 0, limit + 0, interval + 0, rated and rate + 0 or 1
+    end
+    if not permits or permits < 1 or limit < 1 or limit > MAX_COUNT or permits > limit or interval < 1 or rate < 1
+        or rate > MAX_COUNT or limit * interval > 2 ^ 52 then
+        error({ err = 'ERR edgelimit: invalid request (<permits>:<limit>:<interval ms>' .. (rated and ':<rate>' or '')
+            .. ', whole numbers from 1, permits at most the limit, limit' .. (rated and ' and rate' or '')
+            .. ' below 2^32, limit × interval at most 2^52): ' .. string.sub(text, 1, 100) })
+    end
+    return permits, limit, interval, rate
+end
+
+-- The block a client asks for with its request, ARGV[2]: '<block>:<lead ms>:<horizon ms>', the permits to reserve
+-- besides the request's (0 to the limit), the least time from now that a reserved permit must leave the client to
+-- use it (1 to the horizon: a round trip at least), and how far from now reserved permits may reach (at most 60000
+-- ms): the client asks for what it expects to use in that time. Returns the three numbers, or raises a clean error.
+local function block_of(text, limit)
+    local block, lead, horizon = string.match(text, '^(%d+):(%d+):(%d+)$')
+    if block then
+        block, lead, horizon = block + 0, lead + 0, horizon + 0
+    end
+    if not block or block > limit or lead < 1 or lead > horizon or horizon > 60000 then
+        error({ err = 'ERR edgelimit: invalid block (<block>:<lead ms>:<horizon ms>, block from 0 to the limit, lead '
+            .. 'from 1 to the horizon, horizon at most 60000): ' .. string.sub(text, 1, 100) })
+    end
+    return block, lead, horizon
+end
+
 -- Permits of a GCRA limit reserved for one client to grant locally, with no round trip (src/limit/reserved.rs):
 -- 0-RTT decisions for an identifier a client sees often, exact by construction. The script shares its state with
 -- lua/gcra.lua's decisions on the same key (see lua/parts/limits/gcra.lua: 'gcra:<ms>:<rem>', the theoretical
@@ -111,16 +156,15 @@ local RECEIPT_MARK = 'receipt mark (not a grant of this limit: a time or window 
 -- limit refills at when the bucket is empty; at once when it has room) until its slot's start: when the bucket is
 -- busy, a window of the burst less one slot.
 --
--- So that the first permits have time to be used (a round trip, at least), their slots start `window` ms from now
--- at the earliest. While the bucket is not that busy (TAT before now + window), that skips the refill between TAT
--- and now + window: the price of a reservation on an idle bucket. (Slots taken from TAT there would give the first
+-- So that the first permits have time to be used (a round trip, at least), their slots start `lead` ms from now
+-- at the earliest. While the bucket is not that busy (TAT before now + lead), that skips the refill between TAT
+-- and now + lead: the price of a reservation on an idle bucket. (Slots taken from TAT there would give the first
 -- permits no time at all; using them after their slot's start would over-admit.)
 --
 --   KEYS[1]  the state key (the one lua/gcra.lua decides on)
 --   ARGV[1]  the request and its quota, as lua/gcra.lua's: '<permits>:<limit>:<interval ms>:<rate>'
---   ARGV[2]  '<block>:<window ms>:<horizon ms>': the permits to reserve besides the request's (0 to the limit), the
---            least time from now to a reserved permit's slot start (1 to the horizon), and how far from now they may
---            start (at most 60000 ms): the client asks for what it expects to use in that time
+--   ARGV[2]  '<block>:<lead ms>:<horizon ms>' (lua/parts/reserve/arguments.lua): the permits to reserve besides the
+--            request's, the least time from now to a reserved permit's slot start, how far from now they may start
 --   ARGV[3]  unix ms, or '' (the default) for the Redis server's clock
 --
 -- Reply {granted, now, reserved, charged, remaining, reset, retry_after}: the request's permits granted (`granted`,
@@ -130,29 +174,10 @@ local RECEIPT_MARK = 'receipt mark (not a grant of this limit: a time or window 
 -- then the standing after the call: permits left now, when the limit is whole again, and for a denied request the
 -- ms until it fits. A request above the limit is an error (the client refuses it before sending).
 
-local key, request, block_text, time = KEYS[1], ARGV[1], ARGV[2], ARGV[3] or ''
-if not key or not request or not block_text or ARGV[4] then
-    error({ err = 'ERR edgelimit: invalid call (1 key, the state key; 2 or 3 arguments): ' .. #KEYS .. ' keys, '
-        .. #ARGV .. ' arguments' })
-end
-local permits, limit, interval, rate = string.match(request, '^(%d+):(%d+):(%d+):(%d+)$')
-local block, window, horizon = string.match(block_text, '^(%d+):(%d+):(%d+)$')
-if permits then
-    permits, limit, interval, rate = permits + 0, limit + 0, interval + 0, rate + 0
-end
-if not permits or permits < 1 or limit < 1 or limit > MAX_COUNT or permits > limit or interval < 1 or rate < 1
-    or rate > MAX_COUNT or limit * interval > 2 ^ 52 then
-    error({ err = 'ERR edgelimit: invalid request (<permits>:<limit>:<interval ms>:<rate>, whole numbers from 1, '
-        .. 'permits at most the limit, limit and rate below 2^32, limit × interval at most 2^52): '
-        .. string.sub(request, 1, 100) })
-end
-if block then
-    block, window, horizon = block + 0, window + 0, horizon + 0
-end
-if not block or block > limit or window < 1 or window > horizon or horizon > 60000 then
-    error({ err = 'ERR edgelimit: invalid block (<block>:<window ms>:<horizon ms>, block from 0 to the limit, window '
-        .. 'from 1 to the horizon, horizon at most 60000): ' .. string.sub(block_text, 1, 100) })
-end
+check_call(2, 3)
+local key, time = KEYS[1], ARGV[3] or ''
+local permits, limit, interval, rate = request_of(ARGV[1], true)
+local block, lead, horizon = block_of(ARGV[2], limit)
 -- The clock as every script reads it (lua/parts/common.lua); state written at an explicit time lives a grace longer.
 local now = clock(time)
 local grace = time == '' and 0 or EXPLICIT_TIME_GRACE_MS
@@ -178,9 +203,9 @@ else
     retry_after = (short - short % rate) / rate
 end
 
--- The reserved permits: the next slots, from `window` ms after now at the earliest, as many as asked that start
+-- The reserved permits: the next slots, from `lead` ms after now at the earliest, as many as asked that start
 -- within the horizon (charged + i × interval − full ≤ horizon × rate, in units).
-local charged = debt > window * rate and debt or window * rate
+local charged = debt > lead * rate and debt or lead * rate
 local fits = full + horizon * rate - charged
 fits = fits > 0 and (fits - fits % interval) / interval or 0
 local reserved = block < fits and block or fits

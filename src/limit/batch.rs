@@ -4,7 +4,7 @@
 //! limit script with fewer (see `lua/parts/limits/single.lua`); both become the same checked decisions.
 
 use super::model::stored;
-use super::{stored_copy, Algorithm, Decisions, LimitRequest, Limiter, Quota};
+use super::{stored_copy, Decisions, LimitRequest, Limiter, Quota};
 use crate::decision::{Decision, Status, Verdict, VERDICT_FIELDS};
 use crate::error::{Error, Result};
 use crate::lua;
@@ -88,16 +88,7 @@ impl<'a> Batch<'a> {
             keys.push(state_key);
             match (single, quota) {
                 // The request and its quota in one argument (see lua/parts/limits/single.lua).
-                (true, Some(quota)) => args.push(match quota.algorithm() {
-                    Algorithm::TokenBucket | Algorithm::Gcra => format!(
-                        "{}:{}:{}:{}",
-                        request.permits,
-                        quota.limit(),
-                        quota.interval_ms(),
-                        quota.rate()
-                    ),
-                    _ => format!("{}:{}:{}", request.permits, quota.limit(), quota.interval_ms()),
-                }),
+                (true, Some(quota)) => args.push(quota.request_argument(request.permits)),
                 (_, quota) => {
                     // '' for a stored quota: the script reads the algorithm from the config.
                     args.push(quota.map_or_else(String::new, |quota| quota.algorithm().script_name().to_owned()));

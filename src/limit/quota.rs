@@ -211,6 +211,17 @@ impl Quota {
     pub fn rate(&self) -> u32 {
         self.rate.get()
     }
+
+    /// A request of `permits` under this quota as the algorithm's single-limit script reads it, and the script that
+    /// reserves permits too (`ARGV[1]`): `<permits>:<limit>:<interval ms>`, then `:<rate>` for the token bucket and
+    /// GCRA.
+    pub(crate) fn request_argument(&self, permits: u32) -> String {
+        let (limit, interval) = (self.limit(), self.interval_ms);
+        match self.algorithm {
+            Algorithm::TokenBucket | Algorithm::Gcra => format!("{permits}:{limit}:{interval}:{}", self.rate()),
+            _ => format!("{permits}:{limit}:{interval}"),
+        }
+    }
 }
 
 impl fmt::Display for Quota {

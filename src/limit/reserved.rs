@@ -1,13 +1,21 @@
 //! Reserved permits: decisions with no round trip for the identifiers a client sees often, exact by construction
-//! (GCRA).
+//! (GCRA, fixed window, sliding log).
 //!
-//! A [`Reserved`] limiter sends each request it cannot answer itself to Redis (`lua/reserve/gcra.lua`), which decides
-//! it as a plain GCRA decision and reserves, along with it, permits for the identifier: as many as the client asked
-//! for in the last span of the block's length, that start within that length. Each reserved permit is a GCRA slot:
-//! the client may use it from its slot's end less the burst (so permits start on the pace the limit refills at
-//! when the bucket is empty, at once when it has room) until its slot's start, and then no span of time holds more
-//! grants than the limit allows (the script's comment has the argument). When the bucket is busy a permit can wait
-//! almost the burst's whole time for its use.
+//! A [`Reserved`] limiter sends each request it cannot answer itself to Redis (`lua/reserve/<algorithm>.lua`), which
+//! decides it as the algorithm's plain decision and reserves, along with it, permits for the identifier: as many as
+//! the client asked for in the last span of the block's length. Each reserved permit has a span of the server's
+//! clock in which its use keeps every window within the limit (each script's comment has the argument):
+//! - **GCRA**: each permit is a slot, usable from its slot's end less the burst (so permits start on the pace the
+//!   limit refills at when the bucket is empty, at once when it has room) until its slot's start; slots start within
+//!   the block's length. When the bucket is busy a permit can wait almost the burst's whole time for its use.
+//! - **Fixed window**: the permits are counted in the current window, and usable until it ends (or the block's
+//!   length, whichever is first). A window with less than a quarter of the length left reserves nothing.
+//! - **Sliding log**: the permits are logged as one grant that frees one interval after the block's length, and are
+//!   usable within that length. So each is held for the length plus the interval instead of the interval.
+//!
+//! The other algorithms reserve nothing: the token bucket's limit is GCRA's (use GCRA, whose state says where each
+//! slot lies); the sliding window is an estimate whose stated error a reservation would widen; a concurrency permit
+//! is held until released, so there is nothing to hand out ahead.
 //!
 //! What the client must keep, and how:
 //! - **Use within the span.** The spans are on the server's clock. A permit's start moves to local time from when
@@ -16,9 +24,9 @@
 //!   margin of a tenth of the span: clocks' rates drift, and in Workers the clock stands still between I/O.
 //! - **Size to demand.** What this client asked for the identifier in the last span of the block's length: a
 //!   client that sees an identifier once never reserves.
-//! - **What it costs.** A permit not used by its end is lost until the limit refills; and on a bucket that is not
-//!   busy, a reservation skips the refill up to a quarter of the block's length from now, so that its first permits
-//!   have time to be used. `bench/reserved.mjs` measures the grants against the limit's capacity. Reserved permits
+//! - **What it costs.** A permit not used by its end is lost until the limit refills (GCRA), its window ends (fixed
+//!   window) or it frees (sliding log); and on a GCRA bucket that is not busy, a reservation skips the refill up to a
+//!   quarter of the block's length from now, so that its first permits have time to be used. `bench/reserved.mjs` measures the grants against the limit's capacity. Reserved permits
 //!   are never returned: a return would have to prove that no decision since was made against them.
 //! - **Denials** are answered locally too: until the next reserved permit starts, or as the block cache answers them
 //!   ([`BlockCache`]: until a denial's `retry_after`, for requests at least as large).
@@ -26,7 +34,7 @@
 //! A decision from reserved permits carries how many are left as `remaining` (an estimate: other clients hold
 //! theirs), the `reset` of the reply that reserved them, and no receipt (a reserved grant is not refunded).
 //! `reset()` on the identifier, or a lowered quota, does not recall reserved permits: they run out within the burst's
-//! time.
+//! time (GCRA) or the block's length.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -37,18 +45,23 @@ use crate::block_cache::{ceil_ms, BlockCache};
 use crate::decision::Decision;
 use crate::error::{Error, Result};
 use crate::identifier::Identifier;
-use crate::lua::RESERVE_GCRA;
+use crate::lua::{RESERVE_FIXED_WINDOW, RESERVE_GCRA, RESERVE_SLIDING_LOG};
+use crate::receipt;
+use crate::script::Script;
 use crate::time::Instant;
 
 /// The identifiers a client tracks at most (and the denials it remembers); past it, a new identifier is decided
 /// without reserving.
 const MAX_TRACKED: usize = 10_000;
 
-/// A GCRA limiter that reserves permits for the identifiers it sees often: see the module's docs.
+/// A GCRA, fixed-window or sliding-log limiter that reserves permits for the identifiers it sees often: see the
+/// module's docs.
 #[derive(Debug, Clone)]
 pub struct Reserved {
     limiter: Limiter,
     quota: Quota,
+    /// The algorithm's script that decides and reserves (`lua/reserve/<algorithm>.lua`).
+    script: &'static Script,
     length: Duration,
     memory: Arc<Mutex<Memory>>,
 }
@@ -94,6 +107,15 @@ struct Pool {
     span_started: Option<Instant>,
 }
 
+/// Where a block's permits may be used, from the reply's fourth number.
+#[derive(Debug, Clone, Copy)]
+enum Schedule {
+    /// GCRA: each permit is a slot, and the slots start `charged` units after the reply's `now`.
+    Slots { charged: u64 },
+    /// Fixed window, sliding log: every permit from the reply's `now` until `usable` ms after it.
+    Until { usable: u64 },
+}
+
 /// Reserved permits: `next..=last` (counted from 1 as the script counts them) are the client's, each usable in its
 /// own span (see [`Block::span`]).
 #[derive(Debug, Clone, Copy)]
@@ -104,19 +126,23 @@ struct Block {
     sent: Instant,
     received: Instant,
     now: u64,
-    /// The script's `charged`: where the permits' slots start, in units after `now`.
-    charged: u64,
+    schedule: Schedule,
     reset: u64,
 }
 
 impl Block {
-    /// The `i`-th permit's span on the server's clock, in ms after `now`: from its slot's end less the burst, to its
-    /// slot's start (see `lua/parts/reserve/gcra.lua`).
+    /// The `i`-th permit's span on the server's clock, in ms after `now`: for a GCRA slot, from its end less the
+    /// burst to its start (see `lua/parts/reserve/gcra.lua`); else from `now` to the block's end.
     fn span(&self, i: u64, quota: &Quota) -> (u64, u64) {
-        let (interval, rate) = (quota.interval_ms(), u64::from(quota.rate()));
-        let full = u64::from(quota.limit()) * interval;
-        let start = (self.charged + i * interval).saturating_sub(full).div_ceil(rate);
-        (start, (self.charged + (i - 1) * interval) / rate)
+        match self.schedule {
+            Schedule::Slots { charged } => {
+                let (interval, rate) = (quota.interval_ms(), u64::from(quota.rate()));
+                let full = u64::from(quota.limit()) * interval;
+                let start = (charged + i * interval).saturating_sub(full).div_ceil(rate);
+                (start, (charged + (i - 1) * interval) / rate)
+            }
+            Schedule::Until { usable } => (0, usable),
+        }
     }
 
     /// The `i`-th permit's span in local time: its start from when the reply arrived (after the server's `now`),
@@ -208,15 +234,19 @@ impl Pool {
 }
 
 impl Reserved {
-    /// Reserves permits that start within `length` (1 ms to 60 s, and at most half the time the bucket takes to
-    /// refill from empty) for `limiter`, whose quota must be a GCRA quota given in code, decided on the server's
-    /// clock.
+    /// Reserves permits used within `length` (1 ms to 60 s; at most half the time a GCRA bucket takes to refill
+    /// from empty, or half a fixed window's or sliding log's interval) for `limiter`, whose quota must be a GCRA,
+    /// fixed-window or sliding-log quota given in code, decided on the server's clock.
     pub fn new(limiter: Limiter, length: Duration) -> Result<Reserved> {
-        let quota = match limiter.quota {
-            Some(quota) if quota.algorithm() == Algorithm::Gcra => quota,
-            _ => {
+        let (quota, script) = match limiter
+            .quota
+            .and_then(|quota| Some((quota, Reserved::script_of(quota.algorithm())?)))
+        {
+            Some(found) => found,
+            None => {
                 return Err(Error::InvalidConfig(format!(
-                    "limiter {:?}: reserving permits needs a GCRA quota given in code (Quota::gcra)",
+                    "limiter {:?}: reserving permits needs a GCRA, fixed-window or sliding-log quota given in code \
+                     (Quota::gcra, Quota::fixed_window, Quota::sliding_log)",
                     limiter.name
                 )))
             }
@@ -232,24 +262,44 @@ impl Reserved {
                 length.as_millis()
             )));
         }
-        // On an idle bucket a reservation skips the refill of a quarter of its length (see the script): at most half
-        // the time the bucket takes to refill from empty keeps that to an eighth of the burst.
-        let refill_ms = quota.interval_ms() * u64::from(quota.limit()) / u64::from(quota.rate());
-        if length.as_millis() as u64 * 2 > refill_ms {
+        // GCRA: on an idle bucket a reservation skips the refill of a quarter of its length (see the script): at most
+        // half the time the bucket takes to refill from empty keeps that to an eighth of the burst. A sliding log
+        // holds reserved permits for the length beyond the interval, and a fixed window's reservations end with it:
+        // at most half the interval keeps what unused permits cost below half the limit's time.
+        let (span_ms, why) = match quota.algorithm() {
+            Algorithm::Gcra => (
+                quota.interval_ms() * u64::from(quota.limit()) / u64::from(quota.rate()),
+                "its bucket refills from empty in",
+            ),
+            _ => (quota.interval_ms(), "its interval is"),
+        };
+        if length.as_millis() as u64 * 2 > span_ms {
             return Err(Error::InvalidConfig(format!(
-                "a reservation of {} ms is too long for limiter {:?}: its bucket refills from empty in {refill_ms} ms, \
-                 and a reservation on an idle bucket skips the refill of a quarter of its length; use at most {} ms",
+                "a reservation of {} ms is too long for limiter {:?}: {why} {span_ms} ms, and a reservation may last \
+                 at most half of that; use at most {} ms",
                 length.as_millis(),
                 limiter.name,
-                refill_ms / 2
+                span_ms / 2
             )));
         }
         Ok(Reserved {
             limiter,
             quota,
+            script,
             length,
             memory: Arc::default(),
         })
+    }
+
+    /// The script that decides a request and reserves permits for `algorithm`, if it reserves any (see the module's
+    /// docs for why the others do not).
+    fn script_of(algorithm: Algorithm) -> Option<&'static Script> {
+        match algorithm {
+            Algorithm::Gcra => Some(&RESERVE_GCRA),
+            Algorithm::FixedWindow => Some(&RESERVE_FIXED_WINDOW),
+            Algorithm::SlidingLog => Some(&RESERVE_SLIDING_LOG),
+            _ => None,
+        }
     }
 
     /// A client of the same limit that shares nothing with this one (no reserved permit, no remembered denial):
@@ -298,21 +348,33 @@ impl Reserved {
             pool.map_or(0, |pool| pool.demand(permits).min(limit))
         };
         let sent = Instant::now();
-        let request = format!("{permits}:{limit}:{}:{}", self.quota.interval_ms(), self.quota.rate());
-        // Reserved permits start within the block's length; the first ones have at least a quarter of it to be
+        // Reserved permits are used within the block's length; each has at least a quarter of it (the lead) to be
         // used in (a round trip and the margin must fit).
         let horizon = self.length.as_millis() as u64;
-        let window = (horizon / 4).max(1);
-        let arguments = [request, format!("{block}:{window}:{horizon}")];
-        let reply = RESERVE_GCRA.run(&self.limiter.client, &[&key], &arguments).await?;
+        let lead = (horizon / 4).max(1);
+        let algorithm = self.quota.algorithm();
+        let mut arguments = vec![
+            self.quota.request_argument(permits),
+            format!("{block}:{lead}:{horizon}"),
+        ];
+        if algorithm.names_grants() {
+            arguments.push(receipt::fresh_grant_id());
+        }
+        let reply = self.script.run(&self.limiter.client, &[&key], &arguments).await?;
         let received = Instant::now();
-        let [granted, now, reserved, charged, remaining, reset, retry_after] =
+        let [granted, now, reserved, fourth, remaining, reset, retry_after] =
             reply.into_tuple()?.map(|value| value.into_u64());
-        let (granted, now, reserved, charged) = (granted?, now?, reserved?, charged?);
-        if !(granted == 0 || granted == u64::from(permits)) || reserved > u64::from(block) {
+        let (granted, now, reserved, fourth) = (granted?, now?, reserved?, fourth?);
+        let schedule = match algorithm {
+            Algorithm::Gcra => Schedule::Slots { charged: fourth },
+            _ => Schedule::Until { usable: fourth },
+        };
+        // A span past the horizon would have the client use permits Redis no longer counts.
+        let beyond_horizon = matches!(schedule, Schedule::Until { usable } if usable > horizon);
+        if !(granted == 0 || granted == u64::from(permits)) || reserved > u64::from(block) || beyond_horizon {
             return Err(Error::malformed(
-                format!("{permits} or no permits granted, at most {block} reserved"),
-                format!("{granted} granted, {reserved} reserved"),
+                format!("{permits} or no permits granted, at most {block} reserved, usable for at most {horizon} ms"),
+                format!("{granted} granted, {reserved} reserved, {fourth} (charged or usable)"),
             ));
         }
         let mut decision = Decision {
@@ -329,7 +391,7 @@ impl Reserved {
             sent,
             received,
             now,
-            charged,
+            schedule,
             reset: decision.reset,
         });
         let memory = &mut *self.memory.lock().unwrap_or_else(PoisonError::into_inner);

@@ -99,7 +99,10 @@ parts!(
     "limits/gcra.lua",
     "limits/concurrency.lua",
     "limits/sliding_log.lua",
+    "reserve/arguments.lua",
     "reserve/gcra.lua",
+    "reserve/fixed_window.lua",
+    "reserve/sliding_log.lua",
 );
 
 parts!(
@@ -182,9 +185,16 @@ pub(super) fn family(text: Text, path: &str) -> String {
 }
 
 /// The text of the script `lua/<path>` that reserves permits (one of those `mod.rs` declares): `common.lua` (the
-/// clock), the family's prelude, then its own file, which reads its request as the single-limit scripts do.
+/// clock), the family's prelude, the log's helpers for a log, the arguments every reserve script reads alike, then
+/// its own file, which decides its request as the algorithm's single-limit script does.
 pub(super) fn reserve(text: Text, path: &str) -> String {
-    whole(text, path, &[part(text, "limits/prelude.lua"), part(text, path)])
+    let prelude = part(text, "limits/prelude.lua");
+    let arguments = part(text, "reserve/arguments.lua");
+    let log = (path == "reserve/sliding_log.lua").then(|| shared_part(text, "zset_log"));
+    let mut pieces = vec![prelude];
+    pieces.extend(log.as_deref());
+    pieces.extend([arguments, part(text, path)]);
+    whole(text, path, &pieces)
 }
 
 /// The text of the Redisson-layout script `lua/<path>` (one of those `mod.rs` declares).

@@ -14,7 +14,7 @@
 //! | `lua/<algorithm>.lua` | one limit of that algorithm, its quota in the arguments: the common call |
 //! | `lua/limits.lua` | every algorithm: several limits in one call, or a quota stored in Redis |
 //! | `lua/inspect.lua` | reads limits' state, writing nothing |
-//! | `lua/reserve/gcra.lua` | reserves GCRA permits for a client to grant locally (`crate::limit::Reserved`) |
+//! | `lua/reserve/<algorithm>.lua` | decides one limit's request and reserves permits for the client to grant locally (`crate::limit::Reserved`): GCRA, fixed window, sliding log |
 //! | `lua/redisson/*.lua` | Redisson `RRateLimiter`'s layout: acquire, available, release, set rate, lifetime |
 
 use std::sync::LazyLock;
@@ -69,6 +69,10 @@ scripts! {
     INSPECT = family("inspect.lua");
     /// GCRA permits reserved for a client to grant locally: `lua/reserve/gcra.lua`.
     RESERVE_GCRA = reserve("reserve/gcra.lua");
+    /// Fixed-window permits reserved for a client to grant locally: `lua/reserve/fixed_window.lua`.
+    RESERVE_FIXED_WINDOW = reserve("reserve/fixed_window.lua");
+    /// Sliding-log permits reserved for a client to grant locally: `lua/reserve/sliding_log.lua`.
+    RESERVE_SLIDING_LOG = reserve("reserve/sliding_log.lua");
     /// Redisson's layout, try to take permits: the family's decision shape (see `crate::decision`).
     REDISSON_ACQUIRE = redisson("redisson/acquire.lua");
     /// Redisson's layout, permits available now, taking none.

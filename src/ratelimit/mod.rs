@@ -150,9 +150,10 @@ pub struct Options {
     /// How many denied identifiers the block cache remembers; 0 turns it off. Default 10 000.
     pub cache_entries: usize,
     /// Reserve permits starting within this long for identifiers this client sees often, and grant them with no
-    /// round trip ([`limit::Reserved`]): for one GCRA limit only. What it trades: reserved permits not used within
-    /// their spans are lost until the limit refills (under-admission, never over), and `remaining` from reserved
-    /// permits is an estimate. Default `None`: every decision asks Redis.
+    /// round trip ([`limit::Reserved`]): for one GCRA, fixed-window or sliding-log limit. What it trades: reserved
+    /// permits not used within their spans are lost until the limit refills, their window ends or they free
+    /// (under-admission, never over), and `remaining` from reserved permits is an estimate. Default `None`: every
+    /// decision asks Redis.
     pub reserve: Option<Duration>,
 }
 
@@ -221,7 +222,7 @@ impl Ratelimit {
         if let Some(length) = options.reserve {
             let [limiter] = ratelimit.limiters.as_slice() else {
                 return Err(Error::InvalidConfig(format!(
-                    "reserve works with one limit, a GCRA one; this Ratelimit has {}",
+                    "reserve works with one limit (GCRA, fixed window or sliding log); this Ratelimit has {}",
                     ratelimit.limiters.len()
                 )));
             };
@@ -269,7 +270,7 @@ impl Ratelimit {
         }
     }
 
-    /// A decision of the one GCRA limit through its reserved permits (which remember denials themselves).
+    /// A decision of the one limit through its reserved permits (which remember denials themselves).
     async fn decide_reserved(&self, reserved: &limit::Reserved, id: &Identifier<'_>, permits: u32) -> Result<Outcome> {
         match reserved.limit(id, permits).await {
             Ok(outcome) => Ok(Outcome {

@@ -383,10 +383,29 @@ test("reserve: a hot identifier is answered from reserved permits, exactly withi
   assert.ok(results.some((r) => r.reason === "reserved" && r.success), "some grants came from a block");
 });
 
-test("reserve needs one GCRA limit and a duration with its unit", () => {
-  assert.throws(() => ratelimit(Ratelimit.fixedWindow(10, "1 s"), { reserve: "100 ms" }), {
+test("reserve: a sliding log's reserved permits keep every window within the limit", async () => {
+  // 15 in any second; two clients hammer one identifier for 600 ms: within one interval, so at most 15 in all.
+  const prefix = `t${++prefixes}`;
+  const clients = [0, 1].map(() => ratelimit(Ratelimit.slidingLog(15, "1 s"), { reserve: "200 ms", prefix }));
+  const results = [];
+  const started = Date.now();
+  await Promise.all(
+    clients.map(async (client) => {
+      while (Date.now() - started < 600) {
+        results.push(await client.limit("hot"));
+        await sleep(3);
+      }
+    }),
+  );
+  const granted = results.filter((r) => r.success).length;
+  assert.ok(granted <= 15, `${granted} granted`);
+  assert.ok(results.some((r) => r.reason === "reserved" && r.success), "some grants came from a block");
+});
+
+test("reserve needs one GCRA, fixed-window or sliding-log limit and a duration with its unit", () => {
+  assert.throws(() => ratelimit(Ratelimit.tokenBucket(10, "1 s", 10), { reserve: "100 ms" }), {
     code: "EDGELIMIT_INVALID_CONFIG",
-    message: /reserving permits needs a GCRA quota/,
+    message: /reserving permits needs a GCRA, fixed-window or sliding-log quota/,
   });
   assert.throws(() => ratelimit([Ratelimit.gcra(10, "1 s"), { ...Ratelimit.gcra(5, "1 s"), name: "b" }], { reserve: "100 ms" }), {
     code: "EDGELIMIT_INVALID_CONFIG",

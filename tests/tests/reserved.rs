@@ -1,38 +1,36 @@
-//! Reserved blocks (`lua/reserve/gcra.lua`, `src/limit/reserved.rs`) against real Redis through the real bridge:
-//! the script's rule to the unit at explicit times (where the unsafe variant, slots taken from now instead of from
-//! the block's end, fails), and concurrent clients granting from blocks checked for exactness: each reserved grant
-//! is counted in every window its span (its permit's start to the block's end) overlaps.
+//! Reserved blocks (`lua/reserve/<algorithm>.lua`, `src/limit/reserved.rs`) against real Redis through the real
+//! bridge: each script's rule to the unit at explicit times (where GCRA's unsafe variant, slots taken from now instead
+//! of from the block's end, fails), and concurrent clients granting from blocks checked for exactness: each reserved
+//! grant is counted in every window its span (where its use may fall) overlaps.
 
 use std::time::Duration;
 
-use edgelimit::limit::{Limiter, Quota, Reserved, ReservedDecision};
-use edgelimit::lua::RESERVE_GCRA;
+use edgelimit::limit::{Algorithm, Limiter, Quota, Reserved, ReservedDecision};
+use edgelimit::lua::{RESERVE_FIXED_WINDOW, RESERVE_GCRA, RESERVE_SLIDING_LOG};
 use edgelimit::{Error, Value};
 use edgelimit_tests::Stack;
 
 const T0: u64 = 1_700_000_000_000;
 
-/// The reserve script at explicit time `at`: `permits` of a GCRA of `burst` at `rate` per second, and `block` more
-/// whose slots start at least `window` ms from now and whose use starts within `horizon` ms; the reply's seven
+/// The GCRA reserve script at explicit time `at`: `permits` of a GCRA of `burst` at `rate` per second, and `block`
+/// more whose slots start at least `lead` ms from now and whose use starts within `horizon` ms; the reply's seven
 /// numbers.
 async fn reserve(
     stack: &Stack,
     key: &str,
     permits: u32,
     (burst, rate): (u32, u32),
-    block: (u32, u64, u64),
+    (block, lead, horizon): (u32, u64, u64),
     at: u64,
 ) -> [i64; 7] {
     let request = format!("{permits}:{burst}:1000:{rate}");
-    let (block, window, horizon) = block;
-    let reply = RESERVE_GCRA
-        .run(
-            &stack.client(),
-            &[key],
-            &[request, format!("{block}:{window}:{horizon}"), at.to_string()],
-        )
-        .await
-        .unwrap();
+    let arguments = [request, format!("{block}:{lead}:{horizon}"), at.to_string()];
+    run(stack, &RESERVE_GCRA, key, &arguments).await
+}
+
+/// `script` on `key` with `arguments`; the reply's seven numbers.
+async fn run(stack: &Stack, script: &edgelimit::Script, key: &str, arguments: &[String]) -> [i64; 7] {
+    let reply = script.run(&stack.client(), &[key], arguments).await.unwrap();
     reply.into_tuple::<7>().unwrap().map(|value| value.into_int().unwrap())
 }
 
@@ -94,6 +92,93 @@ async fn permits_reserved_on_an_idle_bucket_and_used_at_their_latest_leave_no_mo
         plain += 1;
     }
     assert_eq!(plain, 2, "the reserved 8 at T0 + 200 and these: the limit's 10");
+}
+
+#[tokio::test]
+async fn a_fixed_window_reserves_what_is_left_in_the_window_until_its_last_ms() {
+    let stack = Stack::start().await;
+    let t = T0 as i64;
+    // 10 per 1000 ms window; T0 starts a window. At T0 + 100 the request and 5 reserved, usable for the horizon.
+    let at = |offset: u64, limit: u32, block: u32| {
+        let arguments = [
+            format!("1:{limit}:1000"),
+            format!("{block}:50:200"),
+            (T0 + offset).to_string(),
+        ];
+        let stack = &stack;
+        async move { run(stack, &RESERVE_FIXED_WINDOW, "w", &arguments).await }
+    };
+    assert_eq!(at(100, 10, 5).await, [1, t + 100, 5, 200, 4, t + 1000, 0]);
+    // At T0 + 900 the window's last ms is 99 ms away: the 3 left are usable until then.
+    assert_eq!(at(900, 10, 5).await, [1, t + 900, 3, 99, 0, t + 1000, 0]);
+    // Full: denied until the window ends; and 49 ms left is less than the lead, so nothing would be reserved.
+    assert_eq!(at(950, 10, 5).await, [0, t + 950, 0, 49, 0, t + 1000, 50]);
+    // A lowered limit below the count: denied, nothing left, nothing reserved.
+    assert_eq!(at(960, 5, 5).await, [0, t + 960, 0, 39, 0, t + 1000, 40]);
+    // The state is lua/fixed_window.lua's: plain decisions in the window find it full, and the next window empty.
+    let window = Limiter::new(
+        stack.client(),
+        "w",
+        Quota::fixed_window(10, Duration::from_secs(1)).unwrap(),
+    )
+    .unwrap();
+    let key = window.state_key("id");
+    assert_eq!(reserve_the_window(&stack, &key, T0 + 100).await[..3], [1, t + 100, 9]);
+    assert!(!window.clone().at(T0 + 999).limit("id", 1).await.unwrap().success);
+    assert!(window.clone().at(T0 + 1000).limit("id", 1).await.unwrap().success);
+}
+
+/// A fixed-window request of 1 permit of 10 per second at `at`, and a reservation of all that is left.
+async fn reserve_the_window(stack: &Stack, key: &str, at: u64) -> [i64; 7] {
+    let arguments = ["1:10:1000".to_owned(), "10:50:1000".to_owned(), at.to_string()];
+    run(stack, &RESERVE_FIXED_WINDOW, key, &arguments).await
+}
+
+#[tokio::test]
+async fn a_sliding_log_logs_reserved_permits_as_one_grant_freeing_an_interval_after_the_horizon() {
+    let stack = Stack::start().await;
+    let t = T0 as i64;
+    let log = Limiter::new(
+        stack.client(),
+        "l",
+        Quota::sliding_log(10, Duration::from_secs(1)).unwrap(),
+    )
+    .unwrap();
+    let key = log.state_key("id");
+    let at = |offset: u64, block: u32, id: &str| {
+        let arguments = [
+            "1:10:1000".to_owned(),
+            format!("{block}:50:200"),
+            id.to_owned(),
+            (T0 + offset).to_string(),
+        ];
+        let (stack, key) = (&stack, key.clone());
+        async move { run(stack, &RESERVE_SLIDING_LOG, &key, &arguments).await }
+    };
+    // The request frees at T0 + 1000, the 5 reserved at T0 + 1200 (usable until T0 + 200).
+    assert_eq!(at(0, 5, "a").await, [1, t, 5, 200, 4, t + 1200, 0]);
+    // The request frees at T0 + 1100, before the reserved grant: it goes before it in the log. 3 are left to reserve.
+    assert_eq!(at(100, 5, "b").await, [1, t + 100, 3, 200, 0, t + 1300, 0]);
+    // Full: denied until the first grant frees at T0 + 1000; nothing reserved after a denial.
+    assert_eq!(at(150, 5, "c").await, [0, t + 150, 0, 200, 0, t + 1300, 850]);
+    // The state is lua/sliding_log.lua's: at T0 + 1000 the first grant has freed, and one plain decision fits; at
+    // T0 + 1100 the second.
+    assert!(log.clone().at(T0 + 1000).limit("id", 1).await.unwrap().success);
+    assert!(!log.clone().at(T0 + 1000).limit("id", 1).await.unwrap().success);
+    assert!(log.clone().at(T0 + 1100).limit("id", 1).await.unwrap().success);
+    assert!(!log.clone().at(T0 + 1199).limit("id", 1).await.unwrap().success);
+    // The 5 reserved free at T0 + 1200.
+    let mut freed = 0;
+    while log.clone().at(T0 + 1200).limit("id", 1).await.unwrap().success {
+        freed += 1;
+    }
+    assert_eq!(freed, 5);
+    // A grant id no client sends is refused by name, before anything is written.
+    let error = RESERVE_SLIDING_LOG
+        .run(&stack.client(), &["l2"], &["1:10:1000", "1:50:200", "a b", ""])
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains("invalid grant id"), "{error}");
 }
 
 #[tokio::test]
@@ -166,26 +251,49 @@ async fn hammer(
     all
 }
 
-/// The most grants any window [a, b] holds beyond what GCRA allows it (burst + (b − a) × rate / 1000), each grant
-/// counted in every window its span overlaps; 0 or less is exact.
-fn worst_excess(decisions: &[ReservedDecision], burst: u64, rate: u64) -> i64 {
+/// The most grants any window holds beyond what `quota` allows it, each grant counted in every window its span
+/// overlaps; 0 or less is exact. The windows: GCRA, every [a, b], allowed burst + (b − a) × rate / interval; a fixed
+/// window, each of its windows; a sliding log, every (t − interval, t].
+fn worst_excess(decisions: &[ReservedDecision], quota: &Quota) -> i64 {
     let mut spans: Vec<(u64, u64)> = decisions
         .iter()
         .filter(|d| d.decision.success)
         .map(|d| d.span)
         .collect();
     spans.sort();
+    let (limit, interval) = (i64::from(quota.limit()), quota.interval_ms());
     let mut worst = i64::MIN;
-    // The tightest window holding a set of spans starts at one of their ends, a, and ends at the latest of their
-    // starts (or at a, when they all hold a). So: for each end a, the spans that end at a or later, by start; the
-    // first n of them all overlap [a, max(a, the n-th start)].
-    for &(_, a) in &spans {
-        let by_start = spans.iter().filter(|(_, end)| *end >= a);
-        for (n, &(start, _)) in by_start.enumerate() {
-            let b = start.max(a);
-            let allowed = (burst + (b - a) * rate / 1000) as i64;
-            worst = worst.max(n as i64 + 1 - allowed);
+    match quota.algorithm() {
+        Algorithm::Gcra => {
+            // The tightest window holding a set of spans starts at one of their ends, a, and ends at the latest of
+            // their starts (or at a, when they all hold a). So: for each end a, the spans that end at a or later,
+            // by start; the first n of them all overlap [a, max(a, the n-th start)].
+            for &(_, a) in &spans {
+                let by_start = spans.iter().filter(|(_, end)| *end >= a);
+                for (n, &(start, _)) in by_start.enumerate() {
+                    let b = start.max(a);
+                    let allowed = limit + ((b - a) * u64::from(quota.rate()) / interval) as i64;
+                    worst = worst.max(n as i64 + 1 - allowed);
+                }
+            }
         }
+        Algorithm::FixedWindow => {
+            let mut counts = std::collections::HashMap::new();
+            for &(start, end) in &spans {
+                for window in start / interval..=end / interval {
+                    *counts.entry(window).or_insert(0) += 1;
+                }
+            }
+            worst = counts.values().map(|count| count - limit).max().unwrap_or(worst);
+        }
+        Algorithm::SlidingLog => {
+            // The spans overlapping (t − interval, t] grow as t passes a start: the fullest such window ends at one.
+            for &(t, _) in &spans {
+                let held = spans.iter().filter(|&&(start, end)| start <= t && end + interval > t);
+                worst = worst.max(held.count() as i64 - limit);
+            }
+        }
+        algorithm => unreachable!("{algorithm} reserves nothing"),
     }
     worst
 }
@@ -194,30 +302,28 @@ fn worst_excess(decisions: &[ReservedDecision], burst: u64, rate: u64) -> i64 {
 async fn concurrent_clients_granting_from_blocks_never_exceed_the_limit_in_any_window() {
     let stack = Stack::start().await;
     let none = (Duration::ZERO, Duration::ZERO);
-    for (burst, rate, pause, bursts, length, name) in [
+    // Bursts of 60 ms and rests of 300 ms, in which the limit refills: blocks reserved while it is idle.
+    let bursts = (Duration::from_millis(60), Duration::from_millis(300));
+    let (second, half) = (Duration::from_secs(1), Duration::from_millis(500));
+    let (fast, slow) = (Duration::from_millis(2), Duration::from_millis(10));
+    for (quota, pause, bursts, length, name) in [
         // Saturated: 4 clients asking every 2 ms of a limit of 50 per second (refilled from empty in 400 ms).
-        (20, 50, Duration::from_millis(2), none, 100, "saturated"),
-        // Bursts of 60 ms and rests of 300 ms, in which the bucket refills: blocks reserved while it is idle.
-        (
-            20,
-            50,
-            Duration::from_millis(2),
-            (Duration::from_millis(60), Duration::from_millis(300)),
-            100,
-            "bursts",
-        ),
+        (Quota::gcra(20, 50, second), fast, none, 100, "gcra saturated"),
+        (Quota::gcra(20, 50, second), fast, bursts, 100, "gcra bursts"),
         // Under the limit: 4 clients asking every 10 ms (400/s) of 1000 per second (refilled in 100 ms).
-        (100, 1000, Duration::from_millis(10), none, 50, "light"),
+        (Quota::gcra(100, 1000, second), slow, none, 50, "gcra light"),
+        (Quota::fixed_window(25, half), fast, none, 100, "fixed window saturated"),
+        (Quota::fixed_window(25, half), fast, bursts, 100, "fixed window bursts"),
+        (Quota::fixed_window(500, second), slow, none, 100, "fixed window light"),
+        (Quota::sliding_log(25, half), fast, none, 100, "sliding log saturated"),
+        (Quota::sliding_log(25, half), fast, bursts, 100, "sliding log bursts"),
+        (Quota::sliding_log(500, second), slow, none, 100, "sliding log light"),
     ] {
-        let limiter = Limiter::new(
-            stack.client(),
-            name,
-            Quota::gcra(burst, rate, Duration::from_secs(1)).unwrap(),
-        )
-        .unwrap();
+        let quota = quota.unwrap();
+        let limiter = Limiter::new(stack.client(), &name.replace(' ', "-"), quota).unwrap();
         let reserved = Reserved::new(limiter, Duration::from_millis(length)).unwrap();
         let decisions = hammer(&reserved, 4, pause, bursts, Duration::from_millis(1500)).await;
-        let excess = worst_excess(&decisions, burst.into(), rate.into());
+        let excess = worst_excess(&decisions, &quota);
         assert!(excess <= 0, "{name}: a window held {excess} grants too many");
         let local = decisions.iter().filter(|d| d.local && d.decision.success).count();
         let granted = decisions.iter().filter(|d| d.decision.success).count();
@@ -226,23 +332,40 @@ async fn concurrent_clients_granting_from_blocks_never_exceed_the_limit_in_any_w
             "{name}: {} decisions, {granted} granted ({local} from blocks), {remote} round trips",
             decisions.len()
         );
-        if name == "light" {
+        if name.ends_with("light") {
             assert!(local > 0, "{name}: {granted} granted, none from a block");
         }
     }
 }
 
 #[tokio::test]
-async fn a_reserved_limiter_needs_a_gcra_quota_in_code_and_a_sane_length() {
+async fn a_reserved_limiter_needs_a_quota_that_reserves_given_in_code_and_a_sane_length() {
     let stack = Stack::start().await;
-    let window = Limiter::new(
-        stack.client(),
-        "w",
-        Quota::fixed_window(10, Duration::from_secs(1)).unwrap(),
-    )
-    .unwrap();
-    let error = Reserved::new(window, Duration::from_millis(100)).unwrap_err();
-    assert!(error.to_string().contains("needs a GCRA quota"), "{error}");
+    let interval = Duration::from_secs(1);
+    for quota in [
+        Quota::token_bucket(10, 10, interval),
+        Quota::sliding_window(10, interval),
+        Quota::concurrency(10, interval),
+    ] {
+        let limiter = Limiter::new(stack.client(), "x", quota.unwrap()).unwrap();
+        let error = Reserved::new(limiter, Duration::from_millis(100)).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("needs a GCRA, fixed-window or sliding-log quota"),
+            "{error}"
+        );
+    }
+    let stored = Limiter::stored(stack.client(), "stored").unwrap();
+    assert!(Reserved::new(stored, Duration::from_millis(100)).is_err());
+    // A fixed window or sliding log of 1 s: at most 500 ms.
+    for quota in [Quota::fixed_window(10, interval), Quota::sliding_log(10, interval)] {
+        let limiter = Limiter::new(stack.client(), "x", quota.unwrap()).unwrap();
+        let error = Reserved::new(limiter.clone(), Duration::from_millis(501)).unwrap_err();
+        assert!(error.to_string().contains("its interval is 1000 ms"), "{error}");
+        assert!(error.to_string().contains("use at most 500 ms"), "{error}");
+        assert!(Reserved::new(limiter, Duration::from_millis(500)).is_ok());
+    }
     let gcra = Limiter::new(
         stack.client(),
         "g",

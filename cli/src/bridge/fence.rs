@@ -40,8 +40,9 @@ enum Known {
     Driver,
     /// Reads state, writes nothing (`lua/inspect.lua`).
     Inspect,
-    /// Decides a GCRA request and reserves permits for the caller (`lua/reserve/gcra.lua`): time in ARGV[3].
-    Reserve,
+    /// Decides a request and reserves permits for the caller (`lua/reserve/<algorithm>.lua`): the time is the
+    /// argument at this index (ARGV[3] after the request and the block; ARGV[4] after a sliding log's grant id).
+    Reserve { time_at: usize },
     /// The Redisson layout's acquire or available: decisions and reads, time in ARGV[1].
     RedissonDecision,
     /// The Redisson layout's release (permits back without a receipt) or set_rate (configuration).
@@ -56,7 +57,9 @@ static KNOWN: LazyLock<HashMap<&'static str, Known>> = LazyLock::new(|| {
         .collect();
     known.insert(lua::LIMITS.sha1(), Known::Driver);
     known.insert(lua::INSPECT.sha1(), Known::Inspect);
-    known.insert(lua::RESERVE_GCRA.sha1(), Known::Reserve);
+    known.insert(lua::RESERVE_GCRA.sha1(), Known::Reserve { time_at: 2 });
+    known.insert(lua::RESERVE_FIXED_WINDOW.sha1(), Known::Reserve { time_at: 2 });
+    known.insert(lua::RESERVE_SLIDING_LOG.sha1(), Known::Reserve { time_at: 3 });
     known.insert(lua::REDISSON_ACQUIRE.sha1(), Known::RedissonDecision);
     known.insert(lua::REDISSON_AVAILABLE.sha1(), Known::RedissonDecision);
     known.insert(lua::REDISSON_RELEASE.sha1(), Known::RedissonAdmin);
@@ -152,7 +155,9 @@ fn limiter_call_refusal(script: Known, args: &[&[u8]]) -> Option<String> {
         ),
         Known::RedissonDecision => (args.first().copied().unwrap_or_default() != b"").then(|| server_time.to_owned()),
         // Reserving spends a limiter's permits as decisions do, which a limiter token may (see the module's docs).
-        Known::Reserve => (args.get(2).copied().unwrap_or_default() != b"").then(|| server_time.to_owned()),
+        Known::Reserve { time_at } => {
+            (args.get(time_at).copied().unwrap_or_default() != b"").then(|| server_time.to_owned())
+        }
         Known::Single(_) | Known::Driver => {
             // The driver's ARGV starts with the operation and the time; a single-limit script's ends with them, both
             // optional (the request, the lease, then 'limit' and '' when absent: lua/parts/limits/single.lua).
@@ -273,18 +278,23 @@ mod tests {
         assert!(refusal(Profile::Limiter, &decide("grant", "")).is_some());
         assert_eq!(refusal(Profile::Admin, &decide("refund", "1")), None);
 
-        // Reserving permits: at the server's clock only, like a decision.
-        let reserve = &*lua::RESERVE_GCRA;
-        let reserving = |time: &[&str]| {
-            let mut args = vec!["1:10:1000:10", "5:50:200"];
-            args.extend(time);
-            evalsha(reserve, &["edgelimit:{a}:x"], &args)
-        };
-        assert_eq!(refusal(Profile::Limiter, &reserving(&[])), None);
-        assert_eq!(refusal(Profile::Limiter, &reserving(&[""])), None);
-        let explicit = refusal(Profile::Limiter, &reserving(&["1700000000000"])).unwrap();
-        assert!(explicit.contains("server's clock"), "{explicit}");
-        assert!(refusal(Profile::Readonly, &reserving(&[])).is_some());
+        // Reserving permits: at the server's clock only, like a decision; a sliding log's time follows its grant id.
+        for (reserve, leading) in [
+            (&*lua::RESERVE_GCRA, &["1:10:1000:10", "5:50:200"][..]),
+            (&*lua::RESERVE_FIXED_WINDOW, &["1:10:1000", "5:50:200"]),
+            (&*lua::RESERVE_SLIDING_LOG, &["1:10:1000", "5:50:200", "id1"]),
+        ] {
+            let reserving = |time: &[&str]| {
+                let mut args = leading.to_vec();
+                args.extend(time);
+                evalsha(reserve, &["edgelimit:{a}:x"], &args)
+            };
+            assert_eq!(refusal(Profile::Limiter, &reserving(&[])), None);
+            assert_eq!(refusal(Profile::Limiter, &reserving(&[""])), None);
+            let explicit = refusal(Profile::Limiter, &reserving(&["1700000000000"])).unwrap();
+            assert!(explicit.contains("server's clock"), "{explicit}");
+            assert!(refusal(Profile::Readonly, &reserving(&[])).is_some());
+        }
 
         let conc = &*lua::CONCURRENCY;
         let release = evalsha(conc, &["k"], &["1:10:1000", "1:5-abc", "refund", ""]);

@@ -23,29 +23,40 @@ end
 local MAX_COUNT = 2 ^ 32 - 1
 local EXPLICIT_TIME_GRACE_MS = 60000
 local RECEIPT_MARK = 'receipt mark (not a grant of this limit: a time or window after the server clock, or no number)'
-local key, request, block_text, time = KEYS[1], ARGV[1], ARGV[2], ARGV[3] or ''
-if not key or not request or not block_text or ARGV[4] then
-    error({ err = 'ERR edgelimit: invalid call (1 key, the state key; 2 or 3 arguments): ' .. #KEYS .. ' keys, '
-        .. #ARGV .. ' arguments' })
+local function check_call(least, most)
+    if not KEYS[1] or KEYS[2] or #ARGV < least or #ARGV > most then
+        error({ err = 'ERR edgelimit: invalid call (1 key, the state key; ' .. least .. ' to ' .. most
+            .. ' arguments): ' .. #KEYS .. ' keys, ' .. #ARGV .. ' arguments' })
+    end
 end
-local permits, limit, interval, rate = string.match(request, '^(%d+):(%d+):(%d+):(%d+)$')
-local block, window, horizon = string.match(block_text, '^(%d+):(%d+):(%d+)$')
-if permits then
-    permits, limit, interval, rate = permits + 0, limit + 0, interval + 0, rate + 0
+local function request_of(text, rated)
+    local permits, limit, interval, rate = string.match(text, '^(%d+):(%d+):(%d+)' .. (rated and ':(%d+)$' or '$'))
+    if permits then
+        permits, limit, interval, rate = permits + 0, limit + 0, interval + 0, rated and rate + 0 or 1
+    end
+    if not permits or permits < 1 or limit < 1 or limit > MAX_COUNT or permits > limit or interval < 1 or rate < 1
+        or rate > MAX_COUNT or limit * interval > 2 ^ 52 then
+        error({ err = 'ERR edgelimit: invalid request (<permits>:<limit>:<interval ms>' .. (rated and ':<rate>' or '')
+            .. ', whole numbers from 1, permits at most the limit, limit' .. (rated and ' and rate' or '')
+            .. ' below 2^32, limit × interval at most 2^52): ' .. string.sub(text, 1, 100) })
+    end
+    return permits, limit, interval, rate
 end
-if not permits or permits < 1 or limit < 1 or limit > MAX_COUNT or permits > limit or interval < 1 or rate < 1
-    or rate > MAX_COUNT or limit * interval > 2 ^ 52 then
-    error({ err = 'ERR edgelimit: invalid request (<permits>:<limit>:<interval ms>:<rate>, whole numbers from 1, '
-        .. 'permits at most the limit, limit and rate below 2^32, limit × interval at most 2^52): '
-        .. string.sub(request, 1, 100) })
+local function block_of(text, limit)
+    local block, lead, horizon = string.match(text, '^(%d+):(%d+):(%d+)$')
+    if block then
+        block, lead, horizon = block + 0, lead + 0, horizon + 0
+    end
+    if not block or block > limit or lead < 1 or lead > horizon or horizon > 60000 then
+        error({ err = 'ERR edgelimit: invalid block (<block>:<lead ms>:<horizon ms>, block from 0 to the limit, lead '
+            .. 'from 1 to the horizon, horizon at most 60000): ' .. string.sub(text, 1, 100) })
+    end
+    return block, lead, horizon
 end
-if block then
-    block, window, horizon = block + 0, window + 0, horizon + 0
-end
-if not block or block > limit or window < 1 or window > horizon or horizon > 60000 then
-    error({ err = 'ERR edgelimit: invalid block (<block>:<window ms>:<horizon ms>, block from 0 to the limit, window '
-        .. 'from 1 to the horizon, horizon at most 60000): ' .. string.sub(block_text, 1, 100) })
-end
+check_call(2, 3)
+local key, time = KEYS[1], ARGV[3] or ''
+local permits, limit, interval, rate = request_of(ARGV[1], true)
+local block, lead, horizon = block_of(ARGV[2], limit)
 local now = clock(time)
 local grace = time == '' and 0 or EXPLICIT_TIME_GRACE_MS
 local debt = 0
@@ -64,7 +75,7 @@ else
     local short = debt + permits * interval - full + rate - 1
     retry_after = (short - short % rate) / rate
 end
-local charged = debt > window * rate and debt or window * rate
+local charged = debt > lead * rate and debt or lead * rate
 local fits = full + horizon * rate - charged
 fits = fits > 0 and (fits - fits % interval) / interval or 0
 local reserved = block < fits and block or fits

@@ -12,16 +12,15 @@
 -- limit refills at when the bucket is empty; at once when it has room) until its slot's start: when the bucket is
 -- busy, a window of the burst less one slot.
 --
--- So that the first permits have time to be used (a round trip, at least), their slots start `window` ms from now
--- at the earliest. While the bucket is not that busy (TAT before now + window), that skips the refill between TAT
--- and now + window: the price of a reservation on an idle bucket. (Slots taken from TAT there would give the first
+-- So that the first permits have time to be used (a round trip, at least), their slots start `lead` ms from now
+-- at the earliest. While the bucket is not that busy (TAT before now + lead), that skips the refill between TAT
+-- and now + lead: the price of a reservation on an idle bucket. (Slots taken from TAT there would give the first
 -- permits no time at all; using them after their slot's start would over-admit.)
 --
 --   KEYS[1]  the state key (the one lua/gcra.lua decides on)
 --   ARGV[1]  the request and its quota, as lua/gcra.lua's: '<permits>:<limit>:<interval ms>:<rate>'
---   ARGV[2]  '<block>:<window ms>:<horizon ms>': the permits to reserve besides the request's (0 to the limit), the
---            least time from now to a reserved permit's slot start (1 to the horizon), and how far from now they may
---            start (at most 60000 ms): the client asks for what it expects to use in that time
+--   ARGV[2]  '<block>:<lead ms>:<horizon ms>' (lua/parts/reserve/arguments.lua): the permits to reserve besides the
+--            request's, the least time from now to a reserved permit's slot start, how far from now they may start
 --   ARGV[3]  unix ms, or '' (the default) for the Redis server's clock
 --
 -- Reply {granted, now, reserved, charged, remaining, reset, retry_after}: the request's permits granted (`granted`,
@@ -31,29 +30,10 @@
 -- then the standing after the call: permits left now, when the limit is whole again, and for a denied request the
 -- ms until it fits. A request above the limit is an error (the client refuses it before sending).
 
-local key, request, block_text, time = KEYS[1], ARGV[1], ARGV[2], ARGV[3] or ''
-if not key or not request or not block_text or ARGV[4] then
-    error({ err = 'ERR edgelimit: invalid call (1 key, the state key; 2 or 3 arguments): ' .. #KEYS .. ' keys, '
-        .. #ARGV .. ' arguments' })
-end
-local permits, limit, interval, rate = string.match(request, '^(%d+):(%d+):(%d+):(%d+)$')
-local block, window, horizon = string.match(block_text, '^(%d+):(%d+):(%d+)$')
-if permits then
-    permits, limit, interval, rate = permits + 0, limit + 0, interval + 0, rate + 0
-end
-if not permits or permits < 1 or limit < 1 or limit > MAX_COUNT or permits > limit or interval < 1 or rate < 1
-    or rate > MAX_COUNT or limit * interval > 2 ^ 52 then
-    error({ err = 'ERR edgelimit: invalid request (<permits>:<limit>:<interval ms>:<rate>, whole numbers from 1, '
-        .. 'permits at most the limit, limit and rate below 2^32, limit × interval at most 2^52): '
-        .. string.sub(request, 1, 100) })
-end
-if block then
-    block, window, horizon = block + 0, window + 0, horizon + 0
-end
-if not block or block > limit or window < 1 or window > horizon or horizon > 60000 then
-    error({ err = 'ERR edgelimit: invalid block (<block>:<window ms>:<horizon ms>, block from 0 to the limit, window '
-        .. 'from 1 to the horizon, horizon at most 60000): ' .. string.sub(block_text, 1, 100) })
-end
+check_call(2, 3)
+local key, time = KEYS[1], ARGV[3] or ''
+local permits, limit, interval, rate = request_of(ARGV[1], true)
+local block, lead, horizon = block_of(ARGV[2], limit)
 -- The clock as every script reads it (lua/parts/common.lua); state written at an explicit time lives a grace longer.
 local now = clock(time)
 local grace = time == '' and 0 or EXPLICIT_TIME_GRACE_MS
@@ -79,9 +59,9 @@ else
     retry_after = (short - short % rate) / rate
 end
 
--- The reserved permits: the next slots, from `window` ms after now at the earliest, as many as asked that start
+-- The reserved permits: the next slots, from `lead` ms after now at the earliest, as many as asked that start
 -- within the horizon (charged + i × interval − full ≤ horizon × rate, in units).
-local charged = debt > window * rate and debt or window * rate
+local charged = debt > lead * rate and debt or lead * rate
 local fits = full + horizon * rate - charged
 fits = fits > 0 and (fits - fits % interval) / interval or 0
 local reserved = block < fits and block or fits

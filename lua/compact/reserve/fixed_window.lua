@@ -1,0 +1,81 @@
+-- GENERATED, what edgelimit sends to Redis: lua/reserve/fixed_window.lua without its comments (run scripts/lua).
+local function reject(what, value)
+    error({ err = 'ERR edgelimit: invalid ' .. what .. ': ' .. string.sub(tostring(value), 1, 100) })
+end
+local function whole_number(text, low, high)
+    local n = text and tonumber(text)
+    if n and n % 1 == 0 and n >= low and n <= high then
+        return n
+    end
+    return nil
+end
+local function whole(text, what, low, high)
+    return whole_number(text, low, high) or reject(what, text)
+end
+local function clock(text)
+    if text ~= '' then
+        return whole(text, 'time (unix ms, or empty for server time)', 0, 2 ^ 53)
+    end
+    local time = redis.call('TIME')
+    local micros = time[2] % 1000000
+    return time[1] * 1000 + (micros - micros % 1000) / 1000
+end
+local MAX_COUNT = 2 ^ 32 - 1
+local EXPLICIT_TIME_GRACE_MS = 60000
+local RECEIPT_MARK = 'receipt mark (not a grant of this limit: a time or window after the server clock, or no number)'
+local function check_call(least, most)
+    if not KEYS[1] or KEYS[2] or #ARGV < least or #ARGV > most then
+        error({ err = 'ERR edgelimit: invalid call (1 key, the state key; ' .. least .. ' to ' .. most
+            .. ' arguments): ' .. #KEYS .. ' keys, ' .. #ARGV .. ' arguments' })
+    end
+end
+local function request_of(text, rated)
+    local permits, limit, interval, rate = string.match(text, '^(%d+):(%d+):(%d+)' .. (rated and ':(%d+)$' or '$'))
+    if permits then
+        permits, limit, interval, rate = permits + 0, limit + 0, interval + 0, rated and rate + 0 or 1
+    end
+    if not permits or permits < 1 or limit < 1 or limit > MAX_COUNT or permits > limit or interval < 1 or rate < 1
+        or rate > MAX_COUNT or limit * interval > 2 ^ 52 then
+        error({ err = 'ERR edgelimit: invalid request (<permits>:<limit>:<interval ms>' .. (rated and ':<rate>' or '')
+            .. ', whole numbers from 1, permits at most the limit, limit' .. (rated and ' and rate' or '')
+            .. ' below 2^32, limit × interval at most 2^52): ' .. string.sub(text, 1, 100) })
+    end
+    return permits, limit, interval, rate
+end
+local function block_of(text, limit)
+    local block, lead, horizon = string.match(text, '^(%d+):(%d+):(%d+)$')
+    if block then
+        block, lead, horizon = block + 0, lead + 0, horizon + 0
+    end
+    if not block or block > limit or lead < 1 or lead > horizon or horizon > 60000 then
+        error({ err = 'ERR edgelimit: invalid block (<block>:<lead ms>:<horizon ms>, block from 0 to the limit, lead '
+            .. 'from 1 to the horizon, horizon at most 60000): ' .. string.sub(text, 1, 100) })
+    end
+    return block, lead, horizon
+end
+check_call(2, 3)
+local key, time = KEYS[1], ARGV[3] or ''
+local permits, limit, interval = request_of(ARGV[1], false)
+local block, lead, horizon = block_of(ARGV[2], limit)
+local now = clock(time)
+local grace = time == '' and 0 or EXPLICIT_TIME_GRACE_MS
+local window = now / interval
+window = window - window % 1
+local stored, count = string.match(redis.call('GET', key) or '', '^fw:(%d+):(%d+)$')
+if stored and stored + 0 >= window then
+    window, count = stored + 0, count + 0
+else
+    count = 0
+end
+local window_end = (window + 1) * interval
+local granted = count + permits <= limit and permits or 0
+count = count + granted
+local usable = math.min(window_end - 1 - now, horizon)
+local left = limit - count
+local reserved = usable >= lead and left > 0 and math.min(block, left) or 0
+count = count + reserved
+if granted + reserved > 0 then
+    redis.call('SET', key, string.format('fw:%d:%d', window, count), 'PX', window_end - now + grace)
+end
+return { granted, now, reserved, usable, math.max(limit - count, 0), count > 0 and window_end or now,
+    granted > 0 and 0 or window_end - now }

@@ -1,0 +1,202 @@
+-- GENERATED, what edgelimit sends to Redis: lua/reserve/sliding_log.lua without its comments (run scripts/lua).
+local function reject(what, value)
+    error({ err = 'ERR edgelimit: invalid ' .. what .. ': ' .. string.sub(tostring(value), 1, 100) })
+end
+local function whole_number(text, low, high)
+    local n = text and tonumber(text)
+    if n and n % 1 == 0 and n >= low and n <= high then
+        return n
+    end
+    return nil
+end
+local function whole(text, what, low, high)
+    return whole_number(text, low, high) or reject(what, text)
+end
+local function clock(text)
+    if text ~= '' then
+        return whole(text, 'time (unix ms, or empty for server time)', 0, 2 ^ 53)
+    end
+    local time = redis.call('TIME')
+    local micros = time[2] % 1000000
+    return time[1] * 1000 + (micros - micros % 1000) / 1000
+end
+local MAX_COUNT = 2 ^ 32 - 1
+local EXPLICIT_TIME_GRACE_MS = 60000
+local RECEIPT_MARK = 'receipt mark (not a grant of this limit: a time or window after the server clock, or no number)'
+local function parse_member(member)
+    local position, permits, run, id = string.match(member, '^(%d+):(%d+):(%d+):(.+)$')
+    if not position then
+        error({ err = 'WRONGTYPE edgelimit: the log holds a member in no known layout (' .. member .. '): written '
+            .. 'by something else or an older edgelimit; it expires by itself, or reset the identifier' })
+    end
+    return position + 0, permits + 0, run + 0, id
+end
+local MAX_POSITION = 8e12
+local function member_of(position, permits, run, id)
+    return string.format('%013d:%d:%d:%s', position, permits, run, id)
+end
+local function shift_positions(key, from, delta, at)
+    local items = redis.call('ZRANGE', key, from, '-1', 'WITHSCORES')
+    local old, new = {}, {}
+    for i = 1, #items, 2 do
+        local position, permits, run, id = parse_member(items[i])
+        if not at then
+            run = math.max(run + delta, 0)
+        elseif delta < 0 then
+            run = run > at and run + delta or run
+        elseif run >= at then
+            run = run + delta
+        elseif delta > 1 then
+            run = at + delta
+        end
+        old[#old + 1] = items[i]
+        new[#new + 1] = items[i + 1]
+        new[#new + 1] = member_of(position + delta, permits, run, id)
+    end
+    for first = 1, #old, 1000 do
+        redis.call('ZREM', key, unpack(old, first, math.min(first + 999, #old)))
+    end
+    for first = 1, #new, 2000 do
+        redis.call('ZADD', key, unpack(new, first, math.min(first + 1999, #new)))
+    end
+end
+local function log_verdict(key, permits, limit, interval, now)
+    redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
+    local count = redis.call('ZCARD', key)
+    local held, first_position, reset, last_run = 0, 0, now, -1
+    if count > 0 then
+        local last = redis.call('ZRANGE', key, '-1', '-1', 'WITHSCORES')
+        local last_position, last_permits
+        last_position, last_permits, last_run = parse_member(last[1])
+        local last_end = last_position + last_permits
+        if count <= last_end - last_run then
+            held = count
+        else
+            held = last_end - parse_member(redis.call('ZRANGE', key, '0', '0')[1])
+        end
+        first_position, reset = last_end - held, last[2] + 0
+    end
+    local remaining = limit - held
+    local allowed = permits <= remaining
+    local retry_after = 0
+    if not allowed then
+        local target = first_position + held + permits - limit - 1
+        local low, high = 0, count - 1
+        local rank = (target - first_position) * count / held
+        rank = math.min(rank - rank % 1, high)
+        while true do
+            local item = redis.call('ZRANGE', key, rank, rank, 'WITHSCORES')
+            local position, weight = parse_member(item[1])
+            if target < position then
+                high = rank - 1
+            elseif target >= position + weight then
+                low = rank + 1
+            else
+                retry_after = item[2] - now
+                break
+            end
+            rank = (low + high - (low + high) % 2) / 2
+        end
+    end
+    return allowed, retry_after, remaining > 0 and remaining or 0, reset, math.max(reset, now + interval), held,
+        first_position, last_run
+end
+local function log_grant(key, permits, interval, id, now, grace, reset_after, held, first_position, last_run,
+                         last_expiry)
+    local expiry = now + interval
+    local position = first_position + held
+    if expiry < last_expiry then
+        local rank = redis.call('ZCOUNT', key, '-inf', expiry)
+        position = parse_member(redis.call('ZRANGE', key, rank, rank)[1])
+        shift_positions(key, rank, permits, position)
+        last_run = -1
+    elseif position + permits > MAX_POSITION then
+        shift_positions(key, 0, -first_position, nil)
+        position, last_run = held, math.max(last_run - first_position, 0)
+    end
+    local run = permits > 1 and position + permits or last_run >= 0 and last_run or position
+    local receipt = string.format('%d:%d-%s', permits, expiry, id)
+    redis.call('ZADD', key, string.match(receipt, ':(%d+)'), member_of(position, permits, run, id))
+    redis.call('PEXPIRE', key, reset_after - now + grace)
+    return receipt
+end
+local function log_decision(operation, key, permits, limit, interval, lease, mark, now)
+    local held = true
+    if operation == 'refund' then
+        local expiry, id = string.match(mark, '^(%d+)%-(.+)$')
+        if not expiry then
+            error({ err = 'ERR edgelimit: invalid receipt mark (not a grant of this limit: "<expiry>-<grant id>"): '
+                .. mark })
+        end
+        held = false
+        if expiry + 0 > now then
+            for _, member in ipairs(redis.call('ZRANGEBYSCORE', key, expiry, expiry)) do
+                local position, member_permits, _, member_id = parse_member(member)
+                if member_id == id and member_permits == permits then
+                    local rank = redis.call('ZRANK', key, member)
+                    redis.call('ZREM', key, member)
+                    shift_positions(key, rank, -member_permits, position)
+                    held = true
+                    break
+                end
+            end
+        end
+        permits = 1
+    elseif operation == 'limit' and (#lease > 64 or not string.match(lease, '^[%w_%-]+$')) then
+        error({ err = 'ERR edgelimit: invalid grant id (letters, digits, _ or -, at most 64): ' .. lease })
+    end
+    return held, permits, log_verdict(key, permits, limit, interval, now)
+end
+local function check_call(least, most)
+    if not KEYS[1] or KEYS[2] or #ARGV < least or #ARGV > most then
+        error({ err = 'ERR edgelimit: invalid call (1 key, the state key; ' .. least .. ' to ' .. most
+            .. ' arguments): ' .. #KEYS .. ' keys, ' .. #ARGV .. ' arguments' })
+    end
+end
+local function request_of(text, rated)
+    local permits, limit, interval, rate = string.match(text, '^(%d+):(%d+):(%d+)' .. (rated and ':(%d+)$' or '$'))
+    if permits then
+        permits, limit, interval, rate = permits + 0, limit + 0, interval + 0, rated and rate + 0 or 1
+    end
+    if not permits or permits < 1 or limit < 1 or limit > MAX_COUNT or permits > limit or interval < 1 or rate < 1
+        or rate > MAX_COUNT or limit * interval > 2 ^ 52 then
+        error({ err = 'ERR edgelimit: invalid request (<permits>:<limit>:<interval ms>' .. (rated and ':<rate>' or '')
+            .. ', whole numbers from 1, permits at most the limit, limit' .. (rated and ' and rate' or '')
+            .. ' below 2^32, limit × interval at most 2^52): ' .. string.sub(text, 1, 100) })
+    end
+    return permits, limit, interval, rate
+end
+local function block_of(text, limit)
+    local block, lead, horizon = string.match(text, '^(%d+):(%d+):(%d+)$')
+    if block then
+        block, lead, horizon = block + 0, lead + 0, horizon + 0
+    end
+    if not block or block > limit or lead < 1 or lead > horizon or horizon > 60000 then
+        error({ err = 'ERR edgelimit: invalid block (<block>:<lead ms>:<horizon ms>, block from 0 to the limit, lead '
+            .. 'from 1 to the horizon, horizon at most 60000): ' .. string.sub(text, 1, 100) })
+    end
+    return block, lead, horizon
+end
+check_call(3, 4)
+local key, id, time = KEYS[1], ARGV[3], ARGV[4] or ''
+local permits, limit, interval = request_of(ARGV[1], false)
+local block, _, horizon = block_of(ARGV[2], limit)
+local now = clock(time)
+local grace = time == '' and 0 or EXPLICIT_TIME_GRACE_MS
+local _, _, allowed, retry_after, remaining, reset, reset_after, held, first_position, last_run =
+    log_decision('limit', key, permits, limit, interval, id, nil, now)
+local granted = 0
+if allowed then
+    granted = permits
+    log_grant(key, permits, interval, id, now, grace, reset_after, held, first_position, last_run, reset)
+    remaining = remaining - permits
+    reset = reset_after
+end
+local reserved = allowed and math.min(block, remaining) or 0
+if reserved > 0 then
+    _, _, _, reset, reset_after, held, first_position, last_run = log_verdict(key, reserved, limit, interval, now)
+    reset_after = math.max(reset_after, now + interval + horizon)
+    log_grant(key, reserved, interval + horizon, id, now, grace, reset_after, held, first_position, last_run, reset)
+    remaining, reset = remaining - reserved, reset_after
+end
+return { granted, now, reserved, horizon, remaining, reset, retry_after }

@@ -1,0 +1,56 @@
+-- Permits of a fixed-window limit reserved for one client to grant locally, with no round trip
+-- (src/limit/reserved.rs). The script shares its state with lua/fixed_window.lua's decisions on the same key
+-- ('fw:<window>:<count>', see lua/parts/limits/fixed_window.lua), so reserved and plain decisions mix.
+--
+-- Why it is exact. Reserved permits are counted in the current window when they are reserved, and the client uses
+-- them before that window ends (or the horizon, whichever comes first). So every permit used in a window was
+-- counted in it, and no window counts more than the limit. What is not used by then is lost: under-admission,
+-- never over.
+--
+--   KEYS[1]  the state key (the one lua/fixed_window.lua decides on)
+--   ARGV[1]  the request and its quota, as lua/fixed_window.lua's: '<permits>:<limit>:<interval ms>'
+--   ARGV[2]  '<block>:<lead ms>:<horizon ms>' (lua/parts/reserve/arguments.lua): the permits to reserve besides the
+--            request's, the least time from now they must be usable for, how far from now they may be used
+--   ARGV[3]  unix ms, or '' (the default) for the Redis server's clock
+--
+-- Reply {granted, now, reserved, usable, remaining, reset, retry_after}: the request's permits granted (`granted`,
+-- all or 0) as lua/fixed_window.lua decides them; `reserved` permits for the caller, each usable from now until
+-- now + `usable` ms, both included (the window's last ms, or the horizon); then the standing after the call:
+-- permits left in the window, when the limit is whole again, and for a denied request the ms until it fits.
+
+check_call(2, 3)
+local key, time = KEYS[1], ARGV[3] or ''
+local permits, limit, interval = request_of(ARGV[1], false)
+local block, lead, horizon = block_of(ARGV[2], limit)
+local now = clock(time)
+local grace = time == '' and 0 or EXPLICIT_TIME_GRACE_MS
+
+-- The current window and its count, read as lua/fixed_window.lua reads them: a stored window after `now`'s (a
+-- caller's clock behind Redis's) stays the current one.
+local window = now / interval
+window = window - window % 1
+local stored, count = string.match(redis.call('GET', key) or '', '^fw:(%d+):(%d+)$')
+if stored and stored + 0 >= window then
+    window, count = stored + 0, count + 0
+else
+    count = 0
+end
+local window_end = (window + 1) * interval
+
+-- The request, decided as lua/fixed_window.lua decides it.
+local granted = count + permits <= limit and permits or 0
+count = count + granted
+
+-- The reserved permits: what is asked and left in the window, if the window leaves the client `lead` ms to use them.
+-- The window's last ms is window_end - 1: a permit used at window_end would count in the next window.
+local usable = math.min(window_end - 1 - now, horizon)
+local left = limit - count
+local reserved = usable >= lead and left > 0 and math.min(block, left) or 0
+count = count + reserved
+if granted + reserved > 0 then
+    redis.call('SET', key, string.format('fw:%d:%d', window, count), 'PX', window_end - now + grace)
+end
+
+-- The count may exceed a limit lowered since: nothing is left then.
+return { granted, now, reserved, usable, math.max(limit - count, 0), count > 0 and window_end or now,
+    granted > 0 and 0 or window_end - now }
