@@ -8,10 +8,13 @@
 //! - **GCRA**: each permit is a slot, usable from its slot's end less the burst (so permits start on the pace the
 //!   limit refills at when the bucket is empty, at once when it has room) until its slot's start; slots start within
 //!   the block's length. When the bucket is busy a permit can wait almost the burst's whole time for its use.
-//! - **Fixed window**: the permits are counted in the current window, and usable until it ends (or the block's
-//!   length, whichever is first). A window with less than a quarter of the length left reserves nothing.
+//! - **Fixed window**: the permits are counted in the current window, and usable until its last ms (at most 60 s).
+//!   A window with less than a quarter of the length left reserves nothing.
 //! - **Sliding log**: the permits are logged as one grant that frees one interval after the block's length, and are
-//!   usable within that length. So each is held for the length plus the interval instead of the interval.
+//!   usable within that length. When this client is done with a block (used up, or its span over), its next call
+//!   for the identifier returns it: the unused permits free at once, the used ones one interval after the last use
+//!   (a return is idempotent: it names the block's grant and the absolute number used). A block never returned
+//!   (its identifier went cold) is held for the length plus the interval.
 //!
 //! The other algorithms reserve nothing: the token bucket's limit is GCRA's (use GCRA, whose state says where each
 //! slot lies); the sliding window is an estimate whose stated error a reservation would widen; a concurrency permit
@@ -54,6 +57,9 @@ use crate::time::Instant;
 /// without reserving.
 const MAX_TRACKED: usize = 10_000;
 
+/// The returns one call carries at most, as `lua/reserve/sliding_log.lua` accepts them.
+const MAX_RETURNS: usize = 100;
+
 /// A GCRA, fixed-window or sliding-log limiter that reserves permits for the identifiers it sees often: see the
 /// module's docs.
 #[derive(Debug, Clone)]
@@ -90,9 +96,10 @@ pub struct ReservedDecision {
     pub decision: Decision,
     /// True when it was made locally (from reserved permits, or a denial remembered): no round trip.
     pub local: bool,
-    /// For a grant, the span on the server's clock (unix ms) within which it is used: a reserved permit's span (see
-    /// the module's docs), or `[now, now]` for a request Redis decided. (0, 0) for a denial. What an exactness check
-    /// counts it in.
+    /// For a grant, the span on the server's clock (unix ms) within which it is used: a reserved GCRA permit's span
+    /// (see the module's docs); for a fixed window's or sliding log's reserved permit, where this use falls on the
+    /// server's clock, from the local times the reservation left and arrived; or `[now, now]` for a request Redis
+    /// decided. (0, 0) for a denial. What an exactness check counts it in.
     pub span: (u64, u64),
 }
 
@@ -101,6 +108,9 @@ pub struct ReservedDecision {
 struct Pool {
     /// Blocks not used up: more than one when this client's tasks asked Redis at the same time.
     blocks: Vec<Block>,
+    /// Returns of blocks this client is done with, for the next call to Redis for the identifier (sliding log: see
+    /// [`Block::grant`]).
+    returns: Vec<String>,
     /// Permits asked in the current span of the block's length (from `span_started`), and in the one before.
     asked: u32,
     asked_before: u32,
@@ -118,10 +128,18 @@ enum Schedule {
 
 /// Reserved permits: `next..=last` (counted from 1 as the script counts them) are the client's, each usable in its
 /// own span (see [`Block::span`]).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Block {
     next: u64,
     last: u64,
+    /// How many of the block's permits this client granted, and the latest server time (unix ms) at which the last
+    /// of them may have been used: what a return says (see `grant`).
+    used: u64,
+    last_use: u64,
+    /// For a block that frees earlier when returned (a sliding log's), the grant that logged it, '<expiry>-<id>':
+    /// when the client is done with the block, the next call for the identifier says how many it used
+    /// (`lua/parts/reserve/sliding_log.lua`).
+    grant: Option<String>,
     /// Local times when the request left and the reply arrived, and the server's `now` between them.
     sent: Instant,
     received: Instant,
@@ -185,7 +203,14 @@ impl Pool {
                 block.next += 1;
             }
         }
-        self.blocks.retain(|block| block.next + count - 1 <= block.last);
+        let returns = &mut self.returns;
+        self.blocks.retain(|block| {
+            let keep = block.next + count - 1 <= block.last;
+            if let (false, Some(grant)) = (keep, &block.grant) {
+                returns.push(format!("{grant}:{}:{}:{}", block.last, block.used, block.last_use));
+            }
+            keep
+        });
         // The `permits` next of each block are used at one moment: after the last one's start, before the first
         // one's end. The block whose moment comes soonest answers.
         let soonest = (self.blocks.iter().enumerate())
@@ -203,10 +228,21 @@ impl Pool {
             let span = if success {
                 let (first, last) = (block.next, block.next + count - 1);
                 block.next = last + 1;
-                (
-                    block.now + block.span(last, quota).0,
-                    block.now + block.span(first, quota).1,
-                )
+                block.used += count;
+                let (start, end) = (block.span(last, quota).0, block.span(first, quota).1);
+                let span = match block.schedule {
+                    Schedule::Slots { .. } => (start, end),
+                    // Every permit of the block shares its span: the one of this use is narrower, from when it is
+                    // on the server's clock at the earliest (measured from the reply's arrival) to the latest
+                    // (from the request's departure). A return frees the block's used permits one interval after
+                    // the latest of these, so it is what a check must count.
+                    Schedule::Until { .. } => (
+                        now.saturating_duration_since(block.received).as_millis() as u64,
+                        ceil_ms(now.saturating_duration_since(block.sent)).min(end),
+                    ),
+                };
+                block.last_use = block.last_use.max(block.now + span.1);
+                (block.now + span.0, block.now + span.1)
             } else {
                 (0, 0)
             };
@@ -323,7 +359,7 @@ impl Reserved {
             });
         }
         let key = self.limiter.state_key(id);
-        let block = {
+        let (block, returns) = {
             let memory = &mut *self.memory.lock().unwrap_or_else(PoisonError::into_inner);
             let now = Instant::now();
             let pools = &mut memory.pools;
@@ -345,20 +381,33 @@ impl Reserved {
                     span: (0, 0),
                 });
             }
-            pool.map_or(0, |pool| pool.demand(permits).min(limit))
+            // Returns go with this call; at most 100 (the script's bound), the rest free by themselves.
+            pool.map_or((0, Vec::new()), |pool| {
+                let returns = pool.returns.drain(..).take(MAX_RETURNS).collect();
+                (pool.demand(permits).min(limit), returns)
+            })
         };
         let sent = Instant::now();
-        // Reserved permits are used within the block's length; each has at least a quarter of it (the lead) to be
-        // used in (a round trip and the margin must fit).
-        let horizon = self.length.as_millis() as u64;
-        let lead = (horizon / 4).max(1);
+        // Reserved permits are used within the block's length, but a fixed window's until the window ends (they are
+        // counted in it whenever they are used, and a block sized for the length need not be lost at its end: at most
+        // 60 s, the scripts' bound). Each has at least a quarter of the length (the lead) to be used in: a round trip
+        // and the margin must fit.
+        let length = self.length.as_millis() as u64;
         let algorithm = self.quota.algorithm();
+        let horizon = match algorithm {
+            Algorithm::FixedWindow => self.quota.interval_ms().clamp(length, 60_000),
+            _ => length,
+        };
+        let lead = (length / 4).max(1);
         let mut arguments = vec![
             self.quota.request_argument(permits),
             format!("{block}:{lead}:{horizon}"),
         ];
-        if algorithm.names_grants() {
-            arguments.push(receipt::fresh_grant_id());
+        let id = algorithm.names_grants().then(receipt::fresh_grant_id);
+        if let Some(id) = &id {
+            // The grant id, the server's clock, then the returns (lua/parts/reserve/sliding_log.lua).
+            arguments.extend([id.clone(), String::new()]);
+            arguments.extend(returns);
         }
         let reply = self.script.run(&self.limiter.client, &[&key], &arguments).await?;
         let received = Instant::now();
@@ -388,6 +437,10 @@ impl Reserved {
         let block = (reserved > 0).then_some(Block {
             next: 1,
             last: reserved,
+            used: 0,
+            last_use: now,
+            // The block was logged to free one interval after its span (lua/parts/reserve/sliding_log.lua).
+            grant: id.map(|id| format!("{}-{id}", now + fourth + self.quota.interval_ms())),
             sent,
             received,
             now,
@@ -395,7 +448,7 @@ impl Reserved {
             reset: decision.reset,
         });
         let memory = &mut *self.memory.lock().unwrap_or_else(PoisonError::into_inner);
-        match block.filter(|_| u64::from(permits) <= reserved) {
+        match block.as_ref().filter(|_| u64::from(permits) <= reserved) {
             // The wait is for the block's permits now: the slots the bucket would have given are its.
             Some(block) if granted == 0 => decision.retry_after = block.span(u64::from(permits), &self.quota).0 + 1,
             _ => memory.denials.block(&key, permits, sent, decision),

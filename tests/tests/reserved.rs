@@ -134,6 +134,19 @@ async fn reserve_the_window(stack: &Stack, key: &str, at: u64) -> [i64; 7] {
     run(stack, &RESERVE_FIXED_WINDOW, key, &arguments).await
 }
 
+/// The sliding-log reserve script on `key` at T0 + `offset`: 1 permit of 10 per second, `block` more usable for
+/// 200 ms, logged under `id`, with `returns`; the reply's seven numbers.
+async fn reserve_log(stack: &Stack, key: &str, offset: u64, block: u32, id: &str, returns: &[String]) -> [i64; 7] {
+    let mut arguments = vec![
+        "1:10:1000".to_owned(),
+        format!("{block}:50:200"),
+        id.to_owned(),
+        (T0 + offset).to_string(),
+    ];
+    arguments.extend_from_slice(returns);
+    run(stack, &RESERVE_SLIDING_LOG, key, &arguments).await
+}
+
 #[tokio::test]
 async fn a_sliding_log_logs_reserved_permits_as_one_grant_freeing_an_interval_after_the_horizon() {
     let stack = Stack::start().await;
@@ -145,22 +158,21 @@ async fn a_sliding_log_logs_reserved_permits_as_one_grant_freeing_an_interval_af
     )
     .unwrap();
     let key = log.state_key("id");
-    let at = |offset: u64, block: u32, id: &str| {
-        let arguments = [
-            "1:10:1000".to_owned(),
-            format!("{block}:50:200"),
-            id.to_owned(),
-            (T0 + offset).to_string(),
-        ];
-        let (stack, key) = (&stack, key.clone());
-        async move { run(stack, &RESERVE_SLIDING_LOG, &key, &arguments).await }
-    };
     // The request frees at T0 + 1000, the 5 reserved at T0 + 1200 (usable until T0 + 200).
-    assert_eq!(at(0, 5, "a").await, [1, t, 5, 200, 4, t + 1200, 0]);
+    assert_eq!(
+        reserve_log(&stack, &key, 0, 5, "a", &[]).await,
+        [1, t, 5, 200, 4, t + 1200, 0]
+    );
     // The request frees at T0 + 1100, before the reserved grant: it goes before it in the log. 3 are left to reserve.
-    assert_eq!(at(100, 5, "b").await, [1, t + 100, 3, 200, 0, t + 1300, 0]);
+    assert_eq!(
+        reserve_log(&stack, &key, 100, 5, "b", &[]).await,
+        [1, t + 100, 3, 200, 0, t + 1300, 0]
+    );
     // Full: denied until the first grant frees at T0 + 1000; nothing reserved after a denial.
-    assert_eq!(at(150, 5, "c").await, [0, t + 150, 0, 200, 0, t + 1300, 850]);
+    assert_eq!(
+        reserve_log(&stack, &key, 150, 5, "c", &[]).await,
+        [0, t + 150, 0, 200, 0, t + 1300, 850]
+    );
     // The state is lua/sliding_log.lua's: at T0 + 1000 the first grant has freed, and one plain decision fits; at
     // T0 + 1100 the second.
     assert!(log.clone().at(T0 + 1000).limit("id", 1).await.unwrap().success);
@@ -179,6 +191,62 @@ async fn a_sliding_log_logs_reserved_permits_as_one_grant_freeing_an_interval_af
         .await
         .unwrap_err();
     assert!(error.to_string().contains("invalid grant id"), "{error}");
+}
+
+#[tokio::test]
+async fn a_returned_sliding_log_block_frees_its_unused_permits_now_and_its_used_ones_an_interval_after() {
+    let stack = Stack::start().await;
+    let t = T0 as i64;
+    let log = Limiter::new(
+        stack.client(),
+        "l",
+        Quota::sliding_log(10, Duration::from_secs(1)).unwrap(),
+    )
+    .unwrap();
+    let key = log.state_key("id");
+    // The request, and 9 reserved freeing at T0 + 1200: the log is full.
+    assert_eq!(
+        reserve_log(&stack, &key, 0, 9, "a", &[]).await,
+        [1, t, 9, 200, 0, t + 1200, 0]
+    );
+    // At T0 + 100 the client returns the block, 4 of its 9 used, the last by T0 + 50 on the server's clock: 5 free
+    // now, the 4 at T0 + 1100 (the return's now, which is later, + 1000). So the request fits.
+    let returned = format!("{}-a:9:4:{}", T0 + 1200, T0 + 50);
+    assert_eq!(
+        reserve_log(&stack, &key, 100, 0, "b", std::slice::from_ref(&returned)).await,
+        [1, t + 100, 0, 200, 4, t + 1100, 0]
+    );
+    // The same return again finds no block: nothing changes (a return is idempotent).
+    assert_eq!(
+        reserve_log(&stack, &key, 110, 0, "c", &[returned]).await,
+        [1, t + 110, 0, 200, 3, t + 1110, 0]
+    );
+    // At T0 + 1100 the first grant, the 4 used and b's have freed: only c's is held.
+    let mut plain = 0;
+    while log.clone().at(T0 + 1100).limit("id", 1).await.unwrap().success {
+        plain += 1;
+    }
+    assert_eq!(plain, 9);
+    // A last use after the return's now (the client's clock ahead, or the reservation's request slow to leave): the
+    // used permits free an interval after it, here at T0 + 1150; the request waits for the first grant.
+    let other = log.state_key("other");
+    assert_eq!(
+        reserve_log(&stack, &other, 0, 9, "e", &[]).await,
+        [1, t, 9, 200, 0, t + 1200, 0]
+    );
+    let returned = format!("{}-e:9:9:{}", T0 + 1200, T0 + 150);
+    assert_eq!(
+        reserve_log(&stack, &other, 100, 0, "f", &[returned]).await,
+        [0, t + 100, 0, 200, 0, t + 1150, 900]
+    );
+    // Returns no client sends are refused by name, before anything is written.
+    for bad in ["x", "1200-a:9:10:0", "1200-a b:9:1:0", "1200-a:9:1", "1200-a:9:1:x"] {
+        let error = RESERVE_SLIDING_LOG
+            .run(&stack.client(), &["l3"], &["1:10:1000", "1:50:200", "id", "", bad])
+            .await
+            .unwrap_err();
+        assert!(error.to_string().contains("invalid return"), "{bad}: {error}");
+    }
 }
 
 #[tokio::test]

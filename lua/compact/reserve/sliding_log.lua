@@ -177,12 +177,39 @@ local function block_of(text, limit)
     end
     return block, lead, horizon
 end
-check_call(3, 4)
+check_call(3, 4 + 100) -- at most 100 returns
 local key, id, time = KEYS[1], ARGV[3], ARGV[4] or ''
 local permits, limit, interval = request_of(ARGV[1], false)
 local block, _, horizon = block_of(ARGV[2], limit)
 local now = clock(time)
 local grace = time == '' and 0 or EXPLICIT_TIME_GRACE_MS
+for i = 5, #ARGV do
+    local expiry, returned_id, returned, used, last_use =
+        string.match(ARGV[i], '^(%d+)%-([%w_%-]+):(%d+):(%d+):(%d+)$')
+    if not expiry or used + 0 > returned + 0 then
+        error({ err = 'ERR edgelimit: invalid return (<expiry>-<grant id>:<permits>:<used>:<last use ms>, used at '
+            .. 'most the permits): ' .. string.sub(ARGV[i], 1, 100) })
+    end
+    expiry, returned, used = expiry + 0, returned + 0, used + 0
+    local frees = math.max(now, last_use + 0) + interval
+    if expiry > now and (used == 0 or frees < expiry) then
+        for _, member in ipairs(redis.call('ZRANGEBYSCORE', key, expiry, expiry)) do
+            local position, member_permits, _, member_id = parse_member(member)
+            if member_id == returned_id and member_permits == returned then
+                local rank = redis.call('ZRANK', key, member)
+                redis.call('ZREM', key, member)
+                shift_positions(key, rank, -member_permits, position)
+                if used > 0 then
+                    local _, _, _, reset, reset_after, held, first_position, last_run =
+                        log_verdict(key, used, limit, interval, now)
+                    log_grant(key, used, frees - now, returned_id, now, grace, math.max(reset_after, frees), held,
+                        first_position, last_run, reset)
+                end
+                break
+            end
+        end
+    end
+end
 local _, _, allowed, retry_after, remaining, reset, reset_after, held, first_position, last_run =
     log_decision('limit', key, permits, limit, interval, id, nil, now)
 local granted = 0

@@ -7,8 +7,18 @@
 -- span (t − interval, t] and the grants used in it, plain or reserved, and the latest moment e ≤ t at which Redis
 -- decided one of them (granted it, or reserved it). At e each of them was in the log: a plain grant at g > t −
 -- interval frees at g + interval > t ≥ e, a reserved one used at u ≤ r + horizon frees at r + horizon + interval ≥
--- u + interval > t. So the decision at e saw them all, and allowed them only within the limit. What a client does
--- not use is held until it frees: under-admission, never over.
+-- u + interval > t. So the decision at e saw them all, and allowed them only within the limit.
+--
+-- Returns. Held to the horizon's end, reserved permits would free half an interval late at a client that uses them
+-- at once (a hot identifier): a client that is done with a block (used up, or its span over) says how many of its
+-- permits it used when it next asks for that identifier, and the block frees earlier. The unused ones are removed,
+-- and the used ones are logged again to free one interval after the last use: every use came before the call that
+-- returns them (so before now), and the client says the latest server time its last use may have had (from its own
+-- clock: only ever later than now makes it free later, so the latest of the two is taken, and never later than the
+-- block's own expiry). A span holding a use then ends before that time + interval, and in it the argument above
+-- holds with the return's now for the reservation's. A return names the block by its grant ('<expiry>-<id>', as a
+-- receipt does) and carries the absolute number used, not a difference: a return sent twice finds no block the
+-- second time and changes nothing.
 --
 --   KEYS[1]  the state key (the one lua/sliding_log.lua decides on)
 --   ARGV[1]  the request and its quota, as lua/sliding_log.lua's: '<permits>:<limit>:<interval ms>'
@@ -17,18 +27,51 @@
 --   ARGV[3]  a fresh grant id (letters, digits, _ or -), as lua/sliding_log.lua's: the request's grant and the
 --            reserved permits are logged under it
 --   ARGV[4]  unix ms, or '' (the default) for the Redis server's clock
+--   ARGV[5…] returns, each '<expiry>-<id>:<permits>:<used>:<last use>': the block reserved as the grant
+--            '<expiry>-<id>' of `permits` (the expiry and id its reservation logged), of which `used` were used (0 to
+--            permits), the last at `last use` (unix ms) at the latest
 --
 -- Reply {granted, now, reserved, usable, remaining, reset, retry_after}: the request's permits granted (`granted`,
 -- all or 0) as lua/sliding_log.lua decides them; `reserved` permits for the caller, each usable from now until
 -- now + `usable` ms, both included (`usable` is the horizon); then the standing after the call: permits left now,
 -- when the log frees its last grant, and for a denied request the ms until it fits.
 
-check_call(3, 4)
+check_call(3, 4 + 100) -- at most 100 returns
 local key, id, time = KEYS[1], ARGV[3], ARGV[4] or ''
 local permits, limit, interval = request_of(ARGV[1], false)
 local block, _, horizon = block_of(ARGV[2], limit)
 local now = clock(time)
 local grace = time == '' and 0 or EXPLICIT_TIME_GRACE_MS
+
+-- The returns, before the request is decided, so that the permits they free count for it.
+for i = 5, #ARGV do
+    local expiry, returned_id, returned, used, last_use =
+        string.match(ARGV[i], '^(%d+)%-([%w_%-]+):(%d+):(%d+):(%d+)$')
+    if not expiry or used + 0 > returned + 0 then
+        error({ err = 'ERR edgelimit: invalid return (<expiry>-<grant id>:<permits>:<used>:<last use ms>, used at '
+            .. 'most the permits): ' .. string.sub(ARGV[i], 1, 100) })
+    end
+    expiry, returned, used = expiry + 0, returned + 0, used + 0
+    local frees = math.max(now, last_use + 0) + interval
+    -- Only a block still logged, and only if it frees earlier for it.
+    if expiry > now and (used == 0 or frees < expiry) then
+        for _, member in ipairs(redis.call('ZRANGEBYSCORE', key, expiry, expiry)) do
+            local position, member_permits, _, member_id = parse_member(member)
+            if member_id == returned_id and member_permits == returned then
+                local rank = redis.call('ZRANK', key, member)
+                redis.call('ZREM', key, member)
+                shift_positions(key, rank, -member_permits, position)
+                if used > 0 then
+                    local _, _, _, reset, reset_after, held, first_position, last_run =
+                        log_verdict(key, used, limit, interval, now)
+                    log_grant(key, used, frees - now, returned_id, now, grace, math.max(reset_after, frees), held,
+                        first_position, last_run, reset)
+                end
+                break
+            end
+        end
+    end
+end
 
 -- The request, decided and logged as lua/sliding_log.lua does (log_decision checks the grant id).
 local _, _, allowed, retry_after, remaining, reset, reset_after, held, first_position, last_run =
