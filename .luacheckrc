@@ -25,6 +25,13 @@ files["lua/redisson/lifetime.lua"] = {
 -- What Redis runs, lua/compact/, is the same code without its comments (build.rs): the same settings apply.
 files["lua/compact/*.lua"] = files["lua/*.lua"]
 files["lua/compact/redisson/lifetime.lua"] = files["lua/redisson/lifetime.lua"]
+-- Several decisions in one call (lua/parts/limits/batch.lua) decide only 'limit' calls on the server's clock: the
+-- prelude's explicit-time grace and receipt-mark message go unused, and so does the part of a decision's verdict
+-- that only a refund's or a peek's reply reads (a string algorithm's reply is what its decision read).
+files["lua/batch/*.lua"] = {
+    ignore = { "211/EXPLICIT_TIME_GRACE_MS", "211/RECEIPT_MARK", "231/retry_after", "231/reset", "311/remaining" },
+}
+files["lua/compact/batch/*.lua"] = files["lua/batch/*.lua"]
 -- The scripts that reserve blocks use the prelude's constants but its receipt-mark message.
 files["lua/reserve/*.lua"] = { ignore = { "211/RECEIPT_MARK" } }
 files["lua/compact/reserve/*.lua"] = files["lua/reserve/*.lua"]

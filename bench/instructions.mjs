@@ -10,6 +10,8 @@
 // for every contender: a limit of 100 per hour on one identifier, then 100 requests (all granted) and 100 more (all
 // denied), each phase counted on its own. A count is what Redis spends on the whole command: reading it, running
 // the script, writing the reply; the floors (a one-line script calling INCR, or TIME) show what any script costs.
+// Then the same decisions made 10 at once (Promise.all): edgelimit merges one limiter's into one script call
+// (lua/batch/<algorithm>.lua), @upstash/ratelimit with auto-pipelining sends them in one request, a call each.
 //
 // Run: scripts/build-wasm && cargo build --release -p edgelimit-cli && node bench/instructions.mjs [--json]
 //   --keep DIR   keep each phase's callgrind dump as DIR/<algorithm>-<contender>-<granted|denied>.out, to see
@@ -52,6 +54,7 @@ async function startCountedRedis() {
   await waitFor(`redis-server under valgrind on port ${port}`, () => ping(port), 60_000);
   const bridge = await startBridge(`redis://127.0.0.1:${port}`);
   bridge.redis = upstashRedis({ url: bridge.url, token: TOKEN }, { enableAutoPipelining: false });
+  bridge.pipelined = upstashRedis({ url: bridge.url, token: TOKEN }, { enableAutoPipelining: true });
   const pid = child.pid;
   let dumps = 0;
   return {
@@ -80,9 +83,12 @@ async function startCountedRedis() {
   };
 }
 
+/** Decisions made this many at once, in the second table. */
+const AT_ONCE = 10;
+
 /**
- * Each contender: an algorithm, who runs it, and `decide(identifier)` resolving to whether it was granted, with
- * `decide.prepare(identifier)` (when there is one) run before the counts.
+ * Each contender: an algorithm, who runs it, `decide(identifier)` resolving to whether it was granted (with
+ * `decide.prepare(identifier)`, when there is one, run before the counts), and how many decisions are made at once.
  */
 function contenders(bridge) {
   const config = { url: bridge.url, token: TOKEN, cache: false, timeout: 30_000 };
@@ -90,8 +96,8 @@ function contenders(bridge) {
     const ratelimit = new Ratelimit({ ...config, limiter, prefix });
     return async (identifier) => (await ratelimit.limit(identifier)).success;
   };
-  const peer = (limiter, prefix) => {
-    const ratelimit = new upstash.Ratelimit({ redis: bridge.redis, limiter, prefix, ephemeralCache: false });
+  const peer = (limiter, prefix, redis = bridge.redis) => {
+    const ratelimit = new upstash.Ratelimit({ redis, limiter, prefix, ephemeralCache: false });
     return async (identifier) => (await ratelimit.limit(identifier)).success;
   };
   const redissonScript = readFileSync(join(ROOT, "bench/peers/redisson_acquire.lua"), "utf8");
@@ -105,7 +111,7 @@ function contenders(bridge) {
   // Redisson's limiter exists once its rate is set (trySetRate), before any tryAcquire.
   redisson.prepare = (identifier) =>
     bridge.redis.hset(`redisson-${identifier}`, { rate: LIMIT, interval: 3_600_000, type: 0 });
-  return [
+  const alone = [
     ["token bucket", "edgelimit", edgelimit(Ratelimit.tokenBucket(LIMIT, WINDOW, LIMIT), "tb")],
     ["token bucket", "@upstash/ratelimit", peer(upstash.Ratelimit.tokenBucket(LIMIT, WINDOW, LIMIT), "utb")],
     ["fixed window", "edgelimit", edgelimit(Ratelimit.fixedWindow(LIMIT, WINDOW), "fw")],
@@ -115,15 +121,30 @@ function contenders(bridge) {
     ["sliding log", "edgelimit", edgelimit(Ratelimit.slidingLog(LIMIT, WINDOW), "sl")],
     ["sliding log", "Redisson", redisson],
     ["GCRA", "edgelimit", edgelimit(Ratelimit.gcra(LIMIT, WINDOW), "gcra")],
-  ];
+  ].map((row) => [...row, 1]);
+  const pipelined = (limiter, prefix) => peer(limiter, prefix, bridge.pipelined);
+  const atOnce = [
+    ["token bucket", "edgelimit", edgelimit(Ratelimit.tokenBucket(LIMIT, WINDOW, LIMIT), "tb10")],
+    ["token bucket", "@upstash/ratelimit", pipelined(upstash.Ratelimit.tokenBucket(LIMIT, WINDOW, LIMIT), "utb10")],
+    ["fixed window", "edgelimit", edgelimit(Ratelimit.fixedWindow(LIMIT, WINDOW), "fw10")],
+    ["fixed window", "@upstash/ratelimit", pipelined(upstash.Ratelimit.fixedWindow(LIMIT, WINDOW), "ufw10")],
+    ["sliding window", "edgelimit", edgelimit(Ratelimit.slidingWindow(LIMIT, WINDOW), "sw10")],
+    ["sliding window", "@upstash/ratelimit", pipelined(upstash.Ratelimit.slidingWindow(LIMIT, WINDOW), "usw10")],
+    ["sliding log", "edgelimit", edgelimit(Ratelimit.slidingLog(LIMIT, WINDOW), "sl10")],
+    ["GCRA", "edgelimit", edgelimit(Ratelimit.gcra(LIMIT, WINDOW), "gcra10")],
+  ].map((row) => [...row, AT_ONCE]);
+  return [...alone, ...atOnce];
 }
 
-/** `decide` called `times` times in a row on `identifier`; throws unless every one answered `expected`. */
-async function phase(decide, identifier, times, expected) {
-  for (let i = 0; i < times; i++) {
-    const granted = await decide(identifier);
-    if (granted !== expected) {
-      throw new Error(`request ${i + 1} of a phase expecting ${expected ? "grants" : "denials"} got the other`);
+/**
+ * `decide` called `times` times on `identifier`, `atOnce` at a time (in a row when 1); throws unless every one
+ * answered `expected`.
+ */
+async function phase(decide, identifier, times, expected, atOnce) {
+  for (let i = 0; i < times; i += atOnce) {
+    const granted = await Promise.all(Array.from({ length: atOnce }, () => decide(identifier)));
+    if (granted.some((answer) => answer !== expected)) {
+      throw new Error(`requests ${i + 1}-${i + atOnce} of a phase expecting ${expected ? "grants" : "denials"} got the other`);
     }
   }
 }
@@ -143,14 +164,15 @@ try {
   };
   const incr = await floor("return redis.call('INCR', KEYS[1])");
   const time = await floor("redis.call('TIME') return redis.call('INCR', KEYS[1])");
-  for (const [algorithm, who, decide] of contenders(bridge)) {
+  for (const [algorithm, who, decide, atOnce] of contenders(bridge)) {
     const identifier = `id-${Date.now()}`;
     for (const id of ["warm-up", identifier]) await decide.prepare?.(id);
-    await decide("warm-up"); // loads the script (EVALSHA, NOSCRIPT, EVAL) outside the counts
-    const name = `${algorithm}-${who}`;
-    const granted = await redis.count(() => phase(decide, identifier, LIMIT, true), `${name}-granted`);
-    const denied = await redis.count(() => phase(decide, identifier, LIMIT, false), `${name}-denied`);
-    rows.push({ algorithm, who, granted: granted / LIMIT, denied: denied / LIMIT });
+    // Loads the script (EVALSHA, NOSCRIPT, EVAL) outside the counts; at once, the one that decides several too.
+    await phase(decide, "warm-up", atOnce, true, atOnce);
+    const name = `${algorithm}-${who}-${atOnce}`;
+    const granted = await redis.count(() => phase(decide, identifier, LIMIT, true, atOnce), `${name}-granted`);
+    const denied = await redis.count(() => phase(decide, identifier, LIMIT, false, atOnce), `${name}-denied`);
+    rows.push({ algorithm, who, atOnce, granted: granted / LIMIT, denied: denied / LIMIT });
   }
   const report = { limit: LIMIT, window: WINDOW, floor: { incrScript: incr, timeScript: time }, rows };
   if (options.json) {
@@ -159,19 +181,25 @@ try {
     const k = (n) => `${(n / 1000).toFixed(1)}K`;
     console.log(`Redis instructions per decision (limit ${LIMIT} per ${WINDOW}; ${LIMIT} granted, then ${LIMIT} denied)`);
     console.log(`floor: a script calling INCR ${k(incr)}; TIME, then INCR ${k(time)}\n`);
-    console.log("| algorithm | contender | granted | denied | vs peer + TIME (granted / denied) |");
-    console.log("|---|---|---:|---:|---:|");
     const extra = time - incr; // what one TIME call adds
-    for (const row of rows) {
-      const peer = rows.find((other) => other.algorithm === row.algorithm && other.who !== "edgelimit");
-      const ratio = peer && row.who === "edgelimit"
-        ? `${(row.granted / (peer.granted + extra)).toFixed(2)} / ${(row.denied / (peer.denied + extra)).toFixed(2)}`
-        : "";
-      console.log(`| ${row.algorithm} | ${row.who} | ${k(row.granted)} | ${k(row.denied)} | ${ratio} |`);
+    const peerOf = (row) =>
+      rows.find((other) => other.algorithm === row.algorithm && other.atOnce === row.atOnce && other.who !== "edgelimit");
+    for (const atOnce of [1, AT_ONCE]) {
+      console.log(atOnce === 1 ? "One decision at a time:\n" : `\n${AT_ONCE} decisions at once (edgelimit: one script call; @upstash/ratelimit: auto-pipelined, a call each):\n`);
+      console.log("| algorithm | contender | granted | denied | vs peer + TIME (granted / denied) |");
+      console.log("|---|---|---:|---:|---:|");
+      for (const row of rows.filter((row) => row.atOnce === atOnce)) {
+        const peer = peerOf(row);
+        const ratio = peer && row.who === "edgelimit"
+          ? `${(row.granted / (peer.granted + extra)).toFixed(2)} / ${(row.denied / (peer.denied + extra)).toFixed(2)}`
+          : "";
+        console.log(`| ${row.algorithm} | ${row.who} | ${k(row.granted)} | ${k(row.denied)} | ${ratio} |`);
+      }
     }
-    // The cost goal, per algorithm that has a peer: granted and denied each at most the peer's + one TIME.
-    const verdicts = rows.filter((row) => row.who === "edgelimit").flatMap((row) => {
-      const peer = rows.find((other) => other.algorithm === row.algorithm && other.who !== "edgelimit");
+    // The cost goal, per algorithm that has a peer, one decision at a time: granted and denied each at most the
+    // peer's + one TIME.
+    const verdicts = rows.filter((row) => row.who === "edgelimit" && row.atOnce === 1).flatMap((row) => {
+      const peer = peerOf(row);
       if (!peer) return [];
       const met = row.granted <= peer.granted + extra && row.denied <= peer.denied + extra;
       return [`${row.algorithm} ${met ? "met" : "not met"}`];

@@ -98,6 +98,8 @@ local rate = 1
 if permits then
     permits, limit, interval = permits + 0, limit + 0, interval + 0
 end
+-- The request's check, after its numbers are read from `request` (see src/lua/compose.rs): shared by the
+-- single-limit frame (single.lua) and the frame that decides several requests in one call (batch.lua).
 if not permits or permits < 1 or permits > MAX_COUNT or limit < 1 or limit > MAX_COUNT or interval < 1
     or rate < 1 or rate > MAX_COUNT or limit * interval > 2 ^ 52 then
     error({ err = 'ERR edgelimit: invalid request (<permits>:<limit>:<interval ms>[:<rate>], whole numbers from 1, '
@@ -198,7 +200,6 @@ remaining = remaining > 0 and remaining or 0
 reset = count > 0 and window_end or now
 reset_after = window_end
 
-
 if operation == 'refund' then
     return { held and 3 or 4, remaining, reset, 0 }
 elseif operation == 'peek' then
@@ -216,6 +217,5 @@ else
     redis.call('SET', key, string.format('fw:%d:%d', window, count + permits), 'PX', window_end - now + grace)
 end
 granted_mark = window
-
 
 return 'g' .. seconds .. ':' .. micros .. ':' .. value

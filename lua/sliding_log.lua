@@ -98,6 +98,8 @@ local rate = 1
 if permits then
     permits, limit, interval = permits + 0, limit + 0, interval + 0
 end
+-- The request's check, after its numbers are read from `request` (see src/lua/compose.rs): shared by the
+-- single-limit frame (single.lua) and the frame that decides several requests in one call (batch.lua).
 if not permits or permits < 1 or permits > MAX_COUNT or limit < 1 or limit > MAX_COUNT or interval < 1
     or rate < 1 or rate > MAX_COUNT or limit * interval > 2 ^ 52 then
     error({ err = 'ERR edgelimit: invalid request (<permits>:<limit>:<interval ms>[:<rate>], whole numbers from 1, '
@@ -351,7 +353,6 @@ local in_log, first_position, last_run
 held, permits, allowed, retry_after, remaining, reset, reset_after, in_log, first_position, last_run =
     log_decision(operation, key, permits, limit, interval, lease, mark, now)
 
-
 if operation == 'refund' then
     return { held and 3 or 4, remaining, reset, 0 }
 elseif operation == 'peek' then
@@ -364,6 +365,5 @@ end
 -- The receipt names the grant, to give it back exactly.
 token = log_grant(key, permits, interval, lease, now, grace, reset_after, in_log, first_position, last_run, reset)
 granted_mark = now + interval
-
 
 return { 1, remaining - permits, reset_after, granted_mark }

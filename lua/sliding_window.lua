@@ -98,6 +98,8 @@ local rate = 1
 if permits then
     permits, limit, interval = permits + 0, limit + 0, interval + 0
 end
+-- The request's check, after its numbers are read from `request` (see src/lua/compose.rs): shared by the
+-- single-limit frame (single.lua) and the frame that decides several requests in one call (batch.lua).
 if not permits or permits < 1 or permits > MAX_COUNT or limit < 1 or limit > MAX_COUNT or interval < 1
     or rate < 1 or rate > MAX_COUNT or limit * interval > 2 ^ 52 then
     error({ err = 'ERR edgelimit: invalid request (<permits>:<limit>:<interval ms>[:<rate>], whole numbers from 1, '
@@ -232,7 +234,6 @@ if not allowed then
     end
 end
 
-
 if operation == 'refund' then
     return { held and 3 or 4, remaining, reset, 0 }
 elseif operation == 'peek' then
@@ -251,6 +252,5 @@ else
         (window + 2) * interval - now + grace)
 end
 granted_mark = window
-
 
 return 'g' .. seconds .. ':' .. micros .. ':' .. value

@@ -97,6 +97,8 @@ local permits, limit, interval, rate = string.match(request, '^(%d+):(%d+):(%d+)
 if permits then
     permits, limit, interval, rate = permits + 0, limit + 0, interval + 0, rate + 0
 end
+-- The request's check, after its numbers are read from `request` (see src/lua/compose.rs): shared by the
+-- single-limit frame (single.lua) and the frame that decides several requests in one call (batch.lua).
 if not permits or permits < 1 or permits > MAX_COUNT or limit < 1 or limit > MAX_COUNT or interval < 1
     or rate < 1 or rate > MAX_COUNT or limit * interval > 2 ^ 52 then
     error({ err = 'ERR edgelimit: invalid request (<permits>:<limit>:<interval ms>[:<rate>], whole numbers from 1, '
@@ -223,7 +225,6 @@ else
     retry_after = (fill - fill % rate) / rate
 end
 
-
 if operation == 'refund' then
     return { held and 3 or 4, remaining, reset, 0 }
 elseif operation == 'peek' then
@@ -237,6 +238,5 @@ end
 -- behind Redis's). A grant takes at least one permit, so the bucket is never full after it.
 redis.call('SET', key, string.format('tb:%d:%d', left, at), 'PX', at - now + reset_after - now + grace)
 granted_mark = now
-
 
 return 'g' .. seconds .. ':' .. micros .. ':' .. value

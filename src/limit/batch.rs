@@ -9,7 +9,7 @@ use crate::decision::{Decision, Status, Verdict, VERDICT_FIELDS};
 use crate::error::{Error, Result};
 use crate::lua;
 use crate::receipt::{self, Receipt};
-use crate::rest::Command;
+use crate::rest::{Command, RestClient};
 use crate::script::{Script, ScriptCall};
 use crate::value::Value;
 
@@ -174,7 +174,7 @@ impl<'a> Batch<'a> {
             .filter_map(|(request, quota)| Some((request.limiter, (*quota)?)))
             .collect();
         if copies.is_empty() {
-            return self.decode(call.script.run(client, &call.keys, &call.args).await?);
+            return self.decode(self.send(call, client).await?);
         }
         let reads: Vec<Command> = copies
             .iter()
@@ -185,6 +185,23 @@ impl<'a> Batch<'a> {
             limiter.stored_copy.check(*used, read);
         }
         self.decode(decided?)
+    }
+
+    /// Runs `call` on `client`. The common call (one limit in code, a decision on the server's clock) is merged with
+    /// the other callers' of its limiter in this turn when the client coalesces (see `merged.rs`); not in a build
+    /// without the feature `merge` (the Worker's), where its code is not compiled at all.
+    async fn send(&self, call: ScriptCall<'_>, client: &RestClient) -> Result<Value> {
+        #[cfg(feature = "merge")]
+        if let Some(quota) = self.quotas[0].filter(|_| {
+            self.single
+                && client.coalesces()
+                && self.operation == Operation::Limit
+                && self.requests[0].limiter.now_ms.is_none()
+        }) {
+            let (key, limiter) = (call.keys[0].clone(), self.requests[0].limiter);
+            return limiter.merged.run(client, quota.algorithm(), key, call.args).await;
+        }
+        call.script.run(client, &call.keys, &call.args).await
     }
 
     /// A single-limit script's reply, `{status, remaining, reset, x}` (see `lua/parts/limits/single.lua`), as a

@@ -32,6 +32,8 @@
 mod across_slots;
 mod batch;
 mod layout;
+#[cfg(feature = "merge")]
+mod merged;
 pub mod model;
 mod quota;
 mod reserved;
@@ -44,6 +46,8 @@ use std::time::Duration;
 pub use self::across_slots::{limit_all_across_slots, AcrossSlots, FailedGroup, GiveBack};
 use self::batch::{Batch, Operation};
 pub use self::layout::KeyLayout;
+#[cfg(feature = "merge")]
+use self::merged::Merged;
 pub use self::quota::{Algorithm, Quota};
 pub use self::reserved::{Reserved, ReservedDecision};
 pub use self::slot::hash_slot;
@@ -71,6 +75,10 @@ pub struct Limiter {
     layout: KeyLayout,
     /// A stored quota's copy, in the per-identifier layout (see `stored_copy.rs`); shared by clones.
     stored_copy: StoredCopy,
+    /// Decisions of concurrent callers waiting to be merged into one script call (see `merged.rs`); shared by
+    /// clones.
+    #[cfg(feature = "merge")]
+    merged: Merged,
     now_ms: Option<u64>,
 }
 
@@ -96,6 +104,8 @@ impl Limiter {
             quota,
             layout: KeyLayout::default(),
             stored_copy: StoredCopy::default(),
+            #[cfg(feature = "merge")]
+            merged: Merged::default(),
             now_ms: None,
         })
     }

@@ -80,6 +80,19 @@ impl Algorithm {
         }
     }
 
+    /// The script that decides several common calls of this algorithm in one call (merged decisions):
+    /// `lua/batch/<name>.lua`.
+    pub fn batch_script(self) -> &'static Script {
+        match self {
+            Algorithm::TokenBucket => &lua::BATCH_TOKEN_BUCKET,
+            Algorithm::FixedWindow => &lua::BATCH_FIXED_WINDOW,
+            Algorithm::SlidingWindow => &lua::BATCH_SLIDING_WINDOW,
+            Algorithm::Gcra => &lua::BATCH_GCRA,
+            Algorithm::Concurrency => &lua::BATCH_CONCURRENCY,
+            Algorithm::SlidingLog => &lua::BATCH_SLIDING_LOG,
+        }
+    }
+
     /// Whether a grant is logged as zset members that need a fresh id to name them (concurrency, sliding log). A
     /// refund of such a grant must name a member that is still logged, so its receipt cannot be made up or used
     /// twice; the other algorithms' receipts name a time or a window, which anyone can write (the bridge lets a

@@ -87,6 +87,8 @@ parts!(
     "common.lua",
     "limits/prelude.lua",
     "limits/single.lua",
+    "limits/batch.lua",
+    "limits/request.lua",
     "limits/driver.lua",
     "limits/entry.lua",
     "limits/inspect.lua",
@@ -141,27 +143,17 @@ fn shared_part(text: Text, shared: &str) -> String {
 
 /// The text of the script `lua/<path>` (one of those `mod.rs` declares).
 pub(super) fn family(text: Text, path: &str) -> String {
-    if let Some((algorithm, shared, rate)) = ALGORITHMS.iter().find(|(name, _, _)| format!("{name}.lua") == path) {
-        let parts = Parts::of(text, algorithm);
-        let helpers = match shared {
-            Some(shared) => format!("{}\n{}", shared_part(text, shared), parts.helpers),
-            None => parts.helpers.to_owned(),
-        };
-        let request = if *rate { REQUEST_WITH_RATE } else { REQUEST_WITHOUT_RATE };
-        let body = splice(part(text, "limits/single.lua"), "--@request", request);
-        // A log replies with numbers; an algorithm that keeps a string, with what it read (see single.lua).
-        let (denied, granted) = match shared {
-            Some("zset_log") => (LOG_DENIED, LOG_GRANTED),
-            _ => (STRING_DENIED, STRING_GRANTED),
-        };
-        let body = splice(&body, "--@denied", denied);
-        let body = splice(&body, "--@granted", granted);
-        let body = splice(&body, "--@helpers", &helpers);
-        let body = splice(&body, "--@decision", parts.decision);
-        let body = splice(&body, "--@grant", parts.grant);
-        // No algorithm calls anything of common.lua, and every function it defines would be a closure made on
-        // every call.
-        return compose_whole(text, path, false, &[part(text, "limits/prelude.lua"), &body]);
+    let algorithm = |folder: &str| {
+        ALGORITHMS
+            .iter()
+            .find(|(name, ..)| format!("{folder}{name}.lua") == path)
+    };
+    if let Some(algorithm) = algorithm("") {
+        return one_algorithm(text, path, algorithm, "limits/single.lua", "");
+    }
+    if let Some(algorithm) = algorithm("batch/") {
+        // The decision runs inside batch.lua's function: its code is indented one level.
+        return one_algorithm(text, path, algorithm, "limits/batch.lua", "    ");
     }
     if path == "limits.lua" {
         let mut algorithms: Vec<String> = SHARED.iter().map(|(shared, _)| shared_part(text, shared)).collect();
@@ -182,6 +174,45 @@ pub(super) fn family(text: Text, path: &str) -> String {
         );
     }
     unreachable!("no script of the family lua/{path}")
+}
+
+/// One algorithm's script: `frame` (`single.lua`, or `batch.lua` for several decisions in one call) with the
+/// request's reading, the algorithm's helpers and its file cut at its markers spliced in; the code that runs per
+/// decision indented by `indent`.
+fn one_algorithm(text: Text, path: &str, algorithm: &(&str, Option<&str>, bool), frame: &str, indent: &str) -> String {
+    let &(algorithm, shared, rate) = algorithm;
+    let parts = Parts::of(text, algorithm);
+    let helpers = match shared {
+        Some(shared) => format!("{}\n{}", shared_part(text, shared), parts.helpers),
+        None => parts.helpers.to_owned(),
+    };
+    let reading = if rate { REQUEST_WITH_RATE } else { REQUEST_WITHOUT_RATE };
+    let request = format!("{reading}\n{}", part(text, "limits/request.lua"));
+    // A log replies with numbers; an algorithm that keeps a string, with what it read (see single.lua).
+    let (denied, granted) = match shared {
+        Some("zset_log") => (LOG_DENIED, LOG_GRANTED),
+        _ => (STRING_DENIED, STRING_GRANTED),
+    };
+    let indented = |code: &str| {
+        (code.lines())
+            .map(|line| {
+                if line.is_empty() {
+                    String::new()
+                } else {
+                    format!("{indent}{line}")
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let body = splice(part(text, frame), "--@request", &indented(&request));
+    let body = splice(&body, "--@denied", &indented(denied));
+    let body = splice(&body, "--@granted", &indented(granted));
+    let body = splice(&body, "--@helpers", &helpers);
+    let body = splice(&body, "--@decision", &indented(parts.decision));
+    let body = splice(&body, "--@grant", &indented(parts.grant));
+    // No algorithm calls anything of common.lua, and every function it defines would be a closure made on every call.
+    compose_whole(text, path, false, &[part(text, "limits/prelude.lua"), &body])
 }
 
 /// The text of the script `lua/<path>` that reserves permits (one of those `mod.rs` declares): `common.lua` (the
@@ -321,7 +352,7 @@ mod tests {
         // `scripts!`, run scripts/lua).
         for (_, folder) in FOLDERS {
             let mut on_disk = Vec::new();
-            for dir in ["", "redisson/", "reserve/"] {
+            for dir in ["", "batch/", "redisson/", "reserve/"] {
                 for entry in std::fs::read_dir(lua.join(format!("{folder}{dir}"))).unwrap() {
                     let name = entry.unwrap().file_name().to_string_lossy().into_owned();
                     if name.ends_with(".lua") {

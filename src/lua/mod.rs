@@ -12,6 +12,7 @@
 //! | file | script |
 //! |---|---|
 //! | `lua/<algorithm>.lua` | one limit of that algorithm, its quota in the arguments: the common call |
+//! | `lua/batch/<algorithm>.lua` | several decisions of one algorithm in one call, each as `lua/<algorithm>.lua` decides its common call: what concurrent callers of one limiter decide at once (`crate::limit` merges them) |
 //! | `lua/limits.lua` | every algorithm: several limits in one call, or a quota stored in Redis |
 //! | `lua/inspect.lua` | reads limits' state, writing nothing |
 //! | `lua/reserve/<algorithm>.lua` | decides one limit's request and reserves permits for the client to grant locally (`crate::limit::Reserved`): GCRA, fixed window, sliding log |
@@ -63,6 +64,18 @@ scripts! {
     CONCURRENCY = family("concurrency.lua");
     /// Sliding log, one limit: `lua/sliding_log.lua`.
     SLIDING_LOG = family("sliding_log.lua");
+    /// Token bucket, several decisions in one call: `lua/batch/token_bucket.lua`.
+    BATCH_TOKEN_BUCKET = family("batch/token_bucket.lua");
+    /// Fixed window, several decisions in one call: `lua/batch/fixed_window.lua`.
+    BATCH_FIXED_WINDOW = family("batch/fixed_window.lua");
+    /// Sliding window, several decisions in one call: `lua/batch/sliding_window.lua`.
+    BATCH_SLIDING_WINDOW = family("batch/sliding_window.lua");
+    /// GCRA, several decisions in one call: `lua/batch/gcra.lua`.
+    BATCH_GCRA = family("batch/gcra.lua");
+    /// Concurrency, several decisions in one call: `lua/batch/concurrency.lua`.
+    BATCH_CONCURRENCY = family("batch/concurrency.lua");
+    /// Sliding log, several decisions in one call: `lua/batch/sliding_log.lua`.
+    BATCH_SLIDING_LOG = family("batch/sliding_log.lua");
     /// Every algorithm behind one driver, for several limits in one call and for stored quotas: `lua/limits.lua`.
     LIMITS = family("limits.lua");
     /// Limits' state, read at one moment of the server's clock: `lua/inspect.lua`.

@@ -70,7 +70,7 @@ impl RestClient {
 
     /// Sends what is queued on `queue` after one yield, and hands each caller its reply.
     async fn flush(self, queue: &Queue) {
-        YieldOnce(false).await;
+        yield_once().await;
         let (commands, callers): (Vec<Command>, Vec<_>) = queue.take().into_iter().unzip();
         let replies = match commands.as_slice() {
             [command] => vec![self.send(command).await],
@@ -84,6 +84,12 @@ impl RestClient {
             let _ = caller.send(reply);
         }
     }
+}
+
+/// Lets the rest of the executor's turn run: whatever other tasks were woken or spawned run before this returns.
+/// What a flush awaits first, so that the turn's callers have queued (here, and in `crate::limit`'s merging).
+pub(crate) async fn yield_once() {
+    YieldOnce(false).await
 }
 
 /// A future that is pending once (asking to be polled again at once) and then ready: the rest of the turn's tasks

@@ -6,9 +6,13 @@
 //! client always asks for `Upstash-Encoding: base64`, so binary strings (script members, packed ids) arrive intact.
 
 mod coalesce;
+#[cfg(feature = "merge")]
+pub(crate) use coalesce::yield_once;
 #[cfg_attr(not(target_arch = "wasm32"), path = "http_native.rs")]
 #[cfg_attr(target_arch = "wasm32", path = "http_wasm.rs")]
 mod http;
+#[cfg(feature = "merge")]
+pub(crate) use http::spawn;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -117,6 +121,13 @@ impl RestClient {
         }
         self.timeout = timeout;
         Ok(self)
+    }
+
+    /// Whether commands of one turn share requests (see [`RestClient::without_coalescing`]); a limiter merges its
+    /// callers' decisions only then (`crate::limit`).
+    #[cfg(feature = "merge")]
+    pub(crate) fn coalesces(&self) -> bool {
+        self.queue.is_some()
     }
 
     /// The endpoint URL, without a trailing slash.

@@ -1,6 +1,7 @@
-//! Coalescing (`src/rest/coalesce.rs`): decisions made at once through one client go to the bridge as one HTTP
-//! request, each still exact. Between the client and the real bridge sits a TCP relay that counts the HTTP requests
-//! passing through it.
+//! Coalescing (`src/rest/coalesce.rs`) and merging (`src/limit/merged.rs`): decisions made at once through one
+//! client go to the bridge as one HTTP request, and one limiter's as one script call, each still exact. Between the
+//! client and the real bridge sits a TCP relay that counts the HTTP requests (and the script calls in them) passing
+//! through it.
 //!
 //! Every test runs on Tokio's current-thread runtime (`#[tokio::test]`), where the tasks spawned together all run
 //! before the flush that their first one started: so which commands share a request is fixed, not a race.
@@ -8,7 +9,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use edgelimit::limit::{Limiter, Quota};
+use edgelimit::limit::{KeyLayout, Limiter, Quota};
 use edgelimit::{Error, RestClient};
 use edgelimit_tests::{Stack, TOKEN};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -46,11 +47,15 @@ async fn counting_relay(upstream: &str) -> (String, Arc<Mutex<Vec<u8>>>) {
 
 /// How many HTTP requests to `path` the relay has carried (the request lines; the bodies are JSON arrays).
 fn requests(sent: &Mutex<Vec<u8>>, path: &str) -> usize {
-    let line = format!("POST {path} HTTP/1.1\r\n");
+    occurrences(sent, &format!("POST {path} HTTP/1.1\r\n"))
+}
+
+/// How many times `text` passed the relay (e.g. `"EVALSHA"`: the script calls, each a JSON string in a body).
+fn occurrences(sent: &Mutex<Vec<u8>>, text: &str) -> usize {
     sent.lock()
         .unwrap()
-        .windows(line.len())
-        .filter(|window| *window == line.as_bytes())
+        .windows(text.len())
+        .filter(|window| *window == text.as_bytes())
         .count()
 }
 
@@ -63,10 +68,16 @@ fn client(url: &str) -> RestClient {
 
 /// `count` decisions of `limiter` for one identifier, each its own task, all spawned before any runs.
 async fn decide_at_once(limiter: &Limiter, count: usize) -> Vec<Result<bool, Error>> {
-    let tasks: Vec<_> = (0..count)
-        .map(|_| {
-            let limiter = limiter.clone();
-            tokio::spawn(async move { limiter.limit("id", 1).await.map(|decision| decision.success) })
+    let decisions: Vec<_> = (0..count).map(|_| (limiter.clone(), "id".to_owned())).collect();
+    decide_all_at_once(decisions).await
+}
+
+/// One decision of each limiter for its identifier, each its own task, all spawned before any runs.
+async fn decide_all_at_once(decisions: Vec<(Limiter, String)>) -> Vec<Result<bool, Error>> {
+    let tasks: Vec<_> = decisions
+        .into_iter()
+        .map(|(limiter, id)| {
+            tokio::spawn(async move { limiter.limit(id.as_str(), 1).await.map(|decision| decision.success) })
         })
         .collect();
     let mut outcomes = Vec::new();
@@ -77,7 +88,7 @@ async fn decide_at_once(limiter: &Limiter, count: usize) -> Vec<Result<bool, Err
 }
 
 #[tokio::test]
-async fn decisions_made_at_once_share_one_request_and_each_stays_exact() {
+async fn one_limiters_decisions_made_at_once_are_one_script_call_and_each_stays_exact() {
     let stack = Stack::start().await;
     let (url, sent) = counting_relay(stack.url()).await;
     let limiter = Limiter::new(
@@ -95,13 +106,103 @@ async fn decisions_made_at_once_share_one_request_and_each_stays_exact() {
     let granted = outcomes.iter().filter(|outcome| matches!(outcome, Ok(true))).count();
     let denied = outcomes.iter().filter(|outcome| matches!(outcome, Ok(false))).count();
     assert_eq!((granted, denied), (10, 15), "{outcomes:?}");
-    // The first ten in the pipeline's order are the grants: the script ran once per decision, in turn.
+    // The first ten in the call's order are the grants: the script decided them one after the other.
     assert!(
         outcomes[..10].iter().all(|outcome| matches!(outcome, Ok(true))),
         "{outcomes:?}"
     );
-    assert_eq!(requests(&sent, "/pipeline"), 1, "25 decisions at once, one request");
-    assert_eq!(requests(&sent, "/"), alone, "and no request of their own");
+    // One script call: EVALSHA of lua/batch/sliding_log.lua, NOSCRIPT, then EVAL (its first use loads it).
+    assert_eq!(requests(&sent, "/") - alone, 2, "25 decisions at once, one call");
+    assert_eq!(requests(&sent, "/pipeline"), 0);
+
+    // Loaded now: 25 more at once are one request, one EVALSHA.
+    let (before, scripts) = (requests(&sent, "/"), occurrences(&sent, "\"EVALSHA\""));
+    let outcomes = decide_at_once(&limiter.clone().with_prefix("again").unwrap(), 25).await;
+    assert_eq!(
+        outcomes.iter().filter(|outcome| matches!(outcome, Ok(true))).count(),
+        10
+    );
+    assert_eq!(requests(&sent, "/") - before, 1);
+    assert_eq!(occurrences(&sent, "\"EVALSHA\"") - scripts, 1);
+}
+
+#[tokio::test]
+async fn two_limiters_decisions_at_once_are_one_request_with_one_script_call_each() {
+    let stack = Stack::start().await;
+    let (url, sent) = counting_relay(stack.url()).await;
+    let client = client(&url);
+    let window = Quota::fixed_window(3, Duration::from_secs(60)).unwrap();
+    let log = Quota::sliding_log(2, Duration::from_secs(60)).unwrap();
+    let (window, log) = (
+        Limiter::new(client.clone(), "w", window).unwrap(),
+        Limiter::new(client, "l", log).unwrap(),
+    );
+    // Load both batch scripts.
+    decide_all_at_once(vec![(window.clone(), "warm".into()), (window.clone(), "warm".into())]).await;
+    decide_all_at_once(vec![(log.clone(), "warm".into()), (log.clone(), "warm".into())]).await;
+    let (pipelines, scripts) = (requests(&sent, "/pipeline"), occurrences(&sent, "\"EVALSHA\""));
+    let mut decisions = Vec::new();
+    for _ in 0..5 {
+        decisions.extend([(window.clone(), "id".to_owned()), (log.clone(), "id".to_owned())]);
+    }
+    let outcomes = decide_all_at_once(decisions).await;
+    let granted = |of: usize| {
+        (outcomes.iter().skip(of).step_by(2))
+            .filter(|o| matches!(o, Ok(true)))
+            .count()
+    };
+    assert_eq!((granted(0), granted(1)), (3, 2), "{outcomes:?}");
+    assert_eq!(requests(&sent, "/pipeline") - pipelines, 1);
+    assert_eq!(occurrences(&sent, "\"EVALSHA\"") - scripts, 2);
+}
+
+#[tokio::test]
+async fn a_decision_the_script_refuses_is_that_decisions_error_alone() {
+    let stack = Stack::start().await;
+    let limiter = Limiter::new(
+        stack.client(),
+        "mixed",
+        Quota::fixed_window(10, Duration::from_secs(60)).unwrap(),
+    )
+    .unwrap();
+    // Another program's state under one identifier's key: a list where the window's string should be.
+    let foreign = edgelimit::Command::new("RPUSH")
+        .arg(limiter.state_key("foreign"))
+        .arg("x");
+    stack.client().command(&foreign).await.unwrap();
+    let mut decisions: Vec<_> = (0..4).map(|_| (limiter.clone(), "id".to_owned())).collect();
+    decisions.insert(2, (limiter.clone(), "foreign".to_owned()));
+    let outcomes = decide_all_at_once(decisions).await;
+    assert!(matches!(&outcomes[2], Err(Error::ForeignState(_))), "{outcomes:?}");
+    for outcome in [&outcomes[0], &outcomes[1], &outcomes[3], &outcomes[4]] {
+        assert!(matches!(outcome, Ok(true)), "{outcomes:?}");
+    }
+}
+
+#[tokio::test]
+async fn on_a_cluster_each_slots_decisions_are_a_call_of_their_own() {
+    let stack = Stack::start_cluster().await;
+    // Per identifier: identifiers spread over the masters, and one script may touch one slot only.
+    let limiter = Limiter::new(
+        stack.client(),
+        "spread",
+        Quota::gcra(2, 1, Duration::from_secs(60)).unwrap(),
+    )
+    .unwrap()
+    .with_layout(KeyLayout::PerIdentifier)
+    .unwrap();
+    let mut decisions = Vec::new();
+    for id in ["a", "b", "c", "d"] {
+        decisions.extend((0..3).map(|_| (limiter.clone(), id.to_owned())));
+    }
+    let outcomes = decide_all_at_once(decisions).await;
+    // Each identifier: its burst of 2 granted, the third denied; no CROSSSLOT.
+    for (i, outcome) in outcomes.iter().enumerate() {
+        assert!(
+            matches!(outcome, Ok(granted) if *granted == (i % 3 < 2)),
+            "{i}: {outcomes:?}"
+        );
+    }
 }
 
 #[tokio::test]

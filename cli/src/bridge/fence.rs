@@ -38,6 +38,9 @@ enum Known {
     Single(Algorithm),
     /// Several limits, or stored quotas (`lua/limits.lua`).
     Driver,
+    /// Several decisions of one algorithm in one call (`lua/batch/<algorithm>.lua`): grants and denials on the
+    /// server's clock only, as a single-limit script's common call.
+    Batch,
     /// Reads state, writes nothing (`lua/inspect.lua`).
     Inspect,
     /// Decides a request and reserves permits for the caller (`lua/reserve/<algorithm>.lua`): the time is the
@@ -55,6 +58,7 @@ static KNOWN: LazyLock<HashMap<&'static str, Known>> = LazyLock::new(|| {
         .into_iter()
         .map(|algorithm| (algorithm.script().sha1(), Known::Single(algorithm)))
         .collect();
+    known.extend(Algorithm::ALL.map(|algorithm| (algorithm.batch_script().sha1(), Known::Batch)));
     known.insert(lua::LIMITS.sha1(), Known::Driver);
     known.insert(lua::INSPECT.sha1(), Known::Inspect);
     known.insert(lua::RESERVE_GCRA.sha1(), Known::Reserve { time_at: 2 });
@@ -147,7 +151,8 @@ fn limiter_call_refusal(script: Known, args: &[&[u8]]) -> Option<String> {
     let server_time = "must leave the time to the server's clock (an explicit time could write state far in the \
                        future or past); explicit times need an admin token";
     match script {
-        Known::Inspect => None,
+        // Decisions, as a limiter token may make (see the module's docs); the script takes no time or operation.
+        Known::Inspect | Known::Batch => None,
         Known::RedissonAdmin => Some(
             "may not release permits or set the rate of a Redisson-layout limiter (a release gives permits back \
              without a receipt); use an admin token"
@@ -295,6 +300,15 @@ mod tests {
             assert!(explicit.contains("server's clock"), "{explicit}");
             assert!(refusal(Profile::Readonly, &reserving(&[])).is_some());
         }
+
+        // Merged decisions: grants and denials, like a decision; a readonly token may not run them.
+        let batch = evalsha(
+            &lua::BATCH_FIXED_WINDOW,
+            &["edgelimit:{a}:x", "edgelimit:{a}:y"],
+            &["1:10:1000", "1:10:1000"],
+        );
+        assert_eq!(refusal(Profile::Limiter, &batch), None);
+        assert!(refusal(Profile::Readonly, &batch).is_some());
 
         let conc = &*lua::CONCURRENCY;
         let release = evalsha(conc, &["k"], &["1:10:1000", "1:5-abc", "refund", ""]);

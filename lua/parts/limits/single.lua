@@ -33,11 +33,6 @@ if not key or not request or extra then
         .. #ARGV .. ' arguments' })
 end
 --@request
-if not permits or permits < 1 or permits > MAX_COUNT or limit < 1 or limit > MAX_COUNT or interval < 1
-    or rate < 1 or rate > MAX_COUNT or limit * interval > 2 ^ 52 then
-    error({ err = 'ERR edgelimit: invalid request (<permits>:<limit>:<interval ms>[:<rate>], whole numbers from 1, '
-        .. 'permits, limit and rate below 2^32, limit × interval at most 2^52): ' .. string.sub(request, 1, 100) })
-end
 local now, mark
 -- The server's clock as TIME gave it (seconds, microseconds), for a reply that carries it as text.
 local seconds, micros, grace = '', '', 0 -- luacheck: ignore seconds micros

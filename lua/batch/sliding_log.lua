@@ -1,0 +1,338 @@
+-- lua/batch/sliding_log.lua: GENERATED from lua/parts/ (src/lua/compose.rs). Edit the parts, then run scripts/lua.
+
+-- The algorithm family, shared prelude: before the algorithms' files and the helpers they share (bucket.lua;
+-- zset_member.lua and zset_log.lua). src/lua/compose.rs composes two kinds of script from the same files:
+--   single.lua  one limit with its quota in the arguments, the common call: the algorithm's code runs inline,
+--               straight-line, because inside Redis every function a script defines is a new closure on every call
+--               and every Lua call, argument and table costs (bench/instructions.mjs counts it). These scripts do
+--               not start with lua/parts/common.lua, and the token bucket, fixed window, sliding window and GCRA
+--               scripts define no function at all (the logs' scripts do, for their helpers).
+--   driver.lua  several limits at once, or a quota stored in Redis: after lua/parts/common.lua; entry.lua wraps each
+--               algorithm in a function.
+--
+-- So an algorithm's sections below call no function of common.lua: what they need on a cold path (a refund's
+-- receipt) they write inline, and they report a bad receipt with error() directly.
+--
+-- An algorithm file is its helpers (local functions), then two sections, each opened by a marker line:
+--   --@decision  the verdict on `permits` at `now`. Before it, on a refund, it gives back what the receipt's grant
+--                took and the algorithm's rule still allows (see its file; `held` false when that is nothing) and
+--                then decides on one permit (lease ''): the standing after the refund. Otherwise it records nothing (a
+--                permit log drops permits that have freed, which changes no verdict), so that every limit of a call
+--                is decided before any is recorded; it checks the request's `lease` first.
+--   --@grant     records the grant the decision allowed (run only when every limit of the call allows).
+-- In scope (locals of the script, or the wrapping function's):
+--   operation                                 'limit' (decide and record), 'peek' (decide only), 'refund'
+--   key, permits, limit, interval, rate       the state key, the request, its quota (checked numbers)
+--   lease                                     a concurrency or sliding log grant's fresh id ('limit'); the receipt
+--                                             to refund ('refund'); else ''
+--   mark                                      on a refund, the receipt's mark (checked by the frame: its form is
+--                                             '<permits>:<mark>', its permits the refund's): what names the grant in
+--                                             the algorithm's terms; else nil
+--   now, grace                                unix ms; extra ms of expiry for state written at an explicit time
+-- and the verdict, which the decision sets:
+--   allowed, retry_after                      retry_after = ms until it could be allowed (0 if it is)
+--   remaining, reset                          the standing without this request: permits left, and the unix ms at
+--                                             which the limit is whole again if no request comes
+--   reset_after                               `reset` with the grant (remaining is then remaining - permits)
+--   held                                      false when a refund gave nothing back (the grant's permits had
+--                                             freed, refilled or left the counted windows; a lease not held)
+--   granted_mark, token                       set by the grant: its receipt is '<permits>:<mark>', the mark the
+--                                             grant's unix ms (token bucket, GCRA), its window's index (fixed and
+--                                             sliding window), both as the number granted_mark; for a log
+--                                             (concurrency, sliding log) '<expiry>-<grant id>', granted_mark the
+--                                             expiry and token the whole receipt. A refund names the grant by it, so
+--                                             it gives back exactly what that grant took.
+-- Locals the decision declares are the grant's to use.
+--
+-- All arithmetic is on whole numbers below 2^53, where Lua's doubles are exact: quotas are checked so that
+-- limit × interval stays below 2^52 (by the frame), and no product below grows past that.
+
+local MAX_COUNT = 2 ^ 32 - 1
+
+-- State of a request made at an explicit time lives this much longer than it matters: that caller's clock may run
+-- behind Redis's, and state must not expire in Redis's time while it still counts in the caller's. Under server
+-- time (the default) keys vanish exactly when they stop mattering.
+local EXPLICIT_TIME_GRACE_MS = 60000
+
+-- Why a refund's receipt mark is refused by the algorithm that reads it (a whole number for the time and window
+-- algorithms, never after the server's clock): a hand-made receipt, or another algorithm's.
+-- Reported with error() as common.lua's reject does: 'ERR edgelimit: invalid ' .. RECEIPT_MARK .. ': ' .. mark.
+local RECEIPT_MARK = 'receipt mark (not a grant of this limit: a time or window after the server clock, or no number)'
+
+-- Several decisions of one algorithm in one call: what concurrent callers of one limiter decide at once
+-- (src/limit/merged.rs), each as lua/<algorithm>.lua decides its common call (operation 'limit', one limit whose
+-- quota comes with the request, on the server's clock), one after the other, each on the state the ones before it
+-- left. What the call costs besides the decisions (the call itself, reading its arguments, TIME) is paid once for
+-- all of them, which is most of a single call's cost for the cheap algorithms (bench/instructions.mjs).
+--
+--   KEYS[i]            the i-th decision's state key
+--   ARGV[i]            its request and quota, as lua/<algorithm>.lua's ARGV[1]
+--   ARGV[#KEYS + i]    its grant id, for an algorithm that logs grants (concurrency, sliding log); absent otherwise
+--
+-- The reply has one entry per decision: what lua/<algorithm>.lua replies to that call, or for a decision the script
+-- refuses (a request no client sends, state in no known layout) the text '!' followed by the error: a decision's
+-- error is its own, and the others are still decided.
+
+local server_time = redis.call('TIME')
+-- The server's clock as TIME gave it (seconds, microseconds), for a reply that carries it as text.
+local seconds, micros = server_time[1], server_time[2] -- luacheck: ignore seconds micros
+local now = micros + 0
+now = seconds * 1000 + (now - now % 1000) / 1000
+local operation, mark, grace = 'limit', nil, 0
+
+-- The layout of a log of grants in a zset (concurrency, sliding log), as far as reading it goes: after
+-- prelude.lua, before lua/parts/limits/zset_log.lua, which writes it; inspect.lua reads it too (see
+-- src/lua/compose.rs).
+--
+-- One member per grant, whatever its permits: '<position>:<permits>:<run>:<grant id>', scored with the unix ms at
+-- which the grant frees.
+--   position  Positions number the permits of the log: a grant of k permits at position p holds [p, p + k), and
+--             positions grow with the score, gapless. The zset orders members by score, then by name, so the
+--             position is written with 13 digits, zero-padded: among equal scores name order is position order too.
+--   run       Where the run of one-permit grants that this grant ends (or starts after) begins: every grant from
+--             position `run` up to this one holds one permit. It lets the common case, grants of one permit, count
+--             what is held with ZCARD instead of reading the first grant (a ranked read costs 5 times a ZCARD).
+-- So, whatever the weights:
+--   permits held   = the end of the last grant - the position of the first; when the live grants all sit in the
+--                    last grant's run, simply their number;
+--   the wait for a denied request needing `need` more permits to free = until the grant holding position
+--                    first + need - 1 frees: a search over ranks (one read when all grants have the same weight,
+--                    O(log n) reads otherwise);
+--   freed grants go by score range, and the key expires when its last grant frees.
+
+-- A member's position, permits, run and grant id. A member in no known layout (state written by something else, or
+-- by an older edgelimit that logged one member per permit) is a clean error, not a Lua error on nil.
+local function parse_member(member)
+    local position, permits, run, id = string.match(member, '^(%d+):(%d+):(%d+):(.+)$')
+    if not position then
+        error({ err = 'WRONGTYPE edgelimit: the log holds a member in no known layout (' .. member .. '): written '
+            .. 'by something else or an older edgelimit; it expires by itself, or reset the identifier' })
+    end
+    return position + 0, permits + 0, run + 0, id
+end
+
+-- A log of grants in a zset, shared by the algorithms that keep one (concurrency, sliding log): after
+-- zset_member.lua, before those algorithms' files (see src/lua/compose.rs).
+--
+-- Its layout, one member per grant, is in zset_member.lua, which comes first.
+--
+-- Positions stay gapless: a grant removed before it frees (a refund, a released lease) moves the positions of the
+-- grants after it down, and a grant that frees before some already logged (an explicit clock that went back, a
+-- lowered interval) moves theirs up. Each costs O(grants moved); on the server clock with a steady quota only a
+-- refund or a release moves any, and only those granted after it.
+--
+-- Every function defined here is a closure made on every call (see lua/parts/common.lua), so code that only some calls
+-- need (the search for a denied wait, the removal of a grant) is written inline where it runs. And a number that
+-- becomes text by itself (an argument of redis.call, a concatenation) is printed as a double ('%.14g'), the most
+-- expensive step of a decision here: constant arguments are written as text, and numbers as text go through one
+-- string.format('%d'), which prints integers.
+
+-- Positions stay below this (13 digits; see log_grant).
+local MAX_POSITION = 8e12
+
+local function member_of(position, permits, run, id)
+    return string.format('%013d:%d:%d:%s', position, permits, run, id)
+end
+
+-- Moves the grants from rank `from` on by `delta` positions, renaming their members: O(grants moved). What that
+-- does to their runs depends on why they move: a grant of -delta permits at position `at` was removed, a grant of
+-- delta permits was put at `at` before them, or (`at` nil) every grant moves down to start from 0.
+local function shift_positions(key, from, delta, at)
+    local items = redis.call('ZRANGE', key, from, '-1', 'WITHSCORES')
+    local old, new = {}, {}
+    for i = 1, #items, 2 do
+        local position, permits, run, id = parse_member(items[i])
+        if not at then
+            run = math.max(run + delta, 0)
+        elseif delta < 0 then
+            -- A run that began after the removed grant (at its end, at the latest) moves with the grants.
+            run = run > at and run + delta or run
+        elseif run >= at then
+            run = run + delta
+        elseif delta > 1 then
+            -- A grant of several permits now stands inside this grant's run: the run begins after it.
+            run = at + delta
+        end
+        old[#old + 1] = items[i]
+        new[#new + 1] = items[i + 1]
+        new[#new + 1] = member_of(position + delta, permits, run, id)
+    end
+    -- All removed before any is added (a new name may be the old name of a grant further on), in batches: unpack
+    -- has a stack limit.
+    for first = 1, #old, 1000 do
+        redis.call('ZREM', key, unpack(old, first, math.min(first + 999, #old)))
+    end
+    for first = 1, #new, 2000 do
+        redis.call('ZADD', key, unpack(new, first, math.min(first + 1999, #new)))
+    end
+end
+
+-- The verdict on `permits` at `now` (allowed, retry_after, remaining, reset, reset_after), and the log's standing
+-- that log_grant takes (permits held, the first grant's position, the last grant's run), after dropping the grants
+-- that have freed: allowed while the permits held plus these stay within the limit. The wait for a denied request
+-- is until enough of the soonest-freeing permits have freed: exact if nothing frees early. `reset` is when the last
+-- grant frees.
+local function log_verdict(key, permits, limit, interval, now)
+    redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
+    local count = redis.call('ZCARD', key)
+    local held, first_position, reset, last_run = 0, 0, now, -1
+    if count > 0 then
+        local last = redis.call('ZRANGE', key, '-1', '-1', 'WITHSCORES')
+        local last_position, last_permits
+        last_position, last_permits, last_run = parse_member(last[1])
+        local last_end = last_position + last_permits
+        if count <= last_end - last_run then
+            -- Every grant held is in the last grant's run: one permit each.
+            held = count
+        else
+            held = last_end - parse_member(redis.call('ZRANGE', key, '0', '0')[1])
+        end
+        first_position, reset = last_end - held, last[2] + 0
+    end
+    local remaining = limit - held
+    local allowed = permits <= remaining
+    local retry_after = 0
+    if not allowed then
+        -- The grant holding `target` frees when the request fits. The first guess is where the target would be if
+        -- every grant had the same weight: then it is the answer; otherwise a binary search over ranks.
+        local target = first_position + held + permits - limit - 1
+        local low, high = 0, count - 1
+        local rank = (target - first_position) * count / held
+        rank = math.min(rank - rank % 1, high)
+        while true do
+            local item = redis.call('ZRANGE', key, rank, rank, 'WITHSCORES')
+            local position, weight = parse_member(item[1])
+            if target < position then
+                high = rank - 1
+            elseif target >= position + weight then
+                low = rank + 1
+            else
+                retry_after = item[2] - now
+                break
+            end
+            rank = (low + high - (low + high) % 2) / 2
+        end
+    end
+    return allowed, retry_after, remaining > 0 and remaining or 0, reset, math.max(reset, now + interval), held,
+        first_position, last_run
+end
+
+-- Logs a grant of `permits` named `id`, freeing at now + interval, after the log's standing at `now` (log_verdict's:
+-- `held` permits from `first_position`, the last grant's run `last_run` (-1 when none is held), the last freeing at
+-- `last_expiry`); the key then expires at `reset_after`. Returns the grant's receipt, '<permits>:<expiry>-<id>',
+-- which finds it again (log_decision).
+local function log_grant(key, permits, interval, id, now, grace, reset_after, held, first_position, last_run,
+                         last_expiry)
+    local expiry = now + interval
+    local position = first_position + held
+    if expiry < last_expiry then
+        -- It frees before grants already logged: it goes before them, and they move up.
+        local rank = redis.call('ZCOUNT', key, '-inf', expiry)
+        position = parse_member(redis.call('ZRANGE', key, rank, rank)[1])
+        shift_positions(key, rank, permits, position)
+        last_run = -1
+    elseif position + permits > MAX_POSITION then
+        -- Positions grow with every grant while the key lives: they start again from 0, once per 8 * 10^12 permits.
+        shift_positions(key, 0, -first_position, nil)
+        position, last_run = held, math.max(last_run - first_position, 0)
+    end
+    -- A grant of one permit continues the last grant's run (or starts one); a larger grant ends any run.
+    local run = permits > 1 and position + permits or last_run >= 0 and last_run or position
+    local receipt = string.format('%d:%d-%s', permits, expiry, id)
+    -- The score is the expiry as the receipt already prints it: the number itself would be printed again, as a double.
+    redis.call('ZADD', key, string.match(receipt, ':(%d+)'), member_of(position, permits, run, id))
+    redis.call('PEXPIRE', key, reset_after - now + grace)
+    return receipt
+end
+
+-- The decision of an algorithm that keeps a log (the --@decision section, see prelude.lua). A grant's `lease` is
+-- its fresh id: letters, digits, _ or -, checked before anything is written. A refund's `mark` (from its receipt,
+-- '<permits>:<expiry>-<id>', whose permits are `permits`) names the grant to give back: it is removed if it is still
+-- held (`held`: whether it was), the grants after it move down so that what is held stays exact, and the decision
+-- is then on one permit. Returns held, the permits decided on, and log_verdict's values.
+local function log_decision(operation, key, permits, limit, interval, lease, mark, now)
+    local held = true
+    if operation == 'refund' then
+        local expiry, id = string.match(mark, '^(%d+)%-(.+)$')
+        if not expiry then
+            error({ err = 'ERR edgelimit: invalid receipt mark (not a grant of this limit: "<expiry>-<grant id>"): '
+                .. mark })
+        end
+        held = false
+        if expiry + 0 > now then
+            for _, member in ipairs(redis.call('ZRANGEBYSCORE', key, expiry, expiry)) do
+                local position, member_permits, _, member_id = parse_member(member)
+                if member_id == id and member_permits == permits then
+                    local rank = redis.call('ZRANK', key, member)
+                    redis.call('ZREM', key, member)
+                    shift_positions(key, rank, -member_permits, position)
+                    held = true
+                    break
+                end
+            end
+        end
+        permits = 1
+    elseif operation == 'limit' and (#lease > 64 or not string.match(lease, '^[%w_%-]+$')) then
+        error({ err = 'ERR edgelimit: invalid grant id (letters, digits, _ or -, at most 64): ' .. lease })
+    end
+    return held, permits, log_verdict(key, permits, limit, interval, now)
+end
+
+-- Sliding log: a request of `permits` at `now` is allowed while the permits granted in (now - interval, now] plus
+-- these stay within `limit`. Exact over every interval-long span, at the cost of one zset member per grant in the
+-- window, whatever its permits.
+--
+-- State: a log of grants (zset_member.lua, zset_log.lua) where every grant frees at exactly grant time + interval: a
+-- concurrency lease that is never released early. So the wait for a denied request is exact, and the key expires
+-- when the newest grant leaves the window. Unlike src/redisson (Redisson's layout, one config shared by name),
+-- the quota comes with each request, so one script limits any identifier next to the other algorithms.
+
+
+local function decide(key, request, lease)
+    local permits, limit, interval = string.match(request, '^(%d+):(%d+):(%d+)$')
+    local rate = 1
+    if permits then
+        permits, limit, interval = permits + 0, limit + 0, interval + 0
+    end
+    -- The request's check, after its numbers are read from `request` (see src/lua/compose.rs): shared by the
+    -- single-limit frame (single.lua) and the frame that decides several requests in one call (batch.lua).
+    if not permits or permits < 1 or permits > MAX_COUNT or limit < 1 or limit > MAX_COUNT or interval < 1
+        or rate < 1 or rate > MAX_COUNT or limit * interval > 2 ^ 52 then
+        error({ err = 'ERR edgelimit: invalid request (<permits>:<limit>:<interval ms>[:<rate>], whole numbers from 1, '
+            .. 'permits, limit and rate below 2^32, limit × interval at most 2^52): ' .. string.sub(request, 1, 100) })
+    end
+    if permits > limit then
+        return { 5, 0, 0, 0 }
+    end
+    -- The verdict, set by the decision, and the grant's mark, set by the grant (see single.lua); not every reply
+    -- reads each.
+    -- luacheck: push ignore reset_after granted_mark token held
+    local allowed, retry_after, remaining, reset, reset_after, held, granted_mark, token
+    -- luacheck: pop
+
+
+    local in_log, first_position, last_run
+    held, permits, allowed, retry_after, remaining, reset, reset_after, in_log, first_position, last_run =
+        log_decision(operation, key, permits, limit, interval, lease, mark, now)
+
+    if not allowed then
+        return { 0, remaining, reset, retry_after }
+    end
+
+
+    -- The receipt names the grant, to give it back exactly.
+    token = log_grant(key, permits, interval, lease, now, grace, reset_after, in_log, first_position, last_run, reset)
+    granted_mark = now + interval
+
+    return { 1, remaining - permits, reset_after, granted_mark }
+end
+
+local replies, count = {}, #KEYS
+for i = 1, count do
+    local decided, reply = pcall(decide, KEYS[i], ARGV[i], ARGV[count + i] or '')
+    if not decided then
+        reply = '!' .. (type(reply) == 'table' and reply.err or tostring(reply))
+    end
+    replies[i] = reply
+end
+return replies

@@ -1,0 +1,225 @@
+-- lua/batch/sliding_window.lua: GENERATED from lua/parts/ (src/lua/compose.rs). Edit the parts, then run scripts/lua.
+
+-- The algorithm family, shared prelude: before the algorithms' files and the helpers they share (bucket.lua;
+-- zset_member.lua and zset_log.lua). src/lua/compose.rs composes two kinds of script from the same files:
+--   single.lua  one limit with its quota in the arguments, the common call: the algorithm's code runs inline,
+--               straight-line, because inside Redis every function a script defines is a new closure on every call
+--               and every Lua call, argument and table costs (bench/instructions.mjs counts it). These scripts do
+--               not start with lua/parts/common.lua, and the token bucket, fixed window, sliding window and GCRA
+--               scripts define no function at all (the logs' scripts do, for their helpers).
+--   driver.lua  several limits at once, or a quota stored in Redis: after lua/parts/common.lua; entry.lua wraps each
+--               algorithm in a function.
+--
+-- So an algorithm's sections below call no function of common.lua: what they need on a cold path (a refund's
+-- receipt) they write inline, and they report a bad receipt with error() directly.
+--
+-- An algorithm file is its helpers (local functions), then two sections, each opened by a marker line:
+--   --@decision  the verdict on `permits` at `now`. Before it, on a refund, it gives back what the receipt's grant
+--                took and the algorithm's rule still allows (see its file; `held` false when that is nothing) and
+--                then decides on one permit (lease ''): the standing after the refund. Otherwise it records nothing (a
+--                permit log drops permits that have freed, which changes no verdict), so that every limit of a call
+--                is decided before any is recorded; it checks the request's `lease` first.
+--   --@grant     records the grant the decision allowed (run only when every limit of the call allows).
+-- In scope (locals of the script, or the wrapping function's):
+--   operation                                 'limit' (decide and record), 'peek' (decide only), 'refund'
+--   key, permits, limit, interval, rate       the state key, the request, its quota (checked numbers)
+--   lease                                     a concurrency or sliding log grant's fresh id ('limit'); the receipt
+--                                             to refund ('refund'); else ''
+--   mark                                      on a refund, the receipt's mark (checked by the frame: its form is
+--                                             '<permits>:<mark>', its permits the refund's): what names the grant in
+--                                             the algorithm's terms; else nil
+--   now, grace                                unix ms; extra ms of expiry for state written at an explicit time
+-- and the verdict, which the decision sets:
+--   allowed, retry_after                      retry_after = ms until it could be allowed (0 if it is)
+--   remaining, reset                          the standing without this request: permits left, and the unix ms at
+--                                             which the limit is whole again if no request comes
+--   reset_after                               `reset` with the grant (remaining is then remaining - permits)
+--   held                                      false when a refund gave nothing back (the grant's permits had
+--                                             freed, refilled or left the counted windows; a lease not held)
+--   granted_mark, token                       set by the grant: its receipt is '<permits>:<mark>', the mark the
+--                                             grant's unix ms (token bucket, GCRA), its window's index (fixed and
+--                                             sliding window), both as the number granted_mark; for a log
+--                                             (concurrency, sliding log) '<expiry>-<grant id>', granted_mark the
+--                                             expiry and token the whole receipt. A refund names the grant by it, so
+--                                             it gives back exactly what that grant took.
+-- Locals the decision declares are the grant's to use.
+--
+-- All arithmetic is on whole numbers below 2^53, where Lua's doubles are exact: quotas are checked so that
+-- limit × interval stays below 2^52 (by the frame), and no product below grows past that.
+
+local MAX_COUNT = 2 ^ 32 - 1
+
+-- State of a request made at an explicit time lives this much longer than it matters: that caller's clock may run
+-- behind Redis's, and state must not expire in Redis's time while it still counts in the caller's. Under server
+-- time (the default) keys vanish exactly when they stop mattering.
+local EXPLICIT_TIME_GRACE_MS = 60000
+
+-- Why a refund's receipt mark is refused by the algorithm that reads it (a whole number for the time and window
+-- algorithms, never after the server's clock): a hand-made receipt, or another algorithm's.
+-- Reported with error() as common.lua's reject does: 'ERR edgelimit: invalid ' .. RECEIPT_MARK .. ': ' .. mark.
+local RECEIPT_MARK = 'receipt mark (not a grant of this limit: a time or window after the server clock, or no number)'
+
+-- Several decisions of one algorithm in one call: what concurrent callers of one limiter decide at once
+-- (src/limit/merged.rs), each as lua/<algorithm>.lua decides its common call (operation 'limit', one limit whose
+-- quota comes with the request, on the server's clock), one after the other, each on the state the ones before it
+-- left. What the call costs besides the decisions (the call itself, reading its arguments, TIME) is paid once for
+-- all of them, which is most of a single call's cost for the cheap algorithms (bench/instructions.mjs).
+--
+--   KEYS[i]            the i-th decision's state key
+--   ARGV[i]            its request and quota, as lua/<algorithm>.lua's ARGV[1]
+--   ARGV[#KEYS + i]    its grant id, for an algorithm that logs grants (concurrency, sliding log); absent otherwise
+--
+-- The reply has one entry per decision: what lua/<algorithm>.lua replies to that call, or for a decision the script
+-- refuses (a request no client sends, state in no known layout) the text '!' followed by the error: a decision's
+-- error is its own, and the others are still decided.
+
+local server_time = redis.call('TIME')
+-- The server's clock as TIME gave it (seconds, microseconds), for a reply that carries it as text.
+local seconds, micros = server_time[1], server_time[2] -- luacheck: ignore seconds micros
+local now = micros + 0
+now = seconds * 1000 + (now - now % 1000) / 1000
+local operation, mark, grace = 'limit', nil, 0
+
+-- Sliding window counter (Cloudflare's and Upstash's approximation): the previous fixed window's count, weighted
+-- by how much of it the sliding window still covers, plus the current window's count, must stay within `limit`.
+-- O(1) memory whatever the rate. It assumes the previous window's requests were spread evenly: under steady
+-- overload it holds the limit exactly, but a burst at the very end of one window followed by steady traffic lets
+-- up to nearly twice the limit through in one interval-long span (measured: 1.95×, tests/tests/over_admission.rs).
+-- Use GCRA or the sliding log where that matters.
+--
+-- Exactness of the arithmetic itself: with e ms elapsed in the current window, a request is allowed when
+--   previous × (interval − e) + (current + permits) × interval <= limit × interval
+-- all in whole numbers, so there is no rounding (Upstash floors the weighted count, which admits a little more).
+--
+-- State: one string 'sw:<k>:<current>:<previous>': both windows in one key, so in one Cluster slot by construction,
+-- read with one GET and written with one SET (… PX when it starts a window, else KEEPTTL: the expiry only moves with
+-- the window). The key expires when its current window stops counting, at the end of the next window. The tag 'sw:'
+-- says whose value it is: another algorithm's (a stored quota that changed its algorithm) matches no pattern here
+-- and is read as nothing counted.
+--
+-- A grant's receipt is '<permits>:<k>', its window. A refund gives the permits back to that window's count while it
+-- still counts: the current window, or the previous one (whose count is weighted); never to another window.
+
+
+local function decide(key, request, lease)
+    local permits, limit, interval = string.match(request, '^(%d+):(%d+):(%d+)$')
+    local rate = 1
+    if permits then
+        permits, limit, interval = permits + 0, limit + 0, interval + 0
+    end
+    -- The request's check, after its numbers are read from `request` (see src/lua/compose.rs): shared by the
+    -- single-limit frame (single.lua) and the frame that decides several requests in one call (batch.lua).
+    if not permits or permits < 1 or permits > MAX_COUNT or limit < 1 or limit > MAX_COUNT or interval < 1
+        or rate < 1 or rate > MAX_COUNT or limit * interval > 2 ^ 52 then
+        error({ err = 'ERR edgelimit: invalid request (<permits>:<limit>:<interval ms>[:<rate>], whole numbers from 1, '
+            .. 'permits, limit and rate below 2^32, limit × interval at most 2^52): ' .. string.sub(request, 1, 100) })
+    end
+    if permits > limit then
+        return { 5, 0, 0, 0 }
+    end
+    -- The verdict, set by the decision, and the grant's mark, set by the grant (see single.lua); not every reply
+    -- reads each.
+    -- luacheck: push ignore reset_after granted_mark token held
+    local allowed, retry_after, remaining, reset, reset_after, held, granted_mark, token
+    -- luacheck: pop
+
+
+    -- The window, elapsed ms in it, the two counts at `now`, and whether the stored window is this one. A stored
+    -- window after `now`'s (a caller's clock behind Redis's) stays the current one.
+    local window = now / interval
+    window = window - window % 1
+    local elapsed = now - window * interval
+    local value = redis.call('GET', key) or ''
+    local stored_text, current, previous_text = string.match(value, '^sw:(%d+):(%d+):(%d+)$')
+    local stored, previous = stored_text and stored_text + 0, previous_text
+    if not stored or stored < window - 1 then
+        stored, current, previous = false, 0, 0
+    elseif stored == window - 1 then
+        stored, current, previous = false, 0, current + 0
+    else
+        window, elapsed, current, previous = stored, now - stored * interval, current + 0, previous + 0
+        elapsed, stored = elapsed > 0 and elapsed or 0, true
+    end
+    if operation == 'refund' then
+        local granted_in = string.find(mark, '^%d+$') and mark + 0
+        if not granted_in or granted_in > window then
+            error({ err = 'ERR edgelimit: invalid ' .. RECEIPT_MARK .. ': ' .. mark })
+        end
+        if granted_in == window then
+            held = current > 0
+            current = current > permits and current - permits or 0
+        elseif granted_in == window - 1 then
+            held = previous > 0
+            previous = previous > permits and previous - permits or 0
+        else
+            held = false
+        end
+        if held then
+            if current <= 0 and previous <= 0 then
+                redis.call('DEL', key)
+            elseif stored then
+                redis.call('SET', key, string.format('sw:%d:%d:%d', window, current, previous), 'KEEPTTL')
+            else
+                redis.call('SET', key, string.format('sw:%d:%d:%d', window, current, previous), 'PX',
+                    (window + 2) * interval - now + grace)
+            end
+            stored = current > 0 or previous > 0
+        end
+        permits = 1
+    end
+    -- Room left, in units of 1 / interval permits, with the current count and with this request.
+    local room = limit * interval - previous * (interval - elapsed) - current * interval
+    remaining = room - room % interval
+    allowed = room >= permits * interval
+    remaining = remaining > 0 and remaining / interval or 0
+    reset = current > 0 and (window + 2) * interval or previous > 0 and (window + 1) * interval or now
+    reset_after = (window + 2) * interval
+    retry_after = 0
+    if not allowed then
+        -- The exact ms until `permits` fit: later in this window as the previous window's weight falls; else in the
+        -- next window, where the current count becomes the weighted one; else two windows on.
+        local free = (limit - current - permits) * interval
+        local at = interval
+        if free >= 0 and previous > 0 then
+            at = interval - (free - free % previous) / previous
+        end
+        if at < interval then
+            retry_after = window * interval + at - now
+        else
+            at = 0
+            if current > 0 then
+                free = (limit - permits) * interval
+                at = interval - (free - free % current) / current
+                at = at > 0 and at or 0
+            end
+            retry_after = (at < interval and (window + 1) * interval + at or (window + 2) * interval) - now
+        end
+    end
+
+    if not allowed then
+        return 'd' .. seconds .. ':' .. micros .. ':' .. value
+    end
+
+
+    if stored then
+        -- The stored window and previous count as they were read: only the current count is printed (a concatenated
+        -- number prints as '%.14g', exact for counts below 2^32), which costs less than string.format.
+        redis.call('SET', key, 'sw:' .. stored_text .. ':' .. current + permits .. ':' .. previous_text, 'KEEPTTL')
+    else
+        redis.call('SET', key, string.format('sw:%d:%d:%d', window, current + permits, previous), 'PX',
+            (window + 2) * interval - now + grace)
+    end
+    granted_mark = window
+
+    return 'g' .. seconds .. ':' .. micros .. ':' .. value
+end
+
+local replies, count = {}, #KEYS
+for i = 1, count do
+    local decided, reply = pcall(decide, KEYS[i], ARGV[i], ARGV[count + i] or '')
+    if not decided then
+        reply = '!' .. (type(reply) == 'table' and reply.err or tostring(reply))
+    end
+    replies[i] = reply
+end
+return replies

@@ -1,0 +1,169 @@
+-- GENERATED, what edgelimit sends to Redis: lua/batch/concurrency.lua without its comments (run scripts/lua).
+local MAX_COUNT = 2 ^ 32 - 1
+local EXPLICIT_TIME_GRACE_MS = 60000
+local RECEIPT_MARK = 'receipt mark (not a grant of this limit: a time or window after the server clock, or no number)'
+local server_time = redis.call('TIME')
+local seconds, micros = server_time[1], server_time[2] -- luacheck: ignore seconds micros
+local now = micros + 0
+now = seconds * 1000 + (now - now % 1000) / 1000
+local operation, mark, grace = 'limit', nil, 0
+local function parse_member(member)
+    local position, permits, run, id = string.match(member, '^(%d+):(%d+):(%d+):(.+)$')
+    if not position then
+        error({ err = 'WRONGTYPE edgelimit: the log holds a member in no known layout (' .. member .. '): written '
+            .. 'by something else or an older edgelimit; it expires by itself, or reset the identifier' })
+    end
+    return position + 0, permits + 0, run + 0, id
+end
+local MAX_POSITION = 8e12
+local function member_of(position, permits, run, id)
+    return string.format('%013d:%d:%d:%s', position, permits, run, id)
+end
+local function shift_positions(key, from, delta, at)
+    local items = redis.call('ZRANGE', key, from, '-1', 'WITHSCORES')
+    local old, new = {}, {}
+    for i = 1, #items, 2 do
+        local position, permits, run, id = parse_member(items[i])
+        if not at then
+            run = math.max(run + delta, 0)
+        elseif delta < 0 then
+            run = run > at and run + delta or run
+        elseif run >= at then
+            run = run + delta
+        elseif delta > 1 then
+            run = at + delta
+        end
+        old[#old + 1] = items[i]
+        new[#new + 1] = items[i + 1]
+        new[#new + 1] = member_of(position + delta, permits, run, id)
+    end
+    for first = 1, #old, 1000 do
+        redis.call('ZREM', key, unpack(old, first, math.min(first + 999, #old)))
+    end
+    for first = 1, #new, 2000 do
+        redis.call('ZADD', key, unpack(new, first, math.min(first + 1999, #new)))
+    end
+end
+local function log_verdict(key, permits, limit, interval, now)
+    redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
+    local count = redis.call('ZCARD', key)
+    local held, first_position, reset, last_run = 0, 0, now, -1
+    if count > 0 then
+        local last = redis.call('ZRANGE', key, '-1', '-1', 'WITHSCORES')
+        local last_position, last_permits
+        last_position, last_permits, last_run = parse_member(last[1])
+        local last_end = last_position + last_permits
+        if count <= last_end - last_run then
+            held = count
+        else
+            held = last_end - parse_member(redis.call('ZRANGE', key, '0', '0')[1])
+        end
+        first_position, reset = last_end - held, last[2] + 0
+    end
+    local remaining = limit - held
+    local allowed = permits <= remaining
+    local retry_after = 0
+    if not allowed then
+        local target = first_position + held + permits - limit - 1
+        local low, high = 0, count - 1
+        local rank = (target - first_position) * count / held
+        rank = math.min(rank - rank % 1, high)
+        while true do
+            local item = redis.call('ZRANGE', key, rank, rank, 'WITHSCORES')
+            local position, weight = parse_member(item[1])
+            if target < position then
+                high = rank - 1
+            elseif target >= position + weight then
+                low = rank + 1
+            else
+                retry_after = item[2] - now
+                break
+            end
+            rank = (low + high - (low + high) % 2) / 2
+        end
+    end
+    return allowed, retry_after, remaining > 0 and remaining or 0, reset, math.max(reset, now + interval), held,
+        first_position, last_run
+end
+local function log_grant(key, permits, interval, id, now, grace, reset_after, held, first_position, last_run,
+                         last_expiry)
+    local expiry = now + interval
+    local position = first_position + held
+    if expiry < last_expiry then
+        local rank = redis.call('ZCOUNT', key, '-inf', expiry)
+        position = parse_member(redis.call('ZRANGE', key, rank, rank)[1])
+        shift_positions(key, rank, permits, position)
+        last_run = -1
+    elseif position + permits > MAX_POSITION then
+        shift_positions(key, 0, -first_position, nil)
+        position, last_run = held, math.max(last_run - first_position, 0)
+    end
+    local run = permits > 1 and position + permits or last_run >= 0 and last_run or position
+    local receipt = string.format('%d:%d-%s', permits, expiry, id)
+    redis.call('ZADD', key, string.match(receipt, ':(%d+)'), member_of(position, permits, run, id))
+    redis.call('PEXPIRE', key, reset_after - now + grace)
+    return receipt
+end
+local function log_decision(operation, key, permits, limit, interval, lease, mark, now)
+    local held = true
+    if operation == 'refund' then
+        local expiry, id = string.match(mark, '^(%d+)%-(.+)$')
+        if not expiry then
+            error({ err = 'ERR edgelimit: invalid receipt mark (not a grant of this limit: "<expiry>-<grant id>"): '
+                .. mark })
+        end
+        held = false
+        if expiry + 0 > now then
+            for _, member in ipairs(redis.call('ZRANGEBYSCORE', key, expiry, expiry)) do
+                local position, member_permits, _, member_id = parse_member(member)
+                if member_id == id and member_permits == permits then
+                    local rank = redis.call('ZRANK', key, member)
+                    redis.call('ZREM', key, member)
+                    shift_positions(key, rank, -member_permits, position)
+                    held = true
+                    break
+                end
+            end
+        end
+        permits = 1
+    elseif operation == 'limit' and (#lease > 64 or not string.match(lease, '^[%w_%-]+$')) then
+        error({ err = 'ERR edgelimit: invalid grant id (letters, digits, _ or -, at most 64): ' .. lease })
+    end
+    return held, permits, log_verdict(key, permits, limit, interval, now)
+end
+local function decide(key, request, lease)
+    local permits, limit, interval = string.match(request, '^(%d+):(%d+):(%d+)$')
+    local rate = 1
+    if permits then
+        permits, limit, interval = permits + 0, limit + 0, interval + 0
+    end
+    if not permits or permits < 1 or permits > MAX_COUNT or limit < 1 or limit > MAX_COUNT or interval < 1
+        or rate < 1 or rate > MAX_COUNT or limit * interval > 2 ^ 52 then
+        error({ err = 'ERR edgelimit: invalid request (<permits>:<limit>:<interval ms>[:<rate>], whole numbers from 1, '
+            .. 'permits, limit and rate below 2^32, limit × interval at most 2^52): ' .. string.sub(request, 1, 100) })
+    end
+    if permits > limit then
+        return { 5, 0, 0, 0 }
+    end
+    -- luacheck: push ignore reset_after granted_mark token held
+    local allowed, retry_after, remaining, reset, reset_after, held, granted_mark, token
+    -- luacheck: pop
+    local in_log, first_position, last_run
+    held, permits, allowed, retry_after, remaining, reset, reset_after, in_log, first_position, last_run =
+        log_decision(operation, key, permits, limit, interval, lease, mark, now)
+    if not allowed then
+        return { 0, remaining, reset, retry_after }
+    end
+    token = log_grant(key, permits, interval, lease, now, grace, reset_after, in_log, first_position, last_run, reset)
+    granted_mark = now + interval
+    return { 1, remaining - permits, reset_after, granted_mark }
+end
+local replies, count = {}, #KEYS
+for i = 1, count do
+    local decided, reply = pcall(decide, KEYS[i], ARGV[i], ARGV[count + i] or '')
+    if not decided then
+        reply = '!' .. (type(reply) == 'table' and reply.err or tostring(reply))
+    end
+    replies[i] = reply
+end
+return replies

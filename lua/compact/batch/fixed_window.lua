@@ -1,0 +1,80 @@
+-- GENERATED, what edgelimit sends to Redis: lua/batch/fixed_window.lua without its comments (run scripts/lua).
+local MAX_COUNT = 2 ^ 32 - 1
+local EXPLICIT_TIME_GRACE_MS = 60000
+local RECEIPT_MARK = 'receipt mark (not a grant of this limit: a time or window after the server clock, or no number)'
+local server_time = redis.call('TIME')
+local seconds, micros = server_time[1], server_time[2] -- luacheck: ignore seconds micros
+local now = micros + 0
+now = seconds * 1000 + (now - now % 1000) / 1000
+local operation, mark, grace = 'limit', nil, 0
+local function decide(key, request, lease)
+    local permits, limit, interval = string.match(request, '^(%d+):(%d+):(%d+)$')
+    local rate = 1
+    if permits then
+        permits, limit, interval = permits + 0, limit + 0, interval + 0
+    end
+    if not permits or permits < 1 or permits > MAX_COUNT or limit < 1 or limit > MAX_COUNT or interval < 1
+        or rate < 1 or rate > MAX_COUNT or limit * interval > 2 ^ 52 then
+        error({ err = 'ERR edgelimit: invalid request (<permits>:<limit>:<interval ms>[:<rate>], whole numbers from 1, '
+            .. 'permits, limit and rate below 2^32, limit × interval at most 2^52): ' .. string.sub(request, 1, 100) })
+    end
+    if permits > limit then
+        return { 5, 0, 0, 0 }
+    end
+    -- luacheck: push ignore reset_after granted_mark token held
+    local allowed, retry_after, remaining, reset, reset_after, held, granted_mark, token
+    -- luacheck: pop
+    local window = now / interval
+    window = window - window % 1
+    local value = redis.call('GET', key) or ''
+    local stored_text, count = string.match(value, '^fw:(%d+):(%d+)$')
+    local stored = stored_text and stored_text + 0
+    if stored and stored >= window then
+        window, count, stored = stored, count + 0, true
+    else
+        count, stored = 0, false
+    end
+    if operation == 'refund' then
+        local granted_in = string.find(mark, '^%d+$') and mark + 0
+        if not granted_in or granted_in > window then
+            error({ err = 'ERR edgelimit: invalid ' .. RECEIPT_MARK .. ': ' .. mark })
+        end
+        held = granted_in == window and count > 0
+        if held then
+            count = count > permits and count - permits or 0
+            if count <= 0 then
+                redis.call('DEL', key)
+            else
+                redis.call('SET', key, string.format('fw:%d:%d', window, count), 'KEEPTTL')
+            end
+            stored = count > 0
+        end
+        permits = 1
+    end
+    local window_end = (window + 1) * interval
+    remaining = limit - count
+    allowed = permits <= remaining
+    retry_after = allowed and 0 or window_end - now
+    remaining = remaining > 0 and remaining or 0
+    reset = count > 0 and window_end or now
+    reset_after = window_end
+    if not allowed then
+        return 'd' .. seconds .. ':' .. micros .. ':' .. value
+    end
+    if stored then
+        redis.call('SET', key, 'fw:' .. stored_text .. ':' .. count + permits, 'KEEPTTL')
+    else
+        redis.call('SET', key, string.format('fw:%d:%d', window, count + permits), 'PX', window_end - now + grace)
+    end
+    granted_mark = window
+    return 'g' .. seconds .. ':' .. micros .. ':' .. value
+end
+local replies, count = {}, #KEYS
+for i = 1, count do
+    local decided, reply = pcall(decide, KEYS[i], ARGV[i], ARGV[count + i] or '')
+    if not decided then
+        reply = '!' .. (type(reply) == 'table' and reply.err or tostring(reply))
+    end
+    replies[i] = reply
+end
+return replies

@@ -1,0 +1,88 @@
+-- GENERATED, what edgelimit sends to Redis: lua/batch/gcra.lua without its comments (run scripts/lua).
+local MAX_COUNT = 2 ^ 32 - 1
+local EXPLICIT_TIME_GRACE_MS = 60000
+local RECEIPT_MARK = 'receipt mark (not a grant of this limit: a time or window after the server clock, or no number)'
+local server_time = redis.call('TIME')
+local seconds, micros = server_time[1], server_time[2] -- luacheck: ignore seconds micros
+local now = micros + 0
+now = seconds * 1000 + (now - now % 1000) / 1000
+local operation, mark, grace = 'limit', nil, 0
+local function decide(key, request, lease)
+    local permits, limit, interval, rate = string.match(request, '^(%d+):(%d+):(%d+):(%d+)$')
+    if permits then
+        permits, limit, interval, rate = permits + 0, limit + 0, interval + 0, rate + 0
+    end
+    if not permits or permits < 1 or permits > MAX_COUNT or limit < 1 or limit > MAX_COUNT or interval < 1
+        or rate < 1 or rate > MAX_COUNT or limit * interval > 2 ^ 52 then
+        error({ err = 'ERR edgelimit: invalid request (<permits>:<limit>:<interval ms>[:<rate>], whole numbers from 1, '
+            .. 'permits, limit and rate below 2^32, limit × interval at most 2^52): ' .. string.sub(request, 1, 100) })
+    end
+    if permits > limit then
+        return { 5, 0, 0, 0 }
+    end
+    -- luacheck: push ignore reset_after granted_mark token held
+    local allowed, retry_after, remaining, reset, reset_after, held, granted_mark, token
+    -- luacheck: pop
+    local debt = 0
+    local value = redis.call('GET', key) or ''
+    local ms, rem = string.match(value, '^gcra:(%d+):(%d+)$')
+    ms = ms and ms + 0
+    if ms and ms >= now then
+        rem = rem + 0
+        debt = (ms - now) * rate + (rem < rate and rem or rate - 1)
+    end
+    if operation == 'refund' then
+        local granted = string.find(mark, '^%d+$') and mark + 0
+        if not granted or granted > now then
+            error({ err = 'ERR edgelimit: invalid ' .. RECEIPT_MARK .. ': ' .. mark })
+        end
+        local taken, elapsed = permits * interval, now - granted
+        local span = taken + rate - 1
+        local credit = elapsed < (span - span % rate) / rate and taken - elapsed * rate or 0
+        held = credit > 0 and debt > 0
+        if held then
+            debt = debt > credit and debt - credit or 0
+            if debt <= 0 then
+                redis.call('DEL', key)
+            else
+                local part = debt % rate
+                span = debt + rate - 1
+                redis.call('SET', key, string.format('gcra:%d:%d', now + (debt - part) / rate, part), 'PX',
+                    (span - span % rate) / rate + grace)
+            end
+        end
+        permits = 1
+    end
+    local full = limit * interval
+    local available = full - debt
+    local left = available - permits * interval
+    local fill = debt + rate - 1
+    allowed, remaining, reset = left >= 0, available - available % interval, now + (fill - fill % rate) / rate
+    remaining = remaining > 0 and remaining / interval or 0
+    fill = full - left + rate - 1
+    reset_after = now + (fill - fill % rate) / rate
+    if allowed then
+        retry_after = 0
+    else
+        fill = rate - 1 - left
+        retry_after = (fill - fill % rate) / rate
+    end
+    if not allowed then
+        return 'd' .. seconds .. ':' .. micros .. ':' .. value
+    end
+    debt = full - left
+    local part = debt % rate
+    redis.call('SET', key, string.format('gcra:%d:%d', now + (debt - part) / rate, part), 'PX',
+        reset_after - now + grace)
+    granted_mark = now
+    return 'g' .. seconds .. ':' .. micros .. ':' .. value
+end
+local replies, count = {}, #KEYS
+for i = 1, count do
+    local decided, reply = pcall(decide, KEYS[i], ARGV[i], ARGV[count + i] or '')
+    if not decided then
+        reply = '!' .. (type(reply) == 'table' and reply.err or tostring(reply))
+    end
+    replies[i] = reply
+end
+return replies

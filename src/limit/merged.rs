@@ -1,0 +1,173 @@
+//! Merged decisions: the common calls (one limit whose quota is in code, decided on the server's clock) that
+//! concurrent callers make through one limiter and its clones within one turn of the executor run as one call of
+//! `lua/batch/<algorithm>.lua`: one `EVALSHA` and one `TIME` for all of them. Each caller still gets its own decision,
+//! exactly as alone: the script decides them one after the other, each on the state the ones before it left.
+//!
+//! Why: what a call costs Redis besides its decision (the call itself, reading its arguments, `TIME`) is most of a
+//! single call for the cheap algorithms (`bench/instructions.mjs`: a script that only calls `INCR` costs 16.4K
+//! instructions, with `TIME` 24.0K, of a fixed window's 51K). The client's coalescing (`src/rest/coalesce.rs`)
+//! already sends the turn's commands as one HTTP request; this makes a limiter's decisions in it one command.
+//!
+//! How: as coalescing does. The first decision of a turn starts a flush task, which yields once and then takes every
+//! decision queued by then. One decision alone runs its single-limit script, exactly as without merging. Decisions
+//! on keys of different cluster slots go as separate calls (one script may touch only one slot), in the same turn,
+//! so the client still sends them as one HTTP request. Merging is on exactly when the client coalesces
+//! (`RestClient::without_coalescing` turns both off).
+//!
+//! Partial failure: a call that fails as a whole (timeout, transport, HTTP error) fails each of its decisions with
+//! the same error, as each would have failed alone, and none is taken as granted. A decision the script refuses (a
+//! request no client sends, state in no known layout) is that decision's error alone (the script catches it and
+//! replies `'!'` and the error in its place); the others are decided. A reply that is not one entry per decision
+//! fails them all as malformed. A caller that stops waiting loses only its reply: the flush is a task of its own.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use futures_channel::oneshot;
+
+use super::{hash_slot, Algorithm};
+use crate::error::{Error, Result};
+use crate::rest::{self, RestClient};
+use crate::value::Value;
+
+/// The decisions waiting for a limiter's next call; shared by the limiter's clones.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Merged(Arc<Mutex<Vec<Pending>>>);
+
+/// One decision waiting: its state key, its single-limit script's arguments (the request, then the grant id for an
+/// algorithm that logs grants), and where its reply goes.
+#[derive(Debug)]
+struct Pending {
+    key: String,
+    args: Vec<String>,
+    reply: oneshot::Sender<Result<Value>>,
+}
+
+impl Merged {
+    /// Runs the common call of `algorithm`'s single-limit script on `key` with `args`, merged with the other
+    /// decisions queued in this turn: the reply that script would give.
+    pub(super) async fn run(
+        &self,
+        client: &RestClient,
+        algorithm: Algorithm,
+        key: String,
+        args: Vec<String>,
+    ) -> Result<Value> {
+        let (sender, reply) = oneshot::channel();
+        if self.push(Pending {
+            key,
+            args,
+            reply: sender,
+        }) {
+            let (client, merged) = (client.clone(), self.clone());
+            rest::spawn(async move { merged.flush(client, algorithm).await });
+        }
+        reply.await.unwrap_or_else(|_| {
+            Err(Error::Transport {
+                url: client.url().to_owned(),
+                source: Arc::from(Box::from(
+                    "the runtime stopped the decision before its reply (is it shutting down?)",
+                )),
+            })
+        })
+    }
+
+    /// Queues `pending`; true when it is the first of its call, whose caller starts the flush.
+    fn push(&self, pending: Pending) -> bool {
+        // A panic never happens while the lock is held (a push or a take), so a poisoned queue is still whole.
+        let mut queue = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        queue.push(pending);
+        queue.len() == 1
+    }
+
+    /// After one yield, sends what is queued: one call per cluster slot, each a task of its own so that the client
+    /// sends them together.
+    async fn flush(self, client: RestClient, algorithm: Algorithm) {
+        rest::yield_once().await;
+        let queued = std::mem::take(&mut *self.0.lock().unwrap_or_else(PoisonError::into_inner));
+        let mut by_slot: Vec<(u16, Vec<Pending>)> = Vec::new();
+        for pending in queued {
+            let slot = hash_slot(&pending.key);
+            match by_slot.iter_mut().find(|(of, _)| *of == slot) {
+                Some((_, group)) => group.push(pending),
+                None => by_slot.push((slot, vec![pending])),
+            }
+        }
+        for (_, group) in by_slot {
+            let client = client.clone();
+            rest::spawn(async move { decide(&client, algorithm, group).await });
+        }
+    }
+}
+
+/// Decides `group` (keys of one slot) in one call and hands each caller its reply.
+async fn decide(client: &RestClient, algorithm: Algorithm, group: Vec<Pending>) {
+    let replies = if let [one] = group.as_slice() {
+        vec![algorithm.script().run(client, &[&one.key], &one.args).await]
+    } else {
+        let keys: Vec<&str> = group.iter().map(|pending| pending.key.as_str()).collect();
+        // The requests, then (for an algorithm that logs grants) the grant ids: see lua/parts/limits/batch.lua.
+        let mut args: Vec<&str> = group.iter().map(|pending| pending.args[0].as_str()).collect();
+        if algorithm.names_grants() {
+            args.extend(
+                group
+                    .iter()
+                    .map(|pending| pending.args.get(1).map_or("", String::as_str)),
+            );
+        }
+        match algorithm
+            .batch_script()
+            .run(client, &keys, &args)
+            .await
+            .and_then(|reply| split(reply, keys.len()))
+        {
+            Ok(replies) => replies,
+            Err(error) => vec![Err(error); group.len()],
+        }
+    };
+    for (pending, reply) in group.into_iter().zip(replies) {
+        // A caller that stopped waiting has dropped its receiver: nothing to hand it.
+        let _ = pending.reply.send(reply);
+    }
+}
+
+/// The batch script's reply as each decision's: one entry per decision, its single-limit script's reply or `'!'`
+/// and the error the script caught for it.
+fn split(reply: Value, count: usize) -> Result<Vec<Result<Value>>> {
+    let entries = reply.into_array()?;
+    if entries.len() != count {
+        return Err(Error::malformed(
+            format!("{count} entries, one per decision"),
+            entries.len(),
+        ));
+    }
+    Ok(entries
+        .into_iter()
+        .map(|entry| match entry {
+            Value::Bytes(text) if text.first() == Some(&b'!') => {
+                Err(Error::from_redis_reply(&String::from_utf8_lossy(&text[1..])))
+            }
+            entry => Ok(entry),
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reply_splits_into_each_decisions_reply_or_its_error() {
+        let reply = Value::Array(vec![
+            Value::Bytes(b"g1:2:".to_vec()),
+            Value::Bytes(b"!WRONGTYPE Operation against a key holding the wrong kind of value".to_vec()),
+            Value::Array(vec![Value::Int(1), Value::Int(2), Value::Int(3), Value::Int(4)]),
+        ]);
+        let replies = split(reply.clone(), 3).unwrap();
+        assert_eq!(replies[0].as_ref().unwrap(), &Value::Bytes(b"g1:2:".to_vec()));
+        assert!(matches!(replies[1], Err(Error::ForeignState(_))));
+        assert!(replies[2].is_ok());
+        // One entry per decision, or the whole call is malformed.
+        assert!(matches!(split(reply, 2), Err(Error::MalformedReply { .. })));
+        assert!(matches!(split(Value::Int(1), 1), Err(Error::MalformedReply { .. })));
+    }
+}
