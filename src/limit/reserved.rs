@@ -17,8 +17,9 @@
 //!   (its identifier went cold) is held for the length plus the interval.
 //!
 //! The other algorithms reserve nothing: the token bucket's limit is GCRA's (use GCRA, whose state says where each
-//! slot lies); the sliding window is an estimate whose stated error a reservation would widen; a concurrency permit
-//! is held until released, so there is nothing to hand out ahead.
+//! slot lies); the sliding window is an estimate whose stated error a reservation would widen. Concurrency does not
+//! reserve yet: its block would be leases the client holds and lends to its own requests, each lease's expiry in
+//! Redis renewed past the last lending plus the hold time, and given back when idle; that is not built.
 //!
 //! What the client must keep, and how:
 //! - **Use within the span.** The spans are on the server's clock. A permit's start moves to local time from when
