@@ -147,16 +147,21 @@ async fn reserve_log(stack: &Stack, key: &str, offset: u64, block: u32, id: &str
     run(stack, &RESERVE_SLIDING_LOG, key, &arguments).await
 }
 
-#[tokio::test]
-async fn a_sliding_log_logs_reserved_permits_as_one_grant_freeing_an_interval_after_the_horizon() {
-    let stack = Stack::start().await;
-    let t = T0 as i64;
-    let log = Limiter::new(
+/// A sliding-log limiter "l" of 10 per second, as `reserve_log` calls it.
+fn ten_per_second_log(stack: &Stack) -> Limiter {
+    Limiter::new(
         stack.client(),
         "l",
         Quota::sliding_log(10, Duration::from_secs(1)).unwrap(),
     )
-    .unwrap();
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_sliding_log_logs_reserved_permits_as_one_grant_freeing_an_interval_after_the_horizon() {
+    let stack = Stack::start().await;
+    let t = T0 as i64;
+    let log = ten_per_second_log(&stack);
     let key = log.state_key("id");
     // The request frees at T0 + 1000, the 5 reserved at T0 + 1200 (usable until T0 + 200).
     assert_eq!(
@@ -197,12 +202,7 @@ async fn a_sliding_log_logs_reserved_permits_as_one_grant_freeing_an_interval_af
 async fn a_returned_sliding_log_block_frees_its_unused_permits_now_and_its_used_ones_an_interval_after() {
     let stack = Stack::start().await;
     let t = T0 as i64;
-    let log = Limiter::new(
-        stack.client(),
-        "l",
-        Quota::sliding_log(10, Duration::from_secs(1)).unwrap(),
-    )
-    .unwrap();
+    let log = ten_per_second_log(&stack);
     let key = log.state_key("id");
     // The request, and 9 reserved freeing at T0 + 1200: the log is full.
     assert_eq!(
