@@ -10,11 +10,13 @@
 //!   the block's length. When the bucket is busy a permit can wait almost the burst's whole time for its use.
 //! - **Fixed window**: the permits are counted in the current window, and usable until its last ms (at most 60 s).
 //!   A window with less than a quarter of the length left reserves nothing.
-//! - **Sliding log**: the permits are logged as one grant that frees one interval after the block's length, and are
-//!   usable within that length. When this client is done with a block (used up, or its span over), its next call
-//!   for the identifier returns it: the unused permits free at once, the used ones one interval after the last use
-//!   (a return is idempotent: it names the block's grant and the absolute number used). A block never returned
-//!   (its identifier went cold) is held for the length plus the interval.
+//! - **Sliding log**: the permits are logged as one grant, usable for the block's length from when as many permits
+//!   have freed (at once when they are free; within the length at the latest, else fewer), and freeing one interval
+//!   after that use may end. So a client on a busy identifier holds the permits that free next, as GCRA's slots do,
+//!   and answers its own requests until then. When this client is done with a block (used up, or its span over),
+//!   its next call for the identifier returns it: the unused permits free at once, the used ones one interval after
+//!   the last use (a return is idempotent: it names the block's grant and the absolute number used). A block never
+//!   returned (its identifier went cold) is held for the length plus the interval.
 //!
 //! The other algorithms reserve nothing: the token bucket's limit is GCRA's (use GCRA, whose state says where each
 //! slot lies); the sliding window is an estimate whose stated error a reservation would widen. Concurrency does not
@@ -123,8 +125,8 @@ struct Pool {
 enum Schedule {
     /// GCRA: each permit is a slot, and the slots start `charged` units after the reply's `now`.
     Slots { charged: u64 },
-    /// Fixed window, sliding log: every permit from the reply's `now` until `usable` ms after it.
-    Until { usable: u64 },
+    /// Fixed window, sliding log: every permit from `from` ms after the reply's `now` until `until` ms after it.
+    Span { from: u64, until: u64 },
 }
 
 /// Reserved permits: `next..=last` (counted from 1 as the script counts them) are the client's, each usable in its
@@ -160,7 +162,7 @@ impl Block {
                 let start = (charged + i * interval).saturating_sub(full).div_ceil(rate);
                 (start, (charged + (i - 1) * interval) / rate)
             }
-            Schedule::Until { usable } => (0, usable),
+            Schedule::Span { from, until } => (from, until),
         }
     }
 
@@ -237,8 +239,8 @@ impl Pool {
                     // on the server's clock at the earliest (measured from the reply's arrival) to the latest
                     // (from the request's departure). A return frees the block's used permits one interval after
                     // the latest of these, so it is what a check must count.
-                    Schedule::Until { .. } => (
-                        now.saturating_duration_since(block.received).as_millis() as u64,
+                    Schedule::Span { .. } => (
+                        (now.saturating_duration_since(block.received).as_millis() as u64).max(start),
                         ceil_ms(now.saturating_duration_since(block.sent)).min(end),
                     ),
                 };
@@ -415,16 +417,23 @@ impl Reserved {
         let [granted, now, reserved, fourth, remaining, reset, retry_after] =
             reply.into_tuple()?.map(|value| value.into_u64());
         let (granted, now, reserved, fourth) = (granted?, now?, reserved?, fourth?);
+        // The fourth number: GCRA's slots' start (in units), a fixed window's end of use, a sliding log's start of
+        // use (its end is the horizon after it).
         let schedule = match algorithm {
             Algorithm::Gcra => Schedule::Slots { charged: fourth },
-            _ => Schedule::Until { usable: fourth },
+            Algorithm::FixedWindow => Schedule::Span { from: 0, until: fourth },
+            _ => Schedule::Span {
+                from: fourth,
+                until: fourth.saturating_add(horizon),
+            },
         };
-        // A span past the horizon would have the client use permits Redis no longer counts.
-        let beyond_horizon = matches!(schedule, Schedule::Until { usable } if usable > horizon);
+        // Uses past the horizon would be uses Redis did not count (a window's end past it; a log's start past it).
+        let beyond_horizon =
+            matches!(schedule, Schedule::Span { from, until } if from > horizon || until > from + horizon);
         if !(granted == 0 || granted == u64::from(permits)) || reserved > u64::from(block) || beyond_horizon {
             return Err(Error::malformed(
                 format!("{permits} or no permits granted, at most {block} reserved, usable for at most {horizon} ms"),
-                format!("{granted} granted, {reserved} reserved, {fourth} (charged or usable)"),
+                format!("{granted} granted, {reserved} reserved, {fourth} (where their use starts or ends)"),
             ));
         }
         let mut decision = Decision {
@@ -441,7 +450,7 @@ impl Reserved {
             used: 0,
             last_use: now,
             // The block was logged to free one interval after its span (lua/parts/reserve/sliding_log.lua).
-            grant: id.map(|id| format!("{}-{id}", now + fourth + self.quota.interval_ms())),
+            grant: id.map(|id| format!("{}-{id}", now + fourth + horizon + self.quota.interval_ms())),
             sent,
             received,
             now,

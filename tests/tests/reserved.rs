@@ -166,17 +166,17 @@ async fn a_sliding_log_logs_reserved_permits_as_one_grant_freeing_an_interval_af
     // The request frees at T0 + 1000, the 5 reserved at T0 + 1200 (usable until T0 + 200).
     assert_eq!(
         reserve_log(&stack, &key, 0, 5, "a", &[]).await,
-        [1, t, 5, 200, 4, t + 1200, 0]
+        [1, t, 5, 0, 4, t + 1200, 0]
     );
     // The request frees at T0 + 1100, before the reserved grant: it goes before it in the log. 3 are left to reserve.
     assert_eq!(
         reserve_log(&stack, &key, 100, 5, "b", &[]).await,
-        [1, t + 100, 3, 200, 0, t + 1300, 0]
+        [1, t + 100, 3, 0, 0, t + 1300, 0]
     );
-    // Full: denied until the first grant frees at T0 + 1000; nothing reserved after a denial.
+    // Full: denied until the first grant frees at T0 + 1000; and no permit frees within the horizon (T0 + 350).
     assert_eq!(
         reserve_log(&stack, &key, 150, 5, "c", &[]).await,
-        [0, t + 150, 0, 200, 0, t + 1300, 850]
+        [0, t + 150, 0, 0, 0, t + 1300, 850]
     );
     // The state is lua/sliding_log.lua's: at T0 + 1000 the first grant has freed, and one plain decision fits; at
     // T0 + 1100 the second.
@@ -199,6 +199,34 @@ async fn a_sliding_log_logs_reserved_permits_as_one_grant_freeing_an_interval_af
 }
 
 #[tokio::test]
+async fn on_a_full_sliding_log_a_block_holds_the_permits_that_free_next_from_when_they_free() {
+    let stack = Stack::start().await;
+    let t = T0 as i64;
+    let log = ten_per_second_log(&stack);
+    let key = log.state_key("id");
+    // The request frees at T0 + 1000, 9 reserved at T0 + 1200: full.
+    assert_eq!(
+        reserve_log(&stack, &key, 0, 9, "a", &[]).await,
+        [1, t, 9, 0, 0, t + 1200, 0]
+    );
+    // At T0 + 900, 5 are asked: they would free at T0 + 1200, beyond the horizon (T0 + 1100); what frees within it,
+    // the 1 at T0 + 1000, is the block's, usable from then (100 ms from now) for 200 ms, freeing at T0 + 2200. The
+    // request is denied; its own wait (100 ms) is the block's start.
+    assert_eq!(
+        reserve_log(&stack, &key, 900, 5, "b", &[]).await,
+        [0, t + 900, 1, 100, 0, t + 2200, 100]
+    );
+    // So at T0 + 1000 the permit that freed is the block's: a plain decision finds none.
+    assert!(!log.clone().at(T0 + 1000).limit("id", 1).await.unwrap().success);
+    // And at T0 + 1200 the 9 free: 9 plain decisions fit, not 10.
+    let mut plain = 0;
+    while log.clone().at(T0 + 1200).limit("id", 1).await.unwrap().success {
+        plain += 1;
+    }
+    assert_eq!(plain, 9);
+}
+
+#[tokio::test]
 async fn a_returned_sliding_log_block_frees_its_unused_permits_now_and_its_used_ones_an_interval_after() {
     let stack = Stack::start().await;
     let t = T0 as i64;
@@ -207,19 +235,19 @@ async fn a_returned_sliding_log_block_frees_its_unused_permits_now_and_its_used_
     // The request, and 9 reserved freeing at T0 + 1200: the log is full.
     assert_eq!(
         reserve_log(&stack, &key, 0, 9, "a", &[]).await,
-        [1, t, 9, 200, 0, t + 1200, 0]
+        [1, t, 9, 0, 0, t + 1200, 0]
     );
     // At T0 + 100 the client returns the block, 4 of its 9 used, the last by T0 + 50 on the server's clock: 5 free
     // now, the 4 at T0 + 1100 (the return's now, which is later, + 1000). So the request fits.
     let returned = format!("{}-a:9:4:{}", T0 + 1200, T0 + 50);
     assert_eq!(
         reserve_log(&stack, &key, 100, 0, "b", std::slice::from_ref(&returned)).await,
-        [1, t + 100, 0, 200, 4, t + 1100, 0]
+        [1, t + 100, 0, 0, 4, t + 1100, 0]
     );
     // The same return again finds no block: nothing changes (a return is idempotent).
     assert_eq!(
         reserve_log(&stack, &key, 110, 0, "c", &[returned]).await,
-        [1, t + 110, 0, 200, 3, t + 1110, 0]
+        [1, t + 110, 0, 0, 3, t + 1110, 0]
     );
     // At T0 + 1100 the first grant, the 4 used and b's have freed: only c's is held.
     let mut plain = 0;
@@ -232,12 +260,12 @@ async fn a_returned_sliding_log_block_frees_its_unused_permits_now_and_its_used_
     let other = log.state_key("other");
     assert_eq!(
         reserve_log(&stack, &other, 0, 9, "e", &[]).await,
-        [1, t, 9, 200, 0, t + 1200, 0]
+        [1, t, 9, 0, 0, t + 1200, 0]
     );
     let returned = format!("{}-e:9:9:{}", T0 + 1200, T0 + 150);
     assert_eq!(
         reserve_log(&stack, &other, 100, 0, "f", &[returned]).await,
-        [0, t + 100, 0, 200, 0, t + 1150, 900]
+        [0, t + 100, 0, 0, 0, t + 1150, 900]
     );
     // Returns no client sends are refused by name, before anything is written.
     for bad in ["x", "1200-a:9:10:0", "1200-a b:9:1:0", "1200-a:9:1", "1200-a:9:1:x"] {

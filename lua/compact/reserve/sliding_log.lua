@@ -219,11 +219,22 @@ if allowed then
     remaining = remaining - permits
     reset = reset_after
 end
-local reserved = allowed and math.min(block, remaining) or 0
-if reserved > 0 then
-    _, _, _, reset, reset_after, held, first_position, last_run = log_verdict(key, reserved, limit, interval, now)
-    reset_after = math.max(reset_after, now + interval + horizon)
-    log_grant(key, reserved, interval + horizon, id, now, grace, reset_after, held, first_position, last_run, reset)
-    remaining, reset = remaining - reserved, reset_after
+local reserved, from = 0, 0
+if block > 0 then
+    local _, wait, _, last_expiry, after, standing, first, run = log_verdict(key, block, limit, interval, now)
+    local count = block
+    if wait > horizon then
+        local beyond = redis.call('ZRANGEBYSCORE', key, '(' .. (now + horizon), '+inf', 'LIMIT', '0', '1')
+        count = limit - (beyond[1] and first + standing - parse_member(beyond[1]) or 0)
+        if count > 0 then
+            _, wait, _, last_expiry, after, standing, first, run = log_verdict(key, count, limit, interval, now)
+        end
+    end
+    if count > 0 and (allowed or count >= permits) then
+        reserved, from = count, wait
+        local frees = from + horizon + interval
+        log_grant(key, count, frees, id, now, grace, math.max(after, now + frees), standing, first, run, last_expiry)
+        remaining, reset = math.max(limit - standing - count, 0), math.max(reset, now + frees)
+    end
 end
-return { granted, now, reserved, horizon, remaining, reset, retry_after }
+return { granted, now, reserved, from, remaining, reset, retry_after }

@@ -2,12 +2,13 @@
 -- (src/limit/reserved.rs). The script shares its state with lua/sliding_log.lua's decisions on the same key (the
 -- log of grants, lua/parts/limits/zset_member.lua), so reserved and plain decisions mix.
 --
--- Why it is exact. The reserved permits are logged as one grant that frees one interval after the last moment the
--- client may use them: reserved at r and usable until r + horizon, they free at r + horizon + interval. Take any
--- span (t − interval, t] and the grants used in it, plain or reserved, and the latest moment e ≤ t at which Redis
--- decided one of them (granted it, or reserved it). At e each of them was in the log: a plain grant at g > t −
--- interval frees at g + interval > t ≥ e, a reserved one used at u ≤ r + horizon frees at r + horizon + interval ≥
--- u + interval > t. So the decision at e saw them all, and allowed them only within the limit.
+-- Why it is exact. Each grant in the log frees one interval after the last moment it may be used: a plain grant at g
+-- frees at g + interval; reserved permits, usable from f (now, or when as many permits have freed as they are) until
+-- f + horizon, free at f + horizon + interval. And each decision, at e, admits its permits, first used at f ≥ e,
+-- only if the permits in the log that free after f, plus these, stay within the limit (a plain decision: f = e).
+-- Take any span (t − interval, t], the grants used in it, and among them the one Redis decided last, at e, first
+-- used at f ≤ t. Every grant used in the span frees after t ≥ f, and every other one was in the log at e (decided
+-- before it); so they are within what the decision at e counted, and within the limit.
 --
 -- Returns. Held to the horizon's end, reserved permits would free half an interval late at a client that uses them
 -- at once (a hot identifier): a client that is done with a block (used up, or its span over) says how many of its
@@ -31,10 +32,11 @@
 --            '<expiry>-<id>' of `permits` (the expiry and id its reservation logged), of which `used` were used (0 to
 --            permits), the last at `last use` (unix ms) at the latest
 --
--- Reply {granted, now, reserved, usable, remaining, reset, retry_after}: the request's permits granted (`granted`,
--- all or 0) as lua/sliding_log.lua decides them; `reserved` permits for the caller, each usable from now until
--- now + `usable` ms, both included (`usable` is the horizon); then the standing after the call: permits left now,
--- when the log frees its last grant, and for a denied request the ms until it fits.
+-- Reply {granted, now, reserved, from, remaining, reset, retry_after}: the request's permits granted (`granted`,
+-- all or 0) as lua/sliding_log.lua decides them; `reserved` permits for the caller, each usable from now + `from`
+-- until now + `from` + the horizon, both included; then the standing after the call: permits left now (none while
+-- reserved permits wait for their start), when the log frees its last grant, and for a denied request the ms until
+-- it fits (before its block: the client waits for the block's start instead).
 
 check_call(3, 4 + 100) -- at most 100 returns
 local key, id, time = KEYS[1], ARGV[3], ARGV[4] or ''
@@ -84,16 +86,30 @@ if allowed then
     reset = reset_after
 end
 
--- The reserved permits: what is asked and left after a granted request, as one grant freeing `horizon` ms later
--- than a plain one (the horizon is at least the lead, so each reservation leaves the client that long). None after a
--- denial, whose retry_after would then no longer hold. The log's standing is read again after the request's grant
--- (this path is rare: a client reserves when its permits run out).
-local reserved = allowed and math.min(block, remaining) or 0
-if reserved > 0 then
-    _, _, _, reset, reset_after, held, first_position, last_run = log_verdict(key, reserved, limit, interval, now)
-    reset_after = math.max(reset_after, now + interval + horizon)
-    log_grant(key, reserved, interval + horizon, id, now, grace, reset_after, held, first_position, last_run, reset)
-    remaining, reset = remaining - reserved, reset_after
+-- The reserved permits, as one grant: usable from `from` ms after now, when that many permits have freed (at once
+-- if they are free now), until `horizon` ms after that, and freeing one interval after their last use may be. As
+-- many as asked, or fewer: those that free within the horizon. After a denial, only a block that holds the request
+-- (its wait is then the block's start, which the client reports), so that a denial's retry_after stays exact. The
+-- log's standing is read again after the request's grant (this path is rare: a client reserves when its permits
+-- run out).
+local reserved, from = 0, 0
+if block > 0 then
+    local _, wait, _, last_expiry, after, standing, first, run = log_verdict(key, block, limit, interval, now)
+    local count = block
+    if wait > horizon then
+        -- The permits held beyond the horizon stay held; the others have freed by then.
+        local beyond = redis.call('ZRANGEBYSCORE', key, '(' .. (now + horizon), '+inf', 'LIMIT', '0', '1')
+        count = limit - (beyond[1] and first + standing - parse_member(beyond[1]) or 0)
+        if count > 0 then
+            _, wait, _, last_expiry, after, standing, first, run = log_verdict(key, count, limit, interval, now)
+        end
+    end
+    if count > 0 and (allowed or count >= permits) then
+        reserved, from = count, wait
+        local frees = from + horizon + interval
+        log_grant(key, count, frees, id, now, grace, math.max(after, now + frees), standing, first, run, last_expiry)
+        remaining, reset = math.max(limit - standing - count, 0), math.max(reset, now + frees)
+    end
 end
 
-return { granted, now, reserved, horizon, remaining, reset, retry_after }
+return { granted, now, reserved, from, remaining, reset, retry_after }
