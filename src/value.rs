@@ -8,6 +8,7 @@
 use base64::Engine as _;
 
 use crate::error::{Error, Result};
+use crate::rest::json::Json;
 
 /// One decoded Redis reply.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,24 +26,24 @@ pub enum Value {
 impl Value {
     /// Decodes one JSON reply value. With `base64` every string but the literal `OK` is base64, as Upstash sends
     /// it (`OK` is never valid base64 output, whose length is a multiple of four, so the exception is unambiguous).
-    pub fn from_json(json: &serde_json::Value, base64: bool) -> Result<Value> {
+    pub(crate) fn from_json(json: &Json, base64: bool) -> Result<Value> {
         match json {
-            serde_json::Value::Null => Ok(Value::Nil),
-            serde_json::Value::Number(number) => number
-                .as_i64()
+            Json::Null => Ok(Value::Nil),
+            Json::Number(number) => number
+                .parse()
                 .map(Value::Int)
-                .ok_or_else(|| Error::malformed("an integer that fits in 64 bits", number)),
-            serde_json::Value::String(text) if base64 && text != "OK" => base64::engine::general_purpose::STANDARD
+                .map_err(|_| Error::malformed("an integer that fits in 64 bits", number)),
+            Json::String(text) if base64 && text != "OK" => base64::engine::general_purpose::STANDARD
                 .decode(text)
                 .map(Value::Bytes)
                 .map_err(|_| Error::malformed("a base64 string", json)),
-            serde_json::Value::String(text) => Ok(Value::Bytes(text.clone().into_bytes())),
-            serde_json::Value::Array(items) => items
+            Json::String(text) => Ok(Value::Bytes(text.clone().into_bytes())),
+            Json::Array(items) => items
                 .iter()
                 .map(|item| Value::from_json(item, base64))
                 .collect::<Result<_>>()
                 .map(Value::Array),
-            serde_json::Value::Bool(_) | serde_json::Value::Object(_) => {
+            Json::Bool(_) | Json::Object(_) => {
                 Err(Error::malformed("a Redis reply (null, number, string or array)", json))
             }
         }
@@ -145,11 +146,14 @@ impl std::fmt::Display for Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+
+    fn json(text: &str) -> Json {
+        Json::parse(text).unwrap()
+    }
 
     #[test]
     fn maps_every_json_shape_of_the_protocol() {
-        let reply = json!([null, 7, "abc", ["x", -1]]);
+        let reply = json(r#"[null, 7, "abc", ["x", -1]]"#);
         assert_eq!(
             Value::from_json(&reply, false).unwrap(),
             Value::Array(vec![
@@ -163,7 +167,7 @@ mod tests {
 
     #[test]
     fn base64_strings_are_decoded_except_the_literal_ok() {
-        let reply = json!(["T0s=", "OK", "AP8="]);
+        let reply = json(r#"["T0s=", "OK", "AP8="]"#);
         assert_eq!(
             Value::from_json(&reply, true).unwrap(),
             Value::Array(vec![
@@ -176,11 +180,20 @@ mod tests {
 
     #[test]
     fn rejects_what_redis_never_sends() {
-        for bad in [json!(1.5), json!(true), json!({"a": 1}), json!(u64::MAX)] {
-            let err = Value::from_json(&bad, false).unwrap_err();
+        for bad in [
+            "1.5",
+            "1e3",
+            "-0.0",
+            "true",
+            r#"{"a": 1}"#,
+            "18446744073709551615",
+            "[1, [false]]",
+        ] {
+            let err = Value::from_json(&json(bad), false).unwrap_err();
             assert_eq!(err.code(), "EDGELIMIT_MALFORMED_REPLY", "{bad}");
         }
-        assert!(Value::from_json(&json!("not base64!"), true).is_err());
+        let err = Value::from_json(&json(r#""not base64!""#), true).unwrap_err();
+        assert!(err.to_string().contains(r#"got "not base64!""#), "{err}");
     }
 
     #[test]

@@ -13,11 +13,13 @@ pub(crate) use coalesce::yield_once;
 mod http;
 #[cfg(feature = "merge")]
 pub(crate) use http::spawn;
+pub(crate) mod json;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use self::http::Http;
+use self::json::Json;
 use crate::error::{Error, Result};
 use crate::value::Value;
 
@@ -154,7 +156,8 @@ impl RestClient {
 
     /// Sends one command as a request of its own (`POST /`).
     async fn send(&self, command: &Command) -> Result<Value> {
-        let body = serde_json::to_string(command.words()).expect("a list of strings always serialises");
+        let mut body = String::new();
+        json::push_string_array(&mut body, command.words());
         let reply = self.post("", body).await?;
         decode_item(&reply)
     }
@@ -171,10 +174,16 @@ impl RestClient {
     }
 
     async fn batch(&self, path: &str, commands: &[Command]) -> Result<Vec<Result<Value>>> {
-        let words: Vec<&[String]> = commands.iter().map(Command::words).collect();
-        let body = serde_json::to_string(&words).expect("lists of strings always serialise");
+        let mut body = String::from("[");
+        for (i, command) in commands.iter().enumerate() {
+            if i > 0 {
+                body.push(',');
+            }
+            json::push_string_array(&mut body, command.words());
+        }
+        body.push(']');
         let reply = self.post(path, body).await?;
-        let serde_json::Value::Array(items) = reply else {
+        let Json::Array(items) = reply else {
             return Err(Error::malformed("an array of results", reply));
         };
         if items.len() != commands.len() {
@@ -187,7 +196,7 @@ impl RestClient {
     }
 
     /// Sends one request and returns its JSON body, mapping HTTP-level failures to errors.
-    async fn post(&self, path: &str, body: String) -> Result<serde_json::Value> {
+    async fn post(&self, path: &str, body: String) -> Result<Json> {
         let url = format!("{}{path}", self.base_url);
         let (status, text) = match self.http.post(&url, &self.token, body, self.timeout).await {
             Ok(reply) => reply,
@@ -199,7 +208,7 @@ impl RestClient {
                 })
             }
         };
-        let json: Option<serde_json::Value> = serde_json::from_str(&text).ok();
+        let json = Json::parse(&text);
         let error_text = || match json.as_ref().and_then(|j| j.get("error")).and_then(|e| e.as_str()) {
             Some(message) => message.to_owned(),
             None => text.chars().take(200).collect(),
@@ -221,7 +230,7 @@ impl RestClient {
 }
 
 /// Decodes one `{"result": …}` / `{"error": …}` object.
-fn decode_item(item: &serde_json::Value) -> Result<Value> {
+fn decode_item(item: &Json) -> Result<Value> {
     if let Some(error) = item.get("error") {
         return match error.as_str() {
             Some(message) => Err(Error::from_redis_reply(message)),
@@ -237,16 +246,6 @@ fn decode_item(item: &serde_json::Value) -> Result<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn commands_serialise_as_arrays_of_strings() {
-        let command = Command::new("EVALSHA").arg("abc").arg(1).args(["k", "v"]);
-        assert_eq!(
-            serde_json::to_string(command.words()).unwrap(),
-            r#"["EVALSHA","abc","1","k","v"]"#
-        );
-    }
 
     #[test]
     fn rejects_unusable_configuration_with_what_to_do() {
@@ -261,21 +260,18 @@ mod tests {
 
     #[test]
     fn result_and_error_items_are_decoded_and_anything_else_is_malformed() {
+        let item = |text: &str| decode_item(&Json::parse(text).unwrap());
         assert_eq!(
-            decode_item(&json!({"result": "UE9ORw=="})).unwrap(),
+            item(r#"{"result": "UE9ORw=="}"#).unwrap(),
             Value::Bytes(b"PONG".to_vec())
         );
         assert_eq!(
-            decode_item(&json!({"error": "ERR x"})).unwrap_err().to_string(),
+            item(r#"{"error": "ERR x"}"#).unwrap_err().to_string(),
             "redis replied with an error edgelimit does not expect: ERR x"
         );
-        assert_eq!(
-            decode_item(&json!({"nope": 1})).unwrap_err().code(),
-            "EDGELIMIT_MALFORMED_REPLY"
-        );
-        assert_eq!(
-            decode_item(&json!({"error": 5})).unwrap_err().code(),
-            "EDGELIMIT_MALFORMED_REPLY"
-        );
+        let nope = item(r#"{"nope": 1}"#).unwrap_err();
+        assert_eq!(nope.code(), "EDGELIMIT_MALFORMED_REPLY");
+        assert!(nope.to_string().contains(r#"got {"nope":1}"#), "{nope}");
+        assert_eq!(item(r#"{"error": 5}"#).unwrap_err().code(), "EDGELIMIT_MALFORMED_REPLY");
     }
 }
