@@ -14,8 +14,10 @@ pub fn parse_duration(text: &str) -> Result<Duration> {
         .unwrap_or(trimmed.len());
     let (number, unit) = trimmed.split_at(split);
     let invalid = || {
+        // At most 100 bytes of the text, as the scripts' reject() quotes what they refuse.
+        let shown = crate::error::prefix(text, 100);
         Error::InvalidArgument(format!(
-            "invalid duration {text:?}: write a number and a unit, like \"250ms\", \"10 s\", \"1m\", \"2h\""
+            "invalid duration {shown:?}: write a number and a unit, like \"250ms\", \"10 s\", \"1m\", \"2h\""
         ))
     };
     let value: f64 = number.parse().map_err(|_| invalid())?;
@@ -65,5 +67,15 @@ mod tests {
             let err = parse_duration(bad).unwrap_err();
             assert!(err.to_string().contains("250ms"), "{bad}: {err}");
         }
+    }
+
+    #[test]
+    fn quotes_at_most_100_bytes_of_what_it_refuses() {
+        let huge = format!("{}x", "é".repeat(512 * 1024));
+        let message = parse_duration(&huge).unwrap_err().to_string();
+        assert!(message.len() < 250, "{} bytes", message.len());
+        assert!(message.contains(&format!("\"{}\"", "é".repeat(50))), "{message}");
+        let message = parse_duration("10 parsecs").unwrap_err().to_string();
+        assert!(message.contains("\"10 parsecs\""), "{message}");
     }
 }

@@ -200,12 +200,21 @@ impl Error {
     pub(crate) fn malformed(what: impl Into<String>, got: impl std::fmt::Display) -> Self {
         let mut got = got.to_string();
         if got.len() > 120 {
-            let cut = (0..=120).rev().find(|&i| got.is_char_boundary(i)).unwrap_or(0);
-            got.truncate(cut);
+            got.truncate(prefix(&got, 120).len());
             got.push('…');
         }
         Error::MalformedReply { what: what.into(), got }
     }
+}
+
+/// The longest start of `text` of at most `max_bytes` bytes that ends on a character boundary: how a message quotes
+/// a value it refuses without growing with it (a 1 MiB input must not make a 1 MiB message).
+pub(crate) fn prefix(text: &str, max_bytes: usize) -> &str {
+    let cut = (0..=max_bytes.min(text.len()))
+        .rev()
+        .find(|&i| text.is_char_boundary(i))
+        .unwrap_or(0);
+    &text[..cut]
 }
 
 /// How edgelimit's scripts start an error for an argument they refuse (`reject` in `lua/parts/common.lua`).
