@@ -67,11 +67,19 @@ fn given(value: &JsValue) -> Option<&JsValue> {
     (!value.is_undefined()).then_some(value)
 }
 
+#[wasm_bindgen]
+extern "C" {
+    /// JS's `String(value)`. A number in a message is written by JS, as the caller would write it: Rust's float
+    /// printer (with its tables, 8 KB of the Worker's module) is then linked in by nothing.
+    #[wasm_bindgen(js_name = String)]
+    fn js_string(value: &JsValue) -> String;
+}
+
 /// How a JS value is named in an error message: its type, or the value itself when short.
 fn describe(value: &JsValue) -> String {
     match (value.as_string(), value.as_f64()) {
         (Some(text), _) => format!("the string {text:?}"),
-        (None, Some(n)) => format!("the number {n}"),
+        (None, Some(_)) => format!("the number {}", js_string(value)),
         _ if value.is_null() => "null".into(),
         _ => value.js_typeof().as_string().unwrap_or_default(),
     }
