@@ -93,12 +93,15 @@ export interface RatelimitConfig {
   coalesce?: boolean;
   /**
    * Reserve permits for identifiers this client sees often, and answer from them with no round trip
-   * (`reason: "reserved"`): a duration with its unit, how far ahead reserved permits may start, e.g. `"500 ms"`, at
-   * most half the time the limit takes to refill from empty. For one GCRA limit (`Ratelimit.gcra`) only. Exact:
-   * Redis gives each reserved permit a GCRA slot and a span in which its use keeps every span of time within the
-   * limit. What it trades: reserved permits not used within their span are lost until the limit refills
-   * (under-admission, never over), `remaining` from reserved permits is how many this client has left (an
-   * estimate), and `reset(identifier)` or a lowered limit reaches permits already reserved only when their spans
+   * (`reason: "reserved"`): a duration with its unit, the length of a reservation, e.g. `"500 ms"`: at most half the
+   * time a GCRA limit takes to refill from empty, or half a fixed window's or sliding log's interval. For one
+   * `Ratelimit.gcra`, `Ratelimit.fixedWindow` or `Ratelimit.slidingLog` limit. Exact: Redis gives each reserved
+   * permit a span in which its use keeps every window within the limit (a GCRA slot; the rest of the current fixed
+   * window; a sliding log's permits that free next, held until the client returns them). What it trades: reserved
+   * permits not used within their span are lost until the limit refills, the window ends or they free
+   * (under-admission, never over); on a busy sliding log, used permits free only when Redis learns of them, so it
+   * admits well below its limit (GCRA does not); `remaining` from reserved permits is how many this client has left
+   * (an estimate); and `reset(identifier)` or a lowered limit reaches permits already reserved only when their spans
    * end. Default: off, every decision asks Redis.
    */
   reserve?: string;

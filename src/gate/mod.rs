@@ -50,8 +50,8 @@ pub struct Rule {
     pub on_error: OnError,
     /// How long to wait for the store; the client's default (1 s) when `None`.
     pub timeout: Option<Duration>,
-    /// Reserve permits for keys this isolate sees often and answer from them with no round trip (one GCRA limit
-    /// only; see [`crate::limit::Reserved`]); `None`: every request asks Redis.
+    /// Reserve permits for keys this isolate sees often and answer from them with no round trip (one GCRA,
+    /// fixed-window or sliding-log limit; see [`crate::limit::Reserved`]); `None`: every request asks Redis.
     pub reserve: Option<Duration>,
 }
 
