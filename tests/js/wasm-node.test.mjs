@@ -14,6 +14,21 @@ test("the wasm core loads in Node and talks to the bridge", async () => {
   assert.deepEqual(await smoke(edgelimit, stack.url, stack.token), EXPECTED);
 });
 
+test("integer arguments are sent as their digits, exactly up to 2^53 - 1; other numbers are refused", async () => {
+  const client = new edgelimit.RestClient(stack.url, stack.token, 5000);
+  const key = `int-args-${Date.now()}`;
+  assert.equal(await client.command(["SET", key, Number.MAX_SAFE_INTEGER]), "OK");
+  assert.equal(await client.command(["GET", key]), "9007199254740991");
+  assert.equal(await client.command(["SET", key, -0]), "OK");
+  assert.equal(await client.command(["GET", key]), "0");
+  assert.equal(await client.command(["INCRBY", key, -42]), -42);
+  for (const bad of [1.5, 2 ** 53, NaN, Infinity]) {
+    const error = await client.command(["SET", key, bad]).catch((e) => e);
+    assert.equal(error.code, "EDGELIMIT_INVALID_ARGUMENT", `${bad}: ${error}`);
+    assert.match(error.message, /command\[2\] must be a string or an integer/);
+  }
+});
+
 test("a stalled endpoint times out at the configured timeout, with a stable code", async () => {
   const stalled = await startStalledEndpoint();
   try {
