@@ -32,8 +32,9 @@
 //!   client that sees an identifier once never reserves.
 //! - **What it costs.** A permit not used by its end is lost until the limit refills (GCRA), its window ends (fixed
 //!   window) or it frees (sliding log); and on a GCRA bucket that is not busy, a reservation skips the refill up to a
-//!   quarter of the block's length from now, so that its first permits have time to be used. `bench/reserved.mjs` measures the grants against the limit's capacity. Reserved permits
-//!   are never returned: a return would have to prove that no decision since was made against them.
+//!   quarter of the block's length from now, so that its first permits have time to be used. `bench/reserved.mjs`
+//!   measures the grants against the limit's capacity. Only a sliding log's blocks are returned (see above): a GCRA
+//!   or fixed-window return would have to prove that no decision since was made against the permits it gives back.
 //! - **Denials** are answered locally too: until the next reserved permit starts, or as the block cache answers them
 //!   ([`BlockCache`]: until a denial's `retry_after`, for requests at least as large).
 //!
@@ -153,7 +154,7 @@ struct Block {
 
 impl Block {
     /// The `i`-th permit's span on the server's clock, in ms after `now`: for a GCRA slot, from its end less the
-    /// burst to its start (see `lua/parts/reserve/gcra.lua`); else from `now` to the block's end.
+    /// burst to its start (see `lua/parts/reserve/gcra.lua`); else the block's one span, shared by its permits.
     fn span(&self, i: u64, quota: &Quota) -> (u64, u64) {
         match self.schedule {
             Schedule::Slots { charged } => {
@@ -202,8 +203,19 @@ impl Pool {
         let count = u64::from(permits);
         // Permits whose span has ended are lost (see the module's docs); a block that cannot give `permits` is done.
         for block in &mut self.blocks {
-            while block.next <= block.last && block.local_span(block.next, quota).1 <= now {
-                block.next += 1;
+            match block.schedule {
+                // Slots end one after another: skip those that have ended.
+                Schedule::Slots { .. } => {
+                    while block.next <= block.last && block.local_span(block.next, quota).1 <= now {
+                        block.next += 1;
+                    }
+                }
+                // One span for every permit: all have ended, or none (a block may hold many permits).
+                Schedule::Span { .. } => {
+                    if block.local_span(block.next, quota).1 <= now {
+                        block.next = block.last + 1;
+                    }
+                }
             }
         }
         let returns = &mut self.returns;
