@@ -32,6 +32,7 @@ files["lua/batch/*.lua"] = {
     ignore = { "211/EXPLICIT_TIME_GRACE_MS", "211/RECEIPT_MARK", "231/retry_after", "231/reset", "311/remaining" },
 }
 files["lua/compact/batch/*.lua"] = files["lua/batch/*.lua"]
--- The scripts that reserve blocks use the prelude's constants but its receipt-mark message.
-files["lua/reserve/*.lua"] = { ignore = { "211/RECEIPT_MARK" } }
+-- The scripts that reserve blocks use the prelude's constants but its receipt-mark message, and read their request as
+-- the single-limit scripts do, rate and all.
+files["lua/reserve/*.lua"] = { ignore = { "211/RECEIPT_MARK", "211/rate" } }
 files["lua/compact/reserve/*.lua"] = files["lua/reserve/*.lua"]

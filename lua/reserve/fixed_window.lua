@@ -109,21 +109,14 @@ local function check_call(least, most)
     end
 end
 
--- The request and its quota, ARGV[1], as the algorithm's single-limit script reads it: '<permits>:<limit>:<interval
--- ms>', and ':<rate>' when `rated` (token bucket, GCRA). Returns permits, limit, interval and rate (1 when not
--- rated), or raises a clean error. Permits above the limit are refused (the client refuses them before sending).
-local function request_of(text, rated)
-    local permits, limit, interval, rate = string.match(text, '^(%d+):(%d+):(%d+)' .. (rated and ':(%d+)$' or '$'))
-    if permits then
-        permits, limit, interval, rate = permits + 0, limit + 0, interval + 0, rated and rate + 0 or 1
+-- A reserve script's request, read and checked as the single-limit scripts read theirs (lua/parts/limits/request.lua,
+-- spliced in at the script's --@request line), is also at most the limit: the client refuses a larger one before
+-- sending, where a single-limit script answers it as exceeds_limit.
+local function check_within_limit(request, permits, limit)
+    if permits > limit then
+        error({ err = 'ERR edgelimit: invalid request (permits at most the limit, ' .. limit .. '): '
+            .. string.sub(request, 1, 100) })
     end
-    if not permits or permits < 1 or limit < 1 or limit > MAX_COUNT or permits > limit or interval < 1 or rate < 1
-        or rate > MAX_COUNT or limit * interval > 2 ^ 52 then
-        error({ err = 'ERR edgelimit: invalid request (<permits>:<limit>:<interval ms>' .. (rated and ':<rate>' or '')
-            .. ', whole numbers from 1, permits at most the limit, limit' .. (rated and ' and rate' or '')
-            .. ' below 2^32, limit × interval at most 2^52): ' .. string.sub(text, 1, 100) })
-    end
-    return permits, limit, interval, rate
 end
 
 -- The block a client asks for with its request, ARGV[2]: '<block>:<lead ms>:<horizon ms>', the permits to reserve
@@ -163,8 +156,22 @@ end
 -- permits left in the window, when the limit is whole again, and for a denied request the ms until it fits.
 
 check_call(2, 3)
-local key, time = KEYS[1], ARGV[3] or ''
-local permits, limit, interval = request_of(ARGV[1], false)
+local key, request, time = KEYS[1], ARGV[1], ARGV[3] or ''
+local permits, limit, interval = string.match(request, '^(%d+):(%d+):(%d+)$')
+local rate = 1
+if permits then
+    permits, limit, interval = permits + 0, limit + 0, interval + 0
+end
+-- The request's check, after its numbers are read from `request` (see src/lua/compose.rs): shared by the
+-- single-limit frame (single.lua), the frame that decides several requests in one call (batch.lua) and the scripts
+-- that reserve permits (lua/parts/reserve/).
+if not permits or permits < 1 or permits > MAX_COUNT or limit < 1 or limit > MAX_COUNT or interval < 1
+    or rate < 1 or rate > MAX_COUNT or limit * interval > 2 ^ 52 then
+    error({ err = 'ERR edgelimit: invalid request (<permits>:<limit>:<interval ms>[:<rate>], whole numbers from 1, '
+        .. 'permits, limit and rate below 2^32, limit × interval at most 2^52): ' .. string.sub(request, 1, 100) })
+end
+
+check_within_limit(request, permits, limit)
 local block, lead, horizon = block_of(ARGV[2], limit)
 local now = clock(time)
 local grace = time == '' and 0 or EXPLICIT_TIME_GRACE_MS

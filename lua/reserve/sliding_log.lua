@@ -307,21 +307,14 @@ local function check_call(least, most)
     end
 end
 
--- The request and its quota, ARGV[1], as the algorithm's single-limit script reads it: '<permits>:<limit>:<interval
--- ms>', and ':<rate>' when `rated` (token bucket, GCRA). Returns permits, limit, interval and rate (1 when not
--- rated), or raises a clean error. Permits above the limit are refused (the client refuses them before sending).
-local function request_of(text, rated)
-    local permits, limit, interval, rate = string.match(text, '^(%d+):(%d+):(%d+)' .. (rated and ':(%d+)$' or '$'))
-    if permits then
-        permits, limit, interval, rate = permits + 0, limit + 0, interval + 0, rated and rate + 0 or 1
+-- A reserve script's request, read and checked as the single-limit scripts read theirs (lua/parts/limits/request.lua,
+-- spliced in at the script's --@request line), is also at most the limit: the client refuses a larger one before
+-- sending, where a single-limit script answers it as exceeds_limit.
+local function check_within_limit(request, permits, limit)
+    if permits > limit then
+        error({ err = 'ERR edgelimit: invalid request (permits at most the limit, ' .. limit .. '): '
+            .. string.sub(request, 1, 100) })
     end
-    if not permits or permits < 1 or limit < 1 or limit > MAX_COUNT or permits > limit or interval < 1 or rate < 1
-        or rate > MAX_COUNT or limit * interval > 2 ^ 52 then
-        error({ err = 'ERR edgelimit: invalid request (<permits>:<limit>:<interval ms>' .. (rated and ':<rate>' or '')
-            .. ', whole numbers from 1, permits at most the limit, limit' .. (rated and ' and rate' or '')
-            .. ' below 2^32, limit × interval at most 2^52): ' .. string.sub(text, 1, 100) })
-    end
-    return permits, limit, interval, rate
 end
 
 -- The block a client asks for with its request, ARGV[2]: '<block>:<lead ms>:<horizon ms>', the permits to reserve
@@ -381,8 +374,22 @@ end
 -- it fits (before its block: the client waits for the block's start instead).
 
 check_call(3, 4 + 100) -- at most 100 returns
-local key, id, time = KEYS[1], ARGV[3], ARGV[4] or ''
-local permits, limit, interval = request_of(ARGV[1], false)
+local key, request, id, time = KEYS[1], ARGV[1], ARGV[3], ARGV[4] or ''
+local permits, limit, interval = string.match(request, '^(%d+):(%d+):(%d+)$')
+local rate = 1
+if permits then
+    permits, limit, interval = permits + 0, limit + 0, interval + 0
+end
+-- The request's check, after its numbers are read from `request` (see src/lua/compose.rs): shared by the
+-- single-limit frame (single.lua), the frame that decides several requests in one call (batch.lua) and the scripts
+-- that reserve permits (lua/parts/reserve/).
+if not permits or permits < 1 or permits > MAX_COUNT or limit < 1 or limit > MAX_COUNT or interval < 1
+    or rate < 1 or rate > MAX_COUNT or limit * interval > 2 ^ 52 then
+    error({ err = 'ERR edgelimit: invalid request (<permits>:<limit>:<interval ms>[:<rate>], whole numbers from 1, '
+        .. 'permits, limit and rate below 2^32, limit × interval at most 2^52): ' .. string.sub(request, 1, 100) })
+end
+
+check_within_limit(request, permits, limit)
 local block, _, horizon = block_of(ARGV[2], limit)
 local now = clock(time)
 local grace = time == '' and 0 or EXPLICIT_TIME_GRACE_MS

@@ -186,8 +186,7 @@ fn one_algorithm(text: Text, path: &str, algorithm: &(&str, Option<&str>, bool),
         Some(shared) => format!("{}\n{}", shared_part(text, shared), parts.helpers),
         None => parts.helpers.to_owned(),
     };
-    let reading = if rate { REQUEST_WITH_RATE } else { REQUEST_WITHOUT_RATE };
-    let request = format!("{reading}\n{}", part(text, "limits/request.lua"));
+    let request = request_reading(text, rate);
     // A log replies with numbers; an algorithm that keeps a string, with what it read (see single.lua).
     let (denied, granted) = match shared {
         Some("zset_log") => (LOG_DENIED, LOG_GRANTED),
@@ -215,16 +214,26 @@ fn one_algorithm(text: Text, path: &str, algorithm: &(&str, Option<&str>, bool),
     compose_whole(text, path, false, &[part(text, "limits/prelude.lua"), &body])
 }
 
+/// How a script reads and checks its request, `ARGV[1]` (see `parts/limits/request.lua`), with a rate or without.
+fn request_reading(text: Text, rate: bool) -> String {
+    let reading = if rate { REQUEST_WITH_RATE } else { REQUEST_WITHOUT_RATE };
+    format!("{reading}\n{}", part(text, "limits/request.lua"))
+}
+
 /// The text of the script `lua/<path>` that reserves permits (one of those `mod.rs` declares): `common.lua` (the
 /// clock), the family's prelude, the log's helpers for a log, the arguments every reserve script reads alike, then
-/// its own file, which decides its request as the algorithm's single-limit script does.
+/// its own file, which reads its request as the algorithm's single-limit script does (spliced at its `--@request`)
+/// and decides it as that script does.
 pub(super) fn reserve(text: Text, path: &str) -> String {
-    let prelude = part(text, "limits/prelude.lua");
-    let arguments = part(text, "reserve/arguments.lua");
-    let log = (path == "reserve/sliding_log.lua").then(|| shared_part(text, "zset_log"));
-    let mut pieces = vec![prelude];
+    let &(_, shared, rate) = ALGORITHMS
+        .iter()
+        .find(|(name, ..)| format!("reserve/{name}.lua") == path)
+        .unwrap_or_else(|| unreachable!("no reserve script lua/{path}"));
+    let file = splice(part(text, path), "--@request", &request_reading(text, rate));
+    let log = (shared == Some("zset_log")).then(|| shared_part(text, "zset_log"));
+    let mut pieces = vec![part(text, "limits/prelude.lua")];
     pieces.extend(log.as_deref());
-    pieces.extend([arguments, part(text, path)]);
+    pieces.extend([part(text, "reserve/arguments.lua"), &file]);
     whole(text, path, &pieces)
 }
 

@@ -19,8 +19,9 @@
 -- permits left in the window, when the limit is whole again, and for a denied request the ms until it fits.
 
 check_call(2, 3)
-local key, time = KEYS[1], ARGV[3] or ''
-local permits, limit, interval = request_of(ARGV[1], false)
+local key, request, time = KEYS[1], ARGV[1], ARGV[3] or ''
+--@request
+check_within_limit(request, permits, limit)
 local block, lead, horizon = block_of(ARGV[2], limit)
 local now = clock(time)
 local grace = time == '' and 0 or EXPLICIT_TIME_GRACE_MS

@@ -31,8 +31,9 @@
 -- ms until it fits. A request above the limit is an error (the client refuses it before sending).
 
 check_call(2, 3)
-local key, time = KEYS[1], ARGV[3] or ''
-local permits, limit, interval, rate = request_of(ARGV[1], true)
+local key, request, time = KEYS[1], ARGV[1], ARGV[3] or ''
+--@request
+check_within_limit(request, permits, limit)
 local block, lead, horizon = block_of(ARGV[2], limit)
 -- The clock as every script reads it (lua/parts/common.lua); state written at an explicit time lives a grace longer.
 local now = clock(time)

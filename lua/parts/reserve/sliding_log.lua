@@ -39,8 +39,9 @@
 -- it fits (before its block: the client waits for the block's start instead).
 
 check_call(3, 4 + 100) -- at most 100 returns
-local key, id, time = KEYS[1], ARGV[3], ARGV[4] or ''
-local permits, limit, interval = request_of(ARGV[1], false)
+local key, request, id, time = KEYS[1], ARGV[1], ARGV[3], ARGV[4] or ''
+--@request
+check_within_limit(request, permits, limit)
 local block, _, horizon = block_of(ARGV[2], limit)
 local now = clock(time)
 local grace = time == '' and 0 or EXPLICIT_TIME_GRACE_MS
