@@ -17,7 +17,8 @@
 //
 // Run: scripts/build-wasm && cargo build --release -p edgelimit-cli && node bench/reserved.mjs [--quick]
 //   (scripts/bench runs it after the scenarios and appends its table to bench/RESULTS.md)
-//   SECONDS (default 60; 3 with --quick), DELAY_MS (default 10) and CLIENTS (default "4,32") in the environment.
+//   SECONDS (default 60; 3 with --quick), DELAY_MS (default 10), CLIENTS (default "4,32") and ALGORITHMS (default
+//   all) in the environment.
 import { createServer, connect } from "node:net";
 import { benchOptions, connectOrStartStack, countFetches, quantile } from "./options.mjs";
 
@@ -29,6 +30,8 @@ const options = benchOptions();
 const SECONDS = Number(process.env.SECONDS ?? (options.quick ? 3 : 60));
 const DELAY_MS = Number(process.env.DELAY_MS ?? 10);
 const CLIENTS = (process.env.CLIENTS ?? "4,32").split(",").map(Number);
+// ALGORITHMS (e.g. "slidingLog") runs only those algorithms' contenders: a quick look at one.
+const ALGORITHMS = process.env.ALGORITHMS?.split(",");
 const PER_CLIENT_PER_SECOND = 50;
 const [LIMIT, BURST] = [100, 100];
 // The permits each algorithm's limit had from unix ms `from` to `to`.
@@ -148,7 +151,7 @@ try {
   const rows = [];
   let round = 0;
   for (const clients of CLIENTS) {
-    for (const [algorithm, who, make] of contenders) {
+    for (const [algorithm, who, make] of contenders.filter(([algorithm]) => ALGORITHMS?.includes(algorithm) ?? true)) {
       rows.push({ clients, algorithm, who, ...(await run(make, CAPACITY[algorithm], clients, `hot-${round++}`)) });
     }
   }

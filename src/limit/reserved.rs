@@ -10,13 +10,15 @@
 //!   the block's length. When the bucket is busy a permit can wait almost the burst's whole time for its use.
 //! - **Fixed window**: the permits are counted in the current window, and usable until its last ms (at most 60 s).
 //!   A window with less than a quarter of the length left reserves nothing.
-//! - **Sliding log**: the permits are logged as one grant, usable for the block's length from when as many permits
-//!   have freed (at once when they are free; within the length at the latest, else fewer), and freeing one interval
-//!   after that use may end. So a client on a busy identifier holds the permits that free next, as GCRA's slots do,
-//!   and answers its own requests until then. When this client is done with a block (used up, or its span over),
-//!   its next call for the identifier returns it: the unused permits free at once, the used ones one interval after
-//!   the last use (a return is idempotent: it names the block's grant and the absolute number used). A block never
-//!   returned (its identifier went cold) is held for the length plus the interval.
+//! - **Sliding log**: the permits are logged in tranches (up to 8 grants), each usable for the block's length from
+//!   when as many permits have freed as it and the tranches before it hold (at once when they are free; within the
+//!   length at the latest, else fewer), and freeing one interval after that use may end. So a client on a busy
+//!   identifier holds the permits that free next, each from when it frees, as GCRA's slots do, and answers its own
+//!   requests until then. When this client is done with a tranche (used up, or its span over), its next call for
+//!   the identifier returns it: the unused permits free at once, the used ones one interval after their use, in
+//!   groups by the latest server time each use may have had (a return is idempotent: it names the tranche's grant
+//!   and absolute numbers). A tranche never returned (its identifier went cold) is held for the length plus the
+//!   interval.
 //!
 //! The other algorithms reserve nothing: the token bucket's limit is GCRA's (use GCRA, whose state says where each
 //! slot lies); the sliding window is an estimate whose stated error a reservation would widen. Concurrency does not
@@ -56,13 +58,19 @@ use crate::lua::{RESERVE_FIXED_WINDOW, RESERVE_GCRA, RESERVE_SLIDING_LOG};
 use crate::receipt;
 use crate::script::Script;
 use crate::time::Instant;
+use crate::value::Value;
 
 /// The identifiers a client tracks at most (and the denials it remembers); past it, a new identifier is decided
 /// without reserving.
 const MAX_TRACKED: usize = 10_000;
 
-/// The returns one call carries at most, as `lua/reserve/sliding_log.lua` accepts them.
+/// The returns one call carries at most, and the groups of uses one return names at most, as
+/// `lua/reserve/sliding_log.lua` accepts them.
 const MAX_RETURNS: usize = 100;
+const MAX_GROUPS: usize = 16;
+
+/// The tranches one sliding-log reply holds at most (`lua/reserve/sliding_log.lua`).
+const MAX_TRANCHES: usize = 8;
 
 /// A GCRA, fixed-window or sliding-log limiter that reserves permits for the identifiers it sees often: see the
 /// module's docs.
@@ -136,13 +144,13 @@ enum Schedule {
 struct Block {
     next: u64,
     last: u64,
-    /// How many of the block's permits this client granted, and the latest server time (unix ms) at which the last
-    /// of them may have been used: what a return says (see `grant`).
-    used: u64,
-    last_use: u64,
-    /// For a block that frees earlier when returned (a sliding log's), the grant that logged it, '<expiry>-<id>':
-    /// when the client is done with the block, the next call for the identifier says how many it used
-    /// (`lua/parts/reserve/sliding_log.lua`).
+    /// The block's permits this client granted, in groups: how many, and the latest server time (unix ms) at which
+    /// the last of them may have been used, in the order used; at most [`MAX_GROUPS`], the last one taking in
+    /// later uses (a later time only frees them later). What a return says (see `grant`).
+    uses: Vec<(u64, u64)>,
+    /// For a block that frees earlier when returned (a sliding log's tranche), the grant that logged it,
+    /// '<expiry>-<id>': when the client is done with the block, the next call for the identifier says when it used
+    /// its permits (`lua/parts/reserve/sliding_log.lua`).
     grant: Option<String>,
     /// Local times when the request left and the reply arrived, and the server's `now` between them.
     sent: Instant,
@@ -165,6 +173,30 @@ impl Block {
             }
             Schedule::Span { from, until } => (from, until),
         }
+    }
+
+    /// Counts `count` permits used, the last of them at `latest` on the server's clock at the latest.
+    fn record_use(&mut self, count: u64, latest: u64) {
+        let full = self.uses.len() == MAX_GROUPS;
+        match self.uses.last_mut() {
+            Some(group) if group.1 >= latest || full => {
+                *group = (group.0 + count, group.1.max(latest));
+            }
+            _ => self.uses.push((count, latest)),
+        }
+    }
+
+    /// What the client says when it is done with a block that is returned: '<grant>:<permits>' then each group of
+    /// uses, '<used>:<last use>' ('0:<now>' when none was used).
+    fn return_of(&self, grant: &str) -> String {
+        let mut text = format!("{grant}:{}", self.last);
+        if self.uses.is_empty() {
+            text += &format!(":0:{}", self.now);
+        }
+        for (count, latest) in &self.uses {
+            text += &format!(":{count}:{latest}");
+        }
+        text
     }
 
     /// The `i`-th permit's span in local time: its start from when the reply arrived (after the server's `now`),
@@ -222,7 +254,7 @@ impl Pool {
         self.blocks.retain(|block| {
             let keep = block.next + count - 1 <= block.last;
             if let (false, Some(grant)) = (keep, &block.grant) {
-                returns.push(format!("{grant}:{}:{}:{}", block.last, block.used, block.last_use));
+                returns.push(block.return_of(grant));
             }
             keep
         });
@@ -243,20 +275,22 @@ impl Pool {
             let span = if success {
                 let (first, last) = (block.next, block.next + count - 1);
                 block.next = last + 1;
-                block.used += count;
                 let (start, end) = (block.span(last, quota).0, block.span(first, quota).1);
                 let span = match block.schedule {
                     Schedule::Slots { .. } => (start, end),
                     // Every permit of the block shares its span: the one of this use is narrower, from when it is
                     // on the server's clock at the earliest (measured from the reply's arrival) to the latest
-                    // (from the request's departure). A return frees the block's used permits one interval after
-                    // the latest of these, so it is what a check must count.
+                    // (from the request's departure). A return frees this use one interval after
+                    // the latest (and a margin), so it is what a check must count.
                     Schedule::Span { .. } => (
                         (now.saturating_duration_since(block.received).as_millis() as u64).max(start),
                         ceil_ms(now.saturating_duration_since(block.sent)).min(end),
                     ),
                 };
-                block.last_use = block.last_use.max(block.now + span.1);
+                // A return frees the use one interval after this (see `lua/parts/reserve/sliding_log.lua`): the
+                // latest server time it may have had, with a margin for a clock that runs slow (1 ms and a
+                // hundredth of the time since the reservation left), as the span's end has its own.
+                block.record_use(count, block.now + span.1 + 1 + span.1 / 100);
                 (block.now + span.0, block.now + span.1)
             } else {
                 (0, 0)
@@ -426,12 +460,34 @@ impl Reserved {
         }
         let reply = self.script.run(&self.limiter.client, &[&key], &arguments).await?;
         let received = Instant::now();
-        let [granted, now, reserved, fourth, remaining, reset, retry_after] =
-            reply.into_tuple()?.map(|value| value.into_u64());
-        let (granted, now, reserved, fourth) = (granted?, now?, reserved?, fourth?);
-        // The fourth number: GCRA's slots' start (in units), a fixed window's end of use, a sliding log's start of
-        // use (its end is the horizon after it).
-        let schedule = match algorithm {
+        let numbers = (reply.into_array()?.into_iter())
+            .map(Value::into_u64)
+            .collect::<Result<Vec<u64>>>()?;
+        // Seven numbers, then for a sliding log a pair for each tranche after the first (see its script).
+        let most = match algorithm {
+            Algorithm::SlidingLog => 5 + 2 * MAX_TRANCHES,
+            _ => 7,
+        };
+        let &[granted, now, reserved, fourth, remaining, reset, retry_after, ref pairs @ ..] = &numbers[..] else {
+            return Err(Error::malformed("7 numbers", format!("{} numbers", numbers.len())));
+        };
+        if numbers.len() > most || pairs.len() % 2 == 1 {
+            return Err(Error::malformed(
+                format!("7 numbers, then at most {} pairs", (most - 7) / 2),
+                format!("{} numbers", numbers.len()),
+            ));
+        }
+        // The tranches, (permits, the fourth number): the first holds what the later ones leave of `reserved`. The
+        // fourth number is GCRA's slots' start (in units), a fixed window's end of use, a sliding log's start of use
+        // (its end is the horizon after it).
+        let later = pairs.chunks(2).map(|pair| (pair[0], pair[1]));
+        let first = later
+            .clone()
+            .try_fold(reserved, |left, (count, _)| left.checked_sub(count));
+        let tranches: Vec<(u64, u64)> = first
+            .map(|first| std::iter::once((first, fourth)).chain(later).collect())
+            .unwrap_or_default();
+        let schedule_of = |fourth: u64| match algorithm {
             Algorithm::Gcra => Schedule::Slots { charged: fourth },
             Algorithm::FixedWindow => Schedule::Span { from: 0, until: fourth },
             _ => Schedule::Span {
@@ -440,43 +496,57 @@ impl Reserved {
             },
         };
         // Uses past the horizon would be uses Redis did not count (a window's end past it; a log's start past it).
-        let beyond_horizon =
-            matches!(schedule, Schedule::Span { from, until } if from > horizon || until > from + horizon);
-        if !(granted == 0 || granted == u64::from(permits)) || reserved > u64::from(block) || beyond_horizon {
+        let well_formed = |&(count, fourth): &(u64, u64)| {
+            (count > 0 || reserved == 0)
+                && !matches!(schedule_of(fourth), Schedule::Span { from, until } if from > horizon || until > from + horizon)
+        };
+        if !(granted == 0 || granted == u64::from(permits))
+            || reserved > u64::from(block)
+            || tranches.is_empty()
+            || !tranches.iter().all(well_formed)
+        {
             return Err(Error::malformed(
-                format!("{permits} or no permits granted, at most {block} reserved, usable for at most {horizon} ms"),
-                format!("{granted} granted, {reserved} reserved, {fourth} (where their use starts or ends)"),
+                format!(
+                    "{permits} or no permits granted, at most {block} reserved in tranches of at least 1, usable for \
+                     at most {horizon} ms"
+                ),
+                format!("{granted} granted, {reserved} reserved, tranches (permits, where their use starts or ends) {tranches:?}, {pairs:?}"),
             ));
         }
         let mut decision = Decision {
             success: granted > 0,
             limit: limit.into(),
-            remaining: remaining?,
-            reset: reset?,
-            retry_after: retry_after?,
+            remaining,
+            reset,
+            retry_after,
             receipt: None,
         };
-        let block = (reserved > 0).then_some(Block {
-            next: 1,
-            last: reserved,
-            used: 0,
-            last_use: now,
-            // The block was logged to free one interval after its span (lua/parts/reserve/sliding_log.lua).
-            grant: id.map(|id| format!("{}-{id}", now + fourth + horizon + self.quota.interval_ms())),
-            sent,
-            received,
-            now,
-            schedule,
-            reset: decision.reset,
-        });
+        let blocks: Vec<Block> = (tranches.into_iter())
+            .filter(|&(count, _)| count > 0)
+            .map(|(count, fourth)| Block {
+                next: 1,
+                last: count,
+                uses: Vec::new(),
+                // A tranche was logged to free one interval after its span (lua/parts/reserve/sliding_log.lua).
+                grant: id.as_ref().map(|id| {
+                    let expiry = now.saturating_add(fourth + horizon + self.quota.interval_ms());
+                    format!("{expiry}-{id}")
+                }),
+                sent,
+                received,
+                now,
+                schedule: schedule_of(fourth),
+                reset,
+            })
+            .collect();
         let memory = &mut *self.memory.lock().unwrap_or_else(PoisonError::into_inner);
-        match block.as_ref().filter(|_| u64::from(permits) <= reserved) {
+        match blocks.first().filter(|block| u64::from(permits) <= block.last) {
             // The wait is for the block's permits now: the slots the bucket would have given are its.
             Some(block) if granted == 0 => decision.retry_after = block.span(u64::from(permits), &self.quota).0 + 1,
             _ => memory.denials.block(&key, permits, sent, decision),
         }
         if let Some(pool) = memory.pools.get_mut(&key) {
-            pool.blocks.extend(block);
+            pool.blocks.extend(blocks);
         }
         Ok(ReservedDecision {
             decision,

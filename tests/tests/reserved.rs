@@ -13,8 +13,7 @@ use edgelimit_tests::Stack;
 const T0: u64 = 1_700_000_000_000;
 
 /// The GCRA reserve script at explicit time `at`: `permits` of a GCRA of `burst` at `rate` per second, and `block`
-/// more whose slots start at least `lead` ms from now and whose use starts within `horizon` ms; the reply's seven
-/// numbers.
+/// more whose slots start at least `lead` ms from now and whose use starts within `horizon` ms; the reply's numbers.
 async fn reserve(
     stack: &Stack,
     key: &str,
@@ -22,16 +21,17 @@ async fn reserve(
     (burst, rate): (u32, u32),
     (block, lead, horizon): (u32, u64, u64),
     at: u64,
-) -> [i64; 7] {
+) -> Vec<i64> {
     let request = format!("{permits}:{burst}:1000:{rate}");
     let arguments = [request, format!("{block}:{lead}:{horizon}"), at.to_string()];
     run(stack, &RESERVE_GCRA, key, &arguments).await
 }
 
-/// `script` on `key` with `arguments`; the reply's seven numbers.
-async fn run(stack: &Stack, script: &edgelimit::Script, key: &str, arguments: &[String]) -> [i64; 7] {
+/// `script` on `key` with `arguments`; the reply's numbers (seven, then a sliding log's later tranches).
+async fn run(stack: &Stack, script: &edgelimit::Script, key: &str, arguments: &[String]) -> Vec<i64> {
     let reply = script.run(&stack.client(), &[key], arguments).await.unwrap();
-    reply.into_tuple::<7>().unwrap().map(|value| value.into_int().unwrap())
+    let numbers = reply.into_array().unwrap().into_iter();
+    numbers.map(|value| value.into_int().unwrap()).collect()
 }
 
 #[tokio::test]
@@ -85,7 +85,8 @@ async fn permits_reserved_on_an_idle_bucket_and_used_at_their_latest_leave_no_mo
     )
     .unwrap();
     let key = gcra.state_key("id");
-    let [granted, _, reserved, charged, ..] = reserve(&stack, &key, 1, (10, 10), (8, 200, 1000), T0).await;
+    let reply = reserve(&stack, &key, 1, (10, 10), (8, 200, 1000), T0).await;
+    let (granted, reserved, charged) = (reply[0], reply[2], reply[3]);
     assert_eq!((granted, reserved, charged), (1, 8, 2000));
     let mut plain = 0;
     while gcra.clone().at(T0 + 200).limit("id", 1).await.unwrap().success {
@@ -129,14 +130,14 @@ async fn a_fixed_window_reserves_what_is_left_in_the_window_until_its_last_ms() 
 }
 
 /// A fixed-window request of 1 permit of 10 per second at `at`, and a reservation of all that is left.
-async fn reserve_the_window(stack: &Stack, key: &str, at: u64) -> [i64; 7] {
+async fn reserve_the_window(stack: &Stack, key: &str, at: u64) -> Vec<i64> {
     let arguments = ["1:10:1000".to_owned(), "10:50:1000".to_owned(), at.to_string()];
     run(stack, &RESERVE_FIXED_WINDOW, key, &arguments).await
 }
 
 /// The sliding-log reserve script on `key` at T0 + `offset`: 1 permit of 10 per second, `block` more usable for
 /// 200 ms, logged under `id`, with `returns`; the reply's seven numbers.
-async fn reserve_log(stack: &Stack, key: &str, offset: u64, block: u32, id: &str, returns: &[String]) -> [i64; 7] {
+async fn reserve_log(stack: &Stack, key: &str, offset: u64, block: u32, id: &str, returns: &[String]) -> Vec<i64> {
     let mut arguments = vec![
         "1:10:1000".to_owned(),
         format!("{block}:50:200"),
@@ -237,9 +238,9 @@ async fn a_returned_sliding_log_block_frees_its_unused_permits_now_and_its_used_
         reserve_log(&stack, &key, 0, 9, "a", &[]).await,
         [1, t, 9, 0, 0, t + 1200, 0]
     );
-    // At T0 + 100 the client returns the block, 4 of its 9 used, the last by T0 + 50 on the server's clock: 5 free
-    // now, the 4 at T0 + 1100 (the return's now, which is later, + 1000). So the request fits.
-    let returned = format!("{}-a:9:4:{}", T0 + 1200, T0 + 50);
+    // At T0 + 100 the client returns the block, 4 of its 9 used: 3 by T0 + 30 and the last by T0 + 50 on the
+    // server's clock. 5 free now, the 3 at T0 + 1030, the last at T0 + 1050. So the request fits.
+    let returned = format!("{}-a:9:3:{}:1:{}", T0 + 1200, T0 + 30, T0 + 50);
     assert_eq!(
         reserve_log(&stack, &key, 100, 0, "b", std::slice::from_ref(&returned)).await,
         [1, t + 100, 0, 0, 4, t + 1100, 0]
@@ -249,14 +250,20 @@ async fn a_returned_sliding_log_block_frees_its_unused_permits_now_and_its_used_
         reserve_log(&stack, &key, 110, 0, "c", &[returned]).await,
         [1, t + 110, 0, 0, 3, t + 1110, 0]
     );
-    // At T0 + 1100 the first grant, the 4 used and b's have freed: only c's is held.
-    let mut plain = 0;
-    while log.clone().at(T0 + 1100).limit("id", 1).await.unwrap().success {
-        plain += 1;
+    // Held at T0 + 1000: the 4 used, b's and c's (the first grant has freed); at T0 + 1030 the 3 free, at T0 + 1050
+    // the last.
+    let mut plain = Vec::new();
+    for at in [1000, 1030, 1050] {
+        let mut granted = 0;
+        while log.clone().at(T0 + at).limit("id", 1).await.unwrap().success {
+            granted += 1;
+        }
+        plain.push(granted);
     }
-    assert_eq!(plain, 9);
-    // A last use after the return's now (the client's clock ahead, or the reservation's request slow to leave): the
-    // used permits free an interval after it, here at T0 + 1150; the request waits for the first grant.
+    assert_eq!(plain, [4, 3, 1]);
+    // A last use the client puts after the return's now (its clock ahead, or the reservation's request slow to
+    // leave): every use came before the return, so the used permits free an interval after the return's now, here
+    // at T0 + 1100, and the request waits for the first grant.
     let other = log.state_key("other");
     assert_eq!(
         reserve_log(&stack, &other, 0, 9, "e", &[]).await,
@@ -265,10 +272,31 @@ async fn a_returned_sliding_log_block_frees_its_unused_permits_now_and_its_used_
     let returned = format!("{}-e:9:9:{}", T0 + 1200, T0 + 150);
     assert_eq!(
         reserve_log(&stack, &other, 100, 0, "f", &[returned]).await,
-        [0, t + 100, 0, 0, 0, t + 1150, 900]
+        [0, t + 100, 0, 0, 0, t + 1100, 900]
+    );
+    // A group whose last use is an interval old by the return frees at once (it is not logged again): at T0 + 1005
+    // the 2 used at T0 are free, the 7 used by T0 + 10 free at T0 + 1010.
+    let third = log.state_key("third");
+    reserve_log(&stack, &third, 0, 9, "g", &[]).await;
+    let returned = format!("{}-g:9:2:{}:7:{}", T0 + 1200, T0, T0 + 10);
+    assert_eq!(
+        reserve_log(&stack, &third, 1005, 0, "h", &[returned]).await,
+        [1, t + 1005, 0, 0, 2, t + 2005, 0]
     );
     // Returns no client sends are refused by name, before anything is written.
-    for bad in ["x", "1200-a:9:10:0", "1200-a b:9:1:0", "1200-a:9:1", "1200-a:9:1:x"] {
+    let seventeen_groups = format!("1200-a:20{}", ":1:0".repeat(17));
+    for bad in [
+        "x",
+        "1200-a:9:10:0",
+        "1200-a b:9:1:0",
+        "1200-a:9:1",
+        "1200-a:9:1:x",
+        "1200-a:9:1:0:",
+        "1200-a:9:1:0:1",
+        "1200-a:9:5:0:5:0",
+        "1200-a:9:1::0",
+        &seventeen_groups,
+    ] {
         let error = RESERVE_SLIDING_LOG
             .run(&stack.client(), &["l3"], &["1:10:1000", "1:50:200", "id", "", bad])
             .await

@@ -170,6 +170,7 @@ local function block_of(text, limit)
     end
     return block, lead, horizon
 end
+local MAX_TRANCHES, MAX_GROUPS = 8, 16
 check_call(3, 4 + 100) -- at most 100 returns
 local key, request, id, time = KEYS[1], ARGV[1], ARGV[3], ARGV[4] or ''
 local permits, limit, interval = string.match(request, '^(%d+):(%d+):(%d+)$')
@@ -187,26 +188,33 @@ local block, _, horizon = block_of(ARGV[2], limit)
 local now = clock(time)
 local grace = time == '' and 0 or EXPLICIT_TIME_GRACE_MS
 for i = 5, #ARGV do
-    local expiry, returned_id, returned, used, last_use =
-        string.match(ARGV[i], '^(%d+)%-([%w_%-]+):(%d+):(%d+):(%d+)$')
-    if not expiry or used + 0 > returned + 0 then
-        error({ err = 'ERR edgelimit: invalid return (<expiry>-<grant id>:<permits>:<used>:<last use ms>, used at '
-            .. 'most the permits): ' .. string.sub(ARGV[i], 1, 100) })
+    local expiry, returned_id, returned, uses = string.match(ARGV[i], '^(%d+)%-([%w_%-]+):(%d+):(.+)$')
+    local rest, groups = string.gsub((uses or 'x') .. ':', '%d+:%d+:', '')
+    local used = 0
+    for count in string.gmatch(rest == '' and uses or '', '(%d+):%d+') do
+        used = used + count
     end
-    expiry, returned, used = expiry + 0, returned + 0, used + 0
-    local frees = math.max(now, last_use + 0) + interval
-    if expiry > now and (used == 0 or frees < expiry) then
+    if rest ~= '' or groups > MAX_GROUPS or used > returned + 0 then
+        error({ err = 'ERR edgelimit: invalid return (<expiry>-<grant id>:<permits>:<used>:<last use ms>, then up to '
+            .. (MAX_GROUPS - 1) .. ' more <used>:<last use ms>, used together at most the permits): '
+            .. string.sub(ARGV[i], 1, 100) })
+    end
+    expiry, returned = expiry + 0, returned + 0
+    if expiry > now then
         for _, member in ipairs(redis.call('ZRANGEBYSCORE', key, expiry, expiry)) do
             local position, member_permits, _, member_id = parse_member(member)
             if member_id == returned_id and member_permits == returned then
                 local rank = redis.call('ZRANK', key, member)
                 redis.call('ZREM', key, member)
                 shift_positions(key, rank, -member_permits, position)
-                if used > 0 then
-                    local _, _, _, reset, reset_after, held, first_position, last_run =
-                        log_verdict(key, used, limit, interval, now)
-                    log_grant(key, used, frees - now, returned_id, now, grace, math.max(reset_after, frees), held,
-                        first_position, last_run, reset)
+                for count, last_use in string.gmatch(uses, '(%d+):(%d+)') do
+                    local frees = math.min(math.min(now, last_use + 0) + interval, expiry)
+                    if count + 0 > 0 and frees > now then
+                        local _, _, _, reset, reset_after, held, first_position, last_run =
+                            log_verdict(key, 0, limit, interval, now)
+                        log_grant(key, count + 0, frees - now, returned_id .. '.', now, grace,
+                            math.max(reset_after, frees), held, first_position, last_run, reset)
+                    end
                 end
                 break
             end
@@ -222,22 +230,59 @@ if allowed then
     remaining = remaining - permits
     reset = reset_after
 end
-local reserved, from = 0, 0
+local reply = { granted, now, 0, 0, remaining, reset, retry_after }
 if block > 0 then
-    local _, wait, _, last_expiry, after, standing, first, run = log_verdict(key, block, limit, interval, now)
-    local count = block
-    if wait > horizon then
-        local beyond = redis.call('ZRANGEBYSCORE', key, '(' .. (now + horizon), '+inf', 'LIMIT', '0', '1')
-        count = limit - (beyond[1] and first + standing - parse_member(beyond[1]) or 0)
-        if count > 0 then
-            _, wait, _, last_expiry, after, standing, first, run = log_verdict(key, count, limit, interval, now)
+    local _, _, room, last_expiry, after, standing, first, tail_run = log_verdict(key, 0, limit, interval, now)
+    local starts = {}
+    for _ = 1, math.min(room, block) do
+        starts[#starts + 1] = 0
+    end
+    if block > room then
+        local skip = math.max(standing - limit, 0)
+        local target, last_target = first + skip, first + skip + block - room - 1
+        local items = redis.call('ZRANGE', key, '0', string.format('%d', skip + block - room - 1), 'WITHSCORES')
+        for i = 1, #items, 2 do
+            local position, weight = parse_member(items[i])
+            local wait = items[i + 1] - now
+            if wait > horizon or target > last_target then
+                break
+            end
+            while target < position + weight and target <= last_target do
+                starts[#starts + 1] = wait
+                target = target + 1
+            end
         end
     end
-    if count > 0 and (allowed or count >= permits) then
-        reserved, from = count, wait
-        local frees = from + horizon + interval
-        log_grant(key, count, frees, id, now, grace, math.max(after, now + frees), standing, first, run, last_expiry)
-        remaining, reset = math.max(limit - standing - count, 0), math.max(reset, now + frees)
+    local requests = (#starts - #starts % permits) / permits
+    local per_tranche = math.ceil(requests / MAX_TRANCHES) * permits
+    local tranches = {}
+    for request_index = 1, requests do
+        local from = starts[request_index * permits]
+        local current = tranches[#tranches]
+        if current and (current.from == from or current.permits < per_tranche) then
+            current.permits, current.from = current.permits + permits, from
+        else
+            tranches[#tranches + 1] = { permits = permits, from = from }
+        end
     end
+    local reserved = 0
+    for index, tranche in ipairs(tranches) do
+        if index > 1 then
+            _, _, _, last_expiry, after, standing, first, tail_run = log_verdict(key, 0, limit, interval, now)
+        end
+        local frees = tranche.from + horizon + interval
+        log_grant(key, tranche.permits, frees, id, now, grace, math.max(after, now + frees), standing, first,
+            tail_run, last_expiry)
+        reserved = reserved + tranche.permits
+        if index == 1 then
+            reply[4] = tranche.from
+        else
+            reply[#reply + 1] = tranche.permits
+            reply[#reply + 1] = tranche.from
+        end
+        reply[6] = math.max(reply[6], now + frees)
+    end
+    reply[3] = reserved
+    reply[5] = math.max(room - reserved, 0)
 end
-return { granted, now, reserved, from, remaining, reset, retry_after }
+return reply

@@ -10,33 +10,47 @@
 -- used at f ≤ t. Every grant used in the span frees after t ≥ f, and every other one was in the log at e (decided
 -- before it); so they are within what the decision at e counted, and within the limit.
 --
--- Returns. Held to the horizon's end, reserved permits would free half an interval late at a client that uses them
--- at once (a hot identifier): a client that is done with a block (used up, or its span over) says how many of its
--- permits it used when it next asks for that identifier, and the block frees earlier. The unused ones are removed,
--- and the used ones are logged again to free one interval after the last use: every use came before the call that
--- returns them (so before now), and the client says the latest server time its last use may have had (from its own
--- clock: only ever later than now makes it free later, so the latest of the two is taken, and never later than the
--- block's own expiry). A span holding a use then ends before that time + interval, and in it the argument above
--- holds with the return's now for the reservation's. A return names the block by its grant ('<expiry>-<id>', as a
--- receipt does) and carries the absolute number used, not a difference: a return sent twice finds no block the
--- second time and changes nothing.
+-- Tranches. On a full log, a block's permits start as the grants they take the place of free: one by one, not all
+-- when the last of them has. So a block is logged as up to MAX_TRANCHES grants, its tranches, each usable from when
+-- as many permits have freed as it and the tranches before it hold, and each freeing one interval after its own
+-- span: a client that uses its permits as they come holds none idle for long. Each tranche is a grant as above,
+-- decided after the ones before it, which it counts (they are in the log, freeing after it starts).
+--
+-- Returns. Held to their span's end, reserved permits would free up to a span late at a client that uses them at once
+-- (a hot identifier). So a client that is done with a tranche (used up, or its span over) says when it used its
+-- permits when it next asks for that identifier, and the tranche frees earlier. The unused permits are removed. The
+-- used ones are logged again in groups, each freeing one interval after its last use: the latest server time the
+-- client says that use may have had (its own clock's reading moved to the server's, with a margin for drift), or now
+-- if that is earlier (every use came before the call that returns it), and never later than the tranche's own expiry.
+-- Why that stays exact: the tranche was admitted for any use within its span, and every decision before the return
+-- counted it until its expiry; a decision after the return, first used at f >= now, counts the uses in (f - interval,
+-- f], and a group with a use there frees after f, so it is still in the log. The time is the client's: an error of
+-- its clock moves a use as it moves the end of the span the client keeps (src/limit/reserved.rs). A return names the
+-- tranche by its grant ('<expiry>-<id>', as a receipt does) and carries absolute numbers, not differences: a return
+-- sent twice finds no tranche the second time and changes nothing. The groups are logged under the grant id with a
+-- '.' after it, a name no return can give.
 --
 --   KEYS[1]  the state key (the one lua/sliding_log.lua decides on)
 --   ARGV[1]  the request and its quota, as lua/sliding_log.lua's: '<permits>:<limit>:<interval ms>'
 --   ARGV[2]  '<block>:<lead ms>:<horizon ms>' (lua/parts/reserve/arguments.lua): the permits to reserve besides the
 --            request's, the least time from now they must be usable for, how far from now they may be used
 --   ARGV[3]  a fresh grant id (letters, digits, _ or -), as lua/sliding_log.lua's: the request's grant and the
---            reserved permits are logged under it
+--            reserved tranches are logged under it
 --   ARGV[4]  unix ms, or '' (the default) for the Redis server's clock
---   ARGV[5…] returns, each '<expiry>-<id>:<permits>:<used>:<last use>': the block reserved as the grant
---            '<expiry>-<id>' of `permits` (the expiry and id its reservation logged), of which `used` were used (0 to
---            permits), the last at `last use` (unix ms) at the latest
+--   ARGV[5…] returns, each '<expiry>-<id>:<permits>:<used>:<last use>[:<used>:<last use>]…' (at most MAX_GROUPS
+--            pairs): the tranche reserved as the grant '<expiry>-<id>' of `permits` (the expiry and id its reservation
+--            logged), of which the groups were used (together at most its permits), each group's last use at
+--            `last use` (unix ms) at the latest; '0:<any time>' when none was used
 --
--- Reply {granted, now, reserved, from, remaining, reset, retry_after}: the request's permits granted (`granted`,
--- all or 0) as lua/sliding_log.lua decides them; `reserved` permits for the caller, each usable from now + `from`
--- until now + `from` + the horizon, both included; then the standing after the call: permits left now (none while
--- reserved permits wait for their start), when the log frees its last grant, and for a denied request the ms until
--- it fits (before its block: the client waits for the block's start instead).
+-- Reply {granted, now, reserved, from, remaining, reset, retry_after, [permits, from]…}: the request's permits
+-- granted (`granted`, all or 0) as lua/sliding_log.lua decides them; `reserved` permits for the caller in tranches,
+-- the first usable from now + `from` until now + `from` + the horizon, both included, and each pair after the seventh
+-- number another tranche of `permits` (taken from `reserved`) and its `from`, later; then the standing after the
+-- call: permits left now (none while reserved permits wait for their start), when the log frees its last grant, and
+-- for a denied request the ms until it fits (before its block: the client waits for the first tranche's start
+-- instead). A tranche holds a whole number of requests of the request's size, so that one tranche answers a request.
+
+local MAX_TRANCHES, MAX_GROUPS = 8, 16
 
 check_call(3, 4 + 100) -- at most 100 returns
 local key, request, id, time = KEYS[1], ARGV[1], ARGV[3], ARGV[4] or ''
@@ -48,27 +62,34 @@ local grace = time == '' and 0 or EXPLICIT_TIME_GRACE_MS
 
 -- The returns, before the request is decided, so that the permits they free count for it.
 for i = 5, #ARGV do
-    local expiry, returned_id, returned, used, last_use =
-        string.match(ARGV[i], '^(%d+)%-([%w_%-]+):(%d+):(%d+):(%d+)$')
-    if not expiry or used + 0 > returned + 0 then
-        error({ err = 'ERR edgelimit: invalid return (<expiry>-<grant id>:<permits>:<used>:<last use ms>, used at '
-            .. 'most the permits): ' .. string.sub(ARGV[i], 1, 100) })
+    local expiry, returned_id, returned, uses = string.match(ARGV[i], '^(%d+)%-([%w_%-]+):(%d+):(.+)$')
+    local rest, groups = string.gsub((uses or 'x') .. ':', '%d+:%d+:', '')
+    local used = 0
+    for count in string.gmatch(rest == '' and uses or '', '(%d+):%d+') do
+        used = used + count
     end
-    expiry, returned, used = expiry + 0, returned + 0, used + 0
-    local frees = math.max(now, last_use + 0) + interval
-    -- Only a block still logged, and only if it frees earlier for it.
-    if expiry > now and (used == 0 or frees < expiry) then
+    if rest ~= '' or groups > MAX_GROUPS or used > returned + 0 then
+        error({ err = 'ERR edgelimit: invalid return (<expiry>-<grant id>:<permits>:<used>:<last use ms>, then up to '
+            .. (MAX_GROUPS - 1) .. ' more <used>:<last use ms>, used together at most the permits): '
+            .. string.sub(ARGV[i], 1, 100) })
+    end
+    expiry, returned = expiry + 0, returned + 0
+    -- Only a tranche still logged.
+    if expiry > now then
         for _, member in ipairs(redis.call('ZRANGEBYSCORE', key, expiry, expiry)) do
             local position, member_permits, _, member_id = parse_member(member)
             if member_id == returned_id and member_permits == returned then
                 local rank = redis.call('ZRANK', key, member)
                 redis.call('ZREM', key, member)
                 shift_positions(key, rank, -member_permits, position)
-                if used > 0 then
-                    local _, _, _, reset, reset_after, held, first_position, last_run =
-                        log_verdict(key, used, limit, interval, now)
-                    log_grant(key, used, frees - now, returned_id, now, grace, math.max(reset_after, frees), held,
-                        first_position, last_run, reset)
+                for count, last_use in string.gmatch(uses, '(%d+):(%d+)') do
+                    local frees = math.min(math.min(now, last_use + 0) + interval, expiry)
+                    if count + 0 > 0 and frees > now then
+                        local _, _, _, reset, reset_after, held, first_position, last_run =
+                            log_verdict(key, 0, limit, interval, now)
+                        log_grant(key, count + 0, frees - now, returned_id .. '.', now, grace,
+                            math.max(reset_after, frees), held, first_position, last_run, reset)
+                    end
                 end
                 break
             end
@@ -87,30 +108,69 @@ if allowed then
     reset = reset_after
 end
 
--- The reserved permits, as one grant: usable from `from` ms after now, when that many permits have freed (at once
--- if they are free now), until `horizon` ms after that, and freeing one interval after their last use may be. As
--- many as asked, or fewer: those that free within the horizon. After a denial, only a block that holds the request
--- (its wait is then the block's start, which the client reports), so that a denial's retry_after stays exact. The
--- log's standing is read again after the request's grant (this path is rare: a client reserves when its permits
+-- The reserved permits, in tranches (see above): as many as asked, or fewer, those that start within the horizon, in
+-- whole requests. After a denial, only a block that holds the request (its wait is then the first tranche's start,
+-- which the client reports), so that a denial's retry_after stays exact; a tranche holds whole requests, so any block
+-- does. The log's standing is read again after each grant (this path is rare: a client reserves when its permits
 -- run out).
-local reserved, from = 0, 0
+local reply = { granted, now, 0, 0, remaining, reset, retry_after }
 if block > 0 then
-    local _, wait, _, last_expiry, after, standing, first, run = log_verdict(key, block, limit, interval, now)
-    local count = block
-    if wait > horizon then
-        -- The permits held beyond the horizon stay held; the others have freed by then.
-        local beyond = redis.call('ZRANGEBYSCORE', key, '(' .. (now + horizon), '+inf', 'LIMIT', '0', '1')
-        count = limit - (beyond[1] and first + standing - parse_member(beyond[1]) or 0)
-        if count > 0 then
-            _, wait, _, last_expiry, after, standing, first, run = log_verdict(key, count, limit, interval, now)
+    local _, _, room, last_expiry, after, standing, first, tail_run = log_verdict(key, 0, limit, interval, now)
+    -- When each permit could start, in ms from now: the first `room` at once, the others as the positions from
+    -- `first` free (after those held beyond a lowered limit), read from the grants that hold them.
+    local starts = {}
+    for _ = 1, math.min(room, block) do
+        starts[#starts + 1] = 0
+    end
+    if block > room then
+        local skip = math.max(standing - limit, 0)
+        local target, last_target = first + skip, first + skip + block - room - 1
+        local items = redis.call('ZRANGE', key, '0', string.format('%d', skip + block - room - 1), 'WITHSCORES')
+        for i = 1, #items, 2 do
+            local position, weight = parse_member(items[i])
+            local wait = items[i + 1] - now
+            if wait > horizon or target > last_target then
+                break
+            end
+            while target < position + weight and target <= last_target do
+                starts[#starts + 1] = wait
+                target = target + 1
+            end
         end
     end
-    if count > 0 and (allowed or count >= permits) then
-        reserved, from = count, wait
-        local frees = from + horizon + interval
-        log_grant(key, count, frees, id, now, grace, math.max(after, now + frees), standing, first, run, last_expiry)
-        remaining, reset = math.max(limit - standing - count, 0), math.max(reset, now + frees)
+    -- Whole requests, grouped into tranches: those starting together in one, and at least `per_tranche` in each but
+-- the last.
+    local requests = (#starts - #starts % permits) / permits
+    local per_tranche = math.ceil(requests / MAX_TRANCHES) * permits
+    local tranches = {}
+    for request_index = 1, requests do
+        local from = starts[request_index * permits]
+        local current = tranches[#tranches]
+        if current and (current.from == from or current.permits < per_tranche) then
+            current.permits, current.from = current.permits + permits, from
+        else
+            tranches[#tranches + 1] = { permits = permits, from = from }
+        end
     end
+    local reserved = 0
+    for index, tranche in ipairs(tranches) do
+        if index > 1 then
+            _, _, _, last_expiry, after, standing, first, tail_run = log_verdict(key, 0, limit, interval, now)
+        end
+        local frees = tranche.from + horizon + interval
+        log_grant(key, tranche.permits, frees, id, now, grace, math.max(after, now + frees), standing, first,
+            tail_run, last_expiry)
+        reserved = reserved + tranche.permits
+        if index == 1 then
+            reply[4] = tranche.from
+        else
+            reply[#reply + 1] = tranche.permits
+            reply[#reply + 1] = tranche.from
+        end
+        reply[6] = math.max(reply[6], now + frees)
+    end
+    reply[3] = reserved
+    reply[5] = math.max(room - reserved, 0)
 end
 
-return { granted, now, reserved, from, remaining, reset, retry_after }
+return reply
