@@ -49,6 +49,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use futures_channel::oneshot;
+
 use super::{Algorithm, Limiter, Quota};
 use crate::block_cache::{ceil_ms, BlockCache};
 use crate::decision::Decision;
@@ -68,6 +70,10 @@ const MAX_TRACKED: usize = 10_000;
 /// `lua/reserve/sliding_log.lua` accepts them.
 const MAX_RETURNS: usize = 100;
 const MAX_GROUPS: usize = 16;
+
+/// A sliding log reserves this part of what a client asked for in the last span of the block's length (see where
+/// it is used).
+const SLIDING_LOG_SHARE: u32 = 4;
 
 /// The tranches one sliding-log reply holds at most (`lua/reserve/sliding_log.lua`).
 const MAX_TRANCHES: usize = 8;
@@ -123,6 +129,10 @@ struct Pool {
     /// Returns of blocks this client is done with, for the next call to Redis for the identifier (sliding log: see
     /// [`Block::grant`]).
     returns: Vec<String>,
+    /// Whether a request of this client is asking Redis for the identifier, and the requests waiting for its
+    /// reply (see [`Reserved::limit`]).
+    reserving: bool,
+    waiters: Vec<oneshot::Sender<()>>,
     /// Permits asked in the current span of the block's length (from `span_started`), and in the one before.
     asked: u32,
     asked_before: u32,
@@ -314,7 +324,25 @@ impl Pool {
 
     /// Nothing worth keeping: no block, no recent demand.
     fn idle(&self) -> bool {
-        self.blocks.is_empty() && self.asked == 0 && self.asked_before == 0
+        self.blocks.is_empty() && self.asked == 0 && self.asked_before == 0 && !self.reserving
+    }
+}
+
+/// A request asking Redis for an identifier's permits: when it ends, however (a reply, an error, or the call
+/// dropped), the pool is no longer reserving and the requests that waited for it are woken (their senders dropped),
+/// to look again. Dropped after the reply's blocks are in the pool.
+struct Reserving<'a> {
+    memory: &'a Mutex<Memory>,
+    key: &'a str,
+}
+
+impl Drop for Reserving<'_> {
+    fn drop(&mut self) {
+        let memory = &mut *self.memory.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(pool) = memory.pools.get_mut(self.key) {
+            pool.reserving = false;
+            pool.waiters.clear();
+        }
     }
 }
 
@@ -408,34 +436,68 @@ impl Reserved {
             });
         }
         let key = self.limiter.state_key(id);
-        let (block, returns) = {
-            let memory = &mut *self.memory.lock().unwrap_or_else(PoisonError::into_inner);
-            let now = Instant::now();
-            let pools = &mut memory.pools;
-            if pools.len() >= MAX_TRACKED && !pools.contains_key(&key) {
-                pools.retain(|_, pool| !pool.idle());
-            }
-            let mut pool =
-                (pools.len() < MAX_TRACKED || pools.contains_key(&key)).then(|| pools.entry(key.clone()).or_default());
-            if let Some(pool) = pool.as_mut() {
-                pool.ask(permits, now, self.length);
-                if let Some(answer) = pool.answer(permits, &self.quota, now) {
-                    return Ok(answer);
+        let mut counted = false;
+        let (block, returns, reserving) = loop {
+            let reply_in = {
+                let memory = &mut *self.memory.lock().unwrap_or_else(PoisonError::into_inner);
+                let now = Instant::now();
+                let pools = &mut memory.pools;
+                if pools.len() >= MAX_TRACKED && !pools.contains_key(&key) {
+                    pools.retain(|_, pool| !pool.idle());
                 }
-            }
-            if let Some(decision) = memory.denials.check(&key, permits, now) {
-                return Ok(ReservedDecision {
-                    decision,
-                    local: true,
-                    span: (0, 0),
-                });
-            }
-            // Returns go with this call; at most 100 (the script's bound), the rest free by themselves.
-            pool.map_or((0, Vec::new()), |pool| {
-                let returns = pool.returns.drain(..).take(MAX_RETURNS).collect();
-                (pool.demand(permits).min(limit), returns)
-            })
+                let mut pool = (pools.len() < MAX_TRACKED || pools.contains_key(&key))
+                    .then(|| pools.entry(key.clone()).or_default());
+                if let Some(pool) = pool.as_mut() {
+                    if !counted {
+                        pool.ask(permits, now, self.length);
+                    }
+                    if let Some(answer) = pool.answer(permits, &self.quota, now) {
+                        return Ok(answer);
+                    }
+                }
+                counted = true;
+                if let Some(decision) = memory.denials.check(&key, permits, now) {
+                    return Ok(ReservedDecision {
+                        decision,
+                        local: true,
+                        span: (0, 0),
+                    });
+                }
+                match pool {
+                    // Another request of this client is asking Redis for the identifier: its reply may answer this
+                    // one too. Two reservations at once would each be sized to the whole demand, and a block twice
+                    // too large leaves its permits idle (a sliding log's) or lost.
+                    Some(pool) if pool.reserving => {
+                        let (sender, reply_in) = oneshot::channel();
+                        pool.waiters.push(sender);
+                        reply_in
+                    }
+                    Some(pool) => {
+                        pool.reserving = true;
+                        // Returns go with this call; at most 100 (the script's bound), the rest free by themselves.
+                        let returns = pool.returns.drain(..).take(MAX_RETURNS).collect();
+                        let demand = match self.quota.algorithm() {
+                            // A sliding log's tranches start as permits free, at the pace the whole limit frees
+                            // them, which is faster than one of several clients uses them: a block of n permits
+                            // leaves each idle (held against the limit, unused) for about n/2 × (1/this client's
+                            // rate − 1/the limit's rate). A quarter of the demand keeps that small, for more round
+                            // trips (bench/reserved.mjs measures both).
+                            Algorithm::SlidingLog => pool.demand(permits).div_ceil(SLIDING_LOG_SHARE),
+                            _ => pool.demand(permits),
+                        };
+                        break (demand.min(limit), returns, true);
+                    }
+                    None => break (0, Vec::new(), false),
+                }
+            };
+            // The other request's reply is in, or its call failed or was dropped (the sender dropped): look again.
+            let _ = reply_in.await;
         };
+        // However this call ends, the requests waiting for it look again (see `Reserving`).
+        let _reserving = reserving.then_some(Reserving {
+            memory: &self.memory,
+            key: &key,
+        });
         let sent = Instant::now();
         // Reserved permits are used within the block's length, but a fixed window's until the window ends (they are
         // counted in it whenever they are used, and a block sized for the length need not be lost at its end: at most
