@@ -132,7 +132,7 @@ struct Pool {
     /// Whether a request of this client is asking Redis for the identifier, and the requests waiting for its
     /// reply (see [`Reserved::limit`]).
     reserving: bool,
-    waiters: Vec<oneshot::Sender<()>>,
+    waiters: Vec<oneshot::Sender<bool>>,
     /// Permits asked in the current span of the block's length (from `span_started`), and in the one before.
     asked: u32,
     asked_before: u32,
@@ -210,13 +210,15 @@ impl Block {
     }
 
     /// The `i`-th permit's span in local time: its start from when the reply arrived (after the server's `now`),
-    /// plus the millisecond the server's clock rounds down; its end from when the request left (before the server's
-    /// `now`), less a margin of a tenth of the span.
+    /// plus a millisecond for a clock that reads whole milliseconds (a permit usable at the server's `now` is usable
+    /// from the reply on: that moment has passed); its end from when the request left (before the server's `now`),
+    /// less a margin of a tenth of the span.
     fn local_span(&self, i: u64, quota: &Quota) -> (Instant, Instant) {
         let (start, end) = self.span(i, quota);
         let margin = (end.saturating_sub(start) / 10).max(1);
+        let after_reply = if start == 0 { 0 } else { start + 1 };
         (
-            self.received + Duration::from_millis(start + 1),
+            self.received + Duration::from_millis(after_reply),
             self.sent + Duration::from_millis(end.saturating_sub(margin)),
         )
     }
@@ -329,11 +331,12 @@ impl Pool {
 }
 
 /// A request asking Redis for an identifier's permits: when it ends, however (a reply, an error, or the call
-/// dropped), the pool is no longer reserving and the requests that waited for it are woken (their senders dropped),
-/// to look again. Dropped after the reply's blocks are in the pool.
+/// dropped), the pool is no longer reserving and the requests that waited for it are woken, told whether a reply
+/// came, to look again. Dropped after the reply's blocks are in the pool.
 struct Reserving<'a> {
     memory: &'a Mutex<Memory>,
     key: &'a str,
+    replied: bool,
 }
 
 impl Drop for Reserving<'_> {
@@ -341,7 +344,10 @@ impl Drop for Reserving<'_> {
         let memory = &mut *self.memory.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(pool) = memory.pools.get_mut(self.key) {
             pool.reserving = false;
-            pool.waiters.clear();
+            for waiter in pool.waiters.drain(..) {
+                // A waiter that is gone (its request dropped) needs no answer.
+                let _ = waiter.send(self.replied);
+            }
         }
     }
 }
@@ -436,7 +442,9 @@ impl Reserved {
             });
         }
         let key = self.limiter.state_key(id);
-        let mut counted = false;
+        // Whether this request waited for another's reply (see below; then it has been counted already), and whether
+        // that call failed.
+        let (mut waited, mut failed) = (false, false);
         let (block, returns, reserving) = loop {
             let reply_in = {
                 let memory = &mut *self.memory.lock().unwrap_or_else(PoisonError::into_inner);
@@ -448,14 +456,13 @@ impl Reserved {
                 let mut pool = (pools.len() < MAX_TRACKED || pools.contains_key(&key))
                     .then(|| pools.entry(key.clone()).or_default());
                 if let Some(pool) = pool.as_mut() {
-                    if !counted {
+                    if !waited {
                         pool.ask(permits, now, self.length);
                     }
                     if let Some(answer) = pool.answer(permits, &self.quota, now) {
                         return Ok(answer);
                     }
                 }
-                counted = true;
                 if let Some(decision) = memory.denials.check(&key, permits, now) {
                     return Ok(ReservedDecision {
                         decision,
@@ -466,12 +473,15 @@ impl Reserved {
                 match pool {
                     // Another request of this client is asking Redis for the identifier: its reply may answer this
                     // one too. Two reservations at once would each be sized to the whole demand, and a block twice
-                    // too large leaves its permits idle (a sliding log's) or lost.
-                    Some(pool) if pool.reserving => {
-                        let (sender, reply_in) = oneshot::channel();
+                    // too large leaves its permits idle (a sliding log's) or lost. After a call that failed (a
+                    // store that times out), a request waits no more: it asks Redis itself, without reserving, so
+                    // that it waits for two calls at most.
+                    Some(pool) if pool.reserving && !failed => {
+                        let (sender, reply_in) = oneshot::channel::<bool>();
                         pool.waiters.push(sender);
                         reply_in
                     }
+                    Some(pool) if pool.reserving => break (0, Vec::new(), false),
                     Some(pool) => {
                         pool.reserving = true;
                         // Returns go with this call; at most 100 (the script's bound), the rest free by themselves.
@@ -490,13 +500,15 @@ impl Reserved {
                     None => break (0, Vec::new(), false),
                 }
             };
-            // The other request's reply is in, or its call failed or was dropped (the sender dropped): look again.
-            let _ = reply_in.await;
+            // The other request's reply is in, or its call failed or was dropped: look again.
+            failed = !reply_in.await.unwrap_or(false);
+            waited = true;
         };
         // However this call ends, the requests waiting for it look again (see `Reserving`).
-        let _reserving = reserving.then_some(Reserving {
+        let mut reserving = reserving.then_some(Reserving {
             memory: &self.memory,
             key: &key,
+            replied: false,
         });
         let sent = Instant::now();
         // Reserved permits are used within the block's length, but a fixed window's until the window ends (they are
@@ -601,6 +613,9 @@ impl Reserved {
                 reset,
             })
             .collect();
+        if let Some(reserving) = reserving.as_mut() {
+            reserving.replied = true;
+        }
         let memory = &mut *self.memory.lock().unwrap_or_else(PoisonError::into_inner);
         match blocks.first().filter(|block| u64::from(permits) <= block.last) {
             // The wait is for the block's permits now: the slots the bucket would have given are its.

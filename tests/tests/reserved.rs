@@ -227,6 +227,51 @@ async fn on_a_full_sliding_log_a_block_holds_the_permits_that_free_next_from_whe
     assert_eq!(plain, 9);
 }
 
+/// `key`'s log of 10 per second filled by 10 plain grants, at T0, T0 + 10, …, T0 + 90: they free 10 ms apart from
+/// T0 + 1000.
+async fn fill_log(log: &Limiter, id: &str) {
+    for at in (0..100).step_by(10) {
+        assert!(log.clone().at(T0 + at).limit(id, 1).await.unwrap().success);
+    }
+}
+
+#[tokio::test]
+async fn on_a_full_sliding_log_a_block_is_reserved_in_tranches_that_start_as_the_permits_they_take_free() {
+    let stack = Stack::start().await;
+    let t = T0 as i64;
+    let log = ten_per_second_log(&stack);
+    let key = log.state_key("id");
+    fill_log(&log, "id").await;
+    // At T0 + 950 the request is denied (the first grant frees at T0 + 1000: 50 ms), and the 6 reserved start one by
+    // one as the grants free: at +50, +60, …, +100 ms, each a tranche freeing 200 ms + 1 s after its start (the
+    // last at T0 + 950 + 100 + 1200).
+    assert_eq!(
+        reserve_log(&stack, &key, 950, 6, "a", &[]).await,
+        [0, t + 950, 6, 50, 0, t + 2250, 50, 1, 60, 1, 70, 1, 80, 1, 90, 1, 100]
+    );
+    // Each permit that frees is a tranche's: a plain decision finds none until the 7th grant frees, at T0 + 1060.
+    assert!(!log.clone().at(T0 + 1055).limit("id", 1).await.unwrap().success);
+    assert!(log.clone().at(T0 + 1060).limit("id", 1).await.unwrap().success);
+    assert!(!log.clone().at(T0 + 1060).limit("id", 1).await.unwrap().success);
+
+    // 10 permits starting 10 ms apart make 8 tranches at most: 5 of 2, each starting with its second permit.
+    let other = log.state_key("other");
+    fill_log(&log, "other").await;
+    assert_eq!(
+        reserve_log(&stack, &other, 950, 10, "b", &[]).await,
+        [0, t + 950, 10, 60, 0, t + 2290, 50, 2, 80, 2, 100, 2, 120, 2, 140]
+    );
+    // Requests of 2 permits: a tranche holds whole requests (the 5th permit, which would start at +90, is not
+    // reserved), so that one tranche answers one; the request waits until 2 have freed (60 ms).
+    let third = log.state_key("third");
+    fill_log(&log, "third").await;
+    let arguments = ["2:10:1000", "5:50:200", "c", &(T0 + 950).to_string()].map(String::from);
+    assert_eq!(
+        run(&stack, &RESERVE_SLIDING_LOG, &third, &arguments).await,
+        [0, t + 950, 4, 60, 0, t + 2230, 60, 2, 80]
+    );
+}
+
 #[tokio::test]
 async fn a_returned_sliding_log_block_frees_its_unused_permits_now_and_its_used_ones_an_interval_after() {
     let stack = Stack::start().await;
@@ -459,6 +504,46 @@ async fn concurrent_clients_granting_from_blocks_never_exceed_the_limit_in_any_w
         if name.ends_with("light") {
             assert!(local > 0, "{name}: {granted} granted, none from a block");
         }
+    }
+}
+
+/// `count` requests of `reserved` (one client) for one identifier, each its own task, all spawned before any runs
+/// (Tokio's current-thread runtime runs them in turn).
+async fn request_at_once(reserved: &Reserved, count: usize) -> Vec<Result<ReservedDecision, Error>> {
+    let tasks: Vec<_> = (0..count)
+        .map(|_| {
+            let reserved = reserved.clone();
+            tokio::spawn(async move { reserved.limit("id", 1).await })
+        })
+        .collect();
+    let mut outcomes = Vec::new();
+    for task in tasks {
+        outcomes.push(task.await.unwrap());
+    }
+    outcomes
+}
+
+#[tokio::test]
+async fn requests_of_one_client_at_once_wait_for_its_reservation_instead_of_making_their_own() {
+    let stack = Stack::start().await;
+    let quota = Quota::gcra(100, 100, Duration::from_secs(1)).unwrap();
+    let limiter = Limiter::new(stack.client(), "at-once", quota).unwrap();
+    let reserved = Reserved::new(limiter, Duration::from_millis(500)).unwrap();
+    // The first asks Redis with no demand seen yet (it reserves nothing); the 19 others, which came meanwhile, wait
+    // for its reply, then one of them reserves for the 19 and the others wait for that: two round trips in all.
+    let decisions = request_at_once(&reserved, 20).await;
+    let decisions: Vec<_> = decisions.into_iter().map(Result::unwrap).collect();
+    assert!(decisions.iter().all(|d| d.decision.success));
+    assert_eq!(decisions.iter().filter(|d| !d.local).count(), 2);
+
+    // A store that cannot be reached: every request fails (none waits forever, none is granted). The first fails,
+    // and each that waited for it then asks itself.
+    let port = edgelimit_cli::redis_server::free_port().unwrap();
+    let client = edgelimit::RestClient::new(&format!("http://127.0.0.1:{port}"), "t").unwrap();
+    let limiter = Limiter::new(client, "unreachable", quota).unwrap();
+    let reserved = Reserved::new(limiter, Duration::from_millis(500)).unwrap();
+    for outcome in request_at_once(&reserved, 5).await {
+        assert!(matches!(outcome, Err(Error::Transport { .. })), "{outcome:?}");
     }
 }
 
