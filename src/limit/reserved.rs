@@ -71,6 +71,9 @@ const MAX_TRACKED: usize = 10_000;
 const MAX_RETURNS: usize = 100;
 const MAX_GROUPS: usize = 16;
 
+/// The times a request waits for another request's reservation at most (see [`Reserved::limit`]).
+const MAX_WAITS: u32 = 2;
+
 /// A sliding log reserves this part of what a client asked for in the last span of the block's length (see where
 /// it is used).
 const SLIDING_LOG_SHARE: u32 = 4;
@@ -442,9 +445,9 @@ impl Reserved {
             });
         }
         let key = self.limiter.state_key(id);
-        // Whether this request waited for another's reply (see below; then it has been counted already), and whether
-        // that call failed.
-        let (mut waited, mut failed) = (false, false);
+        // How many times this request waited for another's reply (see below; then it has been counted already), and
+        // whether the last of those calls failed.
+        let (mut waits, mut failed) = (0, false);
         let (block, returns, reserving) = loop {
             let reply_in = {
                 let memory = &mut *self.memory.lock().unwrap_or_else(PoisonError::into_inner);
@@ -456,7 +459,7 @@ impl Reserved {
                 let mut pool = (pools.len() < MAX_TRACKED || pools.contains_key(&key))
                     .then(|| pools.entry(key.clone()).or_default());
                 if let Some(pool) = pool.as_mut() {
-                    if !waited {
+                    if waits == 0 {
                         pool.ask(permits, now, self.length);
                     }
                     if let Some(answer) = pool.answer(permits, &self.quota, now) {
@@ -473,10 +476,11 @@ impl Reserved {
                 match pool {
                     // Another request of this client is asking Redis for the identifier: its reply may answer this
                     // one too. Two reservations at once would each be sized to the whole demand, and a block twice
-                    // too large leaves its permits idle (a sliding log's) or lost. After a call that failed (a
-                    // store that times out), a request waits no more: it asks Redis itself, without reserving, so
-                    // that it waits for two calls at most.
-                    Some(pool) if pool.reserving && !failed => {
+                    // too large leaves its permits idle (a sliding log's) or lost. A request waits for two calls
+                    // at most (the first may have left before this request's demand was seen), and for none after
+                    // one that failed (a store that times out); then it asks Redis itself, without reserving. So
+                    // no request waits for more than three calls' time, or two timeouts.
+                    Some(pool) if pool.reserving && waits < MAX_WAITS && !failed => {
                         let (sender, reply_in) = oneshot::channel::<bool>();
                         pool.waiters.push(sender);
                         reply_in
@@ -502,7 +506,7 @@ impl Reserved {
             };
             // The other request's reply is in, or its call failed or was dropped: look again.
             failed = !reply_in.await.unwrap_or(false);
-            waited = true;
+            waits += 1;
         };
         // However this call ends, the requests waiting for it look again (see `Reserving`).
         let mut reserving = reserving.then_some(Reserving {
