@@ -136,9 +136,12 @@ struct Pool {
     /// reply (see [`Reserved::limit`]).
     reserving: bool,
     waiters: Vec<oneshot::Sender<bool>>,
-    /// Permits asked in the current span of the block's length (from `span_started`), and in the one before.
+    /// Permits asked in the current span of the block's length (from `span_started`), and in the one before; and
+    /// permits granted in the same spans.
     asked: u32,
     asked_before: u32,
+    granted: u32,
+    granted_before: u32,
     span_started: Option<Instant>,
 }
 
@@ -233,8 +236,10 @@ impl Pool {
         let started = *self.span_started.get_or_insert(now);
         let elapsed = now.saturating_duration_since(started);
         if elapsed >= length {
-            self.asked_before = if elapsed < 2 * length { self.asked } else { 0 };
-            self.asked = 0;
+            let recent = elapsed < 2 * length;
+            self.asked_before = if recent { self.asked } else { 0 };
+            self.granted_before = if recent { self.granted } else { 0 };
+            (self.asked, self.granted) = (0, 0);
             self.span_started = Some(now);
         }
         self.asked = self.asked.saturating_add(permits);
@@ -243,6 +248,11 @@ impl Pool {
     /// How many permits to reserve besides a request of `permits`: what was asked lately, but for this request.
     fn demand(&self, permits: u32) -> u32 {
         (self.asked - permits).max(self.asked_before)
+    }
+
+    /// How many permits this client was granted lately: its share of a limit it contends for.
+    fn share(&self) -> u32 {
+        self.granted.max(self.granted_before)
     }
 
     /// A local answer from reserved permits, if there is one: a grant, or the wait until the next ones start.
@@ -290,6 +300,7 @@ impl Pool {
             let span = if success {
                 let (first, last) = (block.next, block.next + count - 1);
                 block.next = last + 1;
+                self.granted = self.granted.saturating_add(permits);
                 let (start, end) = (block.span(last, quota).0, block.span(first, quota).1);
                 let span = match block.schedule {
                     Schedule::Slots { .. } => (start, end),
@@ -496,7 +507,9 @@ impl Reserved {
                             // leaves each idle (held against the limit, unused) for about n/2 × (1/this client's
                             // rate − 1/the limit's rate). A quarter of the demand keeps that small, for more round
                             // trips (bench/reserved.mjs measures both).
-                            Algorithm::SlidingLog => pool.demand(permits).div_ceil(SLIDING_LOG_SHARE),
+                            Algorithm::SlidingLog => {
+                                (pool.demand(permits).div_ceil(SLIDING_LOG_SHARE)).min(pool.share().max(permits))
+                            }
                             _ => pool.demand(permits),
                         };
                         break (demand.min(limit), returns, true);
@@ -628,6 +641,9 @@ impl Reserved {
         }
         if let Some(pool) = memory.pools.get_mut(&key) {
             pool.blocks.extend(blocks);
+            if granted > 0 {
+                pool.granted = pool.granted.saturating_add(permits);
+            }
         }
         Ok(ReservedDecision {
             decision,
