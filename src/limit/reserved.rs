@@ -31,9 +31,13 @@
 //!   the request left (before the server's `now`, so the local end falls before the server's), and the end less a
 //!   margin of a tenth of the span: clocks' rates drift, and in Workers the clock stands still between I/O.
 //! - **Size to demand.** What this client asked for the identifier in the last span of the block's length: a
-//!   client that sees an identifier once never reserves.
+//!   client that sees an identifier once never reserves. A sliding log reserves a quarter of that, and no more than
+//!   the client was granted lately (see `SLIDING_LOG_SHARE`).
+//! - **One reservation at a time.** A request that finds no permit while another request of this client is asking
+//!   Redis for the identifier waits for that reply (for two at most, none after a failed call) and looks again:
+//!   reservations made at once would each be sized to the whole demand.
 //! - **What it costs.** A permit not used by its end is lost until the limit refills (GCRA), its window ends (fixed
-//!   window) or it frees (sliding log); and on a GCRA bucket that is not busy, a reservation skips the refill up to a
+//!   window) or it frees (sliding log); a sliding log's permit is held from its start to its use; and on a GCRA bucket that is not busy, a reservation skips the refill up to a
 //!   quarter of the block's length from now, so that its first permits have time to be used. `bench/reserved.mjs`
 //!   measures the grants against the limit's capacity. Only a sliding log's blocks are returned (see above): a GCRA
 //!   or fixed-window return would have to prove that no decision since was made against the permits it gives back.
