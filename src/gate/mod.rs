@@ -289,6 +289,14 @@ impl Route {
                 .into_iter()
                 .collect()
         };
+        // From reserved permits, `r` is what this isolate has left of its own: other clients hold theirs, so it is an
+        // estimate, and each item says so in a boolean parameter (a client that does not know it ignores it).
+        let mark = if outcome.reason == Reason::Reserved {
+            ";estimate"
+        } else {
+            ""
+        };
+        let items: Vec<String> = items.into_iter().map(|item| item + mark).collect();
         headers.push(("RateLimit".to_owned(), items.join(", ")));
         let reason = VerdictReason::Limit(outcome.reason);
         if outcome.decision.success {

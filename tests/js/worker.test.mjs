@@ -394,12 +394,17 @@ test("reserve: a key this isolate sees often is answered from reserved permits, 
     { name, reserve: "200 ms", limits: [{ algorithm: "gcra", limit: 1000, interval: "1 s", rate: 1000 }] },
   ]);
   const before = await scriptCalls();
+  const fields = [];
   for (let i = 0; i < 40; i += 1) {
     const response = await site.fetch("/", { ip: "192.0.2.77" });
     if (response.status !== 200) assert.fail(await response.text());
-    assert.ok(response.headers.get("ratelimit"), "RateLimit fields from reserved permits too");
+    fields.push(response.headers.get("ratelimit"));
     await response.text();
   }
+  // RateLimit fields from Redis's decisions as they are, and from reserved permits marked as an estimate (what
+  // this isolate holds of its own).
+  assert.match(fields[0], /^"[^"]+";r=\d+;t=\d+$/);
+  assert.ok(fields.some((field) => /^"[^"]+";r=\d+;t=\d+;estimate$/.test(field)), fields.join(" | "));
   // The first requests ask Redis and reserve as many as were asked lately; later ones take those with no round trip.
   const calls = (await scriptCalls()) - before;
   assert.ok(calls < 40, `${calls} script calls for 40 requests`);
