@@ -35,7 +35,9 @@
 //!   the client was granted lately (see `SLIDING_LOG_SHARE`).
 //! - **One reservation at a time.** A request that finds no permit while another request of this client is asking
 //!   Redis for the identifier waits for that reply (for two at most, none after a failed call) and looks again:
-//!   reservations made at once would each be sized to the whole demand.
+//!   reservations made at once would each be sized to the whole demand. In Cloudflare Workers it asks Redis itself,
+//!   without reserving, instead: there a request that waits for another request's call is cancelled when that
+//!   request ends.
 //! - **What it costs.** A permit not used by its end is lost until the limit refills (GCRA), its window ends (fixed
 //!   window) or it frees (sliding log); a sliding log's permit is held from its start to its use; and on a GCRA bucket that is not busy, a reservation skips the refill up to a
 //!   quarter of the block's length from now, so that its first permits have time to be used. `bench/reserved.mjs`
@@ -62,6 +64,7 @@ use crate::error::{Error, Result};
 use crate::identifier::Identifier;
 use crate::lua::{RESERVE_FIXED_WINDOW, RESERVE_GCRA, RESERVE_SLIDING_LOG};
 use crate::receipt;
+use crate::rest;
 use crate::script::Script;
 use crate::time::Instant;
 use crate::value::Value;
@@ -494,8 +497,14 @@ impl Reserved {
                     // too large leaves its permits idle (a sliding log's) or lost. A request waits for two calls
                     // at most (the first may have left before this request's demand was seen), and for none after
                     // one that failed (a store that times out); then it asks Redis itself, without reserving. So
-                    // no request waits for more than three calls' time, or two timeouts.
-                    Some(pool) if pool.reserving && waits < MAX_WAITS && !failed => {
+                    // no request waits for more than three calls' time, or two timeouts. In Cloudflare Workers
+                    // a request never waits for another's call (see `requests_may_wait_on_each_other`).
+                    Some(pool)
+                        if pool.reserving
+                            && waits < MAX_WAITS
+                            && !failed
+                            && rest::requests_may_wait_on_each_other() =>
+                    {
                         let (sender, reply_in) = oneshot::channel::<bool>();
                         pool.waiters.push(sender);
                         reply_in
@@ -526,7 +535,8 @@ impl Reserved {
             waits += 1;
         };
         // However this call ends, the requests waiting for it look again (see `Reserving`).
-        let mut reserving = reserving.then_some(Reserving {
+        // (Built only when reserving: a guard built and dropped would end another request's reservation.)
+        let mut reserving = reserving.then(|| Reserving {
             memory: &self.memory,
             key: &key,
             replied: false,

@@ -41,6 +41,11 @@ fn failure(error: reqwest::Error) -> Failure {
     }
 }
 
+/// Natively, one request may wait for another's call (see `http_wasm.rs` for where it may not).
+pub(crate) fn requests_may_wait_on_each_other() -> bool {
+    true
+}
+
 /// Runs `task` on the Tokio runtime the caller is in (reqwest needs one already).
 pub(crate) fn spawn(task: impl std::future::Future<Output = ()> + Send + 'static) {
     tokio::spawn(task);

@@ -100,6 +100,22 @@ fn in_a_web_page() -> bool {
     js_sys::Reflect::has(&js_sys::global(), &"document".into()).unwrap_or(true)
 }
 
+/// False in Cloudflare Workers, true in Node and browsers: in workerd each incoming request has its own context, and
+/// a request whose code runs on because another request settled what it waited for is cancelled when that other
+/// request ends. So there one request must not wait for another's call (see `limit::Reserved`).
+/// Workers are known by `WebSocketPair`, a global of theirs alone that every compatibility date has (their
+/// `navigator.userAgent`, "Cloudflare-Workers", needs a date from 2022 on).
+pub(crate) fn requests_may_wait_on_each_other() -> bool {
+    let global = js_sys::global();
+    let agent = js_sys::Reflect::get(&global, &"navigator".into())
+        .and_then(|navigator| js_sys::Reflect::get(&navigator, &"userAgent".into()))
+        .ok()
+        .and_then(|agent| agent.as_string());
+    let workers = agent.as_deref() == Some("Cloudflare-Workers")
+        || js_sys::Reflect::has(&global, &"WebSocketPair".into()).unwrap_or(false);
+    !workers
+}
+
 /// Our signal is the only thing that aborts these requests, so an abort is the timeout.
 fn failure(error: JsValue) -> Failure {
     let property = |value: &JsValue, name: &str| {

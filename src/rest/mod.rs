@@ -11,6 +11,7 @@ pub(crate) use coalesce::yield_once;
 #[cfg_attr(not(target_arch = "wasm32"), path = "http_native.rs")]
 #[cfg_attr(target_arch = "wasm32", path = "http_wasm.rs")]
 mod http;
+pub(crate) use http::requests_may_wait_on_each_other;
 #[cfg(feature = "merge")]
 pub(crate) use http::spawn;
 pub(crate) mod json;

@@ -404,6 +404,24 @@ test("reserve: a sliding log's reserved permits keep every window within the lim
   assert.ok(results.some((r) => r.reason === "reserved" && r.success), "some grants came from a block");
 });
 
+test("reserve: requests at once wait for one reservation, but not in Workers", async () => {
+  // 20 requests of one client at once on a fresh identifier: the first asks Redis (no demand seen yet, so it
+  // reserves nothing), the others wait for its reply; one of them then reserves for the rest: two round trips.
+  // In Workers (known by their global WebSocketPair) a request never waits for another's call, which workerd would
+  // cancel when that request ends: each asks Redis itself.
+  for (const workers of [false, true]) {
+    if (workers) globalThis.WebSocketPair = class {};
+    try {
+      const client = ratelimit(Ratelimit.gcra(100, "1 s", 100), { reserve: "500 ms", prefix: `t${++prefixes}` });
+      const results = await Promise.all(Array.from({ length: 20 }, () => client.limit("at-once")));
+      assert.ok(results.every((r) => r.success), `workers: ${workers}: ${JSON.stringify(results.map((r) => [r.success, r.reason]))}`);
+      assert.equal(results.filter((r) => r.reason !== "reserved").length, workers ? 20 : 2, `workers: ${workers}`);
+    } finally {
+      delete globalThis.WebSocketPair;
+    }
+  }
+});
+
 test("reserve needs one GCRA, fixed-window or sliding-log limit and a duration with its unit", () => {
   assert.throws(() => ratelimit(Ratelimit.tokenBucket(10, "1 s", 10), { reserve: "100 ms" }), {
     code: "EDGELIMIT_INVALID_CONFIG",

@@ -408,4 +408,13 @@ test("reserve: a key this isolate sees often is answered from reserved permits, 
   // The first requests ask Redis and reserve as many as were asked lately; later ones take those with no round trip.
   const calls = (await scriptCalls()) - before;
   assert.ok(calls < 40, `${calls} script calls for 40 requests`);
+  // Requests of one isolate at once on a fresh key: each is answered (none waits on another request's call, which
+  // workerd would cancel when that request ends), and all within the limit are granted.
+  const responses = await Promise.all(
+    Array.from({ length: 20 }, () => site.fetch("/", { ip: "192.0.2.78" })),
+  );
+  for (const response of responses) {
+    if (response.status !== 200) assert.fail(`${response.status}: ${await response.text()}`);
+    await response.text();
+  }
 });
