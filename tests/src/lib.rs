@@ -3,6 +3,7 @@
 //! No test depends on a service it did not start. The bridge runs in-process (same code as `edgelimit bridge`), so
 //! a test can stop and restart Redis under it and watch it recover.
 
+use std::future::Future;
 use std::time::Duration;
 
 use edgelimit::RestClient;
@@ -148,4 +149,18 @@ fn harness_config(redis_url: String, configure: impl FnOnce(&mut BridgeConfig)) 
 pub fn cluster_url(cluster: &RedisCluster) -> String {
     let nodes: Vec<String> = cluster.ports().iter().map(|port| format!("127.0.0.1:{port}")).collect();
     format!("redis+cluster://{}", nodes.join(","))
+}
+
+/// Runs each of `futures` as a task of its own, all spawned before any runs (on Tokio's current-thread runtime,
+/// `#[tokio::test]`'s, they then run in turn, in this order, each up to its first wait), and returns their outputs
+/// in the same order.
+pub async fn spawned_at_once<T: Send + 'static>(
+    futures: impl IntoIterator<Item = impl Future<Output = T> + Send + 'static>,
+) -> Vec<T> {
+    let tasks: Vec<_> = futures.into_iter().map(tokio::spawn).collect();
+    let mut outputs = Vec::new();
+    for task in tasks {
+        outputs.push(task.await.unwrap());
+    }
+    outputs
 }

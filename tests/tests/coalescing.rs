@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use edgelimit::limit::{KeyLayout, Limiter, Quota};
 use edgelimit::{Error, RestClient};
-use edgelimit_tests::{Stack, TOKEN};
+use edgelimit_tests::{spawned_at_once, Stack, TOKEN};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -74,17 +74,12 @@ async fn decide_at_once(limiter: &Limiter, count: usize) -> Vec<Result<bool, Err
 
 /// One decision of each limiter for its identifier, each its own task, all spawned before any runs.
 async fn decide_all_at_once(decisions: Vec<(Limiter, String)>) -> Vec<Result<bool, Error>> {
-    let tasks: Vec<_> = decisions
-        .into_iter()
-        .map(|(limiter, id)| {
-            tokio::spawn(async move { limiter.limit(id.as_str(), 1).await.map(|decision| decision.success) })
-        })
-        .collect();
-    let mut outcomes = Vec::new();
-    for task in tasks {
-        outcomes.push(task.await.unwrap());
-    }
-    outcomes
+    spawned_at_once(
+        decisions
+            .into_iter()
+            .map(|(limiter, id)| async move { limiter.limit(id.as_str(), 1).await.map(|decision| decision.success) }),
+    )
+    .await
 }
 
 #[tokio::test]

@@ -8,7 +8,7 @@ use std::time::Duration;
 use edgelimit::limit::{Algorithm, Limiter, Quota, Reserved, ReservedDecision};
 use edgelimit::lua::{RESERVE_FIXED_WINDOW, RESERVE_GCRA, RESERVE_SLIDING_LOG};
 use edgelimit::{Error, Value};
-use edgelimit_tests::Stack;
+use edgelimit_tests::{spawned_at_once, Stack};
 
 const T0: u64 = 1_700_000_000_000;
 
@@ -507,20 +507,13 @@ async fn concurrent_clients_granting_from_blocks_never_exceed_the_limit_in_any_w
     }
 }
 
-/// `count` requests of `reserved` (one client) for one identifier, each its own task, all spawned before any runs
-/// (Tokio's current-thread runtime runs them in turn).
+/// `count` requests of `reserved` (one client) for one identifier, each its own task, all spawned before any runs.
 async fn request_at_once(reserved: &Reserved, count: usize) -> Vec<Result<ReservedDecision, Error>> {
-    let tasks: Vec<_> = (0..count)
-        .map(|_| {
-            let reserved = reserved.clone();
-            tokio::spawn(async move { reserved.limit("id", 1).await })
-        })
-        .collect();
-    let mut outcomes = Vec::new();
-    for task in tasks {
-        outcomes.push(task.await.unwrap());
-    }
-    outcomes
+    spawned_at_once((0..count).map(|_| {
+        let reserved = reserved.clone();
+        async move { reserved.limit("id", 1).await }
+    }))
+    .await
 }
 
 #[tokio::test]
