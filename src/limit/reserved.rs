@@ -585,13 +585,12 @@ impl Reserved {
         // The tranches, (permits, the fourth number): the first holds what the later ones leave of `reserved`. The
         // fourth number is GCRA's slots' start (in units), a fixed window's end of use, a sliding log's start of use
         // (its end is the horizon after it).
-        let later = pairs.chunks(2).map(|pair| (pair[0], pair[1]));
-        let first = later
-            .clone()
-            .try_fold(reserved, |left, (count, _)| left.checked_sub(count));
-        let tranches: Vec<(u64, u64)> = first
-            .map(|first| std::iter::once((first, fourth)).chain(later).collect())
-            .unwrap_or_default();
+        let mut tranches = vec![(reserved, fourth)];
+        for pair in pairs.chunks(2) {
+            tranches[0].0 = tranches[0].0.saturating_sub(pair[0]);
+            tranches.push((pair[0], pair[1]));
+        }
+        let counted: u64 = tranches.iter().fold(0, |sum, &(count, _)| sum.saturating_add(count));
         let schedule_of = |fourth: u64| match algorithm {
             Algorithm::Gcra => Schedule::Slots { charged: fourth },
             Algorithm::FixedWindow => Schedule::Span { from: 0, until: fourth },
@@ -607,7 +606,7 @@ impl Reserved {
         };
         if !(granted == 0 || granted == u64::from(permits))
             || reserved > u64::from(block)
-            || tranches.is_empty()
+            || counted != reserved
             || !tranches.iter().all(well_formed)
         {
             return Err(Error::malformed(
@@ -615,7 +614,10 @@ impl Reserved {
                     "{permits} or no permits granted, at most {block} reserved in tranches of at least 1, usable for \
                      at most {horizon} ms"
                 ),
-                format!("{granted} granted, {reserved} reserved, tranches (permits, where their use starts or ends) {tranches:?}, {pairs:?}"),
+                format!(
+                    "{granted} granted, {reserved} reserved, {fourth} (where their use starts or ends), then {}",
+                    (pairs.iter().map(u64::to_string).collect::<Vec<_>>()).join(" ")
+                ),
             ));
         }
         let mut decision = Decision {
