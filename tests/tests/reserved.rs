@@ -307,8 +307,8 @@ async fn a_returned_sliding_log_block_frees_its_unused_permits_now_and_its_used_
     }
     assert_eq!(plain, [4, 3, 1]);
     // A last use the client puts after the return's now (its clock ahead, or the reservation's request slow to
-    // leave): every use came before the return, so the used permits free an interval after the return's now, here
-    // at T0 + 1100, and the request waits for the first grant.
+    // leave): the used permits free an interval after the time the client names, here at T0 + 1150 (the latest it
+    // can name is what a check of its grants counts), and the request waits for the first grant.
     let other = log.state_key("other");
     assert_eq!(
         reserve_log(&stack, &other, 0, 9, "e", &[]).await,
@@ -317,7 +317,7 @@ async fn a_returned_sliding_log_block_frees_its_unused_permits_now_and_its_used_
     let returned = format!("{}-e:9:9:{}", T0 + 1200, T0 + 150);
     assert_eq!(
         reserve_log(&stack, &other, 100, 0, "f", &[returned]).await,
-        [0, t + 100, 0, 0, 0, t + 1100, 900]
+        [0, t + 100, 0, 0, 0, t + 1150, 900]
     );
     // A group whose last use is an interval old by the return frees at once (it is not logged again): at T0 + 1005
     // the 2 used at T0 are free, the 7 used by T0 + 10 free at T0 + 1010.

@@ -208,7 +208,7 @@ for i = 5, #ARGV do
                 redis.call('ZREM', key, member)
                 shift_positions(key, rank, -member_permits, position)
                 for count, last_use in string.gmatch(uses, '(%d+):(%d+)') do
-                    local frees = math.min(math.min(now, last_use + 0) + interval, expiry)
+                    local frees = math.min(last_use + interval, expiry)
                     if count + 0 > 0 and frees > now then
                         local _, _, _, reset, reset_after, held, first_position, last_run =
                             log_verdict(key, 0, limit, interval, now)

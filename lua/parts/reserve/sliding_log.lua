@@ -20,15 +20,17 @@
 -- (a hot identifier). So a client that is done with a tranche (used up, or its span over) says when it used its
 -- permits when it next asks for that identifier, and the tranche frees earlier. The unused permits are removed. The
 -- used ones are logged again in groups, each freeing one interval after its last use: the latest server time the
--- client says that use may have had (its own clock's reading moved to the server's, with a margin for drift), or now
--- if that is earlier (every use came before the call that returns it), and never later than the tranche's own expiry.
--- Why that stays exact: the tranche was admitted for any use within its span, and every decision before the return
--- counted it until its expiry; a decision after the return, first used at f >= now, counts the uses in (f - interval,
--- f], and a group with a use there frees after f, so it is still in the log. The time is the client's: an error of
--- its clock moves a use as it moves the end of the span the client keeps (src/limit/reserved.rs). A return names the
--- tranche by its grant ('<expiry>-<id>', as a receipt does) and carries absolute numbers, not differences: a return
--- sent twice finds no tranche the second time and changes nothing. The groups are logged under the grant id with a
--- '.' after it, a name no return can give.
+-- client says that use may have had (its own clock's reading moved to the server's, with a margin for drift), and
+-- never later than the tranche's own expiry (a group that has freed by now is not logged). Why that stays exact: the
+-- tranche was admitted for any use within its span, and every decision before the return counted it until its expiry;
+-- a decision after the return, first used at f >= now, counts the uses in (f - interval, f], and a group with a use
+-- there frees after f, so it is still in the log. The time is the client's: an error of its clock moves a use as it
+-- moves the end of the span the client keeps (src/limit/reserved.rs). (The return's own time bounds a use too, since
+-- every use came before it; it is not taken, so that a use frees one interval after the latest time the client can
+-- name for it, which is what a check of the client's grants counts.) A return names the tranche by its grant
+-- ('<expiry>-<id>', as a receipt does) and carries absolute numbers, not differences: a return sent twice finds no
+-- tranche the second time and changes nothing. The groups are logged under the grant id with a '.' after it, a name
+-- no return can give.
 --
 --   KEYS[1]  the state key (the one lua/sliding_log.lua decides on)
 --   ARGV[1]  the request and its quota, as lua/sliding_log.lua's: '<permits>:<limit>:<interval ms>'
@@ -83,7 +85,7 @@ for i = 5, #ARGV do
                 redis.call('ZREM', key, member)
                 shift_positions(key, rank, -member_permits, position)
                 for count, last_use in string.gmatch(uses, '(%d+):(%d+)') do
-                    local frees = math.min(math.min(now, last_use + 0) + interval, expiry)
+                    local frees = math.min(last_use + interval, expiry)
                     if count + 0 > 0 and frees > now then
                         local _, _, _, reset, reset_after, held, first_position, last_run =
                             log_verdict(key, 0, limit, interval, now)
