@@ -39,8 +39,9 @@
 //!   without reserving, instead: there a request that waits for another request's call is cancelled when that
 //!   request ends.
 //! - **What it costs.** A permit not used by its end is lost until the limit refills (GCRA), its window ends (fixed
-//!   window) or it frees (sliding log); a sliding log's permit is held from its start to its use; and on a GCRA bucket that is not busy, a reservation skips the refill up to a
-//!   quarter of the block's length from now, so that its first permits have time to be used. `bench/reserved.mjs`
+//!   window) or it frees (sliding log); a sliding log's permit is held from its start to its use; and on a GCRA
+//!   bucket that is not busy, a reservation skips the refill up to a quarter of the block's length from now, so
+//!   that its first permits have time to be used. `bench/reserved.mjs`
 //!   measures the grants against the limit's capacity. Only a sliding log's blocks are returned (see above): a GCRA
 //!   or fixed-window return would have to prove that no decision since was made against the permits it gives back.
 //! - **Denials** are answered locally too: until the next reserved permit starts, or as the block cache answers them
@@ -52,6 +53,7 @@
 //! time (GCRA) or the block's length.
 
 use std::collections::HashMap;
+use std::fmt::Write as _;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -213,11 +215,15 @@ impl Block {
     /// uses, '<used>:<last use>' ('0:<now>' when none was used).
     fn return_of(&self, grant: &str) -> String {
         let mut text = format!("{grant}:{}", self.last);
-        if self.uses.is_empty() {
-            text += &format!(":0:{}", self.now);
-        }
-        for (count, latest) in &self.uses {
-            text += &format!(":{count}:{latest}");
+        let none = [(0, self.now)];
+        let groups = if self.uses.is_empty() {
+            &none[..]
+        } else {
+            &self.uses[..]
+        };
+        for (count, latest) in groups {
+            // Writing to a String cannot fail.
+            let _ = write!(text, ":{count}:{latest}");
         }
         text
     }

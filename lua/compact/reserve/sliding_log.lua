@@ -189,12 +189,14 @@ local now = clock(time)
 local grace = time == '' and 0 or EXPLICIT_TIME_GRACE_MS
 for i = 5, #ARGV do
     local expiry, returned_id, returned, uses = string.match(ARGV[i], '^(%d+)%-([%w_%-]+):(%d+):(.+)$')
-    local rest, groups = string.gsub((uses or 'x') .. ':', '%d+:%d+:', '')
-    local used = 0
-    for count in string.gmatch(rest == '' and uses or '', '(%d+):%d+') do
-        used = used + count
+    local groups, used = {}, 0
+    if uses and string.gsub(uses .. ':', '%d+:%d+:', '') == '' then
+        for count, last_use in string.gmatch(uses, '(%d+):(%d+)') do
+            groups[#groups + 1] = { count = count + 0, last_use = last_use + 0 }
+            used = used + count
+        end
     end
-    if rest ~= '' or groups > MAX_GROUPS or used > returned + 0 then
+    if #groups == 0 or #groups > MAX_GROUPS or used > returned + 0 then
         error({ err = 'ERR edgelimit: invalid return (<expiry>-<grant id>:<permits>:<used>:<last use ms>, then up to '
             .. (MAX_GROUPS - 1) .. ' more <used>:<last use ms>, used together at most the permits): '
             .. string.sub(ARGV[i], 1, 100) })
@@ -207,12 +209,12 @@ for i = 5, #ARGV do
                 local rank = redis.call('ZRANK', key, member)
                 redis.call('ZREM', key, member)
                 shift_positions(key, rank, -member_permits, position)
-                for count, last_use in string.gmatch(uses, '(%d+):(%d+)') do
-                    local frees = math.min(last_use + interval, expiry)
-                    if count + 0 > 0 and frees > now then
+                for _, group in ipairs(groups) do
+                    local frees = math.min(group.last_use + interval, expiry)
+                    if group.count > 0 and frees > now then
                         local _, _, _, reset, reset_after, held, first_position, last_run =
                             log_verdict(key, 0, limit, interval, now)
-                        log_grant(key, count + 0, frees - now, returned_id .. '.', now, grace,
+                        log_grant(key, group.count, frees - now, returned_id .. '.', now, grace,
                             math.max(reset_after, frees), held, first_position, last_run, reset)
                     end
                 end
