@@ -40,7 +40,7 @@ const fmt = (n, digits = 1) => n.toFixed(digits);
 function packageSize() {
   const pkg = join(ROOT, "pkg");
   const wasm = readFileSync(join(pkg, "core_bg.wasm"));
-  const js = readdirSync(pkg)
+  const js = readdirSync(pkg, { recursive: true })
     .filter((f) => f.endsWith(".js"))
     .map((f) => readFileSync(join(pkg, f)));
   return {

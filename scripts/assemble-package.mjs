@@ -41,7 +41,7 @@ const manifest = {
     "./core_bg.wasm": "./core_bg.wasm",
     "./package.json": "./package.json",
   },
-  files: ["*.js", "*.d.ts", "core_bg.wasm", "README.md"],
+  files: ["*.js", "*.d.ts", "core_bg.wasm", "snippets/", "README.md"],
   engines: { node: ">=20" },
   sideEffects: ["./node.js", "./workerd.js", "./browser.js"],
 };

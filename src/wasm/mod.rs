@@ -7,7 +7,7 @@
 //! | [`rest_client`] | `RestClient`: raw commands and scripts |
 //! | [`gate`] | `GateCore`, `RouteCore`: the Cloudflare Worker's rules and verdicts |
 //! | [`limits`] | (no class) limits as JS describes them, for `Ratelimit` and the Worker's rules |
-//! | [`values`] | (no class) the package's conversions: replies, commands, permits, decisions |
+//! | [`values`] | (no class) the package's conversions: replies, commands, permits, decisions (built by `objects.js`) |
 //! | [`ratelimit`] | `RatelimitCore`: `Ratelimit`'s decisions, cache and failure policy |
 //! | [`redisson`] | `RateLimiterCore`: the Redisson-style handle on a named sliding log |
 //!

@@ -5,7 +5,7 @@ use wasm_bindgen::prelude::*;
 
 use super::limits::{as_config_error, limits_of};
 use super::redisson::JsRateLimiter;
-use super::values::{decision_object, milliseconds, number, permits_in};
+use super::values::{self, decision_object, milliseconds, number, permits_in};
 use super::{describe, duration, field, given, object, string, to_js_error, whole};
 use crate::error::{Error, Result};
 use crate::identifier::Identifier;
@@ -68,16 +68,9 @@ fn ratelimit_of(options: &JsValue) -> Result<Ratelimit> {
 /// An outcome as JS sees it: the decision, `reason`, each limit's own decision in `results`, and the absorbed
 /// `error` when the failure policy decided.
 fn outcome_object(outcome: Outcome) -> JsValue {
-    let result = decision_object(&outcome.decision);
     let results: js_sys::Array = outcome.limits.iter().map(decision_object).collect();
-    let mut extra = vec![("reason", outcome.reason.as_str().into()), ("results", results.into())];
-    if let Some(error) = outcome.error {
-        extra.push(("error", to_js_error(error)));
-    }
-    for (name, value) in extra {
-        let _ = js_sys::Reflect::set(&result, &name.into(), &value);
-    }
-    result
+    let error = outcome.error.map_or(JsValue::UNDEFINED, to_js_error);
+    values::outcome_object(&outcome.decision, outcome.reason.as_str(), results, error)
 }
 
 /// A limit's state as JS sees it: the limit, the key and the moment, then the algorithm's own fields (see
@@ -157,7 +150,12 @@ fn receipts_of(value: &JsValue) -> Result<Vec<Receipt>> {
 /// string is refused before any I/O.
 fn identifier(id: &JsValue) -> Result<Identifier<'static>> {
     match id.dyn_ref::<js_sys::JsString>() {
-        Some(text) => Ok(Identifier::from_utf16(&text.iter().collect::<Vec<u16>>())),
+        Some(text) => Ok(match text.as_string() {
+            // The common case, in one conversion rather than a call into JS per code unit: the conversion turns a
+            // lone surrogate into U+FFFD, so a result without U+FFFD was well formed and converted exactly.
+            Some(converted) if !converted.contains('\u{FFFD}') => Identifier::from(converted.as_str()).into_owned(),
+            _ => Identifier::from_utf16(&text.iter().collect::<Vec<u16>>()),
+        }),
         None => Err(Error::InvalidArgument(format!(
             "identifier must be a string, got {}",
             super::describe(id)

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use wasm_bindgen::prelude::*;
 
-use super::{describe, field, given, object, whole};
+use super::{describe, field, given, whole};
 use crate::decision::Decision;
 use crate::error::{Error, Result};
 use crate::rest::Command;
@@ -87,18 +87,59 @@ pub(super) fn milliseconds(value: &JsValue, what: &str) -> Result<Duration> {
     whole(value, &format!("{what} (ms)"), 0, u32::MAX.into()).map(Duration::from_millis)
 }
 
+#[wasm_bindgen(module = "/src/wasm/objects.js")]
+extern "C" {
+    /// See objects.js: why results are built there.
+    #[wasm_bindgen(js_name = decision)]
+    fn decision_literal(
+        success: bool,
+        limit: f64,
+        remaining: f64,
+        reset: f64,
+        retry_after: f64,
+        receipt: Option<String>,
+    ) -> JsValue;
+
+    #[wasm_bindgen(js_name = outcome)]
+    #[allow(clippy::too_many_arguments)]
+    fn outcome_literal(
+        success: bool,
+        limit: f64,
+        remaining: f64,
+        reset: f64,
+        retry_after: f64,
+        receipt: Option<String>,
+        reason: &str,
+        results: js_sys::Array,
+        error: JsValue,
+    ) -> JsValue;
+}
+
 /// A decision as JS sees it: `{success, limit, remaining, reset, retryAfter}`, plus `receipt` for a grant (what
 /// `refund` takes to give it back).
 pub(super) fn decision_object(decision: &Decision) -> JsValue {
-    let object = object(&[
-        ("success", decision.success.into()),
-        ("limit", number(decision.limit)),
-        ("remaining", number(decision.remaining)),
-        ("reset", number(decision.reset)),
-        ("retryAfter", number(decision.retry_after)),
-    ]);
-    if let Some(receipt) = decision.receipt {
-        let _ = js_sys::Reflect::set(&object, &"receipt".into(), &receipt.to_string().into());
-    }
-    object
+    decision_literal(
+        decision.success,
+        decision.limit as f64,
+        decision.remaining as f64,
+        decision.reset as f64,
+        decision.retry_after as f64,
+        decision.receipt.map(|receipt| receipt.to_string()),
+    )
+}
+
+/// A decision with what `Ratelimit` adds to it: `reason`, each limit's own decision in `results`, and the absorbed
+/// error (`undefined` when none).
+pub(super) fn outcome_object(decision: &Decision, reason: &str, results: js_sys::Array, error: JsValue) -> JsValue {
+    outcome_literal(
+        decision.success,
+        decision.limit as f64,
+        decision.remaining as f64,
+        decision.reset as f64,
+        decision.retry_after as f64,
+        decision.receipt.map(|receipt| receipt.to_string()),
+        reason,
+        results,
+        error,
+    )
 }

@@ -171,7 +171,8 @@ export function upstashRedis(stack, options = {}) {
  */
 export function packageModules() {
   const pkg = join(ROOT, "pkg");
-  return readdirSync(pkg)
+  // Recursive: wasm-bindgen puts the JS files the core imports under snippets/.
+  return readdirSync(pkg, { recursive: true })
     .filter((file) => file.endsWith(".js") || file.endsWith(".wasm"))
     .map((file) => ({
       type: file.endsWith(".wasm") ? "CompiledWasm" : "ESModule",
