@@ -306,6 +306,24 @@ local function log_grant(key, permits, interval, id, now, grace, reset_after, he
     return receipt
 end
 
+-- Removes the grant of `permits` logged as '<expiry>-<id>' if it is still held (its expiry after `now`), moving the
+-- grants after it down so that what is held stays exact. Returns whether it was held. (A refund's and a reserved
+-- tranche's return, lua/parts/reserve/sliding_log.lua.)
+local function remove_grant(key, expiry, id, permits, now)
+    if expiry > now then
+        for _, member in ipairs(redis.call('ZRANGEBYSCORE', key, expiry, expiry)) do
+            local position, member_permits, _, member_id = parse_member(member)
+            if member_id == id and member_permits == permits then
+                local rank = redis.call('ZRANK', key, member)
+                redis.call('ZREM', key, member)
+                shift_positions(key, rank, -member_permits, position)
+                return true
+            end
+        end
+    end
+    return false
+end
+
 -- The decision of an algorithm that keeps a log (the --@decision section, see prelude.lua). A grant's `lease` is
 -- its fresh id: letters, digits, _ or -, checked before anything is written. A refund's `mark` (from its receipt,
 -- '<permits>:<expiry>-<id>', whose permits are `permits`) names the grant to give back: it is removed if it is still
@@ -319,19 +337,7 @@ local function log_decision(operation, key, permits, limit, interval, lease, mar
             error({ err = 'ERR edgelimit: invalid receipt mark (not a grant of this limit: "<expiry>-<grant id>"): '
                 .. mark })
         end
-        held = false
-        if expiry + 0 > now then
-            for _, member in ipairs(redis.call('ZRANGEBYSCORE', key, expiry, expiry)) do
-                local position, member_permits, _, member_id = parse_member(member)
-                if member_id == id and member_permits == permits then
-                    local rank = redis.call('ZRANK', key, member)
-                    redis.call('ZREM', key, member)
-                    shift_positions(key, rank, -member_permits, position)
-                    held = true
-                    break
-                end
-            end
-        end
+        held = remove_grant(key, expiry + 0, id, permits, now)
         permits = 1
     elseif operation == 'limit' and (#lease > 64 or not string.match(lease, '^[%w_%-]+$')) then
         error({ err = 'ERR edgelimit: invalid grant id (letters, digits, _ or -, at most 64): ' .. lease })

@@ -13,10 +13,11 @@ local function reject(what, value)
     error({ err = 'ERR edgelimit: invalid ' .. what .. ': ' .. string.sub(tostring(value), 1, 100) })
 end
 
--- A whole number within [low, high] from an argument (nil, or text), or nil.
+-- A whole number within [low, high] from an argument (nil, or text): decimal digits only (tonumber alone would take
+-- '0x1A', ' 12', '1e12'), or nil.
 local function whole_number(text, low, high)
-    local n = text and tonumber(text)
-    if n and n % 1 == 0 and n >= low and n <= high then
+    local n = text and string.find(text, '^%d+$') and text + 0
+    if n and n >= low and n <= high then
         return n
     end
     return nil
@@ -341,6 +342,24 @@ local function log_grant(key, permits, interval, id, now, grace, reset_after, he
     return receipt
 end
 
+-- Removes the grant of `permits` logged as '<expiry>-<id>' if it is still held (its expiry after `now`), moving the
+-- grants after it down so that what is held stays exact. Returns whether it was held. (A refund's and a reserved
+-- tranche's return, lua/parts/reserve/sliding_log.lua.)
+local function remove_grant(key, expiry, id, permits, now)
+    if expiry > now then
+        for _, member in ipairs(redis.call('ZRANGEBYSCORE', key, expiry, expiry)) do
+            local position, member_permits, _, member_id = parse_member(member)
+            if member_id == id and member_permits == permits then
+                local rank = redis.call('ZRANK', key, member)
+                redis.call('ZREM', key, member)
+                shift_positions(key, rank, -member_permits, position)
+                return true
+            end
+        end
+    end
+    return false
+end
+
 -- The decision of an algorithm that keeps a log (the --@decision section, see prelude.lua). A grant's `lease` is
 -- its fresh id: letters, digits, _ or -, checked before anything is written. A refund's `mark` (from its receipt,
 -- '<permits>:<expiry>-<id>', whose permits are `permits`) names the grant to give back: it is removed if it is still
@@ -354,19 +373,7 @@ local function log_decision(operation, key, permits, limit, interval, lease, mar
             error({ err = 'ERR edgelimit: invalid receipt mark (not a grant of this limit: "<expiry>-<grant id>"): '
                 .. mark })
         end
-        held = false
-        if expiry + 0 > now then
-            for _, member in ipairs(redis.call('ZRANGEBYSCORE', key, expiry, expiry)) do
-                local position, member_permits, _, member_id = parse_member(member)
-                if member_id == id and member_permits == permits then
-                    local rank = redis.call('ZRANK', key, member)
-                    redis.call('ZREM', key, member)
-                    shift_positions(key, rank, -member_permits, position)
-                    held = true
-                    break
-                end
-            end
-        end
+        held = remove_grant(key, expiry + 0, id, permits, now)
         permits = 1
     elseif operation == 'limit' and (#lease > 64 or not string.match(lease, '^[%w_%-]+$')) then
         error({ err = 'ERR edgelimit: invalid grant id (letters, digits, _ or -, at most 64): ' .. lease })
@@ -677,7 +684,14 @@ end
 -- another algorithm's (a stored quota that changed its algorithm) matches no pattern here and is read as no debt.
 --
 -- A grant's receipt is '<permits>:<unix ms of the grant>'; a refund of it gives back the debt the grant added less
--- what has been paid off since, as token_bucket.lua does (there, with the same reason).
+-- what has been paid off since, as token_bucket.lua does (there, with the same reason), but never moves TAT back
+-- over permits reserved for a client (lua/parts/reserve/gcra.lua). Those are used at times Redis does not see, up
+-- to their slot's start: a later grant given their slots would be used in the same span as they are. (A plain
+-- grant is used when it is decided, before any refund after it, so a later grant may take its slot's place.) So the
+-- reserve script marks the end of its slots, `floor` (whole ms, rounded up), in `rem`, and every writer keeps the
+-- mark until it passes: rem = part + rate × (FLOOR_MARK + TAT's whole ms + 1 − floor), FLOOR_MARK = ⌊2^32 / rate⌋ + 1,
+-- so that a marked rem is at least 2^32 and an unmarked one (below rate, below 2^32) is read as before. An edgelimit
+-- from before the mark reads a marked rem as rate − 1 (TAT less than 1 ms later: it admits no more).
 
 -- How driver.lua runs an algorithm: its file's two sections (see prelude.lua) spliced into one function per
 -- algorithm (src/lua/compose.rs names it). The function returns the verdict and the grant, as a closure over the
@@ -686,14 +700,22 @@ ALGORITHMS.gcra = function(operation, key, permits, limit, interval, rate, lease
     local allowed, retry_after, remaining, reset, reset_after, held, granted_mark, token -- luacheck: ignore token
 
 
--- Debt at `now`, in units (see bucket.lua): (TAT - now) × rate, never negative.
-local debt = 0
+-- Debt at `now`, in units (see bucket.lua): (TAT - now) × rate, never negative; and the reserved slots' end,
+-- `floor` (0 when none is marked).
+local debt, floor = 0, 0
 local value = redis.call('GET', key) or ''
 local ms, rem = string.match(value, '^gcra:(%d+):(%d+)$')
+local FLOOR_MARK = (2 ^ 32 - 2 ^ 32 % rate) / rate + 1
 ms = ms and ms + 0
 if ms and ms >= now then
     rem = rem + 0
-    debt = (ms - now) * rate + (rem < rate and rem or rate - 1)
+    if rem < 2 ^ 32 then
+        debt = (ms - now) * rate + (rem < rate and rem or rate - 1)
+    else
+        local part = rem % rate
+        debt = (ms - now) * rate + part
+        floor = ms + 1 + FLOOR_MARK - (rem - part) / rate
+    end
 end
 if operation == 'refund' then
     local granted = string.find(mark, '^%d+$') and mark + 0
@@ -703,15 +725,21 @@ if operation == 'refund' then
     local taken, elapsed = permits * interval, now - granted
     local span = taken + rate - 1
     local credit = elapsed < (span - span % rate) / rate and taken - elapsed * rate or 0
-    held = credit > 0 and debt > 0
+    -- The debt a refund leaves at least: the reserved slots' (never more than there is).
+    local least = floor > now and math.min((floor - now) * rate, debt) or 0
+    held = credit > 0 and debt > least
     if held then
-        debt = debt > credit and debt - credit or 0
+        debt = debt - credit > least and debt - credit or least
         if debt <= 0 then
             redis.call('DEL', key)
         else
             local part = debt % rate
+            local whole_ms = now + (debt - part) / rate
+            if floor > now then
+                part = part + rate * (FLOOR_MARK + whole_ms + 1 - floor)
+            end
             span = debt + rate - 1
-            redis.call('SET', key, string.format('gcra:%d:%d', now + (debt - part) / rate, part), 'PX',
+            redis.call('SET', key, string.format('gcra:%d:%d', whole_ms, part), 'PX',
                 (span - span % rate) / rate + grace)
         end
     end
@@ -737,10 +765,15 @@ end
     return allowed, retry_after, remaining, reset, reset_after, held, function()
 
 
--- The debt after the grant (at least one permit's: never none), due when TAT passes: at `reset_after`.
+-- The debt after the grant (at least one permit's: never none), due when TAT passes: at `reset_after`; the
+-- reserved slots' end kept while it is ahead.
 debt = full - left
 local part = debt % rate
-redis.call('SET', key, string.format('gcra:%d:%d', now + (debt - part) / rate, part), 'PX',
+local whole_ms = now + (debt - part) / rate
+if floor > now then
+    part = part + rate * (FLOOR_MARK + whole_ms + 1 - floor)
+end
+redis.call('SET', key, string.format('gcra:%d:%d', whole_ms, part), 'PX',
     reset_after - now + grace)
 granted_mark = now
 

@@ -103,7 +103,14 @@ local operation, mark, grace = 'limit', nil, 0
 -- another algorithm's (a stored quota that changed its algorithm) matches no pattern here and is read as no debt.
 --
 -- A grant's receipt is '<permits>:<unix ms of the grant>'; a refund of it gives back the debt the grant added less
--- what has been paid off since, as token_bucket.lua does (there, with the same reason).
+-- what has been paid off since, as token_bucket.lua does (there, with the same reason), but never moves TAT back
+-- over permits reserved for a client (lua/parts/reserve/gcra.lua). Those are used at times Redis does not see, up
+-- to their slot's start: a later grant given their slots would be used in the same span as they are. (A plain
+-- grant is used when it is decided, before any refund after it, so a later grant may take its slot's place.) So the
+-- reserve script marks the end of its slots, `floor` (whole ms, rounded up), in `rem`, and every writer keeps the
+-- mark until it passes: rem = part + rate × (FLOOR_MARK + TAT's whole ms + 1 − floor), FLOOR_MARK = ⌊2^32 / rate⌋ + 1,
+-- so that a marked rem is at least 2^32 and an unmarked one (below rate, below 2^32) is read as before. An edgelimit
+-- from before the mark reads a marked rem as rate − 1 (TAT less than 1 ms later: it admits no more).
 
 
 local function decide(key, request, lease)
@@ -129,14 +136,22 @@ local function decide(key, request, lease)
     -- luacheck: pop
 
 
-    -- Debt at `now`, in units (see bucket.lua): (TAT - now) × rate, never negative.
-    local debt = 0
+    -- Debt at `now`, in units (see bucket.lua): (TAT - now) × rate, never negative; and the reserved slots' end,
+    -- `floor` (0 when none is marked).
+    local debt, floor = 0, 0
     local value = redis.call('GET', key) or ''
     local ms, rem = string.match(value, '^gcra:(%d+):(%d+)$')
+    local FLOOR_MARK = (2 ^ 32 - 2 ^ 32 % rate) / rate + 1
     ms = ms and ms + 0
     if ms and ms >= now then
         rem = rem + 0
-        debt = (ms - now) * rate + (rem < rate and rem or rate - 1)
+        if rem < 2 ^ 32 then
+            debt = (ms - now) * rate + (rem < rate and rem or rate - 1)
+        else
+            local part = rem % rate
+            debt = (ms - now) * rate + part
+            floor = ms + 1 + FLOOR_MARK - (rem - part) / rate
+        end
     end
     if operation == 'refund' then
         local granted = string.find(mark, '^%d+$') and mark + 0
@@ -146,15 +161,21 @@ local function decide(key, request, lease)
         local taken, elapsed = permits * interval, now - granted
         local span = taken + rate - 1
         local credit = elapsed < (span - span % rate) / rate and taken - elapsed * rate or 0
-        held = credit > 0 and debt > 0
+        -- The debt a refund leaves at least: the reserved slots' (never more than there is).
+        local least = floor > now and math.min((floor - now) * rate, debt) or 0
+        held = credit > 0 and debt > least
         if held then
-            debt = debt > credit and debt - credit or 0
+            debt = debt - credit > least and debt - credit or least
             if debt <= 0 then
                 redis.call('DEL', key)
             else
                 local part = debt % rate
+                local whole_ms = now + (debt - part) / rate
+                if floor > now then
+                    part = part + rate * (FLOOR_MARK + whole_ms + 1 - floor)
+                end
                 span = debt + rate - 1
-                redis.call('SET', key, string.format('gcra:%d:%d', now + (debt - part) / rate, part), 'PX',
+                redis.call('SET', key, string.format('gcra:%d:%d', whole_ms, part), 'PX',
                     (span - span % rate) / rate + grace)
             end
         end
@@ -181,10 +202,15 @@ local function decide(key, request, lease)
     end
 
 
-    -- The debt after the grant (at least one permit's: never none), due when TAT passes: at `reset_after`.
+    -- The debt after the grant (at least one permit's: never none), due when TAT passes: at `reset_after`; the
+    -- reserved slots' end kept while it is ahead.
     debt = full - left
     local part = debt % rate
-    redis.call('SET', key, string.format('gcra:%d:%d', now + (debt - part) / rate, part), 'PX',
+    local whole_ms = now + (debt - part) / rate
+    if floor > now then
+        part = part + rate * (FLOOR_MARK + whole_ms + 1 - floor)
+    end
+    redis.call('SET', key, string.format('gcra:%d:%d', whole_ms, part), 'PX',
         reset_after - now + grace)
     granted_mark = now
 

@@ -149,6 +149,20 @@ local function log_grant(key, permits, interval, id, now, grace, reset_after, he
     redis.call('PEXPIRE', key, reset_after - now + grace)
     return receipt
 end
+local function remove_grant(key, expiry, id, permits, now)
+    if expiry > now then
+        for _, member in ipairs(redis.call('ZRANGEBYSCORE', key, expiry, expiry)) do
+            local position, member_permits, _, member_id = parse_member(member)
+            if member_id == id and member_permits == permits then
+                local rank = redis.call('ZRANK', key, member)
+                redis.call('ZREM', key, member)
+                shift_positions(key, rank, -member_permits, position)
+                return true
+            end
+        end
+    end
+    return false
+end
 local function log_decision(operation, key, permits, limit, interval, lease, mark, now)
     local held = true
     if operation == 'refund' then
@@ -157,19 +171,7 @@ local function log_decision(operation, key, permits, limit, interval, lease, mar
             error({ err = 'ERR edgelimit: invalid receipt mark (not a grant of this limit: "<expiry>-<grant id>"): '
                 .. mark })
         end
-        held = false
-        if expiry + 0 > now then
-            for _, member in ipairs(redis.call('ZRANGEBYSCORE', key, expiry, expiry)) do
-                local position, member_permits, _, member_id = parse_member(member)
-                if member_id == id and member_permits == permits then
-                    local rank = redis.call('ZRANK', key, member)
-                    redis.call('ZREM', key, member)
-                    shift_positions(key, rank, -member_permits, position)
-                    held = true
-                    break
-                end
-            end
-        end
+        held = remove_grant(key, expiry + 0, id, permits, now)
         permits = 1
     elseif operation == 'limit' and (#lease > 64 or not string.match(lease, '^[%w_%-]+$')) then
         error({ err = 'ERR edgelimit: invalid grant id (letters, digits, _ or -, at most 64): ' .. lease })

@@ -3,8 +3,8 @@ local function reject(what, value)
     error({ err = 'ERR edgelimit: invalid ' .. what .. ': ' .. string.sub(tostring(value), 1, 100) })
 end
 local function whole_number(text, low, high)
-    local n = text and tonumber(text)
-    if n and n % 1 == 0 and n >= low and n <= high then
+    local n = text and string.find(text, '^%d+$') and text + 0
+    if n and n >= low and n <= high then
         return n
     end
     return nil
@@ -154,6 +154,20 @@ local function log_grant(key, permits, interval, id, now, grace, reset_after, he
     redis.call('PEXPIRE', key, reset_after - now + grace)
     return receipt
 end
+local function remove_grant(key, expiry, id, permits, now)
+    if expiry > now then
+        for _, member in ipairs(redis.call('ZRANGEBYSCORE', key, expiry, expiry)) do
+            local position, member_permits, _, member_id = parse_member(member)
+            if member_id == id and member_permits == permits then
+                local rank = redis.call('ZRANK', key, member)
+                redis.call('ZREM', key, member)
+                shift_positions(key, rank, -member_permits, position)
+                return true
+            end
+        end
+    end
+    return false
+end
 local function log_decision(operation, key, permits, limit, interval, lease, mark, now)
     local held = true
     if operation == 'refund' then
@@ -162,19 +176,7 @@ local function log_decision(operation, key, permits, limit, interval, lease, mar
             error({ err = 'ERR edgelimit: invalid receipt mark (not a grant of this limit: "<expiry>-<grant id>"): '
                 .. mark })
         end
-        held = false
-        if expiry + 0 > now then
-            for _, member in ipairs(redis.call('ZRANGEBYSCORE', key, expiry, expiry)) do
-                local position, member_permits, _, member_id = parse_member(member)
-                if member_id == id and member_permits == permits then
-                    local rank = redis.call('ZRANK', key, member)
-                    redis.call('ZREM', key, member)
-                    shift_positions(key, rank, -member_permits, position)
-                    held = true
-                    break
-                end
-            end
-        end
+        held = remove_grant(key, expiry + 0, id, permits, now)
         permits = 1
     elseif operation == 'limit' and (#lease > 64 or not string.match(lease, '^[%w_%-]+$')) then
         error({ err = 'ERR edgelimit: invalid grant id (letters, digits, _ or -, at most 64): ' .. lease })
@@ -367,13 +369,20 @@ granted_mark = window
 end
 ALGORITHMS.gcra = function(operation, key, permits, limit, interval, rate, lease, mark, now, grace)
     local allowed, retry_after, remaining, reset, reset_after, held, granted_mark, token -- luacheck: ignore token
-local debt = 0
+local debt, floor = 0, 0
 local value = redis.call('GET', key) or ''
 local ms, rem = string.match(value, '^gcra:(%d+):(%d+)$')
+local FLOOR_MARK = (2 ^ 32 - 2 ^ 32 % rate) / rate + 1
 ms = ms and ms + 0
 if ms and ms >= now then
     rem = rem + 0
-    debt = (ms - now) * rate + (rem < rate and rem or rate - 1)
+    if rem < 2 ^ 32 then
+        debt = (ms - now) * rate + (rem < rate and rem or rate - 1)
+    else
+        local part = rem % rate
+        debt = (ms - now) * rate + part
+        floor = ms + 1 + FLOOR_MARK - (rem - part) / rate
+    end
 end
 if operation == 'refund' then
     local granted = string.find(mark, '^%d+$') and mark + 0
@@ -383,15 +392,20 @@ if operation == 'refund' then
     local taken, elapsed = permits * interval, now - granted
     local span = taken + rate - 1
     local credit = elapsed < (span - span % rate) / rate and taken - elapsed * rate or 0
-    held = credit > 0 and debt > 0
+    local least = floor > now and math.min((floor - now) * rate, debt) or 0
+    held = credit > 0 and debt > least
     if held then
-        debt = debt > credit and debt - credit or 0
+        debt = debt - credit > least and debt - credit or least
         if debt <= 0 then
             redis.call('DEL', key)
         else
             local part = debt % rate
+            local whole_ms = now + (debt - part) / rate
+            if floor > now then
+                part = part + rate * (FLOOR_MARK + whole_ms + 1 - floor)
+            end
             span = debt + rate - 1
-            redis.call('SET', key, string.format('gcra:%d:%d', now + (debt - part) / rate, part), 'PX',
+            redis.call('SET', key, string.format('gcra:%d:%d', whole_ms, part), 'PX',
                 (span - span % rate) / rate + grace)
         end
     end
@@ -414,7 +428,11 @@ end
     return allowed, retry_after, remaining, reset, reset_after, held, function()
 debt = full - left
 local part = debt % rate
-redis.call('SET', key, string.format('gcra:%d:%d', now + (debt - part) / rate, part), 'PX',
+local whole_ms = now + (debt - part) / rate
+if floor > now then
+    part = part + rate * (FLOOR_MARK + whole_ms + 1 - floor)
+end
+redis.call('SET', key, string.format('gcra:%d:%d', whole_ms, part), 'PX',
     reset_after - now + grace)
 granted_mark = now
         return token or string.format('%d:%d', permits, granted_mark)

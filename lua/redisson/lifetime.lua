@@ -13,10 +13,11 @@ local function reject(what, value)
     error({ err = 'ERR edgelimit: invalid ' .. what .. ': ' .. string.sub(tostring(value), 1, 100) })
 end
 
--- A whole number within [low, high] from an argument (nil, or text), or nil.
+-- A whole number within [low, high] from an argument (nil, or text): decimal digits only (tonumber alone would take
+-- '0x1A', ' 12', '1e12'), or nil.
 local function whole_number(text, low, high)
-    local n = text and tonumber(text)
-    if n and n % 1 == 0 and n >= low and n <= high then
+    local n = text and string.find(text, '^%d+$') and text + 0
+    if n and n >= low and n <= high then
         return n
     end
     return nil

@@ -7,7 +7,8 @@
 //! clock in which its use keeps every window within the limit (each script's comment has the argument):
 //! - **GCRA**: each permit is a slot, usable from its slot's end less the burst (so permits start on the pace the
 //!   limit refills at when the bucket is empty, at once when it has room) until its slot's start; slots start within
-//!   the block's length. When the bucket is busy a permit can wait almost the burst's whole time for its use.
+//!   the block's length. When the bucket is busy a permit can wait almost the burst's whole time for its use. The
+//!   script marks where its slots end in the state, and a refund of a plain grant never moves TAT back over them.
 //! - **Fixed window**: the permits are counted in the current window, and usable until its last ms (at most 60 s).
 //!   A window with less than a quarter of the length left reserves nothing.
 //! - **Sliding log**: the permits are logged in tranches (up to 8 grants), each usable for the block's length from
@@ -260,7 +261,9 @@ impl Pool {
 
     /// How many permits to reserve besides a request of `permits`: what was asked lately, but for this request.
     fn demand(&self, permits: u32) -> u32 {
-        (self.asked - permits).max(self.asked_before)
+        // Saturating: a request that waited for another's reply was counted in the span it came in, and `asked` may
+        // have started a new span since (with less).
+        (self.asked.saturating_sub(permits)).max(self.asked_before)
     }
 
     /// How many permits this client was granted lately: its share of a limit it contends for.
@@ -402,7 +405,7 @@ impl Reserved {
                 "reserved permits run on the server's clock and local time: not at an explicit time".into(),
             ));
         }
-        if length.is_zero() || length > Duration::from_secs(60) {
+        if length < Duration::from_millis(1) || length > Duration::from_secs(60) {
             return Err(Error::InvalidConfig(format!(
                 "a reservation's length must be from 1 ms to 60 s, got {} ms",
                 length.as_millis()
@@ -610,7 +613,15 @@ impl Reserved {
             (count > 0 || reserved == 0)
                 && !matches!(schedule_of(fourth), Schedule::Span { from, until } if from > horizon || until > from + horizon)
         };
+        // The server's clock within JS's exact integers, and GCRA's slots starting within what the script reserves
+        // from (the limit's units and the horizon's): bounds that keep every span's arithmetic far from overflow.
+        let rate = u64::from(self.quota.rate());
+        let bounded = now <= 1 << 53
+            && (algorithm != Algorithm::Gcra
+                || reserved == 0
+                || fourth <= u64::from(limit) * self.quota.interval_ms() + horizon * rate);
         if !(granted == 0 || granted == u64::from(permits))
+            || !bounded
             || reserved > u64::from(block)
             || counted != reserved
             || !tranches.iter().all(well_formed)

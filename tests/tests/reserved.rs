@@ -63,11 +63,55 @@ async fn reserved_permits_take_the_next_slots_from_the_window_on_and_start_on_th
         .command(&edgelimit::Command::new("GET").arg("r"))
         .await
         .unwrap();
-    assert_eq!(state, Value::Bytes(format!("gcra:{}:0", T0 + 1200).into_bytes()));
+    // With reserved permits, their slots' end (T0 + 1200) is marked in the remainder, so that no refund moves TAT
+    // back over them (lua/parts/limits/gcra.lua): 10 × (⌊2^32 / 10⌋ + 1 + T0 + 1200 + 1 − (T0 + 1200)).
+    let marked = 10 * ((1u64 << 32) / 10 + 2);
+    assert_eq!(state, Value::Bytes(format!("gcra:{}:{marked}", T0 + 1200).into_bytes()));
     // Once TAT has passed: nothing asked, nothing charged, a plain decision.
     assert_eq!(
         reserve(&stack, "r", 1, (10, 10), (0, 50, 200), T0 + 5000).await,
         [1, t + 5000, 0, 1000, 9, t + 5100, 0]
+    );
+}
+
+#[tokio::test]
+async fn a_refund_never_moves_a_gcra_bucket_back_over_reserved_slots() {
+    let stack = Stack::start().await;
+    let t = T0 as i64;
+    // Burst 2, 2 per second: a slot is 500 ms (1000 units, 2 come back per ms).
+    let gcra = Limiter::new(stack.client(), "g", Quota::gcra(2, 2, Duration::from_secs(1)).unwrap()).unwrap();
+    let key = gcra.state_key("id");
+    let plain = gcra.clone().at(T0).limit("id", 1).await.unwrap();
+    assert!(plain.success);
+    // The request takes the slot to T0 + 1000; 2 reserved take the slots to T0 + 2000, the first usable from
+    // T0 + 500 until T0 + 1000, the second from T0 + 1000 until T0 + 1500.
+    let request = "1:2:1000:2".to_owned();
+    let arguments = [request, "2:1:1000".to_owned(), T0.to_string()];
+    assert_eq!(
+        run(&stack, &RESERVE_GCRA, &key, &arguments).await,
+        [1, t, 2, 2000, 0, t + 2000, 0]
+    );
+    // The first grant refunded at T0 + 1: its 998 units would move TAT back to T0 + 1500, and a request at T0 + 1001
+    // would be granted, while both reserved permits may be used at T0 + 1000: 3 in 1 ms, of a burst of 2. The
+    // reserved slots' end is marked, so the refund gives nothing back and the request is denied.
+    let refund = gcra
+        .clone()
+        .at(T0 + 1)
+        .refund("id", &plain.receipt.unwrap())
+        .await
+        .unwrap();
+    assert!(!refund.success);
+    assert!(!gcra.clone().at(T0 + 1001).limit("id", 1).await.unwrap().success);
+    // Once the reserved slots are behind: plain again, and refunds give back as before.
+    let late = gcra.clone().at(T0 + 2000).limit("id", 1).await.unwrap();
+    assert!(late.success);
+    assert!(
+        gcra.clone()
+            .at(T0 + 2001)
+            .refund("id", &late.receipt.unwrap())
+            .await
+            .unwrap()
+            .success
     );
 }
 
@@ -351,6 +395,57 @@ async fn a_returned_sliding_log_block_frees_its_unused_permits_now_and_its_used_
 }
 
 #[tokio::test]
+async fn a_sliding_log_call_with_a_bad_return_writes_nothing_and_no_return_frees_a_use_before_its_tranche() {
+    let stack = Stack::start().await;
+    let t = T0 as i64;
+    let log = ten_per_second_log(&stack);
+    let key = log.state_key("id");
+    assert_eq!(
+        reserve_log(&stack, &key, 0, 9, "a", &[]).await,
+        [1, t, 9, 0, 0, t + 1200, 0]
+    );
+    // A good return, then one that is not, or a grant id no client sends: the call is refused by name, and the good
+    // return is not applied (every return and the id are checked before the first is).
+    let good = format!("{}-a:9:0:{T0}", T0 + 1200);
+    let call = |returns: Vec<String>, id: &str| {
+        let mut arguments = vec![
+            "1:10:1000".to_owned(),
+            "0:50:200".to_owned(),
+            id.to_owned(),
+            (T0 + 100).to_string(),
+        ];
+        arguments.extend(returns);
+        let (client, key) = (stack.client(), key.clone());
+        async move { RESERVE_SLIDING_LOG.run(&client, &[&key], &arguments).await }
+    };
+    let error = call(vec![good.clone(), "garbage".to_owned()], "b").await.unwrap_err();
+    assert!(error.to_string().contains("invalid return"), "{error}");
+    let error = call(vec![good.clone()], "bad id!").await.unwrap_err();
+    assert!(error.to_string().contains("invalid grant id"), "{error}");
+    // Long returns are refused at once by their length: one of half a megabyte, or a long run of digits (which a
+    // searching pattern would take quadratic time over, inside one C call no script timeout interrupts).
+    for long in ["1".repeat(500_000), format!("1-a:1:{}", "1".repeat(40_000))] {
+        let error = call(vec![long], "b").await.unwrap_err();
+        assert!(error.to_string().contains("at most 1024 bytes"), "{error}");
+    }
+    let error = call(vec![format!("1-a:1:{}", "1".repeat(1000))], "b")
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains("invalid return"), "{error}");
+    // The block is still logged: the log is full.
+    assert!(!log.clone().at(T0 + 100).limit("id", 1).await.unwrap().success);
+    // A return that puts the uses before the tranche could start (at unix 0) has them used at its start, T0: they
+    // free at T0 + 1000, with the first grant, not at once.
+    let forged = format!("{}-a:9:9:0", T0 + 1200);
+    assert_eq!(
+        reserve_log(&stack, &key, 100, 0, "c", &[forged]).await,
+        [0, t + 100, 0, 0, 0, t + 1000, 900]
+    );
+    assert!(!log.clone().at(T0 + 999).limit("id", 1).await.unwrap().success);
+    assert!(log.clone().at(T0 + 1000).limit("id", 1).await.unwrap().success);
+}
+
+#[tokio::test]
 async fn arguments_no_client_sends_are_refused_by_name() {
     let stack = Stack::start().await;
     for (request, block, what) in [
@@ -373,6 +468,14 @@ async fn arguments_no_client_sends_are_refused_by_name() {
             matches!(&error, Error::InvalidArgument(message) if message.contains(what)),
             "{request} {block}: {error}"
         );
+    }
+    // A time is decimal digits, as a client writes it: not what Lua's tonumber would also read.
+    for time in ["0x1A", " 1700000000000", "1e12", "1700000000000\0x", "-1"] {
+        let error = RESERVE_GCRA
+            .run(&stack.client(), &["r:key"], &["1:10:1000:10", "2:50:200", time])
+            .await
+            .unwrap_err();
+        assert!(error.to_string().contains("invalid time"), "{time:?}: {error}");
     }
     let exists = stack
         .client()
@@ -575,6 +678,8 @@ async fn a_reserved_limiter_needs_a_quota_that_reserves_given_in_code_and_a_sane
     )
     .unwrap();
     assert!(Reserved::new(gcra.clone(), Duration::ZERO).is_err());
+    // Under a millisecond would be sent as a block of 0 ms, which no script takes.
+    assert!(Reserved::new(gcra.clone(), Duration::from_micros(999)).is_err());
     assert!(Reserved::new(gcra.clone(), Duration::from_secs(61)).is_err());
     // 10 per second refill from empty in 1 s: a block of more than 500 ms is refused, with the longest to use.
     let error = Reserved::new(gcra.clone(), Duration::from_millis(501)).unwrap_err();

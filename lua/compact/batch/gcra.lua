@@ -23,13 +23,20 @@ local function decide(key, request, lease)
     -- luacheck: push ignore reset_after granted_mark token held
     local allowed, retry_after, remaining, reset, reset_after, held, granted_mark, token
     -- luacheck: pop
-    local debt = 0
+    local debt, floor = 0, 0
     local value = redis.call('GET', key) or ''
     local ms, rem = string.match(value, '^gcra:(%d+):(%d+)$')
+    local FLOOR_MARK = (2 ^ 32 - 2 ^ 32 % rate) / rate + 1
     ms = ms and ms + 0
     if ms and ms >= now then
         rem = rem + 0
-        debt = (ms - now) * rate + (rem < rate and rem or rate - 1)
+        if rem < 2 ^ 32 then
+            debt = (ms - now) * rate + (rem < rate and rem or rate - 1)
+        else
+            local part = rem % rate
+            debt = (ms - now) * rate + part
+            floor = ms + 1 + FLOOR_MARK - (rem - part) / rate
+        end
     end
     if operation == 'refund' then
         local granted = string.find(mark, '^%d+$') and mark + 0
@@ -39,15 +46,20 @@ local function decide(key, request, lease)
         local taken, elapsed = permits * interval, now - granted
         local span = taken + rate - 1
         local credit = elapsed < (span - span % rate) / rate and taken - elapsed * rate or 0
-        held = credit > 0 and debt > 0
+        local least = floor > now and math.min((floor - now) * rate, debt) or 0
+        held = credit > 0 and debt > least
         if held then
-            debt = debt > credit and debt - credit or 0
+            debt = debt - credit > least and debt - credit or least
             if debt <= 0 then
                 redis.call('DEL', key)
             else
                 local part = debt % rate
+                local whole_ms = now + (debt - part) / rate
+                if floor > now then
+                    part = part + rate * (FLOOR_MARK + whole_ms + 1 - floor)
+                end
                 span = debt + rate - 1
-                redis.call('SET', key, string.format('gcra:%d:%d', now + (debt - part) / rate, part), 'PX',
+                redis.call('SET', key, string.format('gcra:%d:%d', whole_ms, part), 'PX',
                     (span - span % rate) / rate + grace)
             end
         end
@@ -72,7 +84,11 @@ local function decide(key, request, lease)
     end
     debt = full - left
     local part = debt % rate
-    redis.call('SET', key, string.format('gcra:%d:%d', now + (debt - part) / rate, part), 'PX',
+    local whole_ms = now + (debt - part) / rate
+    if floor > now then
+        part = part + rate * (FLOOR_MARK + whole_ms + 1 - floor)
+    end
+    redis.call('SET', key, string.format('gcra:%d:%d', whole_ms, part), 'PX',
         reset_after - now + grace)
     granted_mark = now
     return 'g' .. seconds .. ':' .. micros .. ':' .. value

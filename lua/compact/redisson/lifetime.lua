@@ -3,8 +3,8 @@ local function reject(what, value)
     error({ err = 'ERR edgelimit: invalid ' .. what .. ': ' .. string.sub(tostring(value), 1, 100) })
 end
 local function whole_number(text, low, high)
-    local n = text and tonumber(text)
-    if n and n % 1 == 0 and n >= low and n <= high then
+    local n = text and string.find(text, '^%d+$') and text + 0
+    if n and n >= low and n <= high then
         return n
     end
     return nil

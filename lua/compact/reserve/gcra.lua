@@ -3,8 +3,8 @@ local function reject(what, value)
     error({ err = 'ERR edgelimit: invalid ' .. what .. ': ' .. string.sub(tostring(value), 1, 100) })
 end
 local function whole_number(text, low, high)
-    local n = text and tonumber(text)
-    if n and n % 1 == 0 and n >= low and n <= high then
+    local n = text and string.find(text, '^%d+$') and text + 0
+    if n and n >= low and n <= high then
         return n
     end
     return nil
@@ -61,12 +61,19 @@ check_within_limit(request, permits, limit)
 local block, lead, horizon = block_of(ARGV[2], limit)
 local now = clock(time)
 local grace = time == '' and 0 or EXPLICIT_TIME_GRACE_MS
-local debt = 0
+local debt, floor = 0, 0
 local ms, rem = string.match(redis.call('GET', key) or '', '^gcra:(%d+):(%d+)$')
+local FLOOR_MARK = (2 ^ 32 - 2 ^ 32 % rate) / rate + 1
 ms = ms and ms + 0
 if ms and ms >= now then
     rem = rem + 0
-    debt = (ms - now) * rate + (rem < rate and rem or rate - 1)
+    if rem < 2 ^ 32 then
+        debt = (ms - now) * rate + (rem < rate and rem or rate - 1)
+    else
+        local part = rem % rate
+        debt = (ms - now) * rate + part
+        floor = ms + 1 + FLOOR_MARK - (rem - part) / rate
+    end
 end
 local full = limit * interval
 local granted = debt + permits * interval <= full and permits or 0
@@ -86,9 +93,15 @@ if reserved > 0 then
 end
 if debt > 0 and (granted > 0 or reserved > 0) then
     local part = debt % rate
+    local whole_ms = now + (debt - part) / rate
+    if reserved > 0 then
+        floor = math.max(floor, whole_ms + (part > 0 and 1 or 0))
+    end
+    if floor > now then
+        part = part + rate * (FLOOR_MARK + whole_ms + 1 - floor)
+    end
     local span = debt + rate - 1
-    redis.call('SET', key, string.format('gcra:%d:%d', now + (debt - part) / rate, part), 'PX',
-        (span - span % rate) / rate + grace)
+    redis.call('SET', key, string.format('gcra:%d:%d', whole_ms, part), 'PX', (span - span % rate) / rate + grace)
 end
 local available = full - debt
 local fill = debt + rate - 1

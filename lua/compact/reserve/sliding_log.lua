@@ -3,8 +3,8 @@ local function reject(what, value)
     error({ err = 'ERR edgelimit: invalid ' .. what .. ': ' .. string.sub(tostring(value), 1, 100) })
 end
 local function whole_number(text, low, high)
-    local n = text and tonumber(text)
-    if n and n % 1 == 0 and n >= low and n <= high then
+    local n = text and string.find(text, '^%d+$') and text + 0
+    if n and n >= low and n <= high then
         return n
     end
     return nil
@@ -120,6 +120,20 @@ local function log_grant(key, permits, interval, id, now, grace, reset_after, he
     redis.call('PEXPIRE', key, reset_after - now + grace)
     return receipt
 end
+local function remove_grant(key, expiry, id, permits, now)
+    if expiry > now then
+        for _, member in ipairs(redis.call('ZRANGEBYSCORE', key, expiry, expiry)) do
+            local position, member_permits, _, member_id = parse_member(member)
+            if member_id == id and member_permits == permits then
+                local rank = redis.call('ZRANK', key, member)
+                redis.call('ZREM', key, member)
+                shift_positions(key, rank, -member_permits, position)
+                return true
+            end
+        end
+    end
+    return false
+end
 local function log_decision(operation, key, permits, limit, interval, lease, mark, now)
     local held = true
     if operation == 'refund' then
@@ -128,19 +142,7 @@ local function log_decision(operation, key, permits, limit, interval, lease, mar
             error({ err = 'ERR edgelimit: invalid receipt mark (not a grant of this limit: "<expiry>-<grant id>"): '
                 .. mark })
         end
-        held = false
-        if expiry + 0 > now then
-            for _, member in ipairs(redis.call('ZRANGEBYSCORE', key, expiry, expiry)) do
-                local position, member_permits, _, member_id = parse_member(member)
-                if member_id == id and member_permits == permits then
-                    local rank = redis.call('ZRANK', key, member)
-                    redis.call('ZREM', key, member)
-                    shift_positions(key, rank, -member_permits, position)
-                    held = true
-                    break
-                end
-            end
-        end
+        held = remove_grant(key, expiry + 0, id, permits, now)
         permits = 1
     elseif operation == 'limit' and (#lease > 64 or not string.match(lease, '^[%w_%-]+$')) then
         error({ err = 'ERR edgelimit: invalid grant id (letters, digits, _ or -, at most 64): ' .. lease })
@@ -171,6 +173,7 @@ local function block_of(text, limit)
     return block, lead, horizon
 end
 local MAX_TRANCHES, MAX_GROUPS = 8, 16
+local MAX_RETURN_BYTES = 1024
 check_call(3, 4 + 100) -- at most 100 returns
 local key, request, id, time = KEYS[1], ARGV[1], ARGV[3], ARGV[4] or ''
 local permits, limit, interval = string.match(request, '^(%d+):(%d+):(%d+)$')
@@ -187,38 +190,49 @@ check_within_limit(request, permits, limit)
 local block, _, horizon = block_of(ARGV[2], limit)
 local now = clock(time)
 local grace = time == '' and 0 or EXPLICIT_TIME_GRACE_MS
-for i = 5, #ARGV do
-    local expiry, returned_id, returned, uses = string.match(ARGV[i], '^(%d+)%-([%w_%-]+):(%d+):(.+)$')
-    local groups, used = {}, 0
-    if uses and string.gsub(uses .. ':', '%d+:%d+:', '') == '' then
-        for count, last_use in string.gmatch(uses, '(%d+):(%d+)') do
-            groups[#groups + 1] = { count = count + 0, last_use = last_use + 0 }
-            used = used + count
+if #id > 64 or not string.match(id, '^[%w_%-]+$') then
+    error({ err = 'ERR edgelimit: invalid grant id (letters, digits, _ or -, at most 64): ' .. string.sub(id, 1, 100) })
+end
+local function return_of(text)
+    if #text > MAX_RETURN_BYTES then
+        return nil
+    end
+    local expiry, returned_id, returned, at = string.match(text, '^(%d+)%-([%w_%-]+):(%d+)()')
+    if not expiry then
+        return nil
+    end
+    expiry = expiry + 0
+    local earliest_use = expiry - interval - horizon
+    local tranche, used = { expiry = expiry, id = returned_id, permits = returned + 0, groups = {} }, 0
+    while at <= #text do
+        local count, last_use
+        count, last_use, at = string.match(text, '^:(%d+):(%d+)()', at)
+        if not count or #tranche.groups == MAX_GROUPS then
+            return nil
         end
+        used = used + count
+        tranche.groups[#tranche.groups + 1] = { count = count + 0, last_use = math.max(last_use + 0, earliest_use) }
     end
-    if #groups == 0 or #groups > MAX_GROUPS or used > returned + 0 then
-        error({ err = 'ERR edgelimit: invalid return (<expiry>-<grant id>:<permits>:<used>:<last use ms>, then up to '
-            .. (MAX_GROUPS - 1) .. ' more <used>:<last use ms>, used together at most the permits): '
-            .. string.sub(ARGV[i], 1, 100) })
+    if #tranche.groups == 0 or used > tranche.permits then
+        return nil
     end
-    expiry, returned = expiry + 0, returned + 0
-    if expiry > now then
-        for _, member in ipairs(redis.call('ZRANGEBYSCORE', key, expiry, expiry)) do
-            local position, member_permits, _, member_id = parse_member(member)
-            if member_id == returned_id and member_permits == returned then
-                local rank = redis.call('ZRANK', key, member)
-                redis.call('ZREM', key, member)
-                shift_positions(key, rank, -member_permits, position)
-                for _, group in ipairs(groups) do
-                    local frees = math.min(group.last_use + interval, expiry)
-                    if group.count > 0 and frees > now then
-                        local _, _, _, reset, reset_after, held, first_position, last_run =
-                            log_verdict(key, 0, limit, interval, now)
-                        log_grant(key, group.count, frees - now, returned_id .. '.', now, grace,
-                            math.max(reset_after, frees), held, first_position, last_run, reset)
-                    end
-                end
-                break
+    return tranche
+end
+local returned = {}
+for i = 5, #ARGV do
+    returned[#returned + 1] = return_of(ARGV[i]) or error({ err = 'ERR edgelimit: invalid return (<expiry>-<grant '
+        .. 'id>:<permits>:<used>:<last use ms>, then up to ' .. (MAX_GROUPS - 1) .. ' more <used>:<last use ms>, used '
+        .. 'together at most the permits, at most ' .. MAX_RETURN_BYTES .. ' bytes): ' .. string.sub(ARGV[i], 1, 100) })
+end
+for _, tranche in ipairs(returned) do
+    if remove_grant(key, tranche.expiry, tranche.id, tranche.permits, now) then
+        for _, group in ipairs(tranche.groups) do
+            local frees = math.min(group.last_use + interval, tranche.expiry)
+            if group.count > 0 and frees > now then
+                local _, _, _, reset, reset_after, held, first_position, last_run =
+                    log_verdict(key, 0, limit, interval, now)
+                log_grant(key, group.count, frees - now, tranche.id .. '.', now, grace,
+                    math.max(reset_after, frees), held, first_position, last_run, reset)
             end
         end
     end

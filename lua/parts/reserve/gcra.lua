@@ -40,13 +40,21 @@ local now = clock(time)
 local grace = time == '' and 0 or EXPLICIT_TIME_GRACE_MS
 
 -- The debt at `now` in units (see lua/parts/limits/bucket.lua: a permit is `interval` units, `rate` come back per
--- ms, the limit holds limit × interval): (TAT − now) × rate, never negative; read as lua/gcra.lua reads it.
-local debt = 0
+-- ms, the limit holds limit × interval): (TAT − now) × rate, never negative; read as lua/gcra.lua reads it, with
+-- the end of slots reserved before, `floor` (see there: marked in `rem`).
+local debt, floor = 0, 0
 local ms, rem = string.match(redis.call('GET', key) or '', '^gcra:(%d+):(%d+)$')
+local FLOOR_MARK = (2 ^ 32 - 2 ^ 32 % rate) / rate + 1
 ms = ms and ms + 0
 if ms and ms >= now then
     rem = rem + 0
-    debt = (ms - now) * rate + (rem < rate and rem or rate - 1)
+    if rem < 2 ^ 32 then
+        debt = (ms - now) * rate + (rem < rate and rem or rate - 1)
+    else
+        local part = rem % rate
+        debt = (ms - now) * rate + part
+        floor = ms + 1 + FLOOR_MARK - (rem - part) / rate
+    end
 end
 local full = limit * interval
 
@@ -70,11 +78,19 @@ if reserved > 0 then
     debt = charged + reserved * interval
 end
 if debt > 0 and (granted > 0 or reserved > 0) then
-    -- TAT = now + debt / rate: its whole ms and the remainder; the key expires when TAT passes.
+    -- TAT = now + debt / rate: its whole ms and the remainder; the key expires when TAT passes. With reserved
+    -- permits, their slots' end (TAT, rounded up to whole ms) is marked as lua/gcra.lua reads it, so that no refund
+    -- moves TAT back over them.
     local part = debt % rate
+    local whole_ms = now + (debt - part) / rate
+    if reserved > 0 then
+        floor = math.max(floor, whole_ms + (part > 0 and 1 or 0))
+    end
+    if floor > now then
+        part = part + rate * (FLOOR_MARK + whole_ms + 1 - floor)
+    end
     local span = debt + rate - 1
-    redis.call('SET', key, string.format('gcra:%d:%d', now + (debt - part) / rate, part), 'PX',
-        (span - span % rate) / rate + grace)
+    redis.call('SET', key, string.format('gcra:%d:%d', whole_ms, part), 'PX', (span - span % rate) / rate + grace)
 end
 
 -- The standing after the call.

@@ -80,25 +80,58 @@ impl TokenBucket {
     }
 }
 
-/// GCRA state: the theoretical arrival time as (whole ms, remainder in 1/rate ms); `None` is no debt.
+/// GCRA state: the theoretical arrival time as (whole ms, remainder in 1/rate ms); `None` is no debt. A remainder of
+/// 2^32 or more also marks where slots reserved for a client end (see [`Gcra::floor`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Gcra(pub(super) Option<(u64, u64)>);
+
+/// A remainder at or above this carries a floor (`lua/parts/limits/gcra.lua`); an unmarked one is below the rate.
+const FLOOR_MARKED: u64 = 1 << 32;
+
+/// The offset of a marked remainder, in 1/rate ms: the least multiple of `rate` above 2^32, over `rate`.
+fn floor_mark(rate: u64) -> u64 {
+    FLOOR_MARKED / rate + 1
+}
 
 impl Gcra {
     /// (TAT − now) × rate, at least 0.
     pub(super) fn debt(&self, q: &Quota, now: u64) -> u64 {
+        let rate = u64::from(q.rate());
         match self.0 {
             // Saturating: a stored state read back (limit::state) may hold any time, written by something else.
-            Some((ms, rem)) if ms >= now => (ms - now)
-                .saturating_mul(u64::from(q.rate()))
-                .saturating_add(rem.min(u64::from(q.rate()) - 1)),
+            Some((ms, rem)) if ms >= now => {
+                let part = if rem >= FLOOR_MARKED {
+                    rem % rate
+                } else {
+                    rem.min(rate - 1)
+                };
+                (ms - now).saturating_mul(rate).saturating_add(part)
+            }
             _ => 0,
         }
     }
 
-    fn write(&mut self, q: &Quota, now: u64, debt: u64) {
+    /// Where permits reserved for a client end (unix ms, rounded up; 0 when none is marked): a refund does not move
+    /// TAT back over them (`lua/parts/limits/gcra.lua` has why).
+    pub(super) fn floor(&self, q: &Quota) -> u64 {
         let rate = u64::from(q.rate());
-        self.0 = (debt > 0).then_some((now + debt / rate, debt % rate));
+        match self.0 {
+            Some((ms, rem)) if rem >= FLOOR_MARKED => {
+                (ms + 1 + floor_mark(rate)).saturating_sub((rem - rem % rate) / rate)
+            }
+            _ => 0,
+        }
+    }
+
+    /// Stores `debt` at `now`, keeping the floor marked while it is ahead, as the scripts do.
+    fn write(&mut self, q: &Quota, now: u64, debt: u64) {
+        let (rate, floor) = (u64::from(q.rate()), self.floor(q));
+        let whole_ms = now + debt / rate;
+        let part = match debt % rate {
+            part if floor > now => part + rate * (floor_mark(rate) + whole_ms + 1).saturating_sub(floor),
+            part => part,
+        };
+        self.0 = (debt > 0).then_some((whole_ms, part));
     }
 
     pub(super) fn decide(&mut self, q: &Quota, now: u64, permits: u64) -> Verdict {
@@ -112,11 +145,18 @@ impl Gcra {
     }
 
     /// Gives back the grant of `permits` made at `granted` (not after `now`); false when that gives nothing back.
+    /// Never below the debt of slots reserved for a client.
     pub(super) fn refund(&mut self, q: &Quota, now: u64, granted: u64, permits: u64) -> bool {
         let (debt, credit) = (self.debt(q, now), credit(q, now, granted, permits));
-        let given = credit > 0 && debt > 0;
+        let floor = self.floor(q);
+        let least = if floor > now {
+            ((floor - now) * u64::from(q.rate())).min(debt)
+        } else {
+            0
+        };
+        let given = credit > 0 && debt > least;
         if given {
-            self.write(q, now, debt.saturating_sub(credit));
+            self.write(q, now, debt.saturating_sub(credit).max(least));
         }
         given
     }
