@@ -342,6 +342,14 @@ local function log_grant(key, permits, interval, id, now, grace, reset_after, he
     return receipt
 end
 
+-- Raises a clean error unless `id` is a fresh grant id as clients make them: letters, digits, _ or -, at most 64.
+local function check_grant_id(id)
+    if #id > 64 or not string.match(id, '^[%w_%-]+$') then
+        error({ err = 'ERR edgelimit: invalid grant id (letters, digits, _ or -, at most 64): '
+            .. string.sub(id, 1, 100) })
+    end
+end
+
 -- Removes the grant of `permits` logged as '<expiry>-<id>' if it is still held (its expiry after `now`), moving the
 -- grants after it down so that what is held stays exact. Returns whether it was held. (A refund's and a reserved
 -- tranche's return, lua/parts/reserve/sliding_log.lua.)
@@ -375,8 +383,8 @@ local function log_decision(operation, key, permits, limit, interval, lease, mar
         end
         held = remove_grant(key, expiry + 0, id, permits, now)
         permits = 1
-    elseif operation == 'limit' and (#lease > 64 or not string.match(lease, '^[%w_%-]+$')) then
-        error({ err = 'ERR edgelimit: invalid grant id (letters, digits, _ or -, at most 64): ' .. lease })
+    elseif operation == 'limit' then
+        check_grant_id(lease)
     end
     return held, permits, log_verdict(key, permits, limit, interval, now)
 end

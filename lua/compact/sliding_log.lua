@@ -149,6 +149,12 @@ local function log_grant(key, permits, interval, id, now, grace, reset_after, he
     redis.call('PEXPIRE', key, reset_after - now + grace)
     return receipt
 end
+local function check_grant_id(id)
+    if #id > 64 or not string.match(id, '^[%w_%-]+$') then
+        error({ err = 'ERR edgelimit: invalid grant id (letters, digits, _ or -, at most 64): '
+            .. string.sub(id, 1, 100) })
+    end
+end
 local function remove_grant(key, expiry, id, permits, now)
     if expiry > now then
         for _, member in ipairs(redis.call('ZRANGEBYSCORE', key, expiry, expiry)) do
@@ -173,8 +179,8 @@ local function log_decision(operation, key, permits, limit, interval, lease, mar
         end
         held = remove_grant(key, expiry + 0, id, permits, now)
         permits = 1
-    elseif operation == 'limit' and (#lease > 64 or not string.match(lease, '^[%w_%-]+$')) then
-        error({ err = 'ERR edgelimit: invalid grant id (letters, digits, _ or -, at most 64): ' .. lease })
+    elseif operation == 'limit' then
+        check_grant_id(lease)
     end
     return held, permits, log_verdict(key, permits, limit, interval, now)
 end

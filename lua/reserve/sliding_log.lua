@@ -263,6 +263,14 @@ local function log_grant(key, permits, interval, id, now, grace, reset_after, he
     return receipt
 end
 
+-- Raises a clean error unless `id` is a fresh grant id as clients make them: letters, digits, _ or -, at most 64.
+local function check_grant_id(id)
+    if #id > 64 or not string.match(id, '^[%w_%-]+$') then
+        error({ err = 'ERR edgelimit: invalid grant id (letters, digits, _ or -, at most 64): '
+            .. string.sub(id, 1, 100) })
+    end
+end
+
 -- Removes the grant of `permits` logged as '<expiry>-<id>' if it is still held (its expiry after `now`), moving the
 -- grants after it down so that what is held stays exact. Returns whether it was held. (A refund's and a reserved
 -- tranche's return, lua/parts/reserve/sliding_log.lua.)
@@ -296,8 +304,8 @@ local function log_decision(operation, key, permits, limit, interval, lease, mar
         end
         held = remove_grant(key, expiry + 0, id, permits, now)
         permits = 1
-    elseif operation == 'limit' and (#lease > 64 or not string.match(lease, '^[%w_%-]+$')) then
-        error({ err = 'ERR edgelimit: invalid grant id (letters, digits, _ or -, at most 64): ' .. lease })
+    elseif operation == 'limit' then
+        check_grant_id(lease)
     end
     return held, permits, log_verdict(key, permits, limit, interval, now)
 end
@@ -418,10 +426,8 @@ check_within_limit(request, permits, limit)
 local block, _, horizon = block_of(ARGV[2], limit)
 local now = clock(time)
 local grace = time == '' and 0 or EXPLICIT_TIME_GRACE_MS
--- The grant id, checked as log_decision checks it, here before any return writes: a call that fails writes nothing.
-if #id > 64 or not string.match(id, '^[%w_%-]+$') then
-    error({ err = 'ERR edgelimit: invalid grant id (letters, digits, _ or -, at most 64): ' .. string.sub(id, 1, 100) })
-end
+-- The grant id, checked here before any return writes (log_decision checks it again): a call refused writes nothing.
+check_grant_id(id)
 
 -- A return read, or nil: {expiry, id, permits, groups = {{count, last_use}…}}. Read left to right with patterns
 -- anchored at the reading position: a pattern that searches (gsub, gmatch, or a find without '^') retries at every

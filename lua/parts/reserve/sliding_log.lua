@@ -63,10 +63,8 @@ check_within_limit(request, permits, limit)
 local block, _, horizon = block_of(ARGV[2], limit)
 local now = clock(time)
 local grace = time == '' and 0 or EXPLICIT_TIME_GRACE_MS
--- The grant id, checked as log_decision checks it, here before any return writes: a call that fails writes nothing.
-if #id > 64 or not string.match(id, '^[%w_%-]+$') then
-    error({ err = 'ERR edgelimit: invalid grant id (letters, digits, _ or -, at most 64): ' .. string.sub(id, 1, 100) })
-end
+-- The grant id, checked here before any return writes (log_decision checks it again): a call refused writes nothing.
+check_grant_id(id)
 
 -- A return read, or nil: {expiry, id, permits, groups = {{count, last_use}…}}. Read left to right with patterns
 -- anchored at the reading position: a pattern that searches (gsub, gmatch, or a find without '^') retries at every
