@@ -8,6 +8,8 @@
 //!
 //! What goes: every line that is blank or holds only a comment. What stays: code with its indentation, the marker
 //! lines that `compose.rs` splices at (`--@…`), and `-- luacheck:` directives, so that the compact files lint alike.
+//! A line `--@inline <piece>` becomes that piece (under `lua/parts/`, compact), indented as the line: code several
+//! places of one script run, carried once in the source and spliced here rather than at run time in the wasm.
 //! No piece has a long string or long comment (`[[`), where a line starting with `--` could be text or code: the
 //! build refuses one, rather than strip what might not be a comment.
 
@@ -18,18 +20,18 @@ fn main() {
     let parts = Path::new("lua/parts");
     println!("cargo:rerun-if-changed={}", parts.display());
     let out = Path::new(&env::var_os("OUT_DIR").expect("cargo sets OUT_DIR")).join("lua-parts");
-    write_compact(parts, &out);
+    write_compact(parts, parts, &out);
 }
 
-/// Every `.lua` file under `from`, compact, at the same path under `to`.
-fn write_compact(from: &Path, to: &Path) {
+/// Every `.lua` file under `from`, compact, at the same path under `to`; `--@inline` pieces are read from `parts`.
+fn write_compact(parts: &Path, from: &Path, to: &Path) {
     fs::create_dir_all(to).unwrap_or_else(|e| panic!("creating {}: {e}", to.display()));
     for entry in fs::read_dir(from).unwrap_or_else(|e| panic!("reading {}: {e}", from.display())) {
         let path = entry.expect("a directory entry").path();
         let target = to.join(path.file_name().expect("a file name"));
         println!("cargo:rerun-if-changed={}", path.display());
         if path.is_dir() {
-            write_compact(&path, &target);
+            write_compact(parts, &path, &target);
         } else if path.extension().is_some_and(|extension| extension == "lua") {
             let text = fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
             assert!(
@@ -37,7 +39,8 @@ fn write_compact(from: &Path, to: &Path) {
                 "{}: a long string or comment ([[) cannot be told from code line by line; see build.rs",
                 path.display()
             );
-            fs::write(&target, without_comments(&text)).unwrap_or_else(|e| panic!("writing {}: {e}", target.display()));
+            let compact = inlined(parts, &without_comments(&text));
+            fs::write(&target, compact).unwrap_or_else(|e| panic!("writing {}: {e}", target.display()));
         }
     }
 }
@@ -54,4 +57,34 @@ fn without_comments(text: &str) -> String {
         }
     }
     compact
+}
+
+/// `compact` with each line `--@inline <piece>` replaced by that piece under `parts`, compact, indented as the line.
+fn inlined(parts: &Path, compact: &str) -> String {
+    let mut whole = String::with_capacity(compact.len());
+    for line in compact.lines() {
+        let code = line.trim_start();
+        match code.strip_prefix("--@inline ") {
+            Some(piece) => {
+                let path = parts.join(piece);
+                let text = fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+                let piece = without_comments(&text);
+                assert!(
+                    !piece.contains("--@"),
+                    "{}: an inlined piece has no markers",
+                    path.display()
+                );
+                for piece_line in piece.lines() {
+                    whole.push_str(&line[..line.len() - code.len()]);
+                    whole.push_str(piece_line);
+                    whole.push('\n');
+                }
+            }
+            None => {
+                whole.push_str(line);
+                whole.push('\n');
+            }
+        }
+    }
+    whole
 }

@@ -207,14 +207,18 @@ if operation == 'refund' then
         if debt <= 0 then
             redis.call('DEL', key)
         else
+            -- GCRA's state write (see gcra.lua), one piece for every writer, spliced at each line
+            -- `--@inline limits/gcra_write.lua` (see src/lua/compose.rs). From `debt` (units owed, more than 0)
+            -- and `floor` (the reserved slots' end, or 0): TAT = now + debt / rate, the slots' end marked in the
+            -- remainder while ahead; the key expires when TAT passes.
             local part = debt % rate
             local whole_ms = now + (debt - part) / rate
             if floor > now then
                 part = part + rate * (FLOOR_MARK + whole_ms + 1 - floor)
             end
-            span = debt + rate - 1
+            local lifetime = debt + rate - 1
             redis.call('SET', key, string.format('gcra:%d:%d', whole_ms, part), 'PX',
-                (span - span % rate) / rate + grace)
+                (lifetime - lifetime % rate) / rate + grace)
         end
     end
     permits = 1
@@ -244,16 +248,20 @@ elseif not allowed then
 end
 
 
--- The debt after the grant (at least one permit's: never none), due when TAT passes: at `reset_after`; the
--- reserved slots' end kept while it is ahead.
+-- The debt after the grant (at least one permit's: never none), due when TAT passes: at `reset_after`.
 debt = full - left
+-- GCRA's state write (see gcra.lua), one piece for every writer, spliced at each line
+-- `--@inline limits/gcra_write.lua` (see src/lua/compose.rs). From `debt` (units owed, more than 0)
+-- and `floor` (the reserved slots' end, or 0): TAT = now + debt / rate, the slots' end marked in the
+-- remainder while ahead; the key expires when TAT passes.
 local part = debt % rate
 local whole_ms = now + (debt - part) / rate
 if floor > now then
     part = part + rate * (FLOOR_MARK + whole_ms + 1 - floor)
 end
+local lifetime = debt + rate - 1
 redis.call('SET', key, string.format('gcra:%d:%d', whole_ms, part), 'PX',
-    reset_after - now + grace)
+    (lifetime - lifetime % rate) / rate + grace)
 granted_mark = now
 
 return 'g' .. seconds .. ':' .. micros .. ':' .. value

@@ -410,9 +410,9 @@ if operation == 'refund' then
             if floor > now then
                 part = part + rate * (FLOOR_MARK + whole_ms + 1 - floor)
             end
-            span = debt + rate - 1
+            local lifetime = debt + rate - 1
             redis.call('SET', key, string.format('gcra:%d:%d', whole_ms, part), 'PX',
-                (span - span % rate) / rate + grace)
+                (lifetime - lifetime % rate) / rate + grace)
         end
     end
     permits = 1
@@ -438,8 +438,9 @@ local whole_ms = now + (debt - part) / rate
 if floor > now then
     part = part + rate * (FLOOR_MARK + whole_ms + 1 - floor)
 end
+local lifetime = debt + rate - 1
 redis.call('SET', key, string.format('gcra:%d:%d', whole_ms, part), 'PX',
-    reset_after - now + grace)
+    (lifetime - lifetime % rate) / rate + grace)
 granted_mark = now
         return token or string.format('%d:%d', permits, granted_mark)
     end

@@ -177,20 +177,56 @@ local block, lead, horizon = block_of(ARGV[2], limit)
 local now = clock(time)
 local grace = time == '' and 0 or EXPLICIT_TIME_GRACE_MS
 
--- The current window and its count, read as lua/fixed_window.lua reads them: a stored window after `now`'s (a
--- caller's clock behind Redis's) stays the current one.
+-- The request, decided by lua/fixed_window.lua's own decision (spliced here from
+-- lua/parts/limits/fixed_window.lua, so the two read the state and judge a request alike): the current window
+-- (`window`, ending at `window_end`) and the permits counted in it (`count`), then the verdict. Its refund branch
+-- never runs here.
+local operation, mark = 'limit', nil
+-- (The verdict's other fields and `stored` are for lua/fixed_window.lua's reply and grant: luacheck need not say
+-- this script reads none.)
+-- luacheck: push ignore remaining reset reset_after held stored
+local allowed, retry_after, remaining, reset, reset_after, held
+
+-- The current window, the permits counted in it, and whether that is the stored window. A stored window after
+-- `now`'s (a caller's clock behind Redis's) stays the current one.
 local window = now / interval
 window = window - window % 1
-local stored, count = string.match(redis.call('GET', key) or '', '^fw:(%d+):(%d+)$')
-if stored and stored + 0 >= window then
-    window, count = stored + 0, count + 0
+local value = redis.call('GET', key) or ''
+local stored_text, count = string.match(value, '^fw:(%d+):(%d+)$')
+local stored = stored_text and stored_text + 0
+if stored and stored >= window then
+    window, count, stored = stored, count + 0, true
 else
-    count = 0
+    count, stored = 0, false
+end
+if operation == 'refund' then
+    local granted_in = string.find(mark, '^%d+$') and mark + 0
+    if not granted_in or granted_in > window then
+        error({ err = 'ERR edgelimit: invalid ' .. RECEIPT_MARK .. ': ' .. mark })
+    end
+    held = granted_in == window and count > 0
+    if held then
+        count = count > permits and count - permits or 0
+        if count <= 0 then
+            redis.call('DEL', key)
+        else
+            redis.call('SET', key, string.format('fw:%d:%d', window, count), 'KEEPTTL')
+        end
+        stored = count > 0
+    end
+    permits = 1
 end
 local window_end = (window + 1) * interval
+remaining = limit - count
+allowed = permits <= remaining
+retry_after = allowed and 0 or window_end - now
+remaining = remaining > 0 and remaining or 0
+reset = count > 0 and window_end or now
+reset_after = window_end
 
--- The request, decided as lua/fixed_window.lua decides it.
-local granted = count + permits <= limit and permits or 0
+-- luacheck: pop
+
+local granted = allowed and permits or 0
 count = count + granted
 
 -- The reserved permits: what is asked and left in the window, if the window leaves the client `lead` ms to use them.
@@ -204,5 +240,4 @@ if granted + reserved > 0 then
 end
 
 -- The count may exceed a limit lowered since: nothing is left then.
-return { granted, now, reserved, usable, math.max(limit - count, 0), count > 0 and window_end or now,
-    granted > 0 and 0 or window_end - now }
+return { granted, now, reserved, usable, math.max(limit - count, 0), count > 0 and window_end or now, retry_after }

@@ -189,11 +189,20 @@ local block, lead, horizon = block_of(ARGV[2], limit)
 local now = clock(time)
 local grace = time == '' and 0 or EXPLICIT_TIME_GRACE_MS
 
--- The debt at `now` in units (see lua/parts/limits/bucket.lua: a permit is `interval` units, `rate` come back per
--- ms, the limit holds limit × interval): (TAT − now) × rate, never negative; read as lua/gcra.lua reads it, with
--- the end of slots reserved before, `floor` (see there: marked in `rem`).
+-- The request, decided by lua/gcra.lua's own decision (spliced here from lua/parts/limits/gcra.lua, so the two
+-- read the state and judge a request alike): the debt at `now` in units (see lua/parts/limits/bucket.lua: a permit
+-- is `interval` units, `rate` come back per ms, the limit holds limit × interval, `full`), the end of slots reserved
+-- before (`floor`), and the verdict. Its refund branch never runs here.
+local operation, mark = 'limit', nil
+-- (The verdict's other fields are for lua/gcra.lua's reply: luacheck need not say this script reads none.)
+-- luacheck: push ignore remaining reset reset_after held
+local allowed, retry_after, remaining, reset, reset_after, held
+
+-- Debt at `now`, in units (see bucket.lua): (TAT - now) × rate, never negative; and the reserved slots' end,
+-- `floor` (0 when none is marked).
 local debt, floor = 0, 0
-local ms, rem = string.match(redis.call('GET', key) or '', '^gcra:(%d+):(%d+)$')
+local value = redis.call('GET', key) or ''
+local ms, rem = string.match(value, '^gcra:(%d+):(%d+)$')
 local FLOOR_MARK = (2 ^ 32 - 2 ^ 32 % rate) / rate + 1
 ms = ms and ms + 0
 if ms and ms >= now then
@@ -206,16 +215,60 @@ if ms and ms >= now then
         floor = ms + 1 + FLOOR_MARK - (rem - part) / rate
     end
 end
+if operation == 'refund' then
+    local granted = string.find(mark, '^%d+$') and mark + 0
+    if not granted or granted > now then
+        error({ err = 'ERR edgelimit: invalid ' .. RECEIPT_MARK .. ': ' .. mark })
+    end
+    local taken, elapsed = permits * interval, now - granted
+    local span = taken + rate - 1
+    local credit = elapsed < (span - span % rate) / rate and taken - elapsed * rate or 0
+    -- The debt a refund leaves at least: the reserved slots' (never more than there is).
+    local least = floor > now and math.min((floor - now) * rate, debt) or 0
+    held = credit > 0 and debt > least
+    if held then
+        debt = debt - credit > least and debt - credit or least
+        if debt <= 0 then
+            redis.call('DEL', key)
+        else
+            -- GCRA's state write (see gcra.lua), one piece for every writer, spliced at each line
+            -- `--@inline limits/gcra_write.lua` (see src/lua/compose.rs). From `debt` (units owed, more than 0)
+            -- and `floor` (the reserved slots' end, or 0): TAT = now + debt / rate, the slots' end marked in the
+            -- remainder while ahead; the key expires when TAT passes.
+            local part = debt % rate
+            local whole_ms = now + (debt - part) / rate
+            if floor > now then
+                part = part + rate * (FLOOR_MARK + whole_ms + 1 - floor)
+            end
+            local lifetime = debt + rate - 1
+            redis.call('SET', key, string.format('gcra:%d:%d', whole_ms, part), 'PX',
+                (lifetime - lifetime % rate) / rate + grace)
+        end
+    end
+    permits = 1
+end
+-- The verdict over units (bucket.lua), with `available` = full − debt.
 local full = limit * interval
-
--- The request, decided as lua/gcra.lua decides it; its permits are used now, in the next slots.
-local granted = debt + permits * interval <= full and permits or 0
-local retry_after = 0
-if granted > 0 then
-    debt = debt + permits * interval
+local available = full - debt
+local left = available - permits * interval
+local fill = debt + rate - 1
+allowed, remaining, reset = left >= 0, available - available % interval, now + (fill - fill % rate) / rate
+remaining = remaining > 0 and remaining / interval or 0
+fill = full - left + rate - 1
+reset_after = now + (fill - fill % rate) / rate
+if allowed then
+    retry_after = 0
 else
-    local short = debt + permits * interval - full + rate - 1
-    retry_after = (short - short % rate) / rate
+    fill = rate - 1 - left
+    retry_after = (fill - fill % rate) / rate
+end
+
+-- luacheck: pop
+
+-- A granted request's permits are used now, in the next slots.
+local granted = allowed and permits or 0
+if allowed then
+    debt = full - left
 end
 
 -- The reserved permits: the next slots, from `lead` ms after now at the earliest, as many as asked that start
@@ -228,24 +281,28 @@ if reserved > 0 then
     debt = charged + reserved * interval
 end
 if debt > 0 and (granted > 0 or reserved > 0) then
-    -- TAT = now + debt / rate: its whole ms and the remainder; the key expires when TAT passes. With reserved
-    -- permits, their slots' end (TAT, rounded up to whole ms) is marked as lua/gcra.lua reads it, so that no refund
-    -- moves TAT back over them.
+    -- With reserved permits, their slots' end (TAT, rounded up to whole ms) is marked, so that no refund moves TAT
+    -- back over them.
+    if reserved > 0 then
+        local slots_end = debt + rate - 1
+        floor = math.max(floor, now + (slots_end - slots_end % rate) / rate)
+    end
+    -- GCRA's state write (see gcra.lua), one piece for every writer, spliced at each line
+    -- `--@inline limits/gcra_write.lua` (see src/lua/compose.rs). From `debt` (units owed, more than 0)
+    -- and `floor` (the reserved slots' end, or 0): TAT = now + debt / rate, the slots' end marked in the
+    -- remainder while ahead; the key expires when TAT passes.
     local part = debt % rate
     local whole_ms = now + (debt - part) / rate
-    if reserved > 0 then
-        floor = math.max(floor, whole_ms + (part > 0 and 1 or 0))
-    end
     if floor > now then
         part = part + rate * (FLOOR_MARK + whole_ms + 1 - floor)
     end
-    local span = debt + rate - 1
-    redis.call('SET', key, string.format('gcra:%d:%d', whole_ms, part), 'PX', (span - span % rate) / rate + grace)
+    local lifetime = debt + rate - 1
+    redis.call('SET', key, string.format('gcra:%d:%d', whole_ms, part), 'PX',
+        (lifetime - lifetime % rate) / rate + grace)
 end
 
 -- The standing after the call.
-local available = full - debt
-local fill = debt + rate - 1
-return { granted, now, reserved, charged,
-    available > 0 and (available - available % interval) / interval or 0, now + (fill - fill % rate) / rate,
-    retry_after }
+available = full - debt
+fill = debt + rate - 1
+return { granted, now, reserved, charged, available > 0 and (available - available % interval) / interval or 0,
+    now + (fill - fill % rate) / rate, retry_after }

@@ -14,6 +14,12 @@
 //!   only those: every function a script defines costs Redis a closure on every call.
 //! - Every algorithm (`lua/limits.lua`): `parts/limits/driver.lua`, each algorithm wrapped in a function by
 //!   `parts/limits/entry.lua`.
+//! - `lua/reserve/<algorithm>.lua`: the family's prelude, the log's helpers for a log, `parts/reserve/arguments.lua`,
+//!   then `parts/reserve/<algorithm>.lua` with its request's reading and the algorithm's `--@decision` section
+//!   spliced in: a reserve script decides its request with the single-limit script's own code.
+//! - A line `--@inline <piece>` in a piece is that piece under `parts/`, indented as the line: code that several
+//!   places of one script run, where a function would cost a closure on every call (GCRA's state write serves its
+//!   grant, its refund and its reserve script). `build.rs` splices them into the compact pieces the crate carries.
 //! - `lua/inspect.lua`: the permit log's layout (`parts/limits/zset_member.lua`), then `parts/limits/inspect.lua`.
 //! - `lua/redisson/<script>.lua`: `parts/redisson/prelude.lua`, the pieces it calls, then the script's own file.
 
@@ -192,18 +198,7 @@ fn one_algorithm(text: Text, path: &str, algorithm: &(&str, Option<&str>, bool),
         Some("zset_log") => (LOG_DENIED, LOG_GRANTED),
         _ => (STRING_DENIED, STRING_GRANTED),
     };
-    let indented = |code: &str| {
-        (code.lines())
-            .map(|line| {
-                if line.is_empty() {
-                    String::new()
-                } else {
-                    format!("{indent}{line}")
-                }
-            })
-            .collect::<Vec<_>>()
-            .join("\n")
-    };
+    let indented = |code: &str| indented(code, indent);
     let body = splice(part(text, frame), "--@request", &indented(&request));
     let body = splice(&body, "--@denied", &indented(denied));
     let body = splice(&body, "--@granted", &indented(granted));
@@ -223,13 +218,22 @@ fn request_reading(text: Text, rate: bool) -> String {
 /// The text of the script `lua/<path>` that reserves permits (one of those `mod.rs` declares): `common.lua` (the
 /// clock), the family's prelude, the log's helpers for a log, the arguments every reserve script reads alike, then
 /// its own file, which reads its request as the algorithm's single-limit script does (spliced at its `--@request`)
-/// and decides it as that script does.
+/// and decides it with that script's code (the algorithm's `--@decision` section, spliced at its own).
 pub(super) fn reserve(text: Text, path: &str) -> String {
-    let &(_, shared, rate) = ALGORITHMS
+    let &(algorithm, shared, rate) = ALGORITHMS
         .iter()
         .find(|(name, ..)| format!("reserve/{name}.lua") == path)
         .unwrap_or_else(|| unreachable!("no reserve script lua/{path}"));
+    let parts = Parts::of(text, algorithm);
     let file = splice(part(text, path), "--@request", &request_reading(text, rate));
+    let file = splice(&file, "--@decision", parts.decision);
+    // A log's reserve script also logs a granted request with the algorithm's grant, inside an `if`; the others
+    // write the request's permits and the block's in one write of their own.
+    let file = if file.contains("\n--@grant\n") {
+        splice(&file, "--@grant", &indented(parts.grant, "    "))
+    } else {
+        file
+    };
     let log = (shared == Some("zset_log")).then(|| shared_part(text, "zset_log"));
     let mut pieces = vec![part(text, "limits/prelude.lua")];
     pieces.extend(log.as_deref());
@@ -282,6 +286,10 @@ fn compose_whole(text: Text, path: &str, common: bool, pieces: &[&str]) -> Strin
         }
         script.push_str(piece);
     }
+    #[cfg(test)]
+    if text == Text::Commented {
+        script = inlined(&script);
+    }
     if text == Text::Compact {
         script = script
             .lines()
@@ -320,6 +328,43 @@ impl Parts {
     }
 }
 
+/// `code` with `indent` before each of its lines but the empty ones.
+fn indented(code: &str, indent: &str) -> String {
+    (code.lines())
+        .map(|line| {
+            if line.is_empty() {
+                String::new()
+            } else {
+                format!("{indent}{line}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `script` with each line `--@inline <piece>` replaced by that piece's readable text, indented as the line. The
+/// compact pieces come with theirs spliced in already (`build.rs`), so only the readable files, which the tests
+/// compose, need this.
+#[cfg(test)]
+fn inlined(script: &str) -> String {
+    let mut whole = String::with_capacity(script.len());
+    for line in script.lines() {
+        let code = line.trim_start();
+        match code.strip_prefix("--@inline ") {
+            Some(piece) => {
+                let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("lua/parts")
+                    .join(piece);
+                let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                whole.push_str(&indented(&text, &line[..line.len() - code.len()]));
+            }
+            None => whole.push_str(line),
+        }
+        whole.push('\n');
+    }
+    whole
+}
+
 /// `frame` with its one line `marker` replaced by `text`.
 fn splice(frame: &str, marker: &str, text: &str) -> String {
     let line = format!("\n{marker}\n");
@@ -343,7 +388,10 @@ mod tests {
         for (text, folder) in FOLDERS {
             for (path, compose) in FILES {
                 let script = compose(text, path);
-                assert!(!script.contains("\n--@"), "{folder}{path}: a marker was left");
+                assert!(
+                    !script.lines().any(|line| line.trim_start().starts_with("--@")),
+                    "{folder}{path}: a marker was left"
+                );
                 let file = lua.join(format!("{folder}{path}"));
                 if write {
                     std::fs::create_dir_all(file.parent().unwrap()).unwrap();

@@ -58,9 +58,9 @@ local function decide(key, request, lease)
                 if floor > now then
                     part = part + rate * (FLOOR_MARK + whole_ms + 1 - floor)
                 end
-                span = debt + rate - 1
+                local lifetime = debt + rate - 1
                 redis.call('SET', key, string.format('gcra:%d:%d', whole_ms, part), 'PX',
-                    (span - span % rate) / rate + grace)
+                    (lifetime - lifetime % rate) / rate + grace)
             end
         end
         permits = 1
@@ -88,8 +88,9 @@ local function decide(key, request, lease)
     if floor > now then
         part = part + rate * (FLOOR_MARK + whole_ms + 1 - floor)
     end
+    local lifetime = debt + rate - 1
     redis.call('SET', key, string.format('gcra:%d:%d', whole_ms, part), 'PX',
-        reset_after - now + grace)
+        (lifetime - lifetime % rate) / rate + grace)
     granted_mark = now
     return 'g' .. seconds .. ':' .. micros .. ':' .. value
 end

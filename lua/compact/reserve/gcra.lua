@@ -61,8 +61,12 @@ check_within_limit(request, permits, limit)
 local block, lead, horizon = block_of(ARGV[2], limit)
 local now = clock(time)
 local grace = time == '' and 0 or EXPLICIT_TIME_GRACE_MS
+local operation, mark = 'limit', nil
+-- luacheck: push ignore remaining reset reset_after held
+local allowed, retry_after, remaining, reset, reset_after, held
 local debt, floor = 0, 0
-local ms, rem = string.match(redis.call('GET', key) or '', '^gcra:(%d+):(%d+)$')
+local value = redis.call('GET', key) or ''
+local ms, rem = string.match(value, '^gcra:(%d+):(%d+)$')
 local FLOOR_MARK = (2 ^ 32 - 2 ^ 32 % rate) / rate + 1
 ms = ms and ms + 0
 if ms and ms >= now then
@@ -75,14 +79,51 @@ if ms and ms >= now then
         floor = ms + 1 + FLOOR_MARK - (rem - part) / rate
     end
 end
+if operation == 'refund' then
+    local granted = string.find(mark, '^%d+$') and mark + 0
+    if not granted or granted > now then
+        error({ err = 'ERR edgelimit: invalid ' .. RECEIPT_MARK .. ': ' .. mark })
+    end
+    local taken, elapsed = permits * interval, now - granted
+    local span = taken + rate - 1
+    local credit = elapsed < (span - span % rate) / rate and taken - elapsed * rate or 0
+    local least = floor > now and math.min((floor - now) * rate, debt) or 0
+    held = credit > 0 and debt > least
+    if held then
+        debt = debt - credit > least and debt - credit or least
+        if debt <= 0 then
+            redis.call('DEL', key)
+        else
+            local part = debt % rate
+            local whole_ms = now + (debt - part) / rate
+            if floor > now then
+                part = part + rate * (FLOOR_MARK + whole_ms + 1 - floor)
+            end
+            local lifetime = debt + rate - 1
+            redis.call('SET', key, string.format('gcra:%d:%d', whole_ms, part), 'PX',
+                (lifetime - lifetime % rate) / rate + grace)
+        end
+    end
+    permits = 1
+end
 local full = limit * interval
-local granted = debt + permits * interval <= full and permits or 0
-local retry_after = 0
-if granted > 0 then
-    debt = debt + permits * interval
+local available = full - debt
+local left = available - permits * interval
+local fill = debt + rate - 1
+allowed, remaining, reset = left >= 0, available - available % interval, now + (fill - fill % rate) / rate
+remaining = remaining > 0 and remaining / interval or 0
+fill = full - left + rate - 1
+reset_after = now + (fill - fill % rate) / rate
+if allowed then
+    retry_after = 0
 else
-    local short = debt + permits * interval - full + rate - 1
-    retry_after = (short - short % rate) / rate
+    fill = rate - 1 - left
+    retry_after = (fill - fill % rate) / rate
+end
+-- luacheck: pop
+local granted = allowed and permits or 0
+if allowed then
+    debt = full - left
 end
 local charged = debt > lead * rate and debt or lead * rate
 local fits = full + horizon * rate - charged
@@ -92,19 +133,20 @@ if reserved > 0 then
     debt = charged + reserved * interval
 end
 if debt > 0 and (granted > 0 or reserved > 0) then
+    if reserved > 0 then
+        local slots_end = debt + rate - 1
+        floor = math.max(floor, now + (slots_end - slots_end % rate) / rate)
+    end
     local part = debt % rate
     local whole_ms = now + (debt - part) / rate
-    if reserved > 0 then
-        floor = math.max(floor, whole_ms + (part > 0 and 1 or 0))
-    end
     if floor > now then
         part = part + rate * (FLOOR_MARK + whole_ms + 1 - floor)
     end
-    local span = debt + rate - 1
-    redis.call('SET', key, string.format('gcra:%d:%d', whole_ms, part), 'PX', (span - span % rate) / rate + grace)
+    local lifetime = debt + rate - 1
+    redis.call('SET', key, string.format('gcra:%d:%d', whole_ms, part), 'PX',
+        (lifetime - lifetime % rate) / rate + grace)
 end
-local available = full - debt
-local fill = debt + rate - 1
-return { granted, now, reserved, charged,
-    available > 0 and (available - available % interval) / interval or 0, now + (fill - fill % rate) / rate,
-    retry_after }
+available = full - debt
+fill = debt + rate - 1
+return { granted, now, reserved, charged, available > 0 and (available - available % interval) / interval or 0,
+    now + (fill - fill % rate) / rate, retry_after }

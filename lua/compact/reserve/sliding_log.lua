@@ -241,12 +241,18 @@ for _, tranche in ipairs(returned) do
         end
     end
 end
-local _, _, allowed, retry_after, remaining, reset, reset_after, held, first_position, last_run =
-    log_decision('limit', key, permits, limit, interval, id, nil, now)
+local operation, lease, mark = 'limit', id, nil
+-- luacheck: push ignore held granted_mark token
+local allowed, retry_after, remaining, reset, reset_after, held, granted_mark, token
+-- luacheck: pop
+local in_log, first_position, last_run
+held, permits, allowed, retry_after, remaining, reset, reset_after, in_log, first_position, last_run =
+    log_decision(operation, key, permits, limit, interval, lease, mark, now)
 local granted = 0
 if allowed then
     granted = permits
-    log_grant(key, permits, interval, id, now, grace, reset_after, held, first_position, last_run, reset)
+    token = log_grant(key, permits, interval, lease, now, grace, reset_after, in_log, first_position, last_run, reset)
+    granted_mark = now + interval
     remaining = remaining - permits
     reset = reset_after
 end

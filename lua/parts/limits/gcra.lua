@@ -52,14 +52,7 @@ if operation == 'refund' then
         if debt <= 0 then
             redis.call('DEL', key)
         else
-            local part = debt % rate
-            local whole_ms = now + (debt - part) / rate
-            if floor > now then
-                part = part + rate * (FLOOR_MARK + whole_ms + 1 - floor)
-            end
-            span = debt + rate - 1
-            redis.call('SET', key, string.format('gcra:%d:%d', whole_ms, part), 'PX',
-                (span - span % rate) / rate + grace)
+            --@inline limits/gcra_write.lua
         end
     end
     permits = 1
@@ -82,14 +75,7 @@ end
 
 --@grant
 
--- The debt after the grant (at least one permit's: never none), due when TAT passes: at `reset_after`; the
--- reserved slots' end kept while it is ahead.
+-- The debt after the grant (at least one permit's: never none), due when TAT passes: at `reset_after`.
 debt = full - left
-local part = debt % rate
-local whole_ms = now + (debt - part) / rate
-if floor > now then
-    part = part + rate * (FLOOR_MARK + whole_ms + 1 - floor)
-end
-redis.call('SET', key, string.format('gcra:%d:%d', whole_ms, part), 'PX',
-    reset_after - now + grace)
+--@inline limits/gcra_write.lua
 granted_mark = now

@@ -39,33 +39,21 @@ local block, lead, horizon = block_of(ARGV[2], limit)
 local now = clock(time)
 local grace = time == '' and 0 or EXPLICIT_TIME_GRACE_MS
 
--- The debt at `now` in units (see lua/parts/limits/bucket.lua: a permit is `interval` units, `rate` come back per
--- ms, the limit holds limit × interval): (TAT − now) × rate, never negative; read as lua/gcra.lua reads it, with
--- the end of slots reserved before, `floor` (see there: marked in `rem`).
-local debt, floor = 0, 0
-local ms, rem = string.match(redis.call('GET', key) or '', '^gcra:(%d+):(%d+)$')
-local FLOOR_MARK = (2 ^ 32 - 2 ^ 32 % rate) / rate + 1
-ms = ms and ms + 0
-if ms and ms >= now then
-    rem = rem + 0
-    if rem < 2 ^ 32 then
-        debt = (ms - now) * rate + (rem < rate and rem or rate - 1)
-    else
-        local part = rem % rate
-        debt = (ms - now) * rate + part
-        floor = ms + 1 + FLOOR_MARK - (rem - part) / rate
-    end
-end
-local full = limit * interval
+-- The request, decided by lua/gcra.lua's own decision (spliced here from lua/parts/limits/gcra.lua, so the two
+-- read the state and judge a request alike): the debt at `now` in units (see lua/parts/limits/bucket.lua: a permit
+-- is `interval` units, `rate` come back per ms, the limit holds limit × interval, `full`), the end of slots reserved
+-- before (`floor`), and the verdict. Its refund branch never runs here.
+local operation, mark = 'limit', nil
+-- (The verdict's other fields are for lua/gcra.lua's reply: luacheck need not say this script reads none.)
+-- luacheck: push ignore remaining reset reset_after held
+local allowed, retry_after, remaining, reset, reset_after, held
+--@decision
+-- luacheck: pop
 
--- The request, decided as lua/gcra.lua decides it; its permits are used now, in the next slots.
-local granted = debt + permits * interval <= full and permits or 0
-local retry_after = 0
-if granted > 0 then
-    debt = debt + permits * interval
-else
-    local short = debt + permits * interval - full + rate - 1
-    retry_after = (short - short % rate) / rate
+-- A granted request's permits are used now, in the next slots.
+local granted = allowed and permits or 0
+if allowed then
+    debt = full - left
 end
 
 -- The reserved permits: the next slots, from `lead` ms after now at the earliest, as many as asked that start
@@ -78,24 +66,17 @@ if reserved > 0 then
     debt = charged + reserved * interval
 end
 if debt > 0 and (granted > 0 or reserved > 0) then
-    -- TAT = now + debt / rate: its whole ms and the remainder; the key expires when TAT passes. With reserved
-    -- permits, their slots' end (TAT, rounded up to whole ms) is marked as lua/gcra.lua reads it, so that no refund
-    -- moves TAT back over them.
-    local part = debt % rate
-    local whole_ms = now + (debt - part) / rate
+    -- With reserved permits, their slots' end (TAT, rounded up to whole ms) is marked, so that no refund moves TAT
+    -- back over them.
     if reserved > 0 then
-        floor = math.max(floor, whole_ms + (part > 0 and 1 or 0))
+        local slots_end = debt + rate - 1
+        floor = math.max(floor, now + (slots_end - slots_end % rate) / rate)
     end
-    if floor > now then
-        part = part + rate * (FLOOR_MARK + whole_ms + 1 - floor)
-    end
-    local span = debt + rate - 1
-    redis.call('SET', key, string.format('gcra:%d:%d', whole_ms, part), 'PX', (span - span % rate) / rate + grace)
+    --@inline limits/gcra_write.lua
 end
 
 -- The standing after the call.
-local available = full - debt
-local fill = debt + rate - 1
-return { granted, now, reserved, charged,
-    available > 0 and (available - available % interval) / interval or 0, now + (fill - fill % rate) / rate,
-    retry_after }
+available = full - debt
+fill = debt + rate - 1
+return { granted, now, reserved, charged, available > 0 and (available - available % interval) / interval or 0,
+    now + (fill - fill % rate) / rate, retry_after }
