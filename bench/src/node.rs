@@ -96,6 +96,8 @@ pub struct WorkerReport {
     pub rounds: u32,
     /// Sequential requests per Worker per round.
     pub requests: u32,
+    /// Launches per Worker whose median is its cold start (the Workers take turns).
+    pub cold_starts: u32,
     /// The baseline first, then the limited Workers.
     pub workers: Vec<WorkerRun>,
 }
@@ -114,7 +116,7 @@ pub struct WorkerRun {
     pub added_p50_ms: Option<f64>,
     /// p99 minus the baseline's; `None` for the baseline.
     pub added_p99_ms: Option<f64>,
-    /// A fresh workerd with the bundle, to its first response, ms.
+    /// A fresh workerd with the bundle, to its first response, ms: the median of the report's `cold_starts`.
     pub cold_start_ms: f64,
     /// The bundle as `wrangler deploy --dry-run` reports it, KiB.
     pub bundle_kib: f64,

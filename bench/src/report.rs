@@ -632,6 +632,7 @@ fn accuracy_tables(accuracy: &Accuracy) -> String {
 
 fn worker_table(worker: &WorkerReport) -> String {
     let added = |value: Option<f64>| value.map_or_else(|| "–".to_owned(), |ms| format!("{ms:+.2}"));
+    let baseline_cold_start = worker.workers.first().map(|run| run.cold_start_ms);
     let rows = worker.workers.iter().map(|run| {
         vec![
             run.name.clone(),
@@ -640,6 +641,7 @@ fn worker_table(worker: &WorkerReport) -> String {
             added(run.added_p50_ms),
             added(run.added_p99_ms),
             format!("{:.0}", run.cold_start_ms),
+            times(baseline_cold_start.map(|baseline| run.cold_start_ms / baseline)),
             format!("{:.1}", run.bundle_kib),
             format!("{:.1}", run.bundle_gzip_kib),
         ]
@@ -647,9 +649,11 @@ fn worker_table(worker: &WorkerReport) -> String {
     format!(
         "## 6. The Worker in local workerd\n\n`bench/worker.mjs`: the same proxy Worker with no limiter, with \
          edgelimit (the real bundle, one sliding-window rule) and with `@upstash/ratelimit`, through the same \
-         bridge; {} rounds × {} sequential requests per Worker, taking turns; every request allowed.\n\n{}",
+         bridge; {} rounds × {} sequential requests per Worker, taking turns; every request allowed. Cold \
+         start: a new workerd to the first response, the median of {} launches per Worker, taking turns.\n\n{}",
         worker.rounds,
         worker.requests,
+        worker.cold_starts,
         table(
             &[
                 "Worker",
@@ -658,6 +662,7 @@ fn worker_table(worker: &WorkerReport) -> String {
                 "added p50 ms",
                 "added p99 ms",
                 "cold start ms",
+                "cold start vs no limiter",
                 "bundle KiB",
                 "gzip KiB",
             ],
