@@ -348,9 +348,17 @@ local function block_of(text, limit)
     return block, lead, horizon
 end
 
--- Permits of a sliding-log limit reserved for one client to grant locally, with no round trip
--- (src/limit/reserved.rs). The script shares its state with lua/sliding_log.lua's decisions on the same key (the
--- log of grants, lua/parts/limits/zset_member.lua), so reserved and plain decisions mix.
+-- Permits of a sliding-log or concurrency limit reserved for one client to grant locally, with no round trip
+-- (src/limit/reserved.rs): lua/reserve/sliding_log.lua and lua/reserve/concurrency.lua, each with its algorithm's
+-- decision and grant spliced in. The script shares its state with the algorithm's single-limit script on the same key
+-- (lua/sliding_log.lua or lua/concurrency.lua: the log of grants, lua/parts/limits/zset_member.lua), so reserved and
+-- plain decisions mix.
+--
+-- What a use is. For a sliding log, a grant: it counts in every span of one interval that holds its moment. For
+-- concurrency, a lease lent out: it is held from that moment until it is released or one interval has passed,
+-- whichever comes first (a client lends a reserved permit again once its lease is given back, within the span). A
+-- lease held at t was lent within (t − interval, t], so the leases held at t are at most the uses in that span, which
+-- the argument below keeps within the limit for either algorithm: the log treats both alike.
 --
 -- Why it is exact. Each grant in the log frees one interval after the last moment it may be used: a plain grant at g
 -- frees at g + interval; reserved permits, usable from f (now, or when as many permits have freed as they are) until
@@ -368,8 +376,9 @@ end
 --
 -- Returns. Held to their span's end, reserved permits would free up to a span late at a client that uses them at once
 -- (a hot identifier). So a client that is done with a tranche (used up, or its span over) says when it used its
--- permits when it next asks for that identifier, and the tranche frees earlier. The unused permits are removed. The
--- used ones are logged again in groups, each freeing one interval after its last use: the latest server time the
+-- permits when it next asks for that identifier, and the tranche frees earlier. The unused permits are removed (for
+-- concurrency, also those whose leases were given back). The used ones (for concurrency, the leases still out) are
+-- logged again in groups, each freeing one interval after its last use: the latest server time the
 -- client says that use may have had (its own clock's reading moved to the server's, with a margin for drift), and
 -- never later than the tranche's own expiry (a group that has freed by now is not logged). Why that stays exact: the
 -- tranche was admitted for any use within its span, and every decision before the return counted it until its expiry;
@@ -382,27 +391,33 @@ end
 -- tranche the second time and changes nothing. The groups are logged under the grant id with a '.' after it, a name
 -- no return can give.
 --
---   KEYS[1]  the state key (the one lua/sliding_log.lua decides on)
---   ARGV[1]  the request and its quota, as lua/sliding_log.lua's: '<permits>:<limit>:<interval ms>'
+--   KEYS[1]  the state key (the one the algorithm's single-limit script decides on)
+--   ARGV[1]  the request and its quota, as that script's: '<permits>:<limit>:<interval ms>'
 --   ARGV[2]  '<block>:<lead ms>:<horizon ms>' (lua/parts/reserve/arguments.lua): the permits to reserve besides the
 --            request's, the least time from now they must be usable for, how far from now they may be used
---   ARGV[3]  a fresh grant id (letters, digits, _ or -), as lua/sliding_log.lua's: the request's grant and the
---            reserved tranches are logged under it
+--   ARGV[3]  a fresh grant id (letters, digits, _ or -), as that script's: the request's grant (for concurrency,
+--            its lease: '<permits>:<now + interval>-<id>' is its receipt) and the reserved tranches are logged under it
 --   ARGV[4]  unix ms, or '' (the default) for the Redis server's clock
 --   ARGV[5…] returns, each '<expiry>-<id>:<permits>:<used>:<last use>[:<used>:<last use>]…' (at most MAX_GROUPS
 --            pairs): the tranche reserved as the grant '<expiry>-<id>' of `permits` (the expiry and id its reservation
---            logged), of which the groups were used (together at most its permits), each group's last use at
---            `last use` (unix ms) at the latest; '0:<any time>' when none was used
+--            logged), of which the groups were used (together at most its permits; for concurrency, the leases still
+--            out), each group's last use at `last use` (unix ms) at the latest; '0:<any time>' when none was (is)
 --
 -- Reply {granted, now, reserved, from, remaining, reset, retry_after, [permits, from]…}: the request's permits
--- granted (`granted`, all or 0) as lua/sliding_log.lua decides them; `reserved` permits for the caller in tranches,
--- the first usable from now + `from` until now + `from` + the horizon, both included, and each pair after the seventh
--- number another tranche of `permits` (taken from `reserved`) and its `from`, later; then the standing after the
--- call: permits left now (none while reserved permits wait for their start), when the log frees its last grant, and
--- for a denied request the ms until it fits (before its block: the client waits for the first tranche's start
--- instead). A tranche holds a whole number of requests of the request's size, so that one tranche answers a request.
+-- granted (`granted`, all or 0) as the algorithm's single-limit script decides them; `reserved` permits for the
+-- caller in tranches, the first usable from now + `from` until now + `from` + the horizon, both included, and each
+-- pair after the seventh number another tranche of `permits` (taken from `reserved`) and its `from`, later; then the
+-- standing after the call: permits left now (none while reserved permits wait for their start), when the log frees
+-- its last grant, and for a denied request the ms until it fits (before its block: the client waits for the first
+-- tranche's start instead). A tranche holds a whole number of requests of the request's size, so that one tranche
+-- answers a request.
 
 local MAX_TRANCHES, MAX_GROUPS = 8, 16
+-- Whether permits are booked ahead, as the grants before them free (see Tranches): for a sliding log, whose grants
+-- free at their expiry. A concurrency lease is mostly released well before its expiry, and a permit booked for then
+-- would sit idle meanwhile (it counts from now), so concurrency reserves only the permits free now. (The name is
+-- spliced in by src/lua/compose.rs.)
+local BOOKS_AHEAD = 'sliding_log' == 'sliding_log'
 -- The longest return a client writes is about 500 bytes (16 groups of two numbers of up to 16 digits, a 64-byte id).
 local MAX_RETURN_BYTES = 1024
 
@@ -483,8 +498,8 @@ for _, tranche in ipairs(returned) do
     end
 end
 
--- The request, decided and logged by lua/sliding_log.lua's own code (its decision and grant, spliced here from
--- lua/parts/limits/sliding_log.lua; log_decision checks the grant id).
+-- The request, decided and logged by the algorithm's own code (its decision and grant, spliced here from
+-- lua/parts/limits/<algorithm>.lua; log_decision checks the grant id).
 local operation, lease, mark = 'limit', id, nil
 -- luacheck: push ignore held granted_mark token
 local allowed, retry_after, remaining, reset, reset_after, held, granted_mark, token
@@ -521,7 +536,7 @@ if block > 0 then
     for _ = 1, math.min(room, block) do
         starts[#starts + 1] = 0
     end
-    if block > room then
+    if block > room and BOOKS_AHEAD then
         local skip = math.max(standing - limit, 0)
         local target, last_target = first + skip, first + skip + block - room - 1
         local items = redis.call('ZRANGE', key, '0', string.format('%d', skip + block - room - 1), 'WITHSCORES')

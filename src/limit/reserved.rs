@@ -1,5 +1,5 @@
 //! Reserved permits: decisions with no round trip for the identifiers a client sees often, exact by construction
-//! (GCRA, fixed window, sliding log).
+//! (GCRA, fixed window, sliding log, concurrency).
 //!
 //! A [`Reserved`] limiter sends each request it cannot answer itself to Redis (`lua/reserve/<algorithm>.lua`), which
 //! decides it as the algorithm's plain decision and reserves, along with it, permits for the identifier: as many as
@@ -21,10 +21,18 @@
 //!   and absolute numbers). A tranche never returned (its identifier went cold) is held for the length plus the
 //!   interval.
 //!
+//! - **Concurrency**: the permits are logged as one grant (`lua/reserve/concurrency.lua`, the sliding log's script
+//!   with concurrency's decision), of the permits free now only (a lease is mostly released well before its expiry,
+//!   so booking the ones after it would hold permits idle), freeing one interval after the block's length. Within
+//!   the length the client lends them as leases: a lease given back with [`Reserved::release`] (or held for the
+//!   interval) is lent again, so at most the block's permits are out at once, each for at most the interval, all
+//!   within the grant's life. The block is returned as a sliding log's tranche is, naming the leases still out
+//!   (each frees one interval after it was lent; the others at once). A lease lent from the block has a local
+//!   receipt (`<permits>:local-<id>`) that only this client's [`Reserved::release`] knows; a request Redis decided
+//!   has its lease's usual receipt.
+//!
 //! The other algorithms reserve nothing: the token bucket's limit is GCRA's (use GCRA, whose state says where each
-//! slot lies); the sliding window is an estimate whose stated error a reservation would widen. Concurrency does not
-//! reserve yet: its block would be leases the client holds and lends to its own requests, each lease's expiry in
-//! Redis renewed past the last lending plus the hold time, and given back when idle; that is not built.
+//! slot lies); the sliding window is an estimate whose stated error a reservation would widen.
 //!
 //! What the client must keep, and how:
 //! - **Use within the span.** The spans are on the server's clock. A permit's start moves to local time from when
@@ -33,7 +41,8 @@
 //!   margin of a tenth of the span: clocks' rates drift, and in Workers the clock stands still between I/O.
 //! - **Size to demand.** What this client asked for the identifier in the last span of the block's length: a
 //!   client that sees an identifier once never reserves. A sliding log reserves a quarter of that, and no more than
-//!   the client was granted lately (see `SLIDING_LOG_SHARE`).
+//!   the client was granted lately (see `SLIDING_LOG_SHARE`). Concurrency reserves the most permits this client held
+//!   at once lately (its leases lent and those Redis granted, with the request), since a lease is lent again.
 //! - **One reservation at a time.** A request that finds no permit while another request of this client is asking
 //!   Redis for the identifier waits for that reply (for two at most, none after a failed call) and looks again:
 //!   reservations made at once would each be sized to the whole demand. In Cloudflare Workers it asks Redis itself,
@@ -49,7 +58,8 @@
 //!   ([`BlockCache`]: until a denial's `retry_after`, for requests at least as large).
 //!
 //! A decision from reserved permits carries how many are left as `remaining` (an estimate: other clients hold
-//! theirs), the `reset` of the reply that reserved them, and no receipt (a reserved grant is not refunded).
+//! theirs), the `reset` of the reply that reserved them, and no receipt (a reserved grant is not refunded), but for
+//! a concurrency lease: its local receipt, to release it.
 //! `reset()` on the identifier, or a lowered quota, does not recall reserved permits: they run out within the burst's
 //! time (GCRA) or the block's length.
 
@@ -65,8 +75,8 @@ use crate::block_cache::{ceil_ms, BlockCache};
 use crate::decision::Decision;
 use crate::error::{Error, Result};
 use crate::identifier::Identifier;
-use crate::lua::{RESERVE_FIXED_WINDOW, RESERVE_GCRA, RESERVE_SLIDING_LOG};
-use crate::receipt;
+use crate::lua::{RESERVE_CONCURRENCY, RESERVE_FIXED_WINDOW, RESERVE_GCRA, RESERVE_SLIDING_LOG};
+use crate::receipt::{self, Lease, Receipt};
 use crate::rest;
 use crate::script::Script;
 use crate::time::Instant;
@@ -91,8 +101,12 @@ const SLIDING_LOG_SHARE: u32 = 4;
 /// The tranches one sliding-log reply holds at most (`lua/reserve/sliding_log.lua`).
 const MAX_TRANCHES: usize = 8;
 
-/// A GCRA, fixed-window or sliding-log limiter that reserves permits for the identifiers it sees often: see the
-/// module's docs.
+/// How the mark of a lease lent from reserved permits begins (`<permits>:local-<id>`): no script's receipt begins
+/// so (theirs start with a digit), so such a receipt sent to Redis is refused, never taken for a grant.
+const LOCAL_MARK: &str = "local-";
+
+/// A GCRA, fixed-window, sliding-log or concurrency limiter that reserves permits for the identifiers it sees often:
+/// see the module's docs.
 #[derive(Debug, Clone)]
 pub struct Reserved {
     limiter: Limiter,
@@ -153,6 +167,12 @@ struct Pool {
     granted: u32,
     granted_before: u32,
     span_started: Option<Instant>,
+    /// Concurrency: the most permits this client held at once in the current span and the one before (see
+    /// [`Pool::holding`]), and the leases Redis granted it that it has not released: their receipts, and when they
+    /// expire locally.
+    peak: u32,
+    peak_before: u32,
+    leases: Vec<(Receipt, Instant)>,
 }
 
 /// Where a block's permits may be used, from the reply's fourth number.
@@ -164,16 +184,40 @@ enum Schedule {
     Span { from: u64, until: u64 },
 }
 
+/// What a block's permits were used for.
+#[derive(Debug, Clone)]
+enum Uses {
+    /// Grants (GCRA, fixed window, sliding log), in groups: how many, and the latest server time (unix ms) at which
+    /// the last of them may have been used, in the order used; at most [`MAX_GROUPS`], the last one taking in later
+    /// uses (a later time only frees them later).
+    Grants(Vec<(u64, u64)>),
+    /// Concurrency: the leases lent out and not given back (released, or held for the interval).
+    Loans(Vec<Loan>),
+}
+
+/// A concurrency lease lent from a block.
+#[derive(Debug, Clone)]
+struct Loan {
+    /// What its local receipt names (`<permits>:local-<id>`).
+    id: u64,
+    permits: u64,
+    /// The latest server time (unix ms) at which it may have been lent: it is held one interval after that at most.
+    latest: u64,
+    /// When it was lent, in local time: it is given back by itself one interval later.
+    lent: Instant,
+}
+
 /// Reserved permits: `next..=last` (counted from 1 as the script counts them) are the client's, each usable in its
-/// own span (see [`Block::span`]).
+/// own span (see [`Block::span`]). For concurrency `next - 1` are lent out, and go back to the block as their
+/// leases are given back.
 #[derive(Debug, Clone)]
 struct Block {
     next: u64,
     last: u64,
-    /// The block's permits this client granted, in groups: how many, and the latest server time (unix ms) at which
-    /// the last of them may have been used, in the order used; at most [`MAX_GROUPS`], the last one taking in
-    /// later uses (a later time only frees them later). What a return says (see `grant`).
-    uses: Vec<(u64, u64)>,
+    /// What the block's permits were used for: what a return says (see `grant`).
+    uses: Uses,
+    /// Whether its span has ended: it lends nothing more (a concurrency block's permits come back while it lasts).
+    ended: bool,
     /// For a block that frees earlier when returned (a sliding log's tranche), the grant that logged it,
     /// '<expiry>-<id>': when the client is done with the block, the next call for the identifier says when it used
     /// its permits (`lua/parts/reserve/sliding_log.lua`).
@@ -201,27 +245,76 @@ impl Block {
         }
     }
 
-    /// Counts `count` permits used, the last of them at `latest` on the server's clock at the latest.
-    fn record_use(&mut self, count: u64, latest: u64) {
-        let full = self.uses.len() == MAX_GROUPS;
-        match self.uses.last_mut() {
-            Some(group) if group.1 >= latest || full => {
-                *group = (group.0 + count, group.1.max(latest));
+    /// Counts `count` permits used, the last of them at `latest` on the server's clock at the latest: a grant, or
+    /// for concurrency a lease lent (its local receipt is returned).
+    fn record_use(&mut self, count: u64, latest: u64, now: Instant) -> Option<Receipt> {
+        match &mut self.uses {
+            Uses::Grants(groups) => {
+                let full = groups.len() == MAX_GROUPS;
+                match groups.last_mut() {
+                    Some(group) if group.1 >= latest || full => {
+                        *group = (group.0 + count, group.1.max(latest));
+                    }
+                    _ => groups.push((count, latest)),
+                }
+                None
             }
-            _ => self.uses.push((count, latest)),
+            Uses::Loans(loans) => {
+                let id = crate::unique_id::next_u64();
+                loans.push(Loan {
+                    id,
+                    permits: count,
+                    latest,
+                    lent: now,
+                });
+                // A count of at most the limit (a u32) and a mark of 6 + 16 characters: always a receipt.
+                format!("{count}:{LOCAL_MARK}{id:016x}").parse().ok()
+            }
         }
     }
 
+    /// Concurrency: gives back the leases lent at least `interval` ago (they expire as Redis's do), and the one
+    /// `receipt` names; returns whether that one was out.
+    fn give_back(&mut self, interval: Duration, receipt: Option<&Receipt>, now: Instant) -> bool {
+        let Uses::Loans(loans) = &mut self.uses else {
+            return false;
+        };
+        let (mut freed, mut found) = (0, false);
+        loans.retain(|loan| {
+            let named = receipt.is_some_and(|receipt| {
+                u64::from(receipt.permits()) == loan.permits
+                    && receipt.mark().strip_prefix(LOCAL_MARK) == Some(&format!("{:016x}", loan.id))
+            });
+            found |= named;
+            let keep = !named && now.saturating_duration_since(loan.lent) < interval;
+            if !keep {
+                freed += loan.permits;
+            }
+            keep
+        });
+        self.next -= freed;
+        found
+    }
+
     /// What the client says when it is done with a block that is returned: '<grant>:<permits>' then each group of
-    /// uses, '<used>:<last use>' ('0:<now>' when none was used).
+    /// uses, '<used>:<last use>' ('0:<now>' when none was used; for concurrency, when no lease is out).
     fn return_of(&self, grant: &str) -> String {
         let mut text = format!("{grant}:{}", self.last);
-        let none = [(0, self.now)];
-        let groups = if self.uses.is_empty() {
-            &none[..]
-        } else {
-            &self.uses[..]
+        let groups = match &self.uses {
+            Uses::Grants(groups) => groups.clone(),
+            Uses::Loans(loans) => {
+                // The leases still out, by the latest time each may have been lent, in at most MAX_GROUPS groups
+                // (a group frees one interval after its latest: later only frees later).
+                let mut loans: Vec<(u64, u64)> = loans.iter().map(|loan| (loan.permits, loan.latest)).collect();
+                loans.sort_unstable_by_key(|&(_, latest)| latest);
+                let per_group = loans.len().div_ceil(MAX_GROUPS).max(1);
+                (loans.chunks(per_group))
+                    .map(|chunk| (chunk.iter().map(|loan| loan.0).sum(), chunk[chunk.len() - 1].1))
+                    .collect()
+            }
         };
+        let none = [(0, self.now)];
+        let groups = if groups.is_empty() { &none[..] } else { &groups[..] };
         for (count, latest) in groups {
             // Writing to a String cannot fail.
             let _ = write!(text, ":{count}:{latest}");
@@ -253,10 +346,29 @@ impl Pool {
             let recent = elapsed < 2 * length;
             self.asked_before = if recent { self.asked } else { 0 };
             self.granted_before = if recent { self.granted } else { 0 };
-            (self.asked, self.granted) = (0, 0);
+            self.peak_before = if recent { self.peak } else { 0 };
+            (self.asked, self.granted, self.peak) = (0, 0, 0);
             self.span_started = Some(now);
         }
         self.asked = self.asked.saturating_add(permits);
+    }
+
+    /// Concurrency: the permits this client holds now (leases lent from its blocks and those Redis granted it that
+    /// it has not released nor seen expire) with `permits` more, counted in the current span's peak.
+    fn hold(&mut self, permits: u32, now: Instant) {
+        self.leases.retain(|(_, expires)| now < *expires);
+        let lent = (self.blocks.iter())
+            .filter(|block| matches!(block.uses, Uses::Loans(_)))
+            .map(|block| block.next - 1);
+        let from_redis = self.leases.iter().map(|(lease, _)| u64::from(lease.permits()));
+        let holding = u32::try_from(lent.chain(from_redis).sum::<u64>() + u64::from(permits)).unwrap_or(u32::MAX);
+        self.peak = self.peak.max(holding);
+    }
+
+    /// Concurrency: how many permits to reserve besides a request: the most this client held at once lately (a
+    /// lease is lent again once given back, so what it needs is how many it holds at once, not how many it asks).
+    fn held_at_once(&self) -> u32 {
+        self.peak.max(self.peak_before)
     }
 
     /// How many permits to reserve besides a request of `permits`: what was asked lately, but for this request.
@@ -276,6 +388,7 @@ impl Pool {
         let count = u64::from(permits);
         // Permits whose span has ended are lost (see the module's docs); a block that cannot give `permits` is done.
         for block in &mut self.blocks {
+            block.give_back(Duration::from_millis(quota.interval_ms()), None, now);
             match block.schedule {
                 // Slots end one after another: skip those that have ended.
                 Schedule::Slots { .. } => {
@@ -283,17 +396,30 @@ impl Pool {
                         block.next += 1;
                     }
                 }
-                // One span for every permit: all have ended, or none (a block may hold many permits).
+                // One span for every permit: all have ended, or none (a block may hold many permits). A concurrency
+                // block with every permit lent out still lends each again when its lease is given back.
                 Schedule::Span { .. } => {
                     if block.local_span(block.next, quota).1 <= now {
-                        block.next = block.last + 1;
+                        block.ended = true;
+                        if let Uses::Grants(_) = block.uses {
+                            block.next = block.last + 1;
+                        }
                     }
                 }
             }
         }
         let returns = &mut self.returns;
         self.blocks.retain(|block| {
-            let keep = block.next + count - 1 <= block.last;
+            let keep = match &block.uses {
+                Uses::Grants(_) => block.next + count - 1 <= block.last,
+                // A concurrency block whose span has ended lends nothing more, but while leases are still out it
+                // waits for them (for as long again as its span): returned then, the permits of leases given back
+                // free at once, instead of one interval after they were lent.
+                Uses::Loans(loans) => {
+                    let (start, end) = block.local_span(1, quota);
+                    !block.ended || (!loans.is_empty() && now < end + end.saturating_duration_since(start))
+                }
+            };
             if let (false, Some(grant)) = (keep, &block.grant) {
                 returns.push(block.return_of(grant));
             }
@@ -302,6 +428,7 @@ impl Pool {
         // The `permits` next of each block are used at one moment: after the last one's start, before the first
         // one's end. The block whose moment comes soonest answers.
         let soonest = (self.blocks.iter().enumerate())
+            .filter(|(_, block)| !block.ended && block.next + count - 1 <= block.last)
             .map(|(index, block)| {
                 let last = block.next + count - 1;
                 let usable_from = block.local_span(last, quota).0;
@@ -313,6 +440,7 @@ impl Pool {
         if let Some((usable_from, _, index)) = soonest {
             let block = &mut self.blocks[index];
             let success = usable_from <= now;
+            let mut receipt = None;
             let span = if success {
                 let (first, last) = (block.next, block.next + count - 1);
                 block.next = last + 1;
@@ -332,7 +460,7 @@ impl Pool {
                 // A return frees the use one interval after this (see `lua/parts/reserve/sliding_log.lua`): the
                 // latest server time it may have had, with a margin for a clock that runs slow (1 ms and a
                 // hundredth of the time since the reservation left), as the span's end has its own.
-                block.record_use(count, block.now + span.1 + 1 + span.1 / 100);
+                receipt = block.record_use(count, block.now + span.1 + 1 + span.1 / 100, now);
                 (block.now + span.0, block.now + span.1)
             } else {
                 (0, 0)
@@ -343,7 +471,7 @@ impl Pool {
                 remaining: block.last + 1 - block.next,
                 reset: block.reset,
                 retry_after: ceil_ms(usable_from.saturating_duration_since(now)),
-                receipt: None,
+                receipt,
             };
             return Some(ReservedDecision {
                 decision,
@@ -354,9 +482,9 @@ impl Pool {
         None
     }
 
-    /// Nothing worth keeping: no block, no recent demand.
+    /// Nothing worth keeping: no block, no recent demand, no lease to release.
     fn idle(&self) -> bool {
-        self.blocks.is_empty() && self.asked == 0 && self.asked_before == 0 && !self.reserving
+        self.blocks.is_empty() && self.asked == 0 && self.asked_before == 0 && !self.reserving && self.leases.is_empty()
     }
 }
 
@@ -384,8 +512,9 @@ impl Drop for Reserving<'_> {
 
 impl Reserved {
     /// Reserves permits used within `length` (1 ms to 60 s; at most half the time a GCRA bucket takes to refill
-    /// from empty, or half a fixed window's or sliding log's interval) for `limiter`, whose quota must be a GCRA,
-    /// fixed-window or sliding-log quota given in code, decided on the server's clock.
+    /// from empty, or half a fixed window's, sliding log's or concurrency limit's interval) for `limiter`, whose
+    /// quota must be a GCRA, fixed-window, sliding-log or concurrency quota given in code, decided on the server's
+    /// clock.
     pub fn new(limiter: Limiter, length: Duration) -> Result<Reserved> {
         let (quota, script) = match limiter
             .quota
@@ -394,8 +523,8 @@ impl Reserved {
             Some(found) => found,
             None => {
                 return Err(Error::InvalidConfig(format!(
-                    "limiter {:?}: reserving permits needs a GCRA, fixed-window or sliding-log quota given in code \
-                     (Quota::gcra, Quota::fixed_window, Quota::sliding_log)",
+                    "limiter {:?}: reserving permits needs a GCRA, fixed-window, sliding-log or concurrency quota \
+                     given in code (Quota::gcra, Quota::fixed_window, Quota::sliding_log, Quota::concurrency)",
                     limiter.name
                 )))
             }
@@ -413,8 +542,9 @@ impl Reserved {
         }
         // GCRA: on an idle bucket a reservation skips the refill of a quarter of its length (see the script): at most
         // half the time the bucket takes to refill from empty keeps that to an eighth of the burst. A sliding log
-        // holds reserved permits for the length beyond the interval, and a fixed window's reservations end with it:
-        // at most half the interval keeps what unused permits cost below half the limit's time.
+        // (and a concurrency block) holds reserved permits for the length beyond the interval, and a fixed window's
+        // reservations end with it: at most half the interval keeps what unused permits cost below half the limit's
+        // time.
         let (span_ms, why) = match quota.algorithm() {
             Algorithm::Gcra => (
                 quota.interval_ms() * u64::from(quota.limit()) / u64::from(quota.rate()),
@@ -447,6 +577,7 @@ impl Reserved {
             Algorithm::Gcra => Some(&RESERVE_GCRA),
             Algorithm::FixedWindow => Some(&RESERVE_FIXED_WINDOW),
             Algorithm::SlidingLog => Some(&RESERVE_SLIDING_LOG),
+            Algorithm::Concurrency => Some(&RESERVE_CONCURRENCY),
             _ => None,
         }
     }
@@ -488,6 +619,9 @@ impl Reserved {
                 if let Some(pool) = pool.as_mut() {
                     if waits == 0 {
                         pool.ask(permits, now, self.length);
+                        if self.quota.algorithm() == Algorithm::Concurrency {
+                            pool.hold(permits, now);
+                        }
                     }
                     if let Some(answer) = pool.answer(permits, &self.quota, now) {
                         return Ok(answer);
@@ -532,6 +666,7 @@ impl Reserved {
                             Algorithm::SlidingLog => {
                                 (pool.demand(permits).div_ceil(SLIDING_LOG_SHARE)).min(pool.share().max(permits))
                             }
+                            Algorithm::Concurrency => pool.held_at_once(),
                             _ => pool.demand(permits),
                         };
                         break (demand.min(limit), returns, true);
@@ -578,9 +713,10 @@ impl Reserved {
             .map(Value::into_u64)
             .collect::<Result<Vec<u64>>>()?;
         // Seven numbers, then for a sliding log a pair for each tranche after the first (see its script).
-        let most = match algorithm {
-            Algorithm::SlidingLog => 5 + 2 * MAX_TRANCHES,
-            _ => 7,
+        let most = if algorithm.names_grants() {
+            5 + 2 * MAX_TRANCHES
+        } else {
+            7
         };
         let &[granted, now, reserved, fourth, remaining, reset, retry_after, ref pairs @ ..] = &numbers[..] else {
             return Err(Error::malformed("7 numbers", format!("{} numbers", numbers.len())));
@@ -637,20 +773,33 @@ impl Reserved {
                 ),
             ));
         }
+        // A concurrency lease Redis granted has the receipt the single-limit script would give it (its grant was
+        // logged by the same code: see lua/parts/reserve/log.lua), to release it.
+        let lease = match (&id, algorithm) {
+            (Some(id), Algorithm::Concurrency) if granted > 0 => {
+                let expiry = now.saturating_add(self.quota.interval_ms());
+                Some(format!("{permits}:{expiry}-{id}").parse::<Receipt>()?)
+            }
+            _ => None,
+        };
         let mut decision = Decision {
             success: granted > 0,
             limit: limit.into(),
             remaining,
             reset,
             retry_after,
-            receipt: None,
+            receipt: lease,
         };
         let blocks: Vec<Block> = (tranches.into_iter())
             .filter(|&(count, _)| count > 0)
             .map(|(count, fourth)| Block {
                 next: 1,
                 last: count,
-                uses: Vec::new(),
+                uses: match algorithm {
+                    Algorithm::Concurrency => Uses::Loans(Vec::new()),
+                    _ => Uses::Grants(Vec::new()),
+                },
+                ended: false,
                 // A tranche was logged to free one interval after its span (lua/parts/reserve/sliding_log.lua).
                 grant: id.as_ref().map(|id| {
                     let expiry = now.saturating_add(fourth + horizon + self.quota.interval_ms());
@@ -670,6 +819,8 @@ impl Reserved {
         match blocks.first().filter(|block| u64::from(permits) <= block.last) {
             // The wait is for the block's permits now: the slots the bucket would have given are its.
             Some(block) if granted == 0 => decision.retry_after = block.span(u64::from(permits), &self.quota).0 + 1,
+            // A concurrency denial's wait is an upper bound (leases are released sooner): never remembered.
+            _ if algorithm == Algorithm::Concurrency => {}
             _ => memory.denials.block(&key, permits, sent, decision),
         }
         if let Some(pool) = memory.pools.get_mut(&key) {
@@ -677,11 +828,42 @@ impl Reserved {
             if granted > 0 {
                 pool.granted = pool.granted.saturating_add(permits);
             }
+            if let Some(lease) = lease {
+                let expires = sent + Duration::from_millis(self.quota.interval_ms());
+                pool.leases.push((lease, expires));
+            }
         }
         Ok(ReservedDecision {
             decision,
             local: false,
             span: if granted > 0 { (now, now) } else { (0, 0) },
         })
+    }
+
+    /// Releases a concurrency lease this limiter granted: one lent from reserved permits goes back to them (no round
+    /// trip); one Redis granted is released there ([`Limiter::release`]). Returns `false` if it was not held any
+    /// more: released before, expired, or lent from a block this client has returned since (its permits then stay
+    /// held in Redis until the lease would expire: under-admission, never over).
+    pub async fn release<'i>(&self, id: impl Into<Identifier<'i>>, lease: &Lease) -> Result<bool> {
+        let id = id.into();
+        let key = self.limiter.state_key(&id);
+        if lease.mark().starts_with(LOCAL_MARK) {
+            let memory = &mut *self.memory.lock().unwrap_or_else(PoisonError::into_inner);
+            let interval = Duration::from_millis(self.quota.interval_ms());
+            let now = Instant::now();
+            return Ok(memory.pools.get_mut(&key).is_some_and(|pool| {
+                (pool.blocks.iter_mut()).any(|block| block.give_back(interval, Some(lease), now))
+            }));
+        }
+        if let Some(pool) = self
+            .memory
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pools
+            .get_mut(&key)
+        {
+            pool.leases.retain(|(held, _)| held != lease);
+        }
+        self.limiter.release(id, lease).await
     }
 }

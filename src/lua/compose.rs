@@ -15,8 +15,9 @@
 //! - Every algorithm (`lua/limits.lua`): `parts/limits/driver.lua`, each algorithm wrapped in a function by
 //!   `parts/limits/entry.lua`.
 //! - `lua/reserve/<algorithm>.lua`: the family's prelude, the log's helpers for a log, `parts/reserve/arguments.lua`,
-//!   then `parts/reserve/<algorithm>.lua` with its request's reading and the algorithm's `--@decision` section
-//!   spliced in: a reserve script decides its request with the single-limit script's own code.
+//!   then `parts/reserve/<algorithm>.lua` (`parts/reserve/log.lua` for both algorithms that keep a log) with its
+//!   request's reading and the algorithm's `--@decision` section spliced in: a reserve script decides its request
+//!   with the single-limit script's own code.
 //! - A line `--@inline <piece>` in a piece is that piece under `parts/`, indented as the line: code that several
 //!   places of one script run, where a function would cost a closure on every call (GCRA's state write serves its
 //!   grant, its refund and its reserve script). `build.rs` splices them into the compact pieces the crate carries.
@@ -110,7 +111,7 @@ parts!(
     "reserve/arguments.lua",
     "reserve/gcra.lua",
     "reserve/fixed_window.lua",
-    "reserve/sliding_log.lua",
+    "reserve/log.lua",
 );
 
 parts!(
@@ -225,7 +226,12 @@ pub(super) fn reserve(text: Text, path: &str) -> String {
         .find(|(name, ..)| format!("reserve/{name}.lua") == path)
         .unwrap_or_else(|| unreachable!("no reserve script lua/{path}"));
     let parts = Parts::of(text, algorithm);
-    let file = splice(part(text, path), "--@request", &request_reading(text, rate));
+    // The algorithms that keep a log (concurrency, sliding log) share one reserve file: it calls the log's helpers.
+    let own = match shared {
+        Some("zset_log") => "reserve/log.lua",
+        _ => path,
+    };
+    let file = splice(part(text, own), "--@request", &request_reading(text, rate)).replace("__ALGORITHM__", algorithm);
     let file = splice(&file, "--@decision", parts.decision);
     // A log's reserve script also logs a granted request with the algorithm's grant, inside an `if`; the others
     // write the request's permits and the block's in one write of their own.

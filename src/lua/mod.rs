@@ -15,7 +15,7 @@
 //! | `lua/batch/<algorithm>.lua` | several decisions of one algorithm in one call, each as `lua/<algorithm>.lua` decides its common call: what concurrent callers of one limiter decide at once (`crate::limit` merges them) |
 //! | `lua/limits.lua` | every algorithm: several limits in one call, or a quota stored in Redis |
 //! | `lua/inspect.lua` | reads limits' state, writing nothing |
-//! | `lua/reserve/<algorithm>.lua` | decides one limit's request and reserves permits for the client to grant locally (`crate::limit::Reserved`): GCRA, fixed window, sliding log |
+//! | `lua/reserve/<algorithm>.lua` | decides one limit's request and reserves permits for the client to grant locally (`crate::limit::Reserved`): GCRA, fixed window, sliding log, concurrency |
 //! | `lua/redisson/*.lua` | Redisson `RRateLimiter`'s layout: acquire, available, release, set rate, lifetime |
 
 use std::sync::LazyLock;
@@ -86,6 +86,8 @@ scripts! {
     RESERVE_FIXED_WINDOW = reserve("reserve/fixed_window.lua");
     /// Sliding-log permits reserved for a client to grant locally: `lua/reserve/sliding_log.lua`.
     RESERVE_SLIDING_LOG = reserve("reserve/sliding_log.lua");
+    /// Concurrency permits reserved for a client to lend locally: `lua/reserve/concurrency.lua`.
+    RESERVE_CONCURRENCY = reserve("reserve/concurrency.lua");
     /// Redisson's layout, try to take permits: the family's decision shape (see `crate::decision`).
     REDISSON_ACQUIRE = redisson("redisson/acquire.lua");
     /// Redisson's layout, permits available now, taking none.

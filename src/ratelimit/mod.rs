@@ -28,7 +28,7 @@ pub use crate::block_cache::BlockCache;
 use crate::decision::Decision;
 use crate::error::{Error, Result};
 use crate::identifier::Identifier;
-use crate::limit::{self, Decisions, KeyLayout, LimitState, Limiter, Quota, Receipt, DEFAULT_PREFIX};
+use crate::limit::{self, Algorithm, Decisions, KeyLayout, LimitState, Limiter, Quota, Receipt, DEFAULT_PREFIX};
 use crate::rest::{Command, RestClient};
 use crate::time::{retry_until_granted, Attempt, Instant};
 
@@ -226,6 +226,18 @@ impl Ratelimit {
                     ratelimit.limiters.len()
                 )));
             };
+            // Leases lent from reserved permits are released through `limit::Reserved::release`, which refund
+            // does not reach yet.
+            if limiter
+                .quota()
+                .is_some_and(|quota| quota.algorithm() == Algorithm::Concurrency)
+            {
+                return Err(Error::InvalidConfig(format!(
+                    "reserve works with a GCRA, fixed-window or sliding-log limit here; limit {:?} is a concurrency \
+                     limit, whose reserved permits the Rust API lends and releases (edgelimit::limit::Reserved)",
+                    limiter.name()
+                )));
+            }
             ratelimit.reserved = Some(limit::Reserved::new(limiter.clone(), length)?);
         }
         Ok(ratelimit)

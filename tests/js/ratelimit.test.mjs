@@ -425,7 +425,11 @@ test("reserve: requests at once wait for one reservation, but not in Workers", a
 test("reserve needs one GCRA, fixed-window or sliding-log limit and a duration with its unit", () => {
   assert.throws(() => ratelimit(Ratelimit.tokenBucket(10, "1 s", 10), { reserve: "100 ms" }), {
     code: "EDGELIMIT_INVALID_CONFIG",
-    message: /reserving permits needs a GCRA, fixed-window or sliding-log quota/,
+    message: /reserving permits needs a GCRA, fixed-window, sliding-log or concurrency quota/,
+  });
+  assert.throws(() => ratelimit(Ratelimit.concurrency(10, "1 s"), { reserve: "100 ms" }), {
+    code: "EDGELIMIT_INVALID_CONFIG",
+    message: /concurrency limit, whose reserved permits the Rust API lends/,
   });
   assert.throws(() => ratelimit([Ratelimit.gcra(10, "1 s"), { ...Ratelimit.gcra(5, "1 s"), name: "b" }], { reserve: "100 ms" }), {
     code: "EDGELIMIT_INVALID_CONFIG",

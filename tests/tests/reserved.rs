@@ -650,21 +650,24 @@ async fn a_reserved_limiter_needs_a_quota_that_reserves_given_in_code_and_a_sane
     for quota in [
         Quota::token_bucket(10, 10, interval),
         Quota::sliding_window(10, interval),
-        Quota::concurrency(10, interval),
     ] {
         let limiter = Limiter::new(stack.client(), "x", quota.unwrap()).unwrap();
         let error = Reserved::new(limiter, Duration::from_millis(100)).unwrap_err();
         assert!(
             error
                 .to_string()
-                .contains("needs a GCRA, fixed-window or sliding-log quota"),
+                .contains("needs a GCRA, fixed-window, sliding-log or concurrency quota"),
             "{error}"
         );
     }
     let stored = Limiter::stored(stack.client(), "stored").unwrap();
     assert!(Reserved::new(stored, Duration::from_millis(100)).is_err());
-    // A fixed window or sliding log of 1 s: at most 500 ms.
-    for quota in [Quota::fixed_window(10, interval), Quota::sliding_log(10, interval)] {
+    // A fixed window, sliding log or concurrency limit of 1 s: at most 500 ms.
+    for quota in [
+        Quota::fixed_window(10, interval),
+        Quota::sliding_log(10, interval),
+        Quota::concurrency(10, interval),
+    ] {
         let limiter = Limiter::new(stack.client(), "x", quota.unwrap()).unwrap();
         let error = Reserved::new(limiter.clone(), Duration::from_millis(501)).unwrap_err();
         assert!(error.to_string().contains("its interval is 1000 ms"), "{error}");

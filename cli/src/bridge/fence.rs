@@ -64,6 +64,7 @@ static KNOWN: LazyLock<HashMap<&'static str, Known>> = LazyLock::new(|| {
     known.insert(lua::RESERVE_GCRA.sha1(), Known::Reserve { time_at: 2 });
     known.insert(lua::RESERVE_FIXED_WINDOW.sha1(), Known::Reserve { time_at: 2 });
     known.insert(lua::RESERVE_SLIDING_LOG.sha1(), Known::Reserve { time_at: 3 });
+    known.insert(lua::RESERVE_CONCURRENCY.sha1(), Known::Reserve { time_at: 3 });
     known.insert(lua::REDISSON_ACQUIRE.sha1(), Known::RedissonDecision);
     known.insert(lua::REDISSON_AVAILABLE.sha1(), Known::RedissonDecision);
     known.insert(lua::REDISSON_RELEASE.sha1(), Known::RedissonAdmin);
@@ -283,11 +284,12 @@ mod tests {
         assert!(refusal(Profile::Limiter, &decide("grant", "")).is_some());
         assert_eq!(refusal(Profile::Admin, &decide("refund", "1")), None);
 
-        // Reserving permits: at the server's clock only, like a decision; a sliding log's time follows its grant id.
+        // Reserving permits: at the server's clock only, like a decision; a log's time follows its grant id.
         for (reserve, leading) in [
             (&*lua::RESERVE_GCRA, &["1:10:1000:10", "5:50:200"][..]),
             (&*lua::RESERVE_FIXED_WINDOW, &["1:10:1000", "5:50:200"]),
             (&*lua::RESERVE_SLIDING_LOG, &["1:10:1000", "5:50:200", "id1"]),
+            (&*lua::RESERVE_CONCURRENCY, &["1:10:1000", "5:50:200", "id1"]),
         ] {
             let reserving = |time: &[&str]| {
                 let mut args = leading.to_vec();

@@ -179,6 +179,7 @@ local function block_of(text, limit)
     return block, lead, horizon
 end
 local MAX_TRANCHES, MAX_GROUPS = 8, 16
+local BOOKS_AHEAD = 'sliding_log' == 'sliding_log'
 local MAX_RETURN_BYTES = 1024
 check_call(3, 4 + 100) -- at most 100 returns
 local key, request, id, time = KEYS[1], ARGV[1], ARGV[3], ARGV[4] or ''
@@ -263,7 +264,7 @@ if block > 0 then
     for _ = 1, math.min(room, block) do
         starts[#starts + 1] = 0
     end
-    if block > room then
+    if block > room and BOOKS_AHEAD then
         local skip = math.max(standing - limit, 0)
         local target, last_target = first + skip, first + skip + block - room - 1
         local items = redis.call('ZRANGE', key, '0', string.format('%d', skip + block - room - 1), 'WITHSCORES')

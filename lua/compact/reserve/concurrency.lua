@@ -1,0 +1,315 @@
+-- GENERATED, what edgelimit sends to Redis: lua/reserve/concurrency.lua without its comments (run scripts/lua).
+local function reject(what, value)
+    error({ err = 'ERR edgelimit: invalid ' .. what .. ': ' .. string.sub(tostring(value), 1, 100) })
+end
+local function whole_number(text, low, high)
+    local n = text and string.find(text, '^%d+$') and text + 0
+    if n and n >= low and n <= high then
+        return n
+    end
+    return nil
+end
+local function whole(text, what, low, high)
+    return whole_number(text, low, high) or reject(what, text)
+end
+local function clock(text)
+    if text ~= '' then
+        return whole(text, 'time (unix ms, or empty for server time)', 0, 2 ^ 53)
+    end
+    local time = redis.call('TIME')
+    local micros = time[2] % 1000000
+    return time[1] * 1000 + (micros - micros % 1000) / 1000
+end
+local MAX_COUNT = 2 ^ 32 - 1
+local EXPLICIT_TIME_GRACE_MS = 60000
+local RECEIPT_MARK = 'receipt mark (not a grant of this limit: a time or window after the server clock, or no number)'
+local function parse_member(member)
+    local position, permits, run, id = string.match(member, '^(%d+):(%d+):(%d+):(.+)$')
+    if not position then
+        error({ err = 'WRONGTYPE edgelimit: the log holds a member in no known layout (' .. member .. '): written '
+            .. 'by something else or an older edgelimit; it expires by itself, or reset the identifier' })
+    end
+    return position + 0, permits + 0, run + 0, id
+end
+local MAX_POSITION = 8e12
+local function member_of(position, permits, run, id)
+    return string.format('%013d:%d:%d:%s', position, permits, run, id)
+end
+local function shift_positions(key, from, delta, at)
+    local items = redis.call('ZRANGE', key, from, '-1', 'WITHSCORES')
+    local old, new = {}, {}
+    for i = 1, #items, 2 do
+        local position, permits, run, id = parse_member(items[i])
+        if not at then
+            run = math.max(run + delta, 0)
+        elseif delta < 0 then
+            run = run > at and run + delta or run
+        elseif run >= at then
+            run = run + delta
+        elseif delta > 1 then
+            run = at + delta
+        end
+        old[#old + 1] = items[i]
+        new[#new + 1] = items[i + 1]
+        new[#new + 1] = member_of(position + delta, permits, run, id)
+    end
+    for first = 1, #old, 1000 do
+        redis.call('ZREM', key, unpack(old, first, math.min(first + 999, #old)))
+    end
+    for first = 1, #new, 2000 do
+        redis.call('ZADD', key, unpack(new, first, math.min(first + 1999, #new)))
+    end
+end
+local function log_verdict(key, permits, limit, interval, now)
+    redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
+    local count = redis.call('ZCARD', key)
+    local held, first_position, reset, last_run = 0, 0, now, -1
+    if count > 0 then
+        local last = redis.call('ZRANGE', key, '-1', '-1', 'WITHSCORES')
+        local last_position, last_permits
+        last_position, last_permits, last_run = parse_member(last[1])
+        local last_end = last_position + last_permits
+        if count <= last_end - last_run then
+            held = count
+        else
+            held = last_end - parse_member(redis.call('ZRANGE', key, '0', '0')[1])
+        end
+        first_position, reset = last_end - held, last[2] + 0
+    end
+    local remaining = limit - held
+    local allowed = permits <= remaining
+    local retry_after = 0
+    if not allowed then
+        local target = first_position + held + permits - limit - 1
+        local low, high = 0, count - 1
+        local rank = (target - first_position) * count / held
+        rank = math.min(rank - rank % 1, high)
+        while true do
+            local item = redis.call('ZRANGE', key, rank, rank, 'WITHSCORES')
+            local position, weight = parse_member(item[1])
+            if target < position then
+                high = rank - 1
+            elseif target >= position + weight then
+                low = rank + 1
+            else
+                retry_after = item[2] - now
+                break
+            end
+            rank = (low + high - (low + high) % 2) / 2
+        end
+    end
+    return allowed, retry_after, remaining > 0 and remaining or 0, reset, math.max(reset, now + interval), held,
+        first_position, last_run
+end
+local function log_grant(key, permits, interval, id, now, grace, reset_after, held, first_position, last_run,
+                         last_expiry)
+    local expiry = now + interval
+    local position = first_position + held
+    if expiry < last_expiry then
+        local rank = redis.call('ZCOUNT', key, '-inf', expiry)
+        position = parse_member(redis.call('ZRANGE', key, rank, rank)[1])
+        shift_positions(key, rank, permits, position)
+        last_run = -1
+    elseif position + permits > MAX_POSITION then
+        shift_positions(key, 0, -first_position, nil)
+        position, last_run = held, math.max(last_run - first_position, 0)
+    end
+    local run = permits > 1 and position + permits or last_run >= 0 and last_run or position
+    local receipt = string.format('%d:%d-%s', permits, expiry, id)
+    redis.call('ZADD', key, string.match(receipt, ':(%d+)'), member_of(position, permits, run, id))
+    redis.call('PEXPIRE', key, reset_after - now + grace)
+    return receipt
+end
+local function check_grant_id(id)
+    if #id > 64 or not string.match(id, '^[%w_%-]+$') then
+        error({ err = 'ERR edgelimit: invalid grant id (letters, digits, _ or -, at most 64): '
+            .. string.sub(id, 1, 100) })
+    end
+end
+local function remove_grant(key, expiry, id, permits, now)
+    if expiry > now then
+        for _, member in ipairs(redis.call('ZRANGEBYSCORE', key, expiry, expiry)) do
+            local position, member_permits, _, member_id = parse_member(member)
+            if member_id == id and member_permits == permits then
+                local rank = redis.call('ZRANK', key, member)
+                redis.call('ZREM', key, member)
+                shift_positions(key, rank, -member_permits, position)
+                return true
+            end
+        end
+    end
+    return false
+end
+local function log_decision(operation, key, permits, limit, interval, lease, mark, now)
+    local held = true
+    if operation == 'refund' then
+        local expiry, id = string.match(mark, '^(%d+)%-(.+)$')
+        if not expiry then
+            error({ err = 'ERR edgelimit: invalid receipt mark (not a grant of this limit: "<expiry>-<grant id>"): '
+                .. mark })
+        end
+        held = remove_grant(key, expiry + 0, id, permits, now)
+        permits = 1
+    elseif operation == 'limit' then
+        check_grant_id(lease)
+    end
+    return held, permits, log_verdict(key, permits, limit, interval, now)
+end
+local function check_call(least, most)
+    if not KEYS[1] or KEYS[2] or #ARGV < least or #ARGV > most then
+        error({ err = 'ERR edgelimit: invalid call (1 key, the state key; ' .. least .. ' to ' .. most
+            .. ' arguments): ' .. #KEYS .. ' keys, ' .. #ARGV .. ' arguments' })
+    end
+end
+local function check_within_limit(request, permits, limit)
+    if permits > limit then
+        error({ err = 'ERR edgelimit: invalid request (permits at most the limit, ' .. limit .. '): '
+            .. string.sub(request, 1, 100) })
+    end
+end
+local function block_of(text, limit)
+    local block, lead, horizon = string.match(text, '^(%d+):(%d+):(%d+)$')
+    if block then
+        block, lead, horizon = block + 0, lead + 0, horizon + 0
+    end
+    if not block or block > limit or lead < 1 or lead > horizon or horizon > 60000 then
+        error({ err = 'ERR edgelimit: invalid block (<block>:<lead ms>:<horizon ms>, block from 0 to the limit, lead '
+            .. 'from 1 to the horizon, horizon at most 60000): ' .. string.sub(text, 1, 100) })
+    end
+    return block, lead, horizon
+end
+local MAX_TRANCHES, MAX_GROUPS = 8, 16
+local BOOKS_AHEAD = 'concurrency' == 'sliding_log'
+local MAX_RETURN_BYTES = 1024
+check_call(3, 4 + 100) -- at most 100 returns
+local key, request, id, time = KEYS[1], ARGV[1], ARGV[3], ARGV[4] or ''
+local permits, limit, interval = string.match(request, '^(%d+):(%d+):(%d+)$')
+local rate = 1
+if permits then
+    permits, limit, interval = permits + 0, limit + 0, interval + 0
+end
+if not permits or permits < 1 or permits > MAX_COUNT or limit < 1 or limit > MAX_COUNT or interval < 1
+    or rate < 1 or rate > MAX_COUNT or limit * interval > 2 ^ 52 then
+    error({ err = 'ERR edgelimit: invalid request (<permits>:<limit>:<interval ms>[:<rate>], whole numbers from 1, '
+        .. 'permits, limit and rate below 2^32, limit × interval at most 2^52): ' .. string.sub(request, 1, 100) })
+end
+check_within_limit(request, permits, limit)
+local block, _, horizon = block_of(ARGV[2], limit)
+local now = clock(time)
+local grace = time == '' and 0 or EXPLICIT_TIME_GRACE_MS
+check_grant_id(id)
+local function return_of(text)
+    if #text > MAX_RETURN_BYTES then
+        return nil
+    end
+    local expiry, returned_id, returned, at = string.match(text, '^(%d+)%-([%w_%-]+):(%d+)()')
+    if not expiry then
+        return nil
+    end
+    expiry = expiry + 0
+    local earliest_use = expiry - interval - horizon
+    local tranche, used = { expiry = expiry, id = returned_id, permits = returned + 0, groups = {} }, 0
+    while at <= #text do
+        local count, last_use
+        count, last_use, at = string.match(text, '^:(%d+):(%d+)()', at)
+        if not count or #tranche.groups == MAX_GROUPS then
+            return nil
+        end
+        used = used + count
+        tranche.groups[#tranche.groups + 1] = { count = count + 0, last_use = math.max(last_use + 0, earliest_use) }
+    end
+    if #tranche.groups == 0 or used > tranche.permits then
+        return nil
+    end
+    return tranche
+end
+local returned = {}
+for i = 5, #ARGV do
+    returned[#returned + 1] = return_of(ARGV[i]) or error({ err = 'ERR edgelimit: invalid return (<expiry>-<grant '
+        .. 'id>:<permits>:<used>:<last use ms>, then up to ' .. (MAX_GROUPS - 1) .. ' more <used>:<last use ms>, used '
+        .. 'together at most the permits, at most ' .. MAX_RETURN_BYTES .. ' bytes): ' .. string.sub(ARGV[i], 1, 100) })
+end
+for _, tranche in ipairs(returned) do
+    if remove_grant(key, tranche.expiry, tranche.id, tranche.permits, now) then
+        for _, group in ipairs(tranche.groups) do
+            local frees = math.min(group.last_use + interval, tranche.expiry)
+            if group.count > 0 and frees > now then
+                local _, _, _, reset, reset_after, held, first_position, last_run =
+                    log_verdict(key, 0, limit, interval, now)
+                log_grant(key, group.count, frees - now, tranche.id .. '.', now, grace,
+                    math.max(reset_after, frees), held, first_position, last_run, reset)
+            end
+        end
+    end
+end
+local operation, lease, mark = 'limit', id, nil
+-- luacheck: push ignore held granted_mark token
+local allowed, retry_after, remaining, reset, reset_after, held, granted_mark, token
+-- luacheck: pop
+local in_log, first_position, last_run
+held, permits, allowed, retry_after, remaining, reset, reset_after, in_log, first_position, last_run =
+    log_decision(operation, key, permits, limit, interval, lease, mark, now)
+local granted = 0
+if allowed then
+    granted = permits
+    token = log_grant(key, permits, interval, lease, now, grace, reset_after, in_log, first_position, last_run, reset)
+    granted_mark = now + interval
+    remaining = remaining - permits
+    reset = reset_after
+end
+local reply = { granted, now, 0, 0, remaining, reset, retry_after }
+if block > 0 then
+    local _, _, room, last_expiry, after, standing, first, tail_run = log_verdict(key, 0, limit, interval, now)
+    local starts = {}
+    for _ = 1, math.min(room, block) do
+        starts[#starts + 1] = 0
+    end
+    if block > room and BOOKS_AHEAD then
+        local skip = math.max(standing - limit, 0)
+        local target, last_target = first + skip, first + skip + block - room - 1
+        local items = redis.call('ZRANGE', key, '0', string.format('%d', skip + block - room - 1), 'WITHSCORES')
+        for i = 1, #items, 2 do
+            local position, weight = parse_member(items[i])
+            local wait = items[i + 1] - now
+            if wait > horizon or target > last_target then
+                break
+            end
+            while target < position + weight and target <= last_target do
+                starts[#starts + 1] = wait
+                target = target + 1
+            end
+        end
+    end
+    local requests = (#starts - #starts % permits) / permits
+    local per_tranche = math.ceil(requests / MAX_TRANCHES) * permits
+    local tranches = {}
+    for request_index = 1, requests do
+        local from = starts[request_index * permits]
+        local current = tranches[#tranches]
+        if current and (current.from == from or current.permits < per_tranche) then
+            current.permits, current.from = current.permits + permits, from
+        else
+            tranches[#tranches + 1] = { permits = permits, from = from }
+        end
+    end
+    local reserved = 0
+    for index, tranche in ipairs(tranches) do
+        if index > 1 then
+            _, _, _, last_expiry, after, standing, first, tail_run = log_verdict(key, 0, limit, interval, now)
+        end
+        local frees = tranche.from + horizon + interval
+        log_grant(key, tranche.permits, frees, id, now, grace, math.max(after, now + frees), standing, first,
+            tail_run, last_expiry)
+        reserved = reserved + tranche.permits
+        if index == 1 then
+            reply[4] = tranche.from
+        else
+            reply[#reply + 1] = tranche.permits
+            reply[#reply + 1] = tranche.from
+        end
+        reply[6] = math.max(reply[6], now + frees)
+    end
+    reply[3] = reserved
+    reply[5] = math.max(room - reserved, 0)
+end
+return reply
