@@ -279,12 +279,14 @@ impl Block {
         let Uses::Loans(loans) = &mut self.uses else {
             return false;
         };
+        // The loan a receipt names: its permits and its id (16 hex digits after LOCAL_MARK).
+        let named = receipt.and_then(|receipt| {
+            let id = receipt.mark().strip_prefix(LOCAL_MARK).filter(|id| id.len() == 16)?;
+            Some((u64::from(receipt.permits()), u64::from_str_radix(id, 16).ok()?))
+        });
         let (mut freed, mut found) = (0, false);
         loans.retain(|loan| {
-            let named = receipt.is_some_and(|receipt| {
-                u64::from(receipt.permits()) == loan.permits
-                    && receipt.mark().strip_prefix(LOCAL_MARK) == Some(&format!("{:016x}", loan.id))
-            });
+            let named = named == Some((loan.permits, loan.id));
             found |= named;
             let keep = !named && now.saturating_duration_since(loan.lent) < interval;
             if !keep {
@@ -303,13 +305,14 @@ impl Block {
         let groups = match &self.uses {
             Uses::Grants(groups) => groups.clone(),
             Uses::Loans(loans) => {
-                // The leases still out, by the latest time each may have been lent, in at most MAX_GROUPS groups
-                // (a group frees one interval after its latest: later only frees later).
-                let mut loans: Vec<(u64, u64)> = loans.iter().map(|loan| (loan.permits, loan.latest)).collect();
-                loans.sort_unstable_by_key(|&(_, latest)| latest);
+                // The leases still out in at most MAX_GROUPS groups, in the order lent (which is the order of the
+                // latest time each may have been lent), each with the latest of its leases: later only frees later.
                 let per_group = loans.len().div_ceil(MAX_GROUPS).max(1);
                 (loans.chunks(per_group))
-                    .map(|chunk| (chunk.iter().map(|loan| loan.0).sum(), chunk[chunk.len() - 1].1))
+                    .map(|chunk| {
+                        let permits = chunk.iter().map(|loan| loan.permits).sum();
+                        (permits, chunk.iter().map(|loan| loan.latest).max().unwrap_or(self.now))
+                    })
                     .collect()
             }
         };
