@@ -94,10 +94,12 @@ export interface RatelimitConfig {
   /**
    * Reserve permits for identifiers this client sees often, and answer from them with no round trip
    * (`reason: "reserved"`): a duration with its unit, the length of a reservation, e.g. `"500 ms"`: at most half the
-   * time a GCRA limit takes to refill from empty, or half a fixed window's or sliding log's interval. For one
-   * `Ratelimit.gcra`, `Ratelimit.fixedWindow` or `Ratelimit.slidingLog` limit. Exact: Redis gives each reserved
-   * permit a span in which its use keeps every window within the limit (a GCRA slot; the rest of the current fixed
-   * window; a sliding log's permits that free next, held until the client returns them). What it trades: reserved
+   * time a GCRA limit takes to refill from empty, or half a fixed window's, sliding log's or concurrency limit's
+   * interval. For one `Ratelimit.gcra`, `Ratelimit.fixedWindow`, `Ratelimit.slidingLog` or `Ratelimit.concurrency`
+   * limit. Exact: Redis gives each reserved permit a span in which its use keeps every window within the limit (a
+   * GCRA slot; the rest of the current fixed window; a sliding log's permits that free next, held until the client
+   * returns them; concurrency leases this client lends, each again once it is refunded: their receipts,
+   * `"<permits>:local-<id>"`, go back to this client's permits with no round trip). What it trades: reserved
    * permits not used within their span are lost until the limit refills, the window ends or they free
    * (under-admission, never over); on a busy sliding log, used permits free only when Redis learns of them, so it
    * admits well below its limit (GCRA does not); `remaining` from reserved permits is how many this client has left

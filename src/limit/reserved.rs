@@ -849,24 +849,38 @@ impl Reserved {
     /// held in Redis until the lease would expire: under-admission, never over).
     pub async fn release<'i>(&self, id: impl Into<Identifier<'i>>, lease: &Lease) -> Result<bool> {
         let id = id.into();
-        let key = self.limiter.state_key(&id);
-        if lease.mark().starts_with(LOCAL_MARK) {
-            let memory = &mut *self.memory.lock().unwrap_or_else(PoisonError::into_inner);
-            let interval = Duration::from_millis(self.quota.interval_ms());
-            let now = Instant::now();
-            return Ok(memory.pools.get_mut(&key).is_some_and(|pool| {
-                (pool.blocks.iter_mut()).any(|block| block.give_back(interval, Some(lease), now))
-            }));
+        match self.take_back(&id, lease) {
+            Some(released) => Ok(released.success),
+            None => self.limiter.release(id, lease).await,
         }
-        if let Some(pool) = self
-            .memory
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .pools
-            .get_mut(&key)
-        {
-            pool.leases.retain(|(held, _)| held != lease);
+    }
+
+    /// The local part of [`release`](Reserved::release): for a lease lent from reserved permits, the release's
+    /// decision (`success`: whether it was out; `remaining`: the permits its block has to lend now, an estimate);
+    /// for a lease Redis granted, `None` (after forgetting it here: this client no longer holds it), to be released
+    /// in Redis.
+    pub(crate) fn take_back(&self, id: &Identifier<'_>, lease: &Lease) -> Option<Decision> {
+        let key = self.limiter.state_key(id);
+        let memory = &mut *self.memory.lock().unwrap_or_else(PoisonError::into_inner);
+        let pool = memory.pools.get_mut(&key);
+        if !lease.mark().starts_with(LOCAL_MARK) {
+            if let Some(pool) = pool {
+                pool.leases.retain(|(held, _)| held != lease);
+            }
+            return None;
         }
-        self.limiter.release(id, lease).await
+        let interval = Duration::from_millis(self.quota.interval_ms());
+        let now = Instant::now();
+        let block = pool.and_then(|pool| {
+            (pool.blocks.iter_mut()).find_map(|block| block.give_back(interval, Some(lease), now).then_some(block))
+        });
+        Some(Decision {
+            success: block.is_some(),
+            limit: self.quota.limit().into(),
+            remaining: block.as_ref().map_or(0, |block| block.last + 1 - block.next),
+            reset: block.map_or(0, |block| block.reset),
+            retry_after: 0,
+            receipt: None,
+        })
     }
 }

@@ -28,7 +28,7 @@ pub use crate::block_cache::BlockCache;
 use crate::decision::Decision;
 use crate::error::{Error, Result};
 use crate::identifier::Identifier;
-use crate::limit::{self, Algorithm, Decisions, KeyLayout, LimitState, Limiter, Quota, Receipt, DEFAULT_PREFIX};
+use crate::limit::{self, Decisions, KeyLayout, LimitState, Limiter, Quota, Receipt, DEFAULT_PREFIX};
 use crate::rest::{Command, RestClient};
 use crate::time::{retry_until_granted, Attempt, Instant};
 
@@ -150,7 +150,8 @@ pub struct Options {
     /// How many denied identifiers the block cache remembers; 0 turns it off. Default 10 000.
     pub cache_entries: usize,
     /// Reserve permits starting within this long for identifiers this client sees often, and grant them with no
-    /// round trip ([`limit::Reserved`]): for one GCRA, fixed-window or sliding-log limit. What it trades: reserved
+    /// round trip ([`limit::Reserved`]): for one GCRA, fixed-window, sliding-log or concurrency limit (whose leases
+    /// lent from reserved permits [`refund`](Ratelimit::refund) gives back to them). What it trades: reserved
     /// permits not used within their spans are lost until the limit refills, their window ends or they free
     /// (under-admission, never over), and `remaining` from reserved permits is an estimate. Default `None`: every
     /// decision asks Redis.
@@ -222,22 +223,10 @@ impl Ratelimit {
         if let Some(length) = options.reserve {
             let [limiter] = ratelimit.limiters.as_slice() else {
                 return Err(Error::InvalidConfig(format!(
-                    "reserve works with one limit (GCRA, fixed window or sliding log); this Ratelimit has {}",
+                    "reserve works with one limit (GCRA, fixed window, sliding log or concurrency); this Ratelimit has {}",
                     ratelimit.limiters.len()
                 )));
             };
-            // Leases lent from reserved permits are released through `limit::Reserved::release`, which refund
-            // does not reach yet.
-            if limiter
-                .quota()
-                .is_some_and(|quota| quota.algorithm() == Algorithm::Concurrency)
-            {
-                return Err(Error::InvalidConfig(format!(
-                    "reserve works with a GCRA, fixed-window or sliding-log limit here; limit {:?} is a concurrency \
-                     limit, whose reserved permits the Rust API lends and releases (edgelimit::limit::Reserved)",
-                    limiter.name()
-                )));
-            }
             ratelimit.reserved = Some(limit::Reserved::new(limiter.clone(), length)?);
         }
         Ok(ratelimit)
@@ -332,7 +321,14 @@ impl Ratelimit {
     /// A receipt no grant of that limit made is [`Error::InvalidArgument`] and credits nothing; if one limit's
     /// refund fails, its error is returned and the others have given back.
     pub async fn refund<'i>(&self, id: impl Into<Identifier<'i>>, receipts: &[Receipt]) -> Result<Vec<Decision>> {
-        self.refund_under(&self.limiters, &id.into(), receipts).await
+        let id = id.into();
+        // A concurrency lease lent from reserved permits goes back to them, with no round trip.
+        if let (Some(reserved), [receipt]) = (&self.reserved, receipts) {
+            if let Some(released) = reserved.take_back(&id, receipt) {
+                return Ok(vec![released]);
+            }
+        }
+        self.refund_under(&self.limiters, &id, receipts).await
     }
 
     /// [`refund`](Ratelimit::refund) of a grant of [`limit_all`](Ratelimit::limit_all) under these `limits`.

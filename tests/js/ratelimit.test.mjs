@@ -404,6 +404,26 @@ test("reserve: a sliding log's reserved permits keep every window within the lim
   assert.ok(results.some((r) => r.reason === "reserved" && r.success), "some grants came from a block");
 });
 
+test("reserve: concurrency leases lent from reserved permits are refunded to them, with no round trip", async () => {
+  // 2 leases of 10 s. The first is Redis's (its usual receipt); it held 1 at once, so 1 is reserved and the second
+  // is lent from it, with a local receipt. The limit is then full; the local lease refunded is lent again locally.
+  const client = ratelimit(Ratelimit.concurrency(2, "10 s"), { reserve: "500 ms" });
+  const first = await client.limit("job");
+  assert.deepEqual([first.success, first.reason], [true, "decided"]);
+  const second = await client.limit("job");
+  assert.deepEqual([second.success, second.reason], [true, "reserved"]);
+  assert.match(second.receipt, /^1:local-[0-9a-f]{16}$/);
+  assert.equal((await client.limit("job")).success, false);
+  assert.equal((await client.refund("job", second.receipt)).success, true);
+  assert.equal((await client.refund("job", second.receipt)).success, false);
+  const again = await client.limit("job");
+  assert.deepEqual([again.success, again.reason], [true, "reserved"]);
+  // Redis's lease refunded in Redis: its permit is free again there.
+  assert.equal((await client.refund("job", first.receipt)).success, true);
+  const last = await client.limit("job");
+  assert.deepEqual([last.success, last.reason], [true, "decided"]);
+});
+
 test("reserve: requests at once wait for one reservation, but not in Workers", async () => {
   // 20 requests of one client at once on a fresh identifier: the first asks Redis (no demand seen yet, so it
   // reserves nothing), the others wait for its reply; one of them then reserves for the rest: two round trips.
@@ -422,14 +442,10 @@ test("reserve: requests at once wait for one reservation, but not in Workers", a
   }
 });
 
-test("reserve needs one GCRA, fixed-window or sliding-log limit and a duration with its unit", () => {
+test("reserve needs one GCRA, fixed-window, sliding-log or concurrency limit and a duration with its unit", () => {
   assert.throws(() => ratelimit(Ratelimit.tokenBucket(10, "1 s", 10), { reserve: "100 ms" }), {
     code: "EDGELIMIT_INVALID_CONFIG",
     message: /reserving permits needs a GCRA, fixed-window, sliding-log or concurrency quota/,
-  });
-  assert.throws(() => ratelimit(Ratelimit.concurrency(10, "1 s"), { reserve: "100 ms" }), {
-    code: "EDGELIMIT_INVALID_CONFIG",
-    message: /concurrency limit, whose reserved permits the Rust API lends/,
   });
   assert.throws(() => ratelimit([Ratelimit.gcra(10, "1 s"), { ...Ratelimit.gcra(5, "1 s"), name: "b" }], { reserve: "100 ms" }), {
     code: "EDGELIMIT_INVALID_CONFIG",
