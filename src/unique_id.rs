@@ -1,4 +1,5 @@
-//! Ids for sliding-log grants and concurrency leases: unique per process (a random prefix) and per id (a counter).
+//! Ids for sliding-log grants and concurrency leases: unique per process (a random prefix) and per id (a counter);
+//! and ids that cannot be guessed, for receipts only this process knows.
 //!
 //! Uniqueness matters: two equal members in one zset collapse into one, and the limiter would under-count. The
 //! scripts also guard against a collision (`ZADD NX`, `ZSCORE`), so the prefix needs no cryptographic randomness, which a Worker
@@ -22,6 +23,23 @@ pub fn next_u64() -> u64 {
     PREFIX
         .get_or_init(random_u64)
         .wrapping_add(COUNTER.fetch_add(1, Ordering::Relaxed))
+}
+
+/// An id that no one can work out from the ids before it: for a receipt naming something only this process holds
+/// (a concurrency lease lent from reserved permits), which one holder must not be able to forge for another's.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn unguessable_u64() -> u64 {
+    use std::hash::BuildHasher;
+    // SipHash keyed from the OS once per process, over the counter: unpredictable without the keys.
+    static KEYS: OnceLock<std::collections::hash_map::RandomState> = OnceLock::new();
+    (KEYS.get_or_init(Default::default)).hash_one(COUNTER.fetch_add(1, Ordering::Relaxed))
+}
+
+/// An id that no one can work out from the ids before it (see the native one): two draws of `Math.random`, 53 bits
+/// each, which is what every JS runtime offers at a Worker's global scope.
+#[cfg(target_arch = "wasm32")]
+pub fn unguessable_u64() -> u64 {
+    (random_u64() << 11) ^ random_u64()
 }
 
 #[cfg(target_arch = "wasm32")]

@@ -391,6 +391,13 @@ end
 -- tranche the second time and changes nothing. The groups are logged under the grant id with a '.' after it, a name
 -- no return can give.
 --
+-- Names no refund can give. The request's grant is logged under the grant id, and its receipt,
+-- '<permits>:<expiry>-<id>', is handed to the caller, who may refund (release) it. The tranches are logged under the
+-- id with a '+' after it, and the groups with a '.': a receipt's mark is letters, digits, '_' and '-' only (the
+-- frames check it), so no refund can name them. Otherwise a caller could work a tranche's name out from its own
+-- receipt (the id, and the expiry plus the block's length) and refund the whole tranche while the client that holds
+-- it still uses it: over-admission. A return names the tranche by the plain id; the script adds the '+'.
+--
 --   KEYS[1]  the state key (the one the algorithm's single-limit script decides on)
 --   ARGV[1]  the request and its quota, as that script's: '<permits>:<limit>:<interval ms>'
 --   ARGV[2]  '<block>:<lead ms>:<horizon ms>' (lua/parts/reserve/arguments.lua): the permits to reserve besides the
@@ -485,7 +492,7 @@ for i = 5, #ARGV do
 end
 for _, tranche in ipairs(returned) do
     -- Only a tranche still logged; its used permits are logged again, group by group.
-    if remove_grant(key, tranche.expiry, tranche.id, tranche.permits, now) then
+    if remove_grant(key, tranche.expiry, tranche.id .. '+', tranche.permits, now) then
         for _, group in ipairs(tranche.groups) do
             local frees = math.min(group.last_use + interval, tranche.expiry)
             if group.count > 0 and frees > now then
@@ -572,7 +579,7 @@ if block > 0 then
             _, _, _, last_expiry, after, standing, first, tail_run = log_verdict(key, 0, limit, interval, now)
         end
         local frees = tranche.from + horizon + interval
-        log_grant(key, tranche.permits, frees, id, now, grace, math.max(after, now + frees), standing, first,
+        log_grant(key, tranche.permits, frees, id .. '+', now, grace, math.max(after, now + frees), standing, first,
             tail_run, last_expiry)
         reserved = reserved + tranche.permits
         if index == 1 then

@@ -42,7 +42,8 @@
 //! - **Size to demand.** What this client asked for the identifier in the last span of the block's length: a
 //!   client that sees an identifier once never reserves. A sliding log reserves a quarter of that, and no more than
 //!   the client was granted lately (see `SLIDING_LOG_SHARE`). Concurrency reserves the most permits this client held
-//!   at once lately (its leases lent and those Redis granted, with the request), since a lease is lent again.
+//!   at once lately (its leases lent and those Redis granted, with the request) besides the request, since a lease
+//!   is lent again: a client that holds one lease at a time reserves nothing.
 //! - **One reservation at a time.** A request that finds no permit while another request of this client is asking
 //!   Redis for the identifier waits for that reply (for two at most, none after a failed call) and looks again:
 //!   reservations made at once would each be sized to the whole demand. In Cloudflare Workers it asks Redis itself,
@@ -260,7 +261,8 @@ impl Block {
                 None
             }
             Uses::Loans(loans) => {
-                let id = crate::unique_id::next_u64();
+                // Unguessable: whoever holds one lease's receipt must not be able to name another's.
+                let id = crate::unique_id::unguessable_u64();
                 loans.push(Loan {
                     id,
                     permits: count,
@@ -368,10 +370,11 @@ impl Pool {
         self.peak = self.peak.max(holding);
     }
 
-    /// Concurrency: how many permits to reserve besides a request: the most this client held at once lately (a
-    /// lease is lent again once given back, so what it needs is how many it holds at once, not how many it asks).
-    fn held_at_once(&self) -> u32 {
-        self.peak.max(self.peak_before)
+    /// Concurrency: how many permits to reserve besides a request of `permits`: the most this client held at once
+    /// lately, with that request, less the request (a lease is lent again once given back, so what it needs is how
+    /// many it holds at once, not how many it asks). A client that holds one lease at a time reserves nothing.
+    fn held_at_once(&self, permits: u32) -> u32 {
+        self.peak.max(self.peak_before).saturating_sub(permits)
     }
 
     /// How many permits to reserve besides a request of `permits`: what was asked lately, but for this request.
@@ -485,9 +488,12 @@ impl Pool {
         None
     }
 
-    /// Nothing worth keeping: no block, no recent demand, no lease to release.
-    fn idle(&self) -> bool {
-        self.blocks.is_empty() && self.asked == 0 && self.asked_before == 0 && !self.reserving && self.leases.is_empty()
+    /// Nothing worth keeping: no block, no lease to release, no call under way, and no demand for two spans of
+    /// `length` (what it asked then would no longer size a block). (Counting what it asked instead kept every pool:
+    /// a request always asks.)
+    fn idle(&self, now: Instant, length: Duration) -> bool {
+        let quiet = (self.span_started).is_none_or(|started| now.saturating_duration_since(started) >= 2 * length);
+        self.blocks.is_empty() && self.leases.is_empty() && !self.reserving && quiet
     }
 }
 
@@ -615,7 +621,7 @@ impl Reserved {
                 let now = Instant::now();
                 let pools = &mut memory.pools;
                 if pools.len() >= MAX_TRACKED && !pools.contains_key(&key) {
-                    pools.retain(|_, pool| !pool.idle());
+                    pools.retain(|_, pool| !pool.idle(now, self.length));
                 }
                 let mut pool = (pools.len() < MAX_TRACKED || pools.contains_key(&key))
                     .then(|| pools.entry(key.clone()).or_default());
@@ -669,7 +675,7 @@ impl Reserved {
                             Algorithm::SlidingLog => {
                                 (pool.demand(permits).div_ceil(SLIDING_LOG_SHARE)).min(pool.share().max(permits))
                             }
-                            Algorithm::Concurrency => pool.held_at_once(),
+                            Algorithm::Concurrency => pool.held_at_once(permits),
                             _ => pool.demand(permits),
                         };
                         break (demand.min(limit), returns, true);

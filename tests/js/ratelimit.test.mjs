@@ -405,17 +405,19 @@ test("reserve: a sliding log's reserved permits keep every window within the lim
 });
 
 test("reserve: concurrency leases lent from reserved permits are refunded to them, with no round trip", async () => {
-  // 2 leases of 10 s. The first is Redis's (its usual receipt); it held 1 at once, so 1 is reserved and the second
-  // is lent from it, with a local receipt. The limit is then full; the local lease refunded is lent again locally.
-  const client = ratelimit(Ratelimit.concurrency(2, "10 s"), { reserve: "500 ms" });
+  // 3 leases of 10 s. The first two are Redis's (their usual receipts); with two held at once the second reserves 1,
+  // and the third is lent from it, with a local receipt. The limit is then full; the local lease refunded is lent
+  // again locally.
+  const client = ratelimit(Ratelimit.concurrency(3, "10 s"), { reserve: "500 ms" });
   const first = await client.limit("job");
   assert.deepEqual([first.success, first.reason], [true, "decided"]);
-  const second = await client.limit("job");
-  assert.deepEqual([second.success, second.reason], [true, "reserved"]);
-  assert.match(second.receipt, /^1:local-[0-9a-f]{16}$/);
+  assert.deepEqual([(await client.limit("job")).reason], ["decided"]);
+  const lent = await client.limit("job");
+  assert.deepEqual([lent.success, lent.reason], [true, "reserved"]);
+  assert.match(lent.receipt, /^1:local-[0-9a-f]{16}$/);
   assert.equal((await client.limit("job")).success, false);
-  assert.equal((await client.refund("job", second.receipt)).success, true);
-  assert.equal((await client.refund("job", second.receipt)).success, false);
+  assert.equal((await client.refund("job", lent.receipt)).success, true);
+  assert.equal((await client.refund("job", lent.receipt)).success, false);
   const again = await client.limit("job");
   assert.deepEqual([again.success, again.reason], [true, "reserved"]);
   // Redis's lease refunded in Redis: its permit is free again there.

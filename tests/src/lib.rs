@@ -6,7 +6,7 @@
 use std::future::Future;
 use std::time::Duration;
 
-use edgelimit::RestClient;
+use edgelimit::{Limiter, RestClient, Script};
 use edgelimit_cli::bridge::{BridgeConfig, InProcessBridge, Profile};
 use edgelimit_cli::redis_cluster::RedisCluster;
 use edgelimit_cli::redis_server::RedisServer;
@@ -163,4 +163,22 @@ pub async fn spawned_at_once<T: Send + 'static>(
         outputs.push(task.await.unwrap());
     }
     outputs
+}
+
+/// `script` run on `key` with `arguments` through `stack`'s bridge: the reply's whole numbers (the reserve scripts
+/// reply with an array of them).
+pub async fn script_numbers(stack: &Stack, script: &Script, key: &str, arguments: &[String]) -> Vec<i64> {
+    let reply = script.run(&stack.client(), &[key], arguments).await.unwrap();
+    let numbers = reply.into_array().unwrap().into_iter();
+    numbers.map(|value| value.into_int().unwrap()).collect()
+}
+
+/// How many plain requests of 1 permit for `id` at explicit time `at` (unix ms) `limiter` grants before one is
+/// denied: what a limit has left at that moment.
+pub async fn grants_until_denied(limiter: &Limiter, id: &str, at: u64) -> u32 {
+    let mut granted = 0;
+    while limiter.clone().at(at).limit(id, 1).await.unwrap().success {
+        granted += 1;
+    }
+    granted
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use edgelimit::limit::{Limiter, Quota, Reserved};
 use edgelimit::lua::RESERVE_CONCURRENCY;
-use edgelimit_tests::Stack;
+use edgelimit_tests::{grants_until_denied, script_numbers, Stack};
 
 const T0: u64 = 1_700_000_000_000;
 
@@ -33,21 +33,12 @@ async fn reserve_leases(stack: &Stack, key: &str, offset: u64, block: u32, id: &
         (T0 + offset).to_string(),
     ];
     arguments.extend_from_slice(returns);
-    let reply = RESERVE_CONCURRENCY
-        .run(&stack.client(), &[key], &arguments)
-        .await
-        .unwrap();
-    let numbers = reply.into_array().unwrap().into_iter();
-    numbers.map(|value| value.into_int().unwrap()).collect()
+    script_numbers(stack, &RESERVE_CONCURRENCY, key, &arguments).await
 }
 
 /// Plain leases granted at T0 + `offset` until one is denied.
 async fn plain_leases_at(leases: &Limiter, offset: u64) -> u32 {
-    let mut granted = 0;
-    while leases.clone().at(T0 + offset).limit("id", 1).await.unwrap().success {
-        granted += 1;
-    }
-    granted
+    grants_until_denied(leases, "id", T0 + offset).await
 }
 
 #[tokio::test]
@@ -79,6 +70,27 @@ async fn a_concurrency_block_holds_only_the_permits_free_now_until_an_interval_a
     assert_eq!(plain_leases_at(&leases, 1010).await, 1);
     assert_eq!(plain_leases_at(&leases, 1200).await, 5);
     assert_eq!(plain_leases_at(&leases, 1210).await, 3);
+}
+
+#[tokio::test]
+async fn no_refund_can_name_a_block_not_even_one_worked_out_from_the_request_s_receipt() {
+    let stack = Stack::start().await;
+    let t = T0 as i64;
+    let leases = ten_leases(&stack);
+    let key = leases.state_key("id");
+    // The request's lease has the receipt 1:<T0 + 1000>-a; the block of 3 frees at T0 + 1200 under the same id.
+    assert_eq!(
+        reserve_leases(&stack, &key, 0, 3, "a", &[]).await,
+        [1, t, 3, 0, 6, t + 1200, 0]
+    );
+    // A caller holding that receipt can work out the block's name; released as a lease, it must free nothing (the
+    // client still lends those 3): the block is logged under a name no receipt can give.
+    let forged: edgelimit::Receipt = format!("3:{}-a", T0 + 1200).parse().unwrap();
+    assert!(!leases.clone().at(T0 + 10).release("id", &forged).await.unwrap());
+    assert_eq!(plain_leases_at(&leases, 10).await, 6);
+    // The request's own lease is released as ever.
+    let own: edgelimit::Receipt = format!("1:{}-a", T0 + 1000).parse().unwrap();
+    assert!(leases.clone().at(T0 + 20).release("id", &own).await.unwrap());
 }
 
 #[tokio::test]
@@ -120,26 +132,27 @@ async fn a_client_lends_its_reserved_leases_and_lends_each_again_once_it_is_rele
     )
     .unwrap();
     let reserved = Reserved::new(limiter.clone(), Duration::from_secs(2)).unwrap();
-    // The first lease is Redis's, with its usual receipt; it held 1 at once, so 1 is reserved.
+    // The first lease is Redis's, with its usual receipt; the client held one at a time, so it reserves nothing.
     let first = reserved.limit("id", 1).await.unwrap();
     assert!(first.decision.success && !first.local);
     let first_lease = first.decision.receipt.unwrap();
     assert!(!first_lease.mark().starts_with("local-"), "{first_lease}");
-    // The second is lent from the block, with a local receipt.
+    // The second (the first still held) is Redis's too, and reserves 1: the client held 2 at once.
     let second = reserved.limit("id", 1).await.unwrap();
-    assert!(second.decision.success && second.local);
-    let second_lease = second.decision.receipt.unwrap();
-    assert!(second_lease.mark().starts_with("local-"), "{second_lease}");
-    // The block is lent out: Redis again, which grants the last permit (3 held at once now: none free to reserve).
+    assert!(second.decision.success && !second.local);
+    // The third is lent from the block, with a local receipt.
     let third = reserved.limit("id", 1).await.unwrap();
-    assert!(third.decision.success && !third.local);
-    // Full: denied by Redis, and the denial is not remembered (leases come back before its wait).
+    assert!(third.decision.success && third.local);
+    let lent_lease = third.decision.receipt.unwrap();
+    assert!(lent_lease.mark().starts_with("local-"), "{lent_lease}");
+    // Full (2 leases and the block's 1): denied by Redis, and the denial is not remembered (leases come back before
+    // its wait).
     let denied = reserved.limit("id", 1).await.unwrap();
     assert!(!denied.decision.success && !denied.local);
     assert!(!limiter.peek("id", 1).await.unwrap().success);
     // The lent lease released: back in the block (no round trip), and lent again from it.
-    assert!(reserved.release("id", &second_lease).await.unwrap());
-    assert!(!reserved.release("id", &second_lease).await.unwrap());
+    assert!(reserved.release("id", &lent_lease).await.unwrap());
+    assert!(!reserved.release("id", &lent_lease).await.unwrap());
     let again = reserved.limit("id", 1).await.unwrap();
     assert!(again.decision.success && again.local);
     // Redis's lease released in Redis: a plain client sees the permit free.

@@ -230,7 +230,7 @@ for i = 5, #ARGV do
         .. 'together at most the permits, at most ' .. MAX_RETURN_BYTES .. ' bytes): ' .. string.sub(ARGV[i], 1, 100) })
 end
 for _, tranche in ipairs(returned) do
-    if remove_grant(key, tranche.expiry, tranche.id, tranche.permits, now) then
+    if remove_grant(key, tranche.expiry, tranche.id .. '+', tranche.permits, now) then
         for _, group in ipairs(tranche.groups) do
             local frees = math.min(group.last_use + interval, tranche.expiry)
             if group.count > 0 and frees > now then
@@ -298,7 +298,7 @@ if block > 0 then
             _, _, _, last_expiry, after, standing, first, tail_run = log_verdict(key, 0, limit, interval, now)
         end
         local frees = tranche.from + horizon + interval
-        log_grant(key, tranche.permits, frees, id, now, grace, math.max(after, now + frees), standing, first,
+        log_grant(key, tranche.permits, frees, id .. '+', now, grace, math.max(after, now + frees), standing, first,
             tail_run, last_expiry)
         reserved = reserved + tranche.permits
         if index == 1 then
