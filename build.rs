@@ -1,5 +1,6 @@
 //! Writes the Lua pieces under `lua/parts/` without their comment lines into `OUT_DIR/lua-parts/`, which is what the
-//! crate carries and composes its scripts from (`src/lua/compose.rs`).
+//! crate carries and composes its scripts from (`src/lua/compose.rs`); and as written, comments and all, into
+//! `OUT_DIR/lua-parts-readable/`, which only the tests link (they compose the readable files under `lua/`).
 //!
 //! Why: the comments are two thirds of the pieces' text (53 KB of 78 KB, 15.4 KB gzipped against 5.7 KB without),
 //! and every Worker downloads the wasm that holds them. Redis gains nothing from them either: it compiles a script
@@ -8,8 +9,9 @@
 //!
 //! What goes: every line that is blank or holds only a comment. What stays: code with its indentation, the marker
 //! lines that `compose.rs` splices at (`--@…`), and `-- luacheck:` directives, so that the compact files lint alike.
-//! A line `--@inline <piece>` becomes that piece (under `lua/parts/`, compact), indented as the line: code several
-//! places of one script run, carried once in the source and spliced here rather than at run time in the wasm.
+//! In both, a line `--@inline <piece>` becomes that piece (under `lua/parts/`, in the same form), indented as the
+//! line: code several places of one script run, carried once in the source and spliced here rather than at run time
+//! in the wasm.
 //! No piece has a long string or long comment (`[[`), where a line starting with `--` could be text or code: the
 //! build refuses one, rather than strip what might not be a comment.
 
@@ -19,19 +21,21 @@ use std::{env, fs};
 fn main() {
     let parts = Path::new("lua/parts");
     println!("cargo:rerun-if-changed={}", parts.display());
-    let out = Path::new(&env::var_os("OUT_DIR").expect("cargo sets OUT_DIR")).join("lua-parts");
-    write_compact(parts, parts, &out);
+    let out = Path::new(&env::var_os("OUT_DIR").expect("cargo sets OUT_DIR")).to_owned();
+    write_pieces(parts, parts, &out.join("lua-parts"), without_comments);
+    write_pieces(parts, parts, &out.join("lua-parts-readable"), str::to_owned);
 }
 
-/// Every `.lua` file under `from`, compact, at the same path under `to`; `--@inline` pieces are read from `parts`.
-fn write_compact(parts: &Path, from: &Path, to: &Path) {
+/// Every `.lua` file under `from` in the form `form` gives it, at the same path under `to`; `--@inline` pieces are
+/// read from `parts`, in the same form.
+fn write_pieces(parts: &Path, from: &Path, to: &Path, form: fn(&str) -> String) {
     fs::create_dir_all(to).unwrap_or_else(|e| panic!("creating {}: {e}", to.display()));
     for entry in fs::read_dir(from).unwrap_or_else(|e| panic!("reading {}: {e}", from.display())) {
         let path = entry.expect("a directory entry").path();
         let target = to.join(path.file_name().expect("a file name"));
         println!("cargo:rerun-if-changed={}", path.display());
         if path.is_dir() {
-            write_compact(parts, &path, &target);
+            write_pieces(parts, &path, &target, form);
         } else if path.extension().is_some_and(|extension| extension == "lua") {
             let text = fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
             assert!(
@@ -39,8 +43,8 @@ fn write_compact(parts: &Path, from: &Path, to: &Path) {
                 "{}: a long string or comment ([[) cannot be told from code line by line; see build.rs",
                 path.display()
             );
-            let compact = inlined(parts, &without_comments(&text));
-            fs::write(&target, compact).unwrap_or_else(|e| panic!("writing {}: {e}", target.display()));
+            let piece = inlined(parts, &form(&text), form);
+            fs::write(&target, piece).unwrap_or_else(|e| panic!("writing {}: {e}", target.display()));
         }
     }
 }
@@ -59,23 +63,26 @@ fn without_comments(text: &str) -> String {
     compact
 }
 
-/// `compact` with each line `--@inline <piece>` replaced by that piece under `parts`, compact, indented as the line.
-fn inlined(parts: &Path, compact: &str) -> String {
-    let mut whole = String::with_capacity(compact.len());
-    for line in compact.lines() {
+/// `text` with each line `--@inline <piece>` replaced by that piece under `parts`, in the form `form` gives it,
+/// indented as the line (but its empty lines).
+fn inlined(parts: &Path, text: &str, form: fn(&str) -> String) -> String {
+    let mut whole = String::with_capacity(text.len());
+    for line in text.lines() {
         let code = line.trim_start();
         match code.strip_prefix("--@inline ") {
             Some(piece) => {
                 let path = parts.join(piece);
-                let text = fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
-                let piece = without_comments(&text);
+                let piece =
+                    form(&fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display())));
                 assert!(
-                    !piece.contains("--@"),
+                    !piece.lines().any(|line| line.trim_start().starts_with("--@")),
                     "{}: an inlined piece has no markers",
                     path.display()
                 );
                 for piece_line in piece.lines() {
-                    whole.push_str(&line[..line.len() - code.len()]);
+                    if !piece_line.is_empty() {
+                        whole.push_str(&line[..line.len() - code.len()]);
+                    }
                     whole.push_str(piece_line);
                     whole.push('\n');
                 }

@@ -20,7 +20,7 @@
 //!   with the single-limit script's own code.
 //! - A line `--@inline <piece>` in a piece is that piece under `parts/`, indented as the line: code that several
 //!   places of one script run, where a function would cost a closure on every call (GCRA's state write serves its
-//!   grant, its refund and its reserve script). `build.rs` splices them into the compact pieces the crate carries.
+//!   grant, its refund and its reserve script). `build.rs` splices them into the pieces, both texts.
 //! - `lua/inspect.lua`: the permit log's layout (`parts/limits/zset_member.lua`), then `parts/limits/inspect.lua`.
 //! - `lua/redisson/<script>.lua`: `parts/redisson/prelude.lua`, the pieces it calls, then the script's own file.
 
@@ -72,8 +72,8 @@ const STRING_GRANTED: &str = "return 'g' .. seconds .. ':' .. micros .. ':' .. v
 
 /// The pieces under `lua/parts/` of one kind of script, by their path there, as the function `$function`: one per
 /// kind, so that a build which never composes a kind links none of its pieces. What the crate carries is each piece
-/// without its comment lines, as `build.rs` writes it; the commented pieces are linked into the tests only, which
-/// compose the readable files under `lua/` from them.
+/// without its comment lines, as `build.rs` writes it; the commented pieces (with their `--@inline` pieces spliced
+/// in by `build.rs` too) are linked into the tests only, which compose the readable files under `lua/` from them.
 macro_rules! parts {
     ($function:ident: $($name:literal),+ $(,)?) => {
         fn $function(text: Text, name: &str) -> &'static str {
@@ -81,7 +81,7 @@ macro_rules! parts {
                 $(
                     (Text::Compact, $name) => include_str!(concat!(env!("OUT_DIR"), "/lua-parts/", $name)),
                     #[cfg(test)]
-                    (Text::Commented, $name) => include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/lua/parts/", $name)),
+                    (Text::Commented, $name) => include_str!(concat!(env!("OUT_DIR"), "/lua-parts-readable/", $name)),
                 )+
                 _ => unreachable!("no piece lua/parts/{name}"),
             }
@@ -292,10 +292,6 @@ fn compose_whole(text: Text, path: &str, common: bool, pieces: &[&str]) -> Strin
         }
         script.push_str(piece);
     }
-    #[cfg(test)]
-    if text == Text::Commented {
-        script = inlined(&script);
-    }
     if text == Text::Compact {
         script = script
             .lines()
@@ -346,29 +342,6 @@ fn indented(code: &str, indent: &str) -> String {
         })
         .collect::<Vec<_>>()
         .join("\n")
-}
-
-/// `script` with each line `--@inline <piece>` replaced by that piece's readable text, indented as the line. The
-/// compact pieces come with theirs spliced in already (`build.rs`), so only the readable files, which the tests
-/// compose, need this.
-#[cfg(test)]
-fn inlined(script: &str) -> String {
-    let mut whole = String::with_capacity(script.len());
-    for line in script.lines() {
-        let code = line.trim_start();
-        match code.strip_prefix("--@inline ") {
-            Some(piece) => {
-                let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                    .join("lua/parts")
-                    .join(piece);
-                let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-                whole.push_str(&indented(&text, &line[..line.len() - code.len()]));
-            }
-            None => whole.push_str(line),
-        }
-        whole.push('\n');
-    }
-    whole
 }
 
 /// `frame` with its one line `marker` replaced by `text`.
