@@ -47,6 +47,12 @@ impl Receipt {
     }
 }
 
+/// How a log (concurrency, sliding log) names a grant, as its scripts do: `<expiry>-<grant id>`, its receipt's mark
+/// (and what a reserved tranche's return names).
+pub(crate) fn log_mark(expiry: u64, id: &str) -> String {
+    format!("{expiry}-{id}")
+}
+
 /// A fresh random id naming a grant the scripts log as zset members (concurrency, sliding log): 16 hex digits.
 pub(crate) fn fresh_grant_id() -> String {
     format!("{:016x}", crate::unique_id::next_u64())

@@ -225,9 +225,10 @@ impl<'a> Batch<'a> {
             other => return Err(Error::malformed("a status code from 0 to 5", other)),
         };
         let (retry_after, receipt) = match status {
-            Status::Granted if quota.algorithm().names_grants() => {
-                (0, format!("{}:{x}-{}", request.permits, self.args[1]))
-            }
+            Status::Granted if quota.algorithm().names_grants() => (
+                0,
+                format!("{}:{}", request.permits, receipt::log_mark(x, &self.args[1])),
+            ),
             Status::Granted => (0, format!("{}:{x}", request.permits)),
             Status::Refunded | Status::NotHeld => (0, String::new()),
             _ => (x, String::new()),

@@ -169,7 +169,7 @@ struct Pool {
     granted_before: u32,
     span_started: Option<Instant>,
     /// Concurrency: the most permits this client held at once in the current span and the one before (see
-    /// [`Pool::holding`]), and the leases Redis granted it that it has not released: their receipts, and when they
+    /// [`Pool::hold`]), and the leases Redis granted it that it has not released: their receipts, and when they
     /// expire locally.
     peak: u32,
     peak_before: u32,
@@ -221,7 +221,7 @@ struct Block {
     ended: bool,
     /// For a block that frees earlier when returned (a sliding log's tranche), the grant that logged it,
     /// '<expiry>-<id>': when the client is done with the block, the next call for the identifier says when it used
-    /// its permits (`lua/parts/reserve/sliding_log.lua`).
+    /// its permits (`lua/parts/reserve/log.lua`).
     grant: Option<String>,
     /// Local times when the request left and the reply arrived, and the server's `now` between them.
     sent: Instant,
@@ -463,7 +463,7 @@ impl Pool {
                         ceil_ms(now.saturating_duration_since(block.sent)).min(end),
                     ),
                 };
-                // A return frees the use one interval after this (see `lua/parts/reserve/sliding_log.lua`): the
+                // A return frees the use one interval after this (see `lua/parts/reserve/log.lua`): the
                 // latest server time it may have had, with a margin for a clock that runs slow (1 ms and a
                 // hundredth of the time since the reservation left), as the span's end has its own.
                 receipt = block.record_use(count, block.now + span.1 + 1 + span.1 / 100, now);
@@ -712,7 +712,7 @@ impl Reserved {
         ];
         let id = algorithm.names_grants().then(receipt::fresh_grant_id);
         if let Some(id) = &id {
-            // The grant id, the server's clock, then the returns (lua/parts/reserve/sliding_log.lua).
+            // The grant id, the server's clock, then the returns (lua/parts/reserve/log.lua).
             arguments.extend([id.clone(), String::new()]);
             arguments.extend(returns);
         }
@@ -787,7 +787,7 @@ impl Reserved {
         let lease = match (&id, algorithm) {
             (Some(id), Algorithm::Concurrency) if granted > 0 => {
                 let expiry = now.saturating_add(self.quota.interval_ms());
-                Some(format!("{permits}:{expiry}-{id}").parse::<Receipt>()?)
+                Some(format!("{permits}:{}", receipt::log_mark(expiry, id)).parse::<Receipt>()?)
             }
             _ => None,
         };
@@ -809,10 +809,10 @@ impl Reserved {
                     _ => Uses::Grants(Vec::new()),
                 },
                 ended: false,
-                // A tranche was logged to free one interval after its span (lua/parts/reserve/sliding_log.lua).
+                // A tranche was logged to free one interval after its span (lua/parts/reserve/log.lua).
                 grant: id.as_ref().map(|id| {
                     let expiry = now.saturating_add(fourth + horizon + self.quota.interval_ms());
-                    format!("{expiry}-{id}")
+                    receipt::log_mark(expiry, id)
                 }),
                 sent,
                 received,

@@ -142,7 +142,7 @@ end
 
 -- Removes the grant of `permits` logged as '<expiry>-<id>' if it is still held (its expiry after `now`), moving the
 -- grants after it down so that what is held stays exact. Returns whether it was held. (A refund's and a reserved
--- tranche's return, lua/parts/reserve/sliding_log.lua.)
+-- tranche's return, lua/parts/reserve/log.lua.)
 local function remove_grant(key, expiry, id, permits, now)
     if expiry > now then
         for _, member in ipairs(redis.call('ZRANGEBYSCORE', key, expiry, expiry)) do
