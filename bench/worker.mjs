@@ -1,6 +1,7 @@
 // The Worker's added latency, in local workerd (Miniflare) against the same bridge, Redis and origin, in one run:
 //   - the same proxy Worker with no limiter (the baseline), with edgelimit (the real bundle, one sliding-window rule),
-//     and with @upstash/ratelimit (sliding window, its Cloudflare client);
+//     and with @upstash/ratelimit (sliding window, its Cloudflare client); and the proxy with edgelimit's wasm module
+//     loaded and never called, a floor for the cold start (bench/workers/wasm-only.js);
 //   - per request latency as the client sees it (median, p99), `REQUESTS` sequential requests per Worker per round,
 //     the Workers taking turns round by round so that machine noise falls on all of them alike;
 //   - added latency = a Worker's median (p99) minus the baseline's median (p99);
@@ -114,6 +115,9 @@ function printTable(report) {
 
 const workers = [
   { name: "no limiter", entry: "bench/workers/no-limiter.js" },
+  // The same proxy with edgelimit's wasm module compiled and instantiated, never called: the part of edgelimit's
+  // cold start that is workerd loading a wasm module of this size.
+  { name: "edgelimit's wasm module, unused", entry: "bench/workers/wasm-only.js" },
   { name: "edgelimit", entry: undefined },
   // Its scripts are not edgelimit's, which a limiter token may not run (the bridge's fence): it gets the admin token.
   { name: "@upstash/ratelimit", entry: "bench/workers/upstash.js", admin: true },

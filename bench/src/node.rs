@@ -106,7 +106,7 @@ pub struct WorkerReport {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct WorkerRun {
-    /// `no limiter`, `edgelimit` or `@upstash/ratelimit`.
+    /// `no limiter`, `edgelimit's wasm module, unused`, `edgelimit` or `@upstash/ratelimit`.
     pub name: String,
     /// Median request latency, ms.
     pub p50_ms: f64,

@@ -649,7 +649,8 @@ fn worker_table(worker: &WorkerReport) -> String {
     format!(
         "## 6. The Worker in local workerd\n\n`bench/worker.mjs`: the same proxy Worker with no limiter, with \
          edgelimit (the real bundle, one sliding-window rule) and with `@upstash/ratelimit`, through the same \
-         bridge; {} rounds × {} sequential requests per Worker, taking turns; every request allowed. Cold \
+         bridge, and with edgelimit's wasm module compiled and instantiated but never called (what loading the \
+         module costs, before edgelimit reads its rules or decides anything); {} rounds × {} sequential requests per Worker, taking turns; every request allowed. Cold \
          start: a new workerd to the first response, the median of {} launches per Worker, taking turns.\n\n{}",
         worker.rounds,
         worker.requests,

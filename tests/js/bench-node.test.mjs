@@ -61,7 +61,7 @@ test("bench/worker.mjs --json: latency added in workerd, cold start, bundle size
   positive(requests, "requests");
   assert.deepEqual(
     workers.map((worker) => worker.name),
-    ["no limiter", "edgelimit", "@upstash/ratelimit"],
+    ["no limiter", "edgelimit's wasm module, unused", "edgelimit", "@upstash/ratelimit"],
   );
   for (const [i, worker] of workers.entries()) {
     for (const field of ["p50Ms", "p99Ms", "coldStartMs", "bundleKib", "bundleGzipKib"]) {
