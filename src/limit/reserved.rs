@@ -76,7 +76,9 @@ use crate::block_cache::{ceil_ms, BlockCache};
 use crate::decision::Decision;
 use crate::error::{Error, Result};
 use crate::identifier::Identifier;
-use crate::lua::{RESERVE_CONCURRENCY, RESERVE_FIXED_WINDOW, RESERVE_GCRA, RESERVE_SLIDING_LOG};
+#[cfg(feature = "lend")]
+use crate::lua::RESERVE_CONCURRENCY;
+use crate::lua::{RESERVE_FIXED_WINDOW, RESERVE_GCRA, RESERVE_SLIDING_LOG};
 use crate::receipt::{self, Lease, Receipt};
 use crate::rest;
 use crate::script::Script;
@@ -192,8 +194,29 @@ enum Uses {
     /// the last of them may have been used, in the order used; at most [`MAX_GROUPS`], the last one taking in later
     /// uses (a later time only frees them later).
     Grants(Vec<(u64, u64)>),
-    /// Concurrency: the leases lent out and not given back (released, or held for the interval).
-    Loans(Vec<Loan>),
+    /// Concurrency: the leases lent out and not given back (released, or held for the interval). Only a build
+    /// with the `lend` feature has any (see [`Lending`]).
+    #[cfg_attr(not(feature = "lend"), allow(dead_code))]
+    Loans(Vec<Loan>, Lending),
+}
+
+/// Whether this build lends reserved concurrency permits: `()` with the `lend` feature. Without it (the Worker's
+/// module: its rules have no concurrency limits) an empty type, so that no [`Uses::Loans`] can exist and the
+/// compiler leaves out every path that handles one (2.3 KB of the module, gzipped), with no `cfg` on each of them.
+#[cfg(feature = "lend")]
+type Lending = ();
+#[cfg(not(feature = "lend"))]
+type Lending = std::convert::Infallible;
+
+impl Uses {
+    /// What a block reserved for `algorithm` starts with: nothing used.
+    fn none(algorithm: Algorithm) -> Uses {
+        match algorithm {
+            #[cfg(feature = "lend")]
+            Algorithm::Concurrency => Uses::Loans(Vec::new(), ()),
+            _ => Uses::Grants(Vec::new()),
+        }
+    }
 }
 
 /// A concurrency lease lent from a block.
@@ -260,7 +283,7 @@ impl Block {
                 }
                 None
             }
-            Uses::Loans(loans) => {
+            Uses::Loans(loans, _) => {
                 // Unguessable: whoever holds one lease's receipt must not be able to name another's.
                 let id = crate::unique_id::unguessable_u64();
                 loans.push(Loan {
@@ -278,7 +301,7 @@ impl Block {
     /// Concurrency: gives back the leases lent at least `interval` ago (they expire as Redis's do), and the one
     /// `receipt` names; returns whether that one was out.
     fn give_back(&mut self, interval: Duration, receipt: Option<&Receipt>, now: Instant) -> bool {
-        let Uses::Loans(loans) = &mut self.uses else {
+        let Uses::Loans(loans, _) = &mut self.uses else {
             return false;
         };
         // The loan a receipt names: its permits and its id (16 hex digits after LOCAL_MARK).
@@ -306,7 +329,7 @@ impl Block {
         let mut text = format!("{grant}:{}", self.last);
         let groups = match &self.uses {
             Uses::Grants(groups) => groups.clone(),
-            Uses::Loans(loans) => {
+            Uses::Loans(loans, _) => {
                 // The leases still out in at most MAX_GROUPS groups, in the order lent (which is the order of the
                 // latest time each may have been lent), each with the latest of its leases: later only frees later.
                 let per_group = loans.len().div_ceil(MAX_GROUPS).max(1);
@@ -363,7 +386,7 @@ impl Pool {
     fn hold(&mut self, permits: u32, now: Instant) {
         self.leases.retain(|(_, expires)| now < *expires);
         let lent = (self.blocks.iter())
-            .filter(|block| matches!(block.uses, Uses::Loans(_)))
+            .filter(|block| matches!(block.uses, Uses::Loans(..)))
             .map(|block| block.next - 1);
         let from_redis = self.leases.iter().map(|(lease, _)| u64::from(lease.permits()));
         let holding = u32::try_from(lent.chain(from_redis).sum::<u64>() + u64::from(permits)).unwrap_or(u32::MAX);
@@ -421,7 +444,7 @@ impl Pool {
                 // A concurrency block whose span has ended lends nothing more, but while leases are still out it
                 // waits for them (for as long again as its span): returned then, the permits of leases given back
                 // free at once, instead of one interval after they were lent.
-                Uses::Loans(loans) => {
+                Uses::Loans(loans, _) => {
                     let (start, end) = block.local_span(1, quota);
                     !block.ended || (!loans.is_empty() && now < end + end.saturating_duration_since(start))
                 }
@@ -586,6 +609,7 @@ impl Reserved {
             Algorithm::Gcra => Some(&RESERVE_GCRA),
             Algorithm::FixedWindow => Some(&RESERVE_FIXED_WINDOW),
             Algorithm::SlidingLog => Some(&RESERVE_SLIDING_LOG),
+            #[cfg(feature = "lend")]
             Algorithm::Concurrency => Some(&RESERVE_CONCURRENCY),
             _ => None,
         }
@@ -804,10 +828,7 @@ impl Reserved {
             .map(|(count, fourth)| Block {
                 next: 1,
                 last: count,
-                uses: match algorithm {
-                    Algorithm::Concurrency => Uses::Loans(Vec::new()),
-                    _ => Uses::Grants(Vec::new()),
-                },
+                uses: Uses::none(algorithm),
                 ended: false,
                 // A tranche was logged to free one interval after its span (lua/parts/reserve/log.lua).
                 grant: id.as_ref().map(|id| {
