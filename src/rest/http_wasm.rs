@@ -11,7 +11,8 @@
 //!
 //! Speed is the same within noise; reqwest adds 99 KB gzip to every isolate's download, more than the whole
 //! budget the bundle is held to. It also builds a `Request` object, an `AbortController` and a timer per request.
-//! Here a request is one `fetch(url, init)` with `AbortSignal.timeout`, and the body is read as text.
+//! Here a request is one call of `fetch.js` (beside this file; it says why it is JS): one `fetch(url, init)`, its
+//! timer cleared once the body is read as text.
 
 use std::fmt;
 use std::time::Duration;
@@ -22,21 +23,17 @@ use wasm_bindgen_futures::JsFuture;
 
 use super::Failure;
 
-#[wasm_bindgen]
+#[wasm_bindgen(module = "/src/rest/fetch.js")]
 extern "C" {
-    #[wasm_bindgen(catch, js_name = fetch)]
-    fn global_fetch(url: &str, init: &js_sys::Object) -> Result<js_sys::Promise, JsValue>;
-
-    #[wasm_bindgen(js_namespace = AbortSignal, js_name = timeout)]
-    fn abort_signal_timeout(ms: f64) -> JsValue;
-
-    type FetchResponse;
-
-    #[wasm_bindgen(method, getter)]
-    fn status(this: &FetchResponse) -> u16;
-
-    #[wasm_bindgen(method)]
-    fn text(this: &FetchResponse) -> js_sys::Promise;
+    /// See fetch.js. Resolves to `[status, body]`.
+    #[wasm_bindgen(catch, js_name = post)]
+    fn fetch_post(
+        url: &str,
+        authorization: &str,
+        body: String,
+        timeout_ms: f64,
+        deadline_header: &str,
+    ) -> Result<js_sys::Promise, JsValue>;
 }
 
 /// What `fetch` rejected with, as text (a JS value cannot cross threads, and the message is what matters).
@@ -63,41 +60,14 @@ impl Http {
         body: String,
         timeout: Duration,
     ) -> Result<(u16, String), Failure> {
-        let headers = js_sys::Object::new();
-        let init = js_sys::Object::new();
-        for (object, name, value) in [
-            (&headers, "authorization", JsValue::from(format!("Bearer {token}"))),
-            (&headers, "upstash-encoding", "base64".into()),
-            (&headers, "content-type", "application/json".into()),
-            (&init, "method", "POST".into()),
-            (&init, "headers", headers.clone().into()),
-            (&init, "body", body.into()),
-            (&init, "signal", abort_signal_timeout(timeout.as_millis() as f64)),
-        ] {
-            // Reflect::set only fails on frozen objects; these are fresh.
-            let _ = js_sys::Reflect::set(object, &name.into(), &value);
-        }
-        if !in_a_web_page() {
-            let _ = js_sys::Reflect::set(
-                &headers,
-                &super::DEADLINE_HEADER.into(),
-                &timeout.as_millis().to_string().into(),
-            );
-        }
-        let response: FetchResponse = JsFuture::from(global_fetch(url, &init).map_err(failure)?)
-            .await
-            .map_err(failure)?
-            .unchecked_into();
-        let status = response.status();
-        let text = JsFuture::from(response.text()).await.map_err(failure)?;
-        Ok((status, text.as_string().unwrap_or_default()))
+        let authorization = format!("Bearer {token}");
+        let timeout_ms = timeout.as_millis() as f64;
+        let promise = fetch_post(url, &authorization, body, timeout_ms, super::DEADLINE_HEADER).map_err(failure)?;
+        let reply: js_sys::Array = JsFuture::from(promise).await.map_err(failure)?.unchecked_into();
+        // fetch.js resolves to [status, text]: a status is 200 to 599, and text() gives a string.
+        let status = reply.get(0).as_f64().unwrap_or(0.0) as u16;
+        Ok((status, reply.get(1).as_string().unwrap_or_default()))
     }
-}
-
-/// True in a browser page, where a header of edgelimit's own would need a CORS preflight's approval (see
-/// [`super::DEADLINE_HEADER`]); false in Workers, Node and other servers.
-fn in_a_web_page() -> bool {
-    js_sys::Reflect::has(&js_sys::global(), &"document".into()).unwrap_or(true)
 }
 
 /// False in Cloudflare Workers, true in Node and browsers: in workerd each incoming request has its own context, and
