@@ -80,7 +80,9 @@ export interface RatelimitConfig {
   layout?: "per-limiter" | "per-identifier";
   /**
    * How long to wait for the store, in ms, before the request is aborted and `onError` decides. Default 1000
-   * (@upstash/ratelimit waits 5000): a rate limiter must not add seconds to a request.
+   * (@upstash/ratelimit waits 5000): a rate limiter must not add seconds to a request. At most 2147483647 (about
+   * 24.8 days, the longest a JS timer waits; a longer one would fire at once): above it, an `EDGELIMIT_INVALID_CONFIG`
+   * error.
    */
   timeout?: number;
   /**

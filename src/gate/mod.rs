@@ -125,7 +125,10 @@ impl ArmedRule {
         }
         let mut client = client.clone();
         if let Some(timeout) = rule.timeout {
-            client = client.with_timeout(timeout)?;
+            client = client.with_timeout(timeout).map_err(|error| match error {
+                Error::InvalidConfig(message) => invalid(format!("timeout: {message}")),
+                other => other,
+            })?;
         }
         let options = Options {
             prefix: prefix.to_owned(),
@@ -445,6 +448,10 @@ mod tests {
         let mut throws = Rule::new("a", KeySource::Ip, fixed());
         throws.on_error = OnError::Throw;
         assert!(message(vec![throws]).contains("onError is \"allow\" (fail open) or \"deny\""));
+        // Past 2^31 - 1 ms a JS timer fires at once: every request would time out, and onError "allow" admit it.
+        let mut slow = Rule::new("a", KeySource::Ip, fixed());
+        slow.timeout = Some(Duration::from_secs(30 * 24 * 3600));
+        assert!(message(vec![slow]).contains("rule \"a\": timeout: the request timeout must be at most 2147483647 ms"));
     }
 
     #[test]

@@ -34,6 +34,11 @@ pub const DEADLINE_HEADER: &str = "edgelimit-deadline-ms";
 /// that makes an edge request wait seconds has already failed at its job.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_millis(1_000);
 
+/// The longest per-request timeout: 2^31 - 1 ms (about 24.8 days), the longest wait a JS timer keeps. A longer one
+/// fires at once in Node and browsers, so on wasm every request would time out, and a fail-open policy would then
+/// admit every request for a caller's typo: refused on every target instead.
+pub const MAX_TIMEOUT: Duration = Duration::from_millis(i32::MAX as u64);
+
 /// Why a request got no HTTP reply (from either HTTP backend).
 enum Failure {
     /// Nothing came back within the timeout.
@@ -117,10 +122,18 @@ impl RestClient {
         self
     }
 
-    /// The same client with another per-request timeout (which must be above zero).
+    /// The same client with another per-request timeout: above zero, at most [`MAX_TIMEOUT`].
     pub fn with_timeout(mut self, timeout: Duration) -> Result<Self> {
         if timeout.is_zero() {
             return Err(Error::InvalidConfig("the request timeout must be above zero".into()));
+        }
+        if timeout > MAX_TIMEOUT {
+            return Err(Error::InvalidConfig(format!(
+                "the request timeout must be at most {} ms (about 24.8 days, the longest a JS timer waits), got {} \
+                 ms: is it in seconds where milliseconds are meant?",
+                MAX_TIMEOUT.as_millis(),
+                timeout.as_millis()
+            )));
         }
         self.timeout = timeout;
         Ok(self)
@@ -317,7 +330,11 @@ mod tests {
         assert!(err.to_string().contains("EDGELIMIT_TOKEN"), "{err}");
         let client = RestClient::new("http://127.0.0.1:8079/", "t").unwrap();
         assert_eq!(client.url(), "http://127.0.0.1:8079");
-        assert!(client.with_timeout(Duration::ZERO).is_err());
+        assert!(client.clone().with_timeout(Duration::ZERO).is_err());
+        // A JS timer fires at once past 2^31 - 1 ms: a longer timeout would time every request out on wasm.
+        assert!(client.clone().with_timeout(MAX_TIMEOUT).is_ok());
+        let err = client.with_timeout(MAX_TIMEOUT + Duration::from_millis(1)).unwrap_err();
+        assert!(err.to_string().contains("at most 2147483647 ms"), "{err}");
     }
 
     #[test]

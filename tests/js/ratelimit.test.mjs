@@ -358,6 +358,14 @@ test("decisions made at once are one script call in one HTTP request (coalescing
   }
 });
 
+test("timeout: at most 2^31 - 1 ms, the longest a JS timer waits (a longer one fires at once: every call would time out)", () => {
+  assert.throws(() => ratelimit(Ratelimit.fixedWindow(1, "1 s"), { timeout: 2 ** 31 }), {
+    code: "EDGELIMIT_INVALID_CONFIG",
+    message: /the request timeout must be at most 2147483647 ms .* got 2147483648 ms/,
+  });
+  ratelimit(Ratelimit.fixedWindow(1, "1 s"), { timeout: 2 ** 31 - 1 });
+});
+
 test("coalesce must be a boolean", () => {
   assert.throws(
     () => ratelimit(Ratelimit.fixedWindow(1, "1 s"), { coalesce: "yes" }),
