@@ -45,5 +45,15 @@ pub(crate) async fn retry_until_granted<T: Attempt, F: Future<Output = Result<T>
 
 /// Completes after `duration`.
 pub async fn sleep(duration: Duration) {
-    futures_timer::Delay::new(duration).await
+    // A JS timer waits at most 2^31 - 1 ms and fires at once when given more (futures-timer passes the ms on), which
+    // would turn a long wait into a loop asking Redis a thousand times a second: a longer sleep is several.
+    let mut left = duration;
+    loop {
+        let step = left.min(crate::rest::MAX_TIMEOUT);
+        futures_timer::Delay::new(step).await;
+        left -= step;
+        if left.is_zero() {
+            return;
+        }
+    }
 }

@@ -452,6 +452,10 @@ mod tests {
         let mut slow = Rule::new("a", KeySource::Ip, fixed());
         slow.timeout = Some(Duration::from_secs(30 * 24 * 3600));
         assert!(message(vec![slow]).contains("rule \"a\": timeout: the request timeout must be at most 2147483647 ms"));
+        // "0.5ms" parses, but timers count whole ms: every request would time out at once.
+        let mut quick = Rule::new("a", KeySource::Ip, fixed());
+        quick.timeout = Some(Duration::from_micros(500));
+        assert!(message(vec![quick]).contains("rule \"a\": timeout: the request timeout must be at least 1 ms"));
     }
 
     #[test]

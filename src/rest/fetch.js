@@ -12,6 +12,16 @@
 // DEADLINE_HEADER in src/rest/mod.rs). Workers, Node and other servers have no `document`.
 const inAWebPage = typeof document !== "undefined";
 
+/** Why `url` is not a URL `fetch` can send to, or `undefined` when it is one (read by the runtime's own `URL`). */
+export function urlProblem(url) {
+  try {
+    new URL(url);
+    return undefined;
+  } catch (error) {
+    return String(error?.message ?? error);
+  }
+}
+
 /**
  * POSTs `body` (JSON) to `url` with the `authorization` header, asking for base64-encoded replies, and gives up after
  * `timeoutMs` (the fetch then rejects with an AbortError); outside a web page `deadlineHeader` carries the timeout to

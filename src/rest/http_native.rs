@@ -41,6 +41,11 @@ fn failure(error: reqwest::Error) -> Failure {
     }
 }
 
+/// Why `url` is not a URL a request can go to, if it is not (natively, the `url` crate's reading, as reqwest's).
+pub(crate) fn url_problem(url: &str) -> Option<String> {
+    reqwest::Url::parse(url).err().map(|error| error.to_string())
+}
+
 /// Natively, one request may wait for another's call (see `http_wasm.rs` for where it may not).
 pub(crate) fn requests_may_wait_on_each_other() -> bool {
     true

@@ -100,10 +100,27 @@ impl RestClient {
                  UPSTASH_REDIS_REST_URL"
             )));
         }
+        // Caught here, not by the first request: a request that cannot be sent fails as a transport error, which a
+        // fail-open policy would absorb, admitting every request for a mistake in the configuration.
+        if let Some(problem) = http::url_problem(base_url) {
+            return Err(Error::InvalidConfig(format!(
+                "the REST URL {url:?} is not a URL a request can go to ({problem}); set EDGELIMIT_URL or \
+                 UPSTASH_REDIS_REST_URL"
+            )));
+        }
         if token.is_empty() {
             return Err(Error::InvalidConfig(
                 "the REST token is empty; set EDGELIMIT_TOKEN or UPSTASH_REDIS_REST_TOKEN".into(),
             ));
+        }
+        // A header value that HTTP cannot carry (a space, a pasted non-ASCII character, a line break) would fail every
+        // request the same way. REST tokens (Upstash's, the bridge's) are visible ASCII.
+        if let Some(bad) = token.chars().find(|c| !c.is_ascii_graphic()) {
+            return Err(Error::InvalidConfig(format!(
+                "the REST token holds {bad:?}, which an HTTP header cannot carry: a token is visible ASCII (letters, \
+                 digits and punctuation, no spaces); check EDGELIMIT_TOKEN or UPSTASH_REDIS_REST_TOKEN for a stray \
+                 character"
+            )));
         }
         Ok(RestClient {
             http: Http::default(),
@@ -122,10 +139,14 @@ impl RestClient {
         self
     }
 
-    /// The same client with another per-request timeout: above zero, at most [`MAX_TIMEOUT`].
+    /// The same client with another per-request timeout: from 1 ms to [`MAX_TIMEOUT`].
     pub fn with_timeout(mut self, timeout: Duration) -> Result<Self> {
-        if timeout.is_zero() {
-            return Err(Error::InvalidConfig("the request timeout must be above zero".into()));
+        // Timers count whole milliseconds: less than one would time every request out at once, and a fail-open
+        // policy would then admit every request.
+        if timeout < Duration::from_millis(1) {
+            return Err(Error::InvalidConfig(format!(
+                "the request timeout must be at least 1 ms, got {timeout:?}"
+            )));
         }
         if timeout > MAX_TIMEOUT {
             return Err(Error::InvalidConfig(format!(
@@ -331,6 +352,20 @@ mod tests {
         let client = RestClient::new("http://127.0.0.1:8079/", "t").unwrap();
         assert_eq!(client.url(), "http://127.0.0.1:8079");
         assert!(client.clone().with_timeout(Duration::ZERO).is_err());
+        let err = client.clone().with_timeout(Duration::from_micros(500)).unwrap_err();
+        assert!(err.to_string().contains("at least 1 ms, got 500µs"), "{err}");
+        assert!(client.clone().with_timeout(Duration::from_millis(1)).is_ok());
+        // Caught when the client is made, not as a transport error (which a fail-open policy absorbs) per request.
+        let err = RestClient::new("http://a b", "t").unwrap_err();
+        assert!(err.to_string().contains("not a URL a request can go to"), "{err}");
+        assert!(RestClient::new("https://[bad", "t").is_err());
+        for token in ["t\u{2603}", "a b", "t\r\nx: y", "t\0"] {
+            let err = RestClient::new("http://127.0.0.1:8079", token).unwrap_err();
+            assert!(
+                err.to_string().contains("which an HTTP header cannot carry"),
+                "{token:?}: {err}"
+            );
+        }
         // A JS timer fires at once past 2^31 - 1 ms: a longer timeout would time every request out on wasm.
         assert!(client.clone().with_timeout(MAX_TIMEOUT).is_ok());
         let err = client.with_timeout(MAX_TIMEOUT + Duration::from_millis(1)).unwrap_err();

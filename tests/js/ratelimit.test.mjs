@@ -366,6 +366,22 @@ test("timeout: at most 2^31 - 1 ms, the longest a JS timer waits (a longer one f
   ratelimit(Ratelimit.fixedWindow(1, "1 s"), { timeout: 2 ** 31 - 1 });
 });
 
+test("a URL fetch cannot send to, or a token a header cannot carry, is refused at once, not failed (and absorbed) per request", () => {
+  const limiter = Ratelimit.fixedWindow(1, "1 s");
+  for (const url of ["http://a b", "https://[bad"]) {
+    assert.throws(() => new Ratelimit({ url, token: "t", limiter, onError: "allow" }), {
+      code: "EDGELIMIT_INVALID_CONFIG",
+      message: /is not a URL a request can go to/,
+    });
+  }
+  for (const token of ["t\u2603", "a b", "t\r\nx: y"]) {
+    assert.throws(() => new Ratelimit({ url: "http://127.0.0.1:1", token, limiter, onError: "allow" }), {
+      code: "EDGELIMIT_INVALID_CONFIG",
+      message: /which an HTTP header cannot carry/,
+    });
+  }
+});
+
 test("coalesce must be a boolean", () => {
   assert.throws(
     () => ratelimit(Ratelimit.fixedWindow(1, "1 s"), { coalesce: "yes" }),
