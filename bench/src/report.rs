@@ -561,8 +561,8 @@ fn npm_tables(npm: &NpmReport) -> String {
     format!(
         "### The npm package, from Node\n\n`bench/npm.mjs` through the same bridge: {} requests in flight, {} s \
          per run, best of {} rounds; every request allowed. `@upstash/redis` auto-pipelines by default (commands \
-         of one tick share an HTTP request); edgelimit sends one request per decision, so both ways are \
-         shown.\n\n{throughput}{cold_starts}{sizes}",
+         of one tick share an HTTP request), and edgelimit coalesces decisions made at once by default (see \
+         \"Coalescing\" below), so both of theirs are shown.\n\n{throughput}{cold_starts}{sizes}",
         flow.in_flight, flow.seconds, flow.rounds
     )
 }
