@@ -8,9 +8,13 @@
 // an abort event nobody waits for. In Node (bench/coalescing.mjs, 8 in flight) that was about a tenth of the client's
 // CPU per decision.
 
-// A page's own headers need a CORS preflight's approval, so there the deadline header is left out (see
-// DEADLINE_HEADER in src/rest/mod.rs). Workers, Node and other servers have no `document`.
-const inAWebPage = typeof document !== "undefined";
+// In a browser, a header of our own needs a CORS preflight's approval, which an endpoint may not give (then every
+// request fails, and a fail-open policy admits it): there the deadline header is left out (see DEADLINE_HEADER in
+// src/rest/mod.rs). A page has a `document`; a browser's Web Worker has none, but its user agent, like a page's,
+// begins with "Mozilla/" (Node's is "Node.js/…", Cloudflare Workers' "Cloudflare-Workers", Deno's "Deno/…").
+const inABrowser =
+  typeof document !== "undefined" ||
+  (typeof navigator === "object" && navigator !== null && /^Mozilla\//.test(String(navigator.userAgent)));
 
 /** Why `url` is not a URL `fetch` can send to, or `undefined` when it is one (read by the runtime's own `URL`). */
 export function urlProblem(url) {
@@ -24,7 +28,7 @@ export function urlProblem(url) {
 
 /**
  * POSTs `body` (JSON) to `url` with the `authorization` header, asking for base64-encoded replies, and gives up after
- * `timeoutMs` (the fetch then rejects with an AbortError); outside a web page `deadlineHeader` carries the timeout to
+ * `timeoutMs` (the fetch then rejects with an AbortError); outside a browser `deadlineHeader` carries the timeout to
  * the bridge. Resolves to `[status, body text]`.
  */
 export async function post(url, authorization, body, timeoutMs, deadlineHeader) {
@@ -32,7 +36,7 @@ export async function post(url, authorization, body, timeoutMs, deadlineHeader) 
   const timer = setTimeout(() => controller.abort(), timeoutMs);
   try {
     const headers = { authorization, "upstash-encoding": "base64", "content-type": "application/json" };
-    if (!inAWebPage) headers[deadlineHeader] = String(timeoutMs);
+    if (!inABrowser) headers[deadlineHeader] = String(timeoutMs);
     const response = await fetch(url, { method: "POST", headers, body, signal: controller.signal });
     return [response.status, await response.text()];
   } finally {

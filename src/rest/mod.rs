@@ -26,8 +26,9 @@ use crate::value::Value;
 
 /// The header that tells the endpoint how many ms the client waits for this request (its timeout): the bridge in
 /// front of a Redis Cluster stops sending a command again (after `MOVED`, `TRYAGAIN`, …) once it has passed, since
-/// the client has answered without it by then (its failure policy decided). Other endpoints ignore it. Browsers do
-/// not send it: there it would take a CORS preflight's approval, which an endpoint may not give.
+/// the client has answered without it by then (its failure policy decided). Other endpoints ignore it. Browsers (pages
+/// and their Web Workers) do not send it: there it would take a CORS preflight's approval, which an endpoint may not
+/// give.
 pub const DEADLINE_HEADER: &str = "edgelimit-deadline-ms";
 
 /// How long a request may take when the caller does not say. Well under Upstash's own 5 s limit: a rate limiter
