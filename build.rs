@@ -14,6 +14,12 @@
 //! in the wasm.
 //! No piece has a long string or long comment (`[[`), where a line starting with `--` could be text or code: the
 //! build refuses one, rather than strip what might not be a comment.
+//!
+//! It also writes `OUT_DIR/script_sha1s.rs`: the SHA1 of every script Redis runs (`lua/compact/<file>`), as the
+//! macro `sha1_of!("<file>")`, so that a decision's `EVALSHA` names its script without composing the text and hashing
+//! it first. Why: on wasm, V8 compiles each function on its first call, so a Worker's first decision (its cold start)
+//! also compiled and ran the composer and SHA-1 on the slowest, unoptimised code; the text is composed only when
+//! Redis answers `NOSCRIPT`. A test checks that each SHA1 is the composed text's (`src/lua/mod.rs`).
 
 use std::path::Path;
 use std::{env, fs};
@@ -24,6 +30,34 @@ fn main() {
     let out = Path::new(&env::var_os("OUT_DIR").expect("cargo sets OUT_DIR")).to_owned();
     write_pieces(parts, parts, &out.join("lua-parts"), without_comments);
     write_pieces(parts, parts, &out.join("lua-parts-readable"), str::to_owned);
+    let compact = Path::new("lua/compact");
+    println!("cargo:rerun-if-changed={}", compact.display());
+    let mut arms = String::new();
+    script_sha1_arms(compact, "", &mut arms);
+    let macro_text =
+        format!("/// The SHA1 of `lua/compact/<file>` (written by build.rs).\nmacro_rules! sha1_of {{\n{arms}}}\n");
+    let target = out.join("script_sha1s.rs");
+    fs::write(&target, macro_text).unwrap_or_else(|e| panic!("writing {}: {e}", target.display()));
+}
+
+/// A `sha1_of!` arm for every `.lua` file under `dir` (`lua/compact/`, at `prefix` below it), depth first.
+fn script_sha1_arms(dir: &Path, prefix: &str, arms: &mut String) {
+    let mut entries: Vec<_> = fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
+        .map(|entry| entry.expect("a directory entry").path())
+        .collect();
+    entries.sort();
+    for path in entries {
+        let name = path.file_name().expect("a file name").to_string_lossy().into_owned();
+        println!("cargo:rerun-if-changed={}", path.display());
+        if path.is_dir() {
+            script_sha1_arms(&path, &format!("{prefix}{name}/"), arms);
+        } else if name.ends_with(".lua") {
+            let text = fs::read(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+            let sha1 = sha1_smol::Sha1::from(text).digest();
+            arms.push_str(&format!("    (\"{prefix}{name}\") => {{ \"{sha1}\" }};\n"));
+        }
+    }
 }
 
 /// Every `.lua` file under `from` in the form `form` gives it, at the same path under `to`; `--@inline` pieces are

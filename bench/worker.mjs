@@ -22,7 +22,7 @@ const options = benchOptions();
 const ROUNDS = Number(process.env.ROUNDS ?? (options.quick ? 1 : 5));
 const REQUESTS = Number(process.env.REQUESTS ?? (options.quick ? 20 : 200));
 const WARM_UP = options.quick ? 5 : 20;
-const COLD_STARTS = Number(process.env.COLD_STARTS ?? (options.quick ? 1 : 9));
+const COLD_STARTS = Number(process.env.COLD_STARTS ?? (options.quick ? 1 : 15));
 
 /** `Total Upload: 515.64 KiB / gzip: 160.82 KiB` from wrangler's report, as numbers. */
 function bundleSize(report) {

@@ -21,6 +21,7 @@
 //! | [`identifier`] | identifiers keyed by their exact bytes: raw when short text, else SHA-256 |
 //! | [`duration`] | human durations: `"10 s"`, `"250ms"`, `"1m"` |
 //! | [`time`] | waiting on every target (`acquire`) |
+//! | `cold` | paths most calls never take, compiled apart on wasm (a Worker's cold start compiles what it runs) |
 //! | [`error`] | the one error enum, with stable `EDGELIMIT_…` codes |
 //! | [`value`] | Redis replies as the REST protocol carries them, and their checked decoding |
 //! | [`rest`] | the REST client: one command, pipeline, multi-exec, base64, per-request timeout, coalescing concurrent commands into one request |
@@ -42,6 +43,7 @@
 #![warn(missing_docs)]
 
 pub mod block_cache;
+mod cold;
 pub mod decision;
 pub mod duration;
 pub mod error;

@@ -1,9 +1,12 @@
 //! Lua scripts and how they are run: `EVALSHA` first, `EVAL` only when Redis answers `NOSCRIPT`.
 //!
-//! A decision is one round trip in the steady state: the script's SHA1 is computed once from its text, and Redis
-//! keeps the text in its script cache after the first `EVAL`. After a restart, a `SCRIPT FLUSH` or a fail-over the
+//! A decision is one round trip in the steady state: the crate's scripts carry their SHA1 from the build (a script
+//! made with [`Script::new`] computes it once), and Redis keeps the text in its script cache after the first `EVAL`. After a restart, a `SCRIPT FLUSH` or a fail-over the
 //! cache is empty; the `NOSCRIPT` reply costs one extra round trip, once, and loses nothing because `EVALSHA` did
 //! not run.
+
+use std::borrow::Cow;
+use std::sync::OnceLock;
 
 use crate::error::{Error, Result};
 
@@ -11,10 +14,21 @@ use crate::rest::{Command, RestClient};
 use crate::value::Value;
 
 /// A Lua script with its SHA1, as Redis's script cache names it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Script {
-    source: String,
-    sha1: String,
+    sha1: Cow<'static, str>,
+    text: Text,
+}
+
+/// A script's text: given whole, or (the crate's own scripts, `crate::lua`) composed from its pieces when first
+/// needed, which is only when Redis answers `NOSCRIPT`: the steady state sends the SHA1 alone.
+#[derive(Debug, Clone)]
+enum Text {
+    Given(String),
+    Composed {
+        compose: fn() -> String,
+        text: OnceLock<String>,
+    },
 }
 
 impl Script {
@@ -22,12 +36,30 @@ impl Script {
     pub fn new(source: impl Into<String>) -> Self {
         let source = source.into();
         let sha1 = sha1_smol::Sha1::from(source.as_bytes()).digest().to_string();
-        Script { source, sha1 }
+        Script {
+            sha1: Cow::Owned(sha1),
+            text: Text::Given(source),
+        }
+    }
+
+    /// One of the crate's scripts: its SHA1, computed when the crate was built (`build.rs`), and how to compose its
+    /// text, which must hash to it (a test in `crate::lua` checks every one).
+    pub(crate) const fn pinned(sha1: &'static str, compose: fn() -> String) -> Self {
+        Script {
+            sha1: Cow::Borrowed(sha1),
+            text: Text::Composed {
+                compose,
+                text: OnceLock::new(),
+            },
+        }
     }
 
     /// The script's text.
     pub fn source(&self) -> &str {
-        &self.source
+        match &self.text {
+            Text::Given(text) => text,
+            Text::Composed { compose, text } => text.get_or_init(compose),
+        }
     }
 
     /// The SHA1 of the text, lowercase hex.
@@ -37,12 +69,12 @@ impl Script {
 
     /// The `EVALSHA` command for these keys and arguments.
     pub fn evalsha_command<K: ToString, A: ToString>(&self, keys: &[K], args: &[A]) -> Command {
-        Self::invocation("EVALSHA", &self.sha1, keys, args)
+        Self::invocation("EVALSHA", self.sha1(), keys, args)
     }
 
     /// The `EVAL` command (the full text) for these keys and arguments.
     pub fn eval_command<K: ToString, A: ToString>(&self, keys: &[K], args: &[A]) -> Command {
-        Self::invocation("EVAL", &self.source, keys, args)
+        Self::invocation("EVAL", self.source(), keys, args)
     }
 
     fn invocation<K: ToString, A: ToString>(verb: &str, script: &str, keys: &[K], args: &[A]) -> Command {
@@ -108,6 +140,15 @@ impl Script {
         Ok(replies)
     }
 }
+
+/// Two scripts are the same script when their SHA1s are: Redis's script cache cannot tell them apart either.
+impl PartialEq for Script {
+    fn eq(&self, other: &Script) -> bool {
+        self.sha1 == other.sha1
+    }
+}
+
+impl Eq for Script {}
 
 /// One script call of a pipeline: [`Script::run_many`].
 #[derive(Debug, Clone)]

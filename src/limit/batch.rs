@@ -63,7 +63,7 @@ impl<'a> Batch<'a> {
         let quotas: Vec<Option<Quota>> = requests.iter().map(|request| request.limiter.quota_to_send()).collect();
         let (script, single) = match (requests, quotas[0]) {
             ([_], Some(quota)) => (quota.algorithm().script(), true),
-            _ => (&*lua::LIMITS, false),
+            _ => (&lua::LIMITS, false),
         };
         let mut keys = Vec::with_capacity(2 * requests.len());
         let mut args = Vec::with_capacity(6 * requests.len());
@@ -176,6 +176,16 @@ impl<'a> Batch<'a> {
         if copies.is_empty() {
             return self.decode(self.send(call, client).await?);
         }
+        crate::cold::out_of_line(self.run_reading_copies(call, client, copies)).await
+    }
+
+    /// [`run`](Batch::run) for requests that sent stored quotas' copies: the configs read after the script.
+    async fn run_reading_copies(
+        &self,
+        call: ScriptCall<'_>,
+        client: &RestClient,
+        copies: Vec<(&Limiter, Quota)>,
+    ) -> Result<Decisions> {
         let reads: Vec<Command> = copies
             .iter()
             .map(|(limiter, _)| stored_copy::read_command(limiter))

@@ -80,6 +80,14 @@ pub(super) async fn refresh<'a>(limiters: impl IntoIterator<Item = &'a Limiter>)
     let stale: Vec<&Limiter> = (limiters.into_iter())
         .filter(|limiter| uses_copy(limiter) && limiter.stored_copy.fresh().is_none())
         .collect();
+    if stale.is_empty() {
+        return Ok(());
+    }
+    crate::cold::out_of_line(read_copies(stale)).await
+}
+
+/// Reads the stored configs of `stale` in one round trip and keeps them as their copies.
+async fn read_copies(stale: Vec<&Limiter>) -> Result<()> {
     let Some(first) = stale.first() else {
         return Ok(());
     };

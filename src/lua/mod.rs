@@ -18,21 +18,23 @@
 //! | `lua/reserve/<algorithm>.lua` | decides one limit's request and reserves permits for the client to grant locally (`crate::limit::Reserved`): GCRA, fixed window, sliding log, concurrency |
 //! | `lua/redisson/*.lua` | Redisson `RRateLimiter`'s layout: acquire, available, release, set rate, lifetime |
 
-use std::sync::LazyLock;
-
 use crate::script::Script;
 
 mod compose;
 
-/// Declares each script once: its static (composed from its pieces when first used by its composer, exactly the
-/// compact file's text, see [`compose`](self); its SHA1 computed once), [`every_script`] and the list of files the
+// `sha1_of!("<file>")`: the SHA1 of `lua/compact/<file>`, computed by build.rs.
+include!(concat!(env!("OUT_DIR"), "/script_sha1s.rs"));
+
+/// Declares each script once: its static (its SHA1 pinned when the crate was built, its text composed from its pieces
+/// when first needed, exactly the compact file's, see [`compose`](self)), [`every_script`] and the list of files the
 /// generation test checks. Each composer reaches only its own pieces, so a build that never uses a kind of script
 /// (the Worker's, Redisson's) links none of its text.
 macro_rules! scripts {
-    ($($(#[$doc:meta])* $name:ident = $composer:ident($path:literal);)*) => {
+    ($($(#[$doc:meta])* $name:ident = $composer:ident($path:tt);)*) => {
         $(
             $(#[$doc])*
-            pub static $name: LazyLock<Script> = LazyLock::new(|| Script::new(compose::$composer(compose::Text::Compact, $path)));
+            pub static $name: Script =
+                Script::pinned(sha1_of!($path), || compose::$composer(compose::Text::Compact, $path));
         )*
 
         /// How many scripts the crate sends.
@@ -98,4 +100,18 @@ scripts! {
     REDISSON_SET_RATE = redisson("redisson/set_rate.lua");
     /// Redisson's layout, change an existing limiter's lifetime: its keep-alive, or an expiry of all its keys.
     REDISSON_LIFETIME = redisson("redisson/lifetime.lua");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::every_script;
+
+    /// The SHA1 that build.rs pinned for each script is its composed text's: `EVALSHA` and `EVAL` name one script.
+    #[test]
+    fn every_pinned_sha1_is_the_composed_texts() {
+        for script in every_script() {
+            let composed = crate::script::Script::new(script.source());
+            assert_eq!(script.sha1(), composed.sha1(), "{}", &script.source()[..80]);
+        }
+    }
 }

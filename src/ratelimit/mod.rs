@@ -266,7 +266,10 @@ impl Ratelimit {
     /// knows the answer).
     pub async fn limit<'i>(&self, id: impl Into<Identifier<'i>>, permits: u32) -> Result<Outcome> {
         match &self.reserved {
-            Some(reserved) => self.decide_reserved(reserved, &id.into(), permits).await,
+            Some(reserved) => {
+                let id = id.into();
+                crate::cold::out_of_line(self.decide_reserved(reserved, &id, permits)).await
+            }
             None => self.decide(&self.limiters, &id.into(), permits).await,
         }
     }

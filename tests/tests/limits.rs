@@ -594,7 +594,7 @@ async fn hand_made_calls_get_clean_errors_never_lua_stack_traces() {
     }
     let all_cases = cases
         .into_iter()
-        .map(|(keys, args)| (&*edgelimit::lua::LIMITS, owned(&keys), owned(&args)));
+        .map(|(keys, args)| (&edgelimit::lua::LIMITS, owned(&keys), owned(&args)));
     for (script, keys, args) in all_cases.chain(single_cases) {
         let error = script.run(&client, &keys, &args).await.unwrap_err();
         let message = error.to_string();

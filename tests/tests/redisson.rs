@@ -448,7 +448,7 @@ async fn no_input_makes_a_script_raise_a_raw_lua_error() {
         vec!["", "5", "1000", "0", "0"],
     ];
     let mut checked = 0;
-    for script in [&*ACQUIRE, &*AVAILABLE, &*RELEASE, &*SET_RATE] {
+    for script in [&ACQUIRE, &AVAILABLE, &RELEASE, &SET_RATE] {
         for keys in [&good_keys[..], &good_keys[..2], &[]] {
             for args in &arg_sets {
                 match script.run(&client, keys, args).await {

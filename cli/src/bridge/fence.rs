@@ -258,7 +258,7 @@ mod tests {
 
     #[test]
     fn a_limiter_token_runs_decisions_at_server_time_only() {
-        let tb = &*lua::TOKEN_BUCKET;
+        let tb = &lua::TOKEN_BUCKET;
         let decide = |op: &str, time: &str| evalsha(tb, &["edgelimit:{a}:x"], &["1:10:1000:1", "", op, time]);
         assert_eq!(refusal(Profile::Limiter, &decide("limit", "")), None);
         // The common call leaves the operation and the time to their defaults.
@@ -286,10 +286,10 @@ mod tests {
 
         // Reserving permits: at the server's clock only, like a decision; a log's time follows its grant id.
         for (reserve, leading) in [
-            (&*lua::RESERVE_GCRA, &["1:10:1000:10", "5:50:200"][..]),
-            (&*lua::RESERVE_FIXED_WINDOW, &["1:10:1000", "5:50:200"]),
-            (&*lua::RESERVE_SLIDING_LOG, &["1:10:1000", "5:50:200", "id1"]),
-            (&*lua::RESERVE_CONCURRENCY, &["1:10:1000", "5:50:200", "id1"]),
+            (&lua::RESERVE_GCRA, &["1:10:1000:10", "5:50:200"][..]),
+            (&lua::RESERVE_FIXED_WINDOW, &["1:10:1000", "5:50:200"]),
+            (&lua::RESERVE_SLIDING_LOG, &["1:10:1000", "5:50:200", "id1"]),
+            (&lua::RESERVE_CONCURRENCY, &["1:10:1000", "5:50:200", "id1"]),
         ] {
             let reserving = |time: &[&str]| {
                 let mut args = leading.to_vec();
@@ -312,7 +312,7 @@ mod tests {
         assert_eq!(refusal(Profile::Limiter, &batch), None);
         assert!(refusal(Profile::Readonly, &batch).is_some());
 
-        let conc = &*lua::CONCURRENCY;
+        let conc = &lua::CONCURRENCY;
         let release = evalsha(conc, &["k"], &["1:10:1000", "1:5-abc", "refund", ""]);
         assert_eq!(refusal(Profile::Limiter, &release), None);
         // The same call as EVAL of the body, lowercase, and SCRIPT LOAD of it.
@@ -328,7 +328,7 @@ mod tests {
 
     #[test]
     fn the_driver_refunds_only_when_every_limit_names_its_grants() {
-        let limits = &*lua::LIMITS;
+        let limits = &lua::LIMITS;
         let keys = ["c1", "s1", "c2", "s2"];
         let call = |second: &str| {
             evalsha(

@@ -95,7 +95,7 @@ mod tests {
     #[test]
     fn knows_edgelimits_scripts_and_the_ones_it_saw() {
         let bodies = ScriptBodies::default();
-        let gcra = &*edgelimit::lua::GCRA;
+        let gcra = &edgelimit::lua::GCRA;
         let evalsha = |sha: &str| vec![b"evalsha".to_vec(), sha.as_bytes().to_vec(), b"0".to_vec()];
         assert_eq!(
             bodies.body_for(&evalsha(&gcra.sha1().to_ascii_uppercase())).as_deref(),
