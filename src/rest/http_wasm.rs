@@ -35,14 +35,10 @@ extern "C" {
         deadline_header: &str,
     ) -> Result<js_sys::Promise, JsValue>;
 
-    /// See fetch.js.
+    /// Why `url` is not a URL a request can go to, if it is not: the runtime's own `URL` reads it, as `fetch` will
+    /// (fetch.js).
     #[wasm_bindgen(js_name = urlProblem)]
-    fn url_problem_of(url: &str) -> Option<String>;
-}
-
-/// Why `url` is not a URL a request can go to, if it is not: the runtime's own `URL` reads it, as `fetch` will.
-pub(crate) fn url_problem(url: &str) -> Option<String> {
-    url_problem_of(url)
+    pub(crate) fn url_problem(url: &str) -> Option<String>;
 }
 
 /// What `fetch` rejected with, as text (a JS value cannot cross threads, and the message is what matters).
