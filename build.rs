@@ -19,7 +19,9 @@
 //! macro `sha1_of!("<file>")`, so that a decision's `EVALSHA` names its script without composing the text and hashing
 //! it first. Why: on wasm, V8 compiles each function on its first call, so a Worker's first decision (its cold start)
 //! also compiled and ran the composer and SHA-1 on the slowest, unoptimised code; the text is composed only when
-//! Redis answers `NOSCRIPT`. A test checks that each SHA1 is the composed text's (`src/lua/mod.rs`).
+//! Redis answers `NOSCRIPT`. A test checks that each SHA1 is the composed text's (`src/lua/mod.rs`), and so do
+//! `scripts/build-wasm` (that test, before building) and `edgelimit dev` (`SCRIPT LOAD`'s answer): after a piece under
+//! `lua/parts/` is edited, run `scripts/lua` before building.
 
 use std::path::Path;
 use std::{env, fs};

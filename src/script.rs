@@ -1,7 +1,8 @@
 //! Lua scripts and how they are run: `EVALSHA` first, `EVAL` only when Redis answers `NOSCRIPT`.
 //!
-//! A decision is one round trip in the steady state: the crate's scripts carry their SHA1 from the build (a script
-//! made with [`Script::new`] computes it once), and Redis keeps the text in its script cache after the first `EVAL`. After a restart, a `SCRIPT FLUSH` or a fail-over the
+//! A decision is one round trip in the steady state: the crate's scripts carry their SHA1 from the build (a
+//! script made with [`Script::new`] computes it once), and Redis keeps the text in its script cache after the
+//! first `EVAL`. After a restart, a `SCRIPT FLUSH` or a fail-over the
 //! cache is empty; the `NOSCRIPT` reply costs one extra round trip, once, and loses nothing because `EVALSHA` did
 //! not run.
 
@@ -62,7 +63,8 @@ impl Script {
         }
     }
 
-    /// The SHA1 of the text, lowercase hex.
+    /// The SHA1 of the text, lowercase hex (for the crate's scripts, the one `build.rs` pinned; a test checks that it
+    /// is the composed text's).
     pub fn sha1(&self) -> &str {
         &self.sha1
     }

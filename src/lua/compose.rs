@@ -1,10 +1,13 @@
 //! How the files under `lua/` are made from the pieces under `lua/parts/`, and the test that keeps them so.
 //!
-//! The crate carries the pieces and composes each script once, when first used: the finished files repeat the
+//! The crate carries the pieces and composes a script's text when Redis first asks for it (`NOSCRIPT`; the SHA1 that
+//! `EVALSHA` names is pinned by build.rs from `lua/compact/`): the finished files repeat the
 //! shared pieces (every script starts with `common.lua`; `limits.lua` holds every algorithm again), which would
 //! triple the Lua text inside the wasm. A test checks that every file under `lua/` is exactly what this module
 //! composes, so the text Redis runs, and its SHA1, is the file in the repository. Run `scripts/lua` after editing
-//! a piece: it runs that test with `EDGELIMIT_WRITE_LUA=1`, which writes the files instead of comparing them.
+//! a piece, before building: it runs that test with `EDGELIMIT_WRITE_LUA=1`, which writes the files instead of
+//! comparing them (a build from stale files pins the old files' SHA1s; `scripts/build-wasm` and `edgelimit dev` refuse
+//! to go on then).
 //!
 //! - Every script starts with `parts/common.lua` (argument checks and the clock), but the single-limit scripts,
 //!   which check their few arguments inline (see `parts/limits/single.lua`).
