@@ -160,6 +160,10 @@ impl Gate {
     /// start with `prefix` and follow `layout` (a rule's limits all count one client key, so in the per-identifier
     /// layout each request is still one script on a Redis Cluster).
     pub fn new(client: RestClient, rules: Vec<Rule>, prefix: &str, layout: KeyLayout) -> Result<Gate> {
+        // A request makes one decision, one script call, so coalescing would only cost it a yield, and the code of
+        // the queue on the first decision's path (compiled on first use on wasm). And in workerd each request has
+        // its own context: a request must not wait for a call another request's code sent.
+        let client = client.without_coalescing();
         let mut armed: Vec<Arc<ArmedRule>> = Vec::with_capacity(rules.len());
         for rule in rules {
             if armed.iter().any(|other| other.rule.name == rule.name) {
