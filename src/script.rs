@@ -2,9 +2,8 @@
 //!
 //! A decision is one round trip in the steady state: the crate's scripts carry their SHA1 from the build (a
 //! script made with [`Script::new`] computes it once), and Redis keeps the text in its script cache after the
-//! first `EVAL`. After a restart, a `SCRIPT FLUSH` or a fail-over the
-//! cache is empty; the `NOSCRIPT` reply costs one extra round trip, once, and loses nothing because `EVALSHA` did
-//! not run.
+//! first `EVAL`. After a restart, a `SCRIPT FLUSH` or a fail-over the cache is empty; the `NOSCRIPT` reply costs one
+//! extra round trip, once, and loses nothing because `EVALSHA` did not run.
 
 use std::borrow::Cow;
 use std::sync::OnceLock;

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use super::{Limiter, Quota};
 use crate::error::{Error, Result};
-use crate::rest::Command;
+use crate::rest::{Command, RestClient};
 use crate::time::Instant;
 use crate::value::Value;
 
@@ -80,19 +80,16 @@ pub(super) async fn refresh<'a>(limiters: impl IntoIterator<Item = &'a Limiter>)
     let stale: Vec<&Limiter> = (limiters.into_iter())
         .filter(|limiter| uses_copy(limiter) && limiter.stored_copy.fresh().is_none())
         .collect();
-    if stale.is_empty() {
-        return Ok(());
-    }
-    crate::cold::out_of_line(read_copies(stale)).await
-}
-
-/// Reads the stored configs of `stale` in one round trip and keeps them as their copies.
-async fn read_copies(stale: Vec<&Limiter>) -> Result<()> {
     let Some(first) = stale.first() else {
         return Ok(());
     };
+    crate::cold::out_of_line(read_copies(&first.client, &stale)).await
+}
+
+/// Reads the stored configs of `stale` through `client` in one round trip and keeps them as their copies.
+async fn read_copies(client: &RestClient, stale: &[&Limiter]) -> Result<()> {
     let commands: Vec<Command> = stale.iter().map(|limiter| read_command(limiter)).collect();
-    for (limiter, reply) in stale.iter().zip(first.client.pipeline(&commands).await?) {
+    for (limiter, reply) in stale.iter().zip(client.pipeline(&commands).await?) {
         let quota = parse(reply?, &limiter.name)?.ok_or_else(|| Error::NotInitialized {
             name: limiter.name.clone(),
         })?;
