@@ -183,7 +183,8 @@ end
 -- refund or a release moves any, and only those granted after it.
 --
 -- Every function defined here is a closure made on every call (see lua/parts/common.lua), so code that only some calls
--- need (the search for a denied wait, the removal of a grant) is written inline where it runs. And a number that
+-- need (the removal of a grant) is written inline where it runs, and the readers that only a denial or a log with
+-- tranches booked ahead needs are made when first needed (log_readers). And a number that
 -- becomes text by itself (an argument of redis.call, a concatenation) is printed as a double ('%.14g'), the most
 -- expensive step of a decision here: constant arguments are written as text, and numbers as text go through one
 -- string.format('%d'), which prints integers.
@@ -228,15 +229,144 @@ local function shift_positions(key, from, delta, at)
     end
 end
 
--- The verdict on `permits` at `now` (allowed, retry_after, remaining, reset, reset_after), and the log's standing
--- that log_grant takes (permits held, the first grant's position, the last grant's run), after dropping the grants
--- that have freed: allowed while the permits held plus these stay within the limit. The wait for a denied request
--- is until enough of the soonest-freeing permits have freed: exact if nothing frees early. `reset` is when the last
--- grant frees.
+-- Tranches booked ahead. A client reserving permits on a full sliding log books tranches that start later, as the
+-- grants before them free (lua/parts/reserve/log.lua), each named '<grant id>+<start>' (unix ms). A tranche's permits
+-- are used from its start on, so they count in a window (t - interval, t] only when t is at or after the start: a
+-- grant's use keeps every window within the limit if, in each window its use may fall in, the permits that may be
+-- used there (every grant logged whose start is at or before the window's end and which frees after it) stay within
+-- the limit. Counted at a time t: the permits freeing after t less those of the tranches starting after t. That count
+-- only falls between two starts (grants free) and rises at a start, so its most over the windows a use from `f` on
+-- falls in is at `f` or at a tranche's start after `f` (every start is within a reservation's horizon, at most half an
+-- interval, so all fall before such a window ends).
+--
+-- Every grant but a tranche frees at most one interval after `now` (a plain grant at its time + interval, a returned
+-- group one interval after its last use), so only the grants freeing later are read to find the tranches, and a log
+-- with none (the last grant frees within an interval) is decided as if every grant counted from now, with no read
+-- more. A grant found there without a start (an edgelimit from before, a quota whose interval grew) counts from now:
+-- counted for longer, never shorter.
+
+-- The readers of a log with tranches booked ahead, and of a denied request's wait, made on the first call that needs
+-- them (`log_readers().future`, `.fit`): a function defined at the top of a script is a closure made on every call,
+-- and most decisions need none of these.
+local readers
+local function log_readers()
+    if readers then
+        return readers
+    end
+
+    -- The permits that free after unix ms `t` (at or after now): those from the position of the first grant freeing
+    -- after `t` to the end of the log.
+    local function held_after(key, t, first_position, held)
+        local item = redis.call('ZRANGEBYSCORE', key, string.format('(%d', t), '+inf', 'LIMIT', '0', '1')[1]
+        return item and first_position + held - parse_member(item) or 0
+    end
+
+    -- The tranches that start after `now`, by start, or nil when none does: each with its `start`, `permits`, `waiting`
+    -- (the permits of the tranches starting after it) and `counted` (what a window ending at its start counts), and the
+    -- list's `waiting` (all their permits) and `most` (the most any window ending from now on counts).
+    local function log_future(key, now, interval, first_position, held)
+        local future = {}
+        for _, member in ipairs(redis.call('ZRANGEBYSCORE', key, string.format('(%d', now + interval), '+inf')) do
+            local _, permits, _, id = parse_member(member)
+            local start = string.match(id, '^[%w_%-]+%+(%d+)$')
+            if start and start + 0 > now then
+                future[#future + 1] = { start = start + 0, permits = permits }
+            end
+        end
+        if #future == 0 then
+            return nil
+        end
+        table.sort(future, function(a, b)
+            return a.start < b.start
+        end)
+        -- From the last start back: what starts strictly later (tranches starting together count each other).
+        local waiting, together = 0, 0
+        for i = #future, 1, -1 do
+            if i < #future and future[i].start < future[i + 1].start then
+                waiting, together = waiting + together, 0
+            end
+            future[i].waiting = waiting
+            together = together + future[i].permits
+        end
+        future.waiting = waiting + together
+        future.most = held - future.waiting
+        for i, tranche in ipairs(future) do
+            if i > 1 and tranche.start == future[i - 1].start then
+                tranche.counted = future[i - 1].counted
+            else
+                tranche.counted = held_after(key, tranche.start, first_position, held) - tranche.waiting
+            end
+            future.most = math.max(future.most, tranche.counted)
+        end
+        return future
+    end
+
+    -- The unix ms at which the grant holding `position` frees (first_position <= position < first_position + held): the
+    -- first guess is where it would be if every grant had the same weight, then it is the answer; otherwise a binary
+    -- search over ranks.
+    local function frees_at(key, position, first_position, held, count)
+        local low, high = 0, count - 1
+        local rank = (position - first_position) * count / held
+        rank = math.min(rank - rank % 1, high)
+        while true do
+            local item = redis.call('ZRANGE', key, rank, rank, 'WITHSCORES')
+            local at, weight = parse_member(item[1])
+            if position < at then
+                high = rank - 1
+            elseif position >= at + weight then
+                low = rank + 1
+            else
+                return item[2] + 0
+            end
+            rank = (low + high - (low + high) % 2) / 2
+        end
+    end
+
+    -- The earliest unix ms from `from` (at or after now) at which `need` permits (at most the limit) fit: when every
+    -- window a use from then on falls in counts at most limit - need. After the last tranche starting from `from` on
+    -- whose window has no such room (none: `from` itself), it is when enough of the soonest-freeing grants have freed,
+    -- or the next tranche's start, whose window has room. Exact if nothing frees early.
+    local function log_fit(key, need, limit, from, now, first_position, held, count, future)
+        local room, start, next_start, waiting = limit - need, from, nil, 0
+        if future then
+            for i = #future, 1, -1 do
+                local tranche = future[i]
+                if tranche.start < from then
+                    break
+                elseif tranche.counted > room then
+                    start = tranche.start
+                    break
+                end
+                next_start = tranche.start
+            end
+            for _, tranche in ipairs(future) do
+                if tranche.start > start then
+                    waiting = waiting + tranche.permits
+                end
+            end
+        end
+        local counted = (start > now and held_after(key, start, first_position, held) or held) - waiting
+        if counted <= room then
+            return start
+        end
+        local frees = frees_at(key, first_position + held - room - waiting - 1, first_position, held, count)
+        return next_start and math.min(frees, next_start) or frees
+    end
+
+    readers = { future = log_future, fit = log_fit }
+    return readers
+end
+
+-- The verdict on `permits` (at most the limit) at `now` (allowed, retry_after, remaining, reset, reset_after), and the
+-- log's standing that log_grant and log_fit take (permits held, the first grant's position, the last grant's run, the
+-- tranches starting later, the number of grants), after dropping the grants that have freed: allowed while every
+-- window the use falls in counts at most the limit with these (see above; with no tranche starting later, while the
+-- permits held plus these stay within the limit). The wait for a denied request is log_fit's. `reset` is when the
+-- last grant frees.
 local function log_verdict(key, permits, limit, interval, now)
     redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
     local count = redis.call('ZCARD', key)
-    local held, first_position, reset, last_run = 0, 0, now, -1
+    local held, first_position, reset, last_run, future = 0, 0, now, -1, nil
     if count > 0 then
         local last = redis.call('ZRANGE', key, '-1', '-1', 'WITHSCORES')
         local last_position, last_permits
@@ -249,33 +379,18 @@ local function log_verdict(key, permits, limit, interval, now)
             held = last_end - parse_member(redis.call('ZRANGE', key, '0', '0')[1])
         end
         first_position, reset = last_end - held, last[2] + 0
+        if reset > now + interval then
+            future = log_readers().future(key, now, interval, first_position, held)
+        end
     end
-    local remaining = limit - held
+    local remaining = limit - (future and future.most or held)
     local allowed = permits <= remaining
     local retry_after = 0
     if not allowed then
-        -- The grant holding `target` frees when the request fits. The first guess is where the target would be if
-        -- every grant had the same weight: then it is the answer; otherwise a binary search over ranks.
-        local target = first_position + held + permits - limit - 1
-        local low, high = 0, count - 1
-        local rank = (target - first_position) * count / held
-        rank = math.min(rank - rank % 1, high)
-        while true do
-            local item = redis.call('ZRANGE', key, rank, rank, 'WITHSCORES')
-            local position, weight = parse_member(item[1])
-            if target < position then
-                high = rank - 1
-            elseif target >= position + weight then
-                low = rank + 1
-            else
-                retry_after = item[2] - now
-                break
-            end
-            rank = (low + high - (low + high) % 2) / 2
-        end
+        retry_after = log_readers().fit(key, permits, limit, now, now, first_position, held, count, future) - now
     end
     return allowed, retry_after, remaining > 0 and remaining or 0, reset, math.max(reset, now + interval), held,
-        first_position, last_run
+        first_position, last_run, future, count
 end
 
 -- Logs a grant of `permits` named `id`, freeing at now + interval, after the log's standing at `now` (log_verdict's:
@@ -321,6 +436,9 @@ local function remove_grant(key, expiry, id, permits, now)
     if expiry > now then
         for _, member in ipairs(redis.call('ZRANGEBYSCORE', key, expiry, expiry)) do
             local position, member_permits, _, member_id = parse_member(member)
+            -- A tranche booked ahead is named with its start after the '+' (see log_future); a return names it
+            -- without (a refund's id has no '+', so it never names a tranche).
+            member_id = string.match(member_id, '^([%w_%-]+%+)%d+$') or member_id
             if member_id == id and member_permits == permits then
                 local rank = redis.call('ZRANK', key, member)
                 redis.call('ZREM', key, member)

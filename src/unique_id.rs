@@ -35,11 +35,22 @@ pub fn unguessable_u64() -> u64 {
     (KEYS.get_or_init(Default::default)).hash_one(COUNTER.fetch_add(1, Ordering::Relaxed))
 }
 
-/// An id that no one can work out from the ids before it (see the native one): two draws of `Math.random`, 53 bits
-/// each, which is what every JS runtime offers at a Worker's global scope.
+/// An id that no one can work out from the ids before it (see the native one): 64 bits of `crypto.getRandomValues`,
+/// which every JS runtime has (in a Worker, within a request, where leases are lent). Not `Math.random`, whose
+/// generator (V8's xorshift128+) can be worked out from a few of its outputs, which such receipts would show.
 #[cfg(target_arch = "wasm32")]
 pub fn unguessable_u64() -> u64 {
-    (random_u64() << 11) ^ random_u64()
+    let words = js_sys::Uint32Array::new_with_length(2);
+    crypto_random_values(&words);
+    (u64::from(words.get_index(0)) << 32) | u64::from(words.get_index(1))
+}
+
+#[cfg(target_arch = "wasm32")]
+#[wasm_bindgen::prelude::wasm_bindgen]
+extern "C" {
+    /// `crypto.getRandomValues(array)`.
+    #[wasm_bindgen(js_namespace = crypto, js_name = getRandomValues)]
+    fn crypto_random_values(array: &js_sys::Uint32Array);
 }
 
 #[cfg(target_arch = "wasm32")]

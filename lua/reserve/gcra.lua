@@ -120,20 +120,24 @@ local function check_within_limit(request, permits, limit)
     end
 end
 
--- The block a client asks for with its request, ARGV[2]: '<block>:<lead ms>:<horizon ms>', the permits to reserve
--- besides the request's (0 to the limit), the least time from now that a reserved permit must leave the client to
--- use it (1 to the horizon: a round trip at least), and how far from now reserved permits may reach (at most 60000
--- ms): the client asks for what it expects to use in that time. Returns the three numbers, or raises a clean error.
+-- The block a client asks for with its request, ARGV[2]: '<block>:<lead ms>:<horizon ms>[:<pace ms>]', the permits to
+-- reserve besides the request's (0 to the limit), the least time from now that a reserved permit must leave the
+-- client to use it (1 to the horizon: a round trip at least), how far from now reserved permits may reach (at most
+-- 60000 ms): the client asks for what it expects to use in that time, and (a sliding log's, else 0) the time between
+-- this client's requests (at most the horizon), the pace at which permits booked ahead start. Returns the four
+-- numbers, or raises a clean error.
 local function block_of(text, limit)
-    local block, lead, horizon = string.match(text, '^(%d+):(%d+):(%d+)$')
-    if block then
-        block, lead, horizon = block + 0, lead + 0, horizon + 0
+    local block, lead, horizon, rest = string.match(text, '^(%d+):(%d+):(%d+)(.*)$')
+    local pace = rest == '' and 0 or rest and string.match(rest, '^:(%d+)$')
+    if block and pace then
+        block, lead, horizon, pace = block + 0, lead + 0, horizon + 0, pace + 0
     end
-    if not block or block > limit or lead < 1 or lead > horizon or horizon > 60000 then
-        error({ err = 'ERR edgelimit: invalid block (<block>:<lead ms>:<horizon ms>, block from 0 to the limit, lead '
-            .. 'from 1 to the horizon, horizon at most 60000): ' .. string.sub(text, 1, 100) })
+    if not block or not pace or block > limit or lead < 1 or lead > horizon or horizon > 60000 or pace > horizon then
+        error({ err = 'ERR edgelimit: invalid block (<block>:<lead ms>:<horizon ms>[:<pace ms>], block from 0 to the '
+            .. 'limit, lead from 1 to the horizon, horizon at most 60000, pace at most the horizon): '
+            .. string.sub(text, 1, 100) })
     end
-    return block, lead, horizon
+    return block, lead, horizon, pace
 end
 
 -- Permits of a GCRA limit reserved for one client to grant locally, with no round trip (src/limit/reserved.rs):

@@ -140,7 +140,8 @@ end
 -- refund or a release moves any, and only those granted after it.
 --
 -- Every function defined here is a closure made on every call (see lua/parts/common.lua), so code that only some calls
--- need (the search for a denied wait, the removal of a grant) is written inline where it runs. And a number that
+-- need (the removal of a grant) is written inline where it runs, and the readers that only a denial or a log with
+-- tranches booked ahead needs are made when first needed (log_readers). And a number that
 -- becomes text by itself (an argument of redis.call, a concatenation) is printed as a double ('%.14g'), the most
 -- expensive step of a decision here: constant arguments are written as text, and numbers as text go through one
 -- string.format('%d'), which prints integers.
@@ -185,15 +186,144 @@ local function shift_positions(key, from, delta, at)
     end
 end
 
--- The verdict on `permits` at `now` (allowed, retry_after, remaining, reset, reset_after), and the log's standing
--- that log_grant takes (permits held, the first grant's position, the last grant's run), after dropping the grants
--- that have freed: allowed while the permits held plus these stay within the limit. The wait for a denied request
--- is until enough of the soonest-freeing permits have freed: exact if nothing frees early. `reset` is when the last
--- grant frees.
+-- Tranches booked ahead. A client reserving permits on a full sliding log books tranches that start later, as the
+-- grants before them free (lua/parts/reserve/log.lua), each named '<grant id>+<start>' (unix ms). A tranche's permits
+-- are used from its start on, so they count in a window (t - interval, t] only when t is at or after the start: a
+-- grant's use keeps every window within the limit if, in each window its use may fall in, the permits that may be
+-- used there (every grant logged whose start is at or before the window's end and which frees after it) stay within
+-- the limit. Counted at a time t: the permits freeing after t less those of the tranches starting after t. That count
+-- only falls between two starts (grants free) and rises at a start, so its most over the windows a use from `f` on
+-- falls in is at `f` or at a tranche's start after `f` (every start is within a reservation's horizon, at most half an
+-- interval, so all fall before such a window ends).
+--
+-- Every grant but a tranche frees at most one interval after `now` (a plain grant at its time + interval, a returned
+-- group one interval after its last use), so only the grants freeing later are read to find the tranches, and a log
+-- with none (the last grant frees within an interval) is decided as if every grant counted from now, with no read
+-- more. A grant found there without a start (an edgelimit from before, a quota whose interval grew) counts from now:
+-- counted for longer, never shorter.
+
+-- The readers of a log with tranches booked ahead, and of a denied request's wait, made on the first call that needs
+-- them (`log_readers().future`, `.fit`): a function defined at the top of a script is a closure made on every call,
+-- and most decisions need none of these.
+local readers
+local function log_readers()
+    if readers then
+        return readers
+    end
+
+    -- The permits that free after unix ms `t` (at or after now): those from the position of the first grant freeing
+    -- after `t` to the end of the log.
+    local function held_after(key, t, first_position, held)
+        local item = redis.call('ZRANGEBYSCORE', key, string.format('(%d', t), '+inf', 'LIMIT', '0', '1')[1]
+        return item and first_position + held - parse_member(item) or 0
+    end
+
+    -- The tranches that start after `now`, by start, or nil when none does: each with its `start`, `permits`, `waiting`
+    -- (the permits of the tranches starting after it) and `counted` (what a window ending at its start counts), and the
+    -- list's `waiting` (all their permits) and `most` (the most any window ending from now on counts).
+    local function log_future(key, now, interval, first_position, held)
+        local future = {}
+        for _, member in ipairs(redis.call('ZRANGEBYSCORE', key, string.format('(%d', now + interval), '+inf')) do
+            local _, permits, _, id = parse_member(member)
+            local start = string.match(id, '^[%w_%-]+%+(%d+)$')
+            if start and start + 0 > now then
+                future[#future + 1] = { start = start + 0, permits = permits }
+            end
+        end
+        if #future == 0 then
+            return nil
+        end
+        table.sort(future, function(a, b)
+            return a.start < b.start
+        end)
+        -- From the last start back: what starts strictly later (tranches starting together count each other).
+        local waiting, together = 0, 0
+        for i = #future, 1, -1 do
+            if i < #future and future[i].start < future[i + 1].start then
+                waiting, together = waiting + together, 0
+            end
+            future[i].waiting = waiting
+            together = together + future[i].permits
+        end
+        future.waiting = waiting + together
+        future.most = held - future.waiting
+        for i, tranche in ipairs(future) do
+            if i > 1 and tranche.start == future[i - 1].start then
+                tranche.counted = future[i - 1].counted
+            else
+                tranche.counted = held_after(key, tranche.start, first_position, held) - tranche.waiting
+            end
+            future.most = math.max(future.most, tranche.counted)
+        end
+        return future
+    end
+
+    -- The unix ms at which the grant holding `position` frees (first_position <= position < first_position + held): the
+    -- first guess is where it would be if every grant had the same weight, then it is the answer; otherwise a binary
+    -- search over ranks.
+    local function frees_at(key, position, first_position, held, count)
+        local low, high = 0, count - 1
+        local rank = (position - first_position) * count / held
+        rank = math.min(rank - rank % 1, high)
+        while true do
+            local item = redis.call('ZRANGE', key, rank, rank, 'WITHSCORES')
+            local at, weight = parse_member(item[1])
+            if position < at then
+                high = rank - 1
+            elseif position >= at + weight then
+                low = rank + 1
+            else
+                return item[2] + 0
+            end
+            rank = (low + high - (low + high) % 2) / 2
+        end
+    end
+
+    -- The earliest unix ms from `from` (at or after now) at which `need` permits (at most the limit) fit: when every
+    -- window a use from then on falls in counts at most limit - need. After the last tranche starting from `from` on
+    -- whose window has no such room (none: `from` itself), it is when enough of the soonest-freeing grants have freed,
+    -- or the next tranche's start, whose window has room. Exact if nothing frees early.
+    local function log_fit(key, need, limit, from, now, first_position, held, count, future)
+        local room, start, next_start, waiting = limit - need, from, nil, 0
+        if future then
+            for i = #future, 1, -1 do
+                local tranche = future[i]
+                if tranche.start < from then
+                    break
+                elseif tranche.counted > room then
+                    start = tranche.start
+                    break
+                end
+                next_start = tranche.start
+            end
+            for _, tranche in ipairs(future) do
+                if tranche.start > start then
+                    waiting = waiting + tranche.permits
+                end
+            end
+        end
+        local counted = (start > now and held_after(key, start, first_position, held) or held) - waiting
+        if counted <= room then
+            return start
+        end
+        local frees = frees_at(key, first_position + held - room - waiting - 1, first_position, held, count)
+        return next_start and math.min(frees, next_start) or frees
+    end
+
+    readers = { future = log_future, fit = log_fit }
+    return readers
+end
+
+-- The verdict on `permits` (at most the limit) at `now` (allowed, retry_after, remaining, reset, reset_after), and the
+-- log's standing that log_grant and log_fit take (permits held, the first grant's position, the last grant's run, the
+-- tranches starting later, the number of grants), after dropping the grants that have freed: allowed while every
+-- window the use falls in counts at most the limit with these (see above; with no tranche starting later, while the
+-- permits held plus these stay within the limit). The wait for a denied request is log_fit's. `reset` is when the
+-- last grant frees.
 local function log_verdict(key, permits, limit, interval, now)
     redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
     local count = redis.call('ZCARD', key)
-    local held, first_position, reset, last_run = 0, 0, now, -1
+    local held, first_position, reset, last_run, future = 0, 0, now, -1, nil
     if count > 0 then
         local last = redis.call('ZRANGE', key, '-1', '-1', 'WITHSCORES')
         local last_position, last_permits
@@ -206,33 +336,18 @@ local function log_verdict(key, permits, limit, interval, now)
             held = last_end - parse_member(redis.call('ZRANGE', key, '0', '0')[1])
         end
         first_position, reset = last_end - held, last[2] + 0
+        if reset > now + interval then
+            future = log_readers().future(key, now, interval, first_position, held)
+        end
     end
-    local remaining = limit - held
+    local remaining = limit - (future and future.most or held)
     local allowed = permits <= remaining
     local retry_after = 0
     if not allowed then
-        -- The grant holding `target` frees when the request fits. The first guess is where the target would be if
-        -- every grant had the same weight: then it is the answer; otherwise a binary search over ranks.
-        local target = first_position + held + permits - limit - 1
-        local low, high = 0, count - 1
-        local rank = (target - first_position) * count / held
-        rank = math.min(rank - rank % 1, high)
-        while true do
-            local item = redis.call('ZRANGE', key, rank, rank, 'WITHSCORES')
-            local position, weight = parse_member(item[1])
-            if target < position then
-                high = rank - 1
-            elseif target >= position + weight then
-                low = rank + 1
-            else
-                retry_after = item[2] - now
-                break
-            end
-            rank = (low + high - (low + high) % 2) / 2
-        end
+        retry_after = log_readers().fit(key, permits, limit, now, now, first_position, held, count, future) - now
     end
     return allowed, retry_after, remaining > 0 and remaining or 0, reset, math.max(reset, now + interval), held,
-        first_position, last_run
+        first_position, last_run, future, count
 end
 
 -- Logs a grant of `permits` named `id`, freeing at now + interval, after the log's standing at `now` (log_verdict's:
@@ -278,6 +393,9 @@ local function remove_grant(key, expiry, id, permits, now)
     if expiry > now then
         for _, member in ipairs(redis.call('ZRANGEBYSCORE', key, expiry, expiry)) do
             local position, member_permits, _, member_id = parse_member(member)
+            -- A tranche booked ahead is named with its start after the '+' (see log_future); a return names it
+            -- without (a refund's id has no '+', so it never names a tranche).
+            member_id = string.match(member_id, '^([%w_%-]+%+)%d+$') or member_id
             if member_id == id and member_permits == permits then
                 local rank = redis.call('ZRANK', key, member)
                 redis.call('ZREM', key, member)
@@ -332,20 +450,24 @@ local function check_within_limit(request, permits, limit)
     end
 end
 
--- The block a client asks for with its request, ARGV[2]: '<block>:<lead ms>:<horizon ms>', the permits to reserve
--- besides the request's (0 to the limit), the least time from now that a reserved permit must leave the client to
--- use it (1 to the horizon: a round trip at least), and how far from now reserved permits may reach (at most 60000
--- ms): the client asks for what it expects to use in that time. Returns the three numbers, or raises a clean error.
+-- The block a client asks for with its request, ARGV[2]: '<block>:<lead ms>:<horizon ms>[:<pace ms>]', the permits to
+-- reserve besides the request's (0 to the limit), the least time from now that a reserved permit must leave the
+-- client to use it (1 to the horizon: a round trip at least), how far from now reserved permits may reach (at most
+-- 60000 ms): the client asks for what it expects to use in that time, and (a sliding log's, else 0) the time between
+-- this client's requests (at most the horizon), the pace at which permits booked ahead start. Returns the four
+-- numbers, or raises a clean error.
 local function block_of(text, limit)
-    local block, lead, horizon = string.match(text, '^(%d+):(%d+):(%d+)$')
-    if block then
-        block, lead, horizon = block + 0, lead + 0, horizon + 0
+    local block, lead, horizon, rest = string.match(text, '^(%d+):(%d+):(%d+)(.*)$')
+    local pace = rest == '' and 0 or rest and string.match(rest, '^:(%d+)$')
+    if block and pace then
+        block, lead, horizon, pace = block + 0, lead + 0, horizon + 0, pace + 0
     end
-    if not block or block > limit or lead < 1 or lead > horizon or horizon > 60000 then
-        error({ err = 'ERR edgelimit: invalid block (<block>:<lead ms>:<horizon ms>, block from 0 to the limit, lead '
-            .. 'from 1 to the horizon, horizon at most 60000): ' .. string.sub(text, 1, 100) })
+    if not block or not pace or block > limit or lead < 1 or lead > horizon or horizon > 60000 or pace > horizon then
+        error({ err = 'ERR edgelimit: invalid block (<block>:<lead ms>:<horizon ms>[:<pace ms>], block from 0 to the '
+            .. 'limit, lead from 1 to the horizon, horizon at most 60000, pace at most the horizon): '
+            .. string.sub(text, 1, 100) })
     end
-    return block, lead, horizon
+    return block, lead, horizon, pace
 end
 
 -- Permits of a sliding-log or concurrency limit reserved for one client to grant locally, with no round trip
@@ -361,18 +483,28 @@ end
 -- the argument below keeps within the limit for either algorithm: the log treats both alike.
 --
 -- Why it is exact. Each grant in the log frees one interval after the last moment it may be used: a plain grant at g
--- frees at g + interval; reserved permits, usable from f (now, or when as many permits have freed as they are) until
--- f + horizon, free at f + horizon + interval. And each decision, at e, admits its permits, first used at f ≥ e,
--- only if the permits in the log that free after f, plus these, stay within the limit (a plain decision: f = e).
--- Take any span (t − interval, t], the grants used in it, and among them the one Redis decided last, at e, first
--- used at f ≤ t. Every grant used in the span frees after t ≥ f, and every other one was in the log at e (decided
--- before it); so they are within what the decision at e counted, and within the limit.
+-- frees at g + interval; reserved permits, usable from f (now, or later: see Tranches) until f + horizon, free at f +
+-- horizon + interval. A window (t - interval, t] can hold the use of a grant only if the grant starts (may first be
+-- used) at or before t and frees after t; what the log counts for the window is the permits of those grants
+-- (lua/parts/limits/zset_log.lua, log_future). Each decision, at e, admits its permits, first used at f >= e, only if
+-- every window their use may fall in counts at most the limit less these. Take any window, the grants used in it,
+-- and among them the one Redis decided last, at e: every other one was in the log at e (decided before it, freeing
+-- after t >= e) and starts at or before t, so the decision at e counted it in this window, and they are within the
+-- limit. (A grant that starts at once, a plain one, is counted from now in every window: with no tranche starting
+-- later the rule is simply that the permits held plus these stay within the limit.)
 --
 -- Tranches. On a full log, a block's permits start as the grants they take the place of free: one by one, not all
 -- when the last of them has. So a block is logged as up to MAX_TRANCHES grants, its tranches, each usable from when
--- as many permits have freed as it and the tranches before it hold, and each freeing one interval after its own
--- span: a client that uses its permits as they come holds none idle for long. Each tranche is a grant as above,
--- decided after the ones before it, which it counts (they are in the log, freeing after it starts).
+-- it fits (as above) and freeing one interval after its own span: a client that uses its permits as they come holds
+-- none idle for long. Each tranche is a grant as above, decided after the ones before it, which it counts.
+--
+-- Pacing. A client uses its permits at the pace its own requests come (`pace`, ms between them), slower than a full
+-- limit frees them when other clients share it. Tranches booked ahead would otherwise take the permits that free
+-- next, one after another, and the later ones would wait unused for this client's requests, held against the limit
+-- (about 2.5% of a busy limit's capacity in bench/reserved.mjs, with 500 ms blocks). So each tranche booked ahead
+-- starts no earlier than the one before it started plus `pace` for each request that one holds, and the permits
+-- freeing in between are left to the other clients: a tranche counts only from its start, so a decision before it
+-- may use them.
 --
 -- Returns. Held to their span's end, reserved permits would free up to a span late at a client that uses them at once
 -- (a hot identifier). So a client that is done with a tranche (used up, or its span over) says when it used its
@@ -400,8 +532,9 @@ end
 --
 --   KEYS[1]  the state key (the one the algorithm's single-limit script decides on)
 --   ARGV[1]  the request and its quota, as that script's: '<permits>:<limit>:<interval ms>'
---   ARGV[2]  '<block>:<lead ms>:<horizon ms>' (lua/parts/reserve/arguments.lua): the permits to reserve besides the
---            request's, the least time from now they must be usable for, how far from now they may be used
+--   ARGV[2]  '<block>:<lead ms>:<horizon ms>[:<pace ms>]' (lua/parts/reserve/arguments.lua): the permits to reserve
+--            besides the request's, the least time from now they must be usable for, how far from now they may be
+--            used, and the time between the client's requests (see Pacing)
 --   ARGV[3]  a fresh grant id (letters, digits, _ or -), as that script's: the request's grant (for concurrency,
 --            its lease: '<permits>:<now + interval>-<id>' is its receipt) and the reserved tranches are logged under it
 --   ARGV[4]  unix ms, or '' (the default) for the Redis server's clock
@@ -445,7 +578,7 @@ if not permits or permits < 1 or permits > MAX_COUNT or limit < 1 or limit > MAX
 end
 
 check_within_limit(request, permits, limit)
-local block, _, horizon = block_of(ARGV[2], limit)
+local block, _, horizon, pace = block_of(ARGV[2], limit)
 local now = clock(time)
 local grace = time == '' and 0 or EXPLICIT_TIME_GRACE_MS
 -- The grant id, checked here before any return writes (log_decision checks it again): a call refused writes nothing.
@@ -536,62 +669,51 @@ end
 -- run out).
 local reply = { granted, now, 0, 0, remaining, reset, retry_after }
 if block > 0 then
-    local _, _, room, last_expiry, after, standing, first, tail_run = log_verdict(key, 0, limit, interval, now)
-    -- When each permit could start, in ms from now: the first `room` at once, the others as the positions from
-    -- `first` free (after those held beyond a lowered limit), read from the grants that hold them.
-    local starts = {}
-    for _ = 1, math.min(room, block) do
-        starts[#starts + 1] = 0
-    end
-    if block > room and BOOKS_AHEAD then
-        local skip = math.max(standing - limit, 0)
-        local target, last_target = first + skip, first + skip + block - room - 1
-        local items = redis.call('ZRANGE', key, '0', string.format('%d', skip + block - room - 1), 'WITHSCORES')
-        for i = 1, #items, 2 do
-            local position, weight = parse_member(items[i])
-            local wait = items[i + 1] - now
-            if wait > horizon or target > last_target then
+    local _, _, room, last_expiry, after, standing, first, tail_run, future, count =
+        log_verdict(key, 0, limit, interval, now)
+    -- Whole requests: those that fit now in one tranche, usable at once; the others (a sliding log's) booked ahead
+    -- in the tranches left, each no earlier than this client's requests reach it at `pace` (see Pacing).
+    local requests = math.min(block, math.max(room, 0))
+    local at_once = (requests - requests % permits) / permits
+    requests = (block - block % permits) / permits
+    local per_tranche = math.ceil((requests - at_once) / (MAX_TRANCHES - (at_once > 0 and 1 or 0)))
+    local booked, index, next_from = 0, 0, now
+    while booked < requests do
+        local size, start = at_once, now
+        if index > 0 or at_once == 0 then
+            if not BOOKS_AHEAD then
                 break
             end
-            while target < position + weight and target <= last_target do
-                starts[#starts + 1] = wait
-                target = target + 1
+            size = math.min(per_tranche, requests - booked)
+            start = log_readers().fit(key, size * permits, limit, next_from, now, first, standing, count, future)
+            if start - now > horizon then
+                break
             end
         end
-    end
-    -- Whole requests, grouped into tranches: those starting together in one, and at least `per_tranche` in each
-    -- but the last.
-    local requests = (#starts - #starts % permits) / permits
-    local per_tranche = math.ceil(requests / MAX_TRANCHES) * permits
-    local tranches = {}
-    for request_index = 1, requests do
-        local from = starts[request_index * permits]
-        local current = tranches[#tranches]
-        if current and (current.from == from or current.permits < per_tranche) then
-            current.permits, current.from = current.permits + permits, from
-        else
-            tranches[#tranches + 1] = { permits = permits, from = from }
-        end
-    end
-    local reserved = 0
-    for index, tranche in ipairs(tranches) do
-        if index > 1 then
-            _, _, _, last_expiry, after, standing, first, tail_run = log_verdict(key, 0, limit, interval, now)
-        end
-        local frees = tranche.from + horizon + interval
-        log_grant(key, tranche.permits, frees, id .. '+', now, grace, math.max(after, now + frees), standing, first,
+        index = index + 1
+        local from = start - now
+        local frees = from + horizon + interval
+        -- A tranche starting later is named with its start (see log_future).
+        local name = from > 0 and string.format('%s+%d', id, start) or id .. '+'
+        log_grant(key, size * permits, frees, name, now, grace, math.max(after, now + frees), standing, first,
             tail_run, last_expiry)
-        reserved = reserved + tranche.permits
+        -- At least 1 ms apart: tranches of one call then differ in their expiry, which a return names them by (two
+        -- alike would let a return sent twice remove the second while its client still uses it).
+        booked, next_from = booked + size, start + math.max(size * pace, 1)
         if index == 1 then
-            reply[4] = tranche.from
+            reply[4] = from
         else
-            reply[#reply + 1] = tranche.permits
-            reply[#reply + 1] = tranche.from
+            reply[#reply + 1] = size * permits
+            reply[#reply + 1] = from
         end
         reply[6] = math.max(reply[6], now + frees)
+        if booked < requests then
+            _, _, _, last_expiry, after, standing, first, tail_run, future, count =
+                log_verdict(key, 0, limit, interval, now)
+        end
     end
-    reply[3] = reserved
-    reply[5] = math.max(room - reserved, 0)
+    reply[3] = booked * permits
+    reply[5] = math.max(room - at_once * permits, 0)
 end
 
 return reply

@@ -12,10 +12,11 @@
 //! - **Fixed window**: the permits are counted in the current window, and usable until its last ms (at most 60 s).
 //!   A window with less than a quarter of the length left reserves nothing.
 //! - **Sliding log**: the permits are logged in tranches (up to 8 grants), each usable for the block's length from
-//!   when as many permits have freed as it and the tranches before it hold (at once when they are free; within the
-//!   length at the latest, else fewer), and freeing one interval after that use may end. So a client on a busy
-//!   identifier holds the permits that free next, each from when it frees, as GCRA's slots do, and answers its own
-//!   requests until then. When this client is done with a tranche (used up, or its span over), its next call for
+//!   its start (within the length, else fewer are reserved), and freeing one interval after that use may end. The
+//!   permits free now start at once; on a busy identifier the others start as grants free, each tranche no sooner
+//!   than this client's requests reach it at the pace they came lately (the client sends the pace). A tranche counts
+//!   against the limit from its start only, so the grants that free between this client's tranches go to other
+//!   clients' decisions instead of waiting unused for this client's requests. When this client is done with a tranche (used up, or its span over), its next call for
 //!   the identifier returns it: the unused permits free at once, the used ones one interval after their use, in
 //!   groups by the latest server time each use may have had (a return is idempotent: it names the tranche's grant
 //!   and absolute numbers). A tranche never returned (its identifier went cold) is held for the length plus the
@@ -511,12 +512,16 @@ impl Pool {
         None
     }
 
-    /// Nothing worth keeping: no block, no lease to release, no call under way, and no demand for two spans of
-    /// `length` (what it asked then would no longer size a block). (Counting what it asked instead kept every pool:
-    /// a request always asks.)
+    /// Nothing worth keeping: no demand for two spans of `length` (what it asked then would no longer size a
+    /// block), no call under way, and no lease out that its holder may still release here. (Counting what it asked
+    /// instead kept every pool: a request always asks.) Its blocks and returns go with it: their unused permits are
+    /// lost and its tranches free by themselves, under-admission only. (Keeping every pool that holds a block kept,
+    /// for good, each identifier that asked twice and never came back: after 10,000 of them no new one reserved.)
     fn idle(&self, now: Instant, length: Duration) -> bool {
         let quiet = (self.span_started).is_none_or(|started| now.saturating_duration_since(started) >= 2 * length);
-        self.blocks.is_empty() && self.leases.is_empty() && !self.reserving && quiet
+        let lending = self.leases.iter().any(|(_, expires)| now < *expires)
+            || (self.blocks.iter()).any(|block| matches!(&block.uses, Uses::Loans(loans, _) if !loans.is_empty()));
+        quiet && !self.reserving && !lending
     }
 }
 
@@ -639,7 +644,7 @@ impl Reserved {
         // How many times this request waited for another's reply (see below; then it has been counted already), and
         // whether the last of those calls failed.
         let (mut waits, mut failed) = (0, false);
-        let (block, returns, reserving) = loop {
+        let (block, pace, returns, reserving) = loop {
             let reply_in = {
                 let memory = &mut *self.memory.lock().unwrap_or_else(PoisonError::into_inner);
                 let now = Instant::now();
@@ -685,26 +690,34 @@ impl Reserved {
                         pool.waiters.push(sender);
                         reply_in
                     }
-                    Some(pool) if pool.reserving => break (0, Vec::new(), false),
+                    Some(pool) if pool.reserving => break (0, 0, Vec::new(), false),
                     Some(pool) => {
                         pool.reserving = true;
                         // Returns go with this call; at most 100 (the script's bound), the rest free by themselves.
                         let returns = pool.returns.drain(..).take(MAX_RETURNS).collect();
                         let demand = match self.quota.algorithm() {
-                            // A sliding log's tranches start as permits free, at the pace the whole limit frees
-                            // them, which is faster than one of several clients uses them: a block of n permits
-                            // leaves each idle (held against the limit, unused) for about n/2 × (1/this client's
-                            // rate − 1/the limit's rate). A quarter of the demand keeps that small, for more round
-                            // trips (bench/reserved.mjs measures both).
+                            // A sliding log's tranches start as permits free, no sooner than this client's
+                            // requests reach them (the pace, below), but a tranche of several requests waits for the
+                            // last of them. A quarter of the demand keeps tranches to a request or two (eight at
+                            // most), for more round trips (bench/reserved.mjs measures both).
                             Algorithm::SlidingLog => {
                                 (pool.demand(permits).div_ceil(SLIDING_LOG_SHARE)).min(pool.share().max(permits))
                             }
                             Algorithm::Concurrency => pool.held_at_once(permits),
                             _ => pool.demand(permits),
                         };
-                        break (demand.min(limit), returns, true);
+                        // A sliding log books the permits it cannot have now to start at the pace this client's
+                        // requests came at lately, ms apart (lua/parts/reserve/log.lua, Pacing).
+                        let pace = match self.quota.algorithm() {
+                            Algorithm::SlidingLog => {
+                                let lately = u64::from(pool.demand(permits)) + u64::from(permits);
+                                self.length.as_millis() as u64 * u64::from(permits) / lately
+                            }
+                            _ => 0,
+                        };
+                        break (demand.min(limit), pace, returns, true);
                     }
-                    None => break (0, Vec::new(), false),
+                    None => break (0, 0, Vec::new(), false),
                 }
             };
             // The other request's reply is in, or its call failed or was dropped: look again.
@@ -732,7 +745,10 @@ impl Reserved {
         let lead = (length / 4).max(1);
         let mut arguments = vec![
             self.quota.request_argument(permits),
-            format!("{block}:{lead}:{horizon}"),
+            match algorithm {
+                Algorithm::SlidingLog => format!("{block}:{lead}:{horizon}:{pace}"),
+                _ => format!("{block}:{lead}:{horizon}"),
+            },
         ];
         let id = algorithm.names_grants().then(receipt::fresh_grant_id);
         if let Some(id) = &id {
@@ -909,5 +925,41 @@ impl Reserved {
             retry_after: 0,
             receipt: None,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_quiet_pool_is_dropped_with_its_block_but_not_while_a_lease_is_out() {
+        let (length, start) = (Duration::from_millis(100), Instant::now());
+        let mut pool = Pool::default();
+        pool.ask(1, start, length);
+        pool.blocks.push(Block {
+            next: 1,
+            last: 3,
+            uses: Uses::Grants(Vec::new()),
+            ended: false,
+            grant: None,
+            sent: start,
+            received: start,
+            now: 0,
+            schedule: Schedule::Span { from: 0, until: 100 },
+            reset: 0,
+        });
+        // Asked within two spans of the length: kept.
+        assert!(!pool.idle(start + length, length));
+        // Quiet since: dropped, unused permits and all.
+        let later = start + 2 * length;
+        assert!(pool.idle(later, length));
+        // A call under way, or a lease its holder may still release here, keeps it.
+        pool.reserving = true;
+        assert!(!pool.idle(later, length));
+        pool.reserving = false;
+        pool.leases.push(("1:5-a".parse().unwrap(), later + length));
+        assert!(!pool.idle(later, length));
+        assert!(pool.idle(later + length, length));
     }
 }

@@ -303,6 +303,79 @@ async fn on_a_full_sliding_log_a_block_is_reserved_in_tranches_that_start_as_the
 }
 
 #[tokio::test]
+async fn on_a_full_sliding_log_tranches_booked_ahead_start_at_the_clients_pace_and_leave_the_permits_between_to_others()
+{
+    let stack = Stack::start().await;
+    let t = T0 as i64;
+    let log = ten_per_second_log(&stack);
+    let key = log.state_key("id");
+    fill_log(&log, "id").await;
+    // At T0 + 950 a client whose requests come 20 ms apart asks for 4: the first tranche starts when the first grant
+    // frees (T0 + 1000), each next one 20 ms after the one before, with the grant freeing then: T0 + 1020, 1040, 1060.
+    let arguments = ["1:10:1000", "4:50:200:20", "a", &(T0 + 950).to_string()].map(String::from);
+    assert_eq!(
+        script_numbers(&stack, &RESERVE_SLIDING_LOG, &key, &arguments).await,
+        [0, t + 950, 4, 50, 0, t + 2260, 50, 1, 70, 1, 90, 1, 110]
+    );
+    // The grants freeing in between (T0 + 1010, 1030, 1050) are left to the others: the tranches count from their
+    // starts. Before 1010 nothing is free, and the wait is exact.
+    let denied = log.clone().at(T0 + 1005).limit("id", 1).await.unwrap();
+    assert_eq!((denied.success, denied.retry_after), (false, 5));
+    for at in [1010, 1030, 1050] {
+        assert!(
+            log.clone().at(T0 + at).limit("id", 1).await.unwrap().success,
+            "at T0 + {at}"
+        );
+        // The next one waits for the next grant that is no tranche's.
+        let denied = log.clone().at(T0 + at).limit("id", 1).await.unwrap();
+        assert_eq!((denied.success, denied.retry_after), (false, 20), "at T0 + {at}");
+    }
+    // The window (T0 + 60, T0 + 1060] holds 3 of the first grants (T0 + 70, 80, 90), the 4 tranches (their uses may
+    // all fall in it) and the 3 plain grants: the limit. One more fits at T0 + 1070, when T0 + 70's grant frees.
+    assert!(!log.clone().at(T0 + 1060).limit("id", 1).await.unwrap().success);
+    assert!(log.clone().at(T0 + 1070).limit("id", 1).await.unwrap().success);
+    assert!(!log.clone().at(T0 + 1070).limit("id", 1).await.unwrap().success);
+    // The client returns its last tranche unused (logged as a+<its start>, returned by its grant as any tranche):
+    // its permit frees at once, and the request that comes with the return takes it.
+    let arguments = [
+        "1:10:1000".to_owned(),
+        "0:50:200:20".to_owned(),
+        "b".to_owned(),
+        (T0 + 1075).to_string(),
+        format!("{}-a:1:0:{}", T0 + 2260, T0 + 1075),
+    ];
+    assert_eq!(
+        script_numbers(&stack, &RESERVE_SLIDING_LOG, &key, &arguments).await,
+        [1, t + 1075, 0, 0, 0, t + 2240, 0]
+    );
+}
+
+#[tokio::test]
+async fn a_decision_that_fits_now_is_denied_when_a_window_at_a_tranches_start_would_go_over() {
+    let stack = Stack::start().await;
+    let t = T0 as i64;
+    let log = ten_per_second_log(&stack);
+    let key = log.state_key("id");
+    fill_log(&log, "id").await;
+    // Requests of 2 permits, 40 ms apart, at T0 + 950: the first tranche starts when 2 grants have freed (T0 + 1010),
+    // the second 40 ms later (T0 + 1050), when 6 have.
+    let arguments = ["2:10:1000", "4:50:200:40", "a", &(T0 + 950).to_string()].map(String::from);
+    assert_eq!(
+        script_numbers(&stack, &RESERVE_SLIDING_LOG, &key, &arguments).await,
+        [0, t + 950, 4, 60, 0, t + 2250, 60, 2, 100]
+    );
+    // T0 + 1020's grant is no tranche's: a plain grant takes it.
+    assert!(log.clone().at(T0 + 1020).limit("id", 1).await.unwrap().success);
+    // At T0 + 1040 a request of 2 fits in every window ending before the second tranche starts (8 counted), but the
+    // window ending at its start, (T0 + 50, T0 + 1050], may hold the 4 first grants still held (T0 + 60 to 90), both
+    // tranches and the plain grant: 9, and 11 with these. Denied, and it fits when T0 + 60's grant frees.
+    let denied = log.clone().at(T0 + 1040).limit("id", 2).await.unwrap();
+    assert_eq!((denied.success, denied.retry_after), (false, 20));
+    assert!(!log.clone().at(T0 + 1059).limit("id", 2).await.unwrap().success);
+    assert!(log.clone().at(T0 + 1060).limit("id", 2).await.unwrap().success);
+}
+
+#[tokio::test]
 async fn a_returned_sliding_log_block_frees_its_unused_permits_now_and_its_used_ones_an_interval_after() {
     let stack = Stack::start().await;
     let t = T0 as i64;

@@ -44,10 +44,100 @@ local function shift_positions(key, from, delta, at)
         redis.call('ZADD', key, unpack(new, first, math.min(first + 1999, #new)))
     end
 end
+local readers
+local function log_readers()
+    if readers then
+        return readers
+    end
+    local function held_after(key, t, first_position, held)
+        local item = redis.call('ZRANGEBYSCORE', key, string.format('(%d', t), '+inf', 'LIMIT', '0', '1')[1]
+        return item and first_position + held - parse_member(item) or 0
+    end
+    local function log_future(key, now, interval, first_position, held)
+        local future = {}
+        for _, member in ipairs(redis.call('ZRANGEBYSCORE', key, string.format('(%d', now + interval), '+inf')) do
+            local _, permits, _, id = parse_member(member)
+            local start = string.match(id, '^[%w_%-]+%+(%d+)$')
+            if start and start + 0 > now then
+                future[#future + 1] = { start = start + 0, permits = permits }
+            end
+        end
+        if #future == 0 then
+            return nil
+        end
+        table.sort(future, function(a, b)
+            return a.start < b.start
+        end)
+        local waiting, together = 0, 0
+        for i = #future, 1, -1 do
+            if i < #future and future[i].start < future[i + 1].start then
+                waiting, together = waiting + together, 0
+            end
+            future[i].waiting = waiting
+            together = together + future[i].permits
+        end
+        future.waiting = waiting + together
+        future.most = held - future.waiting
+        for i, tranche in ipairs(future) do
+            if i > 1 and tranche.start == future[i - 1].start then
+                tranche.counted = future[i - 1].counted
+            else
+                tranche.counted = held_after(key, tranche.start, first_position, held) - tranche.waiting
+            end
+            future.most = math.max(future.most, tranche.counted)
+        end
+        return future
+    end
+    local function frees_at(key, position, first_position, held, count)
+        local low, high = 0, count - 1
+        local rank = (position - first_position) * count / held
+        rank = math.min(rank - rank % 1, high)
+        while true do
+            local item = redis.call('ZRANGE', key, rank, rank, 'WITHSCORES')
+            local at, weight = parse_member(item[1])
+            if position < at then
+                high = rank - 1
+            elseif position >= at + weight then
+                low = rank + 1
+            else
+                return item[2] + 0
+            end
+            rank = (low + high - (low + high) % 2) / 2
+        end
+    end
+    local function log_fit(key, need, limit, from, now, first_position, held, count, future)
+        local room, start, next_start, waiting = limit - need, from, nil, 0
+        if future then
+            for i = #future, 1, -1 do
+                local tranche = future[i]
+                if tranche.start < from then
+                    break
+                elseif tranche.counted > room then
+                    start = tranche.start
+                    break
+                end
+                next_start = tranche.start
+            end
+            for _, tranche in ipairs(future) do
+                if tranche.start > start then
+                    waiting = waiting + tranche.permits
+                end
+            end
+        end
+        local counted = (start > now and held_after(key, start, first_position, held) or held) - waiting
+        if counted <= room then
+            return start
+        end
+        local frees = frees_at(key, first_position + held - room - waiting - 1, first_position, held, count)
+        return next_start and math.min(frees, next_start) or frees
+    end
+    readers = { future = log_future, fit = log_fit }
+    return readers
+end
 local function log_verdict(key, permits, limit, interval, now)
     redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
     local count = redis.call('ZCARD', key)
-    local held, first_position, reset, last_run = 0, 0, now, -1
+    local held, first_position, reset, last_run, future = 0, 0, now, -1, nil
     if count > 0 then
         local last = redis.call('ZRANGE', key, '-1', '-1', 'WITHSCORES')
         local last_position, last_permits
@@ -59,31 +149,18 @@ local function log_verdict(key, permits, limit, interval, now)
             held = last_end - parse_member(redis.call('ZRANGE', key, '0', '0')[1])
         end
         first_position, reset = last_end - held, last[2] + 0
+        if reset > now + interval then
+            future = log_readers().future(key, now, interval, first_position, held)
+        end
     end
-    local remaining = limit - held
+    local remaining = limit - (future and future.most or held)
     local allowed = permits <= remaining
     local retry_after = 0
     if not allowed then
-        local target = first_position + held + permits - limit - 1
-        local low, high = 0, count - 1
-        local rank = (target - first_position) * count / held
-        rank = math.min(rank - rank % 1, high)
-        while true do
-            local item = redis.call('ZRANGE', key, rank, rank, 'WITHSCORES')
-            local position, weight = parse_member(item[1])
-            if target < position then
-                high = rank - 1
-            elseif target >= position + weight then
-                low = rank + 1
-            else
-                retry_after = item[2] - now
-                break
-            end
-            rank = (low + high - (low + high) % 2) / 2
-        end
+        retry_after = log_readers().fit(key, permits, limit, now, now, first_position, held, count, future) - now
     end
     return allowed, retry_after, remaining > 0 and remaining or 0, reset, math.max(reset, now + interval), held,
-        first_position, last_run
+        first_position, last_run, future, count
 end
 local function log_grant(key, permits, interval, id, now, grace, reset_after, held, first_position, last_run,
                          last_expiry)
@@ -114,6 +191,7 @@ local function remove_grant(key, expiry, id, permits, now)
     if expiry > now then
         for _, member in ipairs(redis.call('ZRANGEBYSCORE', key, expiry, expiry)) do
             local position, member_permits, _, member_id = parse_member(member)
+            member_id = string.match(member_id, '^([%w_%-]+%+)%d+$') or member_id
             if member_id == id and member_permits == permits then
                 local rank = redis.call('ZRANK', key, member)
                 redis.call('ZREM', key, member)

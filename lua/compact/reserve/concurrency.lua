@@ -60,10 +60,100 @@ local function shift_positions(key, from, delta, at)
         redis.call('ZADD', key, unpack(new, first, math.min(first + 1999, #new)))
     end
 end
+local readers
+local function log_readers()
+    if readers then
+        return readers
+    end
+    local function held_after(key, t, first_position, held)
+        local item = redis.call('ZRANGEBYSCORE', key, string.format('(%d', t), '+inf', 'LIMIT', '0', '1')[1]
+        return item and first_position + held - parse_member(item) or 0
+    end
+    local function log_future(key, now, interval, first_position, held)
+        local future = {}
+        for _, member in ipairs(redis.call('ZRANGEBYSCORE', key, string.format('(%d', now + interval), '+inf')) do
+            local _, permits, _, id = parse_member(member)
+            local start = string.match(id, '^[%w_%-]+%+(%d+)$')
+            if start and start + 0 > now then
+                future[#future + 1] = { start = start + 0, permits = permits }
+            end
+        end
+        if #future == 0 then
+            return nil
+        end
+        table.sort(future, function(a, b)
+            return a.start < b.start
+        end)
+        local waiting, together = 0, 0
+        for i = #future, 1, -1 do
+            if i < #future and future[i].start < future[i + 1].start then
+                waiting, together = waiting + together, 0
+            end
+            future[i].waiting = waiting
+            together = together + future[i].permits
+        end
+        future.waiting = waiting + together
+        future.most = held - future.waiting
+        for i, tranche in ipairs(future) do
+            if i > 1 and tranche.start == future[i - 1].start then
+                tranche.counted = future[i - 1].counted
+            else
+                tranche.counted = held_after(key, tranche.start, first_position, held) - tranche.waiting
+            end
+            future.most = math.max(future.most, tranche.counted)
+        end
+        return future
+    end
+    local function frees_at(key, position, first_position, held, count)
+        local low, high = 0, count - 1
+        local rank = (position - first_position) * count / held
+        rank = math.min(rank - rank % 1, high)
+        while true do
+            local item = redis.call('ZRANGE', key, rank, rank, 'WITHSCORES')
+            local at, weight = parse_member(item[1])
+            if position < at then
+                high = rank - 1
+            elseif position >= at + weight then
+                low = rank + 1
+            else
+                return item[2] + 0
+            end
+            rank = (low + high - (low + high) % 2) / 2
+        end
+    end
+    local function log_fit(key, need, limit, from, now, first_position, held, count, future)
+        local room, start, next_start, waiting = limit - need, from, nil, 0
+        if future then
+            for i = #future, 1, -1 do
+                local tranche = future[i]
+                if tranche.start < from then
+                    break
+                elseif tranche.counted > room then
+                    start = tranche.start
+                    break
+                end
+                next_start = tranche.start
+            end
+            for _, tranche in ipairs(future) do
+                if tranche.start > start then
+                    waiting = waiting + tranche.permits
+                end
+            end
+        end
+        local counted = (start > now and held_after(key, start, first_position, held) or held) - waiting
+        if counted <= room then
+            return start
+        end
+        local frees = frees_at(key, first_position + held - room - waiting - 1, first_position, held, count)
+        return next_start and math.min(frees, next_start) or frees
+    end
+    readers = { future = log_future, fit = log_fit }
+    return readers
+end
 local function log_verdict(key, permits, limit, interval, now)
     redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
     local count = redis.call('ZCARD', key)
-    local held, first_position, reset, last_run = 0, 0, now, -1
+    local held, first_position, reset, last_run, future = 0, 0, now, -1, nil
     if count > 0 then
         local last = redis.call('ZRANGE', key, '-1', '-1', 'WITHSCORES')
         local last_position, last_permits
@@ -75,31 +165,18 @@ local function log_verdict(key, permits, limit, interval, now)
             held = last_end - parse_member(redis.call('ZRANGE', key, '0', '0')[1])
         end
         first_position, reset = last_end - held, last[2] + 0
+        if reset > now + interval then
+            future = log_readers().future(key, now, interval, first_position, held)
+        end
     end
-    local remaining = limit - held
+    local remaining = limit - (future and future.most or held)
     local allowed = permits <= remaining
     local retry_after = 0
     if not allowed then
-        local target = first_position + held + permits - limit - 1
-        local low, high = 0, count - 1
-        local rank = (target - first_position) * count / held
-        rank = math.min(rank - rank % 1, high)
-        while true do
-            local item = redis.call('ZRANGE', key, rank, rank, 'WITHSCORES')
-            local position, weight = parse_member(item[1])
-            if target < position then
-                high = rank - 1
-            elseif target >= position + weight then
-                low = rank + 1
-            else
-                retry_after = item[2] - now
-                break
-            end
-            rank = (low + high - (low + high) % 2) / 2
-        end
+        retry_after = log_readers().fit(key, permits, limit, now, now, first_position, held, count, future) - now
     end
     return allowed, retry_after, remaining > 0 and remaining or 0, reset, math.max(reset, now + interval), held,
-        first_position, last_run
+        first_position, last_run, future, count
 end
 local function log_grant(key, permits, interval, id, now, grace, reset_after, held, first_position, last_run,
                          last_expiry)
@@ -130,6 +207,7 @@ local function remove_grant(key, expiry, id, permits, now)
     if expiry > now then
         for _, member in ipairs(redis.call('ZRANGEBYSCORE', key, expiry, expiry)) do
             local position, member_permits, _, member_id = parse_member(member)
+            member_id = string.match(member_id, '^([%w_%-]+%+)%d+$') or member_id
             if member_id == id and member_permits == permits then
                 local rank = redis.call('ZRANK', key, member)
                 redis.call('ZREM', key, member)
@@ -168,15 +246,17 @@ local function check_within_limit(request, permits, limit)
     end
 end
 local function block_of(text, limit)
-    local block, lead, horizon = string.match(text, '^(%d+):(%d+):(%d+)$')
-    if block then
-        block, lead, horizon = block + 0, lead + 0, horizon + 0
+    local block, lead, horizon, rest = string.match(text, '^(%d+):(%d+):(%d+)(.*)$')
+    local pace = rest == '' and 0 or rest and string.match(rest, '^:(%d+)$')
+    if block and pace then
+        block, lead, horizon, pace = block + 0, lead + 0, horizon + 0, pace + 0
     end
-    if not block or block > limit or lead < 1 or lead > horizon or horizon > 60000 then
-        error({ err = 'ERR edgelimit: invalid block (<block>:<lead ms>:<horizon ms>, block from 0 to the limit, lead '
-            .. 'from 1 to the horizon, horizon at most 60000): ' .. string.sub(text, 1, 100) })
+    if not block or not pace or block > limit or lead < 1 or lead > horizon or horizon > 60000 or pace > horizon then
+        error({ err = 'ERR edgelimit: invalid block (<block>:<lead ms>:<horizon ms>[:<pace ms>], block from 0 to the '
+            .. 'limit, lead from 1 to the horizon, horizon at most 60000, pace at most the horizon): '
+            .. string.sub(text, 1, 100) })
     end
-    return block, lead, horizon
+    return block, lead, horizon, pace
 end
 local MAX_TRANCHES, MAX_GROUPS = 8, 16
 local BOOKS_AHEAD = 'concurrency' == 'sliding_log'
@@ -194,7 +274,7 @@ if not permits or permits < 1 or permits > MAX_COUNT or limit < 1 or limit > MAX
         .. 'permits, limit and rate below 2^32, limit × interval at most 2^52): ' .. string.sub(request, 1, 100) })
 end
 check_within_limit(request, permits, limit)
-local block, _, horizon = block_of(ARGV[2], limit)
+local block, _, horizon, pace = block_of(ARGV[2], limit)
 local now = clock(time)
 local grace = time == '' and 0 or EXPLICIT_TIME_GRACE_MS
 check_grant_id(id)
@@ -259,57 +339,45 @@ if allowed then
 end
 local reply = { granted, now, 0, 0, remaining, reset, retry_after }
 if block > 0 then
-    local _, _, room, last_expiry, after, standing, first, tail_run = log_verdict(key, 0, limit, interval, now)
-    local starts = {}
-    for _ = 1, math.min(room, block) do
-        starts[#starts + 1] = 0
-    end
-    if block > room and BOOKS_AHEAD then
-        local skip = math.max(standing - limit, 0)
-        local target, last_target = first + skip, first + skip + block - room - 1
-        local items = redis.call('ZRANGE', key, '0', string.format('%d', skip + block - room - 1), 'WITHSCORES')
-        for i = 1, #items, 2 do
-            local position, weight = parse_member(items[i])
-            local wait = items[i + 1] - now
-            if wait > horizon or target > last_target then
+    local _, _, room, last_expiry, after, standing, first, tail_run, future, count =
+        log_verdict(key, 0, limit, interval, now)
+    local requests = math.min(block, math.max(room, 0))
+    local at_once = (requests - requests % permits) / permits
+    requests = (block - block % permits) / permits
+    local per_tranche = math.ceil((requests - at_once) / (MAX_TRANCHES - (at_once > 0 and 1 or 0)))
+    local booked, index, next_from = 0, 0, now
+    while booked < requests do
+        local size, start = at_once, now
+        if index > 0 or at_once == 0 then
+            if not BOOKS_AHEAD then
                 break
             end
-            while target < position + weight and target <= last_target do
-                starts[#starts + 1] = wait
-                target = target + 1
+            size = math.min(per_tranche, requests - booked)
+            start = log_readers().fit(key, size * permits, limit, next_from, now, first, standing, count, future)
+            if start - now > horizon then
+                break
             end
         end
-    end
-    local requests = (#starts - #starts % permits) / permits
-    local per_tranche = math.ceil(requests / MAX_TRANCHES) * permits
-    local tranches = {}
-    for request_index = 1, requests do
-        local from = starts[request_index * permits]
-        local current = tranches[#tranches]
-        if current and (current.from == from or current.permits < per_tranche) then
-            current.permits, current.from = current.permits + permits, from
-        else
-            tranches[#tranches + 1] = { permits = permits, from = from }
-        end
-    end
-    local reserved = 0
-    for index, tranche in ipairs(tranches) do
-        if index > 1 then
-            _, _, _, last_expiry, after, standing, first, tail_run = log_verdict(key, 0, limit, interval, now)
-        end
-        local frees = tranche.from + horizon + interval
-        log_grant(key, tranche.permits, frees, id .. '+', now, grace, math.max(after, now + frees), standing, first,
+        index = index + 1
+        local from = start - now
+        local frees = from + horizon + interval
+        local name = from > 0 and string.format('%s+%d', id, start) or id .. '+'
+        log_grant(key, size * permits, frees, name, now, grace, math.max(after, now + frees), standing, first,
             tail_run, last_expiry)
-        reserved = reserved + tranche.permits
+        booked, next_from = booked + size, start + math.max(size * pace, 1)
         if index == 1 then
-            reply[4] = tranche.from
+            reply[4] = from
         else
-            reply[#reply + 1] = tranche.permits
-            reply[#reply + 1] = tranche.from
+            reply[#reply + 1] = size * permits
+            reply[#reply + 1] = from
         end
         reply[6] = math.max(reply[6], now + frees)
+        if booked < requests then
+            _, _, _, last_expiry, after, standing, first, tail_run, future, count =
+                log_verdict(key, 0, limit, interval, now)
+        end
     end
-    reply[3] = reserved
-    reply[5] = math.max(room - reserved, 0)
+    reply[3] = booked * permits
+    reply[5] = math.max(room - at_once * permits, 0)
 end
 return reply

@@ -36,15 +36,17 @@ local function check_within_limit(request, permits, limit)
     end
 end
 local function block_of(text, limit)
-    local block, lead, horizon = string.match(text, '^(%d+):(%d+):(%d+)$')
-    if block then
-        block, lead, horizon = block + 0, lead + 0, horizon + 0
+    local block, lead, horizon, rest = string.match(text, '^(%d+):(%d+):(%d+)(.*)$')
+    local pace = rest == '' and 0 or rest and string.match(rest, '^:(%d+)$')
+    if block and pace then
+        block, lead, horizon, pace = block + 0, lead + 0, horizon + 0, pace + 0
     end
-    if not block or block > limit or lead < 1 or lead > horizon or horizon > 60000 then
-        error({ err = 'ERR edgelimit: invalid block (<block>:<lead ms>:<horizon ms>, block from 0 to the limit, lead '
-            .. 'from 1 to the horizon, horizon at most 60000): ' .. string.sub(text, 1, 100) })
+    if not block or not pace or block > limit or lead < 1 or lead > horizon or horizon > 60000 or pace > horizon then
+        error({ err = 'ERR edgelimit: invalid block (<block>:<lead ms>:<horizon ms>[:<pace ms>], block from 0 to the '
+            .. 'limit, lead from 1 to the horizon, horizon at most 60000, pace at most the horizon): '
+            .. string.sub(text, 1, 100) })
     end
-    return block, lead, horizon
+    return block, lead, horizon, pace
 end
 check_call(2, 3)
 local key, request, time = KEYS[1], ARGV[1], ARGV[3] or ''

@@ -11,18 +11,28 @@
 -- the argument below keeps within the limit for either algorithm: the log treats both alike.
 --
 -- Why it is exact. Each grant in the log frees one interval after the last moment it may be used: a plain grant at g
--- frees at g + interval; reserved permits, usable from f (now, or when as many permits have freed as they are) until
--- f + horizon, free at f + horizon + interval. And each decision, at e, admits its permits, first used at f ≥ e,
--- only if the permits in the log that free after f, plus these, stay within the limit (a plain decision: f = e).
--- Take any span (t − interval, t], the grants used in it, and among them the one Redis decided last, at e, first
--- used at f ≤ t. Every grant used in the span frees after t ≥ f, and every other one was in the log at e (decided
--- before it); so they are within what the decision at e counted, and within the limit.
+-- frees at g + interval; reserved permits, usable from f (now, or later: see Tranches) until f + horizon, free at f +
+-- horizon + interval. A window (t - interval, t] can hold the use of a grant only if the grant starts (may first be
+-- used) at or before t and frees after t; what the log counts for the window is the permits of those grants
+-- (lua/parts/limits/zset_log.lua, log_future). Each decision, at e, admits its permits, first used at f >= e, only if
+-- every window their use may fall in counts at most the limit less these. Take any window, the grants used in it,
+-- and among them the one Redis decided last, at e: every other one was in the log at e (decided before it, freeing
+-- after t >= e) and starts at or before t, so the decision at e counted it in this window, and they are within the
+-- limit. (A grant that starts at once, a plain one, is counted from now in every window: with no tranche starting
+-- later the rule is simply that the permits held plus these stay within the limit.)
 --
 -- Tranches. On a full log, a block's permits start as the grants they take the place of free: one by one, not all
 -- when the last of them has. So a block is logged as up to MAX_TRANCHES grants, its tranches, each usable from when
--- as many permits have freed as it and the tranches before it hold, and each freeing one interval after its own
--- span: a client that uses its permits as they come holds none idle for long. Each tranche is a grant as above,
--- decided after the ones before it, which it counts (they are in the log, freeing after it starts).
+-- it fits (as above) and freeing one interval after its own span: a client that uses its permits as they come holds
+-- none idle for long. Each tranche is a grant as above, decided after the ones before it, which it counts.
+--
+-- Pacing. A client uses its permits at the pace its own requests come (`pace`, ms between them), slower than a full
+-- limit frees them when other clients share it. Tranches booked ahead would otherwise take the permits that free
+-- next, one after another, and the later ones would wait unused for this client's requests, held against the limit
+-- (about 2.5% of a busy limit's capacity in bench/reserved.mjs, with 500 ms blocks). So each tranche booked ahead
+-- starts no earlier than the one before it started plus `pace` for each request that one holds, and the permits
+-- freeing in between are left to the other clients: a tranche counts only from its start, so a decision before it
+-- may use them.
 --
 -- Returns. Held to their span's end, reserved permits would free up to a span late at a client that uses them at once
 -- (a hot identifier). So a client that is done with a tranche (used up, or its span over) says when it used its
@@ -50,8 +60,9 @@
 --
 --   KEYS[1]  the state key (the one the algorithm's single-limit script decides on)
 --   ARGV[1]  the request and its quota, as that script's: '<permits>:<limit>:<interval ms>'
---   ARGV[2]  '<block>:<lead ms>:<horizon ms>' (lua/parts/reserve/arguments.lua): the permits to reserve besides the
---            request's, the least time from now they must be usable for, how far from now they may be used
+--   ARGV[2]  '<block>:<lead ms>:<horizon ms>[:<pace ms>]' (lua/parts/reserve/arguments.lua): the permits to reserve
+--            besides the request's, the least time from now they must be usable for, how far from now they may be
+--            used, and the time between the client's requests (see Pacing)
 --   ARGV[3]  a fresh grant id (letters, digits, _ or -), as that script's: the request's grant (for concurrency,
 --            its lease: '<permits>:<now + interval>-<id>' is its receipt) and the reserved tranches are logged under it
 --   ARGV[4]  unix ms, or '' (the default) for the Redis server's clock
@@ -82,7 +93,7 @@ check_call(3, 4 + 100) -- at most 100 returns
 local key, request, id, time = KEYS[1], ARGV[1], ARGV[3], ARGV[4] or ''
 --@request
 check_within_limit(request, permits, limit)
-local block, _, horizon = block_of(ARGV[2], limit)
+local block, _, horizon, pace = block_of(ARGV[2], limit)
 local now = clock(time)
 local grace = time == '' and 0 or EXPLICIT_TIME_GRACE_MS
 -- The grant id, checked here before any return writes (log_decision checks it again): a call refused writes nothing.
@@ -166,62 +177,51 @@ end
 -- run out).
 local reply = { granted, now, 0, 0, remaining, reset, retry_after }
 if block > 0 then
-    local _, _, room, last_expiry, after, standing, first, tail_run = log_verdict(key, 0, limit, interval, now)
-    -- When each permit could start, in ms from now: the first `room` at once, the others as the positions from
-    -- `first` free (after those held beyond a lowered limit), read from the grants that hold them.
-    local starts = {}
-    for _ = 1, math.min(room, block) do
-        starts[#starts + 1] = 0
-    end
-    if block > room and BOOKS_AHEAD then
-        local skip = math.max(standing - limit, 0)
-        local target, last_target = first + skip, first + skip + block - room - 1
-        local items = redis.call('ZRANGE', key, '0', string.format('%d', skip + block - room - 1), 'WITHSCORES')
-        for i = 1, #items, 2 do
-            local position, weight = parse_member(items[i])
-            local wait = items[i + 1] - now
-            if wait > horizon or target > last_target then
+    local _, _, room, last_expiry, after, standing, first, tail_run, future, count =
+        log_verdict(key, 0, limit, interval, now)
+    -- Whole requests: those that fit now in one tranche, usable at once; the others (a sliding log's) booked ahead
+    -- in the tranches left, each no earlier than this client's requests reach it at `pace` (see Pacing).
+    local requests = math.min(block, math.max(room, 0))
+    local at_once = (requests - requests % permits) / permits
+    requests = (block - block % permits) / permits
+    local per_tranche = math.ceil((requests - at_once) / (MAX_TRANCHES - (at_once > 0 and 1 or 0)))
+    local booked, index, next_from = 0, 0, now
+    while booked < requests do
+        local size, start = at_once, now
+        if index > 0 or at_once == 0 then
+            if not BOOKS_AHEAD then
                 break
             end
-            while target < position + weight and target <= last_target do
-                starts[#starts + 1] = wait
-                target = target + 1
+            size = math.min(per_tranche, requests - booked)
+            start = log_readers().fit(key, size * permits, limit, next_from, now, first, standing, count, future)
+            if start - now > horizon then
+                break
             end
         end
-    end
-    -- Whole requests, grouped into tranches: those starting together in one, and at least `per_tranche` in each
-    -- but the last.
-    local requests = (#starts - #starts % permits) / permits
-    local per_tranche = math.ceil(requests / MAX_TRANCHES) * permits
-    local tranches = {}
-    for request_index = 1, requests do
-        local from = starts[request_index * permits]
-        local current = tranches[#tranches]
-        if current and (current.from == from or current.permits < per_tranche) then
-            current.permits, current.from = current.permits + permits, from
-        else
-            tranches[#tranches + 1] = { permits = permits, from = from }
-        end
-    end
-    local reserved = 0
-    for index, tranche in ipairs(tranches) do
-        if index > 1 then
-            _, _, _, last_expiry, after, standing, first, tail_run = log_verdict(key, 0, limit, interval, now)
-        end
-        local frees = tranche.from + horizon + interval
-        log_grant(key, tranche.permits, frees, id .. '+', now, grace, math.max(after, now + frees), standing, first,
+        index = index + 1
+        local from = start - now
+        local frees = from + horizon + interval
+        -- A tranche starting later is named with its start (see log_future).
+        local name = from > 0 and string.format('%s+%d', id, start) or id .. '+'
+        log_grant(key, size * permits, frees, name, now, grace, math.max(after, now + frees), standing, first,
             tail_run, last_expiry)
-        reserved = reserved + tranche.permits
+        -- At least 1 ms apart: tranches of one call then differ in their expiry, which a return names them by (two
+        -- alike would let a return sent twice remove the second while its client still uses it).
+        booked, next_from = booked + size, start + math.max(size * pace, 1)
         if index == 1 then
-            reply[4] = tranche.from
+            reply[4] = from
         else
-            reply[#reply + 1] = tranche.permits
-            reply[#reply + 1] = tranche.from
+            reply[#reply + 1] = size * permits
+            reply[#reply + 1] = from
         end
         reply[6] = math.max(reply[6], now + frees)
+        if booked < requests then
+            _, _, _, last_expiry, after, standing, first, tail_run, future, count =
+                log_verdict(key, 0, limit, interval, now)
+        end
     end
-    reply[3] = reserved
-    reply[5] = math.max(room - reserved, 0)
+    reply[3] = booked * permits
+    reply[5] = math.max(room - at_once * permits, 0)
 end
 
 return reply
