@@ -13,6 +13,21 @@ use crate::error::{Error, Result};
 use crate::rest::{Command, RestClient};
 use crate::value::Value;
 
+/// A composed text, if it hashes to the SHA1 the build pinned; else a script that only fails, saying why. A module
+/// built from `lua/` files that `scripts/lua` did not write again after a piece under `lua/parts/` changed would
+/// otherwise run the old script where Redis caches it and the new one where it does not (the tests and
+/// `scripts/build-wasm` check it before a build; this is for a build that skipped them). Checked once, on the first
+/// `NOSCRIPT`.
+fn checked(text: String, pinned: &str) -> String {
+    if sha1_smol::Sha1::from(text.as_bytes()).digest().to_string() == pinned {
+        return text;
+    }
+    format!(
+        "return redis.error_reply('ERR edgelimit: this build composes a script whose text does not hash to the SHA1 it \
+         pinned ({pinned}): it was built from lua/ files older than lua/parts/; run scripts/lua and build again')"
+    )
+}
+
 /// A Lua script with its SHA1, as Redis's script cache names it.
 #[derive(Debug, Clone)]
 pub struct Script {
@@ -58,7 +73,7 @@ impl Script {
     pub fn source(&self) -> &str {
         match &self.text {
             Text::Given(text) => text,
-            Text::Composed { compose, text } => text.get_or_init(compose),
+            Text::Composed { compose, text } => text.get_or_init(|| checked(compose(), &self.sha1)),
         }
     }
 
@@ -182,5 +197,16 @@ mod tests {
         assert_eq!(command.words(), ["EVALSHA", script.sha1(), "2", "{a}:x", "{a}:y", "5"]);
         let command = script.eval_command::<&str, &str>(&[], &[]);
         assert_eq!(command.words(), ["EVAL", "return 1", "0"]);
+    }
+
+    #[test]
+    fn a_composed_text_that_does_not_hash_to_the_pinned_sha1_is_never_sent() {
+        const PINNED: &str = "e0e1f9fabfc9d4800c877a703b823ac0578ff8db"; // "return 1"
+        assert_eq!(Script::pinned(PINNED, || "return 1".into()).source(), "return 1");
+        let stale = Script::pinned(PINNED, || "return 2".into());
+        assert!(stale
+            .source()
+            .starts_with("return redis.error_reply('ERR edgelimit: this build composes"));
+        assert!(stale.source().contains("run scripts/lua"));
     }
 }

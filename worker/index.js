@@ -41,12 +41,17 @@ function recovered(error) {
   return true;
 }
 
-/** The rule for this request and, unless it is a dry run, its verdict; once more on a fresh core after a trap. */
+/**
+ * The rule for this request and the verdict of the rule that enforces: the rule itself, or for a dry run the first
+ * matching rule after it that is none (`enforcing`, undefined when there is none); once more on a fresh core after a
+ * trap.
+ */
 async function judged(request, url) {
   const attempt = async () => {
     const route = gate.route(request.method, url.hostname, url.pathname, request.headers);
-    if (route === undefined || route.dryRun) return { route };
-    return { route, verdict: await route.decide() };
+    if (route === undefined) return { route };
+    const enforcing = route.dryRun ? route.next : route;
+    return { route, enforcing, verdict: enforcing && (await enforcing.decide()) };
   };
   try {
     return await attempt();
@@ -104,7 +109,7 @@ function report(route, verdict) {
 export default {
   async fetch(request, _env, ctx) {
     const url = new URL(request.url);
-    const { route, verdict } = await judged(request, url);
+    const { route, enforcing, verdict } = await judged(request, url);
     if (route === undefined) return toOrigin(request, url);
     if (route.dryRun) {
       // Counting must not slow the request down: it runs after the response, kept alive by waitUntil.
@@ -113,9 +118,10 @@ export default {
         (error) => recovered(error) || console.error(`edgelimit: dry run of rule ${route.rule} failed: ${error}`),
       );
       ctx.waitUntil(counted);
-      return toOrigin(request, url);
+      // A rule on trial lifts no rule behind it: the first one that enforces decides the request.
+      if (enforcing === undefined) return toOrigin(request, url);
     }
-    report(route, verdict);
+    report(enforcing, verdict);
     return verdict.allowed ? proxied(request, url, verdict.headers) : refusal(verdict);
   },
 };

@@ -30,10 +30,14 @@ impl FromStr for KeySource {
 
     /// `ip`, `path`, `header:<name>` or `cookie:<name>`.
     fn from_str(text: &str) -> Result<KeySource> {
+        // Header and cookie names are HTTP tokens (RFC 9110 and 6265): anything else, e.g. a trailing comma, would
+        // make `Headers.get` throw on every request, refused here instead when the Worker starts.
+        let token_byte = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
         let named = |kind: &str, name: &str| {
-            if name.is_empty() || !name.bytes().all(|b| b.is_ascii_graphic() && b != b':') {
+            if name.is_empty() || !name.bytes().all(token_byte) {
                 return Err(Error::InvalidConfig(format!(
-                    "key {text:?} needs a {kind} name after the colon, like \"{kind}:x-api-key\""
+                    "key {text:?} needs a {kind} name after the colon, like \"{kind}:x-api-key\" (letters, digits \
+                     and !#$%&'*+-.^_`|~ only)"
                 )));
             }
             Ok(name.to_owned())
@@ -122,56 +126,82 @@ fn cookie(header: &str, name: &str) -> Option<String> {
         .filter(|value| !value.is_empty())
 }
 
-/// An allow or deny list entry: an IP range for rules keyed by IP, an exact value otherwise.
+/// An allow or deny list entry: an IP range (a rule keyed by IP, or a header or cookie rule's requests without one,
+/// which count by their IP), or an exact header, cookie or path value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ListEntry {
-    /// An address range in CIDR form; a single address is a /32 or /128.
+    /// An address range in CIDR form; a single address is a /32 or /128. It matches keys that are IPs only.
     Range {
         /// The range's first address.
         network: IpAddr,
         /// How many leading bits must match.
         prefix_len: u8,
     },
-    /// A header, cookie or path value, compared exactly.
+    /// A header, cookie or path value, compared exactly; never an IP key (a client could otherwise send an
+    /// allow-listed monitor's address as its API key).
     Exact(String),
 }
 
 impl ListEntry {
-    /// Reads an entry for a rule keyed by `source`: `203.0.113.7`, `2001:db8::/32`, or any value for other keys.
+    /// Reads an entry for a rule keyed by `source`: `203.0.113.7`, `2001:db8::/32`; for a header, cookie or path
+    /// rule an IP or range too (for the requests that count by their IP), else the exact value.
     pub fn parse(text: &str, source: &KeySource) -> Result<ListEntry> {
-        if *source != KeySource::Ip {
-            return Ok(ListEntry::Exact(text.to_owned()));
-        }
         let invalid = || {
             Error::InvalidConfig(format!(
                 "{text:?} is not an IP address or range: write e.g. \"203.0.113.7\", \"198.51.100.0/24\" or \
                  \"2001:db8::/32\""
             ))
         };
-        let (address, prefix_len) = match text.split_once('/') {
-            Some((address, bits)) => (address, Some(bits.parse::<u8>().map_err(|_| invalid())?)),
-            None => (text, None),
+        let range = || -> Result<ListEntry> {
+            let (address, prefix_len) = match text.split_once('/') {
+                Some((address, bits)) => (address, Some(bits.parse::<u8>().map_err(|_| invalid())?)),
+                None => (text, None),
+            };
+            let network: IpAddr = address.trim().parse().map_err(|_| invalid())?;
+            let max = if network.is_ipv4() { 32 } else { 128 };
+            let prefix_len = prefix_len.unwrap_or(max);
+            if prefix_len > max {
+                return Err(invalid());
+            }
+            // An IPv4-mapped range (`::ffff:203.0.113.0/120`) is the IPv4 range, as the keys are.
+            Ok(match network {
+                IpAddr::V6(v6) if prefix_len >= 96 => match v6.to_ipv4_mapped() {
+                    Some(v4) => ListEntry::Range {
+                        network: IpAddr::V4(v4),
+                        prefix_len: prefix_len - 96,
+                    },
+                    None => ListEntry::Range { network, prefix_len },
+                },
+                _ => ListEntry::Range { network, prefix_len },
+            })
         };
-        let network: IpAddr = address.trim().parse().map_err(|_| invalid())?;
-        let max = if network.is_ipv4() { 32 } else { 128 };
-        let prefix_len = prefix_len.unwrap_or(max);
-        if prefix_len > max {
-            return Err(invalid());
+        match source {
+            KeySource::Ip => range(),
+            _ => Ok(range().unwrap_or_else(|_| ListEntry::Exact(text.to_owned()))),
         }
-        Ok(ListEntry::Range { network, prefix_len })
     }
 
     /// Whether `key` is on this entry.
     pub fn contains(&self, key: &ClientKey) -> bool {
+        let is_ip = key.id.starts_with("ip:");
         match self {
-            ListEntry::Exact(value) => *value == key.raw,
-            ListEntry::Range { network, prefix_len } => match (key.raw.trim().parse::<IpAddr>(), network) {
-                (Ok(IpAddr::V4(ip)), IpAddr::V4(net)) => {
-                    same_prefix(ip.to_bits().into(), net.to_bits().into(), 32, *prefix_len)
-                }
-                (Ok(IpAddr::V6(ip)), IpAddr::V6(net)) => same_prefix(ip.to_bits(), net.to_bits(), 128, *prefix_len),
-                _ => false,
-            },
+            ListEntry::Exact(value) => !is_ip && *value == key.raw,
+            ListEntry::Range { network, prefix_len } => {
+                // An IPv4 client Cloudflare reports IPv4-mapped counts as its IPv4 address (`ip_key`): listed alike.
+                let address = match key.raw.trim().parse::<IpAddr>() {
+                    Ok(IpAddr::V6(v6)) => v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4),
+                    Ok(address) => address,
+                    Err(_) => return false,
+                };
+                is_ip
+                    && match (address, network) {
+                        (IpAddr::V4(ip), IpAddr::V4(net)) => {
+                            same_prefix(ip.to_bits().into(), net.to_bits().into(), 32, *prefix_len)
+                        }
+                        (IpAddr::V6(ip), IpAddr::V6(net)) => same_prefix(ip.to_bits(), net.to_bits(), 128, *prefix_len),
+                        _ => false,
+                    }
+            }
         }
     }
 }
@@ -239,13 +269,30 @@ mod tests {
             "{wrong}"
         );
         assert!("header:".parse::<KeySource>().is_err());
+        // Names that are no HTTP token would make reading the header throw on every request.
+        for name in [
+            "header:x-api-key,",
+            "header:x/y",
+            "header:(x)",
+            "cookie:a=b",
+            "header:x y",
+            "cookie:é",
+        ] {
+            let error = name.parse::<KeySource>().unwrap_err().to_string();
+            assert!(error.contains("letters, digits"), "{name}: {error}");
+        }
+        assert!("header:X-Api_Key.v2~".parse::<KeySource>().is_ok());
     }
 
     #[test]
     fn list_entries_match_ranges_and_exact_values() {
         let ip = |text: &str| ClientKey {
             raw: text.into(),
-            id: String::new(),
+            id: format!("ip:{text}"),
+        };
+        let value = |text: &str| ClientKey {
+            raw: text.into(),
+            id: format!("header:x-api-key:{text}"),
         };
         let range = ListEntry::parse("198.51.100.0/24", &KeySource::Ip).unwrap();
         assert!(range.contains(&ip("198.51.100.200")));
@@ -257,7 +304,20 @@ mod tests {
         assert!(everyone.contains(&ip("203.0.113.9")));
         assert!(ListEntry::parse("198.51.100.0/33", &KeySource::Ip).is_err());
         assert!(ListEntry::parse("example.com", &KeySource::Ip).is_err());
-        let exact = ListEntry::parse("k1", &KeySource::Header("x-api-key".into())).unwrap();
-        assert!(exact.contains(&ip("k1")) && !exact.contains(&ip("k2")));
+        let header = KeySource::Header("x-api-key".into());
+        let exact = ListEntry::parse("k1", &header).unwrap();
+        assert!(exact.contains(&value("k1")) && !exact.contains(&value("k2")));
+        // An IPv4 client reported IPv4-mapped is listed as its IPv4 address, whichever way the entry is written.
+        assert!(ListEntry::parse("203.0.113.7", &KeySource::Ip)
+            .unwrap()
+            .contains(&ip("::ffff:203.0.113.7")));
+        let mapped = ListEntry::parse("::ffff:198.51.100.0/120", &KeySource::Ip).unwrap();
+        assert!(mapped.contains(&ip("198.51.100.9")) && !mapped.contains(&ip("198.51.101.9")));
+        // On a header rule an IP entry lists the requests that count by their IP (no key), and only those: a client
+        // sending a listed address as its key is not listed, nor is a request without a key by an exact value.
+        let monitor = ListEntry::parse("192.0.2.10", &header).unwrap();
+        assert!(monitor.contains(&ip("192.0.2.10")));
+        assert!(!monitor.contains(&value("192.0.2.10")));
+        assert!(!exact.contains(&ip("k1")));
     }
 }

@@ -178,7 +178,10 @@ impl Gate {
     }
 
     /// The rule that applies to this request and the key it counts under; `None` when no rule matches (the request
-    /// goes to the origin untouched). `header` reads a request header by its lower-case name.
+    /// goes to the origin untouched). `header` reads a request header by its lower-case name. Rules match, and a
+    /// path key counts, the path as [`request_match::normalize_path`] spells it, so that spellings an origin reads
+    /// as one path are limited as one. When the first rule that matches is a dry run, its route carries the first
+    /// matching rule after it that is not ([`Route::next`]): a rule on trial lifts no rule behind it.
     pub fn route(
         &self,
         method: &str,
@@ -186,14 +189,21 @@ impl Gate {
         path: &str,
         header: impl Fn(&str) -> Option<String>,
     ) -> Option<Route> {
-        let armed = self
-            .rules
-            .iter()
-            .find(|armed| armed.rule.request_match.matches(method, host, path))?;
-        Some(Route {
-            key: client_key::client_key(&armed.rule.key, path, header),
+        let path = request_match::normalize_path(path);
+        let mut matching = (self.rules.iter()).filter(|armed| armed.rule.request_match.matches(method, host, &path));
+        let route_of = |armed: &Arc<ArmedRule>| Route {
+            key: client_key::client_key(&armed.rule.key, &path, &header),
             armed: Arc::clone(armed),
-        })
+            next: None,
+        };
+        let first = matching.next()?;
+        let mut route = route_of(first);
+        if first.rule.dry_run {
+            route.next = matching
+                .find(|armed| !armed.rule.dry_run)
+                .map(|armed| Box::new(route_of(armed)));
+        }
+        Some(route)
     }
 }
 
@@ -202,6 +212,8 @@ impl Gate {
 pub struct Route {
     armed: Arc<ArmedRule>,
     key: ClientKey,
+    /// For a dry-run rule, the first matching rule after it that enforces.
+    next: Option<Box<Route>>,
 }
 
 /// Why a [`Verdict`] is what it is.
@@ -260,6 +272,13 @@ impl Route {
     /// The key the request counts under.
     pub fn key(&self) -> &ClientKey {
         &self.key
+    }
+
+    /// For a dry-run rule, the route of the first rule after it that matches the request and is no dry run: what
+    /// decides the request while this one only counts. (A dry run put before a rule that already limits these
+    /// requests, to try a new limit, must not lift that one.)
+    pub fn next(&self) -> Option<&Route> {
+        self.next.as_deref()
     }
 
     /// Decides: the lists first (no round trip), then one permit under every limit of the rule. Never fails: a

@@ -5,7 +5,7 @@
 use wasm_bindgen::prelude::*;
 
 use super::limits::{as_config_error, limits_of};
-use super::{describe, duration, field, given, object, string, to_js_error};
+use super::{describe, duration, field, given, known_fields, object, string, to_js_error};
 use crate::error::{Error, Result};
 use crate::gate::{Gate, KeySource, ListEntry, RequestMatch, Route, Rule, Verdict};
 use crate::limit::{KeyLayout, DEFAULT_PREFIX};
@@ -25,27 +25,6 @@ const RULE_FIELDS: [&str; 10] = [
     "name", "match", "key", "limits", "allow", "deny", "dryRun", "onError", "timeout", "reserve",
 ];
 const MATCH_FIELDS: [&str; 4] = ["host", "path", "pattern", "methods"];
-
-fn known_fields(value: &JsValue, known: &[&str], what: &str) -> Result<()> {
-    if !value.is_object() || js_sys::Array::is_array(value) {
-        return Err(Error::InvalidConfig(format!(
-            "{what} must be an object, got {}",
-            describe(value)
-        )));
-    }
-    for name in js_sys::Object::keys(value.unchecked_ref::<js_sys::Object>())
-        .iter()
-        .filter_map(|name| name.as_string())
-    {
-        if !known.contains(&name.as_str()) {
-            return Err(Error::InvalidConfig(format!(
-                "{what} has an unknown field {name:?}; the fields are {}",
-                known.join(", ")
-            )));
-        }
-    }
-    Ok(())
-}
 
 /// A string, or an array of strings (`"GET"` or `["GET", "HEAD"]`); empty when absent.
 fn strings(value: &JsValue, what: &str) -> Result<Vec<String>> {
@@ -223,6 +202,13 @@ impl JsRoute {
     #[wasm_bindgen(getter, js_name = dryRun)]
     pub fn dry_run(&self) -> bool {
         self.inner.dry_run()
+    }
+
+    /// For a dry-run rule, the first rule after it that matches the request and enforces (`undefined` when none):
+    /// it decides the request while the dry run only counts.
+    #[wasm_bindgen(getter)]
+    pub fn next(&self) -> Option<JsRoute> {
+        (self.inner.next().cloned()).map(|inner| JsRoute { inner })
     }
 
     /// The identifier the request counts under (`ip:203.0.113.7`, `header:x-api-key:<sha1>`, …).

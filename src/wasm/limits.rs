@@ -3,7 +3,7 @@
 
 use wasm_bindgen::prelude::*;
 
-use super::{describe, duration, field, given, string, whole};
+use super::{describe, duration, field, given, known_fields, string, whole};
 use crate::error::{Error, Result};
 use crate::limit::{Algorithm, Quota};
 use crate::ratelimit::Limit;
@@ -16,6 +16,9 @@ pub(super) fn as_config_error(error: Error) -> Error {
     }
 }
 
+/// The fields of a limit (a factory's, and the Worker's rules'): any other is refused.
+const LIMIT_FIELDS: [&str; 5] = ["algorithm", "limit", "interval", "rate", "name"];
+
 /// A limit as the factories (`Ratelimit.slidingWindow(10, "1 s")`, …) build it:
 /// `{algorithm, limit, interval, rate?, name?}`.
 fn limit_of(value: &JsValue, what: &str) -> Result<Limit> {
@@ -25,11 +28,19 @@ fn limit_of(value: &JsValue, what: &str) -> Result<Limit> {
             describe(value)
         )));
     }
+    known_fields(value, &LIMIT_FIELDS, what)?;
     let algorithm: Algorithm = string(&field(value, "algorithm"), &format!("{what}.algorithm"))?.parse()?;
     let limit = whole(&field(value, "limit"), &format!("{what}.limit"), 1, u32::MAX.into())? as u32;
     let interval = duration(&field(value, "interval"), &format!("{what}.interval"))?;
     let rate = match given(&field(value, "rate")) {
         None => limit,
+        // A rate where the algorithm has none would be ignored: the limit would not be the one meant.
+        Some(_) if !matches!(algorithm, Algorithm::TokenBucket | Algorithm::Gcra) => {
+            return Err(Error::InvalidConfig(format!(
+                "{what}.rate: a {algorithm} limit has no rate (only tokenBucket and gcra refill at one): it allows \
+                 `limit` per `interval`; leave rate out"
+            )))
+        }
         Some(rate) => whole(rate, &format!("{what}.rate"), 1, u32::MAX.into())? as u32,
     };
     let name = given(&field(value, "name"))

@@ -75,6 +75,29 @@ extern "C" {
     fn js_string(value: &JsValue) -> String;
 }
 
+/// Refuses anything but an object whose fields are all in `known`: a misspelt or foreign field (`refillRate`, the
+/// name @upstash/ratelimit gives the rate) would otherwise be ignored, and its limit not be the one meant.
+pub(super) fn known_fields(value: &JsValue, known: &[&str], what: &str) -> Result<()> {
+    if !value.is_object() || js_sys::Array::is_array(value) {
+        return Err(Error::InvalidConfig(format!(
+            "{what} must be an object, got {}",
+            describe(value)
+        )));
+    }
+    for name in js_sys::Object::keys(value.unchecked_ref::<js_sys::Object>())
+        .iter()
+        .filter_map(|name| name.as_string())
+    {
+        if !known.contains(&name.as_str()) {
+            return Err(Error::InvalidConfig(format!(
+                "{what} has an unknown field {name:?}; the fields are {}",
+                known.join(", ")
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// How a JS value is named in an error message: its type, or the value itself when short.
 fn describe(value: &JsValue) -> String {
     match (value.as_string(), value.as_f64()) {
@@ -87,9 +110,25 @@ fn describe(value: &JsValue) -> String {
 
 /// A string, or an invalid-argument error naming `what`.
 fn string(value: &JsValue, what: &str) -> Result<String> {
-    value
-        .as_string()
+    text(value, what)?
         .ok_or_else(|| Error::InvalidArgument(format!("{what} must be a string, got {}", describe(value))))
+}
+
+/// `value`'s text if it is a string. A string holding a lone surrogate is refused by name: Rust's text can only hold
+/// it as U+FFFD, which would make it another string's spelling (two limiter names or prefixes sharing one state).
+/// (Identifiers are read apart, as their UTF-16 code units, so that every JS string is an identifier of its own.)
+fn text(value: &JsValue, what: &str) -> Result<Option<String>> {
+    let Some(text) = value.as_string() else {
+        return Ok(None);
+    };
+    // Only a string whose text has U+FFFD may have had a lone surrogate: the code-unit check runs on those alone.
+    if text.contains('\u{FFFD}') && !value.unchecked_ref::<js_sys::JsString>().is_valid_utf16() {
+        return Err(Error::InvalidArgument(format!(
+            "{what} holds a lone surrogate (it is not well-formed UTF-16), which would be read as U+FFFD and name \
+             another string: fix the text (String.prototype.toWellFormed shows what it would become)"
+        )));
+    }
+    Ok(Some(text))
 }
 
 /// A whole number within `low..=high`, or an invalid-argument error naming `what` and the range.

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use wasm_bindgen::prelude::*;
 
-use super::{describe, field, given, whole};
+use super::{describe, field, given, text, whole};
 use crate::decision::Decision;
 use crate::error::{Error, Result};
 use crate::rest::Command;
@@ -34,16 +34,18 @@ pub(super) fn words(array: &js_sys::Array, what: &str) -> Result<Vec<String>, Er
     array
         .iter()
         .enumerate()
-        .map(|(i, word)| match (word.as_string(), word.as_f64()) {
-            (Some(text), _) => Ok(text),
-            // A whole number within ±2^53 converts to i64 exactly (and -0 to "0", as JS's String(-0)); printing it
-            // as an integer keeps Rust's float printer out of the module.
-            (None, Some(n)) if n.fract() == 0.0 && n.abs() <= MAX_SAFE_INTEGER as f64 => Ok((n as i64).to_string()),
-            _ => Err(Error::InvalidArgument(format!(
-                "{what}[{i}] must be a string or an integer, got {}",
-                describe(&word)
-            ))),
-        })
+        .map(
+            |(i, word)| match (text(&word, &format!("{what}[{i}]"))?, word.as_f64()) {
+                (Some(text), _) => Ok(text),
+                // A whole number within ±2^53 converts to i64 exactly (and -0 to "0", as JS's String(-0)); printing it
+                // as an integer keeps Rust's float printer out of the module.
+                (None, Some(n)) if n.fract() == 0.0 && n.abs() <= MAX_SAFE_INTEGER as f64 => Ok((n as i64).to_string()),
+                _ => Err(Error::InvalidArgument(format!(
+                    "{what}[{i}] must be a string or an integer, got {}",
+                    describe(&word)
+                ))),
+            },
+        )
         .collect()
 }
 

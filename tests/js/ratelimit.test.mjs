@@ -223,6 +223,13 @@ test("bad configuration and arguments: a clear EDGELIMIT_ error naming what was 
     [{ ...base, onError: "ignore" }, /onError must be "allow", "deny" or "throw", got "ignore"/],
     [{ ...base, prefix: "a{b}" }, /key prefix "a\{b\}" must be non-empty and free of/],
     [{ ...base, cache: -1 }, /cache \(entries\) must be a whole number/],
+    // A field a limit does not have would be ignored (@upstash/ratelimit names the rate refillRate), and so would a
+    // rate where the algorithm has none: the limit would not be the one meant.
+    [{ ...base, limiter: { ...Ratelimit.tokenBucket(10, "1 s", 10), refillRate: 1 } }, /limiter has an unknown field "refillRate"/],
+    [{ ...base, limiter: { ...Ratelimit.slidingLog(10, "1 s"), rate: 1 } }, /limiter.rate: a sliding-log limit has no rate/],
+    // A lone surrogate would read as U+FFFD: "a\uD800" and "a\uDC00" would share one prefix's state.
+    [{ ...base, prefix: "a\uD800" }, /prefix holds a lone surrogate/],
+    [{ ...base, limiter: { ...Ratelimit.slidingLog(10, "1 s"), name: "n\uDC00" } }, /limiter.name holds a lone surrogate/],
   ];
   for (const [config, message] of cases) {
     const [code, text] = configError(config);

@@ -173,6 +173,17 @@ test("allowed requests reach the origin unchanged: method, path, query, headers,
   assert.equal(rest, "second chunk");
 });
 
+test("spellings an origin reads as one path are limited as one: %-encoded letters, doubled slashes, a trailing slash", async () => {
+  const site = await worker([{ name: uniqueName("login"), match: { pattern: "/login" }, limits: [{ algorithm: "fixedWindow", limit: 2, interval: "1 m" }] }]);
+  const statuses = [];
+  for (const path of ["/login", "/%6Cogin", "//login", "/login/"]) {
+    const response = await site.fetch(path, { ip: "192.0.2.202" });
+    statuses.push(response.status);
+    await response.text();
+  }
+  assert.deepEqual(statuses, [200, 200, 429, 429]);
+});
+
 test("requests no rule matches go to the origin without a round trip or RateLimit fields", async () => {
   const site = await worker([{ name: uniqueName("only-api"), match: { pattern: "/api/**", methods: ["POST"] }, limits: FIVE_PER_10S }]);
   const before = await scriptCalls();
@@ -200,6 +211,23 @@ test("dry run: everything reaches the origin, would-be refusals are logged after
     reason: "decided",
     status: 429,
   });
+});
+
+test("a dry run before another rule lifts it not: the first rule after it that enforces decides", async () => {
+  const [trial, enforced] = [uniqueName("trial"), uniqueName("enforced")];
+  const site = await worker([
+    { name: trial, dryRun: true, limits: [{ algorithm: "fixedWindow", limit: 1, interval: "1 m" }] },
+    { name: enforced, limits: [{ algorithm: "fixedWindow", limit: 2, interval: "1 m" }] },
+  ]);
+  const statuses = [];
+  for (let i = 0; i < 3; i += 1) {
+    const response = await site.fetch("/", { ip: "192.0.2.201" });
+    statuses.push(response.status);
+    await response.text();
+  }
+  assert.deepEqual(statuses, [200, 200, 429]);
+  await eventually(() => site.logs.join("").includes("would refuse"), () => site.logs.join(""));
+  assert.ok(site.logs.join("").includes(`"rule":"${trial}"`), site.logs.join(""));
 });
 
 async function eventually(check, describe, timeoutMs = 5_000) {
@@ -349,6 +377,14 @@ test("a malformed configuration stops the Worker from starting, saying what is w
     assert.fail("the Worker started");
   };
   const cases = [
+    // A field a limit does not have (@upstash/ratelimit's name for the rate), and a rate where the algorithm has
+    // none: either would leave the limit other than meant.
+    [[{ name: "a", limits: [{ algorithm: "tokenBucket", limit: 10, interval: "1 s", refillRate: 1 }] }], {},
+      'RULES[0].limits[0] has an unknown field \"refillRate\"'],
+    [[{ name: "a", limits: [{ algorithm: "fixedWindow", limit: 10, interval: "1 s", rate: 1 }] }], {},
+      "RULES[0].limits[0].rate: a fixed-window limit has no rate"],
+    // A header name that is no HTTP token would make every request fail.
+    [[{ name: "a", key: "header:x-api-key,", limits: FIVE_PER_10S }], {}, "letters, digits"],
     [[{ name: "a", limits: [{ algorithm: "slidingLog", limit: 5, interval: 10 }] }], {},
       'RULES[0].limits[0].interval must be a duration with a unit, like \\"10 s\\" or \\"250ms\\", got the number 10'],
     [[{ name: "a", limits: FIVE_PER_10S, dryrun: true }], {}, 'RULES[0] has an unknown field \\"dryrun\\"'],
