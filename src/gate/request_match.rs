@@ -32,6 +32,12 @@ impl RequestMatch {
                     "paths and patterns start with \"/\", got {path:?}"
                 )));
             }
+            // The path a rule matches has no query or fragment: a rule holding one would never match.
+            if path.contains(['?', '#']) {
+                return Err(Error::InvalidConfig(format!(
+                    "paths and patterns match the path alone, without \"?\" (the query) or \"#\", got {path:?}"
+                )));
+            }
         }
         for host in &hosts {
             // A name as the URL's host has it: no scheme, port, path or space, which would make the rule never match.
@@ -269,6 +275,8 @@ mod tests {
     fn misspelt_parts_are_refused() {
         assert!(RequestMatch::new(vec![], Some("api".into()), None, vec![]).is_err());
         assert!(RequestMatch::new(vec![], None, None, vec!["GET /".into()]).is_err());
+        assert!(RequestMatch::new(vec![], Some("/search?q=".into()), None, vec![]).is_err());
+        assert!(RequestMatch::new(vec![], None, Some("/a/*#top".into()), vec![]).is_err());
         for host in [
             "",
             "https://example.com",

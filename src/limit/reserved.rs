@@ -90,6 +90,10 @@ use crate::value::Value;
 /// without reserving.
 const MAX_TRACKED: usize = 10_000;
 
+/// A reservation's call under way for this long was abandoned (see [`Pool::is_reserving`]): longer than any call
+/// lasts (a client's timeout is at most what a JS timer waits, but a reservation waited on so long helps no one).
+const ABANDONED_AFTER: Duration = Duration::from_secs(60);
+
 /// The returns one call carries at most, and the groups of uses one return names at most, as
 /// `lua/reserve/sliding_log.lua` accepts them.
 const MAX_RETURNS: usize = 100;
@@ -160,9 +164,9 @@ struct Pool {
     /// Returns of blocks this client is done with, for the next call to Redis for the identifier (sliding log: see
     /// [`Block::grant`]).
     returns: Vec<String>,
-    /// Whether a request of this client is asking Redis for the identifier, and the requests waiting for its
-    /// reply (see [`Reserved::limit`]).
-    reserving: bool,
+    /// Since when a request of this client is asking Redis for the identifier, if one is (see
+    /// [`Pool::is_reserving`]), and the requests waiting for its reply (see [`Reserved::limit`]).
+    reserving: Option<Instant>,
     waiters: Vec<oneshot::Sender<bool>>,
     /// Permits asked in the current span of the block's length (from `span_started`), and in the one before; and
     /// permits granted in the same spans.
@@ -521,7 +525,15 @@ impl Pool {
         let quiet = (self.span_started).is_none_or(|started| now.saturating_duration_since(started) >= 2 * length);
         let lending = self.leases.iter().any(|(_, expires)| now < *expires)
             || (self.blocks.iter()).any(|block| matches!(&block.uses, Uses::Loans(loans, _) if !loans.is_empty()));
-        quiet && !self.reserving && !lending
+        quiet && !self.is_reserving(now) && !lending
+    }
+
+    /// Whether a request of this client is asking Redis for the identifier. A call under way for longer than
+    /// [`ABANDONED_AFTER`] was abandoned: its request's future was neither run to its end nor dropped (workerd may
+    /// leave a cancelled request's so), and its guard would then never say it ended: the identifier would never
+    /// reserve again, and its pool never be dropped.
+    fn is_reserving(&self, now: Instant) -> bool {
+        (self.reserving).is_some_and(|since| now.saturating_duration_since(since) < ABANDONED_AFTER)
     }
 }
 
@@ -538,7 +550,7 @@ impl Drop for Reserving<'_> {
     fn drop(&mut self) {
         let memory = &mut *self.memory.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(pool) = memory.pools.get_mut(self.key) {
-            pool.reserving = false;
+            pool.reserving = None;
             for waiter in pool.waiters.drain(..) {
                 // A waiter that is gone (its request dropped) needs no answer.
                 let _ = waiter.send(self.replied);
@@ -681,7 +693,7 @@ impl Reserved {
                     // no request waits for more than three calls' time, or two timeouts. In Cloudflare Workers
                     // a request never waits for another's call (see `requests_may_wait_on_each_other`).
                     Some(pool)
-                        if pool.reserving
+                        if pool.is_reserving(now)
                             && waits < MAX_WAITS
                             && !failed
                             && rest::requests_may_wait_on_each_other() =>
@@ -690,9 +702,9 @@ impl Reserved {
                         pool.waiters.push(sender);
                         reply_in
                     }
-                    Some(pool) if pool.reserving => break (0, 0, Vec::new(), false),
+                    Some(pool) if pool.is_reserving(now) => break (0, 0, Vec::new(), false),
                     Some(pool) => {
-                        pool.reserving = true;
+                        pool.reserving = Some(now);
                         // Returns go with this call; at most 100 (the script's bound), the rest free by themselves.
                         let returns = pool.returns.drain(..).take(MAX_RETURNS).collect();
                         let demand = match self.quota.algorithm() {
@@ -955,9 +967,11 @@ mod tests {
         let later = start + 2 * length;
         assert!(pool.idle(later, length));
         // A call under way, or a lease its holder may still release here, keeps it.
-        pool.reserving = true;
+        pool.reserving = Some(later);
         assert!(!pool.idle(later, length));
-        pool.reserving = false;
+        // Unless the call was abandoned long ago.
+        assert!(pool.idle(later + ABANDONED_AFTER, length));
+        pool.reserving = None;
         pool.leases.push(("1:5-a".parse().unwrap(), later + length));
         assert!(!pool.idle(later, length));
         assert!(pool.idle(later + length, length));

@@ -127,11 +127,20 @@ fn rules(value: &JsValue) -> Result<Vec<Rule>> {
             describe(&parsed)
         )));
     }
-    js_sys::Array::from(&parsed)
+    let rules: Vec<Rule> = js_sys::Array::from(&parsed)
         .iter()
         .enumerate()
         .map(|(i, item)| rule(&item, &format!("RULES[{i}]")))
-        .collect()
+        .collect::<Result<_>>()?;
+    if rules.is_empty() {
+        // A Worker with no rule limits nothing: far more often a RULES lost on the way than a wish.
+        return Err(Error::InvalidConfig(
+            "RULES is empty: every request would reach the origin unlimited; give at least one rule (a rule with \
+             \"dryRun\": true limits nothing but counts)"
+                .into(),
+        ));
+    }
+    Ok(rules)
 }
 
 /// `env[name]`, or a config error saying how to set it.

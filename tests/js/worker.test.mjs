@@ -397,6 +397,7 @@ test("a malformed configuration stops the Worker from starting, saying what is w
     [[{ name: "a", reserve: 100, limits: FIVE_PER_10S }], {}, 'RULES[0].reserve must be a duration with a unit'],
     [[], { RULES: "[{name: 'a'}]" }, "RULES is not valid JSON"],
     [[], { ORIGIN: "" }, "ORIGIN is not set"],
+    [[], {}, "RULES is empty"],
     [[{ name: "a", limits: FIVE_PER_10S }], { EDGELIMIT_LAYOUT: "cluster" }, 'layout must be \\"per-limiter\\"'],
   ];
   for (const [rules, extra, expected] of cases) {
