@@ -284,14 +284,15 @@ local function log_readers()
     -- whose window has no such room (none: `from` itself), it is when enough of the soonest-freeing grants have freed,
     -- or the next tranche's start, whose window has room. Exact if nothing frees early.
     local function log_fit(key, need, limit, from, now, first_position, held, count, future)
-        local room, start, next_start, waiting = limit - need, from, nil, 0
+        -- counted: what the window ending at `start` counts, once known (a tranche's is; it has no room).
+        local room, start, counted, next_start, waiting = limit - need, from, nil, nil, 0
         if future then
             for i = #future, 1, -1 do
                 local tranche = future[i]
                 if tranche.start < from then
                     break
                 elseif tranche.counted > room then
-                    start = tranche.start
+                    start, counted = tranche.start, tranche.counted
                     break
                 end
                 next_start = tranche.start
@@ -302,7 +303,7 @@ local function log_readers()
                 end
             end
         end
-        local counted = (start > now and held_after(key, start, first_position, held) or held) - waiting
+        counted = counted or (start > now and held_after(key, start, first_position, held) or held) - waiting
         if counted <= room then
             return start
         end
@@ -673,9 +674,9 @@ if block > 0 then
         log_verdict(key, 0, limit, interval, now)
     -- Whole requests: those that fit now in one tranche, usable at once; the others (a sliding log's) booked ahead
     -- in the tranches left, each no earlier than this client's requests reach it at `pace` (see Pacing).
-    local requests = math.min(block, math.max(room, 0))
-    local at_once = (requests - requests % permits) / permits
-    requests = (block - block % permits) / permits
+    local fitting = math.min(block, math.max(room, 0))
+    local at_once = (fitting - fitting % permits) / permits
+    local requests = (block - block % permits) / permits
     local per_tranche = math.ceil((requests - at_once) / (MAX_TRANCHES - (at_once > 0 and 1 or 0)))
     local booked, index, next_from = 0, 0, now
     while booked < requests do

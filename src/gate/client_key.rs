@@ -105,15 +105,21 @@ pub fn client_key(source: &KeySource, path: &str, header: impl Fn(&str) -> Optio
 /// does not set it) every such request shares the key `ip:unknown`.
 fn ip_key(header: &impl Fn(&str) -> Option<String>) -> ClientKey {
     let raw = header(CLIENT_IP_HEADER).unwrap_or_default();
-    let id = match raw.trim().parse::<IpAddr>() {
+    let id = match raw.trim().parse::<IpAddr>().map(unmapped) {
         Ok(IpAddr::V4(v4)) => format!("ip:{v4}"),
-        Ok(IpAddr::V6(v6)) => match v6.to_ipv4_mapped() {
-            Some(v4) => format!("ip:{v4}"),
-            None => format!("ip:{}/64", Ipv6Addr::from(u128::from(v6) & !((1u128 << 64) - 1))),
-        },
+        Ok(IpAddr::V6(v6)) => format!("ip:{}/64", Ipv6Addr::from(u128::from(v6) & !((1u128 << 64) - 1))),
         Err(_) => "ip:unknown".to_owned(),
     };
     ClientKey { raw, id }
+}
+
+/// An IPv4 client that Cloudflare reports IPv4-mapped (`::ffff:203.0.113.7`) as its IPv4 address: counted, and
+/// listed, as one.
+fn unmapped(address: IpAddr) -> IpAddr {
+    match address {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(address, IpAddr::V4),
+        v4 => v4,
+    }
 }
 
 /// The value of cookie `name` in a `Cookie` header (`a=1; b=2`).
@@ -186,22 +192,15 @@ impl ListEntry {
         let is_ip = key.id.starts_with("ip:");
         match self {
             ListEntry::Exact(value) => !is_ip && *value == key.raw,
-            ListEntry::Range { network, prefix_len } => {
-                // An IPv4 client Cloudflare reports IPv4-mapped counts as its IPv4 address (`ip_key`): listed alike.
-                let address = match key.raw.trim().parse::<IpAddr>() {
-                    Ok(IpAddr::V6(v6)) => v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4),
-                    Ok(address) => address,
-                    Err(_) => return false,
-                };
-                is_ip
-                    && match (address, network) {
-                        (IpAddr::V4(ip), IpAddr::V4(net)) => {
-                            same_prefix(ip.to_bits().into(), net.to_bits().into(), 32, *prefix_len)
-                        }
-                        (IpAddr::V6(ip), IpAddr::V6(net)) => same_prefix(ip.to_bits(), net.to_bits(), 128, *prefix_len),
-                        _ => false,
-                    }
-            }
+            ListEntry::Range { .. } if !is_ip => false,
+            ListEntry::Range { network, prefix_len } => match (key.raw.trim().parse::<IpAddr>().map(unmapped), network)
+            {
+                (Ok(IpAddr::V4(ip)), IpAddr::V4(net)) => {
+                    same_prefix(ip.to_bits().into(), net.to_bits().into(), 32, *prefix_len)
+                }
+                (Ok(IpAddr::V6(ip)), IpAddr::V6(net)) => same_prefix(ip.to_bits(), net.to_bits(), 128, *prefix_len),
+                _ => false,
+            },
         }
     }
 }

@@ -11,16 +11,16 @@
 //!   script marks where its slots end in the state, and a refund of a plain grant never moves TAT back over them.
 //! - **Fixed window**: the permits are counted in the current window, and usable until its last ms (at most 60 s).
 //!   A window with less than a quarter of the length left reserves nothing.
-//! - **Sliding log**: the permits are logged in tranches (up to 8 grants), each usable for the block's length from
-//!   its start (within the length, else fewer are reserved), and freeing one interval after that use may end. The
-//!   permits free now start at once; on a busy identifier the others start as grants free, each tranche no sooner
-//!   than this client's requests reach it at the pace they came lately (the client sends the pace). A tranche counts
-//!   against the limit from its start only, so the grants that free between this client's tranches go to other
-//!   clients' decisions instead of waiting unused for this client's requests. When this client is done with a tranche (used up, or its span over), its next call for
-//!   the identifier returns it: the unused permits free at once, the used ones one interval after their use, in
-//!   groups by the latest server time each use may have had (a return is idempotent: it names the tranche's grant
-//!   and absolute numbers). A tranche never returned (its identifier went cold) is held for the length plus the
-//!   interval.
+//! - **Sliding log**: the permits are logged in tranches (up to 8 grants), each usable for the block's length from its
+//!   start (within the length, else fewer are reserved), and freeing one interval after that use may end. The permits
+//!   free now start at once; on a busy identifier the others start as grants free, each tranche no sooner than this
+//!   client's requests reach it at the pace they came lately (the client sends the pace). A tranche counts against the
+//!   limit from its start only, so the grants that free between this client's tranches go to other clients' decisions
+//!   instead of waiting unused for this client's requests. When this client is done with a tranche (used up, or its
+//!   span over), its next call for the identifier returns it: the unused permits free at once, the used ones one
+//!   interval after their use, in groups by the latest server time each use may have had (a return is idempotent: it
+//!   names the tranche's grant and absolute numbers). A tranche never returned (its identifier went cold) is held for
+//!   the length plus the interval.
 //!
 //! - **Concurrency**: the permits are logged as one grant (`lua/reserve/concurrency.lua`, the sliding log's script
 //!   with concurrency's decision), of the permits free now only (a lease is mostly released well before its expiry,
@@ -707,25 +707,23 @@ impl Reserved {
                         pool.reserving = Some(now);
                         // Returns go with this call; at most 100 (the script's bound), the rest free by themselves.
                         let returns = pool.returns.drain(..).take(MAX_RETURNS).collect();
-                        let demand = match self.quota.algorithm() {
+                        // (the block, and for a sliding log the pace: see lua/parts/reserve/log.lua, Pacing)
+                        let (demand, pace) = match self.quota.algorithm() {
                             // A sliding log's tranches start as permits free, no sooner than this client's
-                            // requests reach them (the pace, below), but a tranche of several requests waits for the
-                            // last of them. A quarter of the demand keeps tranches to a request or two (eight at
-                            // most), for more round trips (bench/reserved.mjs measures both).
+                            // requests reach them at the pace they came lately (ms apart), but a tranche of several
+                            // requests waits for the last of them. A quarter of the demand keeps tranches to a
+                            // request or two (eight at most), for more round trips (bench/reserved.mjs measures
+                            // both).
                             Algorithm::SlidingLog => {
-                                (pool.demand(permits).div_ceil(SLIDING_LOG_SHARE)).min(pool.share().max(permits))
+                                let asked = pool.demand(permits);
+                                let lately = u64::from(asked) + u64::from(permits);
+                                (
+                                    (asked.div_ceil(SLIDING_LOG_SHARE)).min(pool.share().max(permits)),
+                                    self.length.as_millis() as u64 * u64::from(permits) / lately,
+                                )
                             }
-                            Algorithm::Concurrency => pool.held_at_once(permits),
-                            _ => pool.demand(permits),
-                        };
-                        // A sliding log books the permits it cannot have now to start at the pace this client's
-                        // requests came at lately, ms apart (lua/parts/reserve/log.lua, Pacing).
-                        let pace = match self.quota.algorithm() {
-                            Algorithm::SlidingLog => {
-                                let lately = u64::from(pool.demand(permits)) + u64::from(permits);
-                                self.length.as_millis() as u64 * u64::from(permits) / lately
-                            }
-                            _ => 0,
+                            Algorithm::Concurrency => (pool.held_at_once(permits), 0),
+                            _ => (pool.demand(permits), 0),
                         };
                         break (demand.min(limit), pace, returns, true);
                     }
@@ -757,10 +755,7 @@ impl Reserved {
         let lead = (length / 4).max(1);
         let mut arguments = vec![
             self.quota.request_argument(permits),
-            match algorithm {
-                Algorithm::SlidingLog => format!("{block}:{lead}:{horizon}:{pace}"),
-                _ => format!("{block}:{lead}:{horizon}"),
-            },
+            format!("{block}:{lead}:{horizon}:{pace}"),
         ];
         let id = algorithm.names_grants().then(receipt::fresh_grant_id);
         if let Some(id) = &id {

@@ -110,22 +110,24 @@ fn describe(value: &JsValue) -> String {
 
 /// A string, or an invalid-argument error naming `what`.
 fn string(value: &JsValue, what: &str) -> Result<String> {
-    text(value, what)?
+    text(value, || what.to_owned())?
         .ok_or_else(|| Error::InvalidArgument(format!("{what} must be a string, got {}", describe(value))))
 }
 
-/// `value`'s text if it is a string. A string holding a lone surrogate is refused by name: Rust's text can only hold
-/// it as U+FFFD, which would make it another string's spelling (two limiter names or prefixes sharing one state).
-/// (Identifiers are read apart, as their UTF-16 code units, so that every JS string is an identifier of its own.)
-fn text(value: &JsValue, what: &str) -> Result<Option<String>> {
+/// `value`'s text if it is a string. A string holding a lone surrogate is refused, named by `what` (made only then:
+/// a raw command reads every word through here): Rust's text can only hold it as U+FFFD, which would make it another
+/// string's spelling (two limiter names or prefixes sharing one state). (Identifiers are read apart, as their UTF-16
+/// code units, so that every JS string is an identifier of its own.)
+fn text(value: &JsValue, what: impl FnOnce() -> String) -> Result<Option<String>> {
     let Some(text) = value.as_string() else {
         return Ok(None);
     };
     // Only a string whose text has U+FFFD may have had a lone surrogate: the code-unit check runs on those alone.
     if text.contains('\u{FFFD}') && !value.unchecked_ref::<js_sys::JsString>().is_valid_utf16() {
         return Err(Error::InvalidArgument(format!(
-            "{what} holds a lone surrogate (it is not well-formed UTF-16), which would be read as U+FFFD and name \
-             another string: fix the text (String.prototype.toWellFormed shows what it would become)"
+            "{} holds a lone surrogate (it is not well-formed UTF-16), which would be read as U+FFFD and name \
+             another string: fix the text (String.prototype.toWellFormed shows what it would become)",
+            what()
         )));
     }
     Ok(Some(text))

@@ -35,7 +35,7 @@ pub(super) fn words(array: &js_sys::Array, what: &str) -> Result<Vec<String>, Er
         .iter()
         .enumerate()
         .map(
-            |(i, word)| match (text(&word, &format!("{what}[{i}]"))?, word.as_f64()) {
+            |(i, word)| match (text(&word, || format!("{what}[{i}]"))?, word.as_f64()) {
                 (Some(text), _) => Ok(text),
                 // A whole number within ±2^53 converts to i64 exactly (and -0 to "0", as JS's String(-0)); printing it
                 // as an integer keeps Rust's float printer out of the module.

@@ -106,14 +106,14 @@ local function log_readers()
         end
     end
     local function log_fit(key, need, limit, from, now, first_position, held, count, future)
-        local room, start, next_start, waiting = limit - need, from, nil, 0
+        local room, start, counted, next_start, waiting = limit - need, from, nil, nil, 0
         if future then
             for i = #future, 1, -1 do
                 local tranche = future[i]
                 if tranche.start < from then
                     break
                 elseif tranche.counted > room then
-                    start = tranche.start
+                    start, counted = tranche.start, tranche.counted
                     break
                 end
                 next_start = tranche.start
@@ -124,7 +124,7 @@ local function log_readers()
                 end
             end
         end
-        local counted = (start > now and held_after(key, start, first_position, held) or held) - waiting
+        counted = counted or (start > now and held_after(key, start, first_position, held) or held) - waiting
         if counted <= room then
             return start
         end

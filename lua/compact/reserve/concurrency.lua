@@ -122,14 +122,14 @@ local function log_readers()
         end
     end
     local function log_fit(key, need, limit, from, now, first_position, held, count, future)
-        local room, start, next_start, waiting = limit - need, from, nil, 0
+        local room, start, counted, next_start, waiting = limit - need, from, nil, nil, 0
         if future then
             for i = #future, 1, -1 do
                 local tranche = future[i]
                 if tranche.start < from then
                     break
                 elseif tranche.counted > room then
-                    start = tranche.start
+                    start, counted = tranche.start, tranche.counted
                     break
                 end
                 next_start = tranche.start
@@ -140,7 +140,7 @@ local function log_readers()
                 end
             end
         end
-        local counted = (start > now and held_after(key, start, first_position, held) or held) - waiting
+        counted = counted or (start > now and held_after(key, start, first_position, held) or held) - waiting
         if counted <= room then
             return start
         end
@@ -341,9 +341,9 @@ local reply = { granted, now, 0, 0, remaining, reset, retry_after }
 if block > 0 then
     local _, _, room, last_expiry, after, standing, first, tail_run, future, count =
         log_verdict(key, 0, limit, interval, now)
-    local requests = math.min(block, math.max(room, 0))
-    local at_once = (requests - requests % permits) / permits
-    requests = (block - block % permits) / permits
+    local fitting = math.min(block, math.max(room, 0))
+    local at_once = (fitting - fitting % permits) / permits
+    local requests = (block - block % permits) / permits
     local per_tranche = math.ceil((requests - at_once) / (MAX_TRANCHES - (at_once > 0 and 1 or 0)))
     local booked, index, next_from = 0, 0, now
     while booked < requests do

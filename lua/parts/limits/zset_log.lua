@@ -153,14 +153,15 @@ local function log_readers()
     -- whose window has no such room (none: `from` itself), it is when enough of the soonest-freeing grants have freed,
     -- or the next tranche's start, whose window has room. Exact if nothing frees early.
     local function log_fit(key, need, limit, from, now, first_position, held, count, future)
-        local room, start, next_start, waiting = limit - need, from, nil, 0
+        -- counted: what the window ending at `start` counts, once known (a tranche's is; it has no room).
+        local room, start, counted, next_start, waiting = limit - need, from, nil, nil, 0
         if future then
             for i = #future, 1, -1 do
                 local tranche = future[i]
                 if tranche.start < from then
                     break
                 elseif tranche.counted > room then
-                    start = tranche.start
+                    start, counted = tranche.start, tranche.counted
                     break
                 end
                 next_start = tranche.start
@@ -171,7 +172,7 @@ local function log_readers()
                 end
             end
         end
-        local counted = (start > now and held_after(key, start, first_position, held) or held) - waiting
+        counted = counted or (start > now and held_after(key, start, first_position, held) or held) - waiting
         if counted <= room then
             return start
         end

@@ -181,9 +181,9 @@ if block > 0 then
         log_verdict(key, 0, limit, interval, now)
     -- Whole requests: those that fit now in one tranche, usable at once; the others (a sliding log's) booked ahead
     -- in the tranches left, each no earlier than this client's requests reach it at `pace` (see Pacing).
-    local requests = math.min(block, math.max(room, 0))
-    local at_once = (requests - requests % permits) / permits
-    requests = (block - block % permits) / permits
+    local fitting = math.min(block, math.max(room, 0))
+    local at_once = (fitting - fitting % permits) / permits
+    local requests = (block - block % permits) / permits
     local per_tranche = math.ceil((requests - at_once) / (MAX_TRANCHES - (at_once > 0 and 1 or 0)))
     local booked, index, next_from = 0, 0, now
     while booked < requests do
