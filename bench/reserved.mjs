@@ -5,7 +5,9 @@
 // Contenders, one after the other on fresh keys, for each algorithm that reserves: GCRA (burst 100) with reserved
 // permits (`reserve: "500 ms"`), without, and @upstash/ratelimit's token bucket (the same numbers); a fixed window
 // of 1 s and a sliding log of 1 s with reserved permits (the log also with 100 ms blocks), beside @upstash/ratelimit's
-// fixed window and sliding window (it has no sliding log). The peer runs with its ephemeral cache off and auto-pipelining on, its defaults but the
+// fixed window and sliding window (it has no sliding log); and two limits at once (`gcraAndSlidingLog`: the GCRA and a
+// sliding log of 10 000 per minute that the run never fills, as a per-second and a per-hour limit are used together),
+// with and without reserved permits. The peer runs with its ephemeral cache off and auto-pipelining on, its defaults but the
 // cache. Per contender: HTTP requests per decision (every `fetch` the process makes is counted), decision latency
 // p50/p99, and grants against the limit's capacity over the run, from the first request to the last answer (1.00
 // is every permit the limit had, used): GCRA's burst + rate × the seconds; a fixed window's limit × the windows the
@@ -40,6 +42,8 @@ const CAPACITY = {
   fixedWindow: (from, to) => LIMIT * (Math.floor(to / 1000) - Math.floor(from / 1000) + 1),
   slidingLog: (from, to) => LIMIT * Math.ceil((to - from) / 1000),
 };
+// Two limits, the GCRA the one that binds (the run grants fewer than the log's 10 000 a minute).
+CAPACITY.gcraAndSlidingLog = CAPACITY.gcra;
 const fmt = (n, digits = 1) => n.toFixed(digits);
 
 // Every HTTP request either library makes goes through the global fetch: count them.
@@ -136,6 +140,7 @@ try {
   const peer = (limiter) => () =>
     new upstash.Ratelimit({ redis, limiter, prefix: "reserve-bench-upstash", ephemeralCache: false });
   const reserve = "500 ms";
+  const twoLimits = [Ratelimit.gcra(LIMIT, "1 s", BURST), Ratelimit.slidingLog(10000, "1 m")];
   // [algorithm, contender, make]
   const contenders = [
     ["gcra", `edgelimit, reserve: "${reserve}"`, ours(Ratelimit.gcra(LIMIT, "1 s", BURST), reserve)],
@@ -147,6 +152,8 @@ try {
     // A log's used permits free when Redis learns of them: shorter blocks trade round trips for capacity.
     ["slidingLog", 'edgelimit, reserve: "100 ms"', ours(Ratelimit.slidingLog(LIMIT, "1 s"), "100 ms")],
     ["slidingLog", "@upstash/ratelimit (sliding window)", peer(upstash.Ratelimit.slidingWindow(LIMIT, "1 s"))],
+    ["gcraAndSlidingLog", `edgelimit, reserve: "${reserve}"`, ours(twoLimits, reserve)],
+    ["gcraAndSlidingLog", "edgelimit, no reserve", ours(twoLimits, null)],
   ];
   const rows = [];
   let round = 0;

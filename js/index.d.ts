@@ -97,8 +97,10 @@ export interface RatelimitConfig {
    * Reserve permits for identifiers this client sees often, and answer from them with no round trip
    * (`reason: "reserved"`): a duration with its unit, the length of a reservation, e.g. `"500 ms"`: at most half the
    * time a GCRA limit takes to refill from empty, or half a fixed window's, sliding log's or concurrency limit's
-   * interval. For one `Ratelimit.gcra`, `Ratelimit.fixedWindow`, `Ratelimit.slidingLog` or `Ratelimit.concurrency`
-   * limit. Exact: Redis gives each reserved permit a span in which its use keeps every window within the limit (a
+   * interval. For `Ratelimit.gcra`, `Ratelimit.fixedWindow` and `Ratelimit.slidingLog` limits, one or several
+   * (with several, a request is answered locally only when every limit has a reserved permit for it; else Redis
+   * decides it under all of them, all or nothing, and the limits that had none reserve in the same round trip), or
+   * one `Ratelimit.concurrency` limit alone. Exact: Redis gives each reserved permit a span in which its use keeps every window within the limit (a
    * GCRA slot; the rest of the current fixed window; a sliding log's permits as they free, at the pace this client's
    * requests come, held until the client returns them; concurrency leases this client lends, each again once it is
    * refunded: their receipts,

@@ -12,7 +12,7 @@
 //! | module | concept |
 //! |---|---|
 //! | [`redisson`] | the Redisson layout: Redisson's `RRateLimiter` (a named sliding log shared with Java services), fixed: rates, the limiter handle |
-//! | [`limit`] | the algorithm family (token bucket, fixed and sliding window, GCRA, concurrency, sliding log), several limits in one round trip, the key layouts ([`limit::KeyLayout`]: per limiter, or per identifier for a Redis Cluster), reserved permits granted with no round trip ([`limit::Reserved`]), one limiter's concurrent decisions merged into one script call, and their reference [`limit::model`] |
+//! | [`limit`] | the algorithm family (token bucket, fixed and sliding window, GCRA, concurrency, sliding log), several limits in one round trip, the key layouts ([`limit::KeyLayout`]: per limiter, or per identifier for a Redis Cluster), reserved permits granted with no round trip ([`limit::Reserved`], and under several limits [`limit::ReservedAll`]), one limiter's concurrent decisions merged into one script call, and their reference [`limit::model`] |
 //! | [`gate`] | the Cloudflare Worker's decisions: rules, request matching, client keys, RateLimit fields |
 //! | [`ratelimit`] | what the npm package's `Ratelimit` does: limits per identifier, the block cache, the failure policy |
 //! | [`block_cache`] | denials remembered until their `retry_after`, so repeated denied requests cost no round trip |

@@ -120,24 +120,32 @@ local function check_within_limit(request, permits, limit)
     end
 end
 
--- The block a client asks for with its request, ARGV[2]: '<block>:<lead ms>:<horizon ms>[:<pace ms>]', the permits to
--- reserve besides the request's (0 to the limit), the least time from now that a reserved permit must leave the
--- client to use it (1 to the horizon: a round trip at least), how far from now reserved permits may reach (at most
--- 60000 ms): the client asks for what it expects to use in that time, and (a sliding log's, else 0) the time between
--- this client's requests (at most the horizon), the pace at which permits booked ahead start. Returns the four
--- numbers, or raises a clean error.
+-- The block a client asks for with its request, ARGV[2]: '<block>:<lead ms>:<horizon ms>[:<pace ms>[:only]]', the
+-- permits to reserve besides the request's (0 to the limit), the least time from now that a reserved permit must
+-- leave the client to use it (1 to the horizon: a round trip at least), how far from now reserved permits may reach
+-- (at most 60000 ms): the client asks for what it expects to use in that time, and (a sliding log's, else 0) the time
+-- between this client's requests (at most the horizon), the pace at which permits booked ahead start. With ':only' the
+-- call reserves and does not take the request: a request under several limits is decided by lua/limits.lua, all
+-- or nothing, in the same round trip before this call (src/limit/reserved/several.rs), and the request here only
+-- sizes the block (tranches of whole requests). Returns the four numbers and whether the call reserves only, or
+-- raises a clean error.
 local function block_of(text, limit)
     local block, lead, horizon, rest = string.match(text, '^(%d+):(%d+):(%d+)(.*)$')
-    local pace = rest == '' and 0 or rest and string.match(rest, '^:(%d+)$')
-    if block and pace then
-        block, lead, horizon, pace = block + 0, lead + 0, horizon + 0, pace + 0
+    local pace, only = '0', ''
+    if rest and rest ~= '' then
+        pace, only = string.match(rest, '^:(%d+)(.*)$')
     end
-    if not block or not pace or block > limit or lead < 1 or lead > horizon or horizon > 60000 or pace > horizon then
-        error({ err = 'ERR edgelimit: invalid block (<block>:<lead ms>:<horizon ms>[:<pace ms>], block from 0 to the '
-            .. 'limit, lead from 1 to the horizon, horizon at most 60000, pace at most the horizon): '
+    if block and pace and (only == '' or only == ':only') then
+        block, lead, horizon, pace = block + 0, lead + 0, horizon + 0, pace + 0
+    else
+        block = nil
+    end
+    if not block or block > limit or lead < 1 or lead > horizon or horizon > 60000 or pace > horizon then
+        error({ err = 'ERR edgelimit: invalid block (<block>:<lead ms>:<horizon ms>[:<pace ms>[:only]], block from 0 '
+            .. 'to the limit, lead from 1 to the horizon, horizon at most 60000, pace at most the horizon): '
             .. string.sub(text, 1, 100) })
     end
-    return block, lead, horizon, pace
+    return block, lead, horizon, pace, only == ':only'
 end
 
 -- Permits of a fixed-window limit reserved for one client to grant locally, with no round trip
@@ -151,8 +159,9 @@ end
 --
 --   KEYS[1]  the state key (the one lua/fixed_window.lua decides on)
 --   ARGV[1]  the request and its quota, as lua/fixed_window.lua's: '<permits>:<limit>:<interval ms>'
---   ARGV[2]  '<block>:<lead ms>:<horizon ms>' (lua/parts/reserve/arguments.lua): the permits to reserve besides the
---            request's, the least time from now they must be usable for, how far from now they may be used
+--   ARGV[2]  '<block>:<lead ms>:<horizon ms>[:<pace ms>[:only]]' (lua/parts/reserve/arguments.lua): the permits to
+--            reserve besides the request's, the least time from now they must be usable for, how far from now they
+--            may be used (a pace is read and not used); ':only' reserves without taking the request
 --   ARGV[3]  unix ms, or '' (the default) for the Redis server's clock
 --
 -- Reply {granted, now, reserved, usable, remaining, reset, retry_after}: the request's permits granted (`granted`,
@@ -177,7 +186,7 @@ if not permits or permits < 1 or permits > MAX_COUNT or limit < 1 or limit > MAX
 end
 
 check_within_limit(request, permits, limit)
-local block, lead, horizon = block_of(ARGV[2], limit)
+local block, lead, horizon, _, only = block_of(ARGV[2], limit)
 local now = clock(time)
 local grace = time == '' and 0 or EXPLICIT_TIME_GRACE_MS
 
@@ -230,7 +239,8 @@ reset_after = window_end
 
 -- luacheck: pop
 
-local granted = allowed and permits or 0
+-- (A call that reserves only takes nothing for the request.)
+local granted = allowed and not only and permits or 0
 count = count + granted
 
 -- The reserved permits: what is asked and left in the window, if the window leaves the client `lead` ms to use them.

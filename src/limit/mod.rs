@@ -49,7 +49,7 @@ pub use self::layout::KeyLayout;
 #[cfg(feature = "merge")]
 use self::merged::Merged;
 pub use self::quota::{Algorithm, Quota};
-pub use self::reserved::{Reserved, ReservedDecision};
+pub use self::reserved::{Reserved, ReservedAll, ReservedDecision, ReservedDecisions};
 pub use self::slot::hash_slot;
 pub use self::state::{state_all, HeldGrant, LimitState, StateDetail};
 use self::stored_copy::StoredCopy;

@@ -59,6 +59,9 @@
 //! - **Denials** are answered locally too: until the next reserved permit starts, or as the block cache answers them
 //!   ([`BlockCache`]: until a denial's `retry_after`, for requests at least as large).
 //!
+//! Under several limits at once, [`ReservedAll`] keeps each limit's blocks as this module does, and grants locally
+//! when every limit has a permit (see `several.rs`).
+//!
 //! A decision from reserved permits carries how many are left as `remaining` (an estimate: other clients hold
 //! theirs), the `reset` of the reply that reserved them, and no receipt (a reserved grant is not refunded), but for
 //! a concurrency lease: its local receipt, to release it.
@@ -82,9 +85,12 @@ use crate::lua::RESERVE_CONCURRENCY;
 use crate::lua::{RESERVE_FIXED_WINDOW, RESERVE_GCRA, RESERVE_SLIDING_LOG};
 use crate::receipt::{self, Lease, Receipt};
 use crate::rest;
-use crate::script::Script;
+use crate::script::{Script, ScriptCall};
 use crate::time::Instant;
 use crate::value::Value;
+
+mod several;
+pub use several::{ReservedAll, ReservedDecisions};
 
 /// The identifiers a client tracks at most (and the denials it remembers); past it, a new identifier is decided
 /// without reserving.
@@ -259,6 +265,14 @@ struct Block {
     reset: u64,
 }
 
+/// What a reservation's reply says: the server's `now`, the request's decision (taken only when the call took the
+/// request), and the blocks reserved.
+struct Reservation {
+    now: u64,
+    decision: Decision,
+    blocks: Vec<Block>,
+}
+
 impl Block {
     /// The `i`-th permit's span on the server's clock, in ms after `now`: for a GCRA slot, from its end less the
     /// burst to its start (see `lua/parts/reserve/gcra.lua`); else the block's one span, shared by its permits.
@@ -419,6 +433,29 @@ impl Pool {
 
     /// A local answer from reserved permits, if there is one: a grant, or the wait until the next ones start.
     fn answer(&mut self, permits: u32, quota: &Quota, now: Instant) -> Option<ReservedDecision> {
+        let (usable_from, index) = self.soonest(permits, quota, now)?;
+        if usable_from <= now {
+            return Some(self.take(index, permits, quota, now));
+        }
+        let block = &self.blocks[index];
+        let decision = Decision {
+            success: false,
+            limit: quota.limit().into(),
+            remaining: block.last + 1 - block.next,
+            reset: block.reset,
+            retry_after: ceil_ms(usable_from.saturating_duration_since(now)),
+            receipt: None,
+        };
+        Some(ReservedDecision {
+            decision,
+            local: true,
+            span: (0, 0),
+        })
+    }
+
+    /// The block whose `permits` next can be used soonest, and from when (local time): after dropping the permits
+    /// whose span has ended, and the blocks done (a sliding log's to be returned). `None` when no block holds them.
+    fn soonest(&mut self, permits: u32, quota: &Quota, now: Instant) -> Option<(Instant, usize)> {
         let count = u64::from(permits);
         // Permits whose span has ended are lost (see the module's docs); a block that cannot give `permits` is done.
         for block in &mut self.blocks {
@@ -461,7 +498,7 @@ impl Pool {
         });
         // The `permits` next of each block are used at one moment: after the last one's start, before the first
         // one's end. The block whose moment comes soonest answers.
-        let soonest = (self.blocks.iter().enumerate())
+        (self.blocks.iter().enumerate())
             .filter(|(_, block)| !block.ended && block.next + count - 1 <= block.last)
             .map(|(index, block)| {
                 let last = block.next + count - 1;
@@ -470,50 +507,46 @@ impl Pool {
                 (usable_from, usable_until, index)
             })
             .filter(|(from, until, _)| from < until)
-            .min_by_key(|(from, ..)| *from);
-        if let Some((usable_from, _, index)) = soonest {
-            let block = &mut self.blocks[index];
-            let success = usable_from <= now;
-            let mut receipt = None;
-            let span = if success {
-                let (first, last) = (block.next, block.next + count - 1);
-                block.next = last + 1;
-                self.granted = self.granted.saturating_add(permits);
-                let (start, end) = (block.span(last, quota).0, block.span(first, quota).1);
-                let span = match block.schedule {
-                    Schedule::Slots { .. } => (start, end),
-                    // Every permit of the block shares its span: the one of this use is narrower, from when it is
-                    // on the server's clock at the earliest (measured from the reply's arrival) to the latest
-                    // (from the request's departure). A return frees this use one interval after
-                    // the latest (and a margin), so it is what a check must count.
-                    Schedule::Span { .. } => (
-                        (now.saturating_duration_since(block.received).as_millis() as u64).max(start),
-                        ceil_ms(now.saturating_duration_since(block.sent)).min(end),
-                    ),
-                };
-                // A return frees the use one interval after this (see `lua/parts/reserve/log.lua`): the
-                // latest server time it may have had, with a margin for a clock that runs slow (1 ms and a
-                // hundredth of the time since the reservation left), as the span's end has its own.
-                receipt = block.record_use(count, block.now + span.1 + 1 + span.1 / 100, now);
-                (block.now + span.0, block.now + span.1)
-            } else {
-                (0, 0)
-            };
-            let decision = Decision {
-                success,
-                limit: quota.limit().into(),
-                remaining: block.last + 1 - block.next,
-                reset: block.reset,
-                retry_after: ceil_ms(usable_from.saturating_duration_since(now)),
-                receipt,
-            };
-            return Some(ReservedDecision {
-                decision,
-                local: true,
-                span,
-            });
+            .min_by_key(|(from, ..)| *from)
+            .map(|(from, _, index)| (from, index))
+    }
+
+    /// Grants `permits` from the block at `index` (see [`Pool::soonest`]), usable now.
+    fn take(&mut self, index: usize, permits: u32, quota: &Quota, now: Instant) -> ReservedDecision {
+        let count = u64::from(permits);
+        let block = &mut self.blocks[index];
+        let (first, last) = (block.next, block.next + count - 1);
+        block.next = last + 1;
+        self.granted = self.granted.saturating_add(permits);
+        let (start, end) = (block.span(last, quota).0, block.span(first, quota).1);
+        let span = match block.schedule {
+            Schedule::Slots { .. } => (start, end),
+            // Every permit of the block shares its span: the one of this use is narrower, from when it is on the
+            // server's clock at the earliest (measured from the reply's arrival) to the latest (from the request's
+            // departure). A return frees this use one interval after the latest (and a margin), so it is what a
+            // check must count.
+            Schedule::Span { .. } => (
+                (now.saturating_duration_since(block.received).as_millis() as u64).max(start),
+                ceil_ms(now.saturating_duration_since(block.sent)).min(end),
+            ),
+        };
+        // A return frees the use one interval after this (see `lua/parts/reserve/log.lua`): the latest server time
+        // it may have had, with a margin for a clock that runs slow (1 ms and a hundredth of the time since the
+        // reservation left), as the span's end has its own.
+        let receipt = block.record_use(count, block.now + span.1 + 1 + span.1 / 100, now);
+        let decision = Decision {
+            success: true,
+            limit: quota.limit().into(),
+            remaining: block.last + 1 - block.next,
+            reset: block.reset,
+            retry_after: 0,
+            receipt,
+        };
+        ReservedDecision {
+            decision,
+            local: true,
+            span: (block.now + span.0, block.now + span.1),
         }
-        None
     }
 
     /// Nothing worth keeping: no demand for two spans of `length` (what it asked then would no longer size a
@@ -535,6 +568,20 @@ impl Pool {
     fn is_reserving(&self, now: Instant) -> bool {
         (self.reserving).is_some_and(|since| now.saturating_duration_since(since) < ABANDONED_AFTER)
     }
+}
+
+/// The pool of the identifier whose state key is `key`, made if new; `None` when this client tracks
+/// [`MAX_TRACKED`] identifiers already, none of them idle (that identifier is then decided without reserving).
+fn pool_of<'p>(
+    pools: &'p mut HashMap<String, Pool>,
+    key: &str,
+    now: Instant,
+    length: Duration,
+) -> Option<&'p mut Pool> {
+    if pools.len() >= MAX_TRACKED && !pools.contains_key(key) {
+        pools.retain(|_, pool| !pool.idle(now, length));
+    }
+    (pools.len() < MAX_TRACKED || pools.contains_key(key)).then(|| pools.entry(key.to_owned()).or_default())
 }
 
 /// A request asking Redis for an identifier's permits: when it ends, however (a reply, an error, or the call
@@ -660,12 +707,7 @@ impl Reserved {
             let reply_in = {
                 let memory = &mut *self.memory.lock().unwrap_or_else(PoisonError::into_inner);
                 let now = Instant::now();
-                let pools = &mut memory.pools;
-                if pools.len() >= MAX_TRACKED && !pools.contains_key(&key) {
-                    pools.retain(|_, pool| !pool.idle(now, self.length));
-                }
-                let mut pool = (pools.len() < MAX_TRACKED || pools.contains_key(&key))
-                    .then(|| pools.entry(key.clone()).or_default());
+                let mut pool = pool_of(&mut memory.pools, &key, now, self.length);
                 if let Some(pool) = pool.as_mut() {
                     if waits == 0 {
                         pool.ask(permits, now, self.length);
@@ -707,25 +749,8 @@ impl Reserved {
                         pool.reserving = Some(now);
                         // Returns go with this call; at most 100 (the script's bound), the rest free by themselves.
                         let returns = pool.returns.drain(..).take(MAX_RETURNS).collect();
-                        // (the block, and for a sliding log the pace: see lua/parts/reserve/log.lua, Pacing)
-                        let (demand, pace) = match self.quota.algorithm() {
-                            // A sliding log's tranches start as permits free, no sooner than this client's
-                            // requests reach them at the pace they came lately (ms apart), but a tranche of several
-                            // requests waits for the last of them. A quarter of the demand keeps tranches to a
-                            // request or two (eight at most), for more round trips (bench/reserved.mjs measures
-                            // both).
-                            Algorithm::SlidingLog => {
-                                let asked = pool.demand(permits);
-                                let lately = u64::from(asked) + u64::from(permits);
-                                (
-                                    (asked.div_ceil(SLIDING_LOG_SHARE)).min(pool.share().max(permits)),
-                                    self.length.as_millis() as u64 * u64::from(permits) / lately,
-                                )
-                            }
-                            Algorithm::Concurrency => (pool.held_at_once(permits), 0),
-                            _ => (pool.demand(permits), 0),
-                        };
-                        break (demand.min(limit), pace, returns, true);
+                        let (block, pace) = self.block_and_pace(pool, permits);
+                        break (block, pace, returns, true);
                     }
                     None => break (0, 0, Vec::new(), false),
                 }
@@ -741,30 +766,125 @@ impl Reserved {
             key: &key,
             replied: false,
         });
-        let sent = Instant::now();
-        // Reserved permits are used within the block's length, but a fixed window's until the window ends (they are
-        // counted in it whenever they are used, and a block sized for the length need not be lost at its end: at most
-        // 60 s, the scripts' bound). Each has at least a quarter of the length (the lead) to be used in: a round trip
-        // and the margin must fit.
-        let length = self.length.as_millis() as u64;
         let algorithm = self.quota.algorithm();
-        let horizon = match algorithm {
+        let id = algorithm.names_grants().then(receipt::fresh_grant_id);
+        let call = self.reserve_call(&key, permits, (block, pace, false), id.as_deref(), returns);
+        let sent = Instant::now();
+        let reply = call.script.run(&self.limiter.client, &call.keys, &call.args).await?;
+        let Reservation {
+            now,
+            mut decision,
+            blocks,
+        } = self.read_reply(reply, permits, (block, false), id.as_deref(), sent)?;
+        if let Some(reserving) = reserving.as_mut() {
+            reserving.replied = true;
+        }
+        let memory = &mut *self.memory.lock().unwrap_or_else(PoisonError::into_inner);
+        match blocks.first().filter(|block| u64::from(permits) <= block.last) {
+            // The wait is for the block's permits now: the slots the bucket would have given are its.
+            Some(block) if !decision.success => {
+                decision.retry_after = block.span(u64::from(permits), &self.quota).0 + 1
+            }
+            // A concurrency denial's wait is an upper bound (leases are released sooner): never remembered.
+            _ if algorithm == Algorithm::Concurrency => {}
+            _ => memory.denials.block(&key, permits, sent, decision),
+        }
+        if let Some(pool) = memory.pools.get_mut(&key) {
+            pool.blocks.extend(blocks);
+            if decision.success {
+                pool.granted = pool.granted.saturating_add(permits);
+            }
+            // A concurrency lease Redis granted: this client holds it until it releases it or it expires.
+            if let Some(lease) = decision.receipt.filter(|_| algorithm == Algorithm::Concurrency) {
+                let expires = sent + Duration::from_millis(self.quota.interval_ms());
+                pool.leases.push((lease, expires));
+            }
+        }
+        Ok(ReservedDecision {
+            decision,
+            local: false,
+            span: if decision.success { (now, now) } else { (0, 0) },
+        })
+    }
+
+    /// What a reservation asks besides a request of `permits`, from this client's demand in `pool`: the block, and
+    /// for a sliding log the pace (see lua/parts/reserve/log.lua, Pacing).
+    fn block_and_pace(&self, pool: &Pool, permits: u32) -> (u32, u64) {
+        let (demand, pace) = match self.quota.algorithm() {
+            // A sliding log's tranches start as permits free, no sooner than this client's requests reach them at
+            // the pace they came lately (ms apart), but a tranche of several requests waits for the last of them. A
+            // quarter of the demand keeps tranches to a request or two (eight at most), for more round trips
+            // (bench/reserved.mjs measures both).
+            Algorithm::SlidingLog => {
+                let asked = pool.demand(permits);
+                let lately = u64::from(asked) + u64::from(permits);
+                (
+                    (asked.div_ceil(SLIDING_LOG_SHARE)).min(pool.share().max(permits)),
+                    self.length.as_millis() as u64 * u64::from(permits) / lately,
+                )
+            }
+            Algorithm::Concurrency => (pool.held_at_once(permits), 0),
+            _ => (pool.demand(permits), 0),
+        };
+        (demand.min(self.quota.limit()), pace)
+    }
+
+    /// How far from now reserved permits may be used: the block's length, but a fixed window's until the window ends
+    /// (they are counted in it whenever they are used, and a block sized for the length need not be lost at its end:
+    /// at most 60 s, the scripts' bound).
+    fn horizon(&self) -> u64 {
+        let length = self.length.as_millis() as u64;
+        match self.quota.algorithm() {
             Algorithm::FixedWindow => self.quota.interval_ms().clamp(length, 60_000),
             _ => length,
-        };
-        let lead = (length / 4).max(1);
-        let mut arguments = vec![
-            self.quota.request_argument(permits),
-            format!("{block}:{lead}:{horizon}:{pace}"),
-        ];
-        let id = algorithm.names_grants().then(receipt::fresh_grant_id);
-        if let Some(id) = &id {
-            // The grant id, the server's clock, then the returns (lua/parts/reserve/log.lua).
-            arguments.extend([id.clone(), String::new()]);
-            arguments.extend(returns);
         }
-        let reply = self.script.run(&self.limiter.client, &[&key], &arguments).await?;
+    }
+
+    /// The call of the algorithm's reserve script for a request of `permits` on `key`, reserving `block` more with
+    /// the sliding log's `pace`, and taking the request too unless `only` (a request under several limits is decided
+    /// by all of them together: see [`ReservedAll`]). `id` is a log's fresh grant id; `returns`, its tranches this
+    /// client is done with.
+    fn reserve_call(
+        &self,
+        key: &str,
+        permits: u32,
+        (block, pace, only): (u32, u64, bool),
+        id: Option<&str>,
+        returns: Vec<String>,
+    ) -> ScriptCall<'static> {
+        // Each reserved permit has at least a quarter of the length (the lead) to be used in: a round trip and the
+        // margin must fit.
+        let lead = (self.length.as_millis() as u64 / 4).max(1);
+        let horizon = self.horizon();
+        let only = if only { ":only" } else { "" };
+        let mut args = vec![
+            self.quota.request_argument(permits),
+            format!("{block}:{lead}:{horizon}:{pace}{only}"),
+        ];
+        if let Some(id) = id {
+            // The grant id, the server's clock, then the returns (lua/parts/reserve/log.lua).
+            args.extend([id.to_owned(), String::new()]);
+            args.extend(returns);
+        }
+        ScriptCall {
+            script: self.script,
+            keys: vec![key.to_owned()],
+            args,
+        }
+    }
+
+    /// The reply of [`reserve_call`](Reserved::reserve_call), sent at `sent` (local time), checked: the request's
+    /// decision and the blocks reserved with it.
+    fn read_reply(
+        &self,
+        reply: Value,
+        permits: u32,
+        (block, only): (u32, bool),
+        id: Option<&str>,
+        sent: Instant,
+    ) -> Result<Reservation> {
         let received = Instant::now();
+        let (limit, algorithm, horizon) = (self.quota.limit(), self.quota.algorithm(), self.horizon());
         let numbers = (reply.into_array()?.into_iter())
             .map(Value::into_u64)
             .collect::<Result<Vec<u64>>>()?;
@@ -812,7 +932,7 @@ impl Reserved {
             && (algorithm != Algorithm::Gcra
                 || reserved == 0
                 || fourth <= u64::from(limit) * self.quota.interval_ms() + horizon * rate);
-        if !(granted == 0 || granted == u64::from(permits))
+        if !(granted == 0 || (granted == u64::from(permits) && !only))
             || !bounded
             || reserved > u64::from(block)
             || counted != reserved
@@ -820,8 +940,13 @@ impl Reserved {
         {
             return Err(Error::malformed(
                 format!(
-                    "{permits} or no permits granted, at most {block} reserved in tranches of at least 1, usable for \
-                     at most {horizon} ms"
+                    "{} permits granted, at most {block} reserved in tranches of at least 1, usable for \
+                     at most {horizon} ms",
+                    if only {
+                        "no".to_owned()
+                    } else {
+                        format!("{permits} or no")
+                    }
                 ),
                 format!(
                     "{granted} granted, {reserved} reserved, {fourth} (where their use starts or ends), then {}",
@@ -838,7 +963,7 @@ impl Reserved {
             }
             _ => None,
         };
-        let mut decision = Decision {
+        let decision = Decision {
             success: granted > 0,
             limit: limit.into(),
             remaining,
@@ -865,32 +990,7 @@ impl Reserved {
                 reset,
             })
             .collect();
-        if let Some(reserving) = reserving.as_mut() {
-            reserving.replied = true;
-        }
-        let memory = &mut *self.memory.lock().unwrap_or_else(PoisonError::into_inner);
-        match blocks.first().filter(|block| u64::from(permits) <= block.last) {
-            // The wait is for the block's permits now: the slots the bucket would have given are its.
-            Some(block) if granted == 0 => decision.retry_after = block.span(u64::from(permits), &self.quota).0 + 1,
-            // A concurrency denial's wait is an upper bound (leases are released sooner): never remembered.
-            _ if algorithm == Algorithm::Concurrency => {}
-            _ => memory.denials.block(&key, permits, sent, decision),
-        }
-        if let Some(pool) = memory.pools.get_mut(&key) {
-            pool.blocks.extend(blocks);
-            if granted > 0 {
-                pool.granted = pool.granted.saturating_add(permits);
-            }
-            if let Some(lease) = lease {
-                let expires = sent + Duration::from_millis(self.quota.interval_ms());
-                pool.leases.push((lease, expires));
-            }
-        }
-        Ok(ReservedDecision {
-            decision,
-            local: false,
-            span: if granted > 0 { (now, now) } else { (0, 0) },
-        })
+        Ok(Reservation { now, decision, blocks })
     }
 
     /// Releases a concurrency lease this limiter granted: one lent from reserved permits goes back to them (no round

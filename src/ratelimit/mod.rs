@@ -150,8 +150,10 @@ pub struct Options {
     /// How many denied identifiers the block cache remembers; 0 turns it off. Default 10 000.
     pub cache_entries: usize,
     /// Reserve permits starting within this long for identifiers this client sees often, and grant them with no
-    /// round trip ([`limit::Reserved`]): for one GCRA, fixed-window, sliding-log or concurrency limit (whose leases
-    /// lent from reserved permits [`refund`](Ratelimit::refund) gives back to them). What it trades: reserved
+    /// round trip: for one GCRA, fixed-window, sliding-log or concurrency limit ([`limit::Reserved`]; leases lent
+    /// from reserved permits [`refund`](Ratelimit::refund) gives back to them), or for several GCRA, fixed-window
+    /// and sliding-log limits ([`limit::ReservedAll`]: a request is granted locally when every limit has a reserved
+    /// permit for it, else Redis decides it under all of them, as without reserving). What it trades: reserved
     /// permits not used within their spans are lost until the limit refills, their window ends or they free
     /// (under-admission, never over), and `remaining` from reserved permits is an estimate. Default `None`: every
     /// decision asks Redis.
@@ -204,7 +206,24 @@ pub struct Ratelimit {
     limiters: Vec<Limiter>,
     on_error: OnError,
     cache: Option<Mutex<BlockCache>>,
-    reserved: Option<limit::Reserved>,
+    reserved: Option<Reservations>,
+}
+
+/// What [`Ratelimit::remembered`] found: where a denial is to be remembered (the cache and the key), since when, and
+/// the cache's answer if it had one.
+struct Remembered<'c> {
+    cache: Option<(&'c Mutex<BlockCache>, String)>,
+    sent: Instant,
+    answer: Option<Outcome>,
+}
+
+/// The permits a [`Ratelimit`] reserves (see [`Options::reserve`]).
+#[derive(Debug)]
+enum Reservations {
+    /// One limit's, which lends concurrency leases and waits for another request's reservation.
+    One(Box<limit::Reserved>),
+    /// Several limits', taken together.
+    All(limit::ReservedAll),
 }
 
 impl Ratelimit {
@@ -221,13 +240,10 @@ impl Ratelimit {
         };
         ratelimit.limiters = ratelimit.limiters_for(limits)?;
         if let Some(length) = options.reserve {
-            let [limiter] = ratelimit.limiters.as_slice() else {
-                return Err(Error::InvalidConfig(format!(
-                    "reserve works with one limit (GCRA, fixed window, sliding log or concurrency); this Ratelimit has {}",
-                    ratelimit.limiters.len()
-                )));
-            };
-            ratelimit.reserved = Some(limit::Reserved::new(limiter.clone(), length)?);
+            ratelimit.reserved = Some(match ratelimit.limiters.as_slice() {
+                [limiter] => Reservations::One(Box::new(limit::Reserved::new(limiter.clone(), length)?)),
+                several => Reservations::All(limit::ReservedAll::new(several.to_vec(), length)?),
+            });
         }
         Ok(ratelimit)
     }
@@ -265,12 +281,15 @@ impl Ratelimit {
     /// Takes `permits` for `id` under every limit, all or nothing, in one round trip (none when the block cache
     /// knows the answer).
     pub async fn limit<'i>(&self, id: impl Into<Identifier<'i>>, permits: u32) -> Result<Outcome> {
+        let id = id.into();
         match &self.reserved {
-            Some(reserved) => {
-                let id = id.into();
+            Some(Reservations::One(reserved)) => {
                 crate::cold::out_of_line(self.decide_reserved(reserved, &id, permits)).await
             }
-            None => self.decide(&self.limiters, &id.into(), permits).await,
+            Some(Reservations::All(reserved)) => {
+                crate::cold::out_of_line(self.decide_reserved_all(reserved, &id, permits)).await
+            }
+            None => self.decide(&self.limiters, &id, permits).await,
         }
     }
 
@@ -326,7 +345,7 @@ impl Ratelimit {
     pub async fn refund<'i>(&self, id: impl Into<Identifier<'i>>, receipts: &[Receipt]) -> Result<Vec<Decision>> {
         let id = id.into();
         // A concurrency lease lent from reserved permits goes back to them, with no round trip.
-        if let (Some(reserved), [receipt]) = (&self.reserved, receipts) {
+        if let (Some(Reservations::One(reserved)), [receipt]) = (&self.reserved, receipts) {
             if let Some(released) = reserved.take_back(&id, receipt) {
                 return Ok(vec![released]);
             }
@@ -392,33 +411,68 @@ impl Ratelimit {
     }
 
     async fn decide(&self, limiters: &[Limiter], id: &Identifier<'_>, permits: u32) -> Result<Outcome> {
+        let remembered = self.remembered(limiters, id, permits);
+        if let Some(outcome) = remembered.answer {
+            return Ok(outcome);
+        }
+        let requests: Vec<_> = limiters.iter().map(|limiter| limiter.request(id, permits)).collect();
+        let decided = limit::limit_all(&requests).await.map(|decisions| (decisions, false));
+        self.outcome(limiters, permits, remembered, decided)
+    }
+
+    /// A decision under every limit through their reserved permits: the block cache first, as `decide` does.
+    async fn decide_reserved_all(
+        &self,
+        reserved: &limit::ReservedAll,
+        id: &Identifier<'_>,
+        permits: u32,
+    ) -> Result<Outcome> {
+        let remembered = self.remembered(&self.limiters, id, permits);
+        if let Some(outcome) = remembered.answer {
+            return Ok(outcome);
+        }
+        let decided = (reserved.limit(id, permits).await).map(|decided| (decided.decisions, decided.local));
+        self.outcome(&self.limiters, permits, remembered, decided)
+    }
+
+    /// What the block cache answers for `permits` of `id` under `limiters`, if it knows, and where a denial Redis
+    /// makes is to be remembered.
+    fn remembered<'c>(&'c self, limiters: &[Limiter], id: &Identifier<'_>, permits: u32) -> Remembered<'c> {
         // A denial that a lease released early can cut short is not one to remember.
         let cache = (self.cache.as_ref())
             .filter(|_| !limiters.iter().any(Limiter::frees_early))
             .map(|cache| (cache, cache_key(limiters, id)));
         let sent = Instant::now();
-        if let Some(decision) = cache
-            .as_ref()
+        let answer = (cache.as_ref())
             .and_then(|(cache, key)| lock(cache).check(key, permits, sent))
-        {
-            return Ok(Outcome {
+            .map(|decision| Outcome {
                 decision,
                 reason: Reason::Cache,
                 limits: Vec::new(),
                 error: None,
             });
-        }
-        let requests: Vec<_> = limiters.iter().map(|limiter| limiter.request(id, permits)).collect();
-        match limit::limit_all(&requests).await {
-            Ok(decisions) => {
+        Remembered { cache, sent, answer }
+    }
+
+    /// The outcome of `decided` (the decisions, and whether they were made from reserved permits), asked after
+    /// `remembered` found no answer: a denial Redis made is remembered; a failure goes to the failure policy.
+    fn outcome(
+        &self,
+        limiters: &[Limiter],
+        permits: u32,
+        remembered: Remembered<'_>,
+        decided: Result<(Decisions, bool)>,
+    ) -> Result<Outcome> {
+        match decided {
+            Ok((decisions, local)) => {
                 let decision = speaking_for_all(&decisions);
-                if let Some((cache, key)) = &cache {
-                    lock(cache).block(key, permits, sent, decision);
+                if let Some((cache, key)) = remembered.cache.as_ref().filter(|_| !local) {
+                    lock(cache).block(key, permits, remembered.sent, decision);
                 }
                 Ok(Outcome {
                     decision,
-                    reason: Reason::Decided,
-                    limits: decisions.decisions,
+                    reason: if local { Reason::Reserved } else { Reason::Decided },
+                    limits: if local { Vec::new() } else { decisions.decisions },
                     error: None,
                 })
             }

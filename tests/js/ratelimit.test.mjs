@@ -396,10 +396,8 @@ test("coalesce must be a boolean", () => {
   );
 });
 
-test("reserve: a hot identifier is answered from reserved permits, exactly within the limit", async () => {
-  // 20 at once, then 10 per second. Two clients (two Ratelimits: two processes) hammer one identifier for 600 ms.
-  const prefix = `t${++prefixes}`;
-  const clients = [0, 1].map(() => ratelimit(Ratelimit.gcra(10, "1 s", 20), { reserve: "200 ms", prefix }));
+/** `clients` each asking for "hot" every 3 ms or so for 600 ms; every result, and when they started. */
+async function hammer(clients) {
   const results = [];
   const started = Date.now();
   await Promise.all(
@@ -410,6 +408,14 @@ test("reserve: a hot identifier is answered from reserved permits, exactly withi
       }
     }),
   );
+  return { results, started };
+}
+
+test("reserve: a hot identifier is answered from reserved permits, exactly within the limit", async () => {
+  // 20 at once, then 10 per second. Two clients (two Ratelimits: two processes) hammer one identifier for 600 ms.
+  const prefix = `t${++prefixes}`;
+  const clients = [0, 1].map(() => ratelimit(Ratelimit.gcra(10, "1 s", 20), { reserve: "200 ms", prefix }));
+  const { results, started } = await hammer(clients);
   const granted = results.filter((r) => r.success).length;
   // At most the burst plus what refilled in the run (and the run's own ms, rounded up).
   assert.ok(granted <= 20 + Math.ceil(((Date.now() - started + 1) * 10) / 1000), `${granted} granted`);
@@ -420,19 +426,26 @@ test("reserve: a sliding log's reserved permits keep every window within the lim
   // 15 in any second; two clients hammer one identifier for 600 ms: within one interval, so at most 15 in all.
   const prefix = `t${++prefixes}`;
   const clients = [0, 1].map(() => ratelimit(Ratelimit.slidingLog(15, "1 s"), { reserve: "200 ms", prefix }));
-  const results = [];
-  const started = Date.now();
-  await Promise.all(
-    clients.map(async (client) => {
-      while (Date.now() - started < 600) {
-        results.push(await client.limit("hot"));
-        await sleep(3);
-      }
-    }),
-  );
+  const { results } = await hammer(clients);
   const granted = results.filter((r) => r.success).length;
   assert.ok(granted <= 15, `${granted} granted`);
   assert.ok(results.some((r) => r.reason === "reserved" && r.success), "some grants came from a block");
+});
+
+test("reserve: under several limits a hot identifier is answered from reserved permits of every limit, within each", async () => {
+  // 15 in any second and 100 per second of GCRA; two clients hammer one identifier for 600 ms: within one interval of
+  // the sliding log, so at most 15 in all, every grant taken from both limits.
+  const prefix = `t${++prefixes}`;
+  const limits = [Ratelimit.slidingLog(15, "1 s"), Ratelimit.gcra(100, "1 s")];
+  const clients = [0, 1].map(() => ratelimit(limits, { reserve: "200 ms", prefix }));
+  const { results } = await hammer(clients);
+  const granted = results.filter((r) => r.success).length;
+  assert.ok(granted <= 15, `${granted} granted`);
+  assert.ok(results.some((r) => r.reason === "reserved" && r.success), "some grants came from reserved permits");
+  // Redis's decisions carry each limit's; reserved ones none (no receipt: a reserved grant is not refunded).
+  const decided = results.find((r) => r.reason === "decided" && r.success);
+  assert.equal(decided.results.length, 2);
+  assert.ok(results.filter((r) => r.reason === "reserved").every((r) => r.results.length === 0 && !r.receipt));
 });
 
 test("reserve: concurrency leases lent from reserved permits are refunded to them, with no round trip", async () => {
@@ -475,14 +488,14 @@ test("reserve: requests at once wait for one reservation, but not in Workers", a
   }
 });
 
-test("reserve needs one GCRA, fixed-window, sliding-log or concurrency limit and a duration with its unit", () => {
+test("reserve needs GCRA, fixed-window, sliding-log limits or one concurrency limit, and a duration with its unit", () => {
   assert.throws(() => ratelimit(Ratelimit.tokenBucket(10, "1 s", 10), { reserve: "100 ms" }), {
     code: "EDGELIMIT_INVALID_CONFIG",
     message: /reserving permits needs a GCRA, fixed-window, sliding-log or concurrency quota/,
   });
-  assert.throws(() => ratelimit([Ratelimit.gcra(10, "1 s"), { ...Ratelimit.gcra(5, "1 s"), name: "b" }], { reserve: "100 ms" }), {
+  assert.throws(() => ratelimit([Ratelimit.gcra(10, "1 s"), Ratelimit.concurrency(5, "1 s")], { reserve: "100 ms" }), {
     code: "EDGELIMIT_INVALID_CONFIG",
-    message: /reserve works with one limit/,
+    message: /a concurrency limit reserves permits only alone/,
   });
   assert.throws(() => ratelimit(Ratelimit.gcra(10, "1 s"), { reserve: 100 }), {
     code: "EDGELIMIT_INVALID_CONFIG",

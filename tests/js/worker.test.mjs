@@ -455,3 +455,30 @@ test("reserve: a key this isolate sees often is answered from reserved permits, 
     await response.text();
   }
 });
+
+test("reserve: a rule of several limits answers a key this isolate sees often from reserved permits of each", async () => {
+  const name = uniqueName("reserved-all");
+  const site = await worker([
+    {
+      name,
+      reserve: "200 ms",
+      limits: [
+        { algorithm: "gcra", limit: 1000, interval: "1 s", rate: 1000 },
+        { algorithm: "slidingLog", limit: 10000, interval: "1 m" },
+      ],
+    },
+  ]);
+  const before = await scriptCalls();
+  const fields = [];
+  for (let i = 0; i < 60; i += 1) {
+    const response = await site.fetch("/", { ip: "192.0.2.79" });
+    if (response.status !== 200) assert.fail(await response.text());
+    fields.push(response.headers.get("ratelimit"));
+    await response.text();
+  }
+  // Granted from both limits' reserved permits (marked as an estimate), and fewer script calls than requests: a
+  // request Redis decides makes one call, and one more for each limit that reserves.
+  assert.ok(fields.some((field) => /;estimate$/.test(field)), fields.join(" | "));
+  const calls = (await scriptCalls()) - before;
+  assert.ok(calls < 60, `${calls} script calls for 60 requests`);
+});

@@ -1,11 +1,12 @@
 //! Reserved blocks (`lua/reserve/<algorithm>.lua`, `src/limit/reserved.rs`) against real Redis through the real
 //! bridge: each script's rule to the unit at explicit times (where GCRA's unsafe variant, slots taken from now instead
 //! of from the block's end, fails), and concurrent clients granting from blocks checked for exactness: each reserved
-//! grant is counted in every window its span (where its use may fall) overlaps.
+//! grant is counted in every window its span (where its use may fall) overlaps; the same under several limits at
+//! once (`src/limit/reserved/several.rs`), each limit's grants checked in its own windows.
 
 use std::time::Duration;
 
-use edgelimit::limit::{Algorithm, Limiter, Quota, Reserved, ReservedDecision};
+use edgelimit::limit::{Algorithm, Limiter, Quota, Reserved, ReservedAll, ReservedDecision, ReservedDecisions};
 use edgelimit::lua::{RESERVE_FIXED_WINDOW, RESERVE_GCRA, RESERVE_SLIDING_LOG};
 use edgelimit::{Error, Value};
 use edgelimit_tests::{grants_until_denied, script_numbers, spawned_at_once, Stack};
@@ -663,6 +664,222 @@ async fn concurrent_clients_granting_from_blocks_never_exceed_the_limit_in_any_w
             assert!(local > 0, "{name}: {granted} granted, none from a block");
         }
     }
+}
+
+#[tokio::test]
+async fn a_call_that_reserves_only_takes_nothing_for_the_request_and_reserves_as_the_same_call_taking_it() {
+    let stack = Stack::start().await;
+    let second = Duration::from_secs(1);
+    for (script, quota, request, names_grants) in [
+        (&RESERVE_GCRA, Quota::gcra(10, 10, second), "1:10:1000:10", false),
+        (
+            &RESERVE_FIXED_WINDOW,
+            Quota::fixed_window(10, second),
+            "1:10:1000",
+            false,
+        ),
+        (&RESERVE_SLIDING_LOG, Quota::sliding_log(10, second), "1:10:1000", true),
+    ] {
+        let quota = quota.unwrap();
+        let limiter = Limiter::new(stack.client(), &format!("only-{}", quota.algorithm()), quota).unwrap();
+        // The same request and block at the same time on two identifiers, each half full (on an idle GCRA bucket the
+        // reserved slots start a lead from now, and a request's slot fits before them): one call takes the request,
+        // one does not.
+        let mut replies = Vec::new();
+        for (id, only) in [("taking", ""), ("only", ":only")] {
+            for _ in 0..5 {
+                assert!(limiter.clone().at(T0).limit(id, 1).await.unwrap().success);
+            }
+            let mut arguments = vec![request.to_owned(), format!("3:50:200:0{only}")];
+            if names_grants {
+                arguments.push(format!("grant{id}"));
+            }
+            arguments.push(T0.to_string());
+            replies.push(script_numbers(&stack, script, &limiter.state_key(id), &arguments).await);
+        }
+        let (taking, only) = (&replies[0], &replies[1]);
+        assert_eq!((taking[0], only[0]), (1, 0), "{request}: {taking:?} {only:?}");
+        assert_eq!((taking[2], only[2]), (3, 3), "{request}: both reserve the block");
+        // What is left now: one more permit where the request was not taken.
+        let left_taking = grants_until_denied(&limiter, "taking", T0).await;
+        let left_only = grants_until_denied(&limiter, "only", T0).await;
+        assert_eq!(left_only, left_taking + 1, "{request}");
+    }
+    // Anything after the pace but ':only' is refused by name, and writes nothing.
+    for block in ["3:50:200:0:onl", "3:50:200:0:only:", "3:50:200:only", "3:50:200::only"] {
+        let error = RESERVE_FIXED_WINDOW
+            .run(&stack.client(), &["only:bad"], &["1:10:1000", block])
+            .await
+            .unwrap_err();
+        assert!(error.to_string().contains("invalid block"), "{block}: {error}");
+    }
+}
+
+/// Where each limit's grant of a decision under several limits was used, as [`worst_excess`] counts it: a grant from
+/// reserved permits in its span; a grant Redis decided at the time its receipt names (a GCRA grant's unix ms, a
+/// sliding log's expiry less the interval, a fixed window's window).
+fn per_limit(decisions: &[ReservedDecisions], quotas: &[Quota]) -> Vec<Vec<ReservedDecision>> {
+    (quotas.iter().enumerate())
+        .map(|(i, quota)| {
+            (decisions.iter().filter(|d| d.decisions.success))
+                .map(|d| {
+                    let decision = d.decisions.decisions[i];
+                    let span = if d.local {
+                        d.spans[i]
+                    } else {
+                        let mark = decision.receipt.expect("a grant Redis decided has a receipt");
+                        let number = |text: &str| text.parse::<u64>().unwrap();
+                        let at = match quota.algorithm() {
+                            Algorithm::Gcra => number(mark.mark()),
+                            Algorithm::FixedWindow => number(mark.mark()) * quota.interval_ms(),
+                            _ => number(mark.mark().split('-').next().unwrap()) - quota.interval_ms(),
+                        };
+                        (at, at)
+                    };
+                    ReservedDecision {
+                        decision,
+                        local: d.local,
+                        span,
+                    }
+                })
+                .collect()
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_clients_granting_under_several_limits_never_exceed_any_limit_in_any_window() {
+    let stack = Stack::start().await;
+    let second = Duration::from_secs(1);
+    let half = Duration::from_millis(500);
+    let (fast, slow) = (Duration::from_millis(2), Duration::from_millis(10));
+    for (quotas, pause, name) in [
+        // Saturated, the tighter limit a sliding log, then a GCRA; and under both limits.
+        (
+            [Quota::gcra(40, 100, second), Quota::sliding_log(25, half)],
+            fast,
+            "gcra and sliding log saturated",
+        ),
+        (
+            [Quota::sliding_log(60, half), Quota::gcra(20, 50, second)],
+            fast,
+            "sliding log and gcra saturated",
+        ),
+        (
+            [Quota::fixed_window(30, half), Quota::sliding_log(40, half)],
+            fast,
+            "fixed window and sliding log saturated",
+        ),
+        (
+            [Quota::gcra(200, 1000, second), Quota::sliding_log(500, second)],
+            slow,
+            "gcra and sliding log light",
+        ),
+    ] {
+        let quotas: Vec<Quota> = quotas.into_iter().map(Result::unwrap).collect();
+        let limiters = (quotas.iter().enumerate())
+            .map(|(i, quota)| Limiter::new(stack.client(), &format!("{}-{i}", name.replace(' ', "-")), *quota))
+            .collect::<Result<Vec<_>, _>>()
+            .unwrap();
+        let reserved = ReservedAll::new(limiters, Duration::from_millis(100)).unwrap();
+        let tasks: Vec<_> = (0..4)
+            .map(|client| {
+                let reserved = reserved.fresh();
+                tokio::spawn(async move {
+                    let started = std::time::Instant::now();
+                    tokio::time::sleep(pause * 7 * client).await;
+                    let mut decisions = Vec::new();
+                    while started.elapsed() < Duration::from_millis(1500) {
+                        decisions.push(reserved.limit("hot", 1).await.unwrap());
+                        tokio::time::sleep(pause).await;
+                    }
+                    decisions
+                })
+            })
+            .collect();
+        let mut decisions = Vec::new();
+        for task in tasks {
+            decisions.extend(task.await.unwrap());
+        }
+        for (quota, grants) in quotas.iter().zip(per_limit(&decisions, &quotas)) {
+            let excess = worst_excess(&grants, quota);
+            assert!(
+                excess <= 0,
+                "{name}: a window of {quota:?} held {excess} grants too many"
+            );
+        }
+        // A grant is all or nothing: every limit granted it, or none did.
+        for d in &decisions {
+            let granted = d.decisions.decisions.iter().filter(|d| d.success).count();
+            assert!(!d.decisions.success || granted == quotas.len(), "{name}: {d:?}");
+        }
+        let local = decisions.iter().filter(|d| d.local).count();
+        let granted = decisions.iter().filter(|d| d.decisions.success).count();
+        eprintln!(
+            "{name}: {} decisions, {granted} granted ({local} from reserved permits), {} round trips",
+            decisions.len(),
+            decisions.len() - local
+        );
+        assert!(local > 0, "{name}: {granted} granted, none from reserved permits");
+    }
+}
+
+#[tokio::test]
+async fn several_limits_reserve_without_a_concurrency_limit_and_decide_all_or_nothing() {
+    let stack = Stack::start().await;
+    let second = Duration::from_secs(1);
+    let limiter = |name: &str, quota: Result<Quota, Error>| Limiter::new(stack.client(), name, quota.unwrap()).unwrap();
+    let error = ReservedAll::new(
+        vec![
+            limiter("g", Quota::gcra(10, 10, second)),
+            limiter("c", Quota::concurrency(5, second)),
+        ],
+        Duration::from_millis(100),
+    )
+    .unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("a concurrency limit reserves permits only alone"),
+        "{error}"
+    );
+    let error = ReservedAll::new(
+        vec![
+            limiter("g", Quota::gcra(10, 10, second)),
+            limiter("t", Quota::token_bucket(10, 10, second)),
+        ],
+        Duration::from_millis(100),
+    )
+    .unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("needs a GCRA, fixed-window, sliding-log or concurrency quota"),
+        "{error}"
+    );
+    assert!(ReservedAll::new(Vec::new(), Duration::from_millis(100)).is_err());
+
+    // A limit of 3 per second and one of 100 per hour: one client asks 10 times at once (a fresh client each time, so
+    // that nothing is reserved): the tight limit grants 3, and the loose one counts only those 3 (a denial takes
+    // from none).
+    let tight = limiter("tight", Quota::sliding_log(3, second));
+    let loose = limiter("loose", Quota::gcra(100, 100, Duration::from_secs(3600)));
+    let reserved = ReservedAll::new(vec![tight.clone(), loose.clone()], Duration::from_millis(100)).unwrap();
+    let mut granted = 0;
+    for _ in 0..10 {
+        let decided = reserved.fresh().limit("id", 1).await.unwrap();
+        assert!(!decided.local);
+        granted += usize::from(decided.decisions.success);
+    }
+    assert_eq!(granted, 3);
+    let left = loose.peek("id", 1).await.unwrap();
+    assert_eq!(left.remaining, 97, "{left:?}");
+    // Permits above the tightest limit: refused before anything is sent.
+    let error = reserved.limit("id", 4).await.unwrap_err();
+    assert!(
+        matches!(error, Error::PermitsExceedRate { permits: 4, rate: 3 }),
+        "{error}"
+    );
 }
 
 /// `count` requests of `reserved` (one client) for one identifier, each its own task, all spawned before any runs.

@@ -247,16 +247,21 @@ local function check_within_limit(request, permits, limit)
 end
 local function block_of(text, limit)
     local block, lead, horizon, rest = string.match(text, '^(%d+):(%d+):(%d+)(.*)$')
-    local pace = rest == '' and 0 or rest and string.match(rest, '^:(%d+)$')
-    if block and pace then
-        block, lead, horizon, pace = block + 0, lead + 0, horizon + 0, pace + 0
+    local pace, only = '0', ''
+    if rest and rest ~= '' then
+        pace, only = string.match(rest, '^:(%d+)(.*)$')
     end
-    if not block or not pace or block > limit or lead < 1 or lead > horizon or horizon > 60000 or pace > horizon then
-        error({ err = 'ERR edgelimit: invalid block (<block>:<lead ms>:<horizon ms>[:<pace ms>], block from 0 to the '
-            .. 'limit, lead from 1 to the horizon, horizon at most 60000, pace at most the horizon): '
+    if block and pace and (only == '' or only == ':only') then
+        block, lead, horizon, pace = block + 0, lead + 0, horizon + 0, pace + 0
+    else
+        block = nil
+    end
+    if not block or block > limit or lead < 1 or lead > horizon or horizon > 60000 or pace > horizon then
+        error({ err = 'ERR edgelimit: invalid block (<block>:<lead ms>:<horizon ms>[:<pace ms>[:only]], block from 0 '
+            .. 'to the limit, lead from 1 to the horizon, horizon at most 60000, pace at most the horizon): '
             .. string.sub(text, 1, 100) })
     end
-    return block, lead, horizon, pace
+    return block, lead, horizon, pace, only == ':only'
 end
 local MAX_TRANCHES, MAX_GROUPS = 8, 16
 local BOOKS_AHEAD = 'concurrency' == 'sliding_log'
@@ -274,7 +279,7 @@ if not permits or permits < 1 or permits > MAX_COUNT or limit < 1 or limit > MAX
         .. 'permits, limit and rate below 2^32, limit × interval at most 2^52): ' .. string.sub(request, 1, 100) })
 end
 check_within_limit(request, permits, limit)
-local block, _, horizon, pace = block_of(ARGV[2], limit)
+local block, _, horizon, pace, only = block_of(ARGV[2], limit)
 local now = clock(time)
 local grace = time == '' and 0 or EXPLICIT_TIME_GRACE_MS
 check_grant_id(id)
@@ -330,7 +335,7 @@ local in_log, first_position, last_run
 held, permits, allowed, retry_after, remaining, reset, reset_after, in_log, first_position, last_run =
     log_decision(operation, key, permits, limit, interval, lease, mark, now)
 local granted = 0
-if allowed then
+if allowed and not only then
     granted = permits
     token = log_grant(key, permits, interval, lease, now, grace, reset_after, in_log, first_position, last_run, reset)
     granted_mark = now + interval

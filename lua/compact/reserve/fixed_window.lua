@@ -37,16 +37,21 @@ local function check_within_limit(request, permits, limit)
 end
 local function block_of(text, limit)
     local block, lead, horizon, rest = string.match(text, '^(%d+):(%d+):(%d+)(.*)$')
-    local pace = rest == '' and 0 or rest and string.match(rest, '^:(%d+)$')
-    if block and pace then
-        block, lead, horizon, pace = block + 0, lead + 0, horizon + 0, pace + 0
+    local pace, only = '0', ''
+    if rest and rest ~= '' then
+        pace, only = string.match(rest, '^:(%d+)(.*)$')
     end
-    if not block or not pace or block > limit or lead < 1 or lead > horizon or horizon > 60000 or pace > horizon then
-        error({ err = 'ERR edgelimit: invalid block (<block>:<lead ms>:<horizon ms>[:<pace ms>], block from 0 to the '
-            .. 'limit, lead from 1 to the horizon, horizon at most 60000, pace at most the horizon): '
+    if block and pace and (only == '' or only == ':only') then
+        block, lead, horizon, pace = block + 0, lead + 0, horizon + 0, pace + 0
+    else
+        block = nil
+    end
+    if not block or block > limit or lead < 1 or lead > horizon or horizon > 60000 or pace > horizon then
+        error({ err = 'ERR edgelimit: invalid block (<block>:<lead ms>:<horizon ms>[:<pace ms>[:only]], block from 0 '
+            .. 'to the limit, lead from 1 to the horizon, horizon at most 60000, pace at most the horizon): '
             .. string.sub(text, 1, 100) })
     end
-    return block, lead, horizon, pace
+    return block, lead, horizon, pace, only == ':only'
 end
 check_call(2, 3)
 local key, request, time = KEYS[1], ARGV[1], ARGV[3] or ''
@@ -61,7 +66,7 @@ if not permits or permits < 1 or permits > MAX_COUNT or limit < 1 or limit > MAX
         .. 'permits, limit and rate below 2^32, limit × interval at most 2^52): ' .. string.sub(request, 1, 100) })
 end
 check_within_limit(request, permits, limit)
-local block, lead, horizon = block_of(ARGV[2], limit)
+local block, lead, horizon, _, only = block_of(ARGV[2], limit)
 local now = clock(time)
 local grace = time == '' and 0 or EXPLICIT_TIME_GRACE_MS
 local operation, mark = 'limit', nil
@@ -102,7 +107,7 @@ remaining = remaining > 0 and remaining or 0
 reset = count > 0 and window_end or now
 reset_after = window_end
 -- luacheck: pop
-local granted = allowed and permits or 0
+local granted = allowed and not only and permits or 0
 count = count + granted
 local usable = math.min(window_end - 1 - now, horizon)
 local left = limit - count

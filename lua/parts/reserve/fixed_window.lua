@@ -9,8 +9,9 @@
 --
 --   KEYS[1]  the state key (the one lua/fixed_window.lua decides on)
 --   ARGV[1]  the request and its quota, as lua/fixed_window.lua's: '<permits>:<limit>:<interval ms>'
---   ARGV[2]  '<block>:<lead ms>:<horizon ms>' (lua/parts/reserve/arguments.lua): the permits to reserve besides the
---            request's, the least time from now they must be usable for, how far from now they may be used
+--   ARGV[2]  '<block>:<lead ms>:<horizon ms>[:<pace ms>[:only]]' (lua/parts/reserve/arguments.lua): the permits to
+--            reserve besides the request's, the least time from now they must be usable for, how far from now they
+--            may be used (a pace is read and not used); ':only' reserves without taking the request
 --   ARGV[3]  unix ms, or '' (the default) for the Redis server's clock
 --
 -- Reply {granted, now, reserved, usable, remaining, reset, retry_after}: the request's permits granted (`granted`,
@@ -22,7 +23,7 @@ check_call(2, 3)
 local key, request, time = KEYS[1], ARGV[1], ARGV[3] or ''
 --@request
 check_within_limit(request, permits, limit)
-local block, lead, horizon = block_of(ARGV[2], limit)
+local block, lead, horizon, _, only = block_of(ARGV[2], limit)
 local now = clock(time)
 local grace = time == '' and 0 or EXPLICIT_TIME_GRACE_MS
 
@@ -38,7 +39,8 @@ local allowed, retry_after, remaining, reset, reset_after, held
 --@decision
 -- luacheck: pop
 
-local granted = allowed and permits or 0
+-- (A call that reserves only takes nothing for the request.)
+local granted = allowed and not only and permits or 0
 count = count + granted
 
 -- The reserved permits: what is asked and left in the window, if the window leaves the client `lead` ms to use them.

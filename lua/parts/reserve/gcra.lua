@@ -19,8 +19,9 @@
 --
 --   KEYS[1]  the state key (the one lua/gcra.lua decides on)
 --   ARGV[1]  the request and its quota, as lua/gcra.lua's: '<permits>:<limit>:<interval ms>:<rate>'
---   ARGV[2]  '<block>:<lead ms>:<horizon ms>' (lua/parts/reserve/arguments.lua): the permits to reserve besides the
---            request's, the least time from now to a reserved permit's slot start, how far from now they may start
+--   ARGV[2]  '<block>:<lead ms>:<horizon ms>[:<pace ms>[:only]]' (lua/parts/reserve/arguments.lua): the permits to
+--            reserve besides the request's, the least time from now to a reserved permit's slot start, how far from
+--            now they may start (a pace is read and not used); ':only' reserves without taking the request
 --   ARGV[3]  unix ms, or '' (the default) for the Redis server's clock
 --
 -- Reply {granted, now, reserved, charged, remaining, reset, retry_after}: the request's permits granted (`granted`,
@@ -34,7 +35,7 @@ check_call(2, 3)
 local key, request, time = KEYS[1], ARGV[1], ARGV[3] or ''
 --@request
 check_within_limit(request, permits, limit)
-local block, lead, horizon = block_of(ARGV[2], limit)
+local block, lead, horizon, _, only = block_of(ARGV[2], limit)
 -- The clock as every script reads it (lua/parts/common.lua); state written at an explicit time lives a grace longer.
 local now = clock(time)
 local grace = time == '' and 0 or EXPLICIT_TIME_GRACE_MS
@@ -50,9 +51,9 @@ local allowed, retry_after, remaining, reset, reset_after, held
 --@decision
 -- luacheck: pop
 
--- A granted request's permits are used now, in the next slots.
-local granted = allowed and permits or 0
-if allowed then
+-- A granted request's permits are used now, in the next slots (but for a call that reserves only).
+local granted = allowed and not only and permits or 0
+if granted > 0 then
     debt = full - left
 end
 

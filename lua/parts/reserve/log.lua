@@ -60,9 +60,10 @@
 --
 --   KEYS[1]  the state key (the one the algorithm's single-limit script decides on)
 --   ARGV[1]  the request and its quota, as that script's: '<permits>:<limit>:<interval ms>'
---   ARGV[2]  '<block>:<lead ms>:<horizon ms>[:<pace ms>]' (lua/parts/reserve/arguments.lua): the permits to reserve
---            besides the request's, the least time from now they must be usable for, how far from now they may be
---            used, and the time between the client's requests (see Pacing)
+--   ARGV[2]  '<block>:<lead ms>:<horizon ms>[:<pace ms>[:only]]' (lua/parts/reserve/arguments.lua): the permits to
+--            reserve besides the request's, the least time from now they must be usable for, how far from now they
+--            may be used, and the time between the client's requests (see Pacing); ':only' reserves without taking
+--            the request
 --   ARGV[3]  a fresh grant id (letters, digits, _ or -), as that script's: the request's grant (for concurrency,
 --            its lease: '<permits>:<now + interval>-<id>' is its receipt) and the reserved tranches are logged under it
 --   ARGV[4]  unix ms, or '' (the default) for the Redis server's clock
@@ -93,7 +94,7 @@ check_call(3, 4 + 100) -- at most 100 returns
 local key, request, id, time = KEYS[1], ARGV[1], ARGV[3], ARGV[4] or ''
 --@request
 check_within_limit(request, permits, limit)
-local block, _, horizon, pace = block_of(ARGV[2], limit)
+local block, _, horizon, pace, only = block_of(ARGV[2], limit)
 local now = clock(time)
 local grace = time == '' and 0 or EXPLICIT_TIME_GRACE_MS
 -- The grant id, checked here before any return writes (log_decision checks it again): a call refused writes nothing.
@@ -162,8 +163,9 @@ local allowed, retry_after, remaining, reset, reset_after, held, granted_mark, t
 
 --@decision
 
+-- (A call that reserves only takes nothing for the request.)
 local granted = 0
-if allowed then
+if allowed and not only then
     granted = permits
 --@grant
     remaining = remaining - permits
