@@ -98,10 +98,11 @@ export interface RatelimitConfig {
    * (`reason: "reserved"`): a duration with its unit, the length of a reservation, e.g. `"500 ms"`: at most half the
    * time a GCRA limit takes to refill from empty, or half a fixed window's, sliding log's or concurrency limit's
    * interval. For `Ratelimit.gcra`, `Ratelimit.fixedWindow` and `Ratelimit.slidingLog` limits, one or several
-   * (with several, a request is answered locally only when every limit has a reserved permit for it; else Redis
-   * decides it under all of them, all or nothing, and the limits that had none reserve in the same round trip), or
-   * one `Ratelimit.concurrency` limit alone. Exact: Redis gives each reserved permit a span in which its use keeps every window within the limit (a
-   * GCRA slot; the rest of the current fixed window; a sliding log's permits as they free, at the pace this client's
+   * (with several, a request is answered locally when every limit has a reserved permit for it; else Redis decides
+   * it under the limits that have none, all or nothing, the others' permits are taken once it grants, and the limits
+   * with no reserved permit left reserve in the same round trip), or one `Ratelimit.concurrency` limit alone.
+   * Exact: Redis gives each reserved permit a span in which its use keeps every window within the limit (a GCRA slot;
+   * the rest of the current fixed window; a sliding log's permits as they free, at the pace this client's
    * requests come, held until the client returns them; concurrency leases this client lends, each again once it is
    * refunded: their receipts,
    * `"<permits>:local-<id>"`, go back to this client's permits with no round trip). What it trades: reserved
@@ -180,11 +181,15 @@ export interface RefundResult {
 export interface RatelimitResponse extends Decision {
   /**
    * Who decided: `"decided"` (Redis), `"cache"` (the block cache, no round trip), `"reserved"` (a permit this client
-   * reserved, no round trip: see the `reserve` option), `"timeout"` or `"error"` (the store was unavailable and
+   * reserved, no round trip: see the `reserve` option; under several limits also a grant that took one limit's
+   * reserved permit while Redis decided the others), `"timeout"` or `"error"` (the store was unavailable and
    * `onError` decided).
    */
   reason: "decided" | "cache" | "reserved" | "timeout" | "error";
-  /** Each limit's own decision, in the order given, when Redis decided; empty otherwise. */
+  /**
+   * Each limit's own decision, in the order given, when Redis took part (one whose reserved permit was taken has no
+   * receipt); empty otherwise.
+   */
   results: Decision[];
   /** The store's unavailability, when `onError` turned it into this result. */
   error?: EdgelimitError;

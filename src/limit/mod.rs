@@ -329,6 +329,32 @@ impl Decisions {
     pub fn retry_after(&self) -> u64 {
         self.decisions.iter().map(|d| d.retry_after).max().unwrap_or(0)
     }
+
+    /// The one decision that speaks for all: when denied, the denying limit that frees last (its `retry_after` is
+    /// when all could allow); when granted, the limit with the fewest permits left. (With no decisions at all, one
+    /// of nothing: no limit, nothing left, no wait.)
+    pub fn speaking_for_all(&self) -> Decision {
+        let all = self.decisions.iter().copied();
+        let speaker = if self.success {
+            all.min_by_key(|d| d.remaining)
+        } else {
+            all.filter(|d| !d.success).max_by_key(|d| d.retry_after)
+        };
+        let speaker = speaker.or(self.decisions.first().copied()).unwrap_or(Decision {
+            success: self.success,
+            limit: 0,
+            remaining: 0,
+            reset: 0,
+            retry_after: 0,
+            receipt: None,
+        });
+        Decision {
+            success: self.success,
+            // One limit's receipt cannot give back the others' grants: each is in its own decision.
+            receipt: speaker.receipt.filter(|_| self.decisions.len() == 1),
+            ..speaker
+        }
+    }
 }
 
 /// Decides several limits in one round trip, all or nothing: a request denied by one limit consumes from none.

@@ -158,7 +158,8 @@ pub struct ReservedDecision {
     /// For a grant, the span on the server's clock (unix ms) within which it is used: a reserved GCRA permit's span
     /// (see the module's docs); for a fixed window's or sliding log's reserved permit, where this use falls on the
     /// server's clock, from the local times the reservation left and arrived; or `[now, now]` for a request Redis
-    /// decided. (0, 0) for a denial. What an exactness check counts it in.
+    /// decided. (0, 0) for a denial, and for a request decided without reserving after Redis refused a reservation
+    /// (its receipt names when). What an exactness check counts it in.
     pub span: (u64, u64),
 }
 
@@ -181,6 +182,10 @@ struct Pool {
     granted: u32,
     granted_before: u32,
     span_started: Option<Instant>,
+    /// The permits the limit had left for the identifier after this client's last call to Redis for it, if it made
+    /// one: a sliding log with room for more than this client asks is not contended (see
+    /// [`Reserved::block_and_pace`]).
+    room: Option<u64>,
     /// Concurrency: the most permits this client held at once in the current span and the one before (see
     /// [`Pool::hold`]), and the leases Redis granted it that it has not released: their receipts, and when they
     /// expire locally.
@@ -433,29 +438,35 @@ impl Pool {
 
     /// A local answer from reserved permits, if there is one: a grant, or the wait until the next ones start.
     fn answer(&mut self, permits: u32, quota: &Quota, now: Instant) -> Option<ReservedDecision> {
-        let (usable_from, index) = self.soonest(permits, quota, now)?;
+        let (usable_from, _, index) = self.soonest(permits, quota, now)?;
         if usable_from <= now {
             return Some(self.take(index, permits, quota, now));
         }
-        let block = &self.blocks[index];
-        let decision = Decision {
-            success: false,
-            limit: quota.limit().into(),
-            remaining: block.last + 1 - block.next,
-            reset: block.reset,
-            retry_after: ceil_ms(usable_from.saturating_duration_since(now)),
-            receipt: None,
-        };
         Some(ReservedDecision {
-            decision,
+            decision: self.standing(index, quota, usable_from, now),
             local: true,
             span: (0, 0),
         })
     }
 
-    /// The block whose `permits` next can be used soonest, and from when (local time): after dropping the permits
-    /// whose span has ended, and the blocks done (a sliding log's to be returned). `None` when no block holds them.
-    fn soonest(&mut self, permits: u32, quota: &Quota, now: Instant) -> Option<(Instant, usize)> {
+    /// What the block at `index`, whose permits for a request are usable from `usable_from` (see [`Pool::soonest`]),
+    /// answers now without taking them: allowed once they are usable, and how many it holds.
+    fn standing(&self, index: usize, quota: &Quota, usable_from: Instant, now: Instant) -> Decision {
+        let block = &self.blocks[index];
+        Decision {
+            success: usable_from <= now,
+            limit: quota.limit().into(),
+            remaining: block.last + 1 - block.next,
+            reset: block.reset,
+            retry_after: ceil_ms(usable_from.saturating_duration_since(now)),
+            receipt: None,
+        }
+    }
+
+    /// The block whose `permits` next can be used soonest, from when and until when (local time), and its index:
+    /// after dropping the permits whose span has ended, and the blocks done (a sliding log's to be returned). `None`
+    /// when no block holds them.
+    fn soonest(&mut self, permits: u32, quota: &Quota, now: Instant) -> Option<(Instant, Instant, usize)> {
         let count = u64::from(permits);
         // Permits whose span has ended are lost (see the module's docs); a block that cannot give `permits` is done.
         for block in &mut self.blocks {
@@ -508,7 +519,6 @@ impl Pool {
             })
             .filter(|(from, until, _)| from < until)
             .min_by_key(|(from, ..)| *from)
-            .map(|(from, _, index)| (from, index))
     }
 
     /// Grants `permits` from the block at `index` (see [`Pool::soonest`]), usable now.
@@ -699,7 +709,8 @@ impl Reserved {
                 rate: limit.into(),
             });
         }
-        let key = self.limiter.state_key(id);
+        let identifier = id.into();
+        let key = self.limiter.state_key(&identifier);
         // How many times this request waited for another's reply (see below; then it has been counted already), and
         // whether the last of those calls failed.
         let (mut waits, mut failed) = (0, false);
@@ -770,7 +781,21 @@ impl Reserved {
         let id = algorithm.names_grants().then(receipt::fresh_grant_id);
         let call = self.reserve_call(&key, permits, (block, pace, false), id.as_deref(), returns);
         let sent = Instant::now();
-        let reply = call.script.run(&self.limiter.client, &call.keys, &call.args).await?;
+        let reply = match call.script.run(&self.limiter.client, &call.keys, &call.args).await {
+            // Redis refused the call (out of memory, a replica, loading, …): a reservation writes even when the
+            // request is denied, where a plain denial writes nothing and may still be answered. Asked plainly then
+            // (one more round trip, only on this failure), so that a denial Redis can give is not left to the failure
+            // policy, which may admit.
+            Err(Error::Unavailable { .. }) => {
+                let decision = self.limiter.limit(&identifier, permits).await?;
+                return Ok(ReservedDecision {
+                    decision,
+                    local: false,
+                    span: (0, 0),
+                });
+            }
+            reply => reply?,
+        };
         let Reservation {
             now,
             mut decision,
@@ -791,6 +816,7 @@ impl Reserved {
         }
         if let Some(pool) = memory.pools.get_mut(&key) {
             pool.blocks.extend(blocks);
+            pool.room = Some(decision.remaining);
             if decision.success {
                 pool.granted = pool.granted.saturating_add(permits);
             }
@@ -812,16 +838,19 @@ impl Reserved {
     fn block_and_pace(&self, pool: &Pool, permits: u32) -> (u32, u64) {
         let (demand, pace) = match self.quota.algorithm() {
             // A sliding log's tranches start as permits free, no sooner than this client's requests reach them at
-            // the pace they came lately (ms apart), but a tranche of several requests waits for the last of them. A
-            // quarter of the demand keeps tranches to a request or two (eight at most), for more round trips
-            // (bench/reserved.mjs measures both).
+            // the pace they came lately (ms apart), but a tranche of several requests waits for the last of them. On
+            // a contended log a quarter of the demand keeps tranches to a request or two (eight at most), for more
+            // round trips (bench/reserved.mjs measures both): a permit held waiting for this client's requests is
+            // one no other client may use. A log that had room for all of it after this client's last call is not
+            // contended: the whole demand, which its room holds at once.
             Algorithm::SlidingLog => {
                 let asked = pool.demand(permits);
                 let lately = u64::from(asked) + u64::from(permits);
-                (
-                    (asked.div_ceil(SLIDING_LOG_SHARE)).min(pool.share().max(permits)),
-                    self.length.as_millis() as u64 * u64::from(permits) / lately,
-                )
+                let block = match pool.room {
+                    Some(room) if room >= u64::from(asked) => asked,
+                    _ => (asked.div_ceil(SLIDING_LOG_SHARE)).min(pool.share().max(permits)),
+                };
+                (block, self.length.as_millis() as u64 * u64::from(permits) / lately)
             }
             Algorithm::Concurrency => (pool.held_at_once(permits), 0),
             _ => (pool.demand(permits), 0),
@@ -991,6 +1020,14 @@ impl Reserved {
             })
             .collect();
         Ok(Reservation { now, decision, blocks })
+    }
+
+    /// Forgets the denials Redis gave this client for `id`, which it would answer again until their `retry_after`:
+    /// after a reset of the identifier's state. Its reserved permits stay (see the module's docs).
+    pub fn forget_denials<'i>(&self, id: impl Into<Identifier<'i>>) {
+        let key = self.limiter.state_key(id);
+        let memory = &mut *self.memory.lock().unwrap_or_else(PoisonError::into_inner);
+        memory.denials.forget(|denied| denied == key);
     }
 
     /// Releases a concurrency lease this limiter granted: one lent from reserved permits goes back to them (no round

@@ -28,7 +28,7 @@ pub use crate::block_cache::BlockCache;
 use crate::decision::Decision;
 use crate::error::{Error, Result};
 use crate::identifier::Identifier;
-use crate::limit::{self, Decisions, KeyLayout, LimitState, Limiter, Quota, Receipt, DEFAULT_PREFIX};
+use crate::limit::{self, KeyLayout, LimitState, Limiter, Quota, Receipt, DEFAULT_PREFIX};
 use crate::rest::{Command, RestClient};
 use crate::time::{retry_until_granted, Attempt, Instant};
 
@@ -69,8 +69,9 @@ pub enum Reason {
     Decided,
     /// The block cache answered: the identifier was denied moments ago and cannot succeed yet. No round trip.
     Cache,
-    /// Permits this client reserved answered (see [`Options::reserve`]): no round trip. Its `remaining` is how
-    /// many this client has left, an estimate of the limit's.
+    /// Permits this client reserved answered (see [`Options::reserve`]): no round trip; or, under several limits,
+    /// took part (one limit's reserved permit beside Redis's grant of the others). Its `remaining` is how many this
+    /// client has left, an estimate of the limit's.
     Reserved,
     /// The store did not answer in time; [`OnError`] decided.
     Timeout,
@@ -153,7 +154,8 @@ pub struct Options {
     /// round trip: for one GCRA, fixed-window, sliding-log or concurrency limit ([`limit::Reserved`]; leases lent
     /// from reserved permits [`refund`](Ratelimit::refund) gives back to them), or for several GCRA, fixed-window
     /// and sliding-log limits ([`limit::ReservedAll`]: a request is granted locally when every limit has a reserved
-    /// permit for it, else Redis decides it under all of them, as without reserving). What it trades: reserved
+    /// permit for it, else Redis decides it under the limits that have none, and the others' permits are taken once
+    /// it grants; a grant that took a reserved permit cannot be refunded). What it trades: reserved
     /// permits not used within their spans are lost until the limit refills, their window ends or they free
     /// (under-admission, never over), and `remaining` from reserved permits is an estimate. Default `None`: every
     /// decision asks Redis.
@@ -207,14 +209,6 @@ pub struct Ratelimit {
     on_error: OnError,
     cache: Option<Mutex<BlockCache>>,
     reserved: Option<Reservations>,
-}
-
-/// What [`Ratelimit::remembered`] found: where a denial is to be remembered (the cache and the key), since when, and
-/// the cache's answer if it had one.
-struct Remembered<'c> {
-    cache: Option<(&'c Mutex<BlockCache>, String)>,
-    sent: Instant,
-    answer: Option<Outcome>,
 }
 
 /// The permits a [`Ratelimit`] reserves (see [`Options::reserve`]).
@@ -283,31 +277,40 @@ impl Ratelimit {
     pub async fn limit<'i>(&self, id: impl Into<Identifier<'i>>, permits: u32) -> Result<Outcome> {
         let id = id.into();
         match &self.reserved {
-            Some(Reservations::One(reserved)) => {
-                crate::cold::out_of_line(self.decide_reserved(reserved, &id, permits)).await
-            }
-            Some(Reservations::All(reserved)) => {
-                crate::cold::out_of_line(self.decide_reserved_all(reserved, &id, permits)).await
-            }
+            Some(reserved) => crate::cold::out_of_line(self.decide_reserved(reserved, &id, permits)).await,
             None => self.decide(&self.limiters, &id, permits).await,
         }
     }
 
-    /// A decision of the one limit through its reserved permits (which remember denials themselves).
-    async fn decide_reserved(&self, reserved: &limit::Reserved, id: &Identifier<'_>, permits: u32) -> Result<Outcome> {
-        match reserved.limit(id, permits).await {
-            Ok(outcome) => Ok(Outcome {
-                decision: outcome.decision,
-                reason: if outcome.local {
-                    Reason::Reserved
-                } else {
-                    Reason::Decided
-                },
-                limits: if outcome.local {
+    /// A decision through reserved permits (which remember denials themselves): one limit's, or several limits'.
+    async fn decide_reserved(&self, reserved: &Reservations, id: &Identifier<'_>, permits: u32) -> Result<Outcome> {
+        // The decision, whether it took reserved permits, and each limit's when Redis made any (none when it was
+        // made here; a limit whose permit was taken here has no receipt).
+        let decided = match reserved {
+            Reservations::One(reserved) => (reserved.limit(id, permits).await).map(|decided| {
+                let limits = if decided.local {
                     Vec::new()
                 } else {
-                    vec![outcome.decision]
-                },
+                    vec![decided.decision]
+                };
+                (decided.decision, decided.local, limits)
+            }),
+            // A decision that took a limit's reserved permit is marked as one (its `remaining` is an estimate), even
+            // when Redis decided the others.
+            Reservations::All(reserved) => (reserved.limit(id, permits).await).map(|decided| {
+                let took = decided.limits.iter().any(|limit| limit.local && limit.decision.success);
+                let limits = match decided.local {
+                    true => Vec::new(),
+                    false => decided.limits.iter().map(|limit| limit.decision).collect(),
+                };
+                (decided.decision, decided.local || took, limits)
+            }),
+        };
+        match decided {
+            Ok((decision, reserved, limits)) => Ok(Outcome {
+                decision,
+                reason: if reserved { Reason::Reserved } else { Reason::Decided },
+                limits,
                 error: None,
             }),
             Err(error) => self.on_failure(&self.limiters, error),
@@ -387,7 +390,7 @@ impl Ratelimit {
     pub async fn remaining<'i>(&self, id: impl Into<Identifier<'i>>) -> Result<Decision> {
         let id = id.into();
         let requests: Vec<_> = self.limiters.iter().map(|limiter| limiter.request(&id, 1)).collect();
-        Ok(speaking_for_all(&limit::peek_all(&requests).await?))
+        Ok(limit::peek_all(&requests).await?.speaking_for_all())
     }
 
     /// `id`'s state under every limit, as Redis holds it at one moment, in one round trip, writing nothing.
@@ -406,73 +409,43 @@ impl Ratelimit {
             let identifier = cache_key_part(id.key_part());
             lock(cache).forget(|key| key.starts_with(&identifier));
         }
+        match &self.reserved {
+            Some(Reservations::One(reserved)) => reserved.forget_denials(&id),
+            Some(Reservations::All(reserved)) => reserved.forget_denials(&id),
+            None => {}
+        }
         let keys = self.limiters.iter().map(|limiter| limiter.state_key(&id));
         Ok(self.client.command(&Command::new("DEL").args(keys)).await?.into_int()? > 0)
     }
 
     async fn decide(&self, limiters: &[Limiter], id: &Identifier<'_>, permits: u32) -> Result<Outcome> {
-        let remembered = self.remembered(limiters, id, permits);
-        if let Some(outcome) = remembered.answer {
-            return Ok(outcome);
-        }
-        let requests: Vec<_> = limiters.iter().map(|limiter| limiter.request(id, permits)).collect();
-        let decided = limit::limit_all(&requests).await.map(|decisions| (decisions, false));
-        self.outcome(limiters, permits, remembered, decided)
-    }
-
-    /// A decision under every limit through their reserved permits: the block cache first, as `decide` does.
-    async fn decide_reserved_all(
-        &self,
-        reserved: &limit::ReservedAll,
-        id: &Identifier<'_>,
-        permits: u32,
-    ) -> Result<Outcome> {
-        let remembered = self.remembered(&self.limiters, id, permits);
-        if let Some(outcome) = remembered.answer {
-            return Ok(outcome);
-        }
-        let decided = (reserved.limit(id, permits).await).map(|decided| (decided.decisions, decided.local));
-        self.outcome(&self.limiters, permits, remembered, decided)
-    }
-
-    /// What the block cache answers for `permits` of `id` under `limiters`, if it knows, and where a denial Redis
-    /// makes is to be remembered.
-    fn remembered<'c>(&'c self, limiters: &[Limiter], id: &Identifier<'_>, permits: u32) -> Remembered<'c> {
         // A denial that a lease released early can cut short is not one to remember.
         let cache = (self.cache.as_ref())
             .filter(|_| !limiters.iter().any(Limiter::frees_early))
             .map(|cache| (cache, cache_key(limiters, id)));
         let sent = Instant::now();
-        let answer = (cache.as_ref())
+        if let Some(decision) = cache
+            .as_ref()
             .and_then(|(cache, key)| lock(cache).check(key, permits, sent))
-            .map(|decision| Outcome {
+        {
+            return Ok(Outcome {
                 decision,
                 reason: Reason::Cache,
                 limits: Vec::new(),
                 error: None,
             });
-        Remembered { cache, sent, answer }
-    }
-
-    /// The outcome of `decided` (the decisions, and whether they were made from reserved permits), asked after
-    /// `remembered` found no answer: a denial Redis made is remembered; a failure goes to the failure policy.
-    fn outcome(
-        &self,
-        limiters: &[Limiter],
-        permits: u32,
-        remembered: Remembered<'_>,
-        decided: Result<(Decisions, bool)>,
-    ) -> Result<Outcome> {
-        match decided {
-            Ok((decisions, local)) => {
-                let decision = speaking_for_all(&decisions);
-                if let Some((cache, key)) = remembered.cache.as_ref().filter(|_| !local) {
-                    lock(cache).block(key, permits, remembered.sent, decision);
+        }
+        let requests: Vec<_> = limiters.iter().map(|limiter| limiter.request(id, permits)).collect();
+        match limit::limit_all(&requests).await {
+            Ok(decisions) => {
+                let decision = decisions.speaking_for_all();
+                if let Some((cache, key)) = &cache {
+                    lock(cache).block(key, permits, sent, decision);
                 }
                 Ok(Outcome {
                     decision,
-                    reason: if local { Reason::Reserved } else { Reason::Decided },
-                    limits: if local { Vec::new() } else { decisions.decisions },
+                    reason: Reason::Decided,
+                    limits: decisions.decisions,
                     error: None,
                 })
             }
@@ -531,29 +504,10 @@ fn lock(cache: &Mutex<BlockCache>) -> std::sync::MutexGuard<'_, BlockCache> {
     cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// The one decision that speaks for several: when denied, the denying limit that frees last (its `retry_after` is
-/// when all could allow); when granted, the limit with the fewest permits left.
-fn speaking_for_all(decisions: &Decisions) -> Decision {
-    let all = decisions.decisions.iter().copied();
-    let speaker = if decisions.success {
-        all.min_by_key(|d| d.remaining)
-    } else {
-        all.filter(|d| !d.success).max_by_key(|d| d.retry_after)
-    };
-    let speaker = speaker
-        .or(decisions.decisions.first().copied())
-        .expect("a batch has at least one limit");
-    Decision {
-        success: decisions.success,
-        // One limit's receipt cannot give back the others' grants: each is in its own decision.
-        receipt: speaker.receipt.filter(|_| decisions.decisions.len() == 1),
-        ..speaker
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::limit::Decisions;
 
     fn decision(success: bool, remaining: u64, retry_after: u64) -> Decision {
         Decision {
@@ -572,12 +526,12 @@ mod tests {
             success: true,
             decisions: vec![decision(true, 7, 0), decision(true, 2, 0), decision(true, 4, 0)],
         };
-        assert_eq!(speaking_for_all(&granted).remaining, 2);
+        assert_eq!(granted.speaking_for_all().remaining, 2);
         let denied = Decisions {
             success: false,
             decisions: vec![decision(false, 0, 300), decision(true, 9, 0), decision(false, 0, 900)],
         };
-        let speaker = speaking_for_all(&denied);
+        let speaker = denied.speaking_for_all();
         assert_eq!((speaker.success, speaker.retry_after), (false, 900));
     }
 

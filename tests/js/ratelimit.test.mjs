@@ -442,10 +442,10 @@ test("reserve: under several limits a hot identifier is answered from reserved p
   const granted = results.filter((r) => r.success).length;
   assert.ok(granted <= 15, `${granted} granted`);
   assert.ok(results.some((r) => r.reason === "reserved" && r.success), "some grants came from reserved permits");
-  // Redis's decisions carry each limit's; reserved ones none (no receipt: a reserved grant is not refunded).
-  const decided = results.find((r) => r.reason === "decided" && r.success);
-  assert.equal(decided.results.length, 2);
-  assert.ok(results.filter((r) => r.reason === "reserved").every((r) => r.results.length === 0 && !r.receipt));
+  // A decision Redis took part in carries each limit's; one made here none. No grant of several limits has one
+  // receipt (each limit's is in its result), and a limit whose reserved permit was taken has none (not refunded).
+  assert.ok(results.every((r) => [0, 2].includes(r.results.length) && !r.receipt));
+  assert.ok(results.some((r) => r.reason === "decided" && r.success && r.results.length === 2));
 });
 
 test("reserve: concurrency leases lent from reserved permits are refunded to them, with no round trip", async () => {

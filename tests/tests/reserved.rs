@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use edgelimit::limit::{Algorithm, Limiter, Quota, Reserved, ReservedAll, ReservedDecision, ReservedDecisions};
 use edgelimit::lua::{RESERVE_FIXED_WINDOW, RESERVE_GCRA, RESERVE_SLIDING_LOG};
+use edgelimit::ratelimit::{Limit, Options, Ratelimit, Reason};
 use edgelimit::{Error, Value};
+use edgelimit_cli::redis_cluster;
 use edgelimit_tests::{grants_until_denied, script_numbers, spawned_at_once, Stack};
 
 const T0: u64 = 1_700_000_000_000;
@@ -721,26 +723,20 @@ async fn a_call_that_reserves_only_takes_nothing_for_the_request_and_reserves_as
 fn per_limit(decisions: &[ReservedDecisions], quotas: &[Quota]) -> Vec<Vec<ReservedDecision>> {
     (quotas.iter().enumerate())
         .map(|(i, quota)| {
-            (decisions.iter().filter(|d| d.decisions.success))
+            (decisions.iter().filter(|d| d.decision.success))
                 .map(|d| {
-                    let decision = d.decisions.decisions[i];
-                    let span = if d.local {
-                        d.spans[i]
-                    } else {
-                        let mark = decision.receipt.expect("a grant Redis decided has a receipt");
+                    let mut part = d.limits[i];
+                    if !part.local {
+                        let receipt = part.decision.receipt.expect("a grant Redis decided has a receipt");
                         let number = |text: &str| text.parse::<u64>().unwrap();
                         let at = match quota.algorithm() {
-                            Algorithm::Gcra => number(mark.mark()),
-                            Algorithm::FixedWindow => number(mark.mark()) * quota.interval_ms(),
-                            _ => number(mark.mark().split('-').next().unwrap()) - quota.interval_ms(),
+                            Algorithm::Gcra => number(receipt.mark()),
+                            Algorithm::FixedWindow => number(receipt.mark()) * quota.interval_ms(),
+                            _ => number(receipt.mark().split('-').next().unwrap()) - quota.interval_ms(),
                         };
-                        (at, at)
-                    };
-                    ReservedDecision {
-                        decision,
-                        local: d.local,
-                        span,
+                        part.span = (at, at);
                     }
+                    part
                 })
                 .collect()
         })
@@ -808,19 +804,40 @@ async fn concurrent_clients_granting_under_several_limits_never_exceed_any_limit
                 "{name}: a window of {quota:?} held {excess} grants too many"
             );
         }
-        // A grant is all or nothing: every limit granted it, or none did.
-        for d in &decisions {
-            let granted = d.decisions.decisions.iter().filter(|d| d.success).count();
-            assert!(!d.decisions.success || granted == quotas.len(), "{name}: {d:?}");
+        // A grant is all or nothing: every limit granted it (from Redis, or from reserved permits with a span), or
+        // none did.
+        for d in decisions.iter().filter(|d| d.decision.success) {
+            assert_eq!(d.limits.len(), quotas.len(), "{name}: {d:?}");
+            for part in &d.limits {
+                assert!(
+                    part.decision.success && (part.local == (part.span != (0, 0))),
+                    "{name}: {d:?}"
+                );
+            }
+            assert_eq!(d.local, d.limits.iter().all(|part| part.local), "{name}: {d:?}");
         }
-        let local = decisions.iter().filter(|d| d.local).count();
-        let granted = decisions.iter().filter(|d| d.decisions.success).count();
+        let local = decisions.iter().filter(|d| d.local && d.decision.success).count();
+        let granted = decisions.iter().filter(|d| d.decision.success).count();
+        let mixed = (decisions.iter().filter(|d| d.decision.success && !d.local))
+            .filter(|d| d.limits.iter().any(|part| part.local))
+            .count();
         eprintln!(
-            "{name}: {} decisions, {granted} granted ({local} from reserved permits), {} round trips",
+            "{name}: {} decisions, {granted} granted ({local} from reserved permits, {mixed} partly), {} round trips",
             decisions.len(),
-            decisions.len() - local
+            decisions.iter().filter(|d| !d.local).count()
         );
         assert!(local > 0, "{name}: {granted} granted, none from reserved permits");
+        if name.ends_with("light") {
+            assert!(
+                mixed > 0,
+                "{name}: no grant took one limit's reserved permit beside Redis's grant of another"
+            );
+        }
+        // Denials are answered here too: until reserved permits start, or as Redis's denial said.
+        if name.ends_with("saturated") {
+            let local_denials = decisions.iter().filter(|d| d.local && !d.decision.success).count();
+            assert!(local_denials > 0, "{name}: every denial asked Redis");
+        }
     }
 }
 
@@ -869,7 +886,7 @@ async fn several_limits_reserve_without_a_concurrency_limit_and_decide_all_or_no
     for _ in 0..10 {
         let decided = reserved.fresh().limit("id", 1).await.unwrap();
         assert!(!decided.local);
-        granted += usize::from(decided.decisions.success);
+        granted += usize::from(decided.decision.success);
     }
     assert_eq!(granted, 3);
     let left = loose.peek("id", 1).await.unwrap();
@@ -880,6 +897,105 @@ async fn several_limits_reserve_without_a_concurrency_limit_and_decide_all_or_no
         matches!(error, Error::PermitsExceedRate { permits: 4, rate: 3 }),
         "{error}"
     );
+}
+
+/// `stack`'s Redis allowed no memory (`true`: writes fail with OOM, reads and denials still answer) or any.
+async fn out_of_memory(stack: &Stack, out: bool) {
+    let port = stack.redis_url().rsplit(':').next().unwrap().parse().unwrap();
+    let maxmemory = if out { "1" } else { "0" };
+    redis_cluster::command(port, &["CONFIG", "SET", "maxmemory", maxmemory])
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_denial_redis_gives_while_it_cannot_write_stays_a_denial_when_permits_are_reserved() {
+    // Under OOM a plain denial writes nothing and is answered; a reservation writes, and fails. The failure policy
+    // (allow, the default) must not get the denial as an error to absorb.
+    let stack = Stack::start().await;
+    let options = |reserve| Options {
+        reserve: Some(Duration::from_millis(reserve)),
+        ..Options::default()
+    };
+    let limit = |name: &str, quota: Result<Quota, Error>| Limit {
+        quota: quota.unwrap(),
+        name: Some(name.into()),
+    };
+    // One limit: a GCRA bucket of 5 refilling one a second, emptied by plain requests; the second request of the
+    // Ratelimit (its demand now seen) is denied (for a second) and reserves slots to come.
+    let single = Ratelimit::new(
+        stack.client(),
+        &[limit("single", Quota::gcra(5, 1, Duration::from_secs(1)))],
+        options(2000),
+    );
+    let single = single.unwrap();
+    assert!(single.limit("id", 1).await.unwrap().decision.success);
+    let plain = single.limiters()[0].clone();
+    while plain.limit("id", 1).await.unwrap().success {}
+    // Two limits: a fixed window of 2 an hour and a GCRA that reserves beside it.
+    let limits = [
+        limit("tight", Quota::fixed_window(2, Duration::from_secs(3600))),
+        limit("loose", Quota::gcra(100, 100, Duration::from_secs(1))),
+    ];
+    let several = Ratelimit::new(stack.client(), &limits, options(100)).unwrap();
+    for _ in 0..2 {
+        assert!(several.limit("id", 1).await.unwrap().decision.success);
+    }
+    // The loose limit's reserved slot ends (its block is gone), so the next request reserves for it again.
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    out_of_memory(&stack, true).await;
+    let outcomes = [
+        single.limit("id", 1).await.unwrap(),
+        several.limit("id", 1).await.unwrap(),
+    ];
+    out_of_memory(&stack, false).await;
+    for outcome in outcomes {
+        assert!(!outcome.decision.success, "{outcome:?}");
+        assert_eq!(
+            (outcome.reason, outcome.error.is_none()),
+            (Reason::Decided, true),
+            "{outcome:?}"
+        );
+        assert!(outcome.decision.retry_after > 0, "{outcome:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_reset_forgets_the_denials_reserving_clients_remembered() {
+    let stack = Stack::start().await;
+    let hour = Duration::from_secs(3600);
+    let options = || Options {
+        reserve: Some(Duration::from_millis(100)),
+        ..Options::default()
+    };
+    let limits = [
+        Limit {
+            quota: Quota::fixed_window(2, hour).unwrap(),
+            name: Some("tight".into()),
+        },
+        Limit {
+            quota: Quota::gcra(100, 100, Duration::from_secs(1)).unwrap(),
+            name: Some("loose".into()),
+        },
+    ];
+    for limits in [&limits[..1], &limits[..]] {
+        let ratelimit = Ratelimit::new(stack.client(), limits, options()).unwrap();
+        let id = format!("id-{}", limits.len());
+        let mut seen = Vec::new();
+        for _ in 0..4 {
+            let outcome = ratelimit.limit(&id, 1).await.unwrap();
+            seen.push((outcome.decision.success, outcome.reason));
+        }
+        // Two granted, the third denied by Redis, the fourth answered here from that denial.
+        assert_eq!(
+            seen[2..],
+            [(false, Reason::Decided), (false, Reason::Reserved)],
+            "{seen:?}"
+        );
+        assert!(ratelimit.reset(&id).await.unwrap());
+        let after = ratelimit.limit(&id, 1).await.unwrap();
+        assert!(after.decision.success, "{after:?}");
+    }
 }
 
 /// `count` requests of `reserved` (one client) for one identifier, each its own task, all spawned before any runs.

@@ -5,37 +5,50 @@
 //! are and counted as that script counts them, so each limit stays exact whatever the others do: a use within a
 //! permit's span keeps every window of that limit within it (see [`Reserved`]). A request is granted locally only when
 //! every limit has its permits usable now; they are taken together, under every limit's lock (taken in order). Else
-//! Redis decides it under all the limits together (`lua/limits.lua`: all or nothing, as without reserving: a request
-//! denied by one limit takes from none), and in the same round trip, right after that decision, each limit that had
-//! no permit usable reserves (its reserve script with `:only`, which reserves without taking the request), sized to
-//! this client's demand as a single limit's are.
+//! Redis decides it under the limits that have none usable now (`lua/limits.lua`: all or nothing among them, as
+//! without reserving), and in the same round trip, right after that decision, each limit that has no reserved permit
+//! left for the request, now or to come, reserves (its reserve script with `:only`, which reserves without taking
+//! the request), sized to this client's demand as a single limit's are. When Redis grants, the other limits' permits
+//! are taken then, at the grant's moment: each limit's permit is a grant Redis counted or a reserved one used within
+//! its span. Only permits that stay usable for a round trip more (the one their block's reservation took) count as
+//! usable: should they run out meanwhile all the same, the request is denied, and what Redis granted is held unused
+//! until it frees (under-admission, never over).
 //!
-//! What it costs beyond a single limit's reservations: the permits of one limit left over while another's have run
-//! out are held, unused, until their span ends (a sliding log's until they are returned): each limit reserves what
-//! this client asked lately, so the limit that runs out first is the tightest one, and the others' blocks mostly
-//! last as long. A limit whose reservation is under way is not asked again meanwhile, and the requests that come
-//! meanwhile go to Redis themselves (a single limit's wait for the reply instead; here a request would wait for
-//! several replies).
+//! Denials are answered here too: until every limit's permits are usable, when that comes before any of them ends,
+//! and as Redis's last denial for the identifier said, until its `retry_after` (for requests at least as large).
+//!
+//! What it costs beyond a single limit's reservations: the permits of one limit left over while another's are
+//! decided by Redis wait for their use, and are lost when their span ends first (a sliding log's are returned). A
+//! limit whose reservation is under way is not asked again meanwhile: the requests that come meanwhile wait for its
+//! reply, as a single limit's do (for two calls at most, none after a failed one, and not in Cloudflare Workers), and
+//! then look again.
 //!
 //! Partial failure: the calls of one round trip are each atomic, not together. When the decision ran and a
-//! reservation's reply is an error, the call is that error, the blocks of the other reservations are kept, and the
-//! decision stays recorded in Redis: a grant the caller never hears of holds its permits until they free
-//! (under-admission, never over); a reservation whose reply is lost (a timeout) holds its permits until its span
-//! ends or they free (a sliding log's tranches are never returned then).
+//! reservation failed because Redis refused it (out of memory, …), the decision stands and that limit has no block:
+//! a denial is a denial even while Redis cannot write, where handing the error to the failure policy would admit.
+//! Any other error of a reservation is the call's error (never absorbed by the policy), the other reservations'
+//! blocks are kept, and the decision stays recorded in Redis: a grant the caller never hears of holds its permits
+//! until they free (under-admission, never over). A reservation whose reply is lost (a timeout) holds its permits
+//! until its span ends or they free (a sliding log's tranches are never returned then).
 //!
 //! Concurrency limits do not reserve here: a lease lent from reserved permits goes back with its local receipt,
 //! and a grant under several limits has a receipt per limit, some lent and some Redis's; a [`Reserved`] with one
 //! concurrency limit lends them.
 
-use std::sync::{MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use super::{pool_of, Memory, Reserved, ReservedDecision, Reserving};
+use futures_channel::oneshot;
+
+use super::{pool_of, Memory, Reserved, ReservedDecision, Reserving, MAX_TRACKED, MAX_WAITS};
+use crate::block_cache::BlockCache;
+use crate::decision::Decision;
 use crate::error::{Error, Result};
 use crate::identifier::Identifier;
 use crate::limit::batch::{Batch, Operation};
 use crate::limit::{Algorithm, Decisions, Limiter};
 use crate::receipt;
+use crate::rest;
 use crate::script::Script;
 use crate::time::Instant;
 
@@ -45,21 +58,47 @@ use crate::time::Instant;
 pub struct ReservedAll {
     /// One per limit, in order: each keeps that limit's blocks.
     parts: Vec<Reserved>,
+    /// The denials Redis gave this client, by the first limit's state key, which answer again until their
+    /// `retry_after` as the block cache's rule allows.
+    denials: Arc<Mutex<BlockCache>>,
 }
 
 /// One decision of a [`ReservedAll`], and where it was made.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReservedDecisions {
-    /// The decisions, one per limit in order, as [`limit_all`](crate::limit::limit_all) gives them (`success`: every
-    /// limit granted). From reserved permits, each carries how many its limit has left here (an estimate: other
-    /// clients hold theirs) and no receipt: a reserved grant is not refunded.
-    pub decisions: Decisions,
-    /// True when it was made from reserved permits: no round trip.
+    /// The decision speaking for every limit ([`Decisions::speaking_for_all`]): granted when every limit granted.
+    /// From reserved permits, `remaining` is the fewest a limit has left here (an estimate: other clients hold
+    /// theirs), and a grant has no receipt: a grant taken from reserved permits is not refunded.
+    pub decision: Decision,
+    /// Each limit's part, in order: its decision, whether it was made here, and where its permit was used (see
+    /// [`ReservedDecision::span`]; a limit Redis decided has the span (0, 0) and, granted, its receipt, which names
+    /// when). Empty for a denial Redis gave before, answered again here.
+    pub limits: Vec<ReservedDecision>,
+    /// True when it was made here, with no round trip.
     pub local: bool,
-    /// For a grant from reserved permits, each limit's span on the server's clock within which the permit was used
-    /// (see [`ReservedDecision::span`]), in order. Empty for a decision Redis made: that one is made on the server's
-    /// clock between the call's start and its end.
-    pub spans: Vec<(u64, u64)>,
+}
+
+/// What [`ReservedAll::look`] found in this client's reserved permits: an answer, or what to ask Redis: which limits
+/// take their permits here once Redis grants the others', and the reservations to make.
+enum Look {
+    Answer(ReservedDecisions),
+    /// Another request of this client is reserving for the identifier: its reply may answer this one too (told
+    /// whether a reply came).
+    Wait(oneshot::Receiver<bool>),
+    Ask {
+        here: Vec<bool>,
+        plans: Vec<Plan>,
+    },
+}
+
+/// A reservation to make with a decision: the limit's index, the block, the pace and the returns (see
+/// [`Reserved::reserve_call`]).
+#[derive(Clone)]
+struct Plan {
+    index: usize,
+    block: u32,
+    pace: u64,
+    returns: Vec<String>,
 }
 
 impl ReservedAll {
@@ -86,7 +125,10 @@ impl ReservedAll {
         let parts = (limiters.into_iter())
             .map(|limiter| Reserved::new(limiter, length))
             .collect::<Result<Vec<_>>>()?;
-        Ok(ReservedAll { parts })
+        Ok(ReservedAll {
+            parts,
+            denials: Arc::new(Mutex::new(BlockCache::new(MAX_TRACKED))),
+        })
     }
 
     /// A client of the same limits that shares nothing with this one: what another process or isolate would be.
@@ -94,12 +136,13 @@ impl ReservedAll {
     pub fn fresh(&self) -> ReservedAll {
         ReservedAll {
             parts: self.parts.iter().map(Reserved::fresh).collect(),
+            denials: Arc::new(Mutex::new(BlockCache::new(MAX_TRACKED))),
         }
     }
 
     /// Takes `permits` for `id` under every limit: from permits this client reserved when every limit has them
-    /// usable now (no round trip), else from Redis, all or nothing, which may reserve more for the limits that had
-    /// none.
+    /// usable now (no round trip), else from Redis for the limits that have none, all or nothing, which may reserve
+    /// more for them.
     pub async fn limit<'i>(&self, id: impl Into<Identifier<'i>>, permits: u32) -> Result<ReservedDecisions> {
         let id = id.into();
         for part in &self.parts {
@@ -113,74 +156,39 @@ impl ReservedAll {
             }
         }
         let keys: Vec<String> = self.parts.iter().map(|part| part.limiter.state_key(&id)).collect();
-        // Each limit's reservation to make with the decision, if it makes one: (limit's index, block, pace, returns).
-        let plans = {
-            let mut memories: Vec<MutexGuard<Memory>> = (self.parts.iter())
-                .map(|part| part.memory.lock().unwrap_or_else(PoisonError::into_inner))
-                .collect();
-            let now = Instant::now();
-            let mut soonest = Vec::with_capacity(self.parts.len());
-            for ((part, memory), key) in self.parts.iter().zip(&mut memories).zip(&keys) {
-                let pool = pool_of(&mut memory.pools, key, now, part.length);
-                soonest.push(pool.and_then(|pool| {
-                    pool.ask(permits, now, part.length);
-                    pool.soonest(permits, &part.quota, now)
-                }));
-            }
-            if soonest.iter().all(|found| found.is_some_and(|(from, _)| from <= now)) {
-                let taken: Vec<ReservedDecision> = (self.parts.iter().zip(&mut memories).zip(&keys).zip(soonest))
-                    .filter_map(|(((part, memory), key), found)| {
-                        let pool = memory.pools.get_mut(key)?;
-                        Some(pool.take(found?.1, permits, &part.quota, now))
-                    })
-                    .collect();
-                return Ok(ReservedDecisions {
-                    decisions: Decisions {
-                        success: true,
-                        decisions: taken.iter().map(|taken| taken.decision).collect(),
-                    },
-                    local: true,
-                    spans: taken.iter().map(|taken| taken.span).collect(),
-                });
-            }
-            let mut plans = Vec::new();
-            for (index, (((part, memory), key), found)) in
-                self.parts.iter().zip(&mut memories).zip(&keys).zip(soonest).enumerate()
-            {
-                let Some(pool) = memory.pools.get_mut(key) else {
-                    continue;
-                };
-                if found.is_some_and(|(from, _)| from <= now) || pool.is_reserving(now) {
-                    continue;
-                }
-                let (block, pace) = part.block_and_pace(pool, permits);
-                // Returns go with this call; at most 100 (the script's bound), the rest free by themselves.
-                let returns: Vec<String> = pool.returns.drain(..).take(super::MAX_RETURNS).collect();
-                if block > 0 || !returns.is_empty() {
-                    pool.reserving = Some(now);
-                    plans.push((index, block, pace, returns));
+        // How many times this request waited for another's reservation (as a single limit's do: see
+        // `Reserved::limit`), and whether the last of those calls failed.
+        let (mut waits, mut failed) = (0, false);
+        let (here, plans) = loop {
+            match self.look(&keys, permits, (waits, failed)) {
+                Look::Answer(answer) => return Ok(answer),
+                Look::Ask { here, plans } => break (here, plans),
+                Look::Wait(reply_in) => {
+                    failed = !reply_in.await.unwrap_or(false);
+                    waits += 1;
                 }
             }
-            plans
         };
         // However this call ends, each limit it reserves for is no longer reserving (see `Reserving`).
         let mut reserving: Vec<Reserving> = (plans.iter())
-            .map(|&(index, ..)| Reserving {
-                memory: &self.parts[index].memory,
-                key: &keys[index],
+            .map(|plan| Reserving {
+                memory: &self.parts[plan.index].memory,
+                key: &keys[plan.index],
                 replied: false,
             })
             .collect();
-        let requests: Vec<_> = (self.parts.iter())
-            .map(|part| part.limiter.request(&id, permits))
+        let requests: Vec<_> = (self.parts.iter().zip(&here))
+            .filter(|(_, here)| !**here)
+            .map(|(part, _)| part.limiter.request(&id, permits))
             .collect();
         let batch = Batch::new(Operation::Limit, &requests)?;
         let mut calls = vec![batch.call()];
         let mut ids = Vec::with_capacity(plans.len());
-        for (index, block, pace, returns) in plans.iter().cloned() {
-            let part = &self.parts[index];
+        for plan in plans.iter().cloned() {
+            let part = &self.parts[plan.index];
             let id = part.quota.algorithm().names_grants().then(receipt::fresh_grant_id);
-            calls.push(part.reserve_call(&keys[index], permits, (block, pace, true), id.as_deref(), returns));
+            let only = (plan.block, plan.pace, true);
+            calls.push(part.reserve_call(&keys[plan.index], permits, only, id.as_deref(), plan.returns));
             ids.push(id);
         }
         let sent = Instant::now();
@@ -191,35 +199,258 @@ impl ReservedAll {
             .next()
             .ok_or_else(|| Error::malformed("a reply per call", "none"))?;
         let mut failure = None;
-        for (((&(index, block, ..), id), reply), guard) in plans.iter().zip(&ids).zip(replies).zip(&mut reserving) {
-            let part = &self.parts[index];
-            match reply.and_then(|reply| part.read_reply(reply, permits, (block, true), id.as_deref(), sent)) {
+        for (((plan, id), reply), guard) in plans.iter().zip(&ids).zip(replies).zip(&mut reserving) {
+            let part = &self.parts[plan.index];
+            let only = (plan.block, true);
+            match reply.and_then(|reply| part.read_reply(reply, permits, only, id.as_deref(), sent)) {
                 Ok(reservation) => {
                     guard.replied = true;
                     let memory = &mut *part.memory.lock().unwrap_or_else(PoisonError::into_inner);
-                    if let Some(pool) = memory.pools.get_mut(&keys[index]) {
+                    if let Some(pool) = memory.pools.get_mut(&keys[plan.index]) {
                         pool.blocks.extend(reservation.blocks);
+                        pool.room = Some(reservation.decision.remaining);
                     }
                 }
+                // Redis refused the reservation (out of memory, …): no block, and the decision stands (a denial made
+                // while the store cannot write is still a denial; the failure policy would admit it). Any other
+                // error is reported, never absorbed.
+                Err(Error::Unavailable { .. }) => {}
                 Err(error) => failure = failure.or(Some(error)),
             }
         }
-        let decisions = batch.decode(decided?)?;
+        let decided = batch.decode(decided?)?;
         if let Some(error) = failure {
             return Err(error);
         }
-        if decisions.success {
-            for (part, key) in self.parts.iter().zip(&keys) {
+        let answer = self.complete(&keys, permits, &here, decided);
+        if !answer.decision.success {
+            lock(&self.denials).block(&keys[0], permits, sent, answer.decision);
+        }
+        Ok(answer)
+    }
+
+    /// Looks for `permits` in every limit's reserved permits for the identifier whose state keys are `keys`: a grant
+    /// or a denial made here, a reservation to wait for, or what to ask Redis. `waits` is how many times this request
+    /// waited already (it was counted in the demand the first time), and `failed` whether the last call it waited
+    /// for failed.
+    fn look(&self, keys: &[String], permits: u32, (waits, failed): (u32, bool)) -> Look {
+        let mut memories = self.lock_all();
+        let now = Instant::now();
+        // Each limit's permits for the request (from when, until when, in which block), and whether they stay
+        // usable for a round trip more.
+        let mut found = Vec::with_capacity(self.parts.len());
+        let mut lasting = Vec::with_capacity(self.parts.len());
+        for ((part, memory), key) in self.parts.iter().zip(&mut memories).zip(keys) {
+            let pool = pool_of(&mut memory.pools, key, now, part.length);
+            let soonest = pool.and_then(|pool| {
+                if waits == 0 {
+                    pool.ask(permits, now, part.length);
+                }
+                let soonest = pool.soonest(permits, &part.quota, now)?;
+                let block = &pool.blocks[soonest.2];
+                lasting.push(soonest.1 > now + block.received.saturating_duration_since(block.sent));
+                Some(soonest)
+            });
+            if soonest.is_none() {
+                lasting.push(false);
+            }
+            found.push(soonest);
+        }
+        let usable: Vec<bool> = (found.iter().zip(&lasting))
+            .map(|(found, lasting)| *lasting && found.is_some_and(|(from, ..)| from <= now))
+            .collect();
+        if let Some(found) = found.iter().copied().collect::<Option<Vec<_>>>() {
+            // Every limit has permits for the request: taken now when all are usable; else a denial until they all
+            // are, if that comes before any of them ends (else Redis decides: a limit's permits would be gone by the
+            // time another's start).
+            let everywhere = vec![true; self.parts.len()];
+            if let Some(taken) = self.take_here(&mut memories, keys, permits, &everywhere, now) {
+                return Look::Answer(ReservedDecisions::made_here(taken.into_iter().flatten().collect()));
+            }
+            let all_from = found.iter().map(|&(from, ..)| from).max();
+            if all_from < found.iter().map(|&(_, until, _)| until).min() {
+                let limits = (self.parts.iter().zip(&mut memories).zip(keys).zip(&found))
+                    .filter_map(|(((part, memory), key), &(from, _, index))| {
+                        let pool = memory.pools.get_mut(key)?;
+                        Some(ReservedDecision {
+                            decision: pool.standing(index, &part.quota, from, now),
+                            local: true,
+                            span: (0, 0),
+                        })
+                    })
+                    .collect();
+                return Look::Answer(ReservedDecisions::made_here(limits));
+            }
+        }
+        if let Some(denial) = lock(&self.denials).check(&keys[0], permits, now) {
+            return Look::Answer(ReservedDecisions {
+                decision: denial,
+                limits: Vec::new(),
+                local: true,
+            });
+        }
+        // Another request of this client reserving for the identifier: as a single limit's requests do, this one
+        // waits for its reply (for two at most, none after a failed call, and never in Cloudflare Workers) rather
+        // than ask Redis at once: without it, a client whose reservation is under way sends every request meanwhile
+        // to Redis, and under load the calls that queue up time out before any reservation lands.
+        if waits < MAX_WAITS && !failed && rest::requests_may_wait_on_each_other() {
+            let reserving = (self.parts.iter().zip(&mut memories).zip(keys))
+                .filter_map(|((_, memory), key)| memory.pools.get_mut(key))
+                .find(|pool| pool.is_reserving(now));
+            if let Some(pool) = reserving {
+                let (sender, reply_in) = oneshot::channel::<bool>();
+                pool.waiters.push(sender);
+                return Look::Wait(reply_in);
+            }
+        }
+        let mut plans = Vec::new();
+        for (index, (((part, memory), key), found)) in
+            self.parts.iter().zip(&mut memories).zip(keys).zip(&found).enumerate()
+        {
+            let Some(pool) = memory.pools.get_mut(key) else {
+                continue;
+            };
+            // A limit with permits for the request, usable now or later (a GCRA slot or a sliding log's tranche
+            // still to start), has its block: reserving again would hold twice what this client uses.
+            if found.is_some() || pool.is_reserving(now) {
+                continue;
+            }
+            let (block, pace) = part.block_and_pace(pool, permits);
+            // Returns go with this call; at most 100 (the script's bound), the rest free by themselves.
+            let returns: Vec<String> = pool.returns.drain(..).take(super::MAX_RETURNS).collect();
+            if block > 0 || !returns.is_empty() {
+                pool.reserving = Some(now);
+                plans.push(Plan {
+                    index,
+                    block,
+                    pace,
+                    returns,
+                });
+            }
+        }
+        Look::Ask { here: usable, plans }
+    }
+
+    /// Forgets the denial Redis gave this client for `id`, which it would answer again until its `retry_after`:
+    /// after a reset of the identifier's state. Its reserved permits stay (see [`Reserved`]).
+    pub fn forget_denials<'i>(&self, id: impl Into<Identifier<'i>>) {
+        let key = self.parts[0].limiter.state_key(id);
+        lock(&self.denials).forget(|denied| denied == key);
+    }
+
+    /// Every limit's lock, in order (the one order every call takes them in).
+    fn lock_all(&self) -> Vec<MutexGuard<'_, Memory>> {
+        (self.parts.iter())
+            .map(|part| part.memory.lock().unwrap_or_else(PoisonError::into_inner))
+            .collect()
+    }
+
+    /// Takes `permits` now from the reserved permits of each limit marked `here`, all of them or none: each one's
+    /// part of the grant (`None` for a limit not marked), or `None` when one has no permits usable now.
+    fn take_here(
+        &self,
+        memories: &mut [MutexGuard<'_, Memory>],
+        keys: &[String],
+        permits: u32,
+        here: &[bool],
+        now: Instant,
+    ) -> Option<Vec<Option<ReservedDecision>>> {
+        let mut blocks = Vec::with_capacity(self.parts.len());
+        for (((part, memory), key), here) in self.parts.iter().zip(memories.iter_mut()).zip(keys).zip(here) {
+            blocks.push(match here {
+                true => match memory.pools.get_mut(key)?.soonest(permits, &part.quota, now)? {
+                    (from, _, index) if from <= now => Some(index),
+                    _ => return None,
+                },
+                false => None,
+            });
+        }
+        Some(
+            (self.parts.iter().zip(memories).zip(keys).zip(blocks))
+                .map(|(((part, memory), key), index)| {
+                    Some(memory.pools.get_mut(key)?.take(index?, permits, &part.quota, now))
+                })
+                .collect(),
+        )
+    }
+
+    /// The answer once Redis `decided` the limits not taken `here`: when it granted them, the others' permits are
+    /// taken now, all of them or none (then the request is denied, and Redis's grants are held unused until they
+    /// free).
+    fn complete(&self, keys: &[String], permits: u32, here: &[bool], decided: Decisions) -> ReservedDecisions {
+        let taken = decided.success.then(|| {
+            let mut memories = self.lock_all();
+            self.take_here(&mut memories, keys, permits, here, Instant::now())
+        });
+        let success = matches!(taken, Some(Some(_)));
+        let redis_granted = decided.success;
+        let mut taken = taken.flatten().unwrap_or_default().into_iter();
+        let mut from_redis = decided.decisions.into_iter();
+        let limits: Vec<ReservedDecision> = (self.parts.iter().zip(here))
+            .map(|(part, here)| {
+                let decided = if *here { None } else { from_redis.next() };
+                match taken.next().flatten() {
+                    Some(taken) => taken,
+                    None => ReservedDecision {
+                        // Not taken here: Redis's part; or permits held here for a request another limit denied, or
+                        // that ran out during the round trip.
+                        decision: decided.unwrap_or_else(|| untaken(part, !redis_granted)),
+                        local: false,
+                        span: (0, 0),
+                    },
+                }
+            })
+            .collect();
+        if success {
+            // The grants Redis made (a take here counted its own).
+            for ((part, key), _) in self.parts.iter().zip(keys).zip(here).filter(|(_, here)| !**here) {
                 let memory = &mut *part.memory.lock().unwrap_or_else(PoisonError::into_inner);
                 if let Some(pool) = memory.pools.get_mut(key) {
                     pool.granted = pool.granted.saturating_add(permits);
                 }
             }
         }
-        Ok(ReservedDecisions {
-            decisions,
+        let decisions = Decisions {
+            success,
+            decisions: limits.iter().map(|limit| limit.decision).collect(),
+        };
+        ReservedDecisions {
+            decision: decisions.speaking_for_all(),
+            limits,
             local: false,
-            spans: Vec::new(),
-        })
+        }
     }
+}
+
+/// A limit's part of a request that Redis did not decide and its reserved permits did not grant: `allowed` when they
+/// were there but another limit denied the request, else denied (they ran out while Redis decided the others: ask
+/// again). No standing or wait is known.
+fn untaken(part: &Reserved, allowed: bool) -> Decision {
+    Decision {
+        success: allowed,
+        limit: part.quota.limit().into(),
+        remaining: 0,
+        reset: 0,
+        retry_after: 0,
+        receipt: None,
+    }
+}
+
+impl ReservedDecisions {
+    /// A decision made here from every limit's part of it.
+    fn made_here(limits: Vec<ReservedDecision>) -> ReservedDecisions {
+        let decisions = Decisions {
+            success: limits.iter().all(|limit| limit.decision.success),
+            decisions: limits.iter().map(|limit| limit.decision).collect(),
+        };
+        ReservedDecisions {
+            decision: decisions.speaking_for_all(),
+            limits,
+            local: true,
+        }
+    }
+}
+
+fn lock(denials: &Mutex<BlockCache>) -> MutexGuard<'_, BlockCache> {
+    denials.lock().unwrap_or_else(PoisonError::into_inner)
 }
