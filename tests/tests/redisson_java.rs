@@ -127,16 +127,17 @@ impl Java {
 
     /// With `faketime`, the JVM runs under libfaketime with that offset (e.g. `+0.05`): Redisson's clock is skewed.
     async fn start_with(build: &Build, stack: &Stack, faketime: Option<&str>) -> Java {
-        let mut command = match faketime {
-            Some(offset) => {
-                let mut command = tokio::process::Command::new("faketime");
-                // -f: an offset from the real clock that keeps running. (FAKETIME_DONT_FAKE_MONOTONIC would make
-                // every clock call of the JVM a system call: 50 times slower.)
-                command.args(["-f", offset, "java"]);
-                command
-            }
-            None => tokio::process::Command::new("java"),
-        };
+        let mut command = tokio::process::Command::new("java");
+        if let Some(offset) = faketime {
+            // libfaketime preloaded as the `faketime` wrapper would (`faketime -f <offset> java`: an offset from the
+            // real clock that keeps running), without the wrapper: it makes a named semaphore per process id and
+            // fails ("sem_open: File exists") when one left by a killed run has the same id, and this test kills
+            // it. (FAKETIME_DONT_FAKE_MONOTONIC would make every clock call of the JVM a system call: 50 times
+            // slower.) `$LIB` is the dynamic loader's own placeholder for the library directory.
+            command
+                .env("LD_PRELOAD", "/usr/$LIB/faketime/libfaketime.so.1")
+                .env("FAKETIME", offset);
+        }
         command
             .args([
                 "-Xss512k",
