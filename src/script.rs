@@ -134,7 +134,8 @@ impl Script {
     }
 
     /// Runs several script calls in one pipeline (one round trip), each atomic on its own but not together. Calls
-    /// whose script was not cached are sent again with the full text, in a second pipeline.
+    /// whose script was not cached are sent again with the full text, in a second pipeline; if that one fails, its
+    /// error is each of those calls' reply, and the other replies stand.
     pub async fn run_many(client: &RestClient, calls: &[ScriptCall<'_>]) -> Result<Vec<Result<Value>>> {
         let evalsha: Vec<Command> = calls
             .iter()
@@ -149,8 +150,19 @@ impl Script {
                 .iter()
                 .map(|&i| calls[i].script.eval_command(&calls[i].keys, &calls[i].args))
                 .collect();
-            for (i, reply) in missing.into_iter().zip(client.pipeline(&eval).await?) {
-                replies[i] = reply;
+            // A second round trip that fails is the error of the calls it carried only: the others' replies are
+            // known, and a caller may act on them (a decision Redis made stands when a reservation beside it fails).
+            match client.pipeline(&eval).await {
+                Ok(resent) => {
+                    for (i, reply) in missing.into_iter().zip(resent) {
+                        replies[i] = reply;
+                    }
+                }
+                Err(error) => {
+                    for i in missing {
+                        replies[i] = Err(error.clone());
+                    }
+                }
             }
         }
         Ok(replies)

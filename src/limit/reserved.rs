@@ -782,10 +782,12 @@ impl Reserved {
         let call = self.reserve_call(&key, permits, (block, pace, false), id.as_deref(), returns);
         let sent = Instant::now();
         let reply = match call.script.run(&self.limiter.client, &call.keys, &call.args).await {
-            // Redis refused the call (out of memory, a replica, loading, …): a reservation writes even when the
-            // request is denied, where a plain denial writes nothing and may still be answered. Asked plainly then
+            // Redis refused the call (out of memory, loading, …): a reservation writes even when the request is
+            // denied, where a plain denial mostly writes nothing (a log's drops what has freed, which out of memory
+            // still allows) and may still be answered. Asked plainly then
             // (one more round trip, only on this failure), so that a denial Redis can give is not left to the failure
-            // policy, which may admit.
+            // policy, which may admit. (A concurrency lease it grants is not counted in this client's next block's
+            // size: a smaller block, nothing else.)
             Err(Error::Unavailable { .. }) => {
                 let decision = self.limiter.limit(&identifier, permits).await?;
                 return Ok(ReservedDecision {

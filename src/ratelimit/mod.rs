@@ -404,6 +404,9 @@ impl Ratelimit {
     /// state.
     pub async fn reset<'i>(&self, id: impl Into<Identifier<'i>>) -> Result<bool> {
         let id = id.into();
+        let keys = self.limiters.iter().map(|limiter| limiter.state_key(&id));
+        let deleted = self.client.command(&Command::new("DEL").args(keys)).await?.into_int()? > 0;
+        // After the DEL: a denial Redis gave before it, remembered while it was under way, is forgotten too.
         if let Some(cache) = &self.cache {
             // Every cached denial of this identifier, under any set of limits: their keys start with it.
             let identifier = cache_key_part(id.key_part());
@@ -414,8 +417,7 @@ impl Ratelimit {
             Some(Reservations::All(reserved)) => reserved.forget_denials(&id),
             None => {}
         }
-        let keys = self.limiters.iter().map(|limiter| limiter.state_key(&id));
-        Ok(self.client.command(&Command::new("DEL").args(keys)).await?.into_int()? > 0)
+        Ok(deleted)
     }
 
     async fn decide(&self, limiters: &[Limiter], id: &Identifier<'_>, permits: u32) -> Result<Outcome> {

@@ -24,7 +24,8 @@
 //! then look again.
 //!
 //! Partial failure: the calls of one round trip are each atomic, not together. When the decision ran and a
-//! reservation failed because Redis refused it (out of memory, …), the decision stands and that limit has no block:
+//! reservation failed because the store refused it or did not answer it (out of memory; a resend after `NOSCRIPT`
+//! that timed out), the decision stands and that limit has no block:
 //! a denial is a denial even while Redis cannot write, where handing the error to the failure policy would admit.
 //! Any other error of a reservation is the call's error (never absorbed by the policy), the other reservations'
 //! blocks are kept, and the decision stays recorded in Redis: a grant the caller never hears of holds its permits
@@ -211,17 +212,19 @@ impl ReservedAll {
                         pool.room = Some(reservation.decision.remaining);
                     }
                 }
-                // Redis refused the reservation (out of memory, …): no block, and the decision stands (a denial made
-                // while the store cannot write is still a denial; the failure policy would admit it). Any other
-                // error is reported, never absorbed.
-                Err(Error::Unavailable { .. }) => {}
+                // The store refused the reservation or did not answer it (out of memory; a resend after NOSCRIPT that
+                // timed out): no block, and the decision stands (a denial made while the store cannot write is still
+                // a denial; as an error, the failure policy would admit it). Any other error is reported, never
+                // absorbed.
+                Err(error) if error.is_store_unavailable() => {}
                 Err(error) => failure = failure.or(Some(error)),
             }
         }
-        let decided = batch.decode(decided?)?;
+        // (A reservation's error the policy never absorbs goes first: an unavailable decision must not hide it.)
         if let Some(error) = failure {
             return Err(error);
         }
+        let decided = batch.decode(decided?)?;
         let answer = self.complete(&keys, permits, &here, decided);
         if !answer.decision.success {
             lock(&self.denials).block(&keys[0], permits, sent, answer.decision);
