@@ -701,14 +701,7 @@ impl Reserved {
     /// Takes `permits` for `id`: from permits this client reserved when it can (no round trip), else from Redis,
     /// which may reserve more along with it.
     pub async fn limit<'i>(&self, id: impl Into<Identifier<'i>>, permits: u32) -> Result<ReservedDecision> {
-        let limit = self.quota.limit();
-        self.limiter.check_permits(permits)?;
-        if permits > limit {
-            return Err(Error::PermitsExceedRate {
-                permits,
-                rate: limit.into(),
-            });
-        }
+        self.check_permits(permits)?;
         let identifier = id.into();
         let key = self.limiter.state_key(&identifier);
         // How many times this request waited for another's reply (see below; then it has been counted already), and
@@ -784,10 +777,10 @@ impl Reserved {
         let reply = match call.script.run(&self.limiter.client, &call.keys, &call.args).await {
             // Redis refused the call (out of memory, loading, …): a reservation writes even when the request is
             // denied, where a plain denial mostly writes nothing (a log's drops what has freed, which out of memory
-            // still allows) and may still be answered. Asked plainly then
-            // (one more round trip, only on this failure), so that a denial Redis can give is not left to the failure
-            // policy, which may admit. (A concurrency lease it grants is not counted in this client's next block's
-            // size: a smaller block, nothing else.)
+            // still allows) and may still be answered. Asked plainly then (one more round trip, only on this
+            // failure), so that a denial Redis can give is not left to the failure policy, which may admit. (A
+            // concurrency lease it grants is not counted in this client's next block's size: a smaller block,
+            // nothing else.)
             Err(Error::Unavailable { .. }) => {
                 let decision = self.limiter.limit(&identifier, permits).await?;
                 return Ok(ReservedDecision {
@@ -833,6 +826,19 @@ impl Reserved {
             local: false,
             span: if decision.success { (now, now) } else { (0, 0) },
         })
+    }
+
+    /// Refuses a request of `permits` the limiter refuses, and one above the limit (no reservation could hold it).
+    fn check_permits(&self, permits: u32) -> Result<()> {
+        self.limiter.check_permits(permits)?;
+        let limit = self.quota.limit();
+        if permits > limit {
+            return Err(Error::PermitsExceedRate {
+                permits,
+                rate: limit.into(),
+            });
+        }
+        Ok(())
     }
 
     /// What a reservation asks besides a request of `permits`, from this client's demand in `pool`: the block, and

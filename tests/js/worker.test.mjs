@@ -425,19 +425,25 @@ test("a trap in the wasm core (a panic) re-initialises it; the request and the o
   }
 });
 
+/** `count` requests to `site` from `ip`, one after another, each let through: their RateLimit fields. */
+async function rateLimitFields(site, count, ip) {
+  const fields = [];
+  for (let i = 0; i < count; i += 1) {
+    const response = await site.fetch("/", { ip });
+    if (response.status !== 200) assert.fail(await response.text());
+    fields.push(response.headers.get("ratelimit"));
+    await response.text();
+  }
+  return fields;
+}
+
 test("reserve: a key this isolate sees often is answered from reserved permits, with fewer round trips", async () => {
   const name = uniqueName("reserved");
   const site = await worker([
     { name, reserve: "200 ms", limits: [{ algorithm: "gcra", limit: 1000, interval: "1 s", rate: 1000 }] },
   ]);
   const before = await scriptCalls();
-  const fields = [];
-  for (let i = 0; i < 40; i += 1) {
-    const response = await site.fetch("/", { ip: "192.0.2.77" });
-    if (response.status !== 200) assert.fail(await response.text());
-    fields.push(response.headers.get("ratelimit"));
-    await response.text();
-  }
+  const fields = await rateLimitFields(site, 40, "192.0.2.77");
   // RateLimit fields from Redis's decisions as they are, and from reserved permits marked as an estimate (what
   // this isolate holds of its own).
   assert.match(fields[0], /^"[^"]+";r=\d+;t=\d+$/);
@@ -469,13 +475,7 @@ test("reserve: a rule of several limits answers a key this isolate sees often fr
     },
   ]);
   const before = await scriptCalls();
-  const fields = [];
-  for (let i = 0; i < 60; i += 1) {
-    const response = await site.fetch("/", { ip: "192.0.2.79" });
-    if (response.status !== 200) assert.fail(await response.text());
-    fields.push(response.headers.get("ratelimit"));
-    await response.text();
-  }
+  const fields = await rateLimitFields(site, 60, "192.0.2.79");
   // Granted from both limits' reserved permits (marked as an estimate), and fewer script calls than requests: a
   // request Redis decides makes one call, and one more for each limit that reserves.
   assert.ok(fields.some((field) => /;estimate$/.test(field)), fields.join(" | "));

@@ -846,34 +846,20 @@ async fn several_limits_reserve_without_a_concurrency_limit_and_decide_all_or_no
     let stack = Stack::start().await;
     let second = Duration::from_secs(1);
     let limiter = |name: &str, quota: Result<Quota, Error>| Limiter::new(stack.client(), name, quota.unwrap()).unwrap();
-    let error = ReservedAll::new(
-        vec![
-            limiter("g", Quota::gcra(10, 10, second)),
+    for (beside, refused) in [
+        (
             limiter("c", Quota::concurrency(5, second)),
-        ],
-        Duration::from_millis(100),
-    )
-    .unwrap_err();
-    assert!(
-        error
-            .to_string()
-            .contains("a concurrency limit reserves permits only alone"),
-        "{error}"
-    );
-    let error = ReservedAll::new(
-        vec![
-            limiter("g", Quota::gcra(10, 10, second)),
+            "a concurrency limit reserves permits only alone",
+        ),
+        (
             limiter("t", Quota::token_bucket(10, 10, second)),
-        ],
-        Duration::from_millis(100),
-    )
-    .unwrap_err();
-    assert!(
-        error
-            .to_string()
-            .contains("needs a GCRA, fixed-window, sliding-log or concurrency quota"),
-        "{error}"
-    );
+            "needs a GCRA, fixed-window, sliding-log or concurrency quota",
+        ),
+    ] {
+        let limiters = vec![limiter("g", Quota::gcra(10, 10, second)), beside];
+        let error = ReservedAll::new(limiters, Duration::from_millis(100)).unwrap_err();
+        assert!(error.to_string().contains(refused), "{error}");
+    }
     assert!(ReservedAll::new(Vec::new(), Duration::from_millis(100)).is_err());
 
     // A limit of 3 per second and one of 100 per hour: one client asks 10 times at once (a fresh client each time, so
@@ -899,6 +885,30 @@ async fn several_limits_reserve_without_a_concurrency_limit_and_decide_all_or_no
     );
 }
 
+/// A Ratelimit's options reserving for `length_ms`.
+fn reserving(length_ms: u64) -> Options {
+    Options {
+        reserve: Some(Duration::from_millis(length_ms)),
+        ..Options::default()
+    }
+}
+
+/// A limit named `name`.
+fn named(name: &str, quota: Result<Quota, Error>) -> Limit {
+    Limit {
+        quota: quota.unwrap(),
+        name: Some(name.into()),
+    }
+}
+
+/// Two limits: "tight", a fixed window of 2 an hour, and "loose", a GCRA that reserves beside it.
+fn tight_and_loose() -> [Limit; 2] {
+    [
+        named("tight", Quota::fixed_window(2, Duration::from_secs(3600))),
+        named("loose", Quota::gcra(100, 100, Duration::from_secs(1))),
+    ]
+}
+
 /// `stack`'s Redis allowed no memory (`true`: writes fail with OOM, reads and denials still answer) or any.
 async fn out_of_memory(stack: &Stack, out: bool) {
     let port = stack.redis_url().rsplit(':').next().unwrap().parse().unwrap();
@@ -913,31 +923,18 @@ async fn a_denial_redis_gives_while_it_cannot_write_stays_a_denial_when_permits_
     // Under OOM a plain denial writes nothing and is answered; a reservation writes, and fails. The failure policy
     // (allow, the default) must not get the denial as an error to absorb.
     let stack = Stack::start().await;
-    let options = |reserve| Options {
-        reserve: Some(Duration::from_millis(reserve)),
-        ..Options::default()
-    };
-    let limit = |name: &str, quota: Result<Quota, Error>| Limit {
-        quota: quota.unwrap(),
-        name: Some(name.into()),
-    };
     // One limit: a GCRA bucket of 5 refilling one a second, emptied by plain requests; the second request of the
     // Ratelimit (its demand now seen) is denied (for a second) and reserves slots to come.
     let single = Ratelimit::new(
         stack.client(),
-        &[limit("single", Quota::gcra(5, 1, Duration::from_secs(1)))],
-        options(2000),
+        &[named("single", Quota::gcra(5, 1, Duration::from_secs(1)))],
+        reserving(2000),
     );
     let single = single.unwrap();
     assert!(single.limit("id", 1).await.unwrap().decision.success);
     let plain = single.limiters()[0].clone();
     while plain.limit("id", 1).await.unwrap().success {}
-    // Two limits: a fixed window of 2 an hour and a GCRA that reserves beside it.
-    let limits = [
-        limit("tight", Quota::fixed_window(2, Duration::from_secs(3600))),
-        limit("loose", Quota::gcra(100, 100, Duration::from_secs(1))),
-    ];
-    let several = Ratelimit::new(stack.client(), &limits, options(100)).unwrap();
+    let several = Ratelimit::new(stack.client(), &tight_and_loose(), reserving(100)).unwrap();
     for _ in 0..2 {
         assert!(several.limit("id", 1).await.unwrap().decision.success);
     }
@@ -963,23 +960,9 @@ async fn a_denial_redis_gives_while_it_cannot_write_stays_a_denial_when_permits_
 #[tokio::test]
 async fn a_reset_forgets_the_denials_reserving_clients_remembered() {
     let stack = Stack::start().await;
-    let hour = Duration::from_secs(3600);
-    let options = || Options {
-        reserve: Some(Duration::from_millis(100)),
-        ..Options::default()
-    };
-    let limits = [
-        Limit {
-            quota: Quota::fixed_window(2, hour).unwrap(),
-            name: Some("tight".into()),
-        },
-        Limit {
-            quota: Quota::gcra(100, 100, Duration::from_secs(1)).unwrap(),
-            name: Some("loose".into()),
-        },
-    ];
+    let limits = tight_and_loose();
     for limits in [&limits[..1], &limits[..]] {
-        let ratelimit = Ratelimit::new(stack.client(), limits, options()).unwrap();
+        let ratelimit = Ratelimit::new(stack.client(), limits, reserving(100)).unwrap();
         let id = format!("id-{}", limits.len());
         let mut seen = Vec::new();
         for _ in 0..4 {

@@ -147,14 +147,7 @@ impl ReservedAll {
     pub async fn limit<'i>(&self, id: impl Into<Identifier<'i>>, permits: u32) -> Result<ReservedDecisions> {
         let id = id.into();
         for part in &self.parts {
-            part.limiter.check_permits(permits)?;
-            let limit = part.quota.limit();
-            if permits > limit {
-                return Err(Error::PermitsExceedRate {
-                    permits,
-                    rate: limit.into(),
-                });
-            }
+            part.check_permits(permits)?;
         }
         let keys: Vec<String> = self.parts.iter().map(|part| part.limiter.state_key(&id)).collect();
         // How many times this request waited for another's reservation (as a single limit's do: see
