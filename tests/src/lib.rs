@@ -10,6 +10,8 @@ use edgelimit::{Limiter, RestClient, Script};
 use edgelimit_cli::bridge::{BridgeConfig, InProcessBridge, Profile};
 use edgelimit_cli::redis_cluster::RedisCluster;
 use edgelimit_cli::redis_server::RedisServer;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
 
 /// The admin token of every harness bridge, which [`Stack::client`] uses.
 pub const TOKEN: &str = "test-token";
@@ -171,6 +173,43 @@ pub async fn script_numbers(stack: &Stack, script: &Script, key: &str, arguments
     let reply = script.run(&stack.client(), &[key], arguments).await.unwrap();
     let numbers = reply.into_array().unwrap().into_iter();
     numbers.map(|value| value.into_int().unwrap()).collect()
+}
+
+/// A TCP relay in front of `url` (a bridge) that passes every request on until one holds `marker`, then stalls that
+/// connection: the request never reaches the bridge and no reply comes, as a store that stops answering mid-call.
+/// Returns the relay's URL. A script's text travels only in an `EVAL` (an `EVALSHA` names its SHA1), so a marker
+/// from a script's source stalls exactly its resend after `NOSCRIPT`.
+pub async fn relay_stalling_on(url: &str, marker: &'static [u8]) -> String {
+    let upstream = url.trim_start_matches("http://").to_owned();
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind a relay");
+    let relay = format!("http://{}", listener.local_addr().expect("the relay's address"));
+    tokio::spawn(async move {
+        while let Ok((client, _)) = listener.accept().await {
+            let Ok(bridge) = TcpStream::connect(&upstream).await else {
+                continue;
+            };
+            let (mut from_client, mut to_client) = client.into_split();
+            let (mut from_bridge, mut to_bridge) = bridge.into_split();
+            tokio::spawn(async move { tokio::io::copy(&mut from_bridge, &mut to_client).await });
+            tokio::spawn(async move {
+                // The last bytes seen, then each chunk: a marker split between two reads is still found.
+                let mut seen = Vec::new();
+                let mut chunk = vec![0u8; 64 * 1024];
+                while let Ok(read @ 1..) = from_client.read(&mut chunk).await {
+                    seen.drain(..seen.len().saturating_sub(marker.len()));
+                    seen.extend_from_slice(&chunk[..read]);
+                    if seen.windows(marker.len()).any(|window| window == marker) {
+                        // Hold both halves open and say nothing, until the test ends.
+                        std::future::pending::<()>().await;
+                    }
+                    if to_bridge.write_all(&chunk[..read]).await.is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    relay
 }
 
 /// How many plain requests of 1 permit for `id` at explicit time `at` (unix ms) `limiter` grants before one is

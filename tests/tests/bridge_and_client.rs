@@ -2,8 +2,9 @@
 
 use std::time::Duration;
 
+use edgelimit::script::ScriptCall;
 use edgelimit::{Command, Error, RestClient, Script, Value};
-use edgelimit_tests::{Stack, TOKEN};
+use edgelimit_tests::{relay_stalling_on, Stack, TOKEN};
 
 fn cmd(words: &str) -> Command {
     let mut parts = words.split(' ');
@@ -118,6 +119,41 @@ async fn evalsha_falls_back_to_eval_once_after_a_script_flush() {
     );
     let exists = client.command(&cmd("SCRIPT EXISTS").arg(script.sha1())).await.unwrap();
     assert_eq!(exists, Value::Array(vec![Value::Int(1)]));
+}
+
+#[tokio::test]
+async fn a_resend_after_noscript_that_fails_is_the_error_of_the_calls_it_carried_only() {
+    // Two calls in one pipeline: the first script is in Redis's cache, the second is not, and its resend (an EVAL,
+    // which carries the script's text) never gets an answer. The first call's reply came with the first round trip
+    // and is known: a caller may act on it (src/limit/reserved/several.rs keeps a decision whose reservation failed).
+    let stack = Stack::start().await;
+    let cached = Script::new("return redis.call('INCR', KEYS[1])");
+    let uncached = Script::new("return 'never answered' -- stall-marker");
+    assert_eq!(
+        cached.run(&stack.client(), &["{r}:n"], &[] as &[&str]).await.unwrap(),
+        Value::Int(1)
+    );
+    let relay = relay_stalling_on(stack.url(), b"stall-marker").await;
+    let client = RestClient::new(&relay, TOKEN)
+        .and_then(|client| client.with_timeout(Duration::from_millis(300)))
+        .unwrap();
+    let call = |script| ScriptCall {
+        script,
+        keys: vec!["{r}:n".into()],
+        args: Vec::new(),
+    };
+    let replies = Script::run_many(&client, &[call(&cached), call(&uncached)])
+        .await
+        .unwrap();
+    assert_eq!(replies[0].as_ref().unwrap(), &Value::Int(2));
+    assert!(matches!(&replies[1], Err(Error::Timeout { .. })), "{:?}", replies[1]);
+    // It never ran: the stalled EVAL did not reach Redis.
+    let exists = stack
+        .client()
+        .command(&cmd("SCRIPT EXISTS").arg(uncached.sha1()))
+        .await
+        .unwrap();
+    assert_eq!(exists, Value::Array(vec![Value::Int(0)]));
 }
 
 #[tokio::test]

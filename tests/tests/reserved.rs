@@ -7,11 +7,11 @@
 use std::time::Duration;
 
 use edgelimit::limit::{Algorithm, Limiter, Quota, Reserved, ReservedAll, ReservedDecision, ReservedDecisions};
-use edgelimit::lua::{RESERVE_FIXED_WINDOW, RESERVE_GCRA, RESERVE_SLIDING_LOG};
+use edgelimit::lua::{LIMITS, RESERVE_FIXED_WINDOW, RESERVE_GCRA, RESERVE_SLIDING_LOG};
 use edgelimit::ratelimit::{Limit, Options, Ratelimit, Reason};
-use edgelimit::{Error, Value};
+use edgelimit::{Command, Error, RestClient, Script, Value};
 use edgelimit_cli::redis_cluster;
-use edgelimit_tests::{grants_until_denied, script_numbers, spawned_at_once, Stack};
+use edgelimit_tests::{grants_until_denied, relay_stalling_on, script_numbers, spawned_at_once, Stack, TOKEN};
 
 const T0: u64 = 1_700_000_000_000;
 
@@ -955,6 +955,71 @@ async fn a_denial_redis_gives_while_it_cannot_write_stays_a_denial_when_permits_
         );
         assert!(outcome.decision.retry_after > 0, "{outcome:?}");
     }
+}
+
+#[tokio::test]
+async fn a_denial_stays_a_denial_when_the_resend_of_its_reservation_after_noscript_never_answers() {
+    // Under several limits the decision (lua/limits.lua) and a limit's reservation go in one pipeline. When only the
+    // reservation's script has left Redis's cache, its resend (an EVAL) is a second round trip; here it never gets
+    // an answer. The denial Redis gave in the first is known and must stand: as the call's error, the failure
+    // policy (allow, the default) would admit the request.
+    let stack = Stack::start().await;
+    let marker = b"invalid block (";
+    let text = |script: &Script| {
+        script
+            .source()
+            .as_bytes()
+            .windows(marker.len())
+            .any(|window| window == marker)
+    };
+    assert!(
+        text(&RESERVE_GCRA) && !text(&LIMITS),
+        "the marker names the reservation's script only"
+    );
+    let relay = relay_stalling_on(stack.url(), marker).await;
+    let client = RestClient::new(&relay, TOKEN)
+        .and_then(|client| client.with_timeout(Duration::from_millis(500)))
+        .unwrap();
+    let several = Ratelimit::new(client, &tight_and_loose(), reserving(100)).unwrap();
+    // Scripts loaded, the tight limit's 2 taken; then the loose limit's reserved slot ends (its block is gone), so
+    // the next request reserves for it again.
+    stack
+        .client()
+        .command(&Command::new("SCRIPT").arg("FLUSH"))
+        .await
+        .unwrap();
+    for script in [&LIMITS, &RESERVE_GCRA, &RESERVE_FIXED_WINDOW] {
+        stack
+            .client()
+            .command(&Command::new("SCRIPT").arg("LOAD").arg(script.source()))
+            .await
+            .unwrap();
+    }
+    for _ in 0..2 {
+        assert!(several.limit("id", 1).await.unwrap().decision.success);
+    }
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    stack
+        .client()
+        .command(&Command::new("SCRIPT").arg("FLUSH"))
+        .await
+        .unwrap();
+    stack
+        .client()
+        .command(&Command::new("SCRIPT").arg("LOAD").arg(LIMITS.source()))
+        .await
+        .unwrap();
+    let started = std::time::Instant::now();
+    let outcome = several.limit("id", 1).await.unwrap();
+    // The reservation was sent, and its resend waited out the client's timeout (a lower bound only).
+    assert!(started.elapsed() >= Duration::from_millis(500));
+    assert!(!outcome.decision.success, "{outcome:?}");
+    assert_eq!(
+        (outcome.reason, outcome.error.is_none()),
+        (Reason::Decided, true),
+        "{outcome:?}"
+    );
+    assert!(outcome.decision.retry_after > 0, "{outcome:?}");
 }
 
 #[tokio::test]
