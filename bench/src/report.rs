@@ -103,7 +103,8 @@ pub fn results_page(results: &BenchResults, plot_link: &str) -> String {
          RESETSTAT`, script cache warmed): the cost that decides how many decisions one Redis serves. It does not \
          include the network or the bridge. *Commands per decision* are what the script called inside Redis. Redis \
          shares this machine's two cores with the bridge and the client, so these numbers move by 10–25 % from run \
-         to run (each contender runs once, its requests back to back): smaller differences are noise.\n\
+         to run (each contender shows the cheapest of 3 rounds, the contenders taking turns, each round's requests \
+         back to back): smaller differences are noise.\n\
          - **Server clock vs explicit time**: edgelimit decides on the Redis server's clock by default (a `TIME` \
          call inside the script); with an explicit time the caller passes it, as the peers always do. Both are \
          shown so the clock's cost is visible.\n\
