@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use edgelimit::limit::{Algorithm, Limiter, Quota, Reserved, ReservedAll, ReservedDecision, ReservedDecisions};
 use edgelimit::lua::{LIMITS, RESERVE_FIXED_WINDOW, RESERVE_GCRA, RESERVE_SLIDING_LOG};
-use edgelimit::ratelimit::{Limit, Options, Ratelimit, Reason};
+use edgelimit::ratelimit::{Limit, Options, Outcome, Ratelimit, Reason};
 use edgelimit::{Command, Error, RestClient, Script, Value};
 use edgelimit_cli::redis_cluster;
 use edgelimit_tests::{grants_until_denied, relay_stalling_on, script_numbers, spawned_at_once, Stack, TOKEN};
@@ -947,14 +947,19 @@ async fn a_denial_redis_gives_while_it_cannot_write_stays_a_denial_when_permits_
     ];
     out_of_memory(&stack, false).await;
     for outcome in outcomes {
-        assert!(!outcome.decision.success, "{outcome:?}");
-        assert_eq!(
-            (outcome.reason, outcome.error.is_none()),
-            (Reason::Decided, true),
-            "{outcome:?}"
-        );
-        assert!(outcome.decision.retry_after > 0, "{outcome:?}");
+        assert_denied_by_redis(&outcome);
     }
+}
+
+/// `outcome` is a denial Redis decided, with a wait, and no error for the failure policy to absorb.
+fn assert_denied_by_redis(outcome: &Outcome) {
+    assert!(!outcome.decision.success, "{outcome:?}");
+    assert_eq!(
+        (outcome.reason, outcome.error.is_none()),
+        (Reason::Decided, true),
+        "{outcome:?}"
+    );
+    assert!(outcome.decision.retry_after > 0, "{outcome:?}");
 }
 
 #[tokio::test]
@@ -1013,13 +1018,7 @@ async fn a_denial_stays_a_denial_when_the_resend_of_its_reservation_after_noscri
     let outcome = several.limit("id", 1).await.unwrap();
     // The reservation was sent, and its resend waited out the client's timeout (a lower bound only).
     assert!(started.elapsed() >= Duration::from_millis(500));
-    assert!(!outcome.decision.success, "{outcome:?}");
-    assert_eq!(
-        (outcome.reason, outcome.error.is_none()),
-        (Reason::Decided, true),
-        "{outcome:?}"
-    );
-    assert!(outcome.decision.retry_after > 0, "{outcome:?}");
+    assert_denied_by_redis(&outcome);
 }
 
 #[tokio::test]
