@@ -20,7 +20,7 @@ use crate::peers::UpstashScripts;
 use crate::progress::Progress;
 use crate::redis_stats::DecisionCost;
 use crate::stack::BenchStack;
-use crate::support::{ratio, EXPLICIT_T0};
+use crate::support::{ratio, EXPLICIT_T0, ROUNDS};
 
 /// Scenario 1's numbers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -217,12 +217,6 @@ pub(crate) async fn run(
         algorithms,
     })
 }
-
-/// The rounds of the workload: the contenders take turns, and each keeps its cheapest round. Redis shares the
-/// machine's two cores with the bridge, the client and whatever else runs there, so one round of a contender can
-/// land on a busy moment (in one run Redisson's script measured 27 µs here and 47 µs a minute later in scenario 2);
-/// the cheapest of several, taken alike for every contender, is the least disturbed.
-const ROUNDS: usize = 3;
 
 /// The workload for each contender in turn, [`ROUNDS`] times: script cache warmed, a fresh busy identifier's
 /// requests back to back, then at once one request of the idle identifier and both identifiers' memory. Each

@@ -323,7 +323,8 @@ fn scaling_table(scaling: &Scaling) -> String {
     format!(
         "## 2. Sliding-log scaling\n\nRedis µs per decision as the log grows: at rate R the interval is R ms and \
          one grant is made per ms, so the log holds R grants; {} ms of steady state (one grant and one denial per \
-         ms) at explicit times on every side.\n\n{}",
+         ms) at explicit times on every side; each contender shows the cheapest of 3 rounds, the contenders taking \
+         turns.\n\n{}",
         scaling.measured_ms,
         table(
             &[
