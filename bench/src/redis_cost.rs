@@ -251,10 +251,7 @@ async fn measure(workload: &Workload, contenders: &[Contender], progress: &Progr
             };
             // The memory is the first round's: the idle identifier holds one request only then.
             match kept {
-                Some(kept) if cost.decision.micros_per_decision < kept.decision.micros_per_decision => {
-                    kept.decision = cost.decision;
-                }
-                Some(_) => {}
+                Some(kept) => kept.decision = kept.decision.cheaper(cost.decision),
                 None => *kept = Some(cost),
             }
             progress.step();

@@ -27,6 +27,17 @@ pub struct DecisionCost {
     pub granted: u64,
 }
 
+impl DecisionCost {
+    /// The cheaper of two rounds of one workload (see [`crate::support::ROUNDS`]): the one less disturbed.
+    pub(crate) fn cheaper(self, other: DecisionCost) -> DecisionCost {
+        if other.micros_per_decision < self.micros_per_decision {
+            other
+        } else {
+            self
+        }
+    }
+}
+
 /// One `cmdstat_<name>` line.
 #[derive(Debug, Clone, Copy, Default)]
 struct CallStats {

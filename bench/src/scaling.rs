@@ -94,9 +94,7 @@ pub(crate) async fn run(stack: &BenchStack, quick: bool, progress: &Progress) ->
                     memory_at: None,
                 };
                 let cost = steady.measure().await?.decision;
-                if kept.is_none_or(|kept| cost.micros_per_decision < kept.micros_per_decision) {
-                    *kept = Some(cost);
-                }
+                *kept = Some(kept.map_or(cost, |kept| kept.cheaper(cost)));
                 progress.step();
             }
         }
