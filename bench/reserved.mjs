@@ -9,10 +9,10 @@
 // sliding log of 10 000 per minute that the run never fills, as a per-second and a per-hour limit are used together),
 // with and without reserved permits. The peer runs with its ephemeral cache off and auto-pipelining on, its defaults but the
 // cache. Per contender: HTTP requests per decision (every `fetch` the process makes is counted), decision latency
-// p50/p99, and grants against the limit's capacity over the run, from the first request to the last answer (1.00
-// is every permit the limit had, used): GCRA's burst + rate × the seconds; a fixed window's limit × the windows the
-// run touched; a sliding log's limit × the seconds rounded up. Answers the failure policy gave
-// (a timeout: the bridge or the client overloaded) are counted apart, not as grants.
+// p50/p99, and grants against the limit's capacity for the run's requests: what an exact limiter of the algorithm with
+// no round trip grants them, each decided at the moment it was asked (EXACT below; 1.00 is every permit the limit
+// had for these requests, used). Answers the failure policy gave (a timeout: the bridge or the client overloaded) are
+// counted apart, not as grants.
 // That no window ever holds more than the limit with blocks on is what the concurrent checker in
 // tests/tests/reserved.rs proves; this measures the price and the speed.
 // Not a test: numbers on a shared machine move. Ratios between contenders measured in one run are what to read.
@@ -36,14 +36,65 @@ const CLIENTS = (process.env.CLIENTS ?? "4,32").split(",").map(Number);
 const ALGORITHMS = process.env.ALGORITHMS?.split(",");
 const PER_CLIENT_PER_SECOND = 50;
 const [LIMIT, BURST] = [100, 100];
-// The permits each algorithm's limit had from unix ms `from` to `to`.
-const CAPACITY = {
-  gcra: (from, to) => BURST + (LIMIT * (to - from)) / 1000,
-  fixedWindow: (from, to) => LIMIT * (Math.floor(to / 1000) - Math.floor(from / 1000) + 1),
-  slidingLog: (from, to) => LIMIT * Math.ceil((to - from) / 1000),
+// What each algorithm's limit can grant this run's requests: an exact limiter of the algorithm with no round trip,
+// deciding each request at the moment it was asked (unix ms), in the order asked. That is the capacity a
+// contender's grants are measured against: no exact limiter can grant these requests more (but by the requests that
+// the DELAY_MS on their way to Redis moves into a window with room: a fixed window's next, a little over 1.00), and it is one number for every contender of the algorithm, however their
+// answers are timed. (A bound counted over the run's length instead, such as a sliding log's limit × the seconds from
+// the first request to the last answer rounded up, moves by a whole window, 1.6% of a minute, with whether the last
+// answer was local or came back after the 60th second.) Each model is `{fits(t), take(t)}`.
+const EXACT = {
+  // GCRA, burst BURST: a request at t fits when max(TAT, t) + T − t ≤ BURST × T, T = 1 s / LIMIT.
+  gcra() {
+    const period = 1000 / LIMIT;
+    let theoretical = -Infinity;
+    return {
+      fits: (t) => Math.max(theoretical, t) + period - t <= BURST * period,
+      take: (t) => (theoretical = Math.max(theoretical, t) + period),
+    };
+  },
+  fixedWindow() {
+    const counts = new Map();
+    const window = (t) => Math.floor(t / 1000);
+    return {
+      fits: (t) => (counts.get(window(t)) ?? 0) < LIMIT,
+      take: (t) => counts.set(window(t), (counts.get(window(t)) ?? 0) + 1),
+    };
+  },
+  // At most `limit` grants in any span of `interval` ms: a request at t fits when fewer were granted in
+  // (t − interval, t].
+  slidingLog(limit = LIMIT, interval = 1000) {
+    const grants = [];
+    let first = 0;
+    return {
+      fits(t) {
+        while (first < grants.length && grants[first] <= t - interval) first++;
+        return grants.length - first < limit;
+      },
+      take: (t) => grants.push(t),
+    };
+  },
+  // The contenders' `twoLimits`: granted when both have room, and then taken from both.
+  gcraAndSlidingLog() {
+    const limits = [EXACT.gcra(), EXACT.slidingLog(10000, 60000)];
+    return {
+      fits: (t) => limits.every((limit) => limit.fits(t)),
+      take: (t) => limits.forEach((limit) => limit.take(t)),
+    };
+  },
 };
-// Two limits, the GCRA the one that binds (the run grants fewer than the log's 10 000 a minute).
-CAPACITY.gcraAndSlidingLog = CAPACITY.gcra;
+/** How many of the requests asked at `times` (unix ms) an exact `algorithm` limiter with no round trip grants. */
+function exactGrants(algorithm, times) {
+  const exact = EXACT[algorithm]();
+  let granted = 0;
+  for (const t of [...times].sort((a, b) => a - b)) {
+    if (exact.fits(t)) {
+      exact.take(t);
+      granted++;
+    }
+  }
+  return granted;
+}
 const fmt = (n, digits = 1) => n.toFixed(digits);
 
 // Every HTTP request either library makes goes through the global fetch: count them.
@@ -79,17 +130,18 @@ async function delayingRelay(url) {
 }
 
 /**
- * `clients` clients made by `make`, each calling `limit(id)` 50 times a second, open loop, for SECONDS, against a
- * limit whose permits from unix ms `from` to `to` are `capacity(from, to)`.
+ * `clients` clients made by `make`, each calling `limit(id)` 50 times a second, open loop, for SECONDS, against one
+ * `algorithm` limit (a key of EXACT).
  */
-async function run(make, capacity, clients, id) {
+async function run(make, algorithm, clients, id) {
   const limiters = Array.from({ length: clients }, make);
   const latencies = [];
+  // When each request was asked, unix ms: what an exact limiter would have decided it at.
+  const askedAt = [];
   let [granted, failed] = [0, 0];
   const pending = [];
   const fetchesBefore = fetches();
   const started = performance.now();
-  const startedAt = Date.now();
   await Promise.all(
     limiters.map(async (limiter, client) => {
       // Each client's requests are evenly spaced, the clients' staggered across the first period.
@@ -99,6 +151,7 @@ async function run(make, capacity, clients, id) {
         const wait = next - performance.now();
         if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
         const asked = performance.now();
+        askedAt.push(performance.timeOrigin + asked);
         pending.push(
           limiter.limit(id).then((result) => {
             latencies.push(performance.now() - asked);
@@ -113,14 +166,16 @@ async function run(make, capacity, clients, id) {
   );
   await Promise.all(pending);
   // The decisions' span: from the first request to the last answer (requests asked before SECONDS are answered
-  // after it): what the limit's capacity is counted over.
+  // after it).
   const seconds = (performance.now() - started) / 1000;
   latencies.sort((a, b) => a - b);
+  const exact = exactGrants(algorithm, askedAt);
   return {
     decisions: latencies.length,
     granted,
     failed,
-    capacityUsed: granted / capacity(startedAt, Date.now()),
+    exact,
+    capacityUsed: granted / exact,
     requestsPerDecision: (fetches() - fetchesBefore) / latencies.length,
     p50Ms: quantile(latencies, 0.5),
     p99Ms: quantile(latencies, 0.99),
@@ -159,7 +214,7 @@ try {
   let round = 0;
   for (const clients of CLIENTS) {
     for (const [algorithm, who, make] of contenders.filter(([algorithm]) => ALGORITHMS?.includes(algorithm) ?? true)) {
-      rows.push({ clients, algorithm, who, ...(await run(make, CAPACITY[algorithm], clients, `hot-${round++}`)) });
+      rows.push({ clients, algorithm, who, ...(await run(make, algorithm, clients, `hot-${round++}`)) });
     }
   }
   if (options.json) {
@@ -168,15 +223,16 @@ try {
     console.log(
       `One identifier, a limit of ${LIMIT} per second (GCRA: burst ${BURST}); each client ${PER_CLIENT_PER_SECOND} ` +
         `requests a second, open loop, for ${SECONDS} s; a relay adds ${DELAY_MS} ms each way (a round trip of ` +
-        `${2 * DELAY_MS} ms more). Capacity used: grants / the permits the limit had from the first request to ` +
-        `the last answer (GCRA: burst + limit × seconds; fixed window: limit × windows touched; sliding log: ` +
-        `limit × seconds rounded up).\n`,
+        `${2 * DELAY_MS} ms more). Exact: what an exact limiter of the algorithm with no round trip grants the ` +
+        `same requests, each decided when it was asked (the limit's capacity for them). Capacity used: granted / ` +
+        `exact.\n`,
     );
-    console.log("| clients | algorithm | contender | decisions | granted | capacity used | failed (timeout, error) | HTTP requests per decision | p50 ms | p99 ms |");
-    console.log("|---:|---|---|---:|---:|---:|---:|---:|---:|---:|");
+    console.log("| clients | algorithm | contender | decisions | granted | exact | capacity used | failed (timeout, error) | HTTP requests per decision | p50 ms | p99 ms |");
+    console.log("|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
     for (const r of rows) {
       console.log(
-        `| ${r.clients} | ${r.algorithm} | ${r.who} | ${r.decisions} | ${r.granted} | ${fmt(r.capacityUsed, 3)} | ${r.failed} | ` +
+        `| ${r.clients} | ${r.algorithm} | ${r.who} | ${r.decisions} | ${r.granted} | ${r.exact} | ${fmt(r.capacityUsed, 3)} | ` +
+          `${r.failed} | ` +
           `${fmt(r.requestsPerDecision, 3)} | ${fmt(r.p50Ms, 2)} | ${fmt(r.p99Ms, 2)} |`,
       );
     }
