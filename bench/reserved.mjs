@@ -38,11 +38,12 @@ const PER_CLIENT_PER_SECOND = 50;
 const [LIMIT, BURST] = [100, 100];
 // What each algorithm's limit can grant this run's requests: an exact limiter of the algorithm with no round trip,
 // deciding each request at the moment it was asked (unix ms), in the order asked. That is the capacity a
-// contender's grants are measured against: no exact limiter can grant these requests more (but by the requests that
-// the DELAY_MS on their way to Redis moves into a window with room: a fixed window's next, a little over 1.00), and it is one number for every contender of the algorithm, however their
-// answers are timed. (A bound counted over the run's length instead, such as a sliding log's limit × the seconds from
-// the first request to the last answer rounded up, moves by a whole window, 1.6% of a minute, with whether the last
-// answer was local or came back after the 60th second.) Each model is `{fits(t), take(t)}`.
+// contender's grants are measured against: no exact limiter can grant these requests more (but for those that the
+// DELAY_MS on their way to Redis moves into a window with room: a fixed window's next, a little over 1.00), and it
+// is one number for every contender of the algorithm, however their answers are timed. (A bound counted over the
+// run's length instead, such as a sliding log's limit × the seconds from the first request to the last answer
+// rounded up, moves by a whole window, 1.6% of a minute, with whether the last answer was local or came back after
+// the 60th second.) Each model is `{fits(t), take(t)}`.
 const EXACT = {
   // GCRA, burst BURST: a request at t fits when max(TAT, t) + T − t ≤ BURST × T, T = 1 s / LIMIT.
   gcra() {
