@@ -19,8 +19,8 @@
 //
 // Run: scripts/build-wasm && cargo build --release -p edgelimit-cli && node bench/reserved.mjs [--quick]
 //   (scripts/bench runs it after the scenarios and appends its table to bench/RESULTS.md)
-//   SECONDS (default 60; 3 with --quick), DELAY_MS (default 10), CLIENTS (default "4,32") and ALGORITHMS (default
-//   all) in the environment.
+//   SECONDS (default 60; 3 with --quick), DELAY_MS (default 10), CLIENTS (default "4,32"), ALGORITHMS (default
+//   all) and TIMELINE_MS (above) in the environment.
 import { createServer, connect } from "node:net";
 import { benchOptions, connectOrStartStack, countFetches, quantile } from "./options.mjs";
 
@@ -34,6 +34,9 @@ const DELAY_MS = Number(process.env.DELAY_MS ?? 10);
 const CLIENTS = (process.env.CLIENTS ?? "4,32").split(",").map(Number);
 // ALGORITHMS (e.g. "slidingLog") runs only those algorithms' contenders: a quick look at one.
 const ALGORITHMS = process.env.ALGORITHMS?.split(",");
+// TIMELINE_MS (e.g. 50) adds each contender's grants counted in bins of that many ms from its start: how a limit's
+// permits cycle (README, "Why the sliding log leaves the most unused").
+const TIMELINE_MS = Number(process.env.TIMELINE_MS ?? 0);
 const PER_CLIENT_PER_SECOND = 50;
 const [LIMIT, BURST] = [100, 100];
 // What each algorithm's limit can grant this run's requests: an exact limiter of the algorithm with no round trip,
@@ -84,6 +87,16 @@ const EXACT = {
     };
   },
 };
+/** Grants asked at `times` (ms from the start), counted in bins of TIMELINE_MS: a line per second. */
+function timeline(times) {
+  const bins = new Array(Math.ceil((SECONDS * 1000) / TIMELINE_MS)).fill(0);
+  for (const t of times) bins[Math.min(Math.floor(t / TIMELINE_MS), bins.length - 1)]++;
+  const perLine = Math.max(1, Math.round(1000 / TIMELINE_MS));
+  const lines = [];
+  for (let i = 0; i < bins.length; i += perLine) lines.push(bins.slice(i, i + perLine).join(" "));
+  return lines;
+}
+
 /** How many of the requests asked at `times` (unix ms) an exact `algorithm` limiter with no round trip grants. */
 function exactGrants(algorithm, times) {
   const exact = EXACT[algorithm]();
@@ -139,6 +152,8 @@ async function run(make, algorithm, clients, id) {
   const latencies = [];
   // When each request was asked, unix ms: what an exact limiter would have decided it at.
   const askedAt = [];
+  // When each granted request was asked, ms from the run's start (for TIMELINE_MS).
+  const grantedAt = [];
   let [granted, failed] = [0, 0];
   const pending = [];
   const fetchesBefore = fetches();
@@ -158,7 +173,10 @@ async function run(make, algorithm, clients, id) {
             latencies.push(performance.now() - asked);
             // A grant the failure policy made (the store timed out or failed) is no decision: counted apart.
             if (result.reason === "timeout" || result.reason === "error") failed++;
-            else if (result.success) granted++;
+            else if (result.success) {
+              granted++;
+              grantedAt.push(asked - started);
+            }
           }),
         );
         next += period;
@@ -181,6 +199,7 @@ async function run(make, algorithm, clients, id) {
     p50Ms: quantile(latencies, 0.5),
     p99Ms: quantile(latencies, 0.99),
     seconds,
+    timeline: TIMELINE_MS ? timeline(grantedAt) : undefined,
   };
 }
 
@@ -232,10 +251,14 @@ try {
     console.log("|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
     for (const r of rows) {
       console.log(
-        `| ${r.clients} | ${r.algorithm} | ${r.who} | ${r.decisions} | ${r.granted} | ${r.exact} | ${fmt(r.capacityUsed, 3)} | ` +
-          `${r.failed} | ` +
-          `${fmt(r.requestsPerDecision, 3)} | ${fmt(r.p50Ms, 2)} | ${fmt(r.p99Ms, 2)} |`,
+        `| ${r.clients} | ${r.algorithm} | ${r.who} | ${r.decisions} | ${r.granted} | ${r.exact} | ` +
+          `${fmt(r.capacityUsed, 3)} | ${r.failed} | ${fmt(r.requestsPerDecision, 3)} | ${fmt(r.p50Ms, 2)} | ` +
+          `${fmt(r.p99Ms, 2)} |`,
       );
+    }
+    for (const r of rows.filter((r) => r.timeline)) {
+      console.log(`\nGrants per ${TIMELINE_MS} ms, a line per second: ${r.clients} clients, ${r.algorithm}, ${r.who}`);
+      console.log(r.timeline.join("\n"));
     }
   }
 } finally {

@@ -108,7 +108,7 @@ export interface RatelimitConfig {
    * `"<permits>:local-<id>"`, go back to this client's permits with no round trip). What it trades: reserved
    * permits not used within their span are lost until the limit refills, the window ends or they free
    * (under-admission, never over); on a busy sliding log, a permit's use is known only within a round trip, so it
-   * admits a few percent below its limit (about 94% with `"500 ms"` and a 20 ms round trip in bench/reserved.mjs;
+   * admits a few percent below its limit (about 95% with `"500 ms"` and a 20 ms round trip in bench/reserved.mjs;
    * GCRA about 99%); `remaining` from reserved permits is how many this client has left
    * (an estimate); and `reset(identifier)` or a lowered limit reaches permits already reserved only when their spans
    * end. Default: off, every decision asks Redis.
