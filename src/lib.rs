@@ -21,6 +21,7 @@
 //! | [`identifier`] | identifiers keyed by their exact bytes: raw when short text, else SHA-256 |
 //! | [`duration`] | human durations: `"10 s"`, `"250ms"`, `"1m"` |
 //! | [`time`] | waiting on every target (`acquire`) |
+//! | `unique_id` | ids for log grants and concurrency leases, unique per process; unguessable ids for local receipts |
 //! | `cold` | paths most calls never take, compiled apart on wasm (a Worker's cold start compiles what it runs) |
 //! | [`error`] | the one error enum, with stable `EDGELIMIT_…` codes |
 //! | [`value`] | Redis replies as the REST protocol carries them, and their checked decoding |
