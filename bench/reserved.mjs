@@ -39,6 +39,8 @@ const ALGORITHMS = process.env.ALGORITHMS?.split(",");
 const TIMELINE_MS = Number(process.env.TIMELINE_MS ?? 0);
 const PER_CLIENT_PER_SECOND = 50;
 const [LIMIT, BURST] = [100, 100];
+// The second limit of the two-limit contenders: a sliding log the run never fills (10 000 a minute).
+const [MINUTE_LIMIT, MINUTE_MS] = [10000, 60000];
 // What each algorithm's limit can grant this run's requests: an exact limiter of the algorithm with no round trip,
 // deciding each request at the moment it was asked (unix ms), in the order asked. That is the capacity a
 // contender's grants are measured against: no exact limiter can grant these requests more (but for those that the
@@ -80,7 +82,7 @@ const EXACT = {
   },
   // The contenders' `twoLimits`: granted when both have room, and then taken from both.
   gcraAndSlidingLog() {
-    const limits = [EXACT.gcra(), EXACT.slidingLog(10000, 60000)];
+    const limits = [EXACT.gcra(), EXACT.slidingLog(MINUTE_LIMIT, MINUTE_MS)];
     return {
       fits: (t) => limits.every((limit) => limit.fits(t)),
       take: (t) => limits.forEach((limit) => limit.take(t)),
@@ -215,7 +217,7 @@ try {
   const peer = (limiter) => () =>
     new upstash.Ratelimit({ redis, limiter, prefix: "reserve-bench-upstash", ephemeralCache: false });
   const reserve = "500 ms";
-  const twoLimits = [Ratelimit.gcra(LIMIT, "1 s", BURST), Ratelimit.slidingLog(10000, "1 m")];
+  const twoLimits = [Ratelimit.gcra(LIMIT, "1 s", BURST), Ratelimit.slidingLog(MINUTE_LIMIT, `${MINUTE_MS} ms`)];
   // [algorithm, contender, make]
   const contenders = [
     ["gcra", `edgelimit, reserve: "${reserve}"`, ours(Ratelimit.gcra(LIMIT, "1 s", BURST), reserve)],
