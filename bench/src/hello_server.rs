@@ -1,6 +1,6 @@
 //! `edgelimit-bench-hello`: a hello-world HTTP server, the baseline of scenario 3 that says what HTTP costs on this
 //! machine without the bridge. It runs as a process of its own, like the bridge it stands beside, on the same stack
-//! (tokio's multi-threaded runtime, axum, hyper), and answers every `POST /` with what the bridge answers to `PING`,
+//! (the `edgelimit` binary's runtime and worker threads, its allocator, axum, hyper), and answers every `POST /` with what the bridge answers to `PING`,
 //! at once: no token, no body read, no Redis.
 //!
 //! Usage: `edgelimit-bench-hello [ADDR]` (default `127.0.0.1:0`); prints `listening on http://ADDR` once it listens,
@@ -15,10 +15,14 @@ use axum::Router;
 /// The bridge's answer to `PING` with `Upstash-Encoding: base64`, as the benchmark's clients ask.
 const PONG: &str = r#"{"result":"UE9ORw=="}"#;
 
-#[tokio::main]
-async fn main() -> ExitCode {
+// The `edgelimit` binary's allocator (cli/src/main.rs).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+fn main() -> ExitCode {
     let address = std::env::args().nth(1).unwrap_or_else(|| "127.0.0.1:0".to_owned());
-    match serve(&address).await {
+    let served = edgelimit_cli::runtime::build(None).and_then(|runtime| runtime.block_on(serve(&address)));
+    match served {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("edgelimit-bench-hello: {e}");

@@ -17,6 +17,7 @@
 //! | [`playground`] | the playground page in the dev stack: `www/` and the npm package it imports, served locally |
 //! | [`worker_dev`] | the Worker in the dev stack: `wrangler dev` in front of a demo origin |
 //! | [`signals`] | graceful shutdown on SIGINT/SIGTERM |
+//! | [`runtime`] | the async runtime of the binary: worker threads (`--threads`), half the cores by default |
 
 #![warn(missing_docs)]
 
@@ -37,5 +38,6 @@ pub mod family;
 pub mod playground;
 pub mod redis_cluster;
 pub mod redis_server;
+pub mod runtime;
 pub mod signals;
 pub mod worker_dev;

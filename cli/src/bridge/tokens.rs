@@ -200,7 +200,13 @@ impl Tokens {
         let mut reported = None;
         loop {
             tokio::time::sleep(RELOAD_EVERY).await;
-            match self.reload() {
+            // On the blocking pool: a file system may stall (a network one), and the worker threads serving
+            // requests are few (one by default, see `crate::runtime`).
+            let tokens = self.clone();
+            let reloaded = tokio::task::spawn_blocking(move || tokens.reload())
+                .await
+                .unwrap_or_else(|e| Err(format!("reading the tokens file failed: {e}")));
+            match reloaded {
                 Ok(()) => reported = None,
                 // Said once per distinct problem, not every second.
                 Err(e) if reported.as_ref() != Some(&e) => {
