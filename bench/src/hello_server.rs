@@ -1,6 +1,7 @@
 //! `edgelimit-bench-hello`: a hello-world HTTP server, the baseline of scenario 3 that says what HTTP costs on this
-//! machine without the bridge. It runs as a process of its own, like the bridge it stands beside, on the same stack
-//! (the `edgelimit` binary's runtime and worker threads, its allocator, axum, hyper), and answers every `POST /` with what the bridge answers to `PING`,
+//! machine without the bridge. It runs as a process of its own (the bridge it stands beside runs in the benchmark's
+//! process, idle but for it while the load generator runs), on the same stack (the `edgelimit` binary's runtime and
+//! worker threads, its allocator, axum, hyper), and answers every `POST /` with what the bridge answers to `PING`,
 //! at once: no token, no body read, no Redis.
 //!
 //! Usage: `edgelimit-bench-hello [ADDR]` (default `127.0.0.1:0`); prints `listening on http://ADDR` once it listens,
@@ -15,7 +16,7 @@ use axum::Router;
 /// The bridge's answer to `PING` with `Upstash-Encoding: base64`, as the benchmark's clients ask.
 const PONG: &str = r#"{"result":"UE9ORw=="}"#;
 
-// The `edgelimit` binary's allocator (cli/src/main.rs).
+// The `edgelimit` binary's allocator (cli/src/main.rs), as the benchmark's own process, the bridge's, has.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

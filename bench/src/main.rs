@@ -28,9 +28,17 @@ struct Cli {
     no_node: bool,
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
-    match run(Cli::parse()).await {
+// The benchmark's bridge runs in this process (src/stack.rs), so it runs as the `edgelimit` binary does: on its
+// allocator and its runtime's worker threads (cli/src/main.rs, cli/src/runtime.rs), which the hello-world server
+// beside it shares too.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+fn main() -> ExitCode {
+    let ran = edgelimit_cli::runtime::build(None)
+        .map_err(|e| e.to_string())
+        .and_then(|runtime| runtime.block_on(run(Cli::parse())));
+    match ran {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
             eprintln!("edgelimit-bench: {message}");

@@ -425,11 +425,15 @@ fn load_table(load: &LoadComparison) -> String {
          the hello-world server, {} s per run, next to `redis-benchmark` sending the same command straight to Redis, \
          {} requests per run: two load generators that cost their sides alike. {} rounds, the three taking turns, \
          who goes first rotating; each shows its fastest run. Everything shares the machine's two cores: the bridge's \
-         requests also cost Redis and the generator theirs, the hello-world server's cost nothing else.\n\n{}",
+         requests also cost Redis and the generator theirs, the hello-world server's cost nothing else.{}\n\n{}",
         load.generator,
         load.seconds,
         load.redis_benchmark_requests,
         load.rounds,
+        load.worker_threads.map_or_else(String::new, |threads| format!(
+            " The bridge (in the benchmark's process, idle but for it while `wrk` runs) and the hello-world server run \
+             as the `edgelimit` binary does: {threads} worker thread(s) (half the cores), mimalloc."
+        )),
         table(
             &[
                 "operation",

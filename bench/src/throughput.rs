@@ -121,6 +121,10 @@ pub struct LoadComparison {
     pub redis_benchmark_requests: u64,
     /// Runs of each target per row, taking turns; each row shows each target's fastest.
     pub rounds: u32,
+    /// Worker threads of the bridge's runtime and the hello-world server's (the `edgelimit` binary's default);
+    /// `None` in results written before the benchmark ran on that runtime.
+    #[serde(default)]
+    pub worker_threads: Option<usize>,
     /// Per operation and concurrency.
     pub rows: Vec<LoadRow>,
 }
@@ -349,6 +353,7 @@ async fn load_comparison(
         seconds,
         redis_benchmark_requests,
         rounds,
+        worker_threads: Some(edgelimit_cli::runtime::default_threads()),
         rows,
     })
 }
