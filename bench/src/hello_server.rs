@@ -16,10 +16,6 @@ use axum::Router;
 /// The bridge's answer to `PING` with `Upstash-Encoding: base64`, as the benchmark's clients ask.
 const PONG: &str = r#"{"result":"UE9ORw=="}"#;
 
-// The `edgelimit` binary's allocator (cli/src/main.rs), as the benchmark's own process, the bridge's, has.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() -> ExitCode {
     let address = std::env::args().nth(1).unwrap_or_else(|| "127.0.0.1:0".to_owned());
     let served = edgelimit_cli::runtime::build(None).and_then(|runtime| runtime.block_on(serve(&address)));

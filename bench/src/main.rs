@@ -29,11 +29,8 @@ struct Cli {
 }
 
 // The benchmark's bridge runs in this process (src/stack.rs), so it runs as the `edgelimit` binary does: on its
-// allocator and its runtime's worker threads (cli/src/main.rs, cli/src/runtime.rs), which the hello-world server
-// beside it shares too.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
+// runtime's worker threads and its allocator (`edgelimit_cli::runtime`), which the hello-world server beside it
+// shares too.
 fn main() -> ExitCode {
     let ran = edgelimit_cli::runtime::build(None)
         .map_err(|e| e.to_string())

@@ -17,7 +17,7 @@
 //! | [`playground`] | the playground page in the dev stack: `www/` and the npm package it imports, served locally |
 //! | [`worker_dev`] | the Worker in the dev stack: `wrangler dev` in front of a demo origin |
 //! | [`signals`] | graceful shutdown on SIGINT/SIGTERM |
-//! | [`runtime`] | the async runtime of the binary: worker threads (`--threads`), half the cores by default |
+//! | [`runtime`] | how the binary runs: the async runtime's worker threads (`--threads`, half the cores by default), the allocator (mimalloc) |
 
 #![warn(missing_docs)]
 

@@ -268,12 +268,6 @@ enum Commands {
     },
 }
 
-// mimalloc instead of glibc's malloc: glibc's malloc and free were 16 % of the bridge's CPU time per request (each
-// request allocates in hyper, axum, the handler and the Redis client); with mimalloc the bridge spends 15 % less CPU
-// per request on two worker threads, up to 12 % less on one (bench/PROFILE.md).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match edgelimit_cli::runtime::build(cli.threads) {
