@@ -332,26 +332,35 @@ impl<'a> Batch<'a> {
         let mut success = true;
         let mut decisions = Vec::with_capacity(self.requests.len());
         for (request, verdict) in self.requests.iter().zip(verdicts) {
-            let allowed = match verdict.status {
-                Status::Granted | Status::Refunded => true,
-                Status::Allowed | Status::NotHeld => {
+            // Each operation has its own statuses: a status another operation replies (a `refunded` to a call that
+            // asked for permits) is a malformed reply, never a grant.
+            let allowed = match (self.operation, verdict.status) {
+                (Operation::Limit, Status::Granted) | (Operation::Refund, Status::Refunded) => true,
+                // A peek's verdict, or one limit of several that would allow when another denies.
+                (Operation::Limit | Operation::Peek, Status::Allowed) => {
                     success = false;
-                    self.operation == Operation::Limit || self.operation == Operation::Peek
+                    true
                 }
-                Status::Denied => {
+                (Operation::Limit | Operation::Peek, Status::Denied) | (Operation::Refund, Status::NotHeld) => {
                     success = false;
                     false
                 }
-                Status::ExceedsLimit => {
+                (_, Status::ExceedsLimit) => {
                     return Err(Error::PermitsExceedRate {
                         permits: request.permits,
                         rate: verdict.limit,
                     })
                 }
-                Status::NotConfigured => {
+                (_, Status::NotConfigured) => {
                     return Err(Error::NotInitialized {
                         name: request.limiter.name.clone(),
                     })
+                }
+                (operation, status) => {
+                    return Err(Error::malformed(
+                        format!("a status a {} call replies", operation.word()),
+                        format!("{status:?}"),
+                    ))
                 }
             };
             let decision = verdict.decision(allowed);
@@ -459,5 +468,32 @@ mod tests {
             batch.decode(numbers(5)).unwrap_err(),
             Error::PermitsExceedRate { permits: 2, rate: 10 }
         ));
+        // A status of another operation: a refund's `refunded` or `not_held` to a call that asked for permits, a
+        // grant to a peek. Read as its own operation's, a `refunded` would have been a grant with no receipt.
+        for status in [3, 4] {
+            let error = batch.decode(numbers(status)).unwrap_err();
+            assert!(matches!(error, Error::MalformedReply { .. }), "{status}: {error}");
+        }
+        let peek = Batch::new(Operation::Peek, &[window.request("id", 2)]).unwrap();
+        for status in [1, 3, 4] {
+            let error = peek.decode(numbers(status)).unwrap_err();
+            assert!(matches!(error, Error::MalformedReply { .. }), "{status}: {error}");
+        }
+    }
+
+    #[test]
+    fn more_permits_than_a_quota_in_code_allows_are_refused_before_any_io() {
+        // Sent to a store that is down, the caller's mistake would meet the failure policy instead of this error.
+        let window = limiter(Quota::fixed_window(10, HOUR).unwrap());
+        for operation in [Operation::Limit, Operation::Peek, Operation::Refund] {
+            let error = Batch::new(operation, &[window.request("id", 11)])
+                .map(drop)
+                .unwrap_err();
+            assert!(
+                matches!(error, Error::PermitsExceedRate { permits: 11, rate: 10 }),
+                "{error}"
+            );
+        }
+        assert!(Batch::new(Operation::Limit, &[window.request("id", 10)]).is_ok());
     }
 }

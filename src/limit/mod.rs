@@ -203,7 +203,10 @@ impl Limiter {
         retry_until_granted(timeout, longest_sleep([self]), || self.limit(&id, permits)).await
     }
 
-    /// Refuses a request of no permits, which no decision means (a peek reads what is left).
+    /// Refuses a request of no permits, which no decision means (a peek reads what is left), and with a quota in
+    /// code one of more permits than its limit, which no decision can grant. Both are refused before any I/O: sent
+    /// to a store that is down, the caller's mistake would meet the failure policy (`onError`) instead, and a
+    /// policy that fails open would let it through.
     pub(crate) fn check_permits(&self, permits: u32) -> Result<()> {
         if permits == 0 {
             return Err(Error::InvalidArgument(format!(
@@ -211,7 +214,13 @@ impl Limiter {
                 self.name
             )));
         }
-        Ok(())
+        match self.quota {
+            Some(quota) if permits > quota.limit() => Err(Error::PermitsExceedRate {
+                permits,
+                rate: quota.limit().into(),
+            }),
+            _ => Ok(()),
+        }
     }
 
     /// True when capacity may come back before a denial's `retry_after`: a concurrency lease is usually released

@@ -701,7 +701,7 @@ impl Reserved {
     /// Takes `permits` for `id`: from permits this client reserved when it can (no round trip), else from Redis,
     /// which may reserve more along with it.
     pub async fn limit<'i>(&self, id: impl Into<Identifier<'i>>, permits: u32) -> Result<ReservedDecision> {
-        self.check_permits(permits)?;
+        self.limiter.check_permits(permits)?;
         let identifier = id.into();
         let key = self.limiter.state_key(&identifier);
         // How many times this request waited for another's reply (see below; then it has been counted already), and
@@ -826,19 +826,6 @@ impl Reserved {
             local: false,
             span: if decision.success { (now, now) } else { (0, 0) },
         })
-    }
-
-    /// Refuses a request of `permits` the limiter refuses, and one above the limit (no reservation could hold it).
-    fn check_permits(&self, permits: u32) -> Result<()> {
-        self.limiter.check_permits(permits)?;
-        let limit = self.quota.limit();
-        if permits > limit {
-            return Err(Error::PermitsExceedRate {
-                permits,
-                rate: limit.into(),
-            });
-        }
-        Ok(())
     }
 
     /// What a reservation asks besides a request of `permits`, from this client's demand in `pool`: the block, and

@@ -147,7 +147,7 @@ impl ReservedAll {
     pub async fn limit<'i>(&self, id: impl Into<Identifier<'i>>, permits: u32) -> Result<ReservedDecisions> {
         let id = id.into();
         for part in &self.parts {
-            part.check_permits(permits)?;
+            part.limiter.check_permits(permits)?;
         }
         let keys: Vec<String> = self.parts.iter().map(|part| part.limiter.state_key(&id)).collect();
         // How many times this request waited for another's reservation (as a single limit's do: see
