@@ -69,9 +69,9 @@ pub enum Error {
         source: std::sync::Arc<dyn std::error::Error + Send + Sync>,
     },
 
-    /// The endpoint answered with an HTTP error that is not a Redis command error: a 5xx while Redis is down (the store
-    /// is unavailable), or another status (413: the request is too large for it; 404: a wrong URL), which no waiting
-    /// fixes.
+    /// The endpoint answered with an HTTP error that is not a Redis command error: a 502, 503 or 504 while Redis is
+    /// down (the store is unavailable), or another status (500: the endpoint failed on this request; 413: the
+    /// request is too large for it; 404: a wrong URL), which no waiting fixes.
     #[error("the REST endpoint answered HTTP {status}: {message}{}", endpoint_advice(*.status))]
     Endpoint {
         /// HTTP status.
@@ -153,16 +153,18 @@ impl Error {
         }
     }
 
-    /// True when the store is unavailable: it did not answer in time, could not be reached, answered HTTP 5xx, or
-    /// Redis said it cannot serve now ([`Error::Unavailable`]). These, and only these, are what a failure policy
-    /// (`onError`) may absorb, failing open or closed. Every other error is reported: a caller's mistake (an invalid
+    /// True when the store is unavailable: it did not answer in time, could not be reached, answered HTTP 502, 503
+    /// or 504 (a gateway that could not reach it, or the endpoint saying it cannot serve), or Redis said it cannot
+    /// serve now ([`Error::Unavailable`]). These, and only these, are what a failure policy (`onError`) may absorb,
+    /// failing open or closed. (A 500 or another 5xx says the endpoint failed on this request, which is no proof that
+    /// the store is down: the bridge answers its own bugs and replies it cannot read so.) Every other error is reported: a caller's mistake (an invalid
     /// argument, a request too large), a wrong token or store set-up, foreign state in a limit's key, a reply that
     /// does not parse (a proxy's garbled answer is no proof the store is down) and any error edgelimit does not
     /// know. Turning those into "allowed" would let requests past a limit by accident.
     pub fn is_store_unavailable(&self) -> bool {
         match self {
             Error::Timeout { .. } | Error::Transport { .. } | Error::Unavailable { .. } => true,
-            Error::Endpoint { status, .. } => *status >= 500,
+            Error::Endpoint { status, .. } => matches!(status, 502..=504),
             _ => false,
         }
     }
@@ -286,7 +288,8 @@ fn store_config_advice(code: &str) -> &'static str {
 fn endpoint_advice(status: u16) -> &'static str {
     match status {
         413 => "; the request is too large for the endpoint: send fewer or smaller commands",
-        500.. => "; the store is unavailable, and the failure policy (onError) decides",
+        502..=504 => "; the store is unavailable, and the failure policy (onError) decides",
+        500.. => "; the endpoint failed on this request (see its logs); not taken for an outage, so not absorbed",
         _ => "; check the endpoint's URL",
     }
 }
@@ -426,8 +429,13 @@ mod tests {
             status,
             message: String::new(),
         };
-        assert!(endpoint(503).is_store_unavailable() && endpoint(500).is_store_unavailable());
+        for status in [502, 503, 504] {
+            assert!(endpoint(status).is_store_unavailable(), "{status}");
+        }
         for error in [
+            // The endpoint failed on this request (the bridge's own bug, a reply it could not read).
+            endpoint(500),
+            endpoint(501),
             endpoint(413),
             endpoint(404),
             Error::malformed("a JSON body", "<html>"),

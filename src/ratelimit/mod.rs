@@ -32,8 +32,8 @@ use crate::limit::{self, KeyLayout, LimitState, Limiter, Quota, Receipt, DEFAULT
 use crate::rest::{Command, RestClient};
 use crate::time::{retry_until_granted, Attempt, Instant};
 
-/// What to answer when the store is unavailable (times out, is unreachable, answers 5xx, or Redis cannot serve now):
-/// see [`Error::is_store_unavailable`]. Every other error is returned, whatever the policy.
+/// What to answer when the store is unavailable (times out, is unreachable, answers 502/503/504, or Redis cannot
+/// serve now): see [`Error::is_store_unavailable`]. Every other error is returned, whatever the policy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum OnError {
     /// Fail open: allow the request (the default, as rate limiters usually should: an outage of the limiter must
@@ -75,8 +75,8 @@ pub enum Reason {
     Reserved,
     /// The store did not answer in time; [`OnError`] decided.
     Timeout,
-    /// The store was unavailable otherwise (unreachable, HTTP 5xx, Redis loading, busy, failing over, read-only or
-    /// out of memory); [`OnError`] decided.
+    /// The store was unavailable otherwise (unreachable, HTTP 502/503/504, Redis loading, busy, failing over,
+    /// read-only or out of memory); [`OnError`] decided.
     Error,
 }
 

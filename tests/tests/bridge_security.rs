@@ -255,6 +255,57 @@ async fn with_the_acl_off_the_bridge_still_fences_limiter_tokens_and_refuses_rea
     bridge.stop().await.unwrap();
 }
 
+/// A Redis that refuses the bridge (its login, or creating its ACL users) is a set-up error that no retry fixes: the
+/// client reports it, and it is never taken for an outage, which a failure policy failing open would let through.
+#[tokio::test]
+async fn a_bridge_that_redis_refuses_is_a_store_set_up_error_never_an_outage() {
+    let stack = Stack::start().await;
+    let limited = |client: RestClient| {
+        Limiter::new(client, "api", Quota::fixed_window(1, Duration::from_secs(60)).unwrap()).unwrap()
+    };
+    let refused = |error: Error, code: &str| {
+        assert!(!error.is_store_unavailable(), "{error}");
+        match &error {
+            Error::StoreConfig { code: got, message } if got == code => message.clone(),
+            other => panic!("expected Redis's {code}, got {other:?}"),
+        }
+    };
+    // The Redis ACL users of a bridge's limiter tokens cannot be made: its --redis user may not run ACL SETUSER.
+    // (The harness bridge keeps its connections, made before.)
+    let admin = stack.client();
+    admin
+        .command(&cmd(&["ACL", "SETUSER", "default", "-acl"]))
+        .await
+        .unwrap();
+    let mut config = BridgeConfig::new(stack.redis_url(), "admin-token-0001");
+    config.tokens = vec![(Profile::Limiter, LIMITER_TOKEN.to_owned())];
+    let bridge = InProcessBridge::start(config).await.unwrap();
+    let error = limited(RestClient::new(bridge.url(), LIMITER_TOKEN).unwrap())
+        .limit("a", 1)
+        .await
+        .unwrap_err();
+    let message = refused(error, "NOPERM");
+    assert!(message.contains("--redis-acl off"), "{message}");
+    bridge.stop().await.unwrap();
+
+    // A wrong password in the bridge's --redis URL.
+    admin
+        .command(&cmd(&["CONFIG", "SET", "requirepass", "the-right-one"]))
+        .await
+        .unwrap();
+    let url = stack.redis_url().replace("redis://", "redis://:a-wrong-one@");
+    let mut config = BridgeConfig::new(url, "admin-token-0001");
+    config.redis_acl = RedisAcl::Off;
+    let bridge = InProcessBridge::start(config).await.unwrap();
+    let error = limited(RestClient::new(bridge.url(), "admin-token-0001").unwrap())
+        .limit("a", 1)
+        .await
+        .unwrap_err();
+    let message = refused(error, "WRONGPASS");
+    assert!(message.contains("--redis URL"), "{message}");
+    bridge.stop().await.unwrap();
+}
+
 /// Sends `["EVAL", body, "0"]` with the admin token; the answer does not matter (it times out).
 async fn run_forever(stack: &Stack, body: &str) {
     let client = stack.client();

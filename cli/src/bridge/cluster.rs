@@ -225,6 +225,9 @@ pub enum Failed {
     },
     /// Never sent: no node could be reached for it within the request's time.
     Unreachable(String),
+    /// Never sent: a node refused the bridge's login or its ACL user, which no wait fixes. Passed on as the text of
+    /// Redis's error reply (`WRONGPASS`, `NOPERM`), so that clients report it rather than take it for an outage.
+    Refused(String),
 }
 
 impl Failed {
@@ -240,6 +243,7 @@ impl Failed {
                  itself"
             ),
             Failed::Unreachable(why) => format!("{why}; the command was not sent: retry shortly"),
+            Failed::Refused(text) => text.clone(),
         }
     }
 }
@@ -512,6 +516,14 @@ impl Cluster {
     /// After [`unavailable`](Cluster::unavailable): waits for the map to be read again, to route the command anew;
     /// once `deadline` has passed, why it could not be sent.
     pub async fn reroute(&self, address: &str, error: &RedisError, deadline: Instant) -> Result<(), Failed> {
+        let refused = match error.kind() {
+            redis::ErrorKind::AuthenticationFailed => json::refusal_text(error, address),
+            _ if error.code() == Some("NOPERM") => json::redis_error_text(error),
+            _ => None,
+        };
+        if let Some(text) = refused {
+            return Err(Failed::Refused(text));
+        }
         if Instant::now() >= deadline {
             return Err(Failed::Unreachable(format!(
                 "redis node {address} of {} is unavailable ({error})",

@@ -21,7 +21,7 @@ fn failure(failed: &Failed) -> Failure {
     let text = failed.text();
     match failed {
         Failed::Reply(_) if text.starts_with(REPLY_TOO_LARGE) => Failure::new(StatusCode::PAYLOAD_TOO_LARGE, text),
-        Failed::Reply(_) | Failed::Busy(_) => Failure::bad_request(text),
+        Failed::Reply(_) | Failed::Busy(_) | Failed::Refused(_) => Failure::bad_request(text),
         Failed::Lost { .. } | Failed::Unreachable(_) => {
             eprintln!("edgelimit bridge: {text}");
             Failure::new(StatusCode::SERVICE_UNAVAILABLE, text)

@@ -89,6 +89,22 @@ pub(super) fn redis_error_text(error: &redis::RedisError) -> Option<String> {
     })
 }
 
+/// The answer to an error of the bridge's own use of Redis that is neither a Redis error reply nor Redis out of
+/// reach, as the text of an error reply: its login refused (`WRONGPASS`), a reply it could not read (`ERR`). `None`
+/// when Redis could not be reached or did not answer in time, the one case that is an outage (the client's 503,
+/// which a failure policy may absorb). No retry fixes the others, so clients must report them: taken for an outage,
+/// a policy failing open would let every request through.
+pub(super) fn refusal_text(error: &redis::RedisError, redis: &str) -> Option<String> {
+    match error.kind() {
+        redis::ErrorKind::Io | redis::ErrorKind::ClusterConnectionNotFound => None,
+        redis::ErrorKind::AuthenticationFailed => Some(format!(
+            "WRONGPASS the bridge's login to Redis at {redis} was refused ({error}): fix the user and password in its \
+             --redis URL"
+        )),
+        _ => Some(format!("ERR the bridge could not use Redis at {redis}: {error}")),
+    }
+}
+
 /// One command's reply as Redis sent it: an error reply is the command's error, and an error nested inside an array
 /// (a Lua table holding `redis.error_reply(…)`, a transaction's failed command) stays where it is, as a value that
 /// [`reply`] renders as its text. (The redis crate's `query_async` would fail the whole command for a nested error,

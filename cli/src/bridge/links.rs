@@ -10,7 +10,6 @@
 //! way: Redis does not pass `ACL SETUSER` from node to node, so each node's users are created on that node, each time
 //! the bridge connects to it (a replica promoted after a failover is provisioned when the bridge first reaches it).
 
-use std::io;
 use std::sync::Arc;
 
 use redis::aio::MultiplexedConnection;
@@ -147,20 +146,26 @@ impl NodeLinks {
     }
 
     /// Creates or resets `user`'s Redis ACL user. A Redis that refuses (the `--redis` user may not run ACL SETUSER)
-    /// is reported as unavailable, with what to do: the requests of that profile cannot run at all.
+    /// is a `NOPERM`, with what to do: the requests of that profile cannot run at all, and no retry changes that, so
+    /// clients must report it rather than take it for an outage (which a failure policy failing open would let
+    /// through).
     async fn provision(&self, user: &ProfileLink) -> redis::RedisResult<()> {
         let mut admin = self.admin.connection().await?;
         let mut command = redis::cmd("ACL");
         command.arg("SETUSER").arg(user.user).arg(&user.rules);
         let reply: redis::RedisResult<()> = command.query_async(&mut admin).await;
         match reply {
-            Err(e) if e.code().is_some() => Err(redis::RedisError::from(io::Error::other(format!(
-                "the bridge could not create the Redis ACL user {} for {} tokens ({}): let the --redis user run \
-                 ACL SETUSER, or start the bridge with --redis-acl off",
-                user.user,
-                user.profile,
-                e.code().unwrap_or_default()
-            )))),
+            Err(e) if e.code().is_some() => Err(redis::RedisError::from((
+                redis::ErrorKind::Server(redis::ServerErrorKind::NoPerm),
+                "ACL SETUSER refused",
+                format!(
+                    "the bridge could not create the Redis ACL user {} for {} tokens ({}): let the --redis user run \
+                     ACL SETUSER, or start the bridge with --redis-acl off",
+                    user.user,
+                    user.profile,
+                    e.code().unwrap_or_default()
+                ),
+            ))),
             other => other,
         }
     }

@@ -502,8 +502,9 @@ impl Bridge {
         }
     }
 
-    /// A Redis error reply is the client's 400, a reply above the cap 413; anything else means Redis could not be
-    /// reached: 503.
+    /// A Redis error reply is the client's 400, a reply above the cap 413, a refusal of the bridge's own use of
+    /// Redis (its login) a 400 with a Redis error's text (see [`json::refusal_text`]); only Redis out of reach is
+    /// 503, the answer a client may take for an outage.
     fn failure(&self, error: &redis::RedisError) -> Failure {
         self.notice(error);
         if let Some(message) = json::redis_error_text(error) {
@@ -513,6 +514,10 @@ impl Bridge {
             return Failure::bad_request(message);
         }
         let redis = self.redis.describe();
+        if let Some(message) = json::refusal_text(error, &redis) {
+            eprintln!("edgelimit bridge: {message}");
+            return Failure::bad_request(message);
+        }
         eprintln!("edgelimit bridge: redis at {redis} unavailable: {error}");
         let why = if self.killer.as_ref().is_some_and(|killer| killer.unkillable()) {
             script_kill::UNKILLABLE_NOTE
@@ -702,8 +707,9 @@ impl Bridge {
                 refused.join("; ")
             ))),
             Some(Err(e)) => Err(self.failure(&e)),
+            // Not an outage (a 502 would be one to clients): a reply the bridge cannot read is reported.
             _ => Err(Failure::new(
-                StatusCode::BAD_GATEWAY,
+                StatusCode::INTERNAL_SERVER_ERROR,
                 format!("Redis answered EXEC of {count} commands with something else than their {count} results"),
             )),
         }

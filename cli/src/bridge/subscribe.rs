@@ -45,7 +45,7 @@ use redis::aio::{PubSub, PubSubStream};
 use redis::ConnectionInfo;
 use tokio::sync::{mpsc, watch};
 
-use super::json::redis_error_text;
+use super::json::{redis_error_text, refusal_text};
 use super::profile::Profile;
 use super::redis_link::open_capped;
 use super::{Bridge, BridgeConfig, Failure};
@@ -279,13 +279,17 @@ async fn subscribe(info: &ConnectionInfo, kind: Kind, names: &[Vec<u8>], cap: u6
     Ok(pubsub)
 }
 
-/// Why a subscription could not start, answered as the other routes answer: Redis's refusal is the client's 400,
-/// anything else means Redis could not be reached (503).
+/// Why a subscription could not start, answered as the other routes answer: Redis's refusal, or of the bridge's
+/// login, is the client's 400; Redis out of reach is 503.
 fn failure(info: &ConnectionInfo, kind: Kind, error: &redis::RedisError) -> Failure {
     if let Some(text) = redis_error_text(error) {
         return Failure::bad_request(text);
     }
     let redis = info.addr();
+    if let Some(text) = refusal_text(error, &redis.to_string()) {
+        eprintln!("edgelimit bridge: {text}");
+        return Failure::bad_request(text);
+    }
     eprintln!(
         "edgelimit bridge: redis at {redis} unavailable for a {}: {error}",
         kind.confirmation()
