@@ -98,6 +98,14 @@ local EXPLICIT_TIME_GRACE_MS = 60000
 -- Reported with error() as common.lua's reject does: 'ERR edgelimit: invalid ' .. RECEIPT_MARK .. ': ' .. mark.
 local RECEIPT_MARK = 'receipt mark (not a grant of this limit: a time or window after the server clock, or no number)'
 
+-- Why an algorithm that keeps a string (token bucket 'tb:', GCRA 'gcra:', fixed window 'fw:', sliding window 'sw:')
+-- refuses its key's value: neither its own state nor another of these algorithms' (which it reads as nothing
+-- counted: a stored quota whose algorithm changed starts afresh). Read as nothing counted, another program's value,
+-- or a damaged one, would be granted on and overwritten. Reported as Redis reports a key of another type (the
+-- caller's EDGELIMIT_FOREIGN_STATE), with the value's length, not its bytes, which may be another program's secret:
+-- 'WRONGTYPE edgelimit: ' .. FOREIGN_VALUE .. #value .. ' bytes)'. (The logs' scripts keep no string: unused there.)
+local FOREIGN_VALUE = 'the key holds a value of no edgelimit algorithm (another program\'s, or damaged: ' -- luacheck: ignore
+
 -- The algorithm family's driver, for several limits in one call or a quota stored in Redis (one limit with its quota
 -- in the arguments runs single.lua instead); the algorithms are spliced in at the marker, each wrapped by entry.lua.
 -- One call decides them atomically: every limit gives a verdict first, and only if all allow are all of them
@@ -514,7 +522,8 @@ end
 -- State: string 'tb:<units>:<at>', units = tokens × interval as of unix ms `at`: one GET to read, one SET … PX to
 -- write (Redis commands dominate a script's cost). A missing key is a full bucket, so the key expires exactly when
 -- the bucket would be full again. The tag 'tb:' says whose value it is: another algorithm's (a stored quota that
--- changed its algorithm) matches no pattern here and is read as no state, a full bucket.
+-- changed its algorithm) matches no pattern here and is read as no state, a full bucket; a value of no edgelimit
+-- algorithm is refused (prelude.lua, FOREIGN_VALUE).
 --
 -- A grant's receipt is '<permits>:<unix ms of the grant>'. A refund of it at `now` gives back what the grant took
 -- less what has refilled since, permits × interval − (now − granted) × rate units, when that is positive: those
@@ -534,6 +543,13 @@ ALGORITHMS.token_bucket = function(operation, key, permits, limit, interval, rat
 local full = limit * interval
 local value = redis.call('GET', key) or ''
 local units, at = string.match(value, '^tb:(%d+):(%d+)$')
+if value ~= '' and not units then
+    -- Only another string algorithm's state counts as none here (see prelude.lua, FOREIGN_VALUE).
+    local tag = string.match(value, '^(%l+):%d+:%d+$')
+    if not (tag == 'gcra' or tag == 'fw' or string.find(value, '^sw:%d+:%d+:%d+$')) then
+        error({ err = 'WRONGTYPE edgelimit: ' .. FOREIGN_VALUE .. #value .. ' bytes)' })
+    end
+end
 if units then
     units, at = units + 0, at + 0
     units = units < full and units or full
@@ -607,7 +623,8 @@ end
 -- the server's time. The key expires when its window ends. A denied request counts nothing (one GET); a grant adds
 -- one SET, which keeps the key's expiry (KEEPTTL: setting one costs about as much as the SET itself) unless it
 -- starts the window. The tag 'fw:' says whose value it is: another algorithm's (a stored quota that changed its
--- algorithm) matches no pattern here and is read as nothing counted.
+-- algorithm) matches no pattern here and is read as nothing counted; a value of no edgelimit algorithm is refused
+-- (prelude.lua, FOREIGN_VALUE).
 --
 -- Why this layout stays (instructions per decision, bench/instructions.mjs, thousands, granted / denied: this one
 -- 52.1 / 41.3; @upstash/ratelimit's one INCRBY 32.1 / 33.4, and the goal that plus one TIME, 8.3). A number per window
@@ -634,6 +651,13 @@ local window = now / interval
 window = window - window % 1
 local value = redis.call('GET', key) or ''
 local stored_text, count = string.match(value, '^fw:(%d+):(%d+)$')
+if value ~= '' and not stored_text then
+    -- Only another string algorithm's state counts as none here (see prelude.lua, FOREIGN_VALUE).
+    local tag = string.match(value, '^(%l+):%d+:%d+$')
+    if not (tag == 'tb' or tag == 'gcra' or string.find(value, '^sw:%d+:%d+:%d+$')) then
+        error({ err = 'WRONGTYPE edgelimit: ' .. FOREIGN_VALUE .. #value .. ' bytes)' })
+    end
+end
 local stored = stored_text and stored_text + 0
 if stored and stored >= window then
     window, count, stored = stored, count + 0, true
@@ -698,7 +722,7 @@ end
 -- read with one GET and written with one SET (… PX when it starts a window, else KEEPTTL: the expiry only moves with
 -- the window). The key expires when its current window stops counting, at the end of the next window. The tag 'sw:'
 -- says whose value it is: another algorithm's (a stored quota that changed its algorithm) matches no pattern here
--- and is read as nothing counted.
+-- and is read as nothing counted; a value of no edgelimit algorithm is refused (prelude.lua, FOREIGN_VALUE).
 --
 -- A grant's receipt is '<permits>:<k>', its window. A refund gives the permits back to that window's count while it
 -- still counts: the current window, or the previous one (whose count is weighted); never to another window.
@@ -717,6 +741,13 @@ window = window - window % 1
 local elapsed = now - window * interval
 local value = redis.call('GET', key) or ''
 local stored_text, current, previous_text = string.match(value, '^sw:(%d+):(%d+):(%d+)$')
+if value ~= '' and not stored_text then
+    -- Only another string algorithm's state counts as none here (see prelude.lua, FOREIGN_VALUE).
+    local tag = string.match(value, '^(%l+):%d+:%d+$')
+    if not (tag == 'tb' or tag == 'gcra' or tag == 'fw') then
+        error({ err = 'WRONGTYPE edgelimit: ' .. FOREIGN_VALUE .. #value .. ' bytes)' })
+    end
+end
 local stored, previous = stored_text and stored_text + 0, previous_text
 if not stored or stored < window - 1 then
     stored, current, previous = false, 0, 0
@@ -808,7 +839,8 @@ end
 -- State: string 'gcra:<ms>:<rem>', TAT = ms + rem / rate, so that an emission interval of interval / rate ms need not
 -- be a whole number of ms (3 per second stays exact). The key expires when TAT passes. If `rate` is changed, a
 -- stored `rem` is capped at rate - 1: the TAT moves by less than 1 ms. The tag 'gcra:' says whose value it is:
--- another algorithm's (a stored quota that changed its algorithm) matches no pattern here and is read as no debt.
+-- another algorithm's (a stored quota that changed its algorithm) matches no pattern here and is read as no debt;
+-- a value of no edgelimit algorithm is refused (prelude.lua, FOREIGN_VALUE).
 --
 -- A grant's receipt is '<permits>:<unix ms of the grant>'; a refund of it gives back the debt the grant added less
 -- what has been paid off since, as token_bucket.lua does (there, with the same reason), but never moves TAT back
@@ -832,6 +864,13 @@ ALGORITHMS.gcra = function(operation, key, permits, limit, interval, rate, lease
 local debt, floor = 0, 0
 local value = redis.call('GET', key) or ''
 local ms, rem = string.match(value, '^gcra:(%d+):(%d+)$')
+if value ~= '' and not ms then
+    -- Only another string algorithm's state counts as none here (see prelude.lua, FOREIGN_VALUE).
+    local tag = string.match(value, '^(%l+):%d+:%d+$')
+    if not (tag == 'tb' or tag == 'fw' or string.find(value, '^sw:%d+:%d+:%d+$')) then
+        error({ err = 'WRONGTYPE edgelimit: ' .. FOREIGN_VALUE .. #value .. ' bytes)' })
+    end
+end
 local FLOOR_MARK = (2 ^ 32 - 2 ^ 32 % rate) / rate + 1
 ms = ms and ms + 0
 if ms and ms >= now then

@@ -59,6 +59,14 @@ local EXPLICIT_TIME_GRACE_MS = 60000
 -- Reported with error() as common.lua's reject does: 'ERR edgelimit: invalid ' .. RECEIPT_MARK .. ': ' .. mark.
 local RECEIPT_MARK = 'receipt mark (not a grant of this limit: a time or window after the server clock, or no number)'
 
+-- Why an algorithm that keeps a string (token bucket 'tb:', GCRA 'gcra:', fixed window 'fw:', sliding window 'sw:')
+-- refuses its key's value: neither its own state nor another of these algorithms' (which it reads as nothing
+-- counted: a stored quota whose algorithm changed starts afresh). Read as nothing counted, another program's value,
+-- or a damaged one, would be granted on and overwritten. Reported as Redis reports a key of another type (the
+-- caller's EDGELIMIT_FOREIGN_STATE), with the value's length, not its bytes, which may be another program's secret:
+-- 'WRONGTYPE edgelimit: ' .. FOREIGN_VALUE .. #value .. ' bytes)'. (The logs' scripts keep no string: unused there.)
+local FOREIGN_VALUE = 'the key holds a value of no edgelimit algorithm (another program\'s, or damaged: ' -- luacheck: ignore
+
 -- One limit whose quota comes with the request: the common call, and the cheapest script of the family. The
 -- algorithm's file is spliced in at the markers (src/lua/compose.rs), so its code runs straight through. What a call
 -- costs Redis is mostly per argument, per C call (tonumber, string functions, redis.call), per table and per
@@ -159,7 +167,8 @@ local allowed, retry_after, remaining, reset, reset_after, held, granted_mark, t
 -- State: string 'tb:<units>:<at>', units = tokens × interval as of unix ms `at`: one GET to read, one SET … PX to
 -- write (Redis commands dominate a script's cost). A missing key is a full bucket, so the key expires exactly when
 -- the bucket would be full again. The tag 'tb:' says whose value it is: another algorithm's (a stored quota that
--- changed its algorithm) matches no pattern here and is read as no state, a full bucket.
+-- changed its algorithm) matches no pattern here and is read as no state, a full bucket; a value of no edgelimit
+-- algorithm is refused (prelude.lua, FOREIGN_VALUE).
 --
 -- A grant's receipt is '<permits>:<unix ms of the grant>'. A refund of it at `now` gives back what the grant took
 -- less what has refilled since, permits × interval − (now − granted) × rate units, when that is positive: those
@@ -174,6 +183,13 @@ local allowed, retry_after, remaining, reset, reset_after, held, granted_mark, t
 local full = limit * interval
 local value = redis.call('GET', key) or ''
 local units, at = string.match(value, '^tb:(%d+):(%d+)$')
+if value ~= '' and not units then
+    -- Only another string algorithm's state counts as none here (see prelude.lua, FOREIGN_VALUE).
+    local tag = string.match(value, '^(%l+):%d+:%d+$')
+    if not (tag == 'gcra' or tag == 'fw' or string.find(value, '^sw:%d+:%d+:%d+$')) then
+        error({ err = 'WRONGTYPE edgelimit: ' .. FOREIGN_VALUE .. #value .. ' bytes)' })
+    end
+end
 if units then
     units, at = units + 0, at + 0
     units = units < full and units or full

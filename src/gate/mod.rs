@@ -174,6 +174,32 @@ impl Gate {
             }
             armed.push(Arc::new(ArmedRule::new(&client, rule, prefix, layout)?));
         }
+        // Rules that name a limit alike share its state on purpose, whatever their limits: one state of one
+        // algorithm over one interval. Under another algorithm or interval, each rule would read the other's state
+        // as none, or as another window, and overwrite it: neither would limit anything.
+        let stored = armed.iter().flat_map(|armed| {
+            let rule = armed.rule.name.as_str();
+            armed.rule.limits.iter().map(move |limit| (rule, limit))
+        });
+        for (i, (rule, limit)) in stored.clone().enumerate() {
+            let clash = stored.clone().take(i).find(|(_, other)| {
+                other.name == limit.name
+                    && (other.quota.algorithm(), other.quota.interval_ms())
+                        != (limit.quota.algorithm(), limit.quota.interval_ms())
+            });
+            if let Some((other_rule, other)) = clash {
+                return Err(Error::InvalidConfig(format!(
+                    "rules {other_rule:?} and {rule:?} keep a limit under one name, {:?}, with different algorithms or \
+                     intervals ({} over {} ms, and {} over {} ms): one name is one state; give the limits distinct \
+                     names, or the same algorithm and interval",
+                    limit.name.as_deref().unwrap_or_default(),
+                    other.quota.algorithm(),
+                    other.quota.interval_ms(),
+                    limit.quota.algorithm(),
+                    limit.quota.interval_ms(),
+                )));
+            }
+        }
         Ok(Gate { rules: armed })
     }
 
@@ -479,6 +505,32 @@ mod tests {
         let mut quick = Rule::new("a", KeySource::Ip, fixed());
         quick.timeout = Some(Duration::from_micros(500));
         assert!(message(vec![quick]).contains("rule \"a\": timeout: the request timeout must be at least 1 ms"));
+        // Two rules keeping a limit under one name share its state, which is one algorithm's over one interval.
+        let named = |quota| {
+            let mut shared = limit(quota);
+            shared.name = Some("shared".into());
+            vec![shared]
+        };
+        let window = Quota::fixed_window(2, second).unwrap();
+        for other in [
+            Quota::gcra(2, 2, second).unwrap(),
+            Quota::fixed_window(2, 2 * second).unwrap(),
+        ] {
+            let clash = message(vec![
+                Rule::new("a", KeySource::Ip, named(window)),
+                Rule::new("b", KeySource::Ip, named(other)),
+            ]);
+            assert!(
+                clash.contains("rules \"a\" and \"b\" keep a limit under one name, \"shared\""),
+                "{clash}"
+            );
+        }
+        let more = Quota::fixed_window(10, second).unwrap();
+        assert!(gate(vec![
+            Rule::new("a", KeySource::Ip, named(window)),
+            Rule::new("b", KeySource::Ip, named(more))
+        ])
+        .is_ok());
     }
 
     #[test]

@@ -74,7 +74,16 @@ impl<'a> Batch<'a> {
                     "limits decided together must all use the server's clock or the same explicit time".into(),
                 ));
             }
-            limiter.check_permits(request.permits)?;
+            limiter
+                .check_permits(request.permits)
+                .map_err(|error| match (operation, error) {
+                    // A refund's permits are its receipt's: more than the limit is a receipt no grant returned.
+                    (Operation::Refund, Error::PermitsExceedRate { permits, rate }) => Error::InvalidArgument(format!(
+                        "invalid receipt: it names {permits} permits, more than the limit {rate}, which no grant of \
+                         this limit takes"
+                    )),
+                    (_, error) => error,
+                })?;
             let state_key = limiter.state_key(&request.id);
             if !single {
                 // The config hash is read only for a stored quota. A quota in the arguments names the state key in
@@ -485,7 +494,7 @@ mod tests {
     fn more_permits_than_a_quota_in_code_allows_are_refused_before_any_io() {
         // Sent to a store that is down, the caller's mistake would meet the failure policy instead of this error.
         let window = limiter(Quota::fixed_window(10, HOUR).unwrap());
-        for operation in [Operation::Limit, Operation::Peek, Operation::Refund] {
+        for operation in [Operation::Limit, Operation::Peek] {
             let error = Batch::new(operation, &[window.request("id", 11)])
                 .map(drop)
                 .unwrap_err();
@@ -494,6 +503,13 @@ mod tests {
                 "{error}"
             );
         }
+        let error = Batch::new(Operation::Refund, &[window.request("id", 11)])
+            .map(drop)
+            .unwrap_err();
+        assert!(
+            matches!(&error, Error::InvalidArgument(m) if m.contains("receipt")),
+            "{error}"
+        );
         assert!(Batch::new(Operation::Limit, &[window.request("id", 10)]).is_ok());
     }
 }

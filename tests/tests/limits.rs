@@ -704,3 +704,50 @@ async fn every_algorithms_file_runs_alone_under_redis_cli_eval() {
         }
     }
 }
+
+/// A string no edgelimit algorithm wrote (another program's, a damaged state) under a string algorithm's key is
+/// foreign state whether one limit or several are decided: reported, never read as nothing counted (which granted
+/// on it and overwrote it), and its bytes, maybe another program's secret, never echoed. Another string algorithm's
+/// state is still no state: what a stored quota whose algorithm changed finds.
+#[tokio::test]
+async fn a_string_of_no_edgelimit_algorithm_is_foreign_state_never_nothing_counted() {
+    let stack = Stack::start().await;
+    let client = stack.client();
+    let other = limiter(&stack, "other", Quota::fixed_window(5, SECOND).unwrap());
+    for quota in [
+        Quota::token_bucket(5, 5, SECOND).unwrap(),
+        Quota::gcra(5, 5, SECOND).unwrap(),
+        Quota::fixed_window(5, SECOND).unwrap(),
+        Quota::sliding_window(5, SECOND).unwrap(),
+    ] {
+        let limiter = limiter(&stack, "foreign", quota);
+        let own_tag = match quota.algorithm() {
+            Algorithm::TokenBucket => "tb",
+            Algorithm::Gcra => "gcra",
+            Algorithm::FixedWindow => "fw",
+            _ => "sw",
+        };
+        for value in ["sk_live_SECRET", &format!("{own_tag}:12:1O"), "tb:1", "sw:1:2"] {
+            let key = limiter.state_key("victim");
+            client.command(&Command::new("SET").arg(&key).arg(value)).await.unwrap();
+            let one = limiter.limit("victim", 1).await.unwrap_err();
+            let several = limit::limit_all(&[limiter.request("victim", 1), other.request("victim", 1)])
+                .await
+                .unwrap_err();
+            for error in [one, several] {
+                assert_eq!(error.code(), "EDGELIMIT_FOREIGN_STATE", "{quota:?} {value:?}: {error}");
+                assert!(!error.to_string().contains("SECRET"), "{error}");
+            }
+            let kept = client.command(&Command::new("GET").arg(&key)).await.unwrap();
+            assert_eq!(kept.into_string().unwrap(), value, "{quota:?}: overwritten");
+        }
+        // Another string algorithm's state (here a fixed window's, or a token bucket's under one) is none.
+        let another = if own_tag == "fw" { "tb:5:1" } else { "fw:1:5" };
+        let key = limiter.state_key("moved");
+        client
+            .command(&Command::new("SET").arg(&key).arg(another))
+            .await
+            .unwrap();
+        assert_eq!(limiter.limit("moved", 1).await.unwrap().remaining, 4, "{quota:?}");
+    }
+}

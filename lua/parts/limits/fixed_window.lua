@@ -5,7 +5,8 @@
 -- the server's time. The key expires when its window ends. A denied request counts nothing (one GET); a grant adds
 -- one SET, which keeps the key's expiry (KEEPTTL: setting one costs about as much as the SET itself) unless it
 -- starts the window. The tag 'fw:' says whose value it is: another algorithm's (a stored quota that changed its
--- algorithm) matches no pattern here and is read as nothing counted.
+-- algorithm) matches no pattern here and is read as nothing counted; a value of no edgelimit algorithm is refused
+-- (prelude.lua, FOREIGN_VALUE).
 --
 -- Why this layout stays (instructions per decision, bench/instructions.mjs, thousands, granted / denied: this one
 -- 52.1 / 41.3; @upstash/ratelimit's one INCRBY 32.1 / 33.4, and the goal that plus one TIME, 8.3). A number per window
@@ -27,6 +28,13 @@ local window = now / interval
 window = window - window % 1
 local value = redis.call('GET', key) or ''
 local stored_text, count = string.match(value, '^fw:(%d+):(%d+)$')
+if value ~= '' and not stored_text then
+    -- Only another string algorithm's state counts as none here (see prelude.lua, FOREIGN_VALUE).
+    local tag = string.match(value, '^(%l+):%d+:%d+$')
+    if not (tag == 'tb' or tag == 'gcra' or string.find(value, '^sw:%d+:%d+:%d+$')) then
+        error({ err = 'WRONGTYPE edgelimit: ' .. FOREIGN_VALUE .. #value .. ' bytes)' })
+    end
+end
 local stored = stored_text and stored_text + 0
 if stored and stored >= window then
     window, count, stored = stored, count + 0, true

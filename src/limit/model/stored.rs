@@ -35,7 +35,7 @@ pub(crate) enum StoredView {
 
 /// Reads `text` (the key's value, '' for no key) as `quota`'s algorithm stores it and brings it to `now`. Another
 /// algorithm's tagged value is no state, as the scripts read it; a value in no known layout is
-/// [`Error::MalformedReply`], never a guess.
+/// [`Error::MalformedReply`], never a guess (the scripts refuse it too).
 pub(crate) fn view(quota: &Quota, text: &str, now: u64) -> Result<StoredView> {
     let algorithm = quota.algorithm();
     let (_, tag, layout) = TAGS
@@ -76,14 +76,19 @@ pub(crate) fn view(quota: &Quota, text: &str, now: u64) -> Result<StoredView> {
 /// A single-limit script's decision on `permits` at `now` again, from `text`, the state key's value ('' for none)
 /// as the script read it before deciding: the verdict, and the mark of the grant it makes when allowed (its unix ms
 /// for token bucket and GCRA, its window for fixed and sliding window). A value in the algorithm's layout is its
-/// state; anything else (another algorithm's tag, no known layout) is none, as the script's pattern does not match
-/// it either. Only the string algorithms' models are reached from here: none of the logs' code comes with it.
+/// state, another string algorithm's state is none, as the script reads them; `None` for a value in no known layout,
+/// which the script refuses rather than decides on (so a reply carrying one is malformed). Only the string
+/// algorithms' models are reached from here: none of the logs' code comes with it.
 pub(crate) fn decide_read(quota: &Quota, text: &str, now: u64, permits: u64) -> Option<(Verdict, u64)> {
     let algorithm = quota.algorithm();
-    let fields = TAGS
-        .iter()
-        .find(|(tagged, _, _)| *tagged == algorithm)
-        .and_then(|(_, tag, layout)| numbers(text.strip_prefix(tag)?, tag, layout).ok());
+    let fields = match TAGS.iter().find(|(_, tag, _)| text.starts_with(tag)) {
+        Some((tagged, tag, layout)) => {
+            let fields = numbers(&text[tag.len()..], tag, layout).ok()?;
+            (*tagged == algorithm).then_some(fields)
+        }
+        None if text.is_empty() => None,
+        None => return None,
+    };
     let pair = fields.as_deref().map(|f| (f[0], f[1]));
     Some(match algorithm {
         Algorithm::TokenBucket => (TokenBucket(pair).decide(quota, now, permits), now),
