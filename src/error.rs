@@ -156,11 +156,11 @@ impl Error {
     /// True when the store is unavailable: it did not answer in time, could not be reached, answered HTTP 502, 503
     /// or 504 (a gateway that could not reach it, or the endpoint saying it cannot serve), or Redis said it cannot
     /// serve now ([`Error::Unavailable`]). These, and only these, are what a failure policy (`onError`) may absorb,
-    /// failing open or closed. (A 500 or another 5xx says the endpoint failed on this request, which is no proof that
-    /// the store is down: the bridge answers its own bugs and replies it cannot read so.) Every other error is reported: a caller's mistake (an invalid
-    /// argument, a request too large), a wrong token or store set-up, foreign state in a limit's key, a reply that
-    /// does not parse (a proxy's garbled answer is no proof the store is down) and any error edgelimit does not
-    /// know. Turning those into "allowed" would let requests past a limit by accident.
+    /// failing open or closed. Every other error is reported: a caller's mistake (an invalid argument, a request too
+    /// large), a wrong token or store set-up, foreign state in a limit's key, a reply that does not parse (a proxy's
+    /// garbled answer is no proof the store is down), a 500 or another 5xx (the endpoint failed on this request: the
+    /// bridge answers its own bugs and replies it cannot read so), a redirect, and any error edgelimit does not know.
+    /// Turning those into "allowed" would let requests past a limit by accident.
     pub fn is_store_unavailable(&self) -> bool {
         match self {
             Error::Timeout { .. } | Error::Transport { .. } | Error::Unavailable { .. } => true,
@@ -288,6 +288,10 @@ fn store_config_advice(code: &str) -> &'static str {
 fn endpoint_advice(status: u16) -> &'static str {
     match status {
         413 => "; the request is too large for the endpoint: send fewer or smaller commands",
+        // A browser's fetch shows a redirect it did not follow as status 0.
+        0 | 300..=399 => {
+            "; the endpoint redirects, which is never followed (the call would go elsewhere): give its final URL"
+        }
         502..=504 => "; the store is unavailable, and the failure policy (onError) decides",
         500.. => "; the endpoint failed on this request (see its logs); not taken for an outage, so not absorbed",
         _ => "; check the endpoint's URL",

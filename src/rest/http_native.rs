@@ -4,9 +4,22 @@ use std::time::Duration;
 
 use super::Failure;
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub(crate) struct Http {
     client: reqwest::Client,
+}
+
+impl Default for Http {
+    /// A pool that never follows a redirect: the endpoint's answer is its own, or an error. Followed, a 30x would send
+    /// the call elsewhere (as a GET, without the token), and whatever answered there be read as the store's decision.
+    fn default() -> Self {
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            // As `reqwest::Client::new()` does on the one failure it has: no TLS backend could start.
+            .expect("an HTTP client (reqwest's TLS backend starts)");
+        Http { client }
+    }
 }
 
 impl Http {

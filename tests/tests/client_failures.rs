@@ -111,3 +111,17 @@ async fn http_failures_say_what_happened() {
         "a transport error keeps its cause"
     );
 }
+
+/// A redirect is never followed: followed, the call would go elsewhere (as a GET, without the token) and whatever
+/// answered there would be read as the store's. It is reported with what to do, and never taken for an outage.
+#[tokio::test]
+async fn a_redirect_is_reported_never_followed() {
+    // Where the redirect points: an endpoint that would answer PONG, had the client gone there.
+    let elsewhere = endpoint(Some(http("200 OK", r#"{"result": "UE9ORw=="}"#))).await;
+    let text =
+        format!("HTTP/1.1 302 Found\r\nlocation: {elsewhere}/\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+    let err = ping(&endpoint(Some(Box::leak(text.into_boxed_str()))).await).await;
+    assert!(matches!(err, Error::Endpoint { status: 302, .. }), "{err}");
+    assert!(!err.is_store_unavailable(), "{err}");
+    assert!(err.to_string().contains("give its final URL"), "{err}");
+}
