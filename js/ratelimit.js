@@ -35,7 +35,8 @@ export class Ratelimit {
 
   /** A bucket of `maxTokens`, refilled continuously by `refillRate` per `interval` (@upstash/ratelimit's order). */
   static tokenBucket(refillRate, interval, maxTokens) {
-    return limiter("token_bucket", maxTokens, interval, refillRate);
+    // The rate is always sent (null when missing, which the core refuses), never left to default to maxTokens.
+    return limiter("token_bucket", maxTokens, interval, refillRate ?? null);
   }
 
   /** GCRA: `rate` per `interval` sustained, bursts of up to `burst` (default `rate`). */

@@ -6,7 +6,7 @@ use wasm_bindgen::prelude::*;
 use super::limits::{as_config_error, limits_of};
 use super::redisson::JsRateLimiter;
 use super::values::{self, decision_object, milliseconds, number, permits_in};
-use super::{describe, duration, field, given, object, string, to_js_error, whole};
+use super::{describe, duration, field, given, known_fields, object, string, to_js_error, whole};
 use crate::error::{Error, Result};
 use crate::identifier::Identifier;
 use crate::limit::{LimitState, Receipt, StateDetail};
@@ -23,6 +23,11 @@ fn cache_entries(value: &JsValue) -> Result<usize> {
     }
 }
 
+/// The options of `new Ratelimit(options)` (index.d.ts, `RatelimitConfig`): any other is refused.
+const RATELIMIT_OPTIONS: [&str; 10] = [
+    "url", "token", "limiter", "prefix", "layout", "timeout", "coalesce", "reserve", "onError", "cache",
+];
+
 fn ratelimit_of(options: &JsValue) -> Result<Ratelimit> {
     if !options.is_object() {
         return Err(Error::InvalidArgument(
@@ -30,6 +35,8 @@ fn ratelimit_of(options: &JsValue) -> Result<Ratelimit> {
                 .into(),
         ));
     }
+    // A misspelt option would otherwise be left out unseen: `onerror: "deny"` would fail open.
+    known_fields(options, &RATELIMIT_OPTIONS, "new Ratelimit(options)")?;
     let url = string(&field(options, "url"), "url")?;
     let token = string(&field(options, "token"), "token")?;
     // Without a timeout option the client keeps its own default (rest::DEFAULT_TIMEOUT, 1 s).

@@ -16,7 +16,11 @@ const DEFAULT_ACQUIRE_TIMEOUT_MS: u64 = 10_000;
 fn rate_of(rate: &JsValue, interval: &JsValue, options: &JsValue) -> Result<(Rate, Mode)> {
     let permits = super::whole(rate, "rate", 1, u32::MAX.into())? as u32;
     let mut rate = Rate::new(permits, duration(interval, "interval")?)?;
-    // `field` of an absent options object is `undefined` too: every option is then left out.
+    // `field` of an absent options object is `undefined` too: every option is then left out. A misspelt one
+    // (`keepalive`) would be left out unseen.
+    if given(options).is_some() {
+        super::known_fields(options, &["mode", "keepAlive"], "options")?;
+    }
     if let Some(keep_alive) = given(&field(options, "keepAlive")) {
         rate = rate.with_keep_alive(duration(keep_alive, "keepAlive")?)?;
     }

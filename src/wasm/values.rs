@@ -81,6 +81,8 @@ pub(super) fn permits_in(options: &JsValue) -> Result<u32> {
             describe(options)
         )));
     }
+    // A misspelt `permit: 5` would otherwise take 1 permit.
+    super::known_fields(options, &["permits"], "options")?;
     permits(&field(options, "permits"))
 }
 

@@ -396,6 +396,27 @@ test("coalesce must be a boolean", () => {
   );
 });
 
+test("a misspelt option is refused, never left out: it would change what the limiter does unseen", async () => {
+  // `onerror: "deny"` left out would fail open; `permit: 5` would take 1 permit; a missing refill rate would be
+  // maxTokens per interval; a `keepalive` left out would keep the limiter forever.
+  assert.throws(() => ratelimit(Ratelimit.fixedWindow(1, "1 s"), { onerror: "deny" }), {
+    code: "EDGELIMIT_INVALID_CONFIG",
+    message: /new Ratelimit\(options\) has an unknown field "onerror"; the fields are .*onError/,
+  });
+  assert.throws(() => ratelimit(Ratelimit.tokenBucket(undefined, "1 s", 100)), {
+    code: "EDGELIMIT_INVALID_CONFIG",
+    message: /limiter\.rate .* got null/,
+  });
+  const limits = ratelimit(Ratelimit.fixedWindow(10, "1 m"));
+  for (const options of [{ permit: 5 }, { Permits: 5 }]) {
+    await assert.rejects(limits.limit("u", options), { message: /options has an unknown field/ });
+  }
+  assert.equal((await limits.limit("u", { permits: 5 })).remaining, 5, "nothing was taken by the refused calls");
+  const handle = limits.rateLimiter(`misspelt-${prefixes}`);
+  await assert.rejects(handle.trySetRate(5, "1 s", { keepalive: "1 h" }), { message: /unknown field "keepalive"/ });
+  assert.equal(await handle.trySetRate(5, "1 s", { keepAlive: "1 h" }), true, "nothing was set by the refused call");
+});
+
 /** `clients` each asking for "hot" every 3 ms or so for 600 ms; every result, and when they started. */
 async function hammer(clients) {
   const results = [];
