@@ -92,7 +92,8 @@ enum Commands {
         /// ACL the bridge may not change; readonly tokens are then refused).
         #[arg(long, env = "EDGELIMIT_REDIS_ACL", default_value = "provision", value_parser = parse_redis_acl)]
         redis_acl: RedisAcl,
-        /// A key pattern the limiter profile's Redis user may touch (Redis ACL syntax; repeat for several).
+        /// A key pattern a limiter token's scripts may be given, held by the bridge's fence and by the limiter
+        /// profile's Redis user (`*` and `?`; repeat for several).
         #[arg(long = "limiter-keys", default_values_t = bridge::profile::DEFAULT_LIMITER_KEYS.map(str::to_owned))]
         limiter_keys: Vec<String>,
         /// Largest request body accepted, in bytes.

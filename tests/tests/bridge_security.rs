@@ -250,6 +250,19 @@ async fn with_the_acl_off_the_bridge_still_fences_limiter_tokens_and_refuses_rea
     let bridge = InProcessBridge::start(config).await.unwrap();
     let client = RestClient::new(bridge.url(), LIMITER_TOKEN).unwrap();
     assert_forbidden(client.command(&cmd(&["FLUSHALL"])).await, "may not run");
+    // Its scripts are given keys of its patterns only (--limiter-keys): with the ACL off, nothing else keeps them
+    // from reading another program's key (the inspect script reads a string back) or overwriting it.
+    let admin = RestClient::new(bridge.url(), "admin-token-0001").unwrap();
+    admin
+        .command(&cmd(&["SET", "user:2:apikey", "sk_live_SECRET"]))
+        .await
+        .unwrap();
+    for script in [&edgelimit::lua::FIXED_WINDOW, &edgelimit::lua::INSPECT] {
+        let outside = script.run(&client, &["user:2:apikey".to_owned()], &["1:5:60000"]).await;
+        assert_forbidden(outside, "--limiter-keys");
+    }
+    let kept = admin.command(&cmd(&["GET", "user:2:apikey"])).await.unwrap();
+    assert_eq!(kept.into_string().unwrap(), "sk_live_SECRET");
     let limiter = Limiter::new(client, "api", Quota::gcra(5, 5, Duration::from_secs(1)).unwrap()).unwrap();
     assert!(limiter.limit("a", 1).await.unwrap().success);
     bridge.stop().await.unwrap();

@@ -28,6 +28,7 @@ use edgelimit::lua;
 use edgelimit::Algorithm;
 
 use super::json::Words;
+use super::key_pattern;
 use super::profile::Profile;
 use super::shebang::sha1_hex;
 
@@ -76,8 +77,9 @@ static KNOWN: LazyLock<HashMap<&'static str, Known>> = LazyLock::new(|| {
 /// How every refusal begins: the word Redis uses for a command its ACL refuses, so clients classify both alike.
 const NOPERM: &str = "NOPERM";
 
-/// Why a token of `profile` may not run `words`, or `None` when it may.
-pub fn refusal(profile: Profile, words: &Words) -> Option<String> {
+/// Why a token of `profile` may not run `words`, or `None` when it may. `limiter_keys` are the `limiter` profile's key
+/// patterns (`--limiter-keys`): its scripts may be given no other keys.
+pub fn refusal(profile: Profile, words: &Words, limiter_keys: &[String]) -> Option<String> {
     let refuse = |why: String| Some(format!("{NOPERM} this token's profile ({profile}) {why}"));
     if profile == Profile::Admin {
         return None;
@@ -126,14 +128,17 @@ pub fn refusal(profile: Profile, words: &Words) -> Option<String> {
             _ => refuse("may load only the read-only inspect script".into()),
         };
     }
-    let why = match (profile, script_args(words)) {
+    let why = match (profile, script_keys_and_args(words)) {
         (Profile::Readonly, _) if script != Known::Inspect => {
             Some("may run only the read-only inspect script of edgelimit's scripts".to_owned())
         }
         (Profile::Readonly, _) => None,
         // Fail closed: what the fence cannot read, it does not let through (Redis would refuse it anyway).
         (_, None) => Some("must give the script's number of keys as a count of the words that follow".to_owned()),
-        (_, Some(args)) => limiter_call_refusal(script, &args),
+        (_, Some((keys, args))) => {
+            let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+            limiter_call_refusal(script, &args).or_else(|| key_refusal(keys, limiter_keys))
+        }
     };
     why.and_then(refuse)
 }
@@ -210,15 +215,36 @@ fn refund_refusal(script: Known, args: &[&[u8]]) -> Option<String> {
     })
 }
 
-/// The script's ARGV: the words after the keys (`EVAL <script> <numkeys> <keys…> <args…>`), or `None` when the
-/// count is not plain decimal digits or exceeds the words.
-fn script_args(words: &Words) -> Option<Vec<&[u8]>> {
+/// A script call's KEYS and ARGV.
+type KeysAndArgs<'a> = (&'a [Vec<u8>], &'a [Vec<u8>]);
+
+/// The script's KEYS and ARGV: the words before and after `numkeys` of them (`EVAL <script> <numkeys> <keys…>
+/// <args…>`), or `None` when the count is not plain decimal digits or exceeds the words.
+fn script_keys_and_args(words: &Words) -> Option<KeysAndArgs<'_>> {
     let count = words
         .get(2)
         .filter(|word| !word.is_empty() && word.iter().all(u8::is_ascii_digit))?;
     let numkeys: usize = std::str::from_utf8(count).ok()?.parse().ok()?;
-    let args = words.get(numkeys.checked_add(3)?..)?;
-    Some(args.iter().map(Vec::as_slice).collect())
+    let first_arg = numkeys.checked_add(3)?;
+    let keys = words.get(3..first_arg)?;
+    let args = words.get(first_arg..)?;
+    Some((keys, args))
+}
+
+/// Why a `limiter` token's script call names a key outside its key patterns, or `None`. Its Redis ACL user keeps it
+/// to them as well; with the ACL off (`--redis-acl off`) this is what does, since a script reads and writes the keys
+/// it is given: any key of the Redis (the inspect script reads a string's value back) would be in reach.
+fn key_refusal(keys: &[Vec<u8>], patterns: &[String]) -> Option<String> {
+    let outside = keys.iter().find(|key| {
+        !patterns
+            .iter()
+            .any(|pattern| key_pattern::matches(pattern.as_bytes(), key))
+    })?;
+    Some(format!(
+        "may give scripts keys matching {} only (the bridge's --limiter-keys), not {:?}",
+        patterns.join(" or "),
+        printable(&String::from_utf8_lossy(outside))
+    ))
 }
 
 /// The known script of this SHA1 (any case): `Some(None)` when it is not one of edgelimit's.
@@ -237,6 +263,55 @@ mod tests {
 
     fn words(parts: &[&str]) -> Words {
         parts.iter().map(|part| part.as_bytes().to_vec()).collect()
+    }
+
+    /// The fence under the default key patterns.
+    fn refusal(profile: Profile, words: &Words) -> Option<String> {
+        let patterns = crate::bridge::profile::DEFAULT_LIMITER_KEYS.map(str::to_owned);
+        super::refusal(profile, words, &patterns)
+    }
+
+    #[test]
+    fn a_limiter_tokens_scripts_are_given_keys_of_its_patterns_only() {
+        let fw = &lua::FIXED_WINDOW;
+        for keys in [&["edgelimit:{api}:1.2.3.4"][..], &["{edgelimit:x}:value"]] {
+            assert_eq!(
+                refusal(Profile::Limiter, &evalsha(fw, keys, &["1:5:60000"])),
+                None,
+                "{keys:?}"
+            );
+        }
+        // With the ACL off nothing else keeps a script from reading or overwriting any key of the Redis.
+        for keys in [
+            &["user:2:apikey"][..],
+            &["edgelimit:{a}:x", "session:1"],
+            &["edgelimit"],
+        ] {
+            let why = refusal(Profile::Limiter, &evalsha(fw, keys, &["1:5:60000"])).unwrap();
+            assert!(why.starts_with("NOPERM") && why.contains("--limiter-keys"), "{why}");
+        }
+        let inspect = evalsha(&lua::INSPECT, &["user:2:apikey"], &[]);
+        assert!(refusal(Profile::Limiter, &inspect).is_some());
+        let custom = ["myapp:*".to_owned()];
+        assert_eq!(
+            super::refusal(
+                Profile::Limiter,
+                &evalsha(fw, &["myapp:{a}:b"], &["1:5:60000"]),
+                &custom
+            ),
+            None
+        );
+        assert!(super::refusal(
+            Profile::Limiter,
+            &evalsha(fw, &["edgelimit:{a}:b"], &["1:5:60000"]),
+            &custom
+        )
+        .is_some());
+        // The admin is not held to them.
+        assert_eq!(
+            refusal(Profile::Admin, &evalsha(fw, &["user:2:apikey"], &["1:5:60000"])),
+            None
+        );
     }
 
     fn evalsha(script: &edgelimit::Script, keys: &[&str], args: &[&str]) -> Words {
@@ -313,7 +388,7 @@ mod tests {
         assert!(refusal(Profile::Readonly, &batch).is_some());
 
         let conc = &lua::CONCURRENCY;
-        let release = evalsha(conc, &["k"], &["1:10:1000", "1:5-abc", "refund", ""]);
+        let release = evalsha(conc, &["edgelimit:{a}:k"], &["1:10:1000", "1:5-abc", "refund", ""]);
         assert_eq!(refusal(Profile::Limiter, &release), None);
         // The same call as EVAL of the body, lowercase, and SCRIPT LOAD of it.
         let mut eval = release.clone();
@@ -329,7 +404,7 @@ mod tests {
     #[test]
     fn the_driver_refunds_only_when_every_limit_names_its_grants() {
         let limits = &lua::LIMITS;
-        let keys = ["c1", "s1", "c2", "s2"];
+        let keys = ["edgelimit:{a}", "edgelimit:{a}:1", "edgelimit:{b}", "edgelimit:{b}:1"];
         let call = |second: &str| {
             evalsha(
                 limits,

@@ -30,6 +30,7 @@ mod cors;
 pub mod fence;
 mod in_process;
 mod json;
+mod key_pattern;
 mod links;
 mod policy;
 pub mod profile;
@@ -159,6 +160,8 @@ struct Bridge {
     aliases: ScriptAliases,
     max_reply_bytes: u64,
     subscriptions: subscribe::Subscriptions,
+    /// The `limiter` profile's key patterns, which the fence holds its scripts' keys to.
+    limiter_keys: Vec<String>,
 }
 
 /// Serves the bridge on `listener` until `shutdown` completes, then finishes the requests in flight and returns.
@@ -204,6 +207,7 @@ pub async fn serve(
         aliases: ScriptAliases::default(),
         max_reply_bytes: config.max_reply_bytes,
         subscriptions: subscribe::Subscriptions::new(&config),
+        limiter_keys: config.limiter_keys.clone(),
     });
     let reloading = tokio::spawn(tokens.keep_reloading());
     tokio::spawn(check_redis_at_start(bridge.clone()));
@@ -234,6 +238,11 @@ fn check_limits(config: &BridgeConfig) -> Result<(), BridgeError> {
             "--limiter-keys {:?}: a key pattern must be non-empty printable ASCII without blanks, e.g. 'myapp:*'",
             bad.chars().take(80).collect::<String>()
         )));
+    }
+    for pattern in &config.limiter_keys {
+        if let Some(why) = key_pattern::unsupported(pattern) {
+            return Err(BridgeError::Limit(format!("--limiter-keys {pattern:?}: {why}")));
+        }
     }
     if config.max_reply_bytes == 0 {
         return Err(BridgeError::Limit(
@@ -466,7 +475,10 @@ impl Bridge {
         if profile == Profile::Readonly && self.acl == RedisAcl::Off {
             return Err(Failure::new(StatusCode::FORBIDDEN, READONLY_NEEDS_ACL));
         }
-        if let Some(why) = commands.iter().find_map(|words| fence::refusal(profile, words)) {
+        if let Some(why) = commands
+            .iter()
+            .find_map(|words| fence::refusal(profile, words, &self.limiter_keys))
+        {
             return Err(Failure::new(StatusCode::FORBIDDEN, why));
         }
         Ok(commands
@@ -769,6 +781,7 @@ mod tests {
             aliases: ScriptAliases::default(),
             max_reply_bytes: 1024,
             subscriptions: subscribe::Subscriptions::new(&config),
+            limiter_keys: config.limiter_keys.clone(),
         });
         let routes = routes().route(
             "/panic",

@@ -1,0 +1,85 @@
+//! The `limiter` profile's key patterns (`--limiter-keys`), as the bridge's fence matches a script's keys against
+//! them: `*` (any bytes) and `?` (any one byte), every other byte itself. The same patterns are the profile's Redis
+//! ACL user's `~pattern`s, so with the ACL on both fences agree; with it off (`--redis-acl off`) this is the only one.
+//!
+//! Written here because no crate matches Redis's globs byte for byte (`glob` and `globset` give `/` a meaning of its
+//! own), and the subset is small: patterns with Redis's other syntax (`[…]` classes, `\` escapes) are refused when
+//! the bridge starts ([`unsupported`]), so that the fence never reads a pattern otherwise than Redis does.
+
+/// Why `pattern` is not one the fence reads as Redis does, or `None` when it is.
+pub fn unsupported(pattern: &str) -> Option<&'static str> {
+    pattern
+        .bytes()
+        .any(|b| matches!(b, b'[' | b']' | b'\\'))
+        .then_some("key patterns take * and ? only (no [..] classes or \\ escapes), e.g. 'myapp:*'")
+}
+
+/// True when `key` matches `pattern`: `*` matches any bytes (none too), `?` any one byte. Linear in the lengths'
+/// product at worst: a `*` backtracks only to the last one seen, which suffices when every other token matches
+/// exactly one byte.
+pub fn matches(pattern: &[u8], key: &[u8]) -> bool {
+    let (mut p, mut k) = (0, 0);
+    // The last `*` seen, and the key position its match ends at so far.
+    let mut star: Option<(usize, usize)> = None;
+    while k < key.len() {
+        match pattern.get(p) {
+            Some(b'*') => {
+                star = Some((p, k));
+                p += 1;
+            }
+            Some(&byte) if byte == b'?' || byte == key[k] => {
+                p += 1;
+                k += 1;
+            }
+            _ => match star {
+                // Let the last `*` take one byte more, and match the rest of the pattern from there.
+                Some((at, end)) => {
+                    star = Some((at, end + 1));
+                    p = at + 1;
+                    k = end + 1;
+                }
+                None => return false,
+            },
+        }
+    }
+    pattern[p..].iter().all(|&b| b == b'*')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stars_and_question_marks_match_as_redis_globs_do() {
+        let yes = |pattern: &str, key: &str| assert!(matches(pattern.as_bytes(), key.as_bytes()), "{pattern} {key}");
+        let no = |pattern: &str, key: &str| assert!(!matches(pattern.as_bytes(), key.as_bytes()), "{pattern} {key}");
+        yes("edgelimit:*", "edgelimit:{api}:1.2.3.4");
+        yes("edgelimit:*", "edgelimit:");
+        yes("{edgelimit:*", "{edgelimit:x}:value");
+        yes("*", "");
+        yes("a*b*c", "axxbyyc");
+        yes("a*b*c", "abcbc");
+        yes("a?c", "abc");
+        yes("**a", "a");
+        yes("", "");
+        no("edgelimit:*", "user:2:apikey");
+        no("edgelimit:*", "edgelimit");
+        no("{edgelimit:*", "edgelimit:x");
+        no("a?c", "ac");
+        no("a*b*c", "axxbyy");
+        no("", "a");
+        no("abc", "abcd");
+        // Bytes, not characters: a key may be any bytes.
+        assert!(matches(b"k:*", b"k:\xff\x00"));
+        assert!(!matches(b"k:?", b"k:\xff\x00"));
+    }
+
+    #[test]
+    fn redis_glob_syntax_beyond_stars_is_refused() {
+        assert_eq!(unsupported("edgelimit:*"), None);
+        assert_eq!(unsupported("a?b"), None);
+        for pattern in ["k[ab]", "k]", "k\\*"] {
+            assert!(unsupported(pattern).is_some(), "{pattern}");
+        }
+    }
+}
