@@ -268,6 +268,34 @@ async fn with_the_acl_off_the_bridge_still_fences_limiter_tokens_and_refuses_rea
     bridge.stop().await.unwrap();
 }
 
+/// A limiter or readonly token's `/multi-exec` is one transaction, as an admin's: its ACL user may run MULTI and
+/// EXEC. (Refused, Redis ran the commands one by one, outside any transaction, and the request answered an error.)
+#[tokio::test]
+async fn a_scoped_tokens_multi_exec_is_one_transaction() {
+    let stack = Stack::start().await;
+    let limiter = Limiter::new(
+        stack.client_with(LIMITER_TOKEN),
+        "api",
+        Quota::fixed_window(5, Duration::from_secs(60)).unwrap(),
+    )
+    .unwrap();
+    let script = edgelimit::lua::FIXED_WINDOW.evalsha_command(&[limiter.state_key("mx")], &["1:5:60000"]);
+    assert!(limiter.limit("mx", 1).await.unwrap().success, "the script is loaded");
+    let replies = stack
+        .client_with(LIMITER_TOKEN)
+        .multi_exec(&[script.clone(), script.clone(), script])
+        .await
+        .unwrap();
+    assert_eq!(replies.len(), 3);
+    assert!(replies.iter().all(Result::is_ok), "{replies:?}");
+    let readonly = stack.client_with(READONLY_TOKEN);
+    let reads = readonly
+        .multi_exec(&[cmd(&["GET", "k"]), cmd(&["EXISTS", "k"])])
+        .await
+        .unwrap();
+    assert_eq!(reads.len(), 2, "{reads:?}");
+}
+
 /// A Redis that refuses the bridge (its login, or creating its ACL users) is a set-up error that no retry fixes: the
 /// client reports it, and it is never taken for an outage, which a failure policy failing open would let through.
 #[tokio::test]
