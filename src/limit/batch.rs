@@ -252,14 +252,15 @@ impl<'a> Batch<'a> {
             Status::Refunded | Status::NotHeld => (0, String::new()),
             _ => (x, String::new()),
         };
-        Ok(Verdict {
+        Verdict {
             status,
             limit: u64::from(quota.limit()),
             remaining: remaining.into_u64()?,
             reset: reset.into_u64()?,
             retry_after,
             last: Value::Bytes(receipt.into_bytes()),
-        })
+        }
+        .checked()
     }
 
     /// A grant or denial of an algorithm that keeps a string, replied as what its decision read (see
@@ -470,9 +471,14 @@ mod tests {
             let error = batch.decode(text(reply)).unwrap_err();
             assert!(matches!(error, Error::MalformedReply { .. }), "{reply:?}: {error}");
         }
-        // And the four numbers of the other replies: a status code from 0 to 5.
+        // And the four numbers of the other replies: a status code from 0 to 5, at most the limit remaining.
         let numbers = |status| Value::Array(vec![Value::Int(status), Value::Int(0), Value::Int(0), Value::Int(0)]);
         assert!(batch.decode(numbers(6)).is_err());
+        let plenty = Value::Array(vec![Value::Int(1), Value::Int(11), Value::Int(0), Value::Int(1)]);
+        assert!(matches!(
+            batch.decode(plenty).unwrap_err(),
+            Error::MalformedReply { .. }
+        ));
         assert!(matches!(
             batch.decode(numbers(5)).unwrap_err(),
             Error::PermitsExceedRate { permits: 2, rate: 10 }

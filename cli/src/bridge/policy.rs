@@ -12,6 +12,7 @@ pub fn refusal(words: &[Vec<u8>]) -> Option<String> {
         "SUBSCRIBE" | "PSUBSCRIBE" | "SSUBSCRIBE" | "UNSUBSCRIBE" | "PUNSUBSCRIBE" | "SUNSUBSCRIBE" | "MONITOR" => {
             "it would turn the shared connection into a push stream"
         }
+        "SYNC" | "PSYNC" | "REPLCONF" => "it would turn the shared connection into a replica's replication stream",
         "SELECT" | "SWAPDB" | "AUTH" | "HELLO" | "RESET" | "QUIT" | "CLIENT" => {
             "it would change the state of a connection that all clients share"
         }
@@ -37,6 +38,7 @@ mod tests {
     fn refuses_connection_state_and_blocking_commands_only() {
         assert!(refusal(&words("multi")).unwrap().contains("/multi-exec"));
         assert!(refusal(&words("BLPOP q 0")).is_some());
+        assert!(refusal(&words("psync ? -1")).unwrap().contains("replication"));
         assert!(refusal(&words("XREAD BLOCK 0 STREAMS s $")).is_some());
         assert!(refusal(&words("XREAD COUNT 1 STREAMS s 0")).is_none());
         assert!(refusal(&words("EVALSHA abc 0")).is_none());
