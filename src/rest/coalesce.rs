@@ -16,6 +16,9 @@
 //! Partial failure: a request that fails as a whole (timeout, transport, HTTP error) fails every command in it with
 //! the same error, as each would have failed alone, and "may have run" stays true for each. A pipeline runs its
 //! commands one by one, so one command's error (a script's refusal) is that command's alone.
+//!
+//! Size: a request carries at most [`MAX_REQUEST_BYTES`] of commands; what the turn queued beyond that goes in more
+//! requests, sent at the same time.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -27,6 +30,13 @@ use futures_channel::oneshot;
 use super::{http, Command, RestClient};
 use crate::error::{Error, Result};
 use crate::value::Value;
+
+/// The most bytes of commands (their JSON) that one coalesced request carries. An endpoint caps a request's body
+/// (the bridge at 1 MiB by default, Upstash at 1 MB on its smallest plans), and a request above the cap fails every
+/// command in it. Unbounded, that struck hardest when Redis had lost its scripts (a restart, a failover): every
+/// caller's fallback carries a script's text (up to 28 KB), enough of them together were refused again, and the
+/// scripts never loaded, so every decision failed from then on.
+const MAX_REQUEST_BYTES: usize = 256 * 1024;
 
 /// Commands waiting for the next request, each with where its reply goes.
 #[derive(Debug, Default)]
@@ -68,13 +78,31 @@ impl RestClient {
         })
     }
 
-    /// Sends what is queued on `queue` after one yield, and hands each caller its reply.
+    /// Sends what is queued on `queue` after one yield, in requests of at most [`MAX_REQUEST_BYTES`] (a command
+    /// larger than that alone), and hands each caller its reply.
     async fn flush(self, queue: &Queue) {
         yield_once().await;
-        let (commands, callers): (Vec<Command>, Vec<_>) = queue.take().into_iter().unzip();
-        let replies = match commands.as_slice() {
-            [command] => vec![self.send(command).await],
-            _ => match self.pipeline(&commands).await {
+        let mut request: Vec<Rendered> = Vec::new();
+        let mut bytes = 0;
+        for (command, caller) in queue.take() {
+            let rendered = command.rendered();
+            if !request.is_empty() && bytes + rendered.len() > MAX_REQUEST_BYTES {
+                http::spawn(self.clone().send_request(std::mem::take(&mut request)));
+                bytes = 0;
+            }
+            // One byte more for the comma between commands.
+            bytes += rendered.len() + 1;
+            request.push((rendered, caller));
+        }
+        self.send_request(request).await;
+    }
+
+    /// Sends `request`'s commands, alone as `POST /` or together as one `/pipeline`, and hands each caller its reply.
+    async fn send_request(self, request: Vec<Rendered>) {
+        let (commands, callers): (Vec<String>, Vec<_>) = request.into_iter().unzip();
+        let replies = match <[String; 1]>::try_from(commands) {
+            Ok([command]) => vec![self.send_rendered(command).await],
+            Err(commands) => match self.batch_rendered("/pipeline", &commands).await {
                 Ok(replies) => replies,
                 Err(error) => vec![Err(error); commands.len()],
             },
@@ -85,6 +113,9 @@ impl RestClient {
         }
     }
 }
+
+/// A queued command as the request carries it (its JSON array), and where its reply goes.
+type Rendered = (String, oneshot::Sender<Result<Value>>);
 
 /// Lets the rest of the executor's turn run: whatever other tasks were woken or spawned run before this returns.
 /// What a flush awaits first, so that the turn's callers have queued (here, and in `crate::limit`'s merging).

@@ -74,6 +74,13 @@ impl Command {
     pub fn words(&self) -> &[String] {
         &self.0
     }
+
+    /// The command as the REST protocol sends it: a JSON array of its words.
+    fn rendered(&self) -> String {
+        let mut json = String::new();
+        json::push_string_array(&mut json, &self.0);
+        json
+    }
 }
 
 /// A connection to one Upstash-compatible REST endpoint. Cheap to clone; clones share the HTTP connection pool and
@@ -192,9 +199,12 @@ impl RestClient {
 
     /// Sends one command as a request of its own (`POST /`).
     async fn send(&self, command: &Command) -> Result<Value> {
-        let mut body = String::new();
-        json::push_string_array(&mut body, command.words());
-        let reply = self.post("", body).await?;
+        self.send_rendered(command.rendered()).await
+    }
+
+    /// Sends one command, already its JSON array, as a request of its own (`POST /`).
+    async fn send_rendered(&self, command: String) -> Result<Value> {
+        let reply = self.post("", command).await?;
         decode_item(&reply)
     }
 
@@ -210,14 +220,13 @@ impl RestClient {
     }
 
     async fn batch(&self, path: &str, commands: &[Command]) -> Result<Vec<Result<Value>>> {
-        let mut body = String::from("[");
-        for (i, command) in commands.iter().enumerate() {
-            if i > 0 {
-                body.push(',');
-            }
-            json::push_string_array(&mut body, command.words());
-        }
-        body.push(']');
+        let rendered: Vec<String> = commands.iter().map(Command::rendered).collect();
+        self.batch_rendered(path, &rendered).await
+    }
+
+    /// [`batch`](RestClient::batch) of commands already rendered as their JSON arrays.
+    async fn batch_rendered(&self, path: &str, commands: &[String]) -> Result<Vec<Result<Value>>> {
+        let body = format!("[{}]", commands.join(","));
         let reply = self.post(path, body).await?;
         let Json::Array(items) = reply else {
             return Err(Error::malformed("an array of results", reply));

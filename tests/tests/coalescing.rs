@@ -9,7 +9,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use edgelimit::limit::{KeyLayout, Limiter, Quota};
+use edgelimit::limit::{self, KeyLayout, Limiter, Quota};
 use edgelimit::{Error, RestClient};
 use edgelimit_tests::{spawned_at_once, Stack, TOKEN};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -238,5 +238,36 @@ async fn a_request_that_fails_as_a_whole_fails_every_decision_in_it_and_admits_n
             error.is_store_unavailable(),
             "the store is unavailable: a failure policy may absorb it: {error}"
         );
+    }
+}
+
+/// After Redis lost its scripts (a restart, a failover), every caller deciding at once falls back to `EVAL` with
+/// the script's text: together more than the bridge takes in one request (1 MiB). Sent in requests of a bounded
+/// size, they load the script and every decision is made. (In one request, each such turn was refused whole, the
+/// script never loaded, and every decision failed from then on.)
+#[tokio::test]
+async fn callers_falling_back_to_a_scripts_text_at_once_still_decide() {
+    let stack = Stack::start().await;
+    let client = stack.client();
+    let minute = Duration::from_secs(60);
+    let window = Limiter::new(client.clone(), "a", Quota::fixed_window(1000, minute).unwrap()).unwrap();
+    let log = Limiter::new(client.clone(), "b", Quota::sliding_log(1000, minute).unwrap()).unwrap();
+    for round in 0..2 {
+        client
+            .command(&edgelimit::Command::new("SCRIPT").arg("FLUSH"))
+            .await
+            .unwrap();
+        let decisions = (0..80).map(|i| {
+            let (window, log) = (window.clone(), log.clone());
+            async move {
+                let id = format!("{round}-{i}");
+                limit::limit_all(&[window.request(id.as_str(), 1), log.request(id.as_str(), 1)])
+                    .await
+                    .map(|decisions| decisions.success)
+            }
+        });
+        for outcome in spawned_at_once(decisions).await {
+            assert!(matches!(outcome, Ok(true)), "round {round}: {outcome:?}");
+        }
     }
 }
