@@ -4,10 +4,24 @@ use std::time::Duration;
 
 use wasm_bindgen::prelude::*;
 
-use super::to_js_error;
 use super::values::{command, to_js_value, words};
+use super::{describe, given, string, to_js_error, whole};
+use crate::error::{Error, Result};
 use crate::rest;
 use crate::script::Script;
+
+/// `value` as an array, or an error naming `what`. The parameters are read as any JS value, not as the typed ones
+/// wasm-bindgen could convert: its glue would read a `null` or a number before Rust sees it, throw outside the
+/// returned promise (a crash of a Node process), or hand a non-string's bytes to the allocator (a trap).
+fn array(value: &JsValue, what: &str) -> Result<js_sys::Array> {
+    if !js_sys::Array::is_array(value) {
+        return Err(Error::InvalidArgument(format!(
+            "{what} must be an array of strings or integers, e.g. [\"GET\", \"key\"], got {}",
+            describe(value)
+        )));
+    }
+    Ok(value.clone().unchecked_into())
+}
 
 /// A client for an Upstash-compatible Redis REST endpoint.
 #[wasm_bindgen(js_name = RestClient)]
@@ -19,28 +33,42 @@ pub struct JsRestClient {
 impl JsRestClient {
     /// `new RestClient(url, token, timeoutMs?)`; the timeout defaults to 1000 ms.
     #[wasm_bindgen(constructor)]
-    pub fn new(url: &str, token: &str, timeout_ms: Option<u32>) -> Result<JsRestClient, JsValue> {
-        let mut inner = rest::RestClient::new(url, token).map_err(to_js_error)?;
-        if let Some(ms) = timeout_ms {
-            inner = inner
-                .with_timeout(Duration::from_millis(ms.into()))
-                .map_err(to_js_error)?;
-        }
-        Ok(JsRestClient { inner })
+    pub fn new(url: JsValue, token: JsValue, timeout_ms: JsValue) -> Result<JsRestClient, JsValue> {
+        let client = || -> Result<rest::RestClient> {
+            let inner = rest::RestClient::new(&string(&url, "url")?, &string(&token, "token")?)?;
+            match given(&timeout_ms) {
+                None => Ok(inner),
+                Some(ms) => {
+                    let max = rest::MAX_TIMEOUT.as_millis() as u64;
+                    inner.with_timeout(Duration::from_millis(whole(ms, "timeoutMs", 1, max)?))
+                }
+            }
+        };
+        Ok(JsRestClient {
+            inner: client().map_err(to_js_error)?,
+        })
     }
 
     /// Runs one command, e.g. `await client.command(["SET", "k", "v"])`.
-    pub async fn command(&self, command_words: js_sys::Array) -> Result<JsValue, JsValue> {
-        let command = command(&command_words).map_err(to_js_error)?;
+    pub async fn command(&self, command_words: JsValue) -> Result<JsValue, JsValue> {
+        let command = array(&command_words, "command")
+            .and_then(|words| command(&words))
+            .map_err(to_js_error)?;
         let reply = self.inner.command(&command).await.map_err(to_js_error)?;
         Ok(to_js_value(reply))
     }
 
     /// Runs a script with `EVALSHA`, falling back to `EVAL` when Redis does not have it cached.
-    pub async fn eval(&self, script: &str, keys: js_sys::Array, args: js_sys::Array) -> Result<JsValue, JsValue> {
-        let keys = words(&keys, "keys").map_err(to_js_error)?;
-        let args = words(&args, "args").map_err(to_js_error)?;
-        let reply = Script::new(script)
+    pub async fn eval(&self, script: JsValue, keys: JsValue, args: JsValue) -> Result<JsValue, JsValue> {
+        let call = || -> Result<(String, Vec<String>, Vec<String>)> {
+            Ok((
+                string(&script, "script")?,
+                words(&array(&keys, "keys")?, "keys")?,
+                words(&array(&args, "args")?, "args")?,
+            ))
+        };
+        let (script, keys, args) = call().map_err(to_js_error)?;
+        let reply = Script::new(&script)
             .run(&self.inner, &keys, &args)
             .await
             .map_err(to_js_error)?;

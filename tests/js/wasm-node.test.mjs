@@ -29,6 +29,28 @@ test("integer arguments are sent as their digits, exactly up to 2^53 - 1; other 
   }
 });
 
+test("arguments of the wrong type are refused with a code, never a crash, a hang, a trap or another meaning", async () => {
+  const client = new edgelimit.RestClient(stack.url, stack.token, 5000);
+  // Each once threw outside the promise (Node exited), trapped the wasm, or was read as something else: a string
+  // as its characters (keys "mykey" as five keys), a number as no arguments, a timeout modulo 2^32.
+  for (const call of [
+    () => client.command(null),
+    () => client.command("PING"),
+    () => client.command({ 0: "PING" }),
+    () => client.eval("return 1", null, []),
+    () => client.eval("return #KEYS", "mykey", []),
+    () => client.eval("return 1", [], 5),
+    () => client.eval(5, [], []),
+  ]) {
+    const error = await call().then((reply) => assert.fail(`accepted: ${reply}`), (e) => e);
+    assert.deepEqual([error.code, error.storeUnavailable], ["EDGELIMIT_INVALID_ARGUMENT", false], `${call}: ${error}`);
+  }
+  for (const [url, token, timeout] of [[5, "t", 1000], [stack.url, {}, 1000], [stack.url, "t", 2 ** 32 + 5], [stack.url, "t", 1.5], [stack.url, "t", "300"], [stack.url, "t", 0]]) {
+    assert.throws(() => new edgelimit.RestClient(url, token, timeout), { code: "EDGELIMIT_INVALID_ARGUMENT" }, `${url} ${token} ${timeout}`);
+  }
+  assert.equal(await client.command(["PING"]), "PONG", "the client still works");
+});
+
 test("a stalled endpoint times out at the configured timeout, with a stable code", async () => {
   const stalled = await startStalledEndpoint();
   try {
