@@ -38,6 +38,16 @@ impl RequestMatch {
                     "paths and patterns match the path alone, without \"?\" (the query) or \"#\", got {path:?}"
                 )));
             }
+            // Nor any spelling a request's path never has: the Worker's URL parser percent-encodes what a path may
+            // not hold as it is (spaces, non-ASCII, `<`, …), and `normalize_path` decodes unreserved `%XX` and merges
+            // slashes. Such a rule would never apply, and its limit would be off unseen.
+            let encoded = as_requests_spell(path);
+            if encoded != *path {
+                return Err(Error::InvalidConfig(format!(
+                    "paths and patterns are written as requests' paths are matched, percent-encoded and normalised: \
+                     write {encoded:?}, not {path:?}"
+                )));
+            }
         }
         for host in &hosts {
             // A name as the URL's host has it: no scheme, port, path or space, which would make the rule never match.
@@ -110,6 +120,20 @@ pub fn normalize_path(path: &str) -> Cow<'_, str> {
     }
     // Only ASCII bytes were put in place of ASCII text, so the bytes are still UTF-8.
     Cow::Owned(String::from_utf8(normal).unwrap_or_else(|_| path.to_owned()))
+}
+
+/// `path` as a request's path is matched: percent-encoded as the WHATWG URL parser encodes a path (controls, space,
+/// `"`, `<`, `>`, `` ` ``, `{`, `}` and every non-ASCII byte, as `%XX` in upper case), then [`normalize_path`].
+fn as_requests_spell(path: &str) -> String {
+    let mut encoded = String::with_capacity(path.len());
+    for byte in path.bytes() {
+        if byte.is_ascii_graphic() && !b"\"<>`{}".contains(&byte) {
+            encoded.push(byte as char);
+        } else {
+            encoded.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    normalize_path(&encoded).into_owned()
 }
 
 fn host_matches(pattern: &str, host: &str) -> bool {
@@ -269,6 +293,27 @@ mod tests {
         assert!(login.matches("POST", "h", "/login/"));
         assert!(!login.matches("POST", "h", "/login/x"));
         assert!(with_pattern("/").matches("GET", "h", "/"));
+    }
+
+    #[test]
+    fn a_path_no_request_has_is_refused_with_the_spelling_to_write() {
+        // The URL parser percent-encodes a request's path, and normalize_path decodes unreserved escapes and merges
+        // slashes: a rule written otherwise would never apply.
+        for (written, spelt) in [
+            ("/café", "/caf%C3%A9"),
+            ("/%6Cogin", "/login"),
+            ("//admin", "/admin"),
+            ("/a b", "/a%20b"),
+            ("/x<y>", "/x%3Cy%3E"),
+        ] {
+            for (prefix, pattern) in [(Some(written.to_owned()), None), (None, Some(written.to_owned()))] {
+                let error = RequestMatch::new(vec![], prefix, pattern, vec![]).unwrap_err().to_string();
+                assert!(error.contains(&format!("write {spelt:?}")), "{written}: {error}");
+            }
+        }
+        let cafe = with_pattern("/caf%C3%A9");
+        assert!(cafe.matches("GET", "h", &normalize_path("/caf%C3%A9")));
+        assert!(with_pattern("/a%2Fb/**").matches("GET", "h", "/a%2Fb/c"));
     }
 
     #[test]
