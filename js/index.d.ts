@@ -330,12 +330,15 @@ export declare class Ratelimit {
    * still allows, never more: a token bucket or GCRA the part that has not refilled since the grant, a fixed window
    * the permits while the grant's window is current, a sliding window while it is current or the previous one, a
    * sliding log the grant while it is in the window. Sent once: never retried after a timeout. A receipt is good
-   * for one refund.
+   * for one refund. Refund only receipts your own code kept: a token bucket, GCRA or window receipt is not signed
+   * or tied to its identifier, so one written by hand (another permit count, another identifier, used twice) gives
+   * back what it names, up to the limit; a sliding-log or concurrency receipt names a logged grant and cannot be
+   * made up.
    * @param receipt The response's `receipt` (one limit), or every `results[i].receipt`, one per limit, in order.
    * @param limiters The limiters `limitAll` was given, when the grant came from `limitAll`.
-   * @throws {@link EdgelimitError} `EDGELIMIT_INVALID_ARGUMENT` for a receipt no grant of the limit returned (another
-   * form, more permits than the limit, a time or window after the server's clock), before anything is written;
-   * never absorbed by `onError`.
+   * @throws {@link EdgelimitError} `EDGELIMIT_INVALID_ARGUMENT` for a receipt no grant of the limit could have
+   * returned (another form, more permits than the limit, a time or window after the server's clock), before anything
+   * is written; never absorbed by `onError`.
    * @example
    * ```ts
    * const result = await ratelimit.limit(ip);
