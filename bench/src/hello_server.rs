@@ -1,8 +1,8 @@
 //! `edgelimit-bench-hello`: a hello-world HTTP server, the baseline of scenario 3 that says what HTTP costs on this
 //! machine without the bridge. It runs as a process of its own (the bridge it stands beside runs in the benchmark's
 //! process, idle but for it while the load generator runs), on the same stack (the `edgelimit` binary's runtime and
-//! worker threads, its allocator, axum, hyper), and answers every `POST /` with what the bridge answers to `PING`,
-//! at once: no token, no body read, no Redis.
+//! worker threads, its allocator, its accept loop, axum, hyper), and answers every `POST /` with what the bridge
+//! answers to `PING`, at once: no token, no body read, no Redis.
 //!
 //! Usage: `edgelimit-bench-hello [ADDR]` (default `127.0.0.1:0`); prints `listening on http://ADDR` once it listens,
 //! then serves until killed.
@@ -33,5 +33,6 @@ async fn serve(address: &str) -> std::io::Result<()> {
     let mut stdout = std::io::stdout();
     writeln!(stdout, "listening on http://{}", listener.local_addr()?)?;
     stdout.flush()?;
-    axum::serve(listener, Router::new().route("/", post(|| async { PONG }))).await
+    let app = Router::new().route("/", post(|| async { PONG }));
+    edgelimit_cli::bridge::serving::serve(listener, app, std::future::pending()).await
 }

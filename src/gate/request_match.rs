@@ -307,7 +307,9 @@ mod tests {
             ("/x<y>", "/x%3Cy%3E"),
         ] {
             for (prefix, pattern) in [(Some(written.to_owned()), None), (None, Some(written.to_owned()))] {
-                let error = RequestMatch::new(vec![], prefix, pattern, vec![]).unwrap_err().to_string();
+                let error = RequestMatch::new(vec![], prefix, pattern, vec![])
+                    .unwrap_err()
+                    .to_string();
                 assert!(error.contains(&format!("write {spelt:?}")), "{written}: {error}");
             }
         }

@@ -39,6 +39,7 @@ mod reply_cap;
 mod routing;
 mod script_bodies;
 pub mod script_kill;
+pub mod serving;
 mod shebang;
 mod subscribe;
 pub mod tokens;
@@ -217,7 +218,7 @@ pub async fn serve(
         shutdown.await;
         bridge.subscriptions.close_all();
     };
-    let served = axum::serve(listener, app).with_graceful_shutdown(shutdown).await;
+    let served = serving::serve(listener, app, shutdown).await;
     reloading.abort();
     Ok(served?)
 }
