@@ -10,8 +10,9 @@ use serde_json::{json, Value as Json};
 /// One command from a request body: its words as bytes.
 pub type Words = Vec<Vec<u8>>;
 
-/// Parses `["SET", "k", 1]` into words. Numbers are sent to Redis as their decimal text, booleans as `true` or
-/// `false` (as Upstash stores them: `@upstash/redis` sends `redis.set("k", true)` as `["set", "k", true]`).
+/// Parses `["SET", "k", 1]` into words. Numbers are sent to Redis as their decimal text (see [`number_text`]),
+/// booleans as `true` or `false` (as Upstash stores them: `@upstash/redis` sends `redis.set("k", true)` as
+/// `["set", "k", true]`).
 pub fn command(body: &Json) -> Result<Words, String> {
     let Json::Array(items) = body else {
         return Err(format!(
@@ -27,7 +28,12 @@ pub fn command(body: &Json) -> Result<Words, String> {
         .enumerate()
         .map(|(i, item)| match item {
             Json::String(text) => Ok(text.as_bytes().to_vec()),
-            Json::Number(number) => Ok(number.to_string().into_bytes()),
+            Json::Number(number) => number_text(number).map(String::into_bytes).ok_or_else(|| {
+                format!(
+                    "argument {i}, the number {number}, has more digits than a JSON number keeps exactly (a whole \
+                     number beyond 2^53 is read as a double): send it as a string"
+                )
+            }),
             Json::Bool(flag) => Ok(flag.to_string().into_bytes()),
             other => Err(format!(
                 "argument {i} must be a string, a number or a boolean, got {}",
@@ -35,6 +41,25 @@ pub fn command(body: &Json) -> Result<Words, String> {
             )),
         })
         .collect()
+}
+
+/// A JSON number as the argument Redis reads: a whole number as its digits (`1E2` and `100.0` as `100`, `-0` as `0`:
+/// Redis's integer arguments take no exponent or point), a fraction as the shortest text that reads back as the same
+/// double. `None` for a whole number beyond ±2^53 that fits no 64-bit integer: read as a double, it has lost digits,
+/// and sending what is left would store another number than the client wrote.
+fn number_text(number: &serde_json::Number) -> Option<String> {
+    if let Some(n) = number.as_i64() {
+        return Some(n.to_string());
+    }
+    if let Some(n) = number.as_u64() {
+        return Some(n.to_string());
+    }
+    let x = number.as_f64()?;
+    if x.fract() != 0.0 {
+        return Some(number.to_string());
+    }
+    // Exact: a whole double within ±2^53 converts to i64 without loss.
+    (x.abs() <= (1u64 << 53) as f64).then(|| (x as i64).to_string())
 }
 
 /// Parses `[["SET", "k", 1], ["GET", "k"]]` into commands.
@@ -191,6 +216,30 @@ mod tests {
         assert!(commands(&json!([["PING"], [null]]))
             .unwrap_err()
             .starts_with("command 1"));
+    }
+
+    #[test]
+    fn numbers_are_sent_as_the_digits_redis_reads_or_refused_when_json_lost_them() {
+        let sent = |body: &str| {
+            let words = command(&serde_json::from_str(body).unwrap()).map(|words| words[2].clone());
+            words.map(|word| String::from_utf8(word).unwrap())
+        };
+        assert_eq!(sent(r#"["EXPIRE", "k", 1E2]"#).unwrap(), "100");
+        assert_eq!(sent(r#"["SET", "k", 100.0]"#).unwrap(), "100");
+        assert_eq!(sent(r#"["SET", "k", -0]"#).unwrap(), "0");
+        assert_eq!(sent(r#"["SET", "k", -0.0]"#).unwrap(), "0");
+        assert_eq!(sent(r#"["INCRBYFLOAT", "k", 1.5]"#).unwrap(), "1.5");
+        assert_eq!(
+            sent(r#"["SET", "k", 18446744073709551615]"#).unwrap(),
+            "18446744073709551615"
+        );
+        assert_eq!(
+            sent(r#"["SET", "k", -9223372036854775808]"#).unwrap(),
+            "-9223372036854775808"
+        );
+        assert_eq!(sent(r#"["SET", "k", 9007199254740992.0]"#).unwrap(), "9007199254740992");
+        let lost = sent(r#"["SET", "k", 123456789012345678901234567890]"#).unwrap_err();
+        assert!(lost.contains("send it as a string"), "{lost}");
     }
 
     #[test]
