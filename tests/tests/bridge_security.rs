@@ -419,6 +419,28 @@ async fn an_endless_script_is_killed_and_every_client_recovers_within_the_busy_t
     );
 }
 
+/// A Redis function that loops is stopped as a script is: Redis answers SCRIPT KILL with BUSY for a function, and the
+/// bridge sends FUNCTION KILL. (Before, every client got BUSY until someone killed it by hand.)
+#[tokio::test]
+async fn an_endless_function_is_killed_and_every_client_recovers() {
+    let stack = Stack::start().await;
+    let admin = stack.client();
+    let library = "#!lua name=spin\nredis.register_function('spin', function() while true do end end)";
+    admin
+        .command(&cmd(&["FUNCTION", "LOAD", "REPLACE", library]))
+        .await
+        .unwrap();
+    let started = Instant::now();
+    assert!(admin.command(&cmd(&["FCALL", "spin", "0"])).await.is_err());
+    loop {
+        match admin.command(&cmd(&["PING"])).await {
+            Ok(pong) => break assert_eq!(pong.into_string().unwrap(), "PONG"),
+            Err(e) => assert!(e.is_store_unavailable(), "{e}"),
+        }
+        assert!(started.elapsed() < Duration::from_secs(40), "never recovered");
+    }
+}
+
 #[tokio::test]
 async fn a_script_that_wrote_cannot_be_killed_and_the_bridge_says_so() {
     let mut stack = Stack::start().await;

@@ -2,7 +2,8 @@
 //!
 //! Redis runs one command at a time: while a script runs, every other client waits (a pool of connections would not
 //! help). When a request times out or Redis answers `BUSY`, the bridge sends `SCRIPT KILL` on a connection of its
-//! own, as the `--redis` URL's user (which must hold `+script|kill`). Redis reads other clients only once the script
+//! own, as the `--redis` URL's user (which must hold `+script|kill`), or `FUNCTION KILL` when Redis says a function
+//! (`FCALL`) is what runs (`+function|kill`). Redis reads other clients only once the script
 //! has run `busy-reply-threshold` ms (5000 by default), so that is when the kill lands and the requests waiting
 //! behind the script go on: the recovery bound is that threshold plus one connect, whatever the bridge's timeout.
 //!
@@ -70,12 +71,18 @@ impl ScriptKiller {
             Err(e) => Err(e),
         };
         let reply: redis::RedisResult<()> = match connection {
-            Ok(mut connection) => redis::cmd("SCRIPT").arg("KILL").query_async(&mut connection).await,
+            Ok(mut connection) => match redis::cmd("SCRIPT").arg("KILL").query_async(&mut connection).await {
+                // What runs is a function (FCALL), not a script: Redis stops it with FUNCTION KILL only.
+                Err(e) if e.code() == Some("BUSY") => {
+                    redis::cmd("FUNCTION").arg("KILL").query_async(&mut connection).await
+                }
+                reply => reply,
+            },
             Err(e) => Err(e),
         };
         let unkillable = match reply {
             Ok(()) => {
-                eprintln!("edgelimit bridge: a script ran past the timeout; stopped it with SCRIPT KILL");
+                eprintln!("edgelimit bridge: a script or function ran past the timeout; stopped it");
                 false
             }
             // Nothing ran: the timeout had another cause (Redis slow or unreachable), or the script ended.
