@@ -19,9 +19,9 @@
 //! of the first differing byte, nor a token's length, nor which entry matched shows in the response time. No token
 //! is ever logged: errors name the file and the line.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
@@ -145,8 +145,8 @@ pub struct Tokens {
     inline: TokenTable,
     file: Option<PathBuf>,
     current: RwLock<Arc<TokenTable>>,
-    /// The file's modification time and length when last read, to notice a change.
-    seen: RwLock<Option<(SystemTime, u64)>>,
+    /// The file's text when last read, to notice a change.
+    seen: RwLock<Option<String>>,
 }
 
 impl Tokens {
@@ -179,16 +179,18 @@ impl Tokens {
         let Some(path) = &self.file else {
             return Ok(());
         };
-        let stamp = file_stamp(path).map_err(|e| format!("cannot read the tokens file {}: {e}", path.display()))?;
-        if *self.seen.read().unwrap_or_else(|e| e.into_inner()) == Some(stamp) {
-            return Ok(());
-        }
+        // The text itself, not its modification time and length, says whether it changed: a rotation that keeps
+        // both (`cp -p`, two writes within one tick of a coarse clock) would otherwise leave the old tokens in force.
+        // The file is small, and read once per RELOAD_EVERY.
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("cannot read the tokens file {}: {e}", path.display()))?;
+        if self.seen.read().unwrap_or_else(|e| e.into_inner()).as_deref() == Some(text.as_str()) {
+            return Ok(());
+        }
         let mut table = self.inline.clone();
         table.extend(TokenTable::parse(&text, &path.display().to_string())?);
         *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(table);
-        *self.seen.write().unwrap_or_else(|e| e.into_inner()) = Some(stamp);
+        *self.seen.write().unwrap_or_else(|e| e.into_inner()) = Some(text);
         Ok(())
     }
 
@@ -217,11 +219,6 @@ impl Tokens {
             }
         }
     }
-}
-
-fn file_stamp(path: &Path) -> std::io::Result<(SystemTime, u64)> {
-    let metadata = std::fs::metadata(path)?;
-    Ok((metadata.modified()?, metadata.len()))
 }
 
 #[cfg(test)]
@@ -274,5 +271,31 @@ mod tests {
         }
         assert!(check_token(&"x".repeat(1 << 20)).is_err());
         assert!(check_token("0123456789abcdef\0").is_err());
+    }
+
+    #[test]
+    fn a_rotation_is_noticed_by_the_files_text_whatever_its_time_and_length() {
+        let path = std::env::temp_dir().join(format!("edgelimit-tokens-rotation-{}", std::process::id()));
+        let old = "limiter:limiter-OLD-token-1\n";
+        let new = "limiter:limiter-NEW-token-2\n";
+        std::fs::write(&path, old).unwrap();
+        let tokens = Tokens::load(TokenTable::parse("", "inline").unwrap(), Some(path.clone())).unwrap();
+        let bearer = |token: &str| format!("Bearer {token}").into_bytes();
+        assert!(tokens
+            .table()
+            .profile_of(Some(&bearer("limiter-OLD-token-1")))
+            .is_some());
+        // Same length, written at once (often within one tick of the file's clock): its text tells it apart.
+        std::fs::write(&path, new).unwrap();
+        tokens.reload().unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert!(tokens
+            .table()
+            .profile_of(Some(&bearer("limiter-OLD-token-1")))
+            .is_none());
+        assert!(tokens
+            .table()
+            .profile_of(Some(&bearer("limiter-NEW-token-2")))
+            .is_some());
     }
 }
