@@ -750,3 +750,32 @@ async fn the_bridge_stops_sending_again_once_the_clients_deadline_has_passed() {
     assert_eq!(answered.status().as_u16(), 200, "{}", answered.text().await.unwrap());
     drop(cluster);
 }
+
+/// A reply combined from every master (`KEYS`) is held to the reply cap as a whole on `POST /`, as one Redis's
+/// reply and a `/pipeline`'s replies together are: each master's part alone may be within the cap.
+#[tokio::test]
+async fn a_reply_combined_from_every_master_is_held_to_the_cap() {
+    let stack = Stack::start_cluster_with(|config| config.max_reply_bytes = 1000).await;
+    let client = stack.client();
+    let sets: Vec<Command> = (0..60)
+        .map(|i| {
+            Command::new("SET")
+                .arg(format!("combined-reply-key-number-{i:04}"))
+                .arg("v")
+        })
+        .collect();
+    for reply in client.pipeline(&sets).await.unwrap() {
+        reply.unwrap();
+    }
+    let error = client
+        .command(&Command::new("KEYS").arg("combined-*"))
+        .await
+        .unwrap_err();
+    assert_eq!(error.code(), "EDGELIMIT_TOO_LARGE", "{error}");
+    assert!(!error.is_store_unavailable());
+    let few = client
+        .command(&Command::new("KEYS").arg("combined-reply-key-number-000*"))
+        .await
+        .unwrap();
+    assert_eq!(few.into_array().unwrap().len(), 10);
+}

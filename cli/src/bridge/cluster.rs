@@ -228,6 +228,9 @@ pub enum Failed {
     /// Never sent: a node refused the bridge's login or its ACL user, which no wait fixes. Passed on as the text of
     /// Redis's error reply (`WRONGPASS`, `NOPERM`), so that clients report it rather than take it for an outage.
     Refused(String),
+    /// A command every master runs ran on some and failed on others (see `clustered::every_master`): how it went on
+    /// each, never "not sent".
+    Partial(String),
 }
 
 impl Failed {
@@ -243,7 +246,7 @@ impl Failed {
                  itself"
             ),
             Failed::Unreachable(why) => format!("{why}; the command was not sent: retry shortly"),
-            Failed::Refused(text) => text.clone(),
+            Failed::Refused(text) | Failed::Partial(text) => text.clone(),
         }
     }
 }

@@ -22,7 +22,7 @@ fn failure(failed: &Failed) -> Failure {
     match failed {
         Failed::Reply(_) if text.starts_with(REPLY_TOO_LARGE) => Failure::new(StatusCode::PAYLOAD_TOO_LARGE, text),
         Failed::Reply(_) | Failed::Busy(_) | Failed::Refused(_) => Failure::bad_request(text),
-        Failed::Lost { .. } | Failed::Unreachable(_) => {
+        Failed::Lost { .. } | Failed::Unreachable(_) | Failed::Partial(_) => {
             eprintln!("edgelimit bridge: {text}");
             Failure::new(StatusCode::SERVICE_UNAVAILABLE, text)
         }
@@ -77,9 +77,20 @@ async fn every_master(
             .map(|address| cluster.run(profile, command, words, Target::Node(address), None, deadline)),
     )
     .await;
-    let mut values = Vec::with_capacity(replies.len());
-    for reply in replies {
-        values.push(reply?);
+    let count = replies.len();
+    let (values, failures): (Vec<_>, Vec<_>) = replies.into_iter().partition(Result::is_ok);
+    let values: Vec<Value> = values.into_iter().filter_map(Result::ok).collect();
+    if let Some(Err(failed)) = failures.into_iter().next() {
+        if values.is_empty() {
+            return Err(failed);
+        }
+        // Some masters ran it: a partial write (FLUSHALL, FUNCTION LOAD, …) must not be reported as not sent.
+        return Err(Failed::Partial(format!(
+            "the command ran on {} of the cluster's {count} masters and failed on the others ({}): it has run in part \
+             and is not sent again; run it again once every master is up",
+            values.len(),
+            failed.text()
+        )));
     }
     Ok(match combine {
         Combine::Same => values.into_iter().next().unwrap_or(Value::Nil),

@@ -568,6 +568,13 @@ async fn single(
     if let Links::Cluster(cluster) = &bridge.redis {
         let budget = retry_budget(cluster, &headers)?;
         let value = clustered::single(cluster, profile, &prepared, budget).await?;
+        // A reply combined from every master (KEYS) is held to the cap as a whole, as one Redis's reply is.
+        if json::wire_size(&value) > bridge.max_reply_bytes {
+            return Err(Failure::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                over_budget(bridge.max_reply_bytes),
+            ));
+        }
         return Ok(Json(
             json!({ "result": render(value, prepared.1, wants_base64(&headers)) }),
         ));
