@@ -115,9 +115,9 @@ export interface RatelimitConfig {
    */
   reserve?: string;
   /**
-   * What `limit` answers when the store is unavailable: a timeout, the endpoint unreachable or answering HTTP 502/503/504,
-   * Redis loading, busy, failing over, read-only or out of memory (the codes with `storeUnavailable: true`, see
-   * {@link ErrorCode}):
+   * What `limit` answers when the store is unavailable: a timeout, the endpoint unreachable or answering HTTP
+   * 502–504 or 520–524, Redis loading, busy, failing over, read-only or out of memory (the codes with
+   * `storeUnavailable: true`, see {@link ErrorCode}):
    * - `"allow"` (default): fail open, `success: true`;
    * - `"deny"`: fail closed, `success: false`;
    * - `"throw"`: reject with the {@link EdgelimitError}.
@@ -203,7 +203,8 @@ export interface RatelimitResponse extends Decision {
  * Absorbed by `onError` (the store is unavailable):
  * - `EDGELIMIT_TIMEOUT`: no reply within `timeout`;
  * - `EDGELIMIT_TRANSPORT`: the endpoint could not be reached;
- * - `EDGELIMIT_ENDPOINT`: the endpoint answered HTTP 502, 503 or 504 (e.g. Redis down behind it); other statuses (500 too) reject;
+ * - `EDGELIMIT_ENDPOINT`: the endpoint answered HTTP 502, 503, 504 (e.g. Redis down behind it) or 520–524
+ *   (Cloudflare before it); other statuses (500 too) reject;
  * - `EDGELIMIT_UNAVAILABLE`: Redis is loading, busy, failing over or out of memory;
  * - `EDGELIMIT_READONLY`: the endpoint reached a read-only replica (alert on it: if it lasts, the endpoint is
  *   misrouted).

@@ -98,14 +98,6 @@ local EXPLICIT_TIME_GRACE_MS = 60000
 -- Reported with error() as common.lua's reject does: 'ERR edgelimit: invalid ' .. RECEIPT_MARK .. ': ' .. mark.
 local RECEIPT_MARK = 'receipt mark (not a grant of this limit: a time or window after the server clock, or no number)'
 
--- Why an algorithm that keeps a string (token bucket 'tb:', GCRA 'gcra:', fixed window 'fw:', sliding window 'sw:')
--- refuses its key's value: neither its own state nor another of these algorithms' (which it reads as nothing
--- counted: a stored quota whose algorithm changed starts afresh). Read as nothing counted, another program's value,
--- or a damaged one, would be granted on and overwritten. Reported as Redis reports a key of another type (the
--- caller's EDGELIMIT_FOREIGN_STATE), with the value's length, not its bytes, which may be another program's secret:
--- 'WRONGTYPE edgelimit: ' .. FOREIGN_VALUE .. #value .. ' bytes)'. (The logs' scripts keep no string: unused there.)
-local FOREIGN_VALUE = 'the key holds a value of no edgelimit algorithm (another program\'s, or damaged: ' -- luacheck: ignore
-
 -- The algorithm family's driver, for several limits in one call or a quota stored in Redis (one limit with its quota
 -- in the arguments runs single.lua instead); the algorithms are spliced in at the marker, each wrapped by entry.lua.
 -- One call decides them atomically: every limit gives a verdict first, and only if all allow are all of them
@@ -523,7 +515,7 @@ end
 -- write (Redis commands dominate a script's cost). A missing key is a full bucket, so the key expires exactly when
 -- the bucket would be full again. The tag 'tb:' says whose value it is: another algorithm's (a stored quota that
 -- changed its algorithm) matches no pattern here and is read as no state, a full bucket; a value of no edgelimit
--- algorithm is refused (prelude.lua, FOREIGN_VALUE).
+-- algorithm is refused (foreign_value.lua).
 --
 -- A grant's receipt is '<permits>:<unix ms of the grant>'. A refund of it at `now` gives back what the grant took
 -- less what has refilled since, permits × interval − (now − granted) × rate units, when that is positive: those
@@ -544,10 +536,19 @@ local full = limit * interval
 local value = redis.call('GET', key) or ''
 local units, at = string.match(value, '^tb:(%d+):(%d+)$')
 if value ~= '' and not units then
-    -- Only another string algorithm's state counts as none here (see prelude.lua, FOREIGN_VALUE).
+    -- A string algorithm's check of its key's value, spliced at each line
+    -- `--@inline limits/foreign_value.lua` (see src/lua/compose.rs) where the value (`value`, '' for
+    -- no key) is not '' and not in the algorithm's own layout. Another string algorithm's state
+    -- (token bucket 'tb:', GCRA 'gcra:', fixed window 'fw:', sliding window 'sw:') is no state to it:
+    -- a stored quota whose algorithm changed starts afresh. Anything else no edgelimit algorithm
+    -- wrote (another program's value, a damaged state) would, read as nothing counted, be granted on
+    -- and overwritten: it is refused as Redis refuses a key of another type (the caller's
+    -- EDGELIMIT_FOREIGN_STATE), with the value's length, not its bytes (another program's secret?).
     local tag = string.match(value, '^(%l+):%d+:%d+$')
-    if not (tag == 'gcra' or tag == 'fw' or string.find(value, '^sw:%d+:%d+:%d+$')) then
-        error({ err = 'WRONGTYPE edgelimit: ' .. FOREIGN_VALUE .. #value .. ' bytes)' })
+    if not (tag == 'tb' or tag == 'gcra' or tag == 'fw'
+        or string.find(value, '^sw:%d+:%d+:%d+$')) then
+        error({ err = 'WRONGTYPE edgelimit: the key holds a value of no edgelimit algorithm '
+            .. '(another program\'s, or damaged: ' .. #value .. ' bytes)' })
     end
 end
 if units then
@@ -624,7 +625,7 @@ end
 -- one SET, which keeps the key's expiry (KEEPTTL: setting one costs about as much as the SET itself) unless it
 -- starts the window. The tag 'fw:' says whose value it is: another algorithm's (a stored quota that changed its
 -- algorithm) matches no pattern here and is read as nothing counted; a value of no edgelimit algorithm is refused
--- (prelude.lua, FOREIGN_VALUE).
+-- (foreign_value.lua).
 --
 -- Why this layout stays (instructions per decision, bench/instructions.mjs, thousands, granted / denied: this one
 -- 52.1 / 41.3; @upstash/ratelimit's one INCRBY 32.1 / 33.4, and the goal that plus one TIME, 8.3). A number per window
@@ -652,10 +653,19 @@ window = window - window % 1
 local value = redis.call('GET', key) or ''
 local stored_text, count = string.match(value, '^fw:(%d+):(%d+)$')
 if value ~= '' and not stored_text then
-    -- Only another string algorithm's state counts as none here (see prelude.lua, FOREIGN_VALUE).
+    -- A string algorithm's check of its key's value, spliced at each line
+    -- `--@inline limits/foreign_value.lua` (see src/lua/compose.rs) where the value (`value`, '' for
+    -- no key) is not '' and not in the algorithm's own layout. Another string algorithm's state
+    -- (token bucket 'tb:', GCRA 'gcra:', fixed window 'fw:', sliding window 'sw:') is no state to it:
+    -- a stored quota whose algorithm changed starts afresh. Anything else no edgelimit algorithm
+    -- wrote (another program's value, a damaged state) would, read as nothing counted, be granted on
+    -- and overwritten: it is refused as Redis refuses a key of another type (the caller's
+    -- EDGELIMIT_FOREIGN_STATE), with the value's length, not its bytes (another program's secret?).
     local tag = string.match(value, '^(%l+):%d+:%d+$')
-    if not (tag == 'tb' or tag == 'gcra' or string.find(value, '^sw:%d+:%d+:%d+$')) then
-        error({ err = 'WRONGTYPE edgelimit: ' .. FOREIGN_VALUE .. #value .. ' bytes)' })
+    if not (tag == 'tb' or tag == 'gcra' or tag == 'fw'
+        or string.find(value, '^sw:%d+:%d+:%d+$')) then
+        error({ err = 'WRONGTYPE edgelimit: the key holds a value of no edgelimit algorithm '
+            .. '(another program\'s, or damaged: ' .. #value .. ' bytes)' })
     end
 end
 local stored = stored_text and stored_text + 0
@@ -722,7 +732,7 @@ end
 -- read with one GET and written with one SET (… PX when it starts a window, else KEEPTTL: the expiry only moves with
 -- the window). The key expires when its current window stops counting, at the end of the next window. The tag 'sw:'
 -- says whose value it is: another algorithm's (a stored quota that changed its algorithm) matches no pattern here
--- and is read as nothing counted; a value of no edgelimit algorithm is refused (prelude.lua, FOREIGN_VALUE).
+-- and is read as nothing counted; a value of no edgelimit algorithm is refused (foreign_value.lua).
 --
 -- A grant's receipt is '<permits>:<k>', its window. A refund gives the permits back to that window's count while it
 -- still counts: the current window, or the previous one (whose count is weighted); never to another window.
@@ -742,10 +752,19 @@ local elapsed = now - window * interval
 local value = redis.call('GET', key) or ''
 local stored_text, current, previous_text = string.match(value, '^sw:(%d+):(%d+):(%d+)$')
 if value ~= '' and not stored_text then
-    -- Only another string algorithm's state counts as none here (see prelude.lua, FOREIGN_VALUE).
+    -- A string algorithm's check of its key's value, spliced at each line
+    -- `--@inline limits/foreign_value.lua` (see src/lua/compose.rs) where the value (`value`, '' for
+    -- no key) is not '' and not in the algorithm's own layout. Another string algorithm's state
+    -- (token bucket 'tb:', GCRA 'gcra:', fixed window 'fw:', sliding window 'sw:') is no state to it:
+    -- a stored quota whose algorithm changed starts afresh. Anything else no edgelimit algorithm
+    -- wrote (another program's value, a damaged state) would, read as nothing counted, be granted on
+    -- and overwritten: it is refused as Redis refuses a key of another type (the caller's
+    -- EDGELIMIT_FOREIGN_STATE), with the value's length, not its bytes (another program's secret?).
     local tag = string.match(value, '^(%l+):%d+:%d+$')
-    if not (tag == 'tb' or tag == 'gcra' or tag == 'fw') then
-        error({ err = 'WRONGTYPE edgelimit: ' .. FOREIGN_VALUE .. #value .. ' bytes)' })
+    if not (tag == 'tb' or tag == 'gcra' or tag == 'fw'
+        or string.find(value, '^sw:%d+:%d+:%d+$')) then
+        error({ err = 'WRONGTYPE edgelimit: the key holds a value of no edgelimit algorithm '
+            .. '(another program\'s, or damaged: ' .. #value .. ' bytes)' })
     end
 end
 local stored, previous = stored_text and stored_text + 0, previous_text
@@ -840,7 +859,7 @@ end
 -- be a whole number of ms (3 per second stays exact). The key expires when TAT passes. If `rate` is changed, a
 -- stored `rem` is capped at rate - 1: the TAT moves by less than 1 ms. The tag 'gcra:' says whose value it is:
 -- another algorithm's (a stored quota that changed its algorithm) matches no pattern here and is read as no debt;
--- a value of no edgelimit algorithm is refused (prelude.lua, FOREIGN_VALUE).
+-- a value of no edgelimit algorithm is refused (foreign_value.lua).
 --
 -- A grant's receipt is '<permits>:<unix ms of the grant>'; a refund of it gives back the debt the grant added less
 -- what has been paid off since, as token_bucket.lua does (there, with the same reason), but never moves TAT back
@@ -865,10 +884,19 @@ local debt, floor = 0, 0
 local value = redis.call('GET', key) or ''
 local ms, rem = string.match(value, '^gcra:(%d+):(%d+)$')
 if value ~= '' and not ms then
-    -- Only another string algorithm's state counts as none here (see prelude.lua, FOREIGN_VALUE).
+    -- A string algorithm's check of its key's value, spliced at each line
+    -- `--@inline limits/foreign_value.lua` (see src/lua/compose.rs) where the value (`value`, '' for
+    -- no key) is not '' and not in the algorithm's own layout. Another string algorithm's state
+    -- (token bucket 'tb:', GCRA 'gcra:', fixed window 'fw:', sliding window 'sw:') is no state to it:
+    -- a stored quota whose algorithm changed starts afresh. Anything else no edgelimit algorithm
+    -- wrote (another program's value, a damaged state) would, read as nothing counted, be granted on
+    -- and overwritten: it is refused as Redis refuses a key of another type (the caller's
+    -- EDGELIMIT_FOREIGN_STATE), with the value's length, not its bytes (another program's secret?).
     local tag = string.match(value, '^(%l+):%d+:%d+$')
-    if not (tag == 'tb' or tag == 'fw' or string.find(value, '^sw:%d+:%d+:%d+$')) then
-        error({ err = 'WRONGTYPE edgelimit: ' .. FOREIGN_VALUE .. #value .. ' bytes)' })
+    if not (tag == 'tb' or tag == 'gcra' or tag == 'fw'
+        or string.find(value, '^sw:%d+:%d+:%d+$')) then
+        error({ err = 'WRONGTYPE edgelimit: the key holds a value of no edgelimit algorithm '
+            .. '(another program\'s, or damaged: ' .. #value .. ' bytes)' })
     end
 end
 local FLOOR_MARK = (2 ^ 32 - 2 ^ 32 % rate) / rate + 1

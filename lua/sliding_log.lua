@@ -59,14 +59,6 @@ local EXPLICIT_TIME_GRACE_MS = 60000
 -- Reported with error() as common.lua's reject does: 'ERR edgelimit: invalid ' .. RECEIPT_MARK .. ': ' .. mark.
 local RECEIPT_MARK = 'receipt mark (not a grant of this limit: a time or window after the server clock, or no number)'
 
--- Why an algorithm that keeps a string (token bucket 'tb:', GCRA 'gcra:', fixed window 'fw:', sliding window 'sw:')
--- refuses its key's value: neither its own state nor another of these algorithms' (which it reads as nothing
--- counted: a stored quota whose algorithm changed starts afresh). Read as nothing counted, another program's value,
--- or a damaged one, would be granted on and overwritten. Reported as Redis reports a key of another type (the
--- caller's EDGELIMIT_FOREIGN_STATE), with the value's length, not its bytes, which may be another program's secret:
--- 'WRONGTYPE edgelimit: ' .. FOREIGN_VALUE .. #value .. ' bytes)'. (The logs' scripts keep no string: unused there.)
-local FOREIGN_VALUE = 'the key holds a value of no edgelimit algorithm (another program\'s, or damaged: ' -- luacheck: ignore
-
 -- One limit whose quota comes with the request: the common call, and the cheapest script of the family. The
 -- algorithm's file is spliced in at the markers (src/lua/compose.rs), so its code runs straight through. What a call
 -- costs Redis is mostly per argument, per C call (tonumber, string functions, redis.call), per table and per

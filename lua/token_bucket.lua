@@ -59,14 +59,6 @@ local EXPLICIT_TIME_GRACE_MS = 60000
 -- Reported with error() as common.lua's reject does: 'ERR edgelimit: invalid ' .. RECEIPT_MARK .. ': ' .. mark.
 local RECEIPT_MARK = 'receipt mark (not a grant of this limit: a time or window after the server clock, or no number)'
 
--- Why an algorithm that keeps a string (token bucket 'tb:', GCRA 'gcra:', fixed window 'fw:', sliding window 'sw:')
--- refuses its key's value: neither its own state nor another of these algorithms' (which it reads as nothing
--- counted: a stored quota whose algorithm changed starts afresh). Read as nothing counted, another program's value,
--- or a damaged one, would be granted on and overwritten. Reported as Redis reports a key of another type (the
--- caller's EDGELIMIT_FOREIGN_STATE), with the value's length, not its bytes, which may be another program's secret:
--- 'WRONGTYPE edgelimit: ' .. FOREIGN_VALUE .. #value .. ' bytes)'. (The logs' scripts keep no string: unused there.)
-local FOREIGN_VALUE = 'the key holds a value of no edgelimit algorithm (another program\'s, or damaged: ' -- luacheck: ignore
-
 -- One limit whose quota comes with the request: the common call, and the cheapest script of the family. The
 -- algorithm's file is spliced in at the markers (src/lua/compose.rs), so its code runs straight through. What a call
 -- costs Redis is mostly per argument, per C call (tonumber, string functions, redis.call), per table and per
@@ -168,7 +160,7 @@ local allowed, retry_after, remaining, reset, reset_after, held, granted_mark, t
 -- write (Redis commands dominate a script's cost). A missing key is a full bucket, so the key expires exactly when
 -- the bucket would be full again. The tag 'tb:' says whose value it is: another algorithm's (a stored quota that
 -- changed its algorithm) matches no pattern here and is read as no state, a full bucket; a value of no edgelimit
--- algorithm is refused (prelude.lua, FOREIGN_VALUE).
+-- algorithm is refused (foreign_value.lua).
 --
 -- A grant's receipt is '<permits>:<unix ms of the grant>'. A refund of it at `now` gives back what the grant took
 -- less what has refilled since, permits × interval − (now − granted) × rate units, when that is positive: those
@@ -184,10 +176,19 @@ local full = limit * interval
 local value = redis.call('GET', key) or ''
 local units, at = string.match(value, '^tb:(%d+):(%d+)$')
 if value ~= '' and not units then
-    -- Only another string algorithm's state counts as none here (see prelude.lua, FOREIGN_VALUE).
+    -- A string algorithm's check of its key's value, spliced at each line
+    -- `--@inline limits/foreign_value.lua` (see src/lua/compose.rs) where the value (`value`, '' for
+    -- no key) is not '' and not in the algorithm's own layout. Another string algorithm's state
+    -- (token bucket 'tb:', GCRA 'gcra:', fixed window 'fw:', sliding window 'sw:') is no state to it:
+    -- a stored quota whose algorithm changed starts afresh. Anything else no edgelimit algorithm
+    -- wrote (another program's value, a damaged state) would, read as nothing counted, be granted on
+    -- and overwritten: it is refused as Redis refuses a key of another type (the caller's
+    -- EDGELIMIT_FOREIGN_STATE), with the value's length, not its bytes (another program's secret?).
     local tag = string.match(value, '^(%l+):%d+:%d+$')
-    if not (tag == 'gcra' or tag == 'fw' or string.find(value, '^sw:%d+:%d+:%d+$')) then
-        error({ err = 'WRONGTYPE edgelimit: ' .. FOREIGN_VALUE .. #value .. ' bytes)' })
+    if not (tag == 'tb' or tag == 'gcra' or tag == 'fw'
+        or string.find(value, '^sw:%d+:%d+:%d+$')) then
+        error({ err = 'WRONGTYPE edgelimit: the key holds a value of no edgelimit algorithm '
+            .. '(another program\'s, or damaged: ' .. #value .. ' bytes)' })
     end
 end
 if units then

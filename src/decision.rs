@@ -63,8 +63,8 @@ pub(crate) enum Status {
 pub(crate) const VERDICT_FIELDS: usize = 6;
 
 impl Verdict {
-    /// Decodes one limit's six entries, checking every one: another shape, an unknown status, a negative number or
-    /// more remaining than the limit is [`Error::MalformedReply`](crate::Error::MalformedReply).
+    /// Decodes one limit's six entries, checking every one: another shape, an unknown status or a negative number
+    /// is [`Error::MalformedReply`](crate::Error::MalformedReply).
     pub fn from_fields(fields: [Value; VERDICT_FIELDS]) -> Result<Verdict> {
         let [status, limit, remaining, reset, retry_after, last] = fields;
         let status = match status.into_string()?.as_str() {
@@ -77,19 +77,20 @@ impl Verdict {
             "not_configured" => Status::NotConfigured,
             other => return Err(crate::Error::malformed("a known limit status", other)),
         };
-        Verdict {
+        Ok(Verdict {
             status,
             limit: limit.into_u64()?,
             remaining: remaining.into_u64()?,
             reset: reset.into_u64()?,
             retry_after: retry_after.into_u64()?,
             last,
-        }
-        .checked()
+        })
     }
 
-    /// The verdict, unless it has more permits remaining than its limit, which no script replies (a proxy's
-    /// invention would otherwise reach callers, and RateLimit headers, as if Redis had said it).
+    /// The verdict, unless it has more permits remaining than its limit, which no script of the algorithm family
+    /// replies (a proxy's invention would otherwise reach callers, and RateLimit headers, as if Redis had said it).
+    /// Not for the Redisson layout: a log a Redisson client left may hold more than the rate allows, and a release
+    /// that ran must not read as failed.
     pub(crate) fn checked(self) -> Result<Verdict> {
         if self.remaining > self.limit {
             return Err(crate::Error::malformed(

@@ -154,17 +154,19 @@ impl Error {
     }
 
     /// True when the store is unavailable: it did not answer in time, could not be reached, answered HTTP 502, 503
-    /// or 504 (a gateway that could not reach it, or the endpoint saying it cannot serve), or Redis said it cannot
-    /// serve now ([`Error::Unavailable`]). These, and only these, are what a failure policy (`onError`) may absorb,
-    /// failing open or closed. Every other error is reported: a caller's mistake (an invalid argument, a request too
-    /// large), a wrong token or store set-up, foreign state in a limit's key, a reply that does not parse (a proxy's
-    /// garbled answer is no proof the store is down), a 500 or another 5xx (the endpoint failed on this request: the
-    /// bridge answers its own bugs and replies it cannot read so), a redirect, and any error edgelimit does not know.
-    /// Turning those into "allowed" would let requests past a limit by accident.
+    /// or 504 (a gateway that could not reach it, or the endpoint saying it cannot serve) or 520 to 524 (Cloudflare
+    /// in front of an endpoint it could not reach), or Redis said it cannot serve now ([`Error::Unavailable`]).
+    /// These, and only these, are what a failure policy (`onError`) may absorb, failing open or closed. Every other
+    /// error is reported: a caller's mistake (an invalid argument, a request too large), a wrong token or store
+    /// set-up, foreign state in a limit's key, a reply that does not parse (a proxy's garbled answer is no proof the
+    /// store is down), a 500 or another 5xx (the endpoint failed on this request: the bridge answers its own bugs and
+    /// replies it cannot read so), a redirect, and any error edgelimit does not know. Turning those into "allowed"
+    /// would let requests past a limit by accident.
     pub fn is_store_unavailable(&self) -> bool {
         match self {
             Error::Timeout { .. } | Error::Transport { .. } | Error::Unavailable { .. } => true,
-            Error::Endpoint { status, .. } => matches!(status, 502..=504),
+            // 520–524: Cloudflare's answers for an origin it could not reach (an endpoint behind it, as Upstash's is).
+            Error::Endpoint { status, .. } => matches!(status, 502..=504 | 520..=524),
             _ => false,
         }
     }
@@ -292,7 +294,7 @@ fn endpoint_advice(status: u16) -> &'static str {
         0 | 300..=399 => {
             "; the endpoint redirects, which is never followed (the call would go elsewhere): give its final URL"
         }
-        502..=504 => "; the store is unavailable, and the failure policy (onError) decides",
+        502..=504 | 520..=524 => "; the store is unavailable, and the failure policy (onError) decides",
         500.. => "; the endpoint failed on this request (see its logs); not taken for an outage, so not absorbed",
         _ => "; check the endpoint's URL",
     }
@@ -433,7 +435,7 @@ mod tests {
             status,
             message: String::new(),
         };
-        for status in [502, 503, 504] {
+        for status in [502, 503, 504, 520, 524] {
             assert!(endpoint(status).is_store_unavailable(), "{status}");
         }
         for error in [

@@ -59,14 +59,6 @@ local EXPLICIT_TIME_GRACE_MS = 60000
 -- Reported with error() as common.lua's reject does: 'ERR edgelimit: invalid ' .. RECEIPT_MARK .. ': ' .. mark.
 local RECEIPT_MARK = 'receipt mark (not a grant of this limit: a time or window after the server clock, or no number)'
 
--- Why an algorithm that keeps a string (token bucket 'tb:', GCRA 'gcra:', fixed window 'fw:', sliding window 'sw:')
--- refuses its key's value: neither its own state nor another of these algorithms' (which it reads as nothing
--- counted: a stored quota whose algorithm changed starts afresh). Read as nothing counted, another program's value,
--- or a damaged one, would be granted on and overwritten. Reported as Redis reports a key of another type (the
--- caller's EDGELIMIT_FOREIGN_STATE), with the value's length, not its bytes, which may be another program's secret:
--- 'WRONGTYPE edgelimit: ' .. FOREIGN_VALUE .. #value .. ' bytes)'. (The logs' scripts keep no string: unused there.)
-local FOREIGN_VALUE = 'the key holds a value of no edgelimit algorithm (another program\'s, or damaged: ' -- luacheck: ignore
-
 -- Several decisions of one algorithm in one call: what concurrent callers of one limiter decide at once
 -- (src/limit/merged.rs), each as lua/<algorithm>.lua decides its common call (operation 'limit', one limit whose
 -- quota comes with the request, on the server's clock), one after the other, each on the state the ones before it
@@ -109,7 +101,7 @@ local operation, mark, grace = 'limit', nil, 0
 -- be a whole number of ms (3 per second stays exact). The key expires when TAT passes. If `rate` is changed, a
 -- stored `rem` is capped at rate - 1: the TAT moves by less than 1 ms. The tag 'gcra:' says whose value it is:
 -- another algorithm's (a stored quota that changed its algorithm) matches no pattern here and is read as no debt;
--- a value of no edgelimit algorithm is refused (prelude.lua, FOREIGN_VALUE).
+-- a value of no edgelimit algorithm is refused (foreign_value.lua).
 --
 -- A grant's receipt is '<permits>:<unix ms of the grant>'; a refund of it gives back the debt the grant added less
 -- what has been paid off since, as token_bucket.lua does (there, with the same reason), but never moves TAT back
@@ -151,10 +143,19 @@ local function decide(key, request, lease)
     local value = redis.call('GET', key) or ''
     local ms, rem = string.match(value, '^gcra:(%d+):(%d+)$')
     if value ~= '' and not ms then
-        -- Only another string algorithm's state counts as none here (see prelude.lua, FOREIGN_VALUE).
+        -- A string algorithm's check of its key's value, spliced at each line
+        -- `--@inline limits/foreign_value.lua` (see src/lua/compose.rs) where the value (`value`, '' for
+        -- no key) is not '' and not in the algorithm's own layout. Another string algorithm's state
+        -- (token bucket 'tb:', GCRA 'gcra:', fixed window 'fw:', sliding window 'sw:') is no state to it:
+        -- a stored quota whose algorithm changed starts afresh. Anything else no edgelimit algorithm
+        -- wrote (another program's value, a damaged state) would, read as nothing counted, be granted on
+        -- and overwritten: it is refused as Redis refuses a key of another type (the caller's
+        -- EDGELIMIT_FOREIGN_STATE), with the value's length, not its bytes (another program's secret?).
         local tag = string.match(value, '^(%l+):%d+:%d+$')
-        if not (tag == 'tb' or tag == 'fw' or string.find(value, '^sw:%d+:%d+:%d+$')) then
-            error({ err = 'WRONGTYPE edgelimit: ' .. FOREIGN_VALUE .. #value .. ' bytes)' })
+        if not (tag == 'tb' or tag == 'gcra' or tag == 'fw'
+            or string.find(value, '^sw:%d+:%d+:%d+$')) then
+            error({ err = 'WRONGTYPE edgelimit: the key holds a value of no edgelimit algorithm '
+                .. '(another program\'s, or damaged: ' .. #value .. ' bytes)' })
         end
     end
     local FLOOR_MARK = (2 ^ 32 - 2 ^ 32 % rate) / rate + 1

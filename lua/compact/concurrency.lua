@@ -2,7 +2,6 @@
 local MAX_COUNT = 2 ^ 32 - 1
 local EXPLICIT_TIME_GRACE_MS = 60000
 local RECEIPT_MARK = 'receipt mark (not a grant of this limit: a time or window after the server clock, or no number)'
-local FOREIGN_VALUE = 'the key holds a value of no edgelimit algorithm (another program\'s, or damaged: ' -- luacheck: ignore
 local key, request, lease = KEYS[1], ARGV[1], ARGV[2]
 local operation, time, extra = 'limit', '', nil
 if lease then

@@ -2,7 +2,6 @@
 local MAX_COUNT = 2 ^ 32 - 1
 local EXPLICIT_TIME_GRACE_MS = 60000
 local RECEIPT_MARK = 'receipt mark (not a grant of this limit: a time or window after the server clock, or no number)'
-local FOREIGN_VALUE = 'the key holds a value of no edgelimit algorithm (another program\'s, or damaged: ' -- luacheck: ignore
 local key, request, lease = KEYS[1], ARGV[1], ARGV[2]
 local operation, time, extra = 'limit', '', nil
 if lease then
@@ -57,8 +56,10 @@ local value = redis.call('GET', key) or ''
 local ms, rem = string.match(value, '^gcra:(%d+):(%d+)$')
 if value ~= '' and not ms then
     local tag = string.match(value, '^(%l+):%d+:%d+$')
-    if not (tag == 'tb' or tag == 'fw' or string.find(value, '^sw:%d+:%d+:%d+$')) then
-        error({ err = 'WRONGTYPE edgelimit: ' .. FOREIGN_VALUE .. #value .. ' bytes)' })
+    if not (tag == 'tb' or tag == 'gcra' or tag == 'fw'
+        or string.find(value, '^sw:%d+:%d+:%d+$')) then
+        error({ err = 'WRONGTYPE edgelimit: the key holds a value of no edgelimit algorithm '
+            .. '(another program\'s, or damaged: ' .. #value .. ' bytes)' })
     end
 end
 local FLOOR_MARK = (2 ^ 32 - 2 ^ 32 % rate) / rate + 1

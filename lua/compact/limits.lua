@@ -23,7 +23,6 @@ end
 local MAX_COUNT = 2 ^ 32 - 1
 local EXPLICIT_TIME_GRACE_MS = 60000
 local RECEIPT_MARK = 'receipt mark (not a grant of this limit: a time or window after the server clock, or no number)'
-local FOREIGN_VALUE = 'the key holds a value of no edgelimit algorithm (another program\'s, or damaged: ' -- luacheck: ignore
 local operation = ARGV[1]
 if operation ~= 'limit' and operation ~= 'peek' and operation ~= 'refund' then
     reject('operation (limit, peek or refund)', operation)
@@ -275,8 +274,10 @@ local value = redis.call('GET', key) or ''
 local units, at = string.match(value, '^tb:(%d+):(%d+)$')
 if value ~= '' and not units then
     local tag = string.match(value, '^(%l+):%d+:%d+$')
-    if not (tag == 'gcra' or tag == 'fw' or string.find(value, '^sw:%d+:%d+:%d+$')) then
-        error({ err = 'WRONGTYPE edgelimit: ' .. FOREIGN_VALUE .. #value .. ' bytes)' })
+    if not (tag == 'tb' or tag == 'gcra' or tag == 'fw'
+        or string.find(value, '^sw:%d+:%d+:%d+$')) then
+        error({ err = 'WRONGTYPE edgelimit: the key holds a value of no edgelimit algorithm '
+            .. '(another program\'s, or damaged: ' .. #value .. ' bytes)' })
     end
 end
 if units then
@@ -341,8 +342,10 @@ local value = redis.call('GET', key) or ''
 local stored_text, count = string.match(value, '^fw:(%d+):(%d+)$')
 if value ~= '' and not stored_text then
     local tag = string.match(value, '^(%l+):%d+:%d+$')
-    if not (tag == 'tb' or tag == 'gcra' or string.find(value, '^sw:%d+:%d+:%d+$')) then
-        error({ err = 'WRONGTYPE edgelimit: ' .. FOREIGN_VALUE .. #value .. ' bytes)' })
+    if not (tag == 'tb' or tag == 'gcra' or tag == 'fw'
+        or string.find(value, '^sw:%d+:%d+:%d+$')) then
+        error({ err = 'WRONGTYPE edgelimit: the key holds a value of no edgelimit algorithm '
+            .. '(another program\'s, or damaged: ' .. #value .. ' bytes)' })
     end
 end
 local stored = stored_text and stored_text + 0
@@ -394,8 +397,10 @@ local value = redis.call('GET', key) or ''
 local stored_text, current, previous_text = string.match(value, '^sw:(%d+):(%d+):(%d+)$')
 if value ~= '' and not stored_text then
     local tag = string.match(value, '^(%l+):%d+:%d+$')
-    if not (tag == 'tb' or tag == 'gcra' or tag == 'fw') then
-        error({ err = 'WRONGTYPE edgelimit: ' .. FOREIGN_VALUE .. #value .. ' bytes)' })
+    if not (tag == 'tb' or tag == 'gcra' or tag == 'fw'
+        or string.find(value, '^sw:%d+:%d+:%d+$')) then
+        error({ err = 'WRONGTYPE edgelimit: the key holds a value of no edgelimit algorithm '
+            .. '(another program\'s, or damaged: ' .. #value .. ' bytes)' })
     end
 end
 local stored, previous = stored_text and stored_text + 0, previous_text
@@ -477,8 +482,10 @@ local value = redis.call('GET', key) or ''
 local ms, rem = string.match(value, '^gcra:(%d+):(%d+)$')
 if value ~= '' and not ms then
     local tag = string.match(value, '^(%l+):%d+:%d+$')
-    if not (tag == 'tb' or tag == 'fw' or string.find(value, '^sw:%d+:%d+:%d+$')) then
-        error({ err = 'WRONGTYPE edgelimit: ' .. FOREIGN_VALUE .. #value .. ' bytes)' })
+    if not (tag == 'tb' or tag == 'gcra' or tag == 'fw'
+        or string.find(value, '^sw:%d+:%d+:%d+$')) then
+        error({ err = 'WRONGTYPE edgelimit: the key holds a value of no edgelimit algorithm '
+            .. '(another program\'s, or damaged: ' .. #value .. ' bytes)' })
     end
 end
 local FLOOR_MARK = (2 ^ 32 - 2 ^ 32 % rate) / rate + 1

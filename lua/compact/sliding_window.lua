@@ -2,7 +2,6 @@
 local MAX_COUNT = 2 ^ 32 - 1
 local EXPLICIT_TIME_GRACE_MS = 60000
 local RECEIPT_MARK = 'receipt mark (not a grant of this limit: a time or window after the server clock, or no number)'
-local FOREIGN_VALUE = 'the key holds a value of no edgelimit algorithm (another program\'s, or damaged: ' -- luacheck: ignore
 local key, request, lease = KEYS[1], ARGV[1], ARGV[2]
 local operation, time, extra = 'limit', '', nil
 if lease then
@@ -60,8 +59,10 @@ local value = redis.call('GET', key) or ''
 local stored_text, current, previous_text = string.match(value, '^sw:(%d+):(%d+):(%d+)$')
 if value ~= '' and not stored_text then
     local tag = string.match(value, '^(%l+):%d+:%d+$')
-    if not (tag == 'tb' or tag == 'gcra' or tag == 'fw') then
-        error({ err = 'WRONGTYPE edgelimit: ' .. FOREIGN_VALUE .. #value .. ' bytes)' })
+    if not (tag == 'tb' or tag == 'gcra' or tag == 'fw'
+        or string.find(value, '^sw:%d+:%d+:%d+$')) then
+        error({ err = 'WRONGTYPE edgelimit: the key holds a value of no edgelimit algorithm '
+            .. '(another program\'s, or damaged: ' .. #value .. ' bytes)' })
     end
 end
 local stored, previous = stored_text and stored_text + 0, previous_text

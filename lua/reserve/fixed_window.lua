@@ -98,14 +98,6 @@ local EXPLICIT_TIME_GRACE_MS = 60000
 -- Reported with error() as common.lua's reject does: 'ERR edgelimit: invalid ' .. RECEIPT_MARK .. ': ' .. mark.
 local RECEIPT_MARK = 'receipt mark (not a grant of this limit: a time or window after the server clock, or no number)'
 
--- Why an algorithm that keeps a string (token bucket 'tb:', GCRA 'gcra:', fixed window 'fw:', sliding window 'sw:')
--- refuses its key's value: neither its own state nor another of these algorithms' (which it reads as nothing
--- counted: a stored quota whose algorithm changed starts afresh). Read as nothing counted, another program's value,
--- or a damaged one, would be granted on and overwritten. Reported as Redis reports a key of another type (the
--- caller's EDGELIMIT_FOREIGN_STATE), with the value's length, not its bytes, which may be another program's secret:
--- 'WRONGTYPE edgelimit: ' .. FOREIGN_VALUE .. #value .. ' bytes)'. (The logs' scripts keep no string: unused there.)
-local FOREIGN_VALUE = 'the key holds a value of no edgelimit algorithm (another program\'s, or damaged: ' -- luacheck: ignore
-
 -- The arguments every script that reserves permits reads alike (src/limit/reserved.rs): after the family's prelude,
 -- before the script's own file. Reserving runs on a small share of decisions (a client asks again only when its
 -- permits run out), so these may be functions.
@@ -215,10 +207,19 @@ window = window - window % 1
 local value = redis.call('GET', key) or ''
 local stored_text, count = string.match(value, '^fw:(%d+):(%d+)$')
 if value ~= '' and not stored_text then
-    -- Only another string algorithm's state counts as none here (see prelude.lua, FOREIGN_VALUE).
+    -- A string algorithm's check of its key's value, spliced at each line
+    -- `--@inline limits/foreign_value.lua` (see src/lua/compose.rs) where the value (`value`, '' for
+    -- no key) is not '' and not in the algorithm's own layout. Another string algorithm's state
+    -- (token bucket 'tb:', GCRA 'gcra:', fixed window 'fw:', sliding window 'sw:') is no state to it:
+    -- a stored quota whose algorithm changed starts afresh. Anything else no edgelimit algorithm
+    -- wrote (another program's value, a damaged state) would, read as nothing counted, be granted on
+    -- and overwritten: it is refused as Redis refuses a key of another type (the caller's
+    -- EDGELIMIT_FOREIGN_STATE), with the value's length, not its bytes (another program's secret?).
     local tag = string.match(value, '^(%l+):%d+:%d+$')
-    if not (tag == 'tb' or tag == 'gcra' or string.find(value, '^sw:%d+:%d+:%d+$')) then
-        error({ err = 'WRONGTYPE edgelimit: ' .. FOREIGN_VALUE .. #value .. ' bytes)' })
+    if not (tag == 'tb' or tag == 'gcra' or tag == 'fw'
+        or string.find(value, '^sw:%d+:%d+:%d+$')) then
+        error({ err = 'WRONGTYPE edgelimit: the key holds a value of no edgelimit algorithm '
+            .. '(another program\'s, or damaged: ' .. #value .. ' bytes)' })
     end
 end
 local stored = stored_text and stored_text + 0

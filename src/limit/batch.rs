@@ -326,7 +326,7 @@ impl<'a> Batch<'a> {
                 let fields = <[Value; VERDICT_FIELDS]>::try_from(fields).map_err(|fields| {
                     Error::malformed(format!("{VERDICT_FIELDS} entries per decision"), fields.len())
                 })?;
-                Verdict::from_fields(fields)
+                Verdict::from_fields(fields)?.checked()
             })
             .collect()
     }

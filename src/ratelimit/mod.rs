@@ -32,7 +32,7 @@ use crate::limit::{self, KeyLayout, LimitState, Limiter, Quota, Receipt, DEFAULT
 use crate::rest::{Command, RestClient};
 use crate::time::{retry_until_granted, Attempt, Instant};
 
-/// What to answer when the store is unavailable (times out, is unreachable, answers 502/503/504, or Redis cannot
+/// What to answer when the store is unavailable (times out, is unreachable, answers 502–504 or 520–524, or Redis cannot
 /// serve now): see [`Error::is_store_unavailable`]. Every other error is returned, whatever the policy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum OnError {
@@ -75,7 +75,7 @@ pub enum Reason {
     Reserved,
     /// The store did not answer in time; [`OnError`] decided.
     Timeout,
-    /// The store was unavailable otherwise (unreachable, HTTP 502/503/504, Redis loading, busy, failing over,
+    /// The store was unavailable otherwise (unreachable, HTTP 502–504 or 520–524, Redis loading, busy, failing over,
     /// read-only or out of memory); [`OnError`] decided.
     Error,
 }

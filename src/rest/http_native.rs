@@ -15,6 +15,10 @@ impl Default for Http {
     fn default() -> Self {
         let client = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
+            // Below the bridge's 10 s for an idle connection's next request (cli/src/bridge/serving.rs): a request
+            // sent on a connection the server is closing fails, as a transport error that a policy failing open
+            // would absorb.
+            .pool_idle_timeout(Duration::from_secs(5))
             .build()
             // As `reqwest::Client::new()` does on the one failure it has: no TLS backend could start.
             .expect("an HTTP client (reqwest's TLS backend starts)");

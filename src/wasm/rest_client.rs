@@ -36,7 +36,8 @@ impl JsRestClient {
     pub fn new(url: JsValue, token: JsValue, timeout_ms: JsValue) -> Result<JsRestClient, JsValue> {
         let client = || -> Result<rest::RestClient> {
             let inner = rest::RestClient::new(&string(&url, "url")?, &string(&token, "token")?)?;
-            match given(&timeout_ms) {
+            // `null` too leaves the default, as `undefined` does (and as the typed parameter read it before).
+            match given(&timeout_ms).filter(|ms| !ms.is_null()) {
                 None => Ok(inner),
                 Some(ms) => {
                     let max = rest::MAX_TIMEOUT.as_millis() as u64;

@@ -81,8 +81,12 @@ pub(super) fn permits_in(options: &JsValue) -> Result<u32> {
             describe(options)
         )));
     }
-    // A misspelt `permit: 5` would otherwise take 1 permit.
-    super::known_fields(options, &["permits"], "options")?;
+    // A misspelt `permit: 5` would otherwise take 1 permit. (A call's argument: INVALID_ARGUMENT, as the check
+    // above.)
+    super::known_fields(options, &["permits"], "options").map_err(|error| match error {
+        Error::InvalidConfig(message) => Error::InvalidArgument(message),
+        other => other,
+    })?;
     permits(&field(options, "permits"))
 }
 

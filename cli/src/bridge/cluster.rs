@@ -228,8 +228,8 @@ pub enum Failed {
     /// Never sent: a node refused the bridge's login or its ACL user, which no wait fixes. Passed on as the text of
     /// Redis's error reply (`WRONGPASS`, `NOPERM`), so that clients report it rather than take it for an outage.
     Refused(String),
-    /// A command every master runs ran on some and failed on others (see `clustered::every_master`): how it went on
-    /// each, never "not sent".
+    /// A command every master runs ran on some, and on others was lost or never sent (see
+    /// `clustered::every_master`): how it went, never "not sent".
     Partial(String),
 }
 

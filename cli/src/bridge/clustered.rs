@@ -81,10 +81,12 @@ async fn every_master(
     let (values, failures): (Vec<_>, Vec<_>) = replies.into_iter().partition(Result::is_ok);
     let values: Vec<Value> = values.into_iter().filter_map(Result::ok).collect();
     if let Some(Err(failed)) = failures.into_iter().next() {
-        if values.is_empty() {
+        // Some masters ran it and others could not be reached or did not answer: a partial write (FLUSHALL,
+        // FUNCTION LOAD, …) must not be reported as not sent. A refusal or a reply (an error Redis answered, a reply
+        // above the cap) is passed on as it is.
+        if values.is_empty() || !matches!(failed, Failed::Lost { .. } | Failed::Unreachable(_)) {
             return Err(failed);
         }
-        // Some masters ran it: a partial write (FLUSHALL, FUNCTION LOAD, …) must not be reported as not sent.
         return Err(Failed::Partial(format!(
             "the command ran on {} of the cluster's {count} masters and failed on the others ({}): it has run in part \
              and is not sent again; run it again once every master is up",

@@ -155,7 +155,8 @@ impl NodeLinks {
         command.arg("SETUSER").arg(user.user).arg(&user.rules);
         let reply: redis::RedisResult<()> = command.query_async(&mut admin).await;
         match reply {
-            Err(e) if e.code().is_some() => Err(redis::RedisError::from((
+            // Only a refusal is rewritten: LOADING, BUSY and the like pass on as they are, an outage for clients.
+            Err(e) if e.code() == Some("NOPERM") => Err(redis::RedisError::from((
                 redis::ErrorKind::Server(redis::ServerErrorKind::NoPerm),
                 "ACL SETUSER refused",
                 format!(

@@ -568,8 +568,10 @@ async fn single(
     if let Links::Cluster(cluster) = &bridge.redis {
         let budget = retry_budget(cluster, &headers)?;
         let value = clustered::single(cluster, profile, &prepared, budget).await?;
-        // A reply combined from every master (KEYS) is held to the cap as a whole, as one Redis's reply is.
-        if json::wire_size(&value) > bridge.max_reply_bytes {
+        // A reply combined from every master (KEYS) is held to the cap as a whole, as one Redis's reply is (one
+        // node's reply has been, by the reply cap, as it arrived).
+        let combined = matches!(routing::route(&prepared.2), Ok(routing::Route::EveryMaster(_)));
+        if combined && json::wire_size(&value) > bridge.max_reply_bytes {
             return Err(Failure::new(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 over_budget(bridge.max_reply_bytes),

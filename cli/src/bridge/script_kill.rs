@@ -92,7 +92,10 @@ impl ScriptKiller {
                 true
             }
             Err(e) => {
-                eprintln!("edgelimit bridge: WARNING: could not send SCRIPT KILL for a request that timed out: {e}");
+                eprintln!(
+                    "edgelimit bridge: WARNING: could not stop a script or function for a request that timed out \
+                     (SCRIPT KILL, FUNCTION KILL): {e}"
+                );
                 self.unkillable()
             }
         };

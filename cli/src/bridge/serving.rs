@@ -1,5 +1,5 @@
-//! The bridge's accept loop: what `axum::serve` does (HTTP/1.1 and HTTP/2 on each connection, upgrades, a graceful
-//! shutdown that lets requests in flight finish), plus a deadline for a request's head.
+//! The bridge's accept loop: what `axum::serve` does for the bridge (HTTP/1.1 with keep-alive, a graceful shutdown
+//! that lets requests in flight finish), plus a deadline for a request's head.
 //!
 //! Why not `axum::serve`: it runs hyper without a timer, so a connection that sends the first bytes of a request and
 //! then nothing is held open forever. Enough of them (one client opening a few thousand, "slowloris") took every file
@@ -7,14 +7,18 @@
 //! send a whole request head within [`HEADER_READ_TIMEOUT`], an idle keep-alive connection its next one too, or
 //! hyper closes it. What a request does after its head (its body, capped in size; the handler, bounded by the Redis
 //! timeout; an event stream, which writes a heartbeat) is not affected.
+//!
+//! HTTP/1.1 only: every client of the REST protocol speaks it, and serving HTTP/2 as well first reads a
+//! connection's opening bytes to tell the two apart, with no deadline, so a connection that sent nothing (or part of
+//! HTTP/2's preface) was held forever all the same; HTTP/2 has no header timer either.
 
 use std::future::Future;
 use std::io;
 use std::time::Duration;
 
 use axum::Router;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use hyper_util::server::conn::auto::Builder;
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
@@ -40,20 +44,18 @@ pub async fn serve(listener: TcpListener, app: Router, shutdown: impl Future<Out
         };
         // A Router takes requests of any body type, hyper's `Incoming` too.
         let service = TowerToHyperService::new(app.clone());
-        let mut builder = Builder::new(TokioExecutor::new());
-        builder
-            .http1()
+        let connection = http1::Builder::new()
             .timer(TokioTimer::new())
-            .header_read_timeout(HEADER_READ_TIMEOUT);
-        let connection = builder
-            .serve_connection_with_upgrades(TokioIo::new(stream), service)
-            .into_owned();
+            .header_read_timeout(HEADER_READ_TIMEOUT)
+            .serve_connection(TokioIo::new(stream), service);
         // A connection's own failure (a client gone, a head too slow) ends that connection only.
         let served = graceful.watch(connection);
         tokio::spawn(async move {
             let _ = served.await;
         });
     }
+    // Refuse new connections at once while the ones open finish, rather than leave them in the backlog unserved.
+    drop(listener);
     graceful.shutdown().await;
     Ok(())
 }

@@ -145,8 +145,8 @@ pub struct Tokens {
     inline: TokenTable,
     file: Option<PathBuf>,
     current: RwLock<Arc<TokenTable>>,
-    /// The file's text when last read, to notice a change.
-    seen: RwLock<Option<String>>,
+    /// The digest of the file's text when last read, to notice a change.
+    seen: RwLock<Option<TokenDigest>>,
 }
 
 impl Tokens {
@@ -181,16 +181,17 @@ impl Tokens {
         };
         // The text itself, not its modification time and length, says whether it changed: a rotation that keeps
         // both (`cp -p`, two writes within one tick of a coarse clock) would otherwise leave the old tokens in force.
-        // The file is small, and read once per RELOAD_EVERY.
+        // The file is small, and read once per RELOAD_EVERY; only its digest is kept, as the tokens' are.
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("cannot read the tokens file {}: {e}", path.display()))?;
-        if self.seen.read().unwrap_or_else(|e| e.into_inner()).as_deref() == Some(text.as_str()) {
+        let text_digest = digest(text.as_bytes());
+        if *self.seen.read().unwrap_or_else(|e| e.into_inner()) == Some(text_digest) {
             return Ok(());
         }
         let mut table = self.inline.clone();
         table.extend(TokenTable::parse(&text, &path.display().to_string())?);
         *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(table);
-        *self.seen.write().unwrap_or_else(|e| e.into_inner()) = Some(text);
+        *self.seen.write().unwrap_or_else(|e| e.into_inner()) = Some(text_digest);
         Ok(())
     }
 

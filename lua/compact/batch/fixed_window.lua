@@ -2,7 +2,6 @@
 local MAX_COUNT = 2 ^ 32 - 1
 local EXPLICIT_TIME_GRACE_MS = 60000
 local RECEIPT_MARK = 'receipt mark (not a grant of this limit: a time or window after the server clock, or no number)'
-local FOREIGN_VALUE = 'the key holds a value of no edgelimit algorithm (another program\'s, or damaged: ' -- luacheck: ignore
 local server_time = redis.call('TIME')
 local seconds, micros = server_time[1], server_time[2] -- luacheck: ignore seconds micros
 local now = micros + 0
@@ -31,8 +30,10 @@ local function decide(key, request, lease)
     local stored_text, count = string.match(value, '^fw:(%d+):(%d+)$')
     if value ~= '' and not stored_text then
         local tag = string.match(value, '^(%l+):%d+:%d+$')
-        if not (tag == 'tb' or tag == 'gcra' or string.find(value, '^sw:%d+:%d+:%d+$')) then
-            error({ err = 'WRONGTYPE edgelimit: ' .. FOREIGN_VALUE .. #value .. ' bytes)' })
+        if not (tag == 'tb' or tag == 'gcra' or tag == 'fw'
+            or string.find(value, '^sw:%d+:%d+:%d+$')) then
+            error({ err = 'WRONGTYPE edgelimit: the key holds a value of no edgelimit algorithm '
+                .. '(another program\'s, or damaged: ' .. #value .. ' bytes)' })
         end
     end
     local stored = stored_text and stored_text + 0

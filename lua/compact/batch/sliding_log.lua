@@ -2,7 +2,6 @@
 local MAX_COUNT = 2 ^ 32 - 1
 local EXPLICIT_TIME_GRACE_MS = 60000
 local RECEIPT_MARK = 'receipt mark (not a grant of this limit: a time or window after the server clock, or no number)'
-local FOREIGN_VALUE = 'the key holds a value of no edgelimit algorithm (another program\'s, or damaged: ' -- luacheck: ignore
 local server_time = redis.call('TIME')
 local seconds, micros = server_time[1], server_time[2] -- luacheck: ignore seconds micros
 local now = micros + 0

@@ -23,7 +23,6 @@ end
 local MAX_COUNT = 2 ^ 32 - 1
 local EXPLICIT_TIME_GRACE_MS = 60000
 local RECEIPT_MARK = 'receipt mark (not a grant of this limit: a time or window after the server clock, or no number)'
-local FOREIGN_VALUE = 'the key holds a value of no edgelimit algorithm (another program\'s, or damaged: ' -- luacheck: ignore
 local function parse_member(member)
     local position, permits, run, id = string.match(member, '^(%d+):(%d+):(%d+):(.+)$')
     if not position then

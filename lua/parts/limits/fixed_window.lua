@@ -6,7 +6,7 @@
 -- one SET, which keeps the key's expiry (KEEPTTL: setting one costs about as much as the SET itself) unless it
 -- starts the window. The tag 'fw:' says whose value it is: another algorithm's (a stored quota that changed its
 -- algorithm) matches no pattern here and is read as nothing counted; a value of no edgelimit algorithm is refused
--- (prelude.lua, FOREIGN_VALUE).
+-- (foreign_value.lua).
 --
 -- Why this layout stays (instructions per decision, bench/instructions.mjs, thousands, granted / denied: this one
 -- 52.1 / 41.3; @upstash/ratelimit's one INCRBY 32.1 / 33.4, and the goal that plus one TIME, 8.3). A number per window
@@ -29,11 +29,7 @@ window = window - window % 1
 local value = redis.call('GET', key) or ''
 local stored_text, count = string.match(value, '^fw:(%d+):(%d+)$')
 if value ~= '' and not stored_text then
-    -- Only another string algorithm's state counts as none here (see prelude.lua, FOREIGN_VALUE).
-    local tag = string.match(value, '^(%l+):%d+:%d+$')
-    if not (tag == 'tb' or tag == 'gcra' or string.find(value, '^sw:%d+:%d+:%d+$')) then
-        error({ err = 'WRONGTYPE edgelimit: ' .. FOREIGN_VALUE .. #value .. ' bytes)' })
-    end
+    --@inline limits/foreign_value.lua
 end
 local stored = stored_text and stored_text + 0
 if stored and stored >= window then

@@ -6,7 +6,7 @@
 -- be a whole number of ms (3 per second stays exact). The key expires when TAT passes. If `rate` is changed, a
 -- stored `rem` is capped at rate - 1: the TAT moves by less than 1 ms. The tag 'gcra:' says whose value it is:
 -- another algorithm's (a stored quota that changed its algorithm) matches no pattern here and is read as no debt;
--- a value of no edgelimit algorithm is refused (prelude.lua, FOREIGN_VALUE).
+-- a value of no edgelimit algorithm is refused (foreign_value.lua).
 --
 -- A grant's receipt is '<permits>:<unix ms of the grant>'; a refund of it gives back the debt the grant added less
 -- what has been paid off since, as token_bucket.lua does (there, with the same reason), but never moves TAT back
@@ -26,11 +26,7 @@ local debt, floor = 0, 0
 local value = redis.call('GET', key) or ''
 local ms, rem = string.match(value, '^gcra:(%d+):(%d+)$')
 if value ~= '' and not ms then
-    -- Only another string algorithm's state counts as none here (see prelude.lua, FOREIGN_VALUE).
-    local tag = string.match(value, '^(%l+):%d+:%d+$')
-    if not (tag == 'tb' or tag == 'fw' or string.find(value, '^sw:%d+:%d+:%d+$')) then
-        error({ err = 'WRONGTYPE edgelimit: ' .. FOREIGN_VALUE .. #value .. ' bytes)' })
-    end
+    --@inline limits/foreign_value.lua
 end
 local FLOOR_MARK = (2 ^ 32 - 2 ^ 32 % rate) / rate + 1
 ms = ms and ms + 0

@@ -13,7 +13,7 @@
 -- read with one GET and written with one SET (… PX when it starts a window, else KEEPTTL: the expiry only moves with
 -- the window). The key expires when its current window stops counting, at the end of the next window. The tag 'sw:'
 -- says whose value it is: another algorithm's (a stored quota that changed its algorithm) matches no pattern here
--- and is read as nothing counted; a value of no edgelimit algorithm is refused (prelude.lua, FOREIGN_VALUE).
+-- and is read as nothing counted; a value of no edgelimit algorithm is refused (foreign_value.lua).
 --
 -- A grant's receipt is '<permits>:<k>', its window. A refund gives the permits back to that window's count while it
 -- still counts: the current window, or the previous one (whose count is weighted); never to another window.
@@ -28,11 +28,7 @@ local elapsed = now - window * interval
 local value = redis.call('GET', key) or ''
 local stored_text, current, previous_text = string.match(value, '^sw:(%d+):(%d+):(%d+)$')
 if value ~= '' and not stored_text then
-    -- Only another string algorithm's state counts as none here (see prelude.lua, FOREIGN_VALUE).
-    local tag = string.match(value, '^(%l+):%d+:%d+$')
-    if not (tag == 'tb' or tag == 'gcra' or tag == 'fw') then
-        error({ err = 'WRONGTYPE edgelimit: ' .. FOREIGN_VALUE .. #value .. ' bytes)' })
-    end
+    --@inline limits/foreign_value.lua
 end
 local stored, previous = stored_text and stored_text + 0, previous_text
 if not stored or stored < window - 1 then

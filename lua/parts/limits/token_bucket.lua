@@ -5,7 +5,7 @@
 -- write (Redis commands dominate a script's cost). A missing key is a full bucket, so the key expires exactly when
 -- the bucket would be full again. The tag 'tb:' says whose value it is: another algorithm's (a stored quota that
 -- changed its algorithm) matches no pattern here and is read as no state, a full bucket; a value of no edgelimit
--- algorithm is refused (prelude.lua, FOREIGN_VALUE).
+-- algorithm is refused (foreign_value.lua).
 --
 -- A grant's receipt is '<permits>:<unix ms of the grant>'. A refund of it at `now` gives back what the grant took
 -- less what has refilled since, permits × interval − (now − granted) × rate units, when that is positive: those
@@ -21,11 +21,7 @@ local full = limit * interval
 local value = redis.call('GET', key) or ''
 local units, at = string.match(value, '^tb:(%d+):(%d+)$')
 if value ~= '' and not units then
-    -- Only another string algorithm's state counts as none here (see prelude.lua, FOREIGN_VALUE).
-    local tag = string.match(value, '^(%l+):%d+:%d+$')
-    if not (tag == 'gcra' or tag == 'fw' or string.find(value, '^sw:%d+:%d+:%d+$')) then
-        error({ err = 'WRONGTYPE edgelimit: ' .. FOREIGN_VALUE .. #value .. ' bytes)' })
-    end
+    --@inline limits/foreign_value.lua
 end
 if units then
     units, at = units + 0, at + 0

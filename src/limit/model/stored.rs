@@ -35,7 +35,7 @@ pub(crate) enum StoredView {
 
 /// Reads `text` (the key's value, '' for no key) as `quota`'s algorithm stores it and brings it to `now`. Another
 /// algorithm's tagged value is no state, as the scripts read it; a value in no known layout is
-/// [`Error::MalformedReply`], never a guess (the scripts refuse it too).
+/// [`Error::MalformedReply`], never a guess (the scripts refuse such a value as foreign state).
 pub(crate) fn view(quota: &Quota, text: &str, now: u64) -> Result<StoredView> {
     let algorithm = quota.algorithm();
     let (_, tag, layout) = TAGS
