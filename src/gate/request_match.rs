@@ -77,7 +77,8 @@ impl RequestMatch {
     /// Whether a request with this method, host and path (as [`normalize_path`] gives it) is one the rule applies
     /// to. A pattern also matches the path without a trailing `/`: most origins route `/login/` as `/login`.
     pub fn matches(&self, method: &str, host: &str, path: &str) -> bool {
-        let host = host.to_ascii_lowercase();
+        // A fully qualified name's trailing dot (`api.example.com.`) names the same host: a rule must not miss it.
+        let host = host.strip_suffix('.').unwrap_or(host).to_ascii_lowercase();
         (self.methods.is_empty() || self.methods.iter().any(|m| m.eq_ignore_ascii_case(method)))
             && (self.hosts.is_empty() || self.hosts.iter().any(|pattern| host_matches(pattern, &host)))
             && self
@@ -123,8 +124,28 @@ pub fn normalize_path(path: &str) -> Cow<'_, str> {
 }
 
 /// `path` as a request's path is matched: percent-encoded as the WHATWG URL parser encodes a path (controls, space,
-/// `"`, `<`, `>`, `` ` ``, `{`, `}` and every non-ASCII byte, as `%XX` in upper case), then [`normalize_path`].
+/// `"`, `<`, `>`, `` ` ``, `{`, `}` and every non-ASCII byte, as `%XX` in upper case; `\` read as `/`, and `.` and
+/// `..` segments resolved, which a rule is asked to write out), then [`normalize_path`].
 fn as_requests_spell(path: &str) -> String {
+    let path = path.replace('\\', "/");
+    let mut segments: Vec<&str> = Vec::new();
+    let mut parts = path.split('/').peekable();
+    while let Some(segment) = parts.next() {
+        match segment {
+            "." | "%2e" | "%2E" => {}
+            ".." | ".%2e" | ".%2E" | "%2e." | "%2E." | "%2e%2e" | "%2E%2E" | "%2e%2E" | "%2E%2e" => {
+                if segments.len() > 1 {
+                    segments.pop();
+                }
+            }
+            _ => segments.push(segment),
+        }
+        // A path ending in a dot segment keeps its trailing `/`, as the URL parser leaves it.
+        if parts.peek().is_none() && matches!(segment, "." | "..") {
+            segments.push("");
+        }
+    }
+    let path = segments.join("/");
     let mut encoded = String::with_capacity(path.len());
     for byte in path.bytes() {
         if byte.is_ascii_graphic() && !b"\"<>`{}".contains(&byte) {
@@ -220,6 +241,8 @@ mod tests {
         assert!(rule.matches("POST", "a.example.com", "/v1/items"));
         assert!(rule.matches("post", "API.test", "/v1/"));
         assert!(!rule.matches("POST", "example.com", "/v1/items"));
+        assert!(rule.matches("POST", "api.test.", "/v1/items"), "a fully qualified name");
+        assert!(rule.matches("POST", "a.example.com.", "/v1/items"));
         assert!(!rule.matches("POST", "badexample.com", "/v1/items"));
         assert!(!rule.matches("GET", "api.test", "/v1/items"));
         assert!(!rule.matches("POST", "api.test", "/v2/items"));
@@ -305,6 +328,10 @@ mod tests {
             ("//admin", "/admin"),
             ("/a b", "/a%20b"),
             ("/x<y>", "/x%3Cy%3E"),
+            ("/a/./b", "/a/b"),
+            ("/a/../b", "/b"),
+            ("/a/%2e%2e/b", "/b"),
+            ("/a\\b", "/a/b"),
         ] {
             for (prefix, pattern) in [(Some(written.to_owned()), None), (None, Some(written.to_owned()))] {
                 let error = RequestMatch::new(vec![], prefix, pattern, vec![])
