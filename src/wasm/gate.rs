@@ -49,10 +49,10 @@ fn request_match(value: &JsValue, what: &str) -> Result<RequestMatch> {
     };
     known_fields(value, &MATCH_FIELDS, what)?;
     RequestMatch::new(
-        strings(&field(value, "host"), &format!("{what}.host"))?,
-        optional_string(&field(value, "path"), &format!("{what}.path"))?,
-        optional_string(&field(value, "pattern"), &format!("{what}.pattern"))?,
-        strings(&field(value, "methods"), &format!("{what}.methods"))?,
+        strings(&field(value, "host")?, &format!("{what}.host"))?,
+        optional_string(&field(value, "path")?, &format!("{what}.path"))?,
+        optional_string(&field(value, "pattern")?, &format!("{what}.pattern"))?,
+        strings(&field(value, "methods")?, &format!("{what}.methods"))?,
     )
     .map_err(|e| in_field(e, what))
 }
@@ -67,8 +67,8 @@ fn in_field(error: Error, what: &str) -> Error {
 
 fn rule(value: &JsValue, what: &str) -> Result<Rule> {
     known_fields(value, &RULE_FIELDS, what)?;
-    let name = string(&field(value, "name"), &format!("{what}.name"))?;
-    let key: KeySource = match given(&field(value, "key")) {
+    let name = string(&field(value, "name")?, &format!("{what}.name"))?;
+    let key: KeySource = match given(&field(value, "key")?) {
         None => KeySource::Ip,
         Some(key) => string(key, &format!("{what}.key"))?
             .parse()
@@ -76,7 +76,7 @@ fn rule(value: &JsValue, what: &str) -> Result<Rule> {
     };
     let list = |name: &str| -> Result<Vec<ListEntry>> {
         let what = format!("{what}.{name}");
-        strings(&field(value, name), &what)?
+        strings(&field(value, name)?, &what)?
             .iter()
             .map(|entry| ListEntry::parse(entry, &key).map_err(|e| in_field(e, &what)))
             .collect()
@@ -84,12 +84,12 @@ fn rule(value: &JsValue, what: &str) -> Result<Rule> {
     let mut rule = Rule::new(
         &name,
         key.clone(),
-        limits_of(&field(value, "limits"), &format!("{what}.limits"))?,
+        limits_of(&field(value, "limits")?, &format!("{what}.limits"))?,
     );
-    rule.request_match = request_match(&field(value, "match"), &format!("{what}.match"))?;
+    rule.request_match = request_match(&field(value, "match")?, &format!("{what}.match"))?;
     rule.allow = list("allow")?;
     rule.deny = list("deny")?;
-    if let Some(dry_run) = given(&field(value, "dryRun")) {
+    if let Some(dry_run) = given(&field(value, "dryRun")?) {
         rule.dry_run = dry_run.as_bool().ok_or_else(|| {
             Error::InvalidConfig(format!(
                 "{what}.dryRun must be true or false, got {}",
@@ -97,15 +97,15 @@ fn rule(value: &JsValue, what: &str) -> Result<Rule> {
             ))
         })?;
     }
-    if let Some(policy) = given(&field(value, "onError")) {
+    if let Some(policy) = given(&field(value, "onError")?) {
         rule.on_error = string(policy, &format!("{what}.onError"))?
             .parse()
             .map_err(|e| in_field(e, what))?;
     }
-    if let Some(timeout) = given(&field(value, "timeout")) {
+    if let Some(timeout) = given(&field(value, "timeout")?) {
         rule.timeout = Some(duration(timeout, &format!("{what}.timeout"))?);
     }
-    if let Some(length) = given(&field(value, "reserve")) {
+    if let Some(length) = given(&field(value, "reserve")?) {
         rule.reserve = Some(duration(length, &format!("{what}.reserve"))?);
     }
     Ok(rule)
@@ -145,7 +145,7 @@ fn rules(value: &JsValue) -> Result<Vec<Rule>> {
 
 /// `env[name]`, or a config error saying how to set it.
 fn setting(env: &JsValue, name: &str, hint: &str) -> Result<JsValue> {
-    given(&field(env, name))
+    given(&field(env, name)?)
         .cloned()
         .ok_or_else(|| Error::InvalidConfig(format!("{name} is not set: {hint}")))
 }
@@ -162,8 +162,8 @@ fn gate_of(env: &JsValue) -> Result<Gate> {
         "store the endpoint's token as a secret (`wrangler secret put EDGELIMIT_TOKEN`, or .dev.vars locally)",
     )?;
     let rules = rules(&setting(env, "RULES", "add the rules to wrangler.toml [vars]")?)?;
-    let prefix = optional_string(&field(env, "EDGELIMIT_PREFIX"), "EDGELIMIT_PREFIX")?;
-    let layout = match optional_string(&field(env, "EDGELIMIT_LAYOUT"), "EDGELIMIT_LAYOUT")? {
+    let prefix = optional_string(&field(env, "EDGELIMIT_PREFIX")?, "EDGELIMIT_PREFIX")?;
+    let layout = match optional_string(&field(env, "EDGELIMIT_LAYOUT")?, "EDGELIMIT_LAYOUT")? {
         Some(layout) => layout.parse()?,
         None => KeyLayout::default(),
     };

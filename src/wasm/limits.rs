@@ -29,10 +29,10 @@ fn limit_of(value: &JsValue, what: &str) -> Result<Limit> {
         )));
     }
     known_fields(value, &LIMIT_FIELDS, what)?;
-    let algorithm: Algorithm = string(&field(value, "algorithm"), &format!("{what}.algorithm"))?.parse()?;
-    let limit = whole(&field(value, "limit"), &format!("{what}.limit"), 1, u32::MAX.into())? as u32;
-    let interval = duration(&field(value, "interval"), &format!("{what}.interval"))?;
-    let rate = match given(&field(value, "rate")) {
+    let algorithm: Algorithm = string(&field(value, "algorithm")?, &format!("{what}.algorithm"))?.parse()?;
+    let limit = whole(&field(value, "limit")?, &format!("{what}.limit"), 1, u32::MAX.into())? as u32;
+    let interval = duration(&field(value, "interval")?, &format!("{what}.interval"))?;
+    let rate = match given(&field(value, "rate")?) {
         None => limit,
         // A rate where the algorithm has none would be ignored: the limit would not be the one meant.
         Some(_) if !matches!(algorithm, Algorithm::TokenBucket | Algorithm::Gcra) => {
@@ -43,7 +43,7 @@ fn limit_of(value: &JsValue, what: &str) -> Result<Limit> {
         }
         Some(rate) => whole(rate, &format!("{what}.rate"), 1, u32::MAX.into())? as u32,
     };
-    let name = given(&field(value, "name"))
+    let name = given(&field(value, "name")?)
         .map(|name| string(name, &format!("{what}.name")))
         .transpose()?;
     Ok(Limit {

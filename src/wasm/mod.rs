@@ -57,9 +57,19 @@ fn to_js_error(error: Error) -> JsValue {
     js_error.into()
 }
 
-/// `object[name]`, `undefined` when absent.
-fn field(object: &JsValue, name: &str) -> JsValue {
-    js_sys::Reflect::get(object, &name.into()).unwrap_or(JsValue::UNDEFINED)
+/// `object[name]`, `undefined` when absent. A getter (or a Proxy) that throws is the caller's error, never read as
+/// "absent": `{ get permits() { throw … } }` would otherwise take one permit.
+fn field(object: &JsValue, name: &str) -> Result<JsValue> {
+    // Not an object (options left out, a primitive): no fields, as before; the callers check the types they need.
+    if !object.is_object() && !object.is_function() {
+        return Ok(JsValue::UNDEFINED);
+    }
+    js_sys::Reflect::get(object, &name.into()).map_err(|thrown| {
+        Error::InvalidArgument(format!(
+            "reading {name:?} of the object given threw: {}",
+            js_string(&thrown).chars().take(200).collect::<String>()
+        ))
+    })
 }
 
 /// The value, or `None` when it is `undefined` (an option left out).

@@ -37,14 +37,14 @@ fn ratelimit_of(options: &JsValue) -> Result<Ratelimit> {
     }
     // A misspelt option would otherwise be left out unseen: `onerror: "deny"` would fail open.
     known_fields(options, &RATELIMIT_OPTIONS, "new Ratelimit(options)")?;
-    let url = string(&field(options, "url"), "url")?;
-    let token = string(&field(options, "token"), "token")?;
+    let url = string(&field(options, "url")?, "url")?;
+    let token = string(&field(options, "token")?, "token")?;
     // Without a timeout option the client keeps its own default (rest::DEFAULT_TIMEOUT, 1 s).
     let mut client = RestClient::new(&url, &token)?;
-    if let Some(timeout) = given(&field(options, "timeout")) {
+    if let Some(timeout) = given(&field(options, "timeout")?) {
         client = client.with_timeout(milliseconds(timeout, "timeout")?)?;
     }
-    if let Some(coalesce) = given(&field(options, "coalesce")) {
+    if let Some(coalesce) = given(&field(options, "coalesce")?) {
         let coalesce = coalesce.as_bool().ok_or_else(|| {
             Error::InvalidArgument(format!("coalesce must be true or false, got {}", describe(coalesce)))
         })?;
@@ -52,21 +52,21 @@ fn ratelimit_of(options: &JsValue) -> Result<Ratelimit> {
             client = client.without_coalescing();
         }
     }
-    let limits = limits_of(&field(options, "limiter"), "limiter")?;
+    let limits = limits_of(&field(options, "limiter")?, "limiter")?;
     let mut settings = Options {
-        cache_entries: cache_entries(&field(options, "cache"))?,
+        cache_entries: cache_entries(&field(options, "cache")?)?,
         ..Options::default()
     };
-    if let Some(prefix) = given(&field(options, "prefix")) {
+    if let Some(prefix) = given(&field(options, "prefix")?) {
         settings.prefix = string(prefix, "prefix")?;
     }
-    if let Some(layout) = given(&field(options, "layout")) {
+    if let Some(layout) = given(&field(options, "layout")?) {
         settings.layout = string(layout, "layout")?.parse()?;
     }
-    if let Some(length) = given(&field(options, "reserve")) {
+    if let Some(length) = given(&field(options, "reserve")?) {
         settings.reserve = Some(duration(length, "reserve")?);
     }
-    if let Some(policy) = given(&field(options, "onError")) {
+    if let Some(policy) = given(&field(options, "onError")?) {
         settings.on_error = string(policy, "onError")?.parse::<OnError>()?;
     }
     Ratelimit::new(client, &limits, settings)

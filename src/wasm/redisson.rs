@@ -21,10 +21,10 @@ fn rate_of(rate: &JsValue, interval: &JsValue, options: &JsValue) -> Result<(Rat
     if given(options).is_some() {
         super::known_fields(options, &["mode", "keepAlive"], "options")?;
     }
-    if let Some(keep_alive) = given(&field(options, "keepAlive")) {
+    if let Some(keep_alive) = given(&field(options, "keepAlive")?) {
         rate = rate.with_keep_alive(duration(keep_alive, "keepAlive")?)?;
     }
-    let mode = match given(&field(options, "mode")) {
+    let mode = match given(&field(options, "mode")?) {
         None => Mode::Overall,
         Some(mode) => match mode.as_string().as_deref() {
             Some("overall") => Mode::Overall,

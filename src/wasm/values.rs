@@ -87,7 +87,7 @@ pub(super) fn permits_in(options: &JsValue) -> Result<u32> {
         Error::InvalidConfig(message) => Error::InvalidArgument(message),
         other => other,
     })?;
-    permits(&field(options, "permits"))
+    permits(&field(options, "permits")?)
 }
 
 /// Milliseconds given as a number (timeouts, as JS APIs take them).

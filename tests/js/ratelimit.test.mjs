@@ -411,6 +411,12 @@ test("a misspelt option is refused, never left out: it would change what the lim
   for (const options of [{ permit: 5 }, { Permits: 5 }]) {
     await assert.rejects(limits.limit("u", options), { message: /options has an unknown field/ });
   }
+  // A getter that throws is the caller's error, not an option left out (which took 1 permit).
+  const throwing = { get permits() { throw new Error("boom"); } };
+  await assert.rejects(limits.limit("u", throwing), {
+    code: "EDGELIMIT_INVALID_ARGUMENT",
+    message: /reading "permits" of the object given threw: Error: boom/,
+  });
   assert.equal((await limits.limit("u", { permits: 5 })).remaining, 5, "nothing was taken by the refused calls");
   const handle = limits.rateLimiter(`misspelt-${prefixes}`);
   await assert.rejects(handle.trySetRate(5, "1 s", { keepalive: "1 h" }), { message: /unknown field "keepalive"/ });
