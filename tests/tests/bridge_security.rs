@@ -147,6 +147,10 @@ async fn keys_outside_the_limiter_patterns_are_refused_by_the_fence_and_its_redi
         Err(Error::Unauthorized { status: 403, message }) => assert!(message.contains("--limiter-keys"), "{message}"),
         other => panic!("expected the fence's refusal, got {other:?}"),
     }
+    // A call the fence lets through makes sure the limiter's Redis user exists (the fence refused the one above
+    // before the bridge connected for it, and the start-up check runs in the background).
+    let inside = Limiter::new(client, "api", Quota::fixed_window(5, Duration::from_secs(1)).unwrap()).unwrap();
+    assert!(inside.limit("alice", 1).await.unwrap().success);
     let admin = stack.client();
     let user = admin
         .command(&cmd(&["ACL", "GETUSER", "edgelimit-limiter"]))
