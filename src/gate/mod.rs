@@ -16,6 +16,7 @@ pub mod client_key;
 pub mod fields;
 pub mod request_match;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -177,22 +178,21 @@ impl Gate {
         // Rules that name a limit alike share its state on purpose, whatever their limits: one state of one
         // algorithm over one interval. Under another algorithm or interval, each rule would read the other's state
         // as none, or as another window, and overwrite it: neither would limit anything.
-        let stored = armed.iter().flat_map(|armed| {
-            let rule = armed.rule.name.as_str();
-            armed.rule.limits.iter().map(move |limit| (rule, limit))
-        });
-        for (i, (rule, limit)) in stored.clone().enumerate() {
-            let clash = stored.clone().take(i).find(|(_, other)| {
-                other.name == limit.name
-                    && (other.quota.algorithm(), other.quota.interval_ms())
-                        != (limit.quota.algorithm(), limit.quota.interval_ms())
-            });
-            if let Some((other_rule, other)) = clash {
+        let state = |limit: &Limit| (limit.quota.algorithm(), limit.quota.interval_ms());
+        // Each stored name (every limit has one by now: see ArmedRule::new) and the first rule and limit under it.
+        let mut first_under: HashMap<&str, (&str, &Limit)> = HashMap::new();
+        for (rule, limit) in armed
+            .iter()
+            .flat_map(|armed| armed.rule.limits.iter().map(|limit| (armed.rule.name.as_str(), limit)))
+        {
+            let name = limit.name.as_deref().unwrap_or_default();
+            let (other_rule, other) = *first_under.entry(name).or_insert((rule, limit));
+            if state(other) != state(limit) {
                 return Err(Error::InvalidConfig(format!(
                     "rules {other_rule:?} and {rule:?} keep a limit under one name, {:?}, with different algorithms or \
                      intervals ({} over {} ms, and {} over {} ms): one name is one state; give the limits distinct \
                      names, or the same algorithm and interval",
-                    limit.name.as_deref().unwrap_or_default(),
+                    name,
                     other.quota.algorithm(),
                     other.quota.interval_ms(),
                     limit.quota.algorithm(),

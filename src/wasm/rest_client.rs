@@ -5,25 +5,14 @@ use std::time::Duration;
 use wasm_bindgen::prelude::*;
 
 use super::values::{command, to_js_value, words};
-use super::{describe, given, string, to_js_error, whole};
-use crate::error::{Error, Result};
+use super::{given, string, to_js_error, whole};
+use crate::error::Result;
 use crate::rest;
 use crate::script::Script;
 
-/// `value` as an array, or an error naming `what`. The parameters are read as any JS value, not as the typed ones
-/// wasm-bindgen could convert: its glue would read a `null` or a number before Rust sees it, throw outside the
-/// returned promise (a crash of a Node process), or hand a non-string's bytes to the allocator (a trap).
-fn array(value: &JsValue, what: &str) -> Result<js_sys::Array> {
-    if !js_sys::Array::is_array(value) {
-        return Err(Error::InvalidArgument(format!(
-            "{what} must be an array of strings or integers, e.g. [\"GET\", \"key\"], got {}",
-            describe(value)
-        )));
-    }
-    Ok(value.clone().unchecked_into())
-}
-
-/// A client for an Upstash-compatible Redis REST endpoint.
+/// A client for an Upstash-compatible Redis REST endpoint. Its methods take every parameter as a JS value and check
+/// it: with typed parameters, wasm-bindgen's glue would read a `null` or a number before Rust sees it, throwing
+/// outside the returned promise (a crash of a Node process), or hand a non-string's bytes to the allocator (a trap).
 #[wasm_bindgen(js_name = RestClient)]
 pub struct JsRestClient {
     inner: rest::RestClient,
@@ -52,9 +41,7 @@ impl JsRestClient {
 
     /// Runs one command, e.g. `await client.command(["SET", "k", "v"])`.
     pub async fn command(&self, command_words: JsValue) -> Result<JsValue, JsValue> {
-        let command = array(&command_words, "command")
-            .and_then(|words| command(&words))
-            .map_err(to_js_error)?;
+        let command = command(&command_words).map_err(to_js_error)?;
         let reply = self.inner.command(&command).await.map_err(to_js_error)?;
         Ok(to_js_value(reply))
     }
@@ -62,11 +49,7 @@ impl JsRestClient {
     /// Runs a script with `EVALSHA`, falling back to `EVAL` when Redis does not have it cached.
     pub async fn eval(&self, script: JsValue, keys: JsValue, args: JsValue) -> Result<JsValue, JsValue> {
         let call = || -> Result<(String, Vec<String>, Vec<String>)> {
-            Ok((
-                string(&script, "script")?,
-                words(&array(&keys, "keys")?, "keys")?,
-                words(&array(&args, "args")?, "args")?,
-            ))
+            Ok((string(&script, "script")?, words(&keys, "keys")?, words(&args, "args")?))
         };
         let (script, keys, args) = call().map_err(to_js_error)?;
         let reply = Script::new(&script)

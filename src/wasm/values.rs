@@ -29,9 +29,17 @@ pub(super) fn to_js_value(value: Value) -> JsValue {
     }
 }
 
-/// Reads a JS array of strings and integers into words.
-pub(super) fn words(array: &js_sys::Array, what: &str) -> Result<Vec<String>, Error> {
-    array
+/// Reads a JS array of strings and integers into words. Anything but an array is refused: read as one, a string
+/// would be its characters (a key "mykey" five keys) and a number no words at all.
+pub(super) fn words(value: &JsValue, what: &str) -> Result<Vec<String>, Error> {
+    if !js_sys::Array::is_array(value) {
+        return Err(Error::InvalidArgument(format!(
+            "{what} must be an array of strings or integers, e.g. [\"GET\", \"key\"], got {}",
+            describe(value)
+        )));
+    }
+    value
+        .unchecked_ref::<js_sys::Array>()
         .iter()
         .enumerate()
         .map(
@@ -49,8 +57,8 @@ pub(super) fn words(array: &js_sys::Array, what: &str) -> Result<Vec<String>, Er
         .collect()
 }
 
-pub(super) fn command(array: &js_sys::Array) -> Result<Command, Error> {
-    let words = words(array, "command")?;
+pub(super) fn command(value: &JsValue) -> Result<Command, Error> {
+    let words = words(value, "command")?;
     let (name, args) = words
         .split_first()
         .ok_or_else(|| Error::InvalidArgument("a command needs at least its name, e.g. [\"PING\"]".into()))?;

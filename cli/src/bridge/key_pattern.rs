@@ -4,10 +4,14 @@
 //!
 //! Written here because no crate matches Redis's globs byte for byte (`glob` and `globset` give `/` a meaning of its
 //! own), and the subset is small: patterns with Redis's other syntax (`[…]` classes, `\` escapes) are refused when
-//! the bridge starts ([`unsupported`]), so that the fence never reads a pattern otherwise than Redis does.
+//! the bridge starts ([`problem`]), so that the fence never reads a pattern otherwise than Redis does.
 
-/// Why `pattern` is not one the fence reads as Redis does, or `None` when it is.
-pub fn unsupported(pattern: &str) -> Option<&'static str> {
+/// Why `pattern` cannot be a `--limiter-keys` pattern, or `None` when it can: it must be printable ASCII without
+/// blanks (an ACL rule's word, `~<pattern>`), and hold no syntax but `*` and `?`, which the fence reads as Redis does.
+pub fn problem(pattern: &str) -> Option<&'static str> {
+    if pattern.is_empty() || !pattern.bytes().all(|b| b.is_ascii_graphic()) {
+        return Some("a key pattern must be non-empty printable ASCII without blanks, e.g. 'myapp:*'");
+    }
     pattern
         .bytes()
         .any(|b| matches!(b, b'[' | b']' | b'\\'))
@@ -75,11 +79,11 @@ mod tests {
     }
 
     #[test]
-    fn redis_glob_syntax_beyond_stars_is_refused() {
-        assert_eq!(unsupported("edgelimit:*"), None);
-        assert_eq!(unsupported("a?b"), None);
-        for pattern in ["k[ab]", "k]", "k\\*"] {
-            assert!(unsupported(pattern).is_some(), "{pattern}");
+    fn redis_glob_syntax_beyond_stars_and_blanks_are_refused() {
+        assert_eq!(problem("edgelimit:*"), None);
+        assert_eq!(problem("a?b"), None);
+        for pattern in ["k[ab]", "k]", "k\\*", "", "a b", "k\u{7f}", "é*"] {
+            assert!(problem(pattern).is_some(), "{pattern}");
         }
     }
 }

@@ -34,7 +34,7 @@ pub(crate) enum StoredView {
 }
 
 /// Reads `text` (the key's value, '' for no key) as `quota`'s algorithm stores it and brings it to `now`. Another
-/// algorithm's tagged value is no state, as the scripts read it; a value in no known layout is
+/// string algorithm's state is no state, as the scripts read it; a value in no known layout is
 /// [`Error::MalformedReply`], never a guess (the scripts refuse such a value as foreign state).
 pub(crate) fn view(quota: &Quota, text: &str, now: u64) -> Result<StoredView> {
     let algorithm = quota.algorithm();
@@ -42,12 +42,8 @@ pub(crate) fn view(quota: &Quota, text: &str, now: u64) -> Result<StoredView> {
         .iter()
         .find(|(tagged, _, _)| *tagged == algorithm)
         .ok_or_else(|| no_string_state(algorithm))?;
-    let fields = match TAGS.iter().find(|(_, known, _)| text.starts_with(known)) {
-        Some((tagged, _, _)) if *tagged == algorithm => Some(numbers(&text[tag.len()..], tag, layout)?),
-        Some(_) => None,
-        None if text.is_empty() => None,
-        None => return Err(Error::malformed(format!("a stored state {tag}{layout}"), text)),
-    };
+    let fields =
+        fields_of(algorithm, text).map_err(|_| Error::malformed(format!("a stored state {tag}{layout}"), text))?;
     let pair = fields.as_deref().map(|f| (f[0], f[1]));
     Ok(match algorithm {
         Algorithm::TokenBucket => StoredView::TokenBucket {
@@ -81,14 +77,7 @@ pub(crate) fn view(quota: &Quota, text: &str, now: u64) -> Result<StoredView> {
 /// algorithms' models are reached from here: none of the logs' code comes with it.
 pub(crate) fn decide_read(quota: &Quota, text: &str, now: u64, permits: u64) -> Option<(Verdict, u64)> {
     let algorithm = quota.algorithm();
-    let fields = match TAGS.iter().find(|(_, tag, _)| text.starts_with(tag)) {
-        Some((tagged, tag, layout)) => {
-            let fields = numbers(&text[tag.len()..], tag, layout).ok()?;
-            (*tagged == algorithm).then_some(fields)
-        }
-        None if text.is_empty() => None,
-        None => return None,
-    };
+    let fields = fields_of(algorithm, text).ok()?;
     let pair = fields.as_deref().map(|f| (f[0], f[1]));
     Some(match algorithm {
         Algorithm::TokenBucket => (TokenBucket(pair).decide(quota, now, permits), now),
@@ -103,6 +92,21 @@ pub(crate) fn decide_read(quota: &Quota, text: &str, now: u64, permits: u64) -> 
         }
         Algorithm::Concurrency | Algorithm::SlidingLog => return None,
     })
+}
+
+/// The numbers of `text` (the key's value, '' for none) as `algorithm`'s state, read as the scripts read it
+/// (lua/parts/limits/foreign_value.lua): in its own layout, its state; another string algorithm's state in that
+/// algorithm's layout, or no value, is none; anything else is in no known layout, which the scripts refuse as foreign
+/// state, and an error here.
+fn fields_of(algorithm: Algorithm, text: &str) -> Result<Option<Vec<u64>>> {
+    match TAGS.iter().find(|(_, tag, _)| text.starts_with(tag)) {
+        Some((tagged, tag, layout)) => {
+            let fields = numbers(&text[tag.len()..], tag, layout)?;
+            Ok((*tagged == algorithm).then_some(fields))
+        }
+        None if text.is_empty() => Ok(None),
+        None => Err(Error::malformed("a string algorithm's stored state", text)),
+    }
 }
 
 fn no_string_state(algorithm: Algorithm) -> Error {
