@@ -10,7 +10,8 @@
 //!   the end, its stderr free of any panic.
 //! - The same fuzzed requests to a bridge in front of a 3-master Redis Cluster (`redis+cluster://`): its routing
 //!   reads every word of every command to find its keys and slot.
-//! - The reply cap: a 200 MB value is refused (HTTP 413), not buffered: the bridge's peak RSS stays far below it.
+//! - The reply cap: a 200 MB value is refused (HTTP 413), not buffered, and neither are 300 replies of 1 MiB in one
+//!   pipeline: the bridge's peak RSS stays far below either.
 //!
 //! The fuzzed commands cannot harm the machine: the Redis is private, keeps nothing on disk, has a 128 MB memory
 //! limit and a 2 MB cap on any string (`proto-max-bulk-len`), and the fuzzer names only commands from a safe list,
@@ -1053,6 +1054,29 @@ fn a_reply_above_the_cap_is_refused_not_buffered() {
                 "{error}"
             );
         }
+
+        // A pipeline of many replies, each within the cap, is held to it together as they arrive, not collected
+        // whole first: 300 GETs of 1 MiB once held 300 MiB (the peak RSS below), to answer 7 of them.
+        let set = "redis.call('SET', KEYS[1], string.rep('m', 1048576))";
+        post(&http, &format!("{url}/"), json!(["EVAL", set, "1", "mebibyte"])).await;
+        let gets: Vec<Json> = (0..300).map(|_| json!(["GET", "mebibyte"])).collect();
+        let (status, reply) = post(&http, &format!("{url}/pipeline"), Json::Array(gets)).await;
+        assert_eq!(status, 200);
+        let answered = reply
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|item| item.get("result").is_some())
+            .count();
+        assert_eq!(
+            answered, 7,
+            "8 MiB of cap holds 7 replies of 1 MiB and their RESP headers"
+        );
+        assert!(
+            reply[299]["error"].as_str().unwrap().contains("together exceed"),
+            "{}",
+            reply[299]
+        );
 
         // And the bridge serves on.
         assert_eq!(

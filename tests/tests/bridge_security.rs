@@ -311,19 +311,24 @@ async fn a_request_head_that_never_ends_is_closed_and_others_are_served() {
     }
 }
 
-/// A limiter or readonly token's `/multi-exec` is one transaction, as an admin's: its ACL user may run MULTI and
-/// EXEC. (Refused, Redis ran the commands one by one, outside any transaction, and the request answered an error.)
-#[tokio::test]
-async fn a_scoped_tokens_multi_exec_is_one_transaction() {
-    let stack = Stack::start().await;
+/// A fixed window's decision for `id` as a limiter token sends it (EVALSHA), its script loaded by a first decision.
+async fn loaded_decision_script(stack: &Stack, id: &str) -> Command {
     let limiter = Limiter::new(
         stack.client_with(LIMITER_TOKEN),
         "api",
         Quota::fixed_window(5, Duration::from_secs(60)).unwrap(),
     )
     .unwrap();
-    let script = edgelimit::lua::FIXED_WINDOW.evalsha_command(&[limiter.state_key("mx")], &["1:5:60000"]);
-    assert!(limiter.limit("mx", 1).await.unwrap().success, "the script is loaded");
+    assert!(limiter.limit(id, 1).await.unwrap().success, "the script is loaded");
+    edgelimit::lua::FIXED_WINDOW.evalsha_command(&[limiter.state_key(id)], &["1:5:60000"])
+}
+
+/// A limiter or readonly token's `/multi-exec` is one transaction, as an admin's: its ACL user may run MULTI and
+/// EXEC. (Refused, Redis ran the commands one by one, outside any transaction, and the request answered an error.)
+#[tokio::test]
+async fn a_scoped_tokens_multi_exec_is_one_transaction() {
+    let stack = Stack::start().await;
+    let script = loaded_decision_script(&stack, "mx").await;
     let replies = stack
         .client_with(LIMITER_TOKEN)
         .multi_exec(&[script.clone(), script.clone(), script])
@@ -337,6 +342,36 @@ async fn a_scoped_tokens_multi_exec_is_one_transaction() {
         .await
         .unwrap();
     assert_eq!(reads.len(), 2, "{reads:?}");
+}
+
+/// Every profile's pipelines are announced to the reply cap (`cli/src/bridge/shared_budget.rs`): each profile's
+/// Redis user may run the `ECHO` that announces them. (Refused, its replies would be held to their budget only once
+/// all had arrived: nothing else would show it.)
+#[tokio::test]
+async fn every_profiles_pipeline_is_announced_with_an_echo_its_redis_user_may_run() {
+    let stack = Stack::start().await;
+    let script = loaded_decision_script(&stack, "p").await;
+    let pipelines = [
+        (LIMITER_TOKEN, vec![script.clone(), script]),
+        (READONLY_TOKEN, vec![cmd(&["GET", "k"]), cmd(&["EXISTS", "k"])]),
+        (edgelimit_tests::TOKEN, vec![cmd(&["PING"]), cmd(&["GET", "k"])]),
+    ];
+    for (token, commands) in pipelines {
+        let replies = stack.client_with(token).pipeline(&commands).await.unwrap();
+        assert_eq!(replies.len(), 2, "{replies:?}");
+        assert!(replies.iter().all(Result::is_ok), "{replies:?}");
+    }
+    let stats = stack.client().command(&cmd(&["INFO", "commandstats"])).await.unwrap();
+    let Value::Bytes(stats) = stats else {
+        panic!("INFO answered {stats:?}")
+    };
+    let stats = String::from_utf8(stats).unwrap();
+    let echo = stats
+        .lines()
+        .find(|line| line.starts_with("cmdstat_echo:"))
+        .unwrap_or_else(|| panic!("no ECHO ran: {stats}"));
+    assert!(echo.starts_with("cmdstat_echo:calls=3,"), "{echo}");
+    assert!(echo.contains(",rejected_calls=0,failed_calls=0"), "{echo}");
 }
 
 /// A Redis that refuses the bridge (its login, or creating its ACL users) is a set-up error that no retry fixes: the

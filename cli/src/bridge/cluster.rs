@@ -356,6 +356,11 @@ impl Cluster {
         self.timeout
     }
 
+    /// The reply cap (`--max-reply-bytes`).
+    pub fn max_reply_bytes(&self) -> u64 {
+        self.max_reply_bytes
+    }
+
     /// The seeds, for messages.
     pub fn describe(&self) -> String {
         let seeds: Vec<String> = self.seeds.iter().map(|seed| seed.addr().to_string()).collect();

@@ -11,10 +11,11 @@ use redis::{RedisError, RedisResult, Value};
 use tokio::time::Instant;
 
 use super::cluster::{self, Cluster, Failed, Redirect, Resend, Target};
-use super::json::Words;
+use super::json::{self, Words};
 use super::profile::Profile;
 use super::routing::{self, Combine, Route};
-use super::{BatchResult, Bridge, Failure, Prepared, REPLY_TOO_LARGE};
+use super::shared_budget;
+use super::{over_budget, BatchResult, Bridge, Failure, Prepared, REPLY_TOO_LARGE};
 
 /// The answer to a request whose command failed on the cluster.
 fn failure(failed: &Failed) -> Failure {
@@ -166,6 +167,9 @@ pub(super) async fn pipeline(
         }
     }
     again.sort_by_key(|(i, _)| *i);
+    // Sent one by one, so their replies are not announced to the reply cap as sharing it (shared_budget.rs): they
+    // are held to it together here, as each arrives, rather than all collected first.
+    let mut budget = cluster.max_reply_bytes();
     for (i, redirect) in again {
         let (command, _, words) = &prepared[i];
         let result = match routing::route(words) {
@@ -177,7 +181,17 @@ pub(super) async fn pipeline(
             }
             Err(crossslot) => Err(Failed::Unreachable(crossslot)),
         };
-        results[i] = Some(result.map_err(|failed| failed.text()));
+        let result = match result {
+            Ok(value) => match budget.checked_sub(json::wire_size(&value)) {
+                Some(left) => {
+                    budget = left;
+                    Ok(value)
+                }
+                None => Err(over_budget(cluster.max_reply_bytes())),
+            },
+            Err(failed) => Err(failed.text()),
+        };
+        results[i] = Some(result);
     }
     results
         .into_iter()
@@ -206,12 +220,12 @@ async fn node_part(
             return again(items);
         }
     };
-    let mut pipe = redis::pipe();
-    pipe.ignore_errors();
+    let (mut pipe, announced) = shared_budget::pipeline(items.len());
     for &i in &items {
         pipe.add_command(prepared[i].0.clone());
     }
-    let replies = match pipe.query_async::<Vec<RedisResult<Value>>>(&mut connection).await {
+    let replies = pipe.query_async::<Vec<RedisResult<Value>>>(&mut connection).await;
+    let replies = match replies.map(|replies| announced.replies(replies)) {
         Ok(replies) if replies.len() == items.len() => replies,
         Ok(_) => {
             let text = format!("redis node {address} answered a pipeline with another number of replies");

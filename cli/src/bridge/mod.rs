@@ -40,6 +40,7 @@ mod routing;
 mod script_bodies;
 pub mod script_kill;
 pub mod serving;
+mod shared_budget;
 mod shebang;
 mod subscribe;
 pub mod tokens;
@@ -68,6 +69,7 @@ pub use self::in_process::InProcessBridge;
 use self::json::Words;
 use self::links::{LinkConfig, Links};
 pub use self::profile::{Profile, RedisAcl};
+use self::reply_cap::over_budget;
 pub use self::reply_cap::REPLY_TOO_LARGE;
 use self::script_kill::ScriptKiller;
 use self::shebang::ScriptAliases;
@@ -125,7 +127,7 @@ impl BridgeConfig {
 
 /// The reply cap when none is set: 8 MiB, eight times the default request cap. Rendered as JSON a reply may grow up
 /// to six times (a control byte is `\u0001`), so one reply costs the bridge at most some 60 MB however large Redis's
-/// values (a pipeline holds its replies until the last arrives: see README, "Limits").
+/// values (a pipeline's replies share it: see README, "Limits").
 pub const DEFAULT_MAX_REPLY_BYTES: u64 = 8 << 20;
 
 /// Why the bridge could not start.
@@ -173,6 +175,11 @@ pub async fn serve(
 ) -> Result<(), BridgeError> {
     let tokens = Arc::new(tokens_of(&config)?);
     check_limits(&config)?;
+    shared_budget::draw_nonce().map_err(|e| {
+        BridgeError::Serve(std::io::Error::other(format!(
+            "the operating system gave no random bytes for the bridge's pipeline marker: {e}"
+        )))
+    })?;
     let redis = Links::new(&LinkConfig {
         redis_url: &config.redis_url,
         acl: config.redis_acl,
@@ -626,9 +633,10 @@ async fn batch(
     }
     // A transaction is written out as MULTI, the commands, EXEC, and its replies read here rather than by the redis
     // crate's atomic mode, which turns an EXEC answered by an error (a reply the cap refused) into a parse failure.
-    // One request's commands are written to the connection together, so no other request's fall in between.
-    let mut pipe = redis::pipe();
-    pipe.ignore_errors();
+    // One request's commands are written to the connection together, so no other request's fall in between. Its
+    // replies arrive as one, EXEC's, which the cap holds as it does any reply: only a pipeline's are announced as
+    // sharing the cap (shared_budget.rs).
+    let (mut pipe, announced) = shared_budget::pipeline(if atomic { 0 } else { count });
     if atomic {
         pipe.cmd("MULTI");
     }
@@ -641,10 +649,11 @@ async fn batch(
         pipe.cmd("EXEC");
     }
     let mut connection = bridge.connection(profile).await?;
-    let replies = pipe
-        .query_async::<Vec<redis::RedisResult<redis::Value>>>(&mut connection)
-        .await
-        .map_err(|e| bridge.failure(&e))?;
+    let replies = announced.replies(
+        pipe.query_async::<Vec<redis::RedisResult<redis::Value>>>(&mut connection)
+            .await
+            .map_err(|e| bridge.failure(&e))?,
+    );
     let results = if atomic {
         bridge.transaction_results(replies, count)?
     } else {
@@ -667,8 +676,9 @@ type BatchResult = Result<redis::Value, String>;
 impl Bridge {
     /// The items of a `/pipeline` or `/multi-exec` answer, in order.
     fn render_batch(&self, results: Vec<BatchResult>, loaded_shas: Vec<Option<String>>, base64: bool) -> JsonValue {
-        // Each reply is within the cap already (the reply cap refused larger ones as they arrived); together they get
-        // the same budget, so that a request of many large replies is not rendered whole either.
+        // Each reply is within the cap already (the reply cap refused larger ones as they arrived), and together
+        // within it too when the pipeline was announced (shared_budget.rs). Held to the budget here as well: for a
+        // cluster, whose nodes each kept their part of a pipeline to the budget, and when Redis refused the marker.
         let mut budget = self.max_reply_bytes;
         let items = results
             .into_iter()
@@ -729,15 +739,6 @@ impl Bridge {
             )),
         }
     }
-}
-
-/// The error of a command whose reply does not fit in what is left of its request's reply budget.
-fn over_budget(cap: u64) -> String {
-    format!(
-        "{REPLY_TOO_LARGE}: the replies of this request together exceed the bridge's cap of {cap} bytes \
-         (--max-reply-bytes, EDGELIMIT_MAX_REPLY_BYTES); the command ran in Redis, only its reply was discarded: \
-         send fewer commands per request or raise the cap"
-    )
 }
 
 #[cfg(test)]

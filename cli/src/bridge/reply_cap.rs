@@ -14,6 +14,10 @@
 //! - a status or error line that is not UTF-8 (a Lua `redis.status_reply("\xff")`) is passed on with the invalid bytes
 //!   replaced by U+FFFD, because the redis crate's parser would otherwise drop the connection.
 //!
+//! The replies of one `/pipeline` share one budget of the cap when the bridge announces them ([`shared_budget`]):
+//! a reply that would take their total past the cap is discarded the same way, and its command answers
+//! [`over_budget`].
+//!
 //! The command itself has run in Redis: only its reply is discarded. Memory held here is at most the cap (plus one
 //! read buffer), whatever Redis sends.
 
@@ -22,6 +26,8 @@ use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+use super::shared_budget;
 
 /// How every reply the cap refused begins (the rest says how large it was and what to do).
 pub const REPLY_TOO_LARGE: &str = "ERR reply too large";
@@ -49,7 +55,25 @@ const KEEP_CAPACITY: usize = 64 * 1024;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Refusal {
     TooLarge,
+    /// Within the cap alone, but not within what its request's earlier replies left of it.
+    OverBudget,
     TooDeep,
+}
+
+/// The error of a command whose reply does not fit in what is left of its request's reply budget.
+pub fn over_budget(cap: u64) -> String {
+    format!(
+        "{REPLY_TOO_LARGE}: the replies of this request together exceed the bridge's cap of {cap} bytes \
+         (--max-reply-bytes, EDGELIMIT_MAX_REPLY_BYTES); the command ran in Redis, only its reply was discarded: \
+         send fewer commands per request or raise the cap"
+    )
+}
+
+/// Replies announced as one request's, and what they have left of the cap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct SharedBudget {
+    replies: u64,
+    bytes: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,6 +102,8 @@ pub(super) struct Scanner {
     /// Wire bytes of the current top-level reply so far, refused or not.
     size: u64,
     refused: Option<Refusal>,
+    /// The budget the replies being read share, while an announced pipeline's replies arrive.
+    shared: Option<SharedBudget>,
 }
 
 fn protocol_error(what: impl Into<String>) -> io::Error {
@@ -98,6 +124,16 @@ impl Scanner {
             line_start: 0,
             size: 0,
             refused: None,
+            shared: None,
+        }
+    }
+
+    /// The most bytes the current reply may have: the cap, or less of it when earlier replies of its request took
+    /// some; and why a larger one is refused.
+    fn limit(&self) -> (u64, Refusal) {
+        match self.shared {
+            Some(shared) if shared.bytes < self.cap => (shared.bytes, Refusal::OverBudget),
+            _ => (self.cap, Refusal::TooLarge),
         }
     }
 
@@ -154,8 +190,9 @@ impl Scanner {
         if self.refused.is_some() {
             return;
         }
-        if self.size > self.cap {
-            self.refuse(Refusal::TooLarge);
+        let (limit, refusal) = self.limit();
+        if self.size > limit {
+            self.refuse(refusal);
         } else {
             self.held.extend_from_slice(bytes);
         }
@@ -207,8 +244,9 @@ impl Scanner {
             b'$' | b'!' | b'=' => {
                 // The payload and its CRLF; a payload that cannot fit is refused now, not after reading up to the cap.
                 let remaining = count.saturating_add(2);
-                if self.size.saturating_add(remaining) > self.cap {
-                    self.refuse(Refusal::TooLarge);
+                let (limit, refusal) = self.limit();
+                if self.size.saturating_add(remaining) > limit {
+                    self.refuse(refusal);
                 }
                 self.state = State::Blob { remaining };
             }
@@ -264,7 +302,29 @@ impl Scanner {
     }
 
     fn finish_reply(&mut self, out: &mut Vec<u8>) {
-        match self.refused.take() {
+        let refused = self.refused.take();
+        match &mut self.shared {
+            Some(shared) => {
+                if refused.is_none() {
+                    // Passed on, so within what was left.
+                    shared.bytes = shared.bytes.saturating_sub(self.size);
+                }
+                shared.replies -= 1;
+                if shared.replies == 0 {
+                    self.shared = None;
+                }
+            }
+            None if refused.is_none() => {
+                self.shared = shared_budget::announced_count(&self.held)
+                    .filter(|&replies| replies > 0)
+                    .map(|replies| SharedBudget {
+                        replies,
+                        bytes: self.cap,
+                    });
+            }
+            None => {}
+        }
+        match refused {
             None if out.is_empty() => std::mem::swap(out, &mut self.held),
             None => out.extend_from_slice(&self.held),
             Some(why) => out.extend_from_slice(self.replacement(why).as_bytes()),
@@ -285,6 +345,7 @@ impl Scanner {
                  counts) or raise the cap\r\n",
                 self.size, self.cap
             ),
+            Refusal::OverBudget => format!("-{}\r\n", over_budget(self.cap)),
             Refusal::TooDeep => format!(
                 "-{REPLY_TOO_DEEP}: Redis answered an array nested more than {MAX_DEPTH} levels deep, which the \
                  bridge does not pass on; {ran}\r\n"
@@ -423,6 +484,65 @@ mod tests {
         assert!(lines[0].starts_with(&format!("-{REPLY_TOO_LARGE}: Redis answered 27 bytes")));
         assert!(lines[1].starts_with(&format!("-{REPLY_TOO_LARGE}: Redis answered 34 bytes")));
         assert_eq!(lines[2], "+after");
+    }
+
+    /// The echo of the marker announcing `count` (at least 2) replies (shared_budget.rs).
+    fn marker(count: usize) -> Vec<u8> {
+        shared_budget::draw_nonce().unwrap();
+        let (pipe, _) = shared_budget::pipeline(count);
+        let packed = pipe.get_packed_pipeline();
+        // `*2\r\n$4\r\nECHO\r\n` and then the marker as a bulk string, which is how Redis echoes it.
+        packed[packed.len() - packed.iter().rev().skip(2).position(|&b| b == b'$').unwrap() - 3..].to_vec()
+    }
+
+    #[test]
+    fn announced_replies_share_the_cap_and_are_discarded_past_it_without_being_held() {
+        let value = |n: usize| format!("${n}\r\n{}\r\n", "v".repeat(n)).into_bytes();
+        // 100 bytes of cap (the marker's echo, some 80 bytes, fits); each 40-byte value is 46 bytes on the wire.
+        // Three announced, then one more on its own.
+        let mut input = marker(3);
+        assert_eq!(shared_budget::announced_count(&input), Some(3));
+        for _ in 0..4 {
+            input.extend_from_slice(&value(40));
+        }
+        for step in [1, 3, input.len()] {
+            let mut scanner = Scanner::new(100);
+            let mut out = Vec::new();
+            for piece in input.chunks(step) {
+                scanner.feed(piece, &mut out).unwrap();
+                assert!(scanner.held.len() <= 100, "held {} bytes", scanner.held.len());
+            }
+            let out = String::from_utf8(out).unwrap();
+            let replies: Vec<&str> = out.split_terminator("\r\n").collect();
+            // The marker's echo (two lines), two values (two each), the third's error, the fourth value.
+            assert_eq!(replies.len(), 2 + 2 + 2 + 1 + 2, "{out}");
+            assert!(replies[2] == "$40" && replies[4] == "$40", "{out}");
+            assert_eq!(replies[6], format!("-{}", over_budget(100)));
+            // The fourth is no longer the request's: the whole cap again.
+            assert_eq!(replies[7], "$40");
+        }
+    }
+
+    #[test]
+    fn a_marker_inside_an_announced_batch_or_nested_announces_nothing() {
+        // Two announced replies: a marker's echo, and one nested in an array; neither announces more.
+        let mut input = marker(2);
+        input.extend_from_slice(&marker(5));
+        input.extend_from_slice(b"*1\r\n");
+        input.extend_from_slice(&marker(5));
+        // Then two values of 90 bytes on the wire, each alone within the cap.
+        let big = format!("$84\r\n{}\r\n", "b".repeat(84)).into_bytes();
+        input.extend_from_slice(&big);
+        input.extend_from_slice(&big);
+        let mut scanner = Scanner::new(100);
+        let mut out = Vec::new();
+        scanner.feed(&input, &mut out).unwrap();
+        assert_eq!(scanner.shared, None);
+        assert!(
+            out.ends_with(&[&big[..], &big[..]].concat()),
+            "{}",
+            String::from_utf8_lossy(&out)
+        );
     }
 
     #[test]
