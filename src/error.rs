@@ -290,6 +290,8 @@ fn store_config_advice(code: &str) -> &'static str {
 fn endpoint_advice(status: u16) -> &'static str {
     match status {
         413 => "; the request is too large for the endpoint: send fewer or smaller commands",
+        // The bridge's answer when its memory for large responses is taken (a busy endpoint, not an outage).
+        429 => "; the endpoint is busy with other clients' large responses: retry shortly; not absorbed",
         // A browser's fetch shows a redirect it did not follow as status 0.
         0 | 300..=399 => {
             "; the endpoint redirects, which is never followed (the call would go elsewhere): give its final URL"
@@ -443,6 +445,8 @@ mod tests {
             endpoint(500),
             endpoint(501),
             endpoint(413),
+            // The bridge busy with large responses: no outage, and nothing a fail-open policy may absorb.
+            endpoint(429),
             endpoint(404),
             Error::malformed("a JSON body", "<html>"),
             Error::Unauthorized {

@@ -1091,6 +1091,60 @@ fn a_reply_above_the_cap_is_refused_not_buffered() {
     assert!(bridge.alive());
 }
 
+/// Large responses that their clients do not read are held to `--max-response-memory` all together: once it is
+/// taken, the next large response is answered 429 instead of held (`cli/src/bridge/response_memory.rs`).
+#[test]
+fn large_responses_nobody_reads_are_held_to_the_response_memory() {
+    use std::io::Write;
+    let runtime = runtime();
+    let redis = runtime.block_on(RedisServer::start()).expect("start redis-server");
+    // Room for three of the 12 MiB responses below; 12 MiB is more than the kernel's send buffer (4 MiB at most
+    // here), so a response the client does not read stays in the bridge.
+    let mut bridge = ReleaseBridge::start(
+        &redis.url(),
+        &[
+            ("EDGELIMIT_MAX_REPLY_BYTES", "16777216"),
+            ("EDGELIMIT_MAX_RESPONSE_MEMORY", "41943040"),
+        ],
+    );
+    let http = http();
+    let set = "redis.call('SET', KEYS[1], string.rep('r', 12582912))";
+    runtime.block_on(post(
+        &http,
+        &format!("http://{}/", bridge.url),
+        json!(["EVAL", set, "1", "r"]),
+    ));
+    let body = r#"["GET","r"]"#;
+    let request = format!(
+        "POST / HTTP/1.1\r\nHost: bridge\r\nAuthorization: Bearer {TOKEN}\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    // 40 clients ask, and none reads more than the status line.
+    let mut clients: Vec<std::net::TcpStream> = (0..40)
+        .map(|_| {
+            let mut stream = std::net::TcpStream::connect(&bridge.url).unwrap();
+            stream.write_all(request.as_bytes()).unwrap();
+            stream
+        })
+        .collect();
+    let mut statuses = Vec::new();
+    for stream in &mut clients {
+        stream.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+        let mut head = [0u8; 12];
+        stream.read_exact(&mut head).unwrap();
+        statuses.push(String::from_utf8_lossy(&head[9..12]).into_owned());
+    }
+    let sent = statuses.iter().filter(|status| *status == "200").count();
+    let busy = statuses.iter().filter(|status| *status == "429").count();
+    assert!((1..=3).contains(&sent) && sent + busy == 40, "{statuses:?}");
+    let peak = bridge.peak_rss();
+    eprintln!("the bridge's peak RSS: {:.1} MiB", peak as f64 / f64::from(1 << 20));
+    // 40 responses of 12 MiB held would be 480 MiB.
+    assert!(peak < 250 << 20, "peak RSS {peak} bytes");
+    drop(clients);
+    assert!(bridge.alive());
+}
+
 #[test]
 fn the_reply_cap_is_configurable_and_checked() {
     let runtime = runtime();

@@ -36,6 +36,7 @@ mod policy;
 pub mod profile;
 mod redis_link;
 mod reply_cap;
+mod response_memory;
 mod routing;
 mod script_bodies;
 pub mod script_kill;
@@ -99,6 +100,10 @@ pub struct BridgeConfig {
     /// has run all the same. The replies of one `/pipeline` or `/multi-exec` together get the same budget: the
     /// commands past it answer the same error instead of their result.
     pub max_reply_bytes: u64,
+    /// The most bytes of large responses (above [`response_memory::SMALL_RESPONSE`]) held at once for clients still
+    /// reading them, all requests together; a response that finds them taken is answered HTTP 429, one larger than
+    /// all of them HTTP 413.
+    pub max_response_memory: u64,
     /// Bound on connecting to Redis and on each Redis reply; on a cluster also how long one request may keep trying
     /// after replies that prove its command did not run (`MOVED`, `TRYAGAIN`, …) or while no node can be reached.
     pub redis_timeout: Duration,
@@ -119,6 +124,7 @@ impl BridgeConfig {
             limiter_keys: profile::DEFAULT_LIMITER_KEYS.map(str::to_owned).to_vec(),
             max_request_bytes: 1 << 20,
             max_reply_bytes: DEFAULT_MAX_REPLY_BYTES,
+            max_response_memory: DEFAULT_MAX_RESPONSE_MEMORY,
             redis_timeout: Duration::from_secs(2),
             cors_origins: CorsOrigins::default(),
         }
@@ -129,6 +135,10 @@ impl BridgeConfig {
 /// to six times (a control byte is `\u0001`), so one reply costs the bridge at most some 60 MB however large Redis's
 /// values (a pipeline's replies share it: see README, "Limits").
 pub const DEFAULT_MAX_REPLY_BYTES: u64 = 8 << 20;
+
+/// The response memory when none is set: 128 MiB, room for the largest response the default reply cap allows (8 MiB
+/// of control bytes, each rendered as six: `\u0001`) twice over.
+pub const DEFAULT_MAX_RESPONSE_MEMORY: u64 = 128 << 20;
 
 /// Why the bridge could not start.
 #[derive(Debug, thiserror::Error)]
@@ -219,7 +229,7 @@ pub async fn serve(
     });
     let reloading = tokio::spawn(tokens.keep_reloading());
     tokio::spawn(check_redis_at_start(bridge.clone()));
-    let app = app(routes(), bridge.clone(), config.max_request_bytes, config.cors_origins);
+    let app = app(routes(), bridge.clone(), &config);
     // Open event streams never end by themselves: shutting down ends them, so that the graceful shutdown completes.
     let shutdown = async move {
         shutdown.await;
@@ -296,23 +306,23 @@ fn routes() -> Router<Arc<Bridge>> {
 }
 
 /// `routes` behind the bridge's layers, innermost first: JSON answers to unknown routes and methods, the token check,
-/// the body cap, the panic catch, CORS.
-fn app(
-    routes: Router<Arc<Bridge>>,
-    bridge: Arc<Bridge>,
-    max_request_bytes: usize,
-    cors_origins: CorsOrigins,
-) -> Router {
+/// the body cap, the response memory, the panic catch, CORS.
+fn app(routes: Router<Arc<Bridge>>, bridge: Arc<Bridge>, config: &BridgeConfig) -> Router {
+    let response_memory = Arc::new(response_memory::ResponseMemory::new(config.max_response_memory));
     routes
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn_with_state(bridge.clone(), authenticate))
-        .layer(DefaultBodyLimit::max(max_request_bytes))
+        .layer(DefaultBodyLimit::max(config.max_request_bytes))
+        .layer(middleware::from_fn_with_state(response_memory, response_memory::hold))
         // A panic in any handler is that request's HTTP 500, not the end of the process (with panic = "unwind").
         // Inside the CORS layer, so that a page can read the error too.
         .layer(CatchPanicLayer::custom(panic_response))
         // Outermost, so that preflights are answered before the token check.
-        .layer(middleware::from_fn_with_state(Arc::new(cors_origins), cors::cors))
+        .layer(middleware::from_fn_with_state(
+            Arc::new(config.cors_origins.clone()),
+            cors::cors,
+        ))
         .with_state(bridge)
 }
 
@@ -798,8 +808,9 @@ mod tests {
         );
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();
-        let server =
-            tokio::spawn(axum::serve(listener, app(routes, bridge, 1024, CorsOrigins::default())).into_future());
+        let mut config = config;
+        config.max_request_bytes = 1024;
+        let server = tokio::spawn(axum::serve(listener, app(routes, bridge, &config)).into_future());
         for _ in 0..3 {
             let (status, body) = post_to(address, "/panic").await;
             assert!(status.contains(" 500 "), "{status}");

@@ -8,6 +8,10 @@
 //! hyper closes it. What a request does after its head (its body, capped in size; the handler, bounded by the Redis
 //! timeout; an event stream, which writes a heartbeat) is not affected.
 //!
+//! A connection whose client stops reading is closed once a write has waited [`WRITE_STALL_TIMEOUT`] (the clock
+//! starts again whenever a write makes progress): a response held for a client that never reads it is memory the
+//! bridge never gets back ([`super::response_memory`]). A slow reader is not cut off, only one that reads nothing.
+//!
 //! HTTP/1.1 only: every client of the REST protocol speaks it, and serving HTTP/2 as well first reads a
 //! connection's opening bytes to tell the two apart, with no deadline, so a connection that sent nothing (or part of
 //! HTTP/2's preface) was held forever all the same; HTTP/2 has no header timer either.
@@ -22,10 +26,14 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
+use tokio_io_timeout::TimeoutStream;
 
 /// How long a connection may take to send a request's head (the request line and headers), and an idle keep-alive
 /// connection its next one. A REST client sends its request at once; 10 s leaves room for a slow network.
 pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long a write to a client may wait without any progress before the connection is closed.
+pub const WRITE_STALL_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Serves `app` on `listener` until `shutdown` completes, then lets the requests in flight finish.
 pub async fn serve(listener: TcpListener, app: Router, shutdown: impl Future<Output = ()>) -> io::Result<()> {
@@ -44,10 +52,12 @@ pub async fn serve(listener: TcpListener, app: Router, shutdown: impl Future<Out
         };
         // A Router takes requests of any body type, hyper's `Incoming` too.
         let service = TowerToHyperService::new(app.clone());
+        let mut stream = TimeoutStream::new(stream);
+        stream.set_write_timeout(Some(WRITE_STALL_TIMEOUT));
         let connection = http1::Builder::new()
             .timer(TokioTimer::new())
             .header_read_timeout(HEADER_READ_TIMEOUT)
-            .serve_connection(TokioIo::new(stream), service);
+            .serve_connection(TokioIo::new(Box::pin(stream)), service);
         // A connection's own failure (a client gone, a head too slow) ends that connection only.
         let served = graceful.watch(connection);
         tokio::spawn(async move {
