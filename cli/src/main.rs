@@ -104,12 +104,12 @@ enum Commands {
         #[arg(long, env = "EDGELIMIT_MAX_REPLY_BYTES", default_value_t = bridge::DEFAULT_MAX_REPLY_BYTES,
               value_parser = clap::value_parser!(u64).range(1..))]
         max_reply_bytes: u64,
-        /// The most bytes of large responses (above 64 KiB) held at once for clients still reading them, all
-        /// requests together: one that finds them taken is answered HTTP 429 (retry), one larger than all of them
-        /// HTTP 413.
-        #[arg(long, env = "EDGELIMIT_MAX_RESPONSE_MEMORY", default_value_t = bridge::DEFAULT_MAX_RESPONSE_MEMORY,
+        /// The most bytes held at once for large requests (above 64 KiB, counted ten times while they are parsed)
+        /// and large responses (until their clients have read them), all requests together: one that finds them
+        /// taken is answered HTTP 429 (retry), one larger than all of them HTTP 413.
+        #[arg(long, env = "EDGELIMIT_MAX_MEMORY_IN_FLIGHT", default_value_t = bridge::DEFAULT_MAX_MEMORY_IN_FLIGHT,
               value_parser = clap::value_parser!(u64).range(1..))]
-        max_response_memory: u64,
+        max_memory_in_flight: u64,
         /// Bound on connecting to Redis and on each reply, in milliseconds; on a cluster also how long a request
         /// keeps trying while the cluster moves a slot or fails over (a command is sent again only on replies that
         /// prove it did not run).
@@ -313,7 +313,7 @@ async fn run(command: Commands) -> Result<Option<Outcome>, String> {
             limiter_keys,
             max_request_bytes,
             max_reply_bytes,
-            max_response_memory,
+            max_memory_in_flight,
             redis_timeout_ms,
             cors_origins,
         } => {
@@ -326,7 +326,7 @@ async fn run(command: Commands) -> Result<Option<Outcome>, String> {
                 limiter_keys,
                 max_request_bytes,
                 max_reply_bytes,
-                max_response_memory,
+                max_memory_in_flight,
                 redis_timeout: Duration::from_millis(redis_timeout_ms),
                 cors_origins: CorsOrigins(cors_origins),
             };

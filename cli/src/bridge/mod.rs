@@ -32,11 +32,11 @@ mod in_process;
 mod json;
 mod key_pattern;
 mod links;
+mod memory_budget;
 mod policy;
 pub mod profile;
 mod redis_link;
 mod reply_cap;
-mod response_memory;
 mod routing;
 mod script_bodies;
 pub mod script_kill;
@@ -100,10 +100,11 @@ pub struct BridgeConfig {
     /// has run all the same. The replies of one `/pipeline` or `/multi-exec` together get the same budget: the
     /// commands past it answer the same error instead of their result.
     pub max_reply_bytes: u64,
-    /// The most bytes of large responses (above [`response_memory::SMALL_RESPONSE`]) held at once for clients still
-    /// reading them, all requests together; a response that finds them taken is answered HTTP 429, one larger than
-    /// all of them HTTP 413.
-    pub max_response_memory: u64,
+    /// The most bytes held at once for large requests (above [`memory_budget::SMALL`], counted
+    /// [`memory_budget::PARSED_REQUEST_FACTOR`] times while they are parsed) and large responses (until their clients
+    /// have read them), all requests together; a request or response that finds them taken is answered HTTP 429, one
+    /// larger than all of them HTTP 413.
+    pub max_memory_in_flight: u64,
     /// Bound on connecting to Redis and on each Redis reply; on a cluster also how long one request may keep trying
     /// after replies that prove its command did not run (`MOVED`, `TRYAGAIN`, …) or while no node can be reached.
     pub redis_timeout: Duration,
@@ -124,7 +125,7 @@ impl BridgeConfig {
             limiter_keys: profile::DEFAULT_LIMITER_KEYS.map(str::to_owned).to_vec(),
             max_request_bytes: 1 << 20,
             max_reply_bytes: DEFAULT_MAX_REPLY_BYTES,
-            max_response_memory: DEFAULT_MAX_RESPONSE_MEMORY,
+            max_memory_in_flight: DEFAULT_MAX_MEMORY_IN_FLIGHT,
             redis_timeout: Duration::from_secs(2),
             cors_origins: CorsOrigins::default(),
         }
@@ -136,9 +137,10 @@ impl BridgeConfig {
 /// values (a pipeline's replies share it: see README, "Limits").
 pub const DEFAULT_MAX_REPLY_BYTES: u64 = 8 << 20;
 
-/// The response memory when none is set: 128 MiB, room for the largest response the default reply cap allows (8 MiB
-/// of control bytes, each rendered as six: `\u0001`) twice over.
-pub const DEFAULT_MAX_RESPONSE_MEMORY: u64 = 128 << 20;
+/// The memory in flight when none is set: 256 MiB, room for 25 requests of the default body cap being parsed at once,
+/// or five of the largest responses the default reply cap allows (8 MiB of control bytes, each rendered as six:
+/// `\u0001`).
+pub const DEFAULT_MAX_MEMORY_IN_FLIGHT: u64 = 256 << 20;
 
 /// Why the bridge could not start.
 #[derive(Debug, thiserror::Error)]
@@ -255,6 +257,18 @@ fn check_limits(config: &BridgeConfig) -> Result<(), BridgeError> {
             )));
         }
     }
+    let largest_request = u64::try_from(config.max_request_bytes)
+        .unwrap_or(u64::MAX)
+        .saturating_mul(memory_budget::PARSED_REQUEST_FACTOR);
+    if config.max_memory_in_flight < largest_request {
+        return Err(BridgeError::Limit(format!(
+            "--max-memory-in-flight ({} bytes) must hold at least one request of --max-request-bytes being parsed \
+             ({} × {} = {largest_request} bytes): raise it or lower --max-request-bytes",
+            config.max_memory_in_flight,
+            config.max_request_bytes,
+            memory_budget::PARSED_REQUEST_FACTOR
+        )));
+    }
     if config.max_reply_bytes == 0 {
         return Err(BridgeError::Limit(
             "the reply cap must be at least 1 byte (--max-reply-bytes, EDGELIMIT_MAX_REPLY_BYTES)".into(),
@@ -306,15 +320,19 @@ fn routes() -> Router<Arc<Bridge>> {
 }
 
 /// `routes` behind the bridge's layers, innermost first: JSON answers to unknown routes and methods, the token check,
-/// the body cap, the response memory, the panic catch, CORS.
+/// the memory budget, the body cap, the panic catch, CORS.
 fn app(routes: Router<Arc<Bridge>>, bridge: Arc<Bridge>, config: &BridgeConfig) -> Router {
-    let response_memory = Arc::new(response_memory::ResponseMemory::new(config.max_response_memory));
+    let memory_budget = Arc::new(memory_budget::MemoryBudget::new(
+        config.max_memory_in_flight,
+        config.max_request_bytes,
+    ));
     routes
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
+        // Inside the token check, so that a request without a valid token takes nothing from the budget.
+        .layer(middleware::from_fn_with_state(memory_budget, memory_budget::hold))
         .layer(middleware::from_fn_with_state(bridge.clone(), authenticate))
         .layer(DefaultBodyLimit::max(config.max_request_bytes))
-        .layer(middleware::from_fn_with_state(response_memory, response_memory::hold))
         // A panic in any handler is that request's HTTP 500, not the end of the process (with panic = "unwind").
         // Inside the CORS layer, so that a page can read the error too.
         .layer(CatchPanicLayer::custom(panic_response))
@@ -769,6 +787,20 @@ mod tests {
         stream.read_to_string(&mut response).await.unwrap();
         let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
         (head.lines().next().unwrap_or_default().to_owned(), body.to_owned())
+    }
+
+    #[test]
+    fn a_memory_budget_too_small_for_one_request_is_refused_at_start() {
+        let mut config = BridgeConfig::new("redis://127.0.0.1:1", "test-admin-token");
+        assert!(check(&config).is_ok());
+        config.max_memory_in_flight = 4 << 20;
+        let refusal = check(&config).unwrap_err().to_string();
+        assert!(
+            refusal.contains("--max-memory-in-flight (4194304 bytes) must hold at least one request"),
+            "{refusal}"
+        );
+        config.max_request_bytes = 64 << 10;
+        assert!(check(&config).is_ok());
     }
 
     /// The bridge's own layers around a route that panics (it exists only here: the bridge has no way to panic on

@@ -10,7 +10,7 @@
 //!
 //! A connection whose client stops reading is closed once a write has waited [`WRITE_STALL_TIMEOUT`] (the clock
 //! starts again whenever a write makes progress): a response held for a client that never reads it is memory the
-//! bridge never gets back ([`super::response_memory`]). A slow reader is not cut off, only one that reads nothing.
+//! bridge never gets back ([`super::memory_budget`]). A slow reader is not cut off, only one that reads nothing.
 //!
 //! HTTP/1.1 only: every client of the REST protocol speaks it, and serving HTTP/2 as well first reads a
 //! connection's opening bytes to tell the two apart, with no deadline, so a connection that sent nothing (or part of

@@ -1,0 +1,243 @@
+//! The memory the bridge holds for large requests and responses, bounded across all requests together.
+//!
+//! The body cap and the reply cap ([`super::reply_cap`]) bound what one request holds, but not how many hold it at
+//! once:
+//! - a request body is held, and parsed into JSON values and then into a command's words (up to about
+//!   [`PARSED_REQUEST_FACTOR`] times its size: 800 KB of one-character strings took 7 MB), until its handler answers;
+//!   40 such requests at once took the bridge to 290 MB;
+//! - a response stays in memory until its client has read it, and a client that reads slowly, or not at all, keeps
+//!   it there: 40 connections asking for a 12 MiB value without reading the answers held 430 MB.
+//!
+//! So one budget (`--max-memory-in-flight`) is shared by all requests: a request whose body is larger than [`SMALL`]
+//! takes [`PARSED_REQUEST_FACTOR`] times its size until its handler has answered, and then a response larger than
+//! [`SMALL`] takes its size until hyper has taken its last byte. A request or response that finds the budget taken by
+//! others is answered HTTP 429 with `Retry-After` (not 503: a client may take a 503 for an outage and fail open, and
+//! this is no outage); one larger than the whole budget, HTTP 413. While it is sent, a large response goes out in
+//! copies of [`CHUNK`] bytes, so that what hyper buffers for a connection (some 400 KiB at most) never keeps the
+//! whole response alive after its share was given back.
+//!
+//! Small requests and responses, every limiter decision among them, pass untouched: hyper's buffers bound them per
+//! connection. A client that stops reading altogether is cut off after [`super::serving::WRITE_STALL_TIMEOUT`],
+//! which frees what its response held.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use http_body::{Frame, SizeHint};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use super::Failure;
+
+/// Requests and responses up to this size are not counted.
+pub const SMALL: u64 = 64 * 1024;
+
+/// How many times its body's size a request may take while it is parsed (see the module's docs).
+pub const PARSED_REQUEST_FACTOR: u64 = 10;
+
+/// How much of a large response is handed to hyper at a time.
+const CHUNK: usize = 16 * 1024;
+
+/// The budget: a semaphore of KiB, so that any budget a machine can hold fits its `u32` permits.
+pub(super) struct MemoryBudget {
+    kib: Arc<Semaphore>,
+    budget_bytes: u64,
+    max_request_bytes: u64,
+}
+
+impl MemoryBudget {
+    /// A budget of `budget_bytes`, for requests of at most `max_request_bytes` (the body cap).
+    pub(super) fn new(budget_bytes: u64, max_request_bytes: usize) -> Self {
+        let kib = usize::try_from(budget_bytes.div_ceil(1024))
+            .unwrap_or(usize::MAX)
+            .min(Semaphore::MAX_PERMITS)
+            .min(u32::MAX as usize);
+        MemoryBudget {
+            kib: Arc::new(Semaphore::new(kib)),
+            budget_bytes,
+            max_request_bytes: u64::try_from(max_request_bytes).unwrap_or(u64::MAX),
+        }
+    }
+
+    /// A share of `bytes` for `what` ("request", "response"), or the answer that replaces it: 413 when it is more
+    /// than the whole budget, 429 when others hold what it needs. Nothing when it is small.
+    fn share(&self, bytes: u64, what: &str) -> Result<Option<OwnedSemaphorePermit>, Failure> {
+        if bytes <= SMALL {
+            return Ok(None);
+        }
+        if bytes > self.budget_bytes {
+            return Err(Failure::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!(
+                    "this {what} needs {bytes} bytes of the bridge's memory, more than all it may hold at once \
+                     (--max-memory-in-flight, EDGELIMIT_MAX_MEMORY_IN_FLIGHT, {} bytes): send or read less at once, \
+                     or raise it",
+                    self.budget_bytes
+                ),
+            ));
+        }
+        // Within the budget, whose KiB fit u32, so these do too.
+        let kib = u32::try_from(bytes.div_ceil(1024)).unwrap_or(u32::MAX);
+        match self.kib.clone().try_acquire_many_owned(kib) {
+            Ok(permit) => Ok(Some(permit)),
+            Err(_) => Err(Failure::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                format!(
+                    "the bridge holds all the memory it may for large requests and responses of other clients \
+                     (--max-memory-in-flight, {} bytes); this {what} needs {bytes} bytes: retry in a second",
+                    self.budget_bytes
+                ),
+            )),
+        }
+    }
+
+    /// What a request may take while it is read and parsed: its announced size (a body with no size, chunked, may
+    /// be as large as the body cap) times [`PARSED_REQUEST_FACTOR`]; never more than the body cap allows, since a
+    /// larger body is refused as it is read.
+    fn request_bytes(&self, request: &Request) -> u64 {
+        let body = http_body::Body::size_hint(request.body());
+        body.exact()
+            .unwrap_or(self.max_request_bytes)
+            .min(self.max_request_bytes)
+            .saturating_mul(PARSED_REQUEST_FACTOR)
+    }
+}
+
+/// Middleware: holds each large request, then each large response, to the budget (see the module's docs).
+pub(super) async fn hold(State(memory): State<Arc<MemoryBudget>>, request: Request, next: Next) -> Response {
+    let request_share = match memory.share(memory.request_bytes(&request), "request") {
+        Ok(share) => share,
+        Err(refusal) => {
+            discard(request.into_body(), memory.max_request_bytes).await;
+            return refused(refusal);
+        }
+    };
+    let response = next.run(request).await;
+    // The handler has answered: the body and what was parsed from it are gone.
+    drop(request_share);
+    // Event streams have no size; what waits for each subscriber is bounded by subscribe.rs.
+    let Some(size) = http_body::Body::size_hint(response.body()).exact() else {
+        return response;
+    };
+    let permit = match memory.share(size, "response") {
+        Ok(Some(permit)) => permit,
+        Ok(None) => return response,
+        Err(refusal) => return refused(refusal),
+    };
+    let (parts, body) = response.into_parts();
+    // A body with an exact size is whole in memory already (axum's Json): collecting it copies nothing.
+    match axum::body::to_bytes(body, usize::MAX).await {
+        Ok(bytes) => Response::from_parts(
+            parts,
+            Body::new(Held {
+                bytes,
+                at: 0,
+                _permit: Some(permit),
+            }),
+        ),
+        Err(_) => Failure::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the bridge could not read back a response it made (a bug)",
+        )
+        .into_response(),
+    }
+}
+
+/// The answer to a request or response the budget refused; one that may pass later says when to retry.
+fn refused(failure: Failure) -> Response {
+    let retry = failure.status == StatusCode::TOO_MANY_REQUESTS;
+    let mut response = failure.into_response();
+    if retry {
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    }
+    response
+}
+
+/// Reads a refused request's body (up to the body cap) and throws it away as it arrives, holding no more than one
+/// frame of it. Answering before the body is read would leave the client writing into a connection that hyper
+/// closes: it would see the connection reset, not the refusal, and may take that for an outage.
+async fn discard(body: Body, max_bytes: u64) {
+    use futures_util::StreamExt;
+    let mut frames = body.into_data_stream();
+    let mut read = 0u64;
+    while let Some(Ok(frame)) = frames.next().await {
+        read = read.saturating_add(frame.len() as u64);
+        if read > max_bytes {
+            return;
+        }
+    }
+}
+
+/// A large response being sent, holding its share of the budget until its last chunk is taken.
+struct Held {
+    bytes: Bytes,
+    at: usize,
+    _permit: Option<OwnedSemaphorePermit>,
+}
+
+impl http_body::Body for Held {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        let this = &mut *self;
+        let end = this.bytes.len().min(this.at + CHUNK);
+        if this.at == end {
+            // The response and its budget go as soon as hyper has the last of it, not when the connection moves on.
+            this.bytes = Bytes::new();
+            this.at = 0;
+            this._permit = None;
+            return Poll::Ready(None);
+        }
+        // A copy: a slice would keep the whole response alive for as long as hyper holds the slice.
+        let chunk = Bytes::copy_from_slice(&this.bytes[this.at..end]);
+        this.at = end;
+        Poll::Ready(Some(Ok(Frame::data(chunk))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.at == self.bytes.len()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        SizeHint::with_exact((self.bytes.len() - self.at) as u64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http_body::Body as _;
+
+    #[tokio::test]
+    async fn a_held_body_yields_its_bytes_in_copied_chunks_and_frees_the_budget_at_its_end() {
+        let memory = MemoryBudget::new(100 * 1024, 1 << 20);
+        let permit = memory.kib.clone().try_acquire_many_owned(70).unwrap();
+        let bytes = Bytes::from((0..70_000u32).map(|i| i as u8).collect::<Vec<u8>>());
+        let mut body = Held {
+            bytes: bytes.clone(),
+            at: 0,
+            _permit: Some(permit),
+        };
+        let mut collected = Vec::new();
+        while let Some(frame) = std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await {
+            let data = frame.unwrap().into_data().unwrap();
+            assert!(data.len() <= CHUNK);
+            collected.extend_from_slice(&data);
+        }
+        assert_eq!(collected, bytes);
+        assert_eq!(
+            memory.kib.available_permits(),
+            100,
+            "given back at the end, before the body is dropped"
+        );
+        assert!(body.is_end_stream());
+    }
+}
