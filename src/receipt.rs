@@ -53,9 +53,12 @@ pub(crate) fn log_mark(expiry: u64, id: &str) -> String {
     format!("{expiry}-{id}")
 }
 
-/// A fresh random id naming a grant the scripts log as zset members (concurrency, sliding log): 16 hex digits.
+/// A fresh random id naming a grant the scripts log as zset members (concurrency, sliding log): 16 hex digits that
+/// no one can work out from other grants' ids. A refund needs only the receipt, so an id that could be guessed
+/// (it was a per-process prefix plus a counter: one receipt gave away the next) let a holder of one lease refund
+/// another's, and take a third lease over a limit of two.
 pub(crate) fn fresh_grant_id() -> String {
-    format!("{:016x}", crate::unique_id::next_u64())
+    format!("{:016x}", crate::unique_id::unguessable_u64())
 }
 
 impl fmt::Display for Receipt {
@@ -109,6 +112,16 @@ impl FromStr for Receipt {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_grant_id_says_nothing_of_the_next() {
+        let ids: Vec<u64> = (0..1000)
+            .map(|_| u64::from_str_radix(&fresh_grant_id(), 16).unwrap())
+            .collect();
+        // A counter (or any small step) would show in the differences of consecutive ids.
+        let close = ids.windows(2).filter(|pair| pair[1].abs_diff(pair[0]) < 1 << 32).count();
+        assert!(close < 3, "{close} of 999 consecutive grant ids lie within 2^32 of each other");
+    }
 
     #[test]
     fn text_form_round_trips_and_rejects_garbage() {

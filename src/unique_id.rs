@@ -1,9 +1,9 @@
-//! Ids for sliding-log grants and concurrency leases: unique per process (a random prefix) and per id (a counter);
-//! and ids that cannot be guessed, for receipts only this process knows.
+//! Ids unique per process (a random prefix) and per id (a counter), for the Redisson layout's grants; and ids that
+//! cannot be guessed, for the family's logged grants (sliding log, concurrency) and lent leases, whose receipts are
+//! all a refund needs.
 //!
 //! Uniqueness matters: two equal members in one zset collapse into one, and the limiter would under-count. The
-//! scripts also guard against a collision (`ZADD NX`, `ZSCORE`), so the prefix needs no cryptographic randomness, which a Worker
-//! could not use at its global scope anyway.
+//! scripts also guard against a collision (`ZADD NX`, `ZSCORE`), so 64 random bits suffice.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
@@ -17,16 +17,8 @@ pub fn next() -> String {
     format!("{prefix:016x}:{}", COUNTER.fetch_add(1, Ordering::Relaxed))
 }
 
-/// The next id as one number: the process's random prefix plus the counter, so ids never repeat within a process
-/// (for 2^64 ids) and rarely across processes.
-pub fn next_u64() -> u64 {
-    PREFIX
-        .get_or_init(random_u64)
-        .wrapping_add(COUNTER.fetch_add(1, Ordering::Relaxed))
-}
-
-/// An id that no one can work out from the ids before it: for a receipt naming something only this process holds
-/// (a concurrency lease lent from reserved permits), which one holder must not be able to forge for another's.
+/// An id that no one can work out from the ids before it: for a receipt, which one holder must not be able to forge
+/// for another's.
 #[cfg(not(target_arch = "wasm32"))]
 pub fn unguessable_u64() -> u64 {
     use std::hash::BuildHasher;
@@ -79,7 +71,7 @@ mod tests {
     fn ids_are_unique_within_a_process() {
         let ids: std::collections::HashSet<String> = (0..1000).map(|_| super::next()).collect();
         assert_eq!(ids.len(), 1000);
-        let numbers: std::collections::HashSet<u64> = (0..1000).map(|_| super::next_u64()).collect();
+        let numbers: std::collections::HashSet<u64> = (0..1000).map(|_| super::unguessable_u64()).collect();
         assert_eq!(numbers.len(), 1000);
     }
 }
