@@ -205,7 +205,7 @@ export interface RatelimitResponse extends Decision {
  * - `EDGELIMIT_TRANSPORT`: the endpoint could not be reached;
  * - `EDGELIMIT_ENDPOINT`: the endpoint answered HTTP 502, 503, 504 (e.g. Redis down behind it) or 520–524
  *   (Cloudflare before it); other statuses (500 too) reject;
- * - `EDGELIMIT_UNAVAILABLE`: Redis is loading, busy, failing over or out of memory;
+ * - `EDGELIMIT_UNAVAILABLE`: Redis is loading, busy or failing over;
  * - `EDGELIMIT_READONLY`: the endpoint reached a read-only replica (alert on it: if it lasts, the endpoint is
  *   misrouted).
  *
@@ -216,6 +216,8 @@ export interface RatelimitResponse extends Decision {
  * - `EDGELIMIT_AUTH`: the token was refused (HTTP 401/403);
  * - `EDGELIMIT_STORE_CONFIG`: the token's Redis user may not run what the limiter needs (NOPERM, NOAUTH,
  *   WRONGPASS), or the endpoint is a Redis Cluster node that does not route (MOVED, ASK, CROSSSLOT);
+ * - `EDGELIMIT_STORE_FULL`: Redis is out of memory (OOM) and cannot record a grant (denials are still answered);
+ *   not absorbed, since clients that invent identifiers can fill a store and would then pass every limit;
  * - `EDGELIMIT_FOREIGN_STATE`: a limit's key holds state edgelimit did not write (WRONGTYPE);
  * - `EDGELIMIT_MALFORMED_REPLY`: a reply edgelimit cannot read (a garbled answer is no proof the store is down);
  * - `EDGELIMIT_REDIS`: any other Redis error.
@@ -233,6 +235,7 @@ export type ErrorCode =
   | "EDGELIMIT_UNAVAILABLE"
   | "EDGELIMIT_READONLY"
   | "EDGELIMIT_STORE_CONFIG"
+  | "EDGELIMIT_STORE_FULL"
   | "EDGELIMIT_FOREIGN_STATE"
   | "EDGELIMIT_REDIS"
   | "EDGELIMIT_MALFORMED_REPLY";

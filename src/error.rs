@@ -81,8 +81,7 @@ pub enum Error {
     },
 
     /// Redis cannot serve now: it is loading its data (LOADING), running a long script (BUSY), failing over
-    /// (MASTERDOWN, TRYAGAIN, CLUSTERDOWN, READONLY: the endpoint reached a replica) or out of memory (OOM). The
-    /// store is unavailable: a failure policy (`onError`) may absorb it. READONLY has its own code, to alert on: a
+    /// (MASTERDOWN, TRYAGAIN, CLUSTERDOWN, READONLY: the endpoint reached a replica). The store is unavailable: a failure policy (`onError`) may absorb it. READONLY has its own code, to alert on: a
     /// Redis that stays read-only is a misrouted endpoint, not a passing failover.
     #[error("the store cannot serve now: {}; {}", .message, unavailable_advice(.code))]
     Unavailable {
@@ -102,6 +101,17 @@ pub enum Error {
         /// Redis's message, without the script's location.
         message: String,
     },
+
+    /// Redis is out of memory and refuses writes (`OOM`): a grant cannot be recorded. Reported, never absorbed,
+    /// although the store answers no better than an outage: anyone who can send made-up identifiers (an invented API
+    /// key, a fresh IPv6 address) makes new keys, so a client could fill the store and then, were this absorbed by a
+    /// policy that fails open, pass every limit. Denials write nothing and are still answered.
+    #[error(
+        "the store is out of memory and refuses writes, so no grant can be recorded: {0}; raise Redis's maxmemory (and \
+         keep maxmemory-policy noeviction, which edgelimit needs); not absorbed by the failure policy, since clients \
+         that invent identifiers can fill a store"
+    )]
+    StoreFull(String),
 
     /// A limit's key holds state edgelimit did not write there (Redis's WRONGTYPE, or a value in no layout the
     /// scripts know): another program, or another limit with the same name and prefix, uses the key. Reported, never
@@ -147,6 +157,7 @@ impl Error {
             Error::Unavailable { code, .. } if code == "READONLY" => "EDGELIMIT_READONLY",
             Error::Unavailable { .. } => "EDGELIMIT_UNAVAILABLE",
             Error::StoreConfig { .. } => "EDGELIMIT_STORE_CONFIG",
+            Error::StoreFull(_) => "EDGELIMIT_STORE_FULL",
             Error::ForeignState(_) => "EDGELIMIT_FOREIGN_STATE",
             Error::Redis { .. } => "EDGELIMIT_REDIS",
             Error::MalformedReply { .. } => "EDGELIMIT_MALFORMED_REPLY",
@@ -184,9 +195,10 @@ impl Error {
         let message = without_script_location(reply);
         let code = message.split_whitespace().next().unwrap_or_default().to_owned();
         match code.as_str() {
-            "LOADING" | "BUSY" | "MASTERDOWN" | "TRYAGAIN" | "CLUSTERDOWN" | "READONLY" | "OOM" => {
+            "LOADING" | "BUSY" | "MASTERDOWN" | "TRYAGAIN" | "CLUSTERDOWN" | "READONLY" => {
                 Error::Unavailable { code, message }
             }
+            "OOM" => Error::StoreFull(message),
             "NOPERM" | "NOAUTH" | "WRONGPASS" | "MOVED" | "ASK" | "CROSSSLOT" => Error::StoreConfig { code, message },
             "WRONGTYPE" => Error::ForeignState(message),
             "ERR" if message.starts_with(NOPERM_IN_SCRIPT) => Error::StoreConfig {
@@ -266,10 +278,6 @@ fn unavailable_advice(code: &str) -> &'static str {
             "the endpoint reached a read-only replica (a failover in progress, or an endpoint pointed at a replica: \
              check it if this lasts); the failure policy (onError) decides meanwhile"
         }
-        "OOM" => {
-            "Redis is out of memory: raise maxmemory (with maxmemory-policy noeviction, which edgelimit needs, Redis \
-             refuses writes instead of dropping limiter state); the failure policy (onError) decides meanwhile"
-        }
         _ => "it is loading, busy or failing over; the failure policy (onError) decides meanwhile",
     }
 }
@@ -347,8 +355,8 @@ mod tests {
             (
                 "OOM command not allowed when used memory > 'maxmemory'. script: \
                  ab5a402eac2ea8cb211185723d9390126aed2cfa, on @user_script:1.",
-                "EDGELIMIT_UNAVAILABLE",
-                true,
+                "EDGELIMIT_STORE_FULL",
+                false,
             ),
             (
                 "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.",

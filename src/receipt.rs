@@ -119,8 +119,14 @@ mod tests {
             .map(|_| u64::from_str_radix(&fresh_grant_id(), 16).unwrap())
             .collect();
         // A counter (or any small step) would show in the differences of consecutive ids.
-        let close = ids.windows(2).filter(|pair| pair[1].abs_diff(pair[0]) < 1 << 32).count();
-        assert!(close < 3, "{close} of 999 consecutive grant ids lie within 2^32 of each other");
+        let close = ids
+            .windows(2)
+            .filter(|pair| pair[1].abs_diff(pair[0]) < 1 << 32)
+            .count();
+        assert!(
+            close < 3,
+            "{close} of 999 consecutive grant ids lie within 2^32 of each other"
+        );
     }
 
     #[test]

@@ -781,7 +781,7 @@ impl Reserved {
             // failure), so that a denial Redis can give is not left to the failure policy, which may admit. (A
             // concurrency lease it grants is not counted in this client's next block's size: a smaller block,
             // nothing else.)
-            Err(Error::Unavailable { .. }) => {
+            Err(Error::Unavailable { .. } | Error::StoreFull(_)) => {
                 let decision = self.limiter.limit(&identifier, permits).await?;
                 return Ok(ReservedDecision {
                     decision,

@@ -951,6 +951,27 @@ async fn a_denial_redis_gives_while_it_cannot_write_stays_a_denial_when_permits_
     }
 }
 
+/// A Redis out of memory cannot record a grant: that is reported (`EDGELIMIT_STORE_FULL`), never absorbed by the
+/// default failure policy, which fails open (a client inventing identifiers could fill the store, then pass every
+/// limit); its denials are still answered.
+#[tokio::test]
+async fn a_grant_a_full_store_cannot_record_is_reported_not_admitted() {
+    let stack = Stack::start().await;
+    let ratelimit = Ratelimit::new(stack.client(), &tight_and_loose()[..1], Options::default()).unwrap();
+    for _ in 0..2 {
+        assert!(ratelimit.limit("spent", 1).await.unwrap().decision.success);
+    }
+    out_of_memory(&stack, true).await;
+    let grant = ratelimit.limit("fresh", 1).await;
+    let denial = ratelimit.limit("spent", 1).await;
+    out_of_memory(&stack, false).await;
+    match grant {
+        Err(error) => assert_eq!(error.code(), "EDGELIMIT_STORE_FULL", "{error}"),
+        Ok(outcome) => panic!("a grant Redis could not record was answered: {outcome:?}"),
+    }
+    assert_denied_by_redis(&denial.unwrap());
+}
+
 /// `outcome` is a denial Redis decided, with a wait, and no error for the failure policy to absorb.
 fn assert_denied_by_redis(outcome: &Outcome) {
     assert!(!outcome.decision.success, "{outcome:?}");

@@ -209,6 +209,7 @@ impl ReservedAll {
                 // timed out): no block, and the decision stands (a denial made while the store cannot write is still
                 // a denial; as an error, the failure policy would admit it). Any other error is reported, never
                 // absorbed.
+                Err(Error::StoreFull(_)) => {}
                 Err(error) if error.is_store_unavailable() => {}
                 Err(error) => failure = failure.or(Some(error)),
             }
