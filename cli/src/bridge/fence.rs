@@ -89,8 +89,14 @@ pub fn refusal(profile: Profile, words: &Words, limiter_keys: &[String]) -> Opti
         .get(1)
         .map(|word| String::from_utf8_lossy(word).to_ascii_uppercase());
     let script = match (name.as_str(), sub.as_deref()) {
-        // Harmless to anyone, and what `edgelimit doctor` checks an endpoint with.
-        ("PING" | "TIME", _) | ("SCRIPT", Some("EXISTS")) => return None,
+        // Harmless to anyone, and what `edgelimit doctor` checks an endpoint with; without an argument, which Redis
+        // would echo back: a limiter token's replies stay small, so that its floods of megabyte PINGs do not queue
+        // other clients' decisions behind them on the shared connection (until they time out, as an outage).
+        ("PING", None) | ("TIME", None) | ("SCRIPT", Some("EXISTS")) => return None,
+        ("PING" | "TIME", Some(_)) if profile == Profile::Limiter => {
+            return refuse(format!("may run {name} without arguments only"));
+        }
+        ("PING" | "TIME", _) => return None,
         ("EVALSHA" | "EVALSHA_RO", _) => words.get(1).map(|sha| known(&String::from_utf8_lossy(sha))),
         ("EVAL" | "EVAL_RO", _) => words.get(1).map(|body| known(&sha1_hex(body))),
         ("SCRIPT", Some("LOAD")) => words.get(2).map(|body| known(&sha1_hex(body))),
@@ -475,6 +481,11 @@ mod tests {
         assert_eq!(refusal(Profile::Limiter, &words(&["EVAL"])), None);
         assert_eq!(refusal(Profile::Limiter, &words(&["PING"])), None);
         assert_eq!(refusal(Profile::Limiter, &words(&["time"])), None);
+        // An argument Redis would echo back (a megabyte of it) is not for a limiter token.
+        let echo = refusal(Profile::Limiter, &words(&["ping", "hello"])).unwrap();
+        assert!(echo.contains("may run PING without arguments only"), "{echo}");
+        assert!(refusal(Profile::Limiter, &words(&["TIME", "x"])).is_some());
+        assert_eq!(refusal(Profile::Readonly, &words(&["PING", "hello"])), None);
         assert_eq!(refusal(Profile::Limiter, &Vec::new()), None);
     }
 

@@ -9,20 +9,24 @@
 //!   it there: 40 connections asking for a 12 MiB value without reading the answers held 430 MB.
 //!
 //! So one budget (`--max-memory-in-flight`) is shared by all requests: a request whose body is larger than [`SMALL`]
-//! takes [`PARSED_REQUEST_FACTOR`] times its size until its handler has answered, and then a response larger than
-//! [`SMALL`] takes its size until hyper has taken its last byte. A request or response that finds the budget taken by
-//! others is answered HTTP 429 with `Retry-After` (not 503: a client may take a 503 for an outage and fail open, and
-//! this is no outage); one larger than the whole budget, HTTP 413. While it is sent, a large response goes out in
+//! takes [`PARSED_REQUEST_FACTOR`] times its size before anything runs, and keeps it for its response; a response
+//! larger than [`SMALL`] takes what it needs beyond that, until hyper has taken its last byte, or until the client has
+//! read too slowly ([`MIN_READ_RATE`]). A request or response that finds the budget taken by others is answered HTTP
+//! 429 with `Retry-After` (not 503: a client may take a 503 for an outage and fail open, and this is no outage); one
+//! larger than the whole budget, HTTP 413. A response refused has had its commands run (the answer says so); a
+//! pipeline of limiter decisions answers in less than its request took, so it is refused, if at all, before
+//! anything runs. While it is sent, a large response goes out in
 //! copies of [`CHUNK`] bytes, so that what hyper buffers for a connection (some 400 KiB at most) never keeps the
 //! whole response alive after its share was given back.
 //!
-//! Small requests and responses, every limiter decision among them, pass untouched: hyper's buffers bound them per
+//! Small requests and responses, single limiter decisions among them, pass untouched: hyper's buffers bound them per
 //! connection. A client that stops reading altogether is cut off after [`super::serving::WRITE_STALL_TIMEOUT`],
 //! which frees what its response held.
 
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
@@ -31,6 +35,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use http_body::{Frame, SizeHint};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::time::Instant;
 
 use super::Failure;
 
@@ -66,7 +71,7 @@ impl MemoryBudget {
 
     /// A share of `bytes` for `what` ("request", "response"), or the answer that replaces it: 413 when it is more
     /// than the whole budget, 429 when others hold what it needs. Nothing when it is small.
-    fn share(&self, bytes: u64, what: &str) -> Result<Option<OwnedSemaphorePermit>, Failure> {
+    fn share(&self, bytes: u64, what: &str, then: &str) -> Result<Option<OwnedSemaphorePermit>, Failure> {
         if bytes <= SMALL {
             return Ok(None);
         }
@@ -76,7 +81,7 @@ impl MemoryBudget {
                 format!(
                     "this {what} needs {bytes} bytes of the bridge's memory, more than all it may hold at once \
                      (--max-memory-in-flight, EDGELIMIT_MAX_MEMORY_IN_FLIGHT, {} bytes): send or read less at once, \
-                     or raise it",
+                     or raise it ({then})",
                     self.budget_bytes
                 ),
             ));
@@ -89,7 +94,7 @@ impl MemoryBudget {
                 StatusCode::TOO_MANY_REQUESTS,
                 format!(
                     "the bridge holds all the memory it may for large requests and responses of other clients \
-                     (--max-memory-in-flight, {} bytes); this {what} needs {bytes} bytes: retry in a second",
+                     (--max-memory-in-flight, {} bytes); this {what} needs {bytes} bytes: {then}",
                     self.budget_bytes
                 ),
             )),
@@ -110,7 +115,8 @@ impl MemoryBudget {
 
 /// Middleware: holds each large request, then each large response, to the budget (see the module's docs).
 pub(super) async fn hold(State(memory): State<Arc<MemoryBudget>>, request: Request, next: Next) -> Response {
-    let request_share = match memory.share(memory.request_bytes(&request), "request") {
+    let request_bytes = memory.request_bytes(&request);
+    let request_share = match memory.share(request_bytes, "request", "retry in a second") {
         Ok(share) => share,
         Err(refusal) => {
             discard(request.into_body(), memory.max_request_bytes).await;
@@ -118,28 +124,35 @@ pub(super) async fn hold(State(memory): State<Arc<MemoryBudget>>, request: Reque
         }
     };
     let response = next.run(request).await;
-    // The handler has answered: the body and what was parsed from it are gone.
-    drop(request_share);
     // Event streams have no size; what waits for each subscriber is bounded by subscribe.rs.
     let Some(size) = http_body::Body::size_hint(response.body()).exact() else {
         return response;
     };
-    let permit = match memory.share(size, "response") {
-        Ok(Some(permit)) => permit,
-        Ok(None) => return response,
+    // The request's share, taken before anything ran, goes on to its response, which takes more only where it is
+    // larger: a response refused here was made by commands that have run, so the shares of a pipeline of limiter
+    // decisions (whose answer is smaller than its request) are never refused after its permits were spent.
+    let held = if request_share.is_some() { request_bytes } else { 0 };
+    let extra = match memory.share(
+        size.saturating_sub(held),
+        "response",
+        "its commands ran in Redis and only the response was discarded: retry only what is safe to run twice",
+    ) {
+        Ok(extra) => extra,
         Err(refusal) => return refused(refusal),
+    };
+    let permit = match (request_share, extra) {
+        (Some(mut request), Some(extra)) => {
+            request.merge(extra);
+            request
+        }
+        (Some(permit), None) | (None, Some(permit)) => permit,
+        // Nothing to hold: a small response (the request's share, if any, is given back now).
+        (None, None) => return response,
     };
     let (parts, body) = response.into_parts();
     // A body with an exact size is whole in memory already (axum's Json): collecting it copies nothing.
     match axum::body::to_bytes(body, usize::MAX).await {
-        Ok(bytes) => Response::from_parts(
-            parts,
-            Body::new(Held {
-                bytes,
-                at: 0,
-                _permit: Some(permit),
-            }),
-        ),
+        Ok(bytes) => Response::from_parts(parts, Body::new(Held::new(bytes, permit))),
         Err(_) => Failure::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             "the bridge could not read back a response it made (a bug)",
@@ -175,19 +188,44 @@ async fn discard(body: Body, max_bytes: u64) {
     }
 }
 
-/// A large response being sent, holding its share of the budget until its last chunk is taken.
+/// A large response being sent, holding its share of the budget until its last chunk is taken, or until its
+/// deadline: a client must read it at [`MIN_READ_RATE`] at least (after [`super::serving::WRITE_STALL_TIMEOUT`]),
+/// or one reading a trickle would hold its share for as long as it likes.
 struct Held {
     bytes: Bytes,
     at: usize,
+    deadline: Instant,
     _permit: Option<OwnedSemaphorePermit>,
+}
+
+/// The slowest a client may read a large response (see [`Held`]).
+pub const MIN_READ_RATE: u64 = 1 << 20;
+
+impl Held {
+    fn new(bytes: Bytes, permit: OwnedSemaphorePermit) -> Self {
+        let reading = Duration::from_secs((bytes.len() as u64).div_ceil(MIN_READ_RATE));
+        Held {
+            deadline: Instant::now() + super::serving::WRITE_STALL_TIMEOUT + reading,
+            bytes,
+            at: 0,
+            _permit: Some(permit),
+        }
+    }
 }
 
 impl http_body::Body for Held {
     type Data = Bytes;
-    type Error = std::convert::Infallible;
+    type Error = std::io::Error;
 
     fn poll_frame(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
         let this = &mut *self;
+        if Instant::now() > this.deadline && this.at < this.bytes.len() {
+            // hyper closes the connection, which drops this body and its share.
+            return Poll::Ready(Some(Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "the client read a large response too slowly",
+            ))));
+        }
         let end = this.bytes.len().min(this.at + CHUNK);
         if this.at == end {
             // The response and its budget go as soon as hyper has the last of it, not when the connection moves on.
@@ -221,11 +259,7 @@ mod tests {
         let memory = MemoryBudget::new(100 * 1024, 1 << 20);
         let permit = memory.kib.clone().try_acquire_many_owned(70).unwrap();
         let bytes = Bytes::from((0..70_000u32).map(|i| i as u8).collect::<Vec<u8>>());
-        let mut body = Held {
-            bytes: bytes.clone(),
-            at: 0,
-            _permit: Some(permit),
-        };
+        let mut body = Held::new(bytes.clone(), permit);
         let mut collected = Vec::new();
         while let Some(frame) = std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await {
             let data = frame.unwrap().into_data().unwrap();
