@@ -187,11 +187,6 @@ pub async fn serve(
 ) -> Result<(), BridgeError> {
     let tokens = Arc::new(tokens_of(&config)?);
     check_limits(&config)?;
-    shared_budget::draw_nonce().map_err(|e| {
-        BridgeError::Serve(std::io::Error::other(format!(
-            "the operating system gave no random bytes for the bridge's pipeline marker: {e}"
-        )))
-    })?;
     let redis = Links::new(&LinkConfig {
         redis_url: &config.redis_url,
         acl: config.redis_acl,

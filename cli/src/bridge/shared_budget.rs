@@ -11,83 +11,92 @@
 //! next `count` replies to one budget of the cap together. A reply that would take the budget past the cap is
 //! discarded as it arrives, like a reply above the cap, and its command answers [`super::reply_cap::over_budget`].
 //!
-//! The marker holds a random nonce drawn once per process, which never leaves the bridge (the echo's reply is taken
-//! out before the replies are rendered), so no value a client stored can pass for it. Should Redis refuse the echo
-//! (a `--redis-acl off` user without `ECHO`), nothing is announced, and the bridge still holds the replies to the
-//! budget when it renders them, only no longer as they arrive.
+//! Each marker is 128 random bits drawn for its pipeline, registered (with the pipeline's count) before the pipeline
+//! is sent, and good once: the reply cap takes it out of the register when it reads it, and so does the pipeline
+//! when it ends. A client cannot forge one: its own command's reply would have to name a marker still waiting, which
+//! it cannot know before Redis has run it (what Redis logs, SLOWLOG or MONITOR for an admin, shows markers already
+//! used). Should Redis refuse the echo (a `--redis-acl off` user without `ECHO`), nothing is announced, and the bridge
+//! still holds the replies to the budget when it renders them, only no longer as they arrive.
 //!
-//! (A cap below the echo's size, some 80 bytes, refuses the echo as it does any reply, and nothing is announced: with
+//! (A cap below the echo's size, some 60 bytes, refuses the echo as it does any reply, and nothing is announced: with
 //! no reply larger than that, the replies held until the budget is checked are small too.)
 //!
 //! A `/multi-exec` needs none of this: its commands' replies arrive as one reply, `EXEC`'s, held to the cap.
 
-use std::sync::OnceLock;
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
 
-static PREFIX: OnceLock<Vec<u8>> = OnceLock::new();
+/// How every marker begins; 32 hex digits follow.
+const PREFIX: &[u8] = b"edgelimit-bridge pipeline ";
 
-/// Draws the process's nonce, once: [`super::serve`] does so before it serves, so that an operating system without
-/// randomness is a failure to start rather than a panic at some request.
-pub(super) fn draw_nonce() -> Result<(), getrandom::Error> {
-    if PREFIX.get().is_none() {
-        let mut nonce = [0u8; 16];
-        getrandom::getrandom(&mut nonce)?;
-        let hex: String = nonce.iter().map(|byte| format!("{byte:02x}")).collect();
-        // Two threads drawing at once both succeed; the first one's nonce is kept.
-        let _ = PREFIX.set(format!("edgelimit-bridge shared reply budget {hex}:").into_bytes());
-    }
-    Ok(())
-}
+/// The markers sent and not yet read, each with the number of replies it announces.
+static WAITING: Mutex<Option<HashMap<u128, u64>>> = Mutex::new(None);
 
-/// How the marker's echo begins: a fixed text, then the process's nonce, then a colon; the count follows. `None`
-/// before [`draw_nonce`] (then no pipeline is announced).
-fn prefix() -> Option<&'static [u8]> {
-    PREFIX.get().map(Vec::as_slice)
+fn waiting<T>(act: impl FnOnce(&mut HashMap<u128, u64>) -> T) -> T {
+    // A panic while the lock was held leaves at worst a stale entry, never a half-written one.
+    let mut lock = WAITING.lock().unwrap_or_else(PoisonError::into_inner);
+    act(lock.get_or_insert_with(HashMap::new))
 }
 
 /// A pipeline of `count` commands, as the bridge sends it: errors kept per command, and for two or more commands the
-/// marker first, which [`Announced::replies`] takes out again.
+/// marker first, which [`Announced::replies`] takes out again. (Without random bytes from the operating system, the
+/// pipeline goes unannounced.)
 pub(super) fn pipeline(count: usize) -> (redis::Pipeline, Announced) {
     let mut pipe = redis::pipe();
     pipe.ignore_errors();
-    let prefix = prefix().filter(|_| count >= 2);
-    if let Some(prefix) = prefix {
-        let mut marker = prefix.to_vec();
-        marker.extend_from_slice(count.to_string().as_bytes());
-        pipe.cmd("ECHO").arg(marker);
+    let mut random = [0u8; 16];
+    let marker = (count >= 2 && getrandom::getrandom(&mut random).is_ok()).then(|| u128::from_le_bytes(random));
+    if let Some(marker) = marker {
+        waiting(|markers| markers.insert(marker, count as u64));
+        let mut echo = PREFIX.to_vec();
+        echo.extend_from_slice(format!("{marker:032x}").as_bytes());
+        pipe.cmd("ECHO").arg(echo);
     }
-    (pipe, Announced(prefix.is_some()))
+    (pipe, Announced(marker))
 }
 
-/// Whether a pipeline starts with the marker.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Announced(bool);
+/// The marker a pipeline starts with, if any; dropping it forgets the marker, read or not (a pipeline whose
+/// connection failed before the echo arrived leaves nothing behind).
+#[derive(Debug)]
+pub(super) struct Announced(Option<u128>);
 
 impl Announced {
     /// The commands' replies, without the marker's (whatever it was: an echo, or Redis's refusal of it).
     pub(super) fn replies<T>(self, mut replies: Vec<T>) -> Vec<T> {
-        if self.0 && !replies.is_empty() {
+        if self.0.is_some() && !replies.is_empty() {
             replies.remove(0);
         }
         replies
     }
 }
 
-/// The count a marker's echo announces, when `reply` (one whole RESP reply) is one; `None` for any other reply.
+impl Drop for Announced {
+    fn drop(&mut self) {
+        if let Some(marker) = self.0 {
+            waiting(|markers| markers.remove(&marker));
+        }
+    }
+}
+
+/// The count a marker's echo announces, when `reply` (one whole RESP reply) is the echo of a marker still waiting,
+/// which it then no longer is; `None` for any other reply.
 pub(super) fn announced_count(reply: &[u8]) -> Option<u64> {
     let body = reply.strip_prefix(b"$")?;
     let header_end = body.iter().position(|&b| b == b'\n')?;
     let payload = body[header_end + 1..].strip_suffix(b"\r\n")?;
-    let count = payload.strip_prefix(prefix()?)?;
-    if count.is_empty() || count.len() > 19 || !count.iter().all(u8::is_ascii_digit) {
+    let hex = payload.strip_prefix(PREFIX)?;
+    if hex.len() != 32 {
         return None;
     }
-    std::str::from_utf8(count).ok()?.parse().ok()
+    let marker = u128::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()?;
+    waiting(|markers| markers.remove(&marker))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// How Redis echoes `payload`.
     fn echo_of(payload: &[u8]) -> Vec<u8> {
         let mut reply = format!("${}\r\n", payload.len()).into_bytes();
         reply.extend_from_slice(payload);
@@ -95,37 +104,47 @@ mod tests {
         reply
     }
 
-    fn prefix() -> &'static [u8] {
-        draw_nonce().unwrap();
-        super::prefix().unwrap()
+    /// The marker a pipeline sends.
+    fn marker_of(pipe: &redis::Pipeline) -> Vec<u8> {
+        let packed = pipe.get_packed_pipeline();
+        let at = packed.windows(PREFIX.len()).position(|w| w == PREFIX).unwrap();
+        packed[at..at + PREFIX.len() + 32].to_vec()
     }
 
     #[test]
-    fn only_the_echo_of_this_process_marker_announces() {
-        let prefix = prefix();
-        let (pipe, _) = pipeline(3);
-        let packed = pipe.get_packed_pipeline();
-        let at = packed.windows(prefix.len()).position(|w| w == prefix).unwrap();
-        let marker = &packed[at..at + prefix.len() + 1];
-        assert_eq!(announced_count(&echo_of(marker)), Some(3));
+    fn a_waiting_marker_announces_once_and_nothing_else_does() {
+        let (pipe, announced) = pipeline(3);
+        let marker = marker_of(&pipe);
+        assert_eq!(announced_count(&echo_of(&marker)), Some(3));
+        assert_eq!(
+            announced_count(&echo_of(&marker)),
+            None,
+            "a marker read (or seen in a log) is spent"
+        );
+        drop(announced);
 
-        let forged = b"edgelimit-bridge shared reply budget 00000000000000000000000000000000:5";
-        for other in [
-            echo_of(forged),
-            echo_of(prefix),
-            echo_of(&[prefix, b"x"].concat()),
-            echo_of(&[prefix, b"99999999999999999999"].concat()),
+        let (pipe, announced) = pipeline(2);
+        let marker = marker_of(&pipe);
+        let mut other = marker.clone();
+        other[PREFIX.len()] ^= 1;
+        for reply in [
+            echo_of(&other),
+            echo_of(PREFIX),
+            echo_of(&marker[..marker.len() - 1]),
+            echo_of(&[&marker[..], b"0"].concat()),
             b"+OK\r\n".to_vec(),
             b":1\r\n".to_vec(),
             b"$-1\r\n".to_vec(),
         ] {
-            assert_eq!(announced_count(&other), None, "{}", String::from_utf8_lossy(&other));
+            assert_eq!(announced_count(&reply), None, "{}", String::from_utf8_lossy(&reply));
         }
+        // A pipeline that ends before its echo arrives (its connection failed) takes its marker with it.
+        drop(announced);
+        assert_eq!(announced_count(&echo_of(&marker)), None);
     }
 
     #[test]
     fn a_single_command_goes_without_the_marker() {
-        draw_nonce().unwrap();
         let (pipe, announced) = pipeline(1);
         assert!(pipe.cmd_iter().next().is_none());
         assert_eq!(announced.replies(vec![1]), vec![1]);
