@@ -216,9 +216,17 @@ impl Gate {
         header: impl Fn(&str) -> Option<String>,
     ) -> Option<Route> {
         let path = request_match::normalize_path(path);
-        let mut matching = (self.rules.iter()).filter(|armed| armed.rule.request_match.matches(method, host, &path));
+        let methods = methods_of(method, &header);
+        let mut matching = (self.rules.iter())
+            .filter(|armed| (methods.iter()).any(|method| armed.rule.request_match.matches(method, host, &path)));
+        // A pattern matches a path with or without its trailing `/` (most origins route both alike), so both count as
+        // one path: `/report/7/` is no fresh limit beside `/report/7`.
+        let key_path = path
+            .strip_suffix('/')
+            .filter(|trimmed| !trimmed.is_empty())
+            .unwrap_or(&path);
         let route_of = |armed: &Arc<ArmedRule>| Route {
-            key: client_key::client_key(&armed.rule.key, &path, &header),
+            key: client_key::client_key(&armed.rule.key, key_path, &header),
             armed: Arc::clone(armed),
             next: None,
         };
@@ -231,6 +239,27 @@ impl Gate {
         }
         Some(route)
     }
+}
+
+/// The methods a request may reach an origin's handlers as: its own; GET's for a HEAD (origins answer HEAD with the
+/// GET handler); and those a method override header names (`X-HTTP-Method-Override` and its variants), which many
+/// frameworks honour. A rule on any of them applies: a rule on `GET /search` that a HEAD escaped, or one on
+/// `POST /login` that a GET with `X-HTTP-Method-Override: POST` escaped, would limit nothing.
+fn methods_of(method: &str, header: &impl Fn(&str) -> Option<String>) -> Vec<String> {
+    let mut methods = vec![method.to_owned()];
+    if method.eq_ignore_ascii_case("HEAD") {
+        methods.push("GET".to_owned());
+    }
+    for name in ["x-http-method-override", "x-http-method", "x-method-override"] {
+        if let Some(value) = header(name) {
+            let named = value.split(',').map(str::trim);
+            // At most a few, each a method's spelling: the header is the client's, and costs a match per method.
+            let named =
+                named.filter(|name| (1..=16).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphabetic()));
+            methods.extend(named.take(4).map(str::to_owned));
+        }
+    }
+    methods
 }
 
 /// A request on its way through a rule.
@@ -478,6 +507,50 @@ mod tests {
         let other = gate.route("GET", "h", "/login", ip).unwrap();
         assert_eq!((other.rule(), other.key().id.as_str()), ("site", "path:/login"));
         assert!(self::gate(vec![]).unwrap().route("GET", "h", "/", ip).is_none());
+        // Spellings that reach the same handler are routed, and counted, as one.
+        for (method, path) in [("POST", "/login/"), ("POST", "/login;x=1"), ("POST", "//%6Cogin")] {
+            assert_eq!(
+                gate.route(method, "h", path, ip).unwrap().rule(),
+                "login",
+                "{method} {path}"
+            );
+        }
+        for path in ["/report/7/", "/report/7", "/report%2F7", "/report/7;a"] {
+            assert_eq!(
+                gate.route("GET", "h", path, ip).unwrap().key().id,
+                "path:/report/7",
+                "{path}"
+            );
+        }
+        assert_eq!(gate.route("GET", "h", "/", ip).unwrap().key().id, "path:/");
+    }
+
+    #[test]
+    fn a_rule_on_a_method_holds_the_requests_that_reach_its_handler() {
+        let mut search = Rule::new(
+            "search",
+            KeySource::Ip,
+            vec![limit(Quota::fixed_window(5, Duration::from_secs(9)).unwrap())],
+        );
+        search.request_match = RequestMatch::new(vec![], None, None, vec!["GET".into(), "POST".into()]).unwrap();
+        let gate = gate(vec![search]).unwrap();
+        let with = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                (pairs.iter())
+                    .find(|(key, _)| *key == name)
+                    .map(|(_, value)| (*value).to_owned())
+            }
+        };
+        assert!(gate.route("HEAD", "h", "/search", with(&[])).is_some());
+        assert!(gate.route("DELETE", "h", "/x", with(&[])).is_none());
+        let overridden = with(&[("x-http-method-override", "POST")]);
+        assert!(gate.route("PUT", "h", "/x", overridden).is_some());
+        assert!(gate
+            .route("PUT", "h", "/x", with(&[("x-method-override", "delete, get")]))
+            .is_some());
+        assert!(gate
+            .route("PUT", "h", "/x", with(&[("x-http-method", "G E T")]))
+            .is_none());
     }
 
     #[test]

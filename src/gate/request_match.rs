@@ -94,58 +94,80 @@ impl RequestMatch {
 }
 
 /// The path a rule matches and a path key counts: the request's with every `%XX` that spells an unreserved
-/// character (letters, digits, `-`, `.`, `_`, `~`) decoded and every run of `/` made one. Origins read these
-/// spellings as the same path (RFC 3986 says the first are equivalent; nginx, WSGI servers and most routers decode
-/// them and merge slashes), so a rule matched on the raw text would let `/%6Cogin` or `//login` past a rule on
-/// `/login` to the same handler. Dot segments the URL parser has already resolved (`new URL` in the Worker reads
-/// `%2e` as `.` there). Reserved characters stay encoded (`%2F` is not `/` to most origins), and case is kept: an
-/// origin that ignores the case of paths needs rules that list the spellings it routes.
+/// character (letters, digits, `-`, `.`, `_`, `~`) or `/` decoded, each segment's `;parameters` dropped, every run of
+/// `/` made one, and the dot segments this makes resolved. Origins read these spellings as the same path (RFC 3986
+/// says the unreserved escapes are equivalent; nginx, WSGI servers and most routers decode them and merge slashes;
+/// WSGI and others decode `%2F` too, and Java servlet containers route `/login;x=1` as `/login`), so a rule matched
+/// on the raw text would let `/%6Cogin`, `//login`, `/api%2Flogin` or `/login;x=1` past a rule on `/login` to the
+/// same handler. Reading more spellings as one path can only limit more: an origin that tells them apart has them
+/// counted together. Case is kept: an origin that ignores the case of paths needs rules that list the spellings it
+/// routes. (Dot segments of the request itself the URL parser has resolved: `new URL` in the Worker reads `%2e` as
+/// `.` there.)
 pub fn normalize_path(path: &str) -> Cow<'_, str> {
-    if !path.contains('%') && !path.contains("//") {
+    if !path.contains(['%', ';']) && !path.contains("//") && !has_dot_segment(path) {
         return Cow::Borrowed(path);
     }
     let bytes = path.as_bytes();
     let mut normal = Vec::with_capacity(bytes.len());
+    let mut in_parameters = false;
     let mut at = 0;
     while at < bytes.len() {
-        let unreserved = (bytes[at] == b'%')
+        let decoded = (bytes[at] == b'%')
             .then(|| bytes.get(at + 1..at + 3))
             .flatten()
             .and_then(|hex| u8::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok())
-            .filter(|&byte| byte.is_ascii_alphanumeric() || b"-._~".contains(&byte));
-        let byte = unreserved.unwrap_or(bytes[at]);
-        at += if unreserved.is_some() { 3 } else { 1 };
-        if !(byte == b'/' && normal.last() == Some(&b'/')) {
+            .filter(|&byte| byte.is_ascii_alphanumeric() || b"-._~/".contains(&byte));
+        let byte = decoded.unwrap_or(bytes[at]);
+        at += if decoded.is_some() { 3 } else { 1 };
+        if byte == b'/' {
+            in_parameters = false;
+        } else if byte == b';' && decoded.is_none() {
+            in_parameters = true;
+        }
+        let repeated_slash = byte == b'/' && normal.last() == Some(&b'/');
+        if !in_parameters && !repeated_slash {
             normal.push(byte);
         }
     }
     // Only ASCII bytes were put in place of ASCII text, so the bytes are still UTF-8.
-    Cow::Owned(String::from_utf8(normal).unwrap_or_else(|_| path.to_owned()))
+    let normal = String::from_utf8(normal).unwrap_or_else(|_| path.to_owned());
+    Cow::Owned(resolve_dot_segments(&normal))
 }
 
-/// `path` as a request's path is matched: percent-encoded as the WHATWG URL parser encodes a path (controls, space,
-/// `"`, `<`, `>`, `` ` ``, `{`, `}` and every non-ASCII byte, as `%XX` in upper case; `\` read as `/`, and `.` and
-/// `..` segments resolved, which a rule is asked to write out), then [`normalize_path`].
-fn as_requests_spell(path: &str) -> String {
-    let path = path.replace('\\', "/");
+/// `path` with its `.` and `..` segments resolved as the URL parser resolves them (a path ending in one keeps its
+/// trailing `/`; `..` never climbs above the root).
+fn resolve_dot_segments(path: &str) -> String {
+    if !has_dot_segment(path) {
+        return path.to_owned();
+    }
     let mut segments: Vec<&str> = Vec::new();
     let mut parts = path.split('/').peekable();
     while let Some(segment) = parts.next() {
         match segment {
-            "." | "%2e" | "%2E" => {}
-            ".." | ".%2e" | ".%2E" | "%2e." | "%2E." | "%2e%2e" | "%2E%2E" | "%2e%2E" | "%2E%2e" => {
+            "." => {}
+            ".." => {
                 if segments.len() > 1 {
                     segments.pop();
                 }
             }
             _ => segments.push(segment),
         }
-        // A path ending in a dot segment keeps its trailing `/`, as the URL parser leaves it.
         if parts.peek().is_none() && matches!(segment, "." | "..") {
             segments.push("");
         }
     }
-    let path = segments.join("/");
+    segments.join("/")
+}
+
+fn has_dot_segment(path: &str) -> bool {
+    path.split('/').any(|segment| segment == "." || segment == "..")
+}
+
+/// `path` as a request's path is matched: percent-encoded as the WHATWG URL parser encodes a path (controls, space,
+/// `"`, `<`, `>`, `` ` ``, `{`, `}` and every non-ASCII byte, as `%XX` in upper case; `\` read as `/`), then
+/// [`normalize_path`] (which resolves the dot segments, `%2e` spelt or not, that a rule is asked to write out).
+fn as_requests_spell(path: &str) -> String {
+    let path = path.replace('\\', "/");
     let mut encoded = String::with_capacity(path.len());
     for byte in path.bytes() {
         if byte.is_ascii_graphic() && !b"\"<>`{}".contains(&byte) {
@@ -306,13 +328,21 @@ mod tests {
         assert_eq!(normalize_path("/%6Cogin"), "/login");
         assert_eq!(normalize_path("/%6cOGIN%7E%2d"), "/lOGIN~-");
         assert_eq!(normalize_path("//api///login"), "/api/login");
-        // Reserved characters, bad escapes and text beyond ASCII stay as they are.
-        assert_eq!(normalize_path("/a%2Fb%2F%2F"), "/a%2Fb%2F%2F");
+        // `%2F` is a `/` to some origins, and `;parameters` nothing to others; what that makes of dot segments too.
+        assert_eq!(normalize_path("/a%2Fb%2F%2F"), "/a/b/");
+        assert_eq!(normalize_path("/api%2flogin;x=1"), "/api/login");
+        assert_eq!(normalize_path("/a;p=1/b;q"), "/a/b");
+        assert_eq!(normalize_path("/public/..%2Fadmin"), "/admin");
+        assert_eq!(normalize_path("/a/%2e%2e%2F..%2F..%2Fb"), "/b");
+        assert_eq!(normalize_path("/a%3Bb"), "/a%3Bb");
+        // Other reserved characters, bad escapes and text beyond ASCII stay as they are.
         assert_eq!(normalize_path("/%zz/%4/%"), "/%zz/%4/%");
         assert_eq!(normalize_path("/caf%C3%A9//é"), "/caf%C3%A9/é");
         let login = with_pattern("/login");
         assert!(login.matches("POST", "h", &normalize_path("/%6Cogin")));
         assert!(login.matches("POST", "h", &normalize_path("//login")));
+        assert!(login.matches("POST", "h", &normalize_path("/login;jsessionid=1")));
+        assert!(with_pattern("/api/login").matches("POST", "h", &normalize_path("/api%2Flogin")));
         assert!(login.matches("POST", "h", "/login/"));
         assert!(!login.matches("POST", "h", "/login/x"));
         assert!(with_pattern("/").matches("GET", "h", "/"));
@@ -332,6 +362,8 @@ mod tests {
             ("/a/../b", "/b"),
             ("/a/%2e%2e/b", "/b"),
             ("/a\\b", "/a/b"),
+            ("/a%2Fb", "/a/b"),
+            ("/login;x=1", "/login"),
         ] {
             for (prefix, pattern) in [(Some(written.to_owned()), None), (None, Some(written.to_owned()))] {
                 let error = RequestMatch::new(vec![], prefix, pattern, vec![])
@@ -342,7 +374,7 @@ mod tests {
         }
         let cafe = with_pattern("/caf%C3%A9");
         assert!(cafe.matches("GET", "h", &normalize_path("/caf%C3%A9")));
-        assert!(with_pattern("/a%2Fb/**").matches("GET", "h", "/a%2Fb/c"));
+        assert!(with_pattern("/a%3Bb/**").matches("GET", "h", &normalize_path("/a%3Bb/c")));
     }
 
     #[test]
