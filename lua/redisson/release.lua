@@ -72,6 +72,13 @@ local function load_limiter()
     if not rate or not interval or not config[3] then
         return nil
     end
+    -- A config no Redisson client writes (a rate or an interval that is not a whole number of at least 1: 0, -1000,
+    -- 1.5, nan, inf) would let every grant expire at once, or decide on numbers of no meaning: refused as state
+    -- edgelimit did not write (the caller's EDGELIMIT_FOREIGN_STATE), never decided on.
+    if not (rate >= 1 and interval >= 1 and rate % 1 == 0 and interval % 1 == 0) then
+        error({ err = 'WRONGTYPE edgelimit: the rate limiter\'s config holds rate ' .. tostring(config[1])
+            .. ' and interval ' .. tostring(config[2]) .. ', not whole numbers of at least 1' })
+    end
     local limiter = { rate = rate, interval = interval, keep_alive = tonumber(config[4]) or 0 }
     if config[3] == '1' then
         limiter.value_key, limiter.log_key = KEYS[3], KEYS[5]

@@ -124,6 +124,30 @@ async fn bad_requests_are_typed_errors_not_lua_errors() {
     assert!(limiter.clone().at(T0).acquire(1, Duration::from_secs(1)).await.is_err());
 }
 
+/// A config no Redisson client writes is foreign state, never decided on: an interval of 0 or below once let every
+/// grant expire at once (5 of 5 granted on a rate of 2).
+#[tokio::test]
+async fn a_config_of_no_meaning_is_foreign_state_not_a_grant() {
+    let stack = Stack::start().await;
+    let limiter = limiter(&stack, "odd", 2, 1000).await;
+    for (field, value) in [
+        ("interval", "0"),
+        ("interval", "-1000"),
+        ("interval", "1.5"),
+        ("interval", "inf"),
+        ("rate", "nan"),
+        ("rate", "-1"),
+    ] {
+        let set = Command::new("HSET").args(["odd", field, value]);
+        stack.client().command(&set).await.unwrap();
+        let err = limiter.clone().at(T0).try_acquire(1).await.unwrap_err();
+        assert_eq!(err.code(), "EDGELIMIT_FOREIGN_STATE", "{field} {value}: {err}");
+        let restore = Command::new("HSET").args(["odd", "rate", "2", "interval", "1000"]);
+        stack.client().command(&restore).await.unwrap();
+    }
+    assert!(take(&limiter, T0, 1).await.success);
+}
+
 #[tokio::test]
 async fn missing_or_evicted_state_is_rebuilt_not_a_crash() {
     let stack = Stack::start().await;

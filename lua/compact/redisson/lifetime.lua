@@ -29,6 +29,10 @@ local function load_limiter()
     if not rate or not interval or not config[3] then
         return nil
     end
+    if not (rate >= 1 and interval >= 1 and rate % 1 == 0 and interval % 1 == 0) then
+        error({ err = 'WRONGTYPE edgelimit: the rate limiter\'s config holds rate ' .. tostring(config[1])
+            .. ' and interval ' .. tostring(config[2]) .. ', not whole numbers of at least 1' })
+    end
     local limiter = { rate = rate, interval = interval, keep_alive = tonumber(config[4]) or 0 }
     if config[3] == '1' then
         limiter.value_key, limiter.log_key = KEYS[3], KEYS[5]
