@@ -218,7 +218,8 @@ export interface RatelimitResponse extends Decision {
  *   WRONGPASS), or the endpoint is a Redis Cluster node that does not route (MOVED, ASK, CROSSSLOT);
  * - `EDGELIMIT_STORE_FULL`: Redis is out of memory (OOM) and cannot record a grant (denials are still answered);
  *   not absorbed, since clients that invent identifiers can fill a store and would then pass every limit;
- * - `EDGELIMIT_FOREIGN_STATE`: a limit's key holds state edgelimit did not write (WRONGTYPE);
+ * - `EDGELIMIT_FOREIGN_STATE`: a limit's key holds state edgelimit did not write (WRONGTYPE), or another
+ *   algorithm's (two limits sharing a name with different algorithms);
  * - `EDGELIMIT_MALFORMED_REPLY`: a reply edgelimit cannot read (a garbled answer is no proof the store is down);
  * - `EDGELIMIT_REDIS`: any other Redis error.
  */

@@ -161,6 +161,22 @@ local function request_of(permits, limit, interval, rate, lease, stored_in)
     reject('limit × interval (must stay below 2^52 for exact arithmetic)', limit)
 end
 
+-- The tag each string algorithm's state starts with.
+local STRING_TAGS = { token_bucket = 'tb', gcra = 'gcra', fixed_window = 'fw', sliding_window = 'sw' }
+
+-- Which string algorithm wrote `value`, by its tag; nil for a value no edgelimit algorithm writes (read as
+-- foreign_value.lua reads them).
+local function string_algorithm_tag(value)
+    if string.find(value, '^sw:%d+:%d+:%d+$') then
+        return 'sw'
+    end
+    local tag = string.match(value, '^(%l+):%d+:%d+$')
+    if tag == 'tb' or tag == 'gcra' or tag == 'fw' then
+        return tag
+    end
+    return nil
+end
+
 -- Each algorithm's function (entry.lua), by the name the arguments and stored configs use.
 local ALGORITHMS = {}
 
@@ -538,18 +554,23 @@ local units, at = string.match(value, '^tb:(%d+):(%d+)$')
 if value ~= '' and not units then
     -- A string algorithm's check of its key's value, spliced at each line
     -- `--@inline limits/foreign_value.lua` (see src/lua/compose.rs) where the value (`value`, '' for
-    -- no key) is not '' and not in the algorithm's own layout. Another string algorithm's state
-    -- (token bucket 'tb:', GCRA 'gcra:', fixed window 'fw:', sliding window 'sw:') is no state to it:
-    -- a stored quota whose algorithm changed starts afresh. Anything else no edgelimit algorithm
-    -- wrote (another program's value, a damaged state) would, read as nothing counted, be granted on
-    -- and overwritten: it is refused as Redis refuses a key of another type (the caller's
-    -- EDGELIMIT_FOREIGN_STATE), with the value's length, not its bytes (another program's secret?).
+    -- no key) is not '' and not in the algorithm's own layout. No such value is decided on: read as
+    -- nothing counted, it would be granted on and overwritten. It is refused as Redis refuses a key of
+    -- another type (the caller's EDGELIMIT_FOREIGN_STATE):
+    --   - another string algorithm's state (token bucket 'tb:', GCRA 'gcra:', fixed window 'fw:',
+    --     sliding window 'sw:'): two limits that share a name with different algorithms, which would
+    --     otherwise reset each other's state on every call and limit nothing (a stored quota whose
+    --     algorithm changed has that state deleted by driver.lua before it gets here);
+    --   - anything else (another program's value, a damaged state), reported by its length, not its
+    --     bytes (another program's secret?).
     local tag = string.match(value, '^(%l+):%d+:%d+$')
-    if not (tag == 'tb' or tag == 'gcra' or tag == 'fw'
-        or string.find(value, '^sw:%d+:%d+:%d+$')) then
-        error({ err = 'WRONGTYPE edgelimit: the key holds a value of no edgelimit algorithm '
-            .. '(another program\'s, or damaged: ' .. #value .. ' bytes)' })
+    if tag == 'tb' or tag == 'gcra' or tag == 'fw' or string.find(value, '^sw:%d+:%d+:%d+$') then
+        error({ err = 'WRONGTYPE edgelimit: the key holds the state of another algorithm ('
+            .. string.match(value, '^%l+') .. '): two limits share this name with different '
+            .. 'algorithms; give each its own name' })
     end
+    error({ err = 'WRONGTYPE edgelimit: the key holds a value of no edgelimit algorithm '
+        .. '(another program\'s, or damaged: ' .. #value .. ' bytes)' })
 end
 if units then
     units, at = units + 0, at + 0
@@ -655,18 +676,23 @@ local stored_text, count = string.match(value, '^fw:(%d+):(%d+)$')
 if value ~= '' and not stored_text then
     -- A string algorithm's check of its key's value, spliced at each line
     -- `--@inline limits/foreign_value.lua` (see src/lua/compose.rs) where the value (`value`, '' for
-    -- no key) is not '' and not in the algorithm's own layout. Another string algorithm's state
-    -- (token bucket 'tb:', GCRA 'gcra:', fixed window 'fw:', sliding window 'sw:') is no state to it:
-    -- a stored quota whose algorithm changed starts afresh. Anything else no edgelimit algorithm
-    -- wrote (another program's value, a damaged state) would, read as nothing counted, be granted on
-    -- and overwritten: it is refused as Redis refuses a key of another type (the caller's
-    -- EDGELIMIT_FOREIGN_STATE), with the value's length, not its bytes (another program's secret?).
+    -- no key) is not '' and not in the algorithm's own layout. No such value is decided on: read as
+    -- nothing counted, it would be granted on and overwritten. It is refused as Redis refuses a key of
+    -- another type (the caller's EDGELIMIT_FOREIGN_STATE):
+    --   - another string algorithm's state (token bucket 'tb:', GCRA 'gcra:', fixed window 'fw:',
+    --     sliding window 'sw:'): two limits that share a name with different algorithms, which would
+    --     otherwise reset each other's state on every call and limit nothing (a stored quota whose
+    --     algorithm changed has that state deleted by driver.lua before it gets here);
+    --   - anything else (another program's value, a damaged state), reported by its length, not its
+    --     bytes (another program's secret?).
     local tag = string.match(value, '^(%l+):%d+:%d+$')
-    if not (tag == 'tb' or tag == 'gcra' or tag == 'fw'
-        or string.find(value, '^sw:%d+:%d+:%d+$')) then
-        error({ err = 'WRONGTYPE edgelimit: the key holds a value of no edgelimit algorithm '
-            .. '(another program\'s, or damaged: ' .. #value .. ' bytes)' })
+    if tag == 'tb' or tag == 'gcra' or tag == 'fw' or string.find(value, '^sw:%d+:%d+:%d+$') then
+        error({ err = 'WRONGTYPE edgelimit: the key holds the state of another algorithm ('
+            .. string.match(value, '^%l+') .. '): two limits share this name with different '
+            .. 'algorithms; give each its own name' })
     end
+    error({ err = 'WRONGTYPE edgelimit: the key holds a value of no edgelimit algorithm '
+        .. '(another program\'s, or damaged: ' .. #value .. ' bytes)' })
 end
 local stored = stored_text and stored_text + 0
 if stored and stored >= window then
@@ -754,18 +780,23 @@ local stored_text, current, previous_text = string.match(value, '^sw:(%d+):(%d+)
 if value ~= '' and not stored_text then
     -- A string algorithm's check of its key's value, spliced at each line
     -- `--@inline limits/foreign_value.lua` (see src/lua/compose.rs) where the value (`value`, '' for
-    -- no key) is not '' and not in the algorithm's own layout. Another string algorithm's state
-    -- (token bucket 'tb:', GCRA 'gcra:', fixed window 'fw:', sliding window 'sw:') is no state to it:
-    -- a stored quota whose algorithm changed starts afresh. Anything else no edgelimit algorithm
-    -- wrote (another program's value, a damaged state) would, read as nothing counted, be granted on
-    -- and overwritten: it is refused as Redis refuses a key of another type (the caller's
-    -- EDGELIMIT_FOREIGN_STATE), with the value's length, not its bytes (another program's secret?).
+    -- no key) is not '' and not in the algorithm's own layout. No such value is decided on: read as
+    -- nothing counted, it would be granted on and overwritten. It is refused as Redis refuses a key of
+    -- another type (the caller's EDGELIMIT_FOREIGN_STATE):
+    --   - another string algorithm's state (token bucket 'tb:', GCRA 'gcra:', fixed window 'fw:',
+    --     sliding window 'sw:'): two limits that share a name with different algorithms, which would
+    --     otherwise reset each other's state on every call and limit nothing (a stored quota whose
+    --     algorithm changed has that state deleted by driver.lua before it gets here);
+    --   - anything else (another program's value, a damaged state), reported by its length, not its
+    --     bytes (another program's secret?).
     local tag = string.match(value, '^(%l+):%d+:%d+$')
-    if not (tag == 'tb' or tag == 'gcra' or tag == 'fw'
-        or string.find(value, '^sw:%d+:%d+:%d+$')) then
-        error({ err = 'WRONGTYPE edgelimit: the key holds a value of no edgelimit algorithm '
-            .. '(another program\'s, or damaged: ' .. #value .. ' bytes)' })
+    if tag == 'tb' or tag == 'gcra' or tag == 'fw' or string.find(value, '^sw:%d+:%d+:%d+$') then
+        error({ err = 'WRONGTYPE edgelimit: the key holds the state of another algorithm ('
+            .. string.match(value, '^%l+') .. '): two limits share this name with different '
+            .. 'algorithms; give each its own name' })
     end
+    error({ err = 'WRONGTYPE edgelimit: the key holds a value of no edgelimit algorithm '
+        .. '(another program\'s, or damaged: ' .. #value .. ' bytes)' })
 end
 local stored, previous = stored_text and stored_text + 0, previous_text
 if not stored or stored < window - 1 then
@@ -886,18 +917,23 @@ local ms, rem = string.match(value, '^gcra:(%d+):(%d+)$')
 if value ~= '' and not ms then
     -- A string algorithm's check of its key's value, spliced at each line
     -- `--@inline limits/foreign_value.lua` (see src/lua/compose.rs) where the value (`value`, '' for
-    -- no key) is not '' and not in the algorithm's own layout. Another string algorithm's state
-    -- (token bucket 'tb:', GCRA 'gcra:', fixed window 'fw:', sliding window 'sw:') is no state to it:
-    -- a stored quota whose algorithm changed starts afresh. Anything else no edgelimit algorithm
-    -- wrote (another program's value, a damaged state) would, read as nothing counted, be granted on
-    -- and overwritten: it is refused as Redis refuses a key of another type (the caller's
-    -- EDGELIMIT_FOREIGN_STATE), with the value's length, not its bytes (another program's secret?).
+    -- no key) is not '' and not in the algorithm's own layout. No such value is decided on: read as
+    -- nothing counted, it would be granted on and overwritten. It is refused as Redis refuses a key of
+    -- another type (the caller's EDGELIMIT_FOREIGN_STATE):
+    --   - another string algorithm's state (token bucket 'tb:', GCRA 'gcra:', fixed window 'fw:',
+    --     sliding window 'sw:'): two limits that share a name with different algorithms, which would
+    --     otherwise reset each other's state on every call and limit nothing (a stored quota whose
+    --     algorithm changed has that state deleted by driver.lua before it gets here);
+    --   - anything else (another program's value, a damaged state), reported by its length, not its
+    --     bytes (another program's secret?).
     local tag = string.match(value, '^(%l+):%d+:%d+$')
-    if not (tag == 'tb' or tag == 'gcra' or tag == 'fw'
-        or string.find(value, '^sw:%d+:%d+:%d+$')) then
-        error({ err = 'WRONGTYPE edgelimit: the key holds a value of no edgelimit algorithm '
-            .. '(another program\'s, or damaged: ' .. #value .. ' bytes)' })
+    if tag == 'tb' or tag == 'gcra' or tag == 'fw' or string.find(value, '^sw:%d+:%d+:%d+$') then
+        error({ err = 'WRONGTYPE edgelimit: the key holds the state of another algorithm ('
+            .. string.match(value, '^%l+') .. '): two limits share this name with different '
+            .. 'algorithms; give each its own name' })
     end
+    error({ err = 'WRONGTYPE edgelimit: the key holds a value of no edgelimit algorithm '
+        .. '(another program\'s, or damaged: ' .. #value .. ' bytes)' })
 end
 local FLOOR_MARK = (2 ^ 32 - 2 ^ 32 % rate) / rate + 1
 ms = ms and ms + 0
@@ -1087,16 +1123,22 @@ local function limit_of(i)
         reject((stored_in and 'stored ' or '') .. 'algorithm (not in this script)', name)
     end
     if stored_in then
-        -- A stored quota whose algorithm changed may find the other family's state: a permit log (a zset) under a
-        -- string algorithm, or a string under a log. It means nothing to the new algorithm, so it starts fresh,
-        -- as it does for another string algorithm's value (each is tagged with its algorithm). The one write
-        -- before every check: if the call then fails, that state is gone a little sooner, which is what the next
-        -- grant would have done. Any other type (hash, list, ...) was written by no edgelimit algorithm: foreign
-        -- state, left as it is for Redis's WRONGTYPE to report. Only this path reads the type: a quota in the
-        -- arguments keeps its algorithm in its limiter's name (the npm package's default) or in the caller's code.
+        -- A stored quota whose algorithm changed may find another algorithm's state: a permit log (a zset) under a
+        -- string algorithm, a string under a log, or another string algorithm's value (each is tagged with its
+        -- algorithm). It means nothing to the new algorithm, so it starts fresh. The one write before every check:
+        -- if the call then fails, that state is gone a little sooner, which is what the next grant would have
+        -- done. Any other type (hash, list, ...) or untagged string was written by no edgelimit algorithm: foreign
+        -- state, left as it is for Redis's WRONGTYPE (or foreign_value.lua) to report. Only this path forgives
+        -- another algorithm's state: under a quota in the arguments it is two limits sharing a name with different
+        -- algorithms, which would reset each other on every call, and is refused (foreign_value.lua).
         local kind = redis.call('TYPE', KEYS[2 * i]).ok
         local logs = name == 'concurrency' or name == 'sliding_log'
-        if (kind == 'zset' and not logs) or (kind == 'string' and logs) then
+        local other_string = false
+        if kind == 'string' and not logs then
+            local tag = string_algorithm_tag(redis.call('GET', KEYS[2 * i]))
+            other_string = tag and tag ~= STRING_TAGS[name]
+        end
+        if (kind == 'zset' and not logs) or (kind == 'string' and logs) or other_string then
             redis.call('DEL', KEYS[2 * i])
         end
     end

@@ -56,6 +56,17 @@ local function request_of(permits, limit, interval, rate, lease, stored_in)
     end
     reject('limit × interval (must stay below 2^52 for exact arithmetic)', limit)
 end
+local STRING_TAGS = { token_bucket = 'tb', gcra = 'gcra', fixed_window = 'fw', sliding_window = 'sw' }
+local function string_algorithm_tag(value)
+    if string.find(value, '^sw:%d+:%d+:%d+$') then
+        return 'sw'
+    end
+    local tag = string.match(value, '^(%l+):%d+:%d+$')
+    if tag == 'tb' or tag == 'gcra' or tag == 'fw' then
+        return tag
+    end
+    return nil
+end
 local ALGORITHMS = {}
 local function parse_member(member)
     local position, permits, run, id = string.match(member, '^(%d+):(%d+):(%d+):(.+)$')
@@ -274,11 +285,13 @@ local value = redis.call('GET', key) or ''
 local units, at = string.match(value, '^tb:(%d+):(%d+)$')
 if value ~= '' and not units then
     local tag = string.match(value, '^(%l+):%d+:%d+$')
-    if not (tag == 'tb' or tag == 'gcra' or tag == 'fw'
-        or string.find(value, '^sw:%d+:%d+:%d+$')) then
-        error({ err = 'WRONGTYPE edgelimit: the key holds a value of no edgelimit algorithm '
-            .. '(another program\'s, or damaged: ' .. #value .. ' bytes)' })
+    if tag == 'tb' or tag == 'gcra' or tag == 'fw' or string.find(value, '^sw:%d+:%d+:%d+$') then
+        error({ err = 'WRONGTYPE edgelimit: the key holds the state of another algorithm ('
+            .. string.match(value, '^%l+') .. '): two limits share this name with different '
+            .. 'algorithms; give each its own name' })
     end
+    error({ err = 'WRONGTYPE edgelimit: the key holds a value of no edgelimit algorithm '
+        .. '(another program\'s, or damaged: ' .. #value .. ' bytes)' })
 end
 if units then
     units, at = units + 0, at + 0
@@ -342,11 +355,13 @@ local value = redis.call('GET', key) or ''
 local stored_text, count = string.match(value, '^fw:(%d+):(%d+)$')
 if value ~= '' and not stored_text then
     local tag = string.match(value, '^(%l+):%d+:%d+$')
-    if not (tag == 'tb' or tag == 'gcra' or tag == 'fw'
-        or string.find(value, '^sw:%d+:%d+:%d+$')) then
-        error({ err = 'WRONGTYPE edgelimit: the key holds a value of no edgelimit algorithm '
-            .. '(another program\'s, or damaged: ' .. #value .. ' bytes)' })
+    if tag == 'tb' or tag == 'gcra' or tag == 'fw' or string.find(value, '^sw:%d+:%d+:%d+$') then
+        error({ err = 'WRONGTYPE edgelimit: the key holds the state of another algorithm ('
+            .. string.match(value, '^%l+') .. '): two limits share this name with different '
+            .. 'algorithms; give each its own name' })
     end
+    error({ err = 'WRONGTYPE edgelimit: the key holds a value of no edgelimit algorithm '
+        .. '(another program\'s, or damaged: ' .. #value .. ' bytes)' })
 end
 local stored = stored_text and stored_text + 0
 if stored and stored >= window then
@@ -397,11 +412,13 @@ local value = redis.call('GET', key) or ''
 local stored_text, current, previous_text = string.match(value, '^sw:(%d+):(%d+):(%d+)$')
 if value ~= '' and not stored_text then
     local tag = string.match(value, '^(%l+):%d+:%d+$')
-    if not (tag == 'tb' or tag == 'gcra' or tag == 'fw'
-        or string.find(value, '^sw:%d+:%d+:%d+$')) then
-        error({ err = 'WRONGTYPE edgelimit: the key holds a value of no edgelimit algorithm '
-            .. '(another program\'s, or damaged: ' .. #value .. ' bytes)' })
+    if tag == 'tb' or tag == 'gcra' or tag == 'fw' or string.find(value, '^sw:%d+:%d+:%d+$') then
+        error({ err = 'WRONGTYPE edgelimit: the key holds the state of another algorithm ('
+            .. string.match(value, '^%l+') .. '): two limits share this name with different '
+            .. 'algorithms; give each its own name' })
     end
+    error({ err = 'WRONGTYPE edgelimit: the key holds a value of no edgelimit algorithm '
+        .. '(another program\'s, or damaged: ' .. #value .. ' bytes)' })
 end
 local stored, previous = stored_text and stored_text + 0, previous_text
 if not stored or stored < window - 1 then
@@ -482,11 +499,13 @@ local value = redis.call('GET', key) or ''
 local ms, rem = string.match(value, '^gcra:(%d+):(%d+)$')
 if value ~= '' and not ms then
     local tag = string.match(value, '^(%l+):%d+:%d+$')
-    if not (tag == 'tb' or tag == 'gcra' or tag == 'fw'
-        or string.find(value, '^sw:%d+:%d+:%d+$')) then
-        error({ err = 'WRONGTYPE edgelimit: the key holds a value of no edgelimit algorithm '
-            .. '(another program\'s, or damaged: ' .. #value .. ' bytes)' })
+    if tag == 'tb' or tag == 'gcra' or tag == 'fw' or string.find(value, '^sw:%d+:%d+:%d+$') then
+        error({ err = 'WRONGTYPE edgelimit: the key holds the state of another algorithm ('
+            .. string.match(value, '^%l+') .. '): two limits share this name with different '
+            .. 'algorithms; give each its own name' })
     end
+    error({ err = 'WRONGTYPE edgelimit: the key holds a value of no edgelimit algorithm '
+        .. '(another program\'s, or damaged: ' .. #value .. ' bytes)' })
 end
 local FLOOR_MARK = (2 ^ 32 - 2 ^ 32 % rate) / rate + 1
 ms = ms and ms + 0
@@ -610,7 +629,12 @@ local function limit_of(i)
     if stored_in then
         local kind = redis.call('TYPE', KEYS[2 * i]).ok
         local logs = name == 'concurrency' or name == 'sliding_log'
-        if (kind == 'zset' and not logs) or (kind == 'string' and logs) then
+        local other_string = false
+        if kind == 'string' and not logs then
+            local tag = string_algorithm_tag(redis.call('GET', KEYS[2 * i]))
+            other_string = tag and tag ~= STRING_TAGS[name]
+        end
+        if (kind == 'zset' and not logs) or (kind == 'string' and logs) or other_string then
             redis.call('DEL', KEYS[2 * i])
         end
     end

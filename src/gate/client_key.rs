@@ -103,7 +103,7 @@ pub fn client_key(source: &KeySource, path: &str, header: impl Fn(&str) -> Optio
 
 /// The client IP as a key. Without a readable `CF-Connecting-IP` (only outside Cloudflare, e.g. a local test that
 /// does not set it) every such request shares the key `ip:unknown`.
-fn ip_key(header: &impl Fn(&str) -> Option<String>) -> ClientKey {
+pub(crate) fn ip_key(header: &impl Fn(&str) -> Option<String>) -> ClientKey {
     let raw = header(CLIENT_IP_HEADER).unwrap_or_default();
     let id = match raw.trim().parse::<IpAddr>().map(unmapped) {
         Ok(IpAddr::V4(v4)) => format!("ip:{v4}"),

@@ -227,6 +227,7 @@ impl Gate {
             .unwrap_or(&path);
         let route_of = |armed: &Arc<ArmedRule>| Route {
             key: client_key::client_key(&armed.rule.key, key_path, &header),
+            address: client_key::ip_key(&header),
             armed: Arc::clone(armed),
             next: None,
         };
@@ -267,6 +268,8 @@ fn methods_of(method: &str, header: &impl Fn(&str) -> Option<String>) -> Vec<Str
 pub struct Route {
     armed: Arc<ArmedRule>,
     key: ClientKey,
+    /// The client's address as a key, which a deny list's IP entries refuse whatever the rule counts by.
+    address: ClientKey,
     /// For a dry-run rule, the first matching rule after it that enforces.
     next: Option<Box<Route>>,
 }
@@ -341,7 +344,9 @@ impl Route {
     /// [`Verdict::error`].
     pub async fn decide(&self, now_ms: u64) -> Verdict {
         let rule = &self.armed.rule;
-        if rule.deny.iter().any(|entry| entry.contains(&self.key)) {
+        // An address on the deny list is refused however its request counts: on a header or cookie rule, sending
+        // any value (a made-up API key) would otherwise get a denied address past it.
+        if (rule.deny.iter()).any(|entry| entry.contains(&self.key) || entry.contains(&self.address)) {
             let detail = format!("refused by the deny list of rule {:?}", rule.name);
             return refusal(VerdictReason::DenyList, 403, "Forbidden", &detail, Vec::new(), None);
         }

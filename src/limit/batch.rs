@@ -446,11 +446,11 @@ mod tests {
         let decision = &granted.decisions[0];
         assert_eq!((decision.remaining, decision.reset), (5, window_end));
         assert_eq!(decision.receipt.as_ref().unwrap().to_string(), "2:472222");
-        // Nothing stored, or another algorithm's value: a fresh window, as the script reads it.
-        for value in ["", "tb:1:2"] {
-            let fresh = batch.decode(text(&format!("g1700000000:500000:{value}"))).unwrap();
-            assert_eq!(fresh.decisions[0].remaining, 8);
-        }
+        // Nothing stored: a fresh window, as the script reads it; another algorithm's value is foreign state, which
+        // the script refuses (a reply naming it is no reply of the script's).
+        let fresh = batch.decode(text("g1700000000:500000:")).unwrap();
+        assert_eq!(fresh.decisions[0].remaining, 8);
+        assert!(batch.decode(text("g1700000000:500000:tb:1:2")).is_err());
     }
 
     #[test]

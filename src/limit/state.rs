@@ -365,13 +365,10 @@ mod tests {
     }
 
     #[test]
-    fn a_value_tagged_by_another_algorithm_is_no_state() {
+    fn a_value_tagged_by_another_algorithm_is_foreign_state() {
         let q = quota(Algorithm::FixedWindow, 10, 1000, 10);
-        let nothing = StateDetail::FixedWindow {
-            window_start: 5_000,
-            count: 0,
-        };
-        assert_eq!(decode_value(&q, "gcra:5:3", 5_250).unwrap(), nothing);
+        let error = decode_value(&q, "gcra:5:3", 5_250).unwrap_err();
+        assert_eq!(error.code(), "EDGELIMIT_FOREIGN_STATE", "{error}");
         let error = decode_value(&q, "5:3", 5_250).unwrap_err();
         assert!(error.to_string().contains("fw:<window>:<count>"), "{error}");
     }

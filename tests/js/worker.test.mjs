@@ -261,6 +261,17 @@ test("allow list: never limited, no round trip; deny list: 403 problem, never re
   assert.equal(origin.hits.length, hitsBefore);
 });
 
+test("a denied address stays denied on a rule keyed by a header, whatever value it sends", async () => {
+  const name = uniqueName("deny-keyed");
+  const site = await worker([
+    { name, key: "header:x-api-key", deny: ["203.0.113.66"], limits: [{ algorithm: "fixedWindow", limit: 5, interval: "1 m" }] },
+  ]);
+  for (const headers of [{}, { "x-api-key": "made-up" }]) {
+    assert.equal((await site.fetch("/", { ip: "203.0.113.66", headers })).status, 403, JSON.stringify(headers));
+  }
+  assert.equal((await site.fetch("/", { ip: "198.51.100.1", headers: { "x-api-key": "made-up" } })).status, 200);
+});
+
 test("store unreachable or slow: fail-open rules proxy, fail-closed rules answer 503; both are logged", async () => {
   const stalled = await startStalledEndpoint();
   try {

@@ -707,8 +707,9 @@ async fn every_algorithms_file_runs_alone_under_redis_cli_eval() {
 
 /// A string no edgelimit algorithm wrote (another program's, a damaged state) under a string algorithm's key is
 /// foreign state whether one limit or several are decided: reported, never read as nothing counted (which granted
-/// on it and overwrote it), and its bytes, maybe another program's secret, never echoed. Another string algorithm's
-/// state is still no state: what a stored quota whose algorithm changed finds.
+/// on it and overwrote it), and its bytes, maybe another program's secret, never echoed. So is another string
+/// algorithm's state: two limits sharing a name with different algorithms reset each other's state on every call
+/// and limited nothing (a review: 20 of 20 admitted, alternating, on a limit of 3 each).
 #[tokio::test]
 async fn a_string_of_no_edgelimit_algorithm_is_foreign_state_never_nothing_counted() {
     let stack = Stack::start().await;
@@ -741,13 +742,46 @@ async fn a_string_of_no_edgelimit_algorithm_is_foreign_state_never_nothing_count
             let kept = client.command(&Command::new("GET").arg(&key)).await.unwrap();
             assert_eq!(kept.into_string().unwrap(), value, "{quota:?}: overwritten");
         }
-        // Another string algorithm's state (here a fixed window's, or a token bucket's under one) is none.
+        // Another string algorithm's state (here a fixed window's, or a token bucket's under one), as two limits
+        // of one name and different algorithms leave it.
         let another = if own_tag == "fw" { "tb:5:1" } else { "fw:1:5" };
-        let key = limiter.state_key("moved");
+        let key = limiter.state_key("shared");
         client
             .command(&Command::new("SET").arg(&key).arg(another))
             .await
             .unwrap();
-        assert_eq!(limiter.limit("moved", 1).await.unwrap().remaining, 4, "{quota:?}");
+        let error = limiter.limit("shared", 1).await.unwrap_err();
+        assert_eq!(error.code(), "EDGELIMIT_FOREIGN_STATE", "{quota:?}: {error}");
+        assert!(error.to_string().contains("give each its own name"), "{error}");
     }
+}
+
+/// Two limits of one name and different string algorithms, alternating: the second is refused as foreign state
+/// instead of resetting the first's state (which let every request through both).
+#[tokio::test]
+async fn two_algorithms_under_one_name_never_reset_each_other() {
+    let stack = Stack::start().await;
+    let window = limiter(
+        &stack,
+        "login",
+        Quota::fixed_window(3, Duration::from_secs(3600)).unwrap(),
+    );
+    let slide = limiter(
+        &stack,
+        "login",
+        Quota::sliding_window(3, Duration::from_secs(3600)).unwrap(),
+    );
+    let mut admitted = 0;
+    for i in 0..20 {
+        let decided = if i % 2 == 0 {
+            window.limit("u", 1).await
+        } else {
+            slide.limit("u", 1).await
+        };
+        match decided {
+            Ok(decision) => admitted += u32::from(decision.success),
+            Err(error) => assert_eq!(error.code(), "EDGELIMIT_FOREIGN_STATE", "{error}"),
+        }
+    }
+    assert!(admitted <= 3, "{admitted} of 20 admitted on limits of 3");
 }

@@ -76,11 +76,13 @@ local value = redis.call('GET', key) or ''
 local ms, rem = string.match(value, '^gcra:(%d+):(%d+)$')
 if value ~= '' and not ms then
     local tag = string.match(value, '^(%l+):%d+:%d+$')
-    if not (tag == 'tb' or tag == 'gcra' or tag == 'fw'
-        or string.find(value, '^sw:%d+:%d+:%d+$')) then
-        error({ err = 'WRONGTYPE edgelimit: the key holds a value of no edgelimit algorithm '
-            .. '(another program\'s, or damaged: ' .. #value .. ' bytes)' })
+    if tag == 'tb' or tag == 'gcra' or tag == 'fw' or string.find(value, '^sw:%d+:%d+:%d+$') then
+        error({ err = 'WRONGTYPE edgelimit: the key holds the state of another algorithm ('
+            .. string.match(value, '^%l+') .. '): two limits share this name with different '
+            .. 'algorithms; give each its own name' })
     end
+    error({ err = 'WRONGTYPE edgelimit: the key holds a value of no edgelimit algorithm '
+        .. '(another program\'s, or damaged: ' .. #value .. ' bytes)' })
 end
 local FLOOR_MARK = (2 ^ 32 - 2 ^ 32 % rate) / rate + 1
 ms = ms and ms + 0

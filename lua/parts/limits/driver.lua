@@ -61,6 +61,22 @@ local function request_of(permits, limit, interval, rate, lease, stored_in)
     reject('limit × interval (must stay below 2^52 for exact arithmetic)', limit)
 end
 
+-- The tag each string algorithm's state starts with.
+local STRING_TAGS = { token_bucket = 'tb', gcra = 'gcra', fixed_window = 'fw', sliding_window = 'sw' }
+
+-- Which string algorithm wrote `value`, by its tag; nil for a value no edgelimit algorithm writes (read as
+-- foreign_value.lua reads them).
+local function string_algorithm_tag(value)
+    if string.find(value, '^sw:%d+:%d+:%d+$') then
+        return 'sw'
+    end
+    local tag = string.match(value, '^(%l+):%d+:%d+$')
+    if tag == 'tb' or tag == 'gcra' or tag == 'fw' then
+        return tag
+    end
+    return nil
+end
+
 -- Each algorithm's function (entry.lua), by the name the arguments and stored configs use.
 local ALGORITHMS = {}
 
@@ -101,16 +117,22 @@ local function limit_of(i)
         reject((stored_in and 'stored ' or '') .. 'algorithm (not in this script)', name)
     end
     if stored_in then
-        -- A stored quota whose algorithm changed may find the other family's state: a permit log (a zset) under a
-        -- string algorithm, or a string under a log. It means nothing to the new algorithm, so it starts fresh,
-        -- as it does for another string algorithm's value (each is tagged with its algorithm). The one write
-        -- before every check: if the call then fails, that state is gone a little sooner, which is what the next
-        -- grant would have done. Any other type (hash, list, ...) was written by no edgelimit algorithm: foreign
-        -- state, left as it is for Redis's WRONGTYPE to report. Only this path reads the type: a quota in the
-        -- arguments keeps its algorithm in its limiter's name (the npm package's default) or in the caller's code.
+        -- A stored quota whose algorithm changed may find another algorithm's state: a permit log (a zset) under a
+        -- string algorithm, a string under a log, or another string algorithm's value (each is tagged with its
+        -- algorithm). It means nothing to the new algorithm, so it starts fresh. The one write before every check:
+        -- if the call then fails, that state is gone a little sooner, which is what the next grant would have
+        -- done. Any other type (hash, list, ...) or untagged string was written by no edgelimit algorithm: foreign
+        -- state, left as it is for Redis's WRONGTYPE (or foreign_value.lua) to report. Only this path forgives
+        -- another algorithm's state: under a quota in the arguments it is two limits sharing a name with different
+        -- algorithms, which would reset each other on every call, and is refused (foreign_value.lua).
         local kind = redis.call('TYPE', KEYS[2 * i]).ok
         local logs = name == 'concurrency' or name == 'sliding_log'
-        if (kind == 'zset' and not logs) or (kind == 'string' and logs) then
+        local other_string = false
+        if kind == 'string' and not logs then
+            local tag = string_algorithm_tag(redis.call('GET', KEYS[2 * i]))
+            other_string = tag and tag ~= STRING_TAGS[name]
+        end
+        if (kind == 'zset' and not logs) or (kind == 'string' and logs) or other_string then
             redis.call('DEL', KEYS[2 * i])
         end
     end

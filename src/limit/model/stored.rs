@@ -42,8 +42,10 @@ pub(crate) fn view(quota: &Quota, text: &str, now: u64) -> Result<StoredView> {
         .iter()
         .find(|(tagged, _, _)| *tagged == algorithm)
         .ok_or_else(|| no_string_state(algorithm))?;
-    let fields =
-        fields_of(algorithm, text).map_err(|_| Error::malformed(format!("a stored state {tag}{layout}"), text))?;
+    let fields = fields_of(algorithm, text).map_err(|error| match error {
+        Error::ForeignState(_) => error,
+        _ => Error::malformed(format!("a stored state {tag}{layout}"), text),
+    })?;
     let pair = fields.as_deref().map(|f| (f[0], f[1]));
     Ok(match algorithm {
         Algorithm::TokenBucket => StoredView::TokenBucket {
@@ -95,14 +97,20 @@ pub(crate) fn decide_read(quota: &Quota, text: &str, now: u64, permits: u64) -> 
 }
 
 /// The numbers of `text` (the key's value, '' for none) as `algorithm`'s state, read as the scripts read it
-/// (lua/parts/limits/foreign_value.lua): in its own layout, its state; another string algorithm's state in that
-/// algorithm's layout, or no value, is none; anything else is in no known layout, which the scripts refuse as foreign
-/// state, and an error here.
+/// (lua/parts/limits/foreign_value.lua): in its own layout, its state; no value is none; another string algorithm's
+/// state (two limits sharing a name with different algorithms) is foreign state, as the scripts refuse it; anything
+/// else is in no known layout, an error too.
 fn fields_of(algorithm: Algorithm, text: &str) -> Result<Option<Vec<u64>>> {
     match TAGS.iter().find(|(_, tag, _)| text.starts_with(tag)) {
         Some((tagged, tag, layout)) => {
             let fields = numbers(&text[tag.len()..], tag, layout)?;
-            Ok((*tagged == algorithm).then_some(fields))
+            if *tagged != algorithm {
+                return Err(Error::ForeignState(format!(
+                    "a {algorithm} limit found a {tagged} limit's state: two limits share its name with different \
+                     algorithms; give each its own name"
+                )));
+            }
+            Ok(Some(fields))
         }
         None if text.is_empty() => Ok(None),
         None => Err(Error::malformed("a string algorithm's stored state", text)),
