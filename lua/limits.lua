@@ -164,17 +164,17 @@ end
 -- The tag each string algorithm's state starts with.
 local STRING_TAGS = { token_bucket = 'tb', gcra = 'gcra', fixed_window = 'fw', sliding_window = 'sw' }
 
--- Which string algorithm wrote `value`, by its tag; nil for a value no edgelimit algorithm writes (read as
--- foreign_value.lua reads them).
+-- Which string algorithm wrote `value`, by its tag; nil for a value no edgelimit algorithm writes.
 local function string_algorithm_tag(value)
-    if string.find(value, '^sw:%d+:%d+:%d+$') then
-        return 'sw'
-    end
+    -- Which string algorithm wrote `value`, spliced at each line `--@inline limits/string_tag.lua`
+    -- (see src/lua/compose.rs): `tag` is the tag its state starts with in that algorithm's layout
+    -- (token bucket 'tb', GCRA 'gcra', fixed window 'fw', sliding window 'sw'), or nil for a value in
+    -- none of these layouts (another program's, a damaged state).
     local tag = string.match(value, '^(%l+):%d+:%d+$')
-    if tag == 'tb' or tag == 'gcra' or tag == 'fw' then
-        return tag
+    if not (tag == 'tb' or tag == 'gcra' or tag == 'fw') then
+        tag = string.find(value, '^sw:%d+:%d+:%d+$') and 'sw' or nil
     end
-    return nil
+    return tag
 end
 
 -- Each algorithm's function (entry.lua), by the name the arguments and stored configs use.
@@ -529,9 +529,9 @@ end
 --
 -- State: string 'tb:<units>:<at>', units = tokens × interval as of unix ms `at`: one GET to read, one SET … PX to
 -- write (Redis commands dominate a script's cost). A missing key is a full bucket, so the key expires exactly when
--- the bucket would be full again. The tag 'tb:' says whose value it is: another algorithm's (a stored quota that
--- changed its algorithm) matches no pattern here and is read as no state, a full bucket; a value of no edgelimit
--- algorithm is refused (foreign_value.lua).
+-- the bucket would be full again. The tag 'tb:' says whose value it is: another algorithm's value, or one of no
+-- edgelimit algorithm, is refused (foreign_value.lua; a stored quota that changed its algorithm has the old state
+-- dropped first, by driver.lua).
 --
 -- A grant's receipt is '<permits>:<unix ms of the grant>'. A refund of it at `now` gives back what the grant took
 -- less what has refilled since, permits × interval − (now − granted) × rate units, when that is positive: those
@@ -552,22 +552,28 @@ local full = limit * interval
 local value = redis.call('GET', key) or ''
 local units, at = string.match(value, '^tb:(%d+):(%d+)$')
 if value ~= '' and not units then
+    -- Which string algorithm wrote `value`, spliced at each line `--@inline limits/string_tag.lua`
+    -- (see src/lua/compose.rs): `tag` is the tag its state starts with in that algorithm's layout
+    -- (token bucket 'tb', GCRA 'gcra', fixed window 'fw', sliding window 'sw'), or nil for a value in
+    -- none of these layouts (another program's, a damaged state).
+    local tag = string.match(value, '^(%l+):%d+:%d+$')
+    if not (tag == 'tb' or tag == 'gcra' or tag == 'fw') then
+        tag = string.find(value, '^sw:%d+:%d+:%d+$') and 'sw' or nil
+    end
     -- A string algorithm's check of its key's value, spliced at each line
-    -- `--@inline limits/foreign_value.lua` (see src/lua/compose.rs) where the value (`value`, '' for
-    -- no key) is not '' and not in the algorithm's own layout. No such value is decided on: read as
-    -- nothing counted, it would be granted on and overwritten. It is refused as Redis refuses a key of
-    -- another type (the caller's EDGELIMIT_FOREIGN_STATE):
-    --   - another string algorithm's state (token bucket 'tb:', GCRA 'gcra:', fixed window 'fw:',
-    --     sliding window 'sw:'): two limits that share a name with different algorithms, which would
-    --     otherwise reset each other's state on every call and limit nothing (a stored quota whose
-    --     algorithm changed has that state deleted by driver.lua before it gets here);
+    -- `--@inline limits/foreign_value.lua` (see src/lua/compose.rs) after limits/string_tag.lua, where
+    -- the value (`value`, '' for no key) is not '' and not in the algorithm's own layout. No such
+    -- value is decided on: read as nothing counted, it would be granted on and overwritten. It is
+    -- refused as Redis refuses a key of another type (the caller's EDGELIMIT_FOREIGN_STATE):
+    --   - another string algorithm's state (`tag`): two limits that share a name with different
+    --     algorithms, which would otherwise reset each other's state on every call and limit nothing
+    --     (a stored quota whose algorithm changed has that state deleted by driver.lua before it gets
+    --     here);
     --   - anything else (another program's value, a damaged state), reported by its length, not its
     --     bytes (another program's secret?).
-    local tag = string.match(value, '^(%l+):%d+:%d+$')
-    if tag == 'tb' or tag == 'gcra' or tag == 'fw' or string.find(value, '^sw:%d+:%d+:%d+$') then
-        error({ err = 'WRONGTYPE edgelimit: the key holds the state of another algorithm ('
-            .. string.match(value, '^%l+') .. '): two limits share this name with different '
-            .. 'algorithms; give each its own name' })
+    if tag then
+        error({ err = 'WRONGTYPE edgelimit: the key holds the state of another algorithm (' .. tag
+            .. '): two limits share this name with different algorithms; give each its own name' })
     end
     error({ err = 'WRONGTYPE edgelimit: the key holds a value of no edgelimit algorithm '
         .. '(another program\'s, or damaged: ' .. #value .. ' bytes)' })
@@ -644,9 +650,9 @@ end
 -- State: string 'fw:<k>:<count>'. The window is in the value, not in the key's name, because only the script knows
 -- the server's time. The key expires when its window ends. A denied request counts nothing (one GET); a grant adds
 -- one SET, which keeps the key's expiry (KEEPTTL: setting one costs about as much as the SET itself) unless it
--- starts the window. The tag 'fw:' says whose value it is: another algorithm's (a stored quota that changed its
--- algorithm) matches no pattern here and is read as nothing counted; a value of no edgelimit algorithm is refused
--- (foreign_value.lua).
+-- starts the window. The tag 'fw:' says whose value it is: another algorithm's value, or one of no edgelimit
+-- algorithm, is refused (foreign_value.lua; a stored quota that changed its algorithm has the old state dropped
+-- first, by driver.lua).
 --
 -- Why this layout stays (instructions per decision, bench/instructions.mjs, thousands, granted / denied: this one
 -- 52.1 / 41.3; @upstash/ratelimit's one INCRBY 32.1 / 33.4, and the goal that plus one TIME, 8.3). A number per window
@@ -674,22 +680,28 @@ window = window - window % 1
 local value = redis.call('GET', key) or ''
 local stored_text, count = string.match(value, '^fw:(%d+):(%d+)$')
 if value ~= '' and not stored_text then
+    -- Which string algorithm wrote `value`, spliced at each line `--@inline limits/string_tag.lua`
+    -- (see src/lua/compose.rs): `tag` is the tag its state starts with in that algorithm's layout
+    -- (token bucket 'tb', GCRA 'gcra', fixed window 'fw', sliding window 'sw'), or nil for a value in
+    -- none of these layouts (another program's, a damaged state).
+    local tag = string.match(value, '^(%l+):%d+:%d+$')
+    if not (tag == 'tb' or tag == 'gcra' or tag == 'fw') then
+        tag = string.find(value, '^sw:%d+:%d+:%d+$') and 'sw' or nil
+    end
     -- A string algorithm's check of its key's value, spliced at each line
-    -- `--@inline limits/foreign_value.lua` (see src/lua/compose.rs) where the value (`value`, '' for
-    -- no key) is not '' and not in the algorithm's own layout. No such value is decided on: read as
-    -- nothing counted, it would be granted on and overwritten. It is refused as Redis refuses a key of
-    -- another type (the caller's EDGELIMIT_FOREIGN_STATE):
-    --   - another string algorithm's state (token bucket 'tb:', GCRA 'gcra:', fixed window 'fw:',
-    --     sliding window 'sw:'): two limits that share a name with different algorithms, which would
-    --     otherwise reset each other's state on every call and limit nothing (a stored quota whose
-    --     algorithm changed has that state deleted by driver.lua before it gets here);
+    -- `--@inline limits/foreign_value.lua` (see src/lua/compose.rs) after limits/string_tag.lua, where
+    -- the value (`value`, '' for no key) is not '' and not in the algorithm's own layout. No such
+    -- value is decided on: read as nothing counted, it would be granted on and overwritten. It is
+    -- refused as Redis refuses a key of another type (the caller's EDGELIMIT_FOREIGN_STATE):
+    --   - another string algorithm's state (`tag`): two limits that share a name with different
+    --     algorithms, which would otherwise reset each other's state on every call and limit nothing
+    --     (a stored quota whose algorithm changed has that state deleted by driver.lua before it gets
+    --     here);
     --   - anything else (another program's value, a damaged state), reported by its length, not its
     --     bytes (another program's secret?).
-    local tag = string.match(value, '^(%l+):%d+:%d+$')
-    if tag == 'tb' or tag == 'gcra' or tag == 'fw' or string.find(value, '^sw:%d+:%d+:%d+$') then
-        error({ err = 'WRONGTYPE edgelimit: the key holds the state of another algorithm ('
-            .. string.match(value, '^%l+') .. '): two limits share this name with different '
-            .. 'algorithms; give each its own name' })
+    if tag then
+        error({ err = 'WRONGTYPE edgelimit: the key holds the state of another algorithm (' .. tag
+            .. '): two limits share this name with different algorithms; give each its own name' })
     end
     error({ err = 'WRONGTYPE edgelimit: the key holds a value of no edgelimit algorithm '
         .. '(another program\'s, or damaged: ' .. #value .. ' bytes)' })
@@ -757,8 +769,8 @@ end
 -- State: one string 'sw:<k>:<current>:<previous>': both windows in one key, so in one Cluster slot by construction,
 -- read with one GET and written with one SET (… PX when it starts a window, else KEEPTTL: the expiry only moves with
 -- the window). The key expires when its current window stops counting, at the end of the next window. The tag 'sw:'
--- says whose value it is: another algorithm's (a stored quota that changed its algorithm) matches no pattern here
--- and is read as nothing counted; a value of no edgelimit algorithm is refused (foreign_value.lua).
+-- says whose value it is: another algorithm's value, or one of no edgelimit algorithm, is refused (foreign_value.lua;
+-- a stored quota that changed its algorithm has the old state dropped first, by driver.lua).
 --
 -- A grant's receipt is '<permits>:<k>', its window. A refund gives the permits back to that window's count while it
 -- still counts: the current window, or the previous one (whose count is weighted); never to another window.
@@ -778,22 +790,28 @@ local elapsed = now - window * interval
 local value = redis.call('GET', key) or ''
 local stored_text, current, previous_text = string.match(value, '^sw:(%d+):(%d+):(%d+)$')
 if value ~= '' and not stored_text then
+    -- Which string algorithm wrote `value`, spliced at each line `--@inline limits/string_tag.lua`
+    -- (see src/lua/compose.rs): `tag` is the tag its state starts with in that algorithm's layout
+    -- (token bucket 'tb', GCRA 'gcra', fixed window 'fw', sliding window 'sw'), or nil for a value in
+    -- none of these layouts (another program's, a damaged state).
+    local tag = string.match(value, '^(%l+):%d+:%d+$')
+    if not (tag == 'tb' or tag == 'gcra' or tag == 'fw') then
+        tag = string.find(value, '^sw:%d+:%d+:%d+$') and 'sw' or nil
+    end
     -- A string algorithm's check of its key's value, spliced at each line
-    -- `--@inline limits/foreign_value.lua` (see src/lua/compose.rs) where the value (`value`, '' for
-    -- no key) is not '' and not in the algorithm's own layout. No such value is decided on: read as
-    -- nothing counted, it would be granted on and overwritten. It is refused as Redis refuses a key of
-    -- another type (the caller's EDGELIMIT_FOREIGN_STATE):
-    --   - another string algorithm's state (token bucket 'tb:', GCRA 'gcra:', fixed window 'fw:',
-    --     sliding window 'sw:'): two limits that share a name with different algorithms, which would
-    --     otherwise reset each other's state on every call and limit nothing (a stored quota whose
-    --     algorithm changed has that state deleted by driver.lua before it gets here);
+    -- `--@inline limits/foreign_value.lua` (see src/lua/compose.rs) after limits/string_tag.lua, where
+    -- the value (`value`, '' for no key) is not '' and not in the algorithm's own layout. No such
+    -- value is decided on: read as nothing counted, it would be granted on and overwritten. It is
+    -- refused as Redis refuses a key of another type (the caller's EDGELIMIT_FOREIGN_STATE):
+    --   - another string algorithm's state (`tag`): two limits that share a name with different
+    --     algorithms, which would otherwise reset each other's state on every call and limit nothing
+    --     (a stored quota whose algorithm changed has that state deleted by driver.lua before it gets
+    --     here);
     --   - anything else (another program's value, a damaged state), reported by its length, not its
     --     bytes (another program's secret?).
-    local tag = string.match(value, '^(%l+):%d+:%d+$')
-    if tag == 'tb' or tag == 'gcra' or tag == 'fw' or string.find(value, '^sw:%d+:%d+:%d+$') then
-        error({ err = 'WRONGTYPE edgelimit: the key holds the state of another algorithm ('
-            .. string.match(value, '^%l+') .. '): two limits share this name with different '
-            .. 'algorithms; give each its own name' })
+    if tag then
+        error({ err = 'WRONGTYPE edgelimit: the key holds the state of another algorithm (' .. tag
+            .. '): two limits share this name with different algorithms; give each its own name' })
     end
     error({ err = 'WRONGTYPE edgelimit: the key holds a value of no edgelimit algorithm '
         .. '(another program\'s, or damaged: ' .. #value .. ' bytes)' })
@@ -889,8 +907,8 @@ end
 -- State: string 'gcra:<ms>:<rem>', TAT = ms + rem / rate, so that an emission interval of interval / rate ms need not
 -- be a whole number of ms (3 per second stays exact). The key expires when TAT passes. If `rate` is changed, a
 -- stored `rem` is capped at rate - 1: the TAT moves by less than 1 ms. The tag 'gcra:' says whose value it is:
--- another algorithm's (a stored quota that changed its algorithm) matches no pattern here and is read as no debt;
--- a value of no edgelimit algorithm is refused (foreign_value.lua).
+-- another algorithm's value, or one of no edgelimit algorithm, is refused (foreign_value.lua; a stored quota that
+-- changed its algorithm has the old state dropped first, by driver.lua).
 --
 -- A grant's receipt is '<permits>:<unix ms of the grant>'; a refund of it gives back the debt the grant added less
 -- what has been paid off since, as token_bucket.lua does (there, with the same reason), but never moves TAT back
@@ -915,22 +933,28 @@ local debt, floor = 0, 0
 local value = redis.call('GET', key) or ''
 local ms, rem = string.match(value, '^gcra:(%d+):(%d+)$')
 if value ~= '' and not ms then
+    -- Which string algorithm wrote `value`, spliced at each line `--@inline limits/string_tag.lua`
+    -- (see src/lua/compose.rs): `tag` is the tag its state starts with in that algorithm's layout
+    -- (token bucket 'tb', GCRA 'gcra', fixed window 'fw', sliding window 'sw'), or nil for a value in
+    -- none of these layouts (another program's, a damaged state).
+    local tag = string.match(value, '^(%l+):%d+:%d+$')
+    if not (tag == 'tb' or tag == 'gcra' or tag == 'fw') then
+        tag = string.find(value, '^sw:%d+:%d+:%d+$') and 'sw' or nil
+    end
     -- A string algorithm's check of its key's value, spliced at each line
-    -- `--@inline limits/foreign_value.lua` (see src/lua/compose.rs) where the value (`value`, '' for
-    -- no key) is not '' and not in the algorithm's own layout. No such value is decided on: read as
-    -- nothing counted, it would be granted on and overwritten. It is refused as Redis refuses a key of
-    -- another type (the caller's EDGELIMIT_FOREIGN_STATE):
-    --   - another string algorithm's state (token bucket 'tb:', GCRA 'gcra:', fixed window 'fw:',
-    --     sliding window 'sw:'): two limits that share a name with different algorithms, which would
-    --     otherwise reset each other's state on every call and limit nothing (a stored quota whose
-    --     algorithm changed has that state deleted by driver.lua before it gets here);
+    -- `--@inline limits/foreign_value.lua` (see src/lua/compose.rs) after limits/string_tag.lua, where
+    -- the value (`value`, '' for no key) is not '' and not in the algorithm's own layout. No such
+    -- value is decided on: read as nothing counted, it would be granted on and overwritten. It is
+    -- refused as Redis refuses a key of another type (the caller's EDGELIMIT_FOREIGN_STATE):
+    --   - another string algorithm's state (`tag`): two limits that share a name with different
+    --     algorithms, which would otherwise reset each other's state on every call and limit nothing
+    --     (a stored quota whose algorithm changed has that state deleted by driver.lua before it gets
+    --     here);
     --   - anything else (another program's value, a damaged state), reported by its length, not its
     --     bytes (another program's secret?).
-    local tag = string.match(value, '^(%l+):%d+:%d+$')
-    if tag == 'tb' or tag == 'gcra' or tag == 'fw' or string.find(value, '^sw:%d+:%d+:%d+$') then
-        error({ err = 'WRONGTYPE edgelimit: the key holds the state of another algorithm ('
-            .. string.match(value, '^%l+') .. '): two limits share this name with different '
-            .. 'algorithms; give each its own name' })
+    if tag then
+        error({ err = 'WRONGTYPE edgelimit: the key holds the state of another algorithm (' .. tag
+            .. '): two limits share this name with different algorithms; give each its own name' })
     end
     error({ err = 'WRONGTYPE edgelimit: the key holds a value of no edgelimit algorithm '
         .. '(another program\'s, or damaged: ' .. #value .. ' bytes)' })

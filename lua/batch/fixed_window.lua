@@ -86,9 +86,9 @@ local operation, mark, grace = 'limit', nil, 0
 -- State: string 'fw:<k>:<count>'. The window is in the value, not in the key's name, because only the script knows
 -- the server's time. The key expires when its window ends. A denied request counts nothing (one GET); a grant adds
 -- one SET, which keeps the key's expiry (KEEPTTL: setting one costs about as much as the SET itself) unless it
--- starts the window. The tag 'fw:' says whose value it is: another algorithm's (a stored quota that changed its
--- algorithm) matches no pattern here and is read as nothing counted; a value of no edgelimit algorithm is refused
--- (foreign_value.lua).
+-- starts the window. The tag 'fw:' says whose value it is: another algorithm's value, or one of no edgelimit
+-- algorithm, is refused (foreign_value.lua; a stored quota that changed its algorithm has the old state dropped
+-- first, by driver.lua).
 --
 -- Why this layout stays (instructions per decision, bench/instructions.mjs, thousands, granted / denied: this one
 -- 52.1 / 41.3; @upstash/ratelimit's one INCRBY 32.1 / 33.4, and the goal that plus one TIME, 8.3). A number per window
@@ -134,22 +134,28 @@ local function decide(key, request, lease)
     local value = redis.call('GET', key) or ''
     local stored_text, count = string.match(value, '^fw:(%d+):(%d+)$')
     if value ~= '' and not stored_text then
+        -- Which string algorithm wrote `value`, spliced at each line `--@inline limits/string_tag.lua`
+        -- (see src/lua/compose.rs): `tag` is the tag its state starts with in that algorithm's layout
+        -- (token bucket 'tb', GCRA 'gcra', fixed window 'fw', sliding window 'sw'), or nil for a value in
+        -- none of these layouts (another program's, a damaged state).
+        local tag = string.match(value, '^(%l+):%d+:%d+$')
+        if not (tag == 'tb' or tag == 'gcra' or tag == 'fw') then
+            tag = string.find(value, '^sw:%d+:%d+:%d+$') and 'sw' or nil
+        end
         -- A string algorithm's check of its key's value, spliced at each line
-        -- `--@inline limits/foreign_value.lua` (see src/lua/compose.rs) where the value (`value`, '' for
-        -- no key) is not '' and not in the algorithm's own layout. No such value is decided on: read as
-        -- nothing counted, it would be granted on and overwritten. It is refused as Redis refuses a key of
-        -- another type (the caller's EDGELIMIT_FOREIGN_STATE):
-        --   - another string algorithm's state (token bucket 'tb:', GCRA 'gcra:', fixed window 'fw:',
-        --     sliding window 'sw:'): two limits that share a name with different algorithms, which would
-        --     otherwise reset each other's state on every call and limit nothing (a stored quota whose
-        --     algorithm changed has that state deleted by driver.lua before it gets here);
+        -- `--@inline limits/foreign_value.lua` (see src/lua/compose.rs) after limits/string_tag.lua, where
+        -- the value (`value`, '' for no key) is not '' and not in the algorithm's own layout. No such
+        -- value is decided on: read as nothing counted, it would be granted on and overwritten. It is
+        -- refused as Redis refuses a key of another type (the caller's EDGELIMIT_FOREIGN_STATE):
+        --   - another string algorithm's state (`tag`): two limits that share a name with different
+        --     algorithms, which would otherwise reset each other's state on every call and limit nothing
+        --     (a stored quota whose algorithm changed has that state deleted by driver.lua before it gets
+        --     here);
         --   - anything else (another program's value, a damaged state), reported by its length, not its
         --     bytes (another program's secret?).
-        local tag = string.match(value, '^(%l+):%d+:%d+$')
-        if tag == 'tb' or tag == 'gcra' or tag == 'fw' or string.find(value, '^sw:%d+:%d+:%d+$') then
-            error({ err = 'WRONGTYPE edgelimit: the key holds the state of another algorithm ('
-                .. string.match(value, '^%l+') .. '): two limits share this name with different '
-                .. 'algorithms; give each its own name' })
+        if tag then
+            error({ err = 'WRONGTYPE edgelimit: the key holds the state of another algorithm (' .. tag
+                .. '): two limits share this name with different algorithms; give each its own name' })
         end
         error({ err = 'WRONGTYPE edgelimit: the key holds a value of no edgelimit algorithm '
             .. '(another program\'s, or damaged: ' .. #value .. ' bytes)' })

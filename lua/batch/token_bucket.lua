@@ -98,9 +98,9 @@ local operation, mark, grace = 'limit', nil, 0
 --
 -- State: string 'tb:<units>:<at>', units = tokens × interval as of unix ms `at`: one GET to read, one SET … PX to
 -- write (Redis commands dominate a script's cost). A missing key is a full bucket, so the key expires exactly when
--- the bucket would be full again. The tag 'tb:' says whose value it is: another algorithm's (a stored quota that
--- changed its algorithm) matches no pattern here and is read as no state, a full bucket; a value of no edgelimit
--- algorithm is refused (foreign_value.lua).
+-- the bucket would be full again. The tag 'tb:' says whose value it is: another algorithm's value, or one of no
+-- edgelimit algorithm, is refused (foreign_value.lua; a stored quota that changed its algorithm has the old state
+-- dropped first, by driver.lua).
 --
 -- A grant's receipt is '<permits>:<unix ms of the grant>'. A refund of it at `now` gives back what the grant took
 -- less what has refilled since, permits × interval − (now − granted) × rate units, when that is positive: those
@@ -138,22 +138,28 @@ local function decide(key, request, lease)
     local value = redis.call('GET', key) or ''
     local units, at = string.match(value, '^tb:(%d+):(%d+)$')
     if value ~= '' and not units then
+        -- Which string algorithm wrote `value`, spliced at each line `--@inline limits/string_tag.lua`
+        -- (see src/lua/compose.rs): `tag` is the tag its state starts with in that algorithm's layout
+        -- (token bucket 'tb', GCRA 'gcra', fixed window 'fw', sliding window 'sw'), or nil for a value in
+        -- none of these layouts (another program's, a damaged state).
+        local tag = string.match(value, '^(%l+):%d+:%d+$')
+        if not (tag == 'tb' or tag == 'gcra' or tag == 'fw') then
+            tag = string.find(value, '^sw:%d+:%d+:%d+$') and 'sw' or nil
+        end
         -- A string algorithm's check of its key's value, spliced at each line
-        -- `--@inline limits/foreign_value.lua` (see src/lua/compose.rs) where the value (`value`, '' for
-        -- no key) is not '' and not in the algorithm's own layout. No such value is decided on: read as
-        -- nothing counted, it would be granted on and overwritten. It is refused as Redis refuses a key of
-        -- another type (the caller's EDGELIMIT_FOREIGN_STATE):
-        --   - another string algorithm's state (token bucket 'tb:', GCRA 'gcra:', fixed window 'fw:',
-        --     sliding window 'sw:'): two limits that share a name with different algorithms, which would
-        --     otherwise reset each other's state on every call and limit nothing (a stored quota whose
-        --     algorithm changed has that state deleted by driver.lua before it gets here);
+        -- `--@inline limits/foreign_value.lua` (see src/lua/compose.rs) after limits/string_tag.lua, where
+        -- the value (`value`, '' for no key) is not '' and not in the algorithm's own layout. No such
+        -- value is decided on: read as nothing counted, it would be granted on and overwritten. It is
+        -- refused as Redis refuses a key of another type (the caller's EDGELIMIT_FOREIGN_STATE):
+        --   - another string algorithm's state (`tag`): two limits that share a name with different
+        --     algorithms, which would otherwise reset each other's state on every call and limit nothing
+        --     (a stored quota whose algorithm changed has that state deleted by driver.lua before it gets
+        --     here);
         --   - anything else (another program's value, a damaged state), reported by its length, not its
         --     bytes (another program's secret?).
-        local tag = string.match(value, '^(%l+):%d+:%d+$')
-        if tag == 'tb' or tag == 'gcra' or tag == 'fw' or string.find(value, '^sw:%d+:%d+:%d+$') then
-            error({ err = 'WRONGTYPE edgelimit: the key holds the state of another algorithm ('
-                .. string.match(value, '^%l+') .. '): two limits share this name with different '
-                .. 'algorithms; give each its own name' })
+        if tag then
+            error({ err = 'WRONGTYPE edgelimit: the key holds the state of another algorithm (' .. tag
+                .. '): two limits share this name with different algorithms; give each its own name' })
         end
         error({ err = 'WRONGTYPE edgelimit: the key holds a value of no edgelimit algorithm '
             .. '(another program\'s, or damaged: ' .. #value .. ' bytes)' })

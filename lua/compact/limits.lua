@@ -58,14 +58,11 @@ local function request_of(permits, limit, interval, rate, lease, stored_in)
 end
 local STRING_TAGS = { token_bucket = 'tb', gcra = 'gcra', fixed_window = 'fw', sliding_window = 'sw' }
 local function string_algorithm_tag(value)
-    if string.find(value, '^sw:%d+:%d+:%d+$') then
-        return 'sw'
-    end
     local tag = string.match(value, '^(%l+):%d+:%d+$')
-    if tag == 'tb' or tag == 'gcra' or tag == 'fw' then
-        return tag
+    if not (tag == 'tb' or tag == 'gcra' or tag == 'fw') then
+        tag = string.find(value, '^sw:%d+:%d+:%d+$') and 'sw' or nil
     end
-    return nil
+    return tag
 end
 local ALGORITHMS = {}
 local function parse_member(member)
@@ -285,10 +282,12 @@ local value = redis.call('GET', key) or ''
 local units, at = string.match(value, '^tb:(%d+):(%d+)$')
 if value ~= '' and not units then
     local tag = string.match(value, '^(%l+):%d+:%d+$')
-    if tag == 'tb' or tag == 'gcra' or tag == 'fw' or string.find(value, '^sw:%d+:%d+:%d+$') then
-        error({ err = 'WRONGTYPE edgelimit: the key holds the state of another algorithm ('
-            .. string.match(value, '^%l+') .. '): two limits share this name with different '
-            .. 'algorithms; give each its own name' })
+    if not (tag == 'tb' or tag == 'gcra' or tag == 'fw') then
+        tag = string.find(value, '^sw:%d+:%d+:%d+$') and 'sw' or nil
+    end
+    if tag then
+        error({ err = 'WRONGTYPE edgelimit: the key holds the state of another algorithm (' .. tag
+            .. '): two limits share this name with different algorithms; give each its own name' })
     end
     error({ err = 'WRONGTYPE edgelimit: the key holds a value of no edgelimit algorithm '
         .. '(another program\'s, or damaged: ' .. #value .. ' bytes)' })
@@ -355,10 +354,12 @@ local value = redis.call('GET', key) or ''
 local stored_text, count = string.match(value, '^fw:(%d+):(%d+)$')
 if value ~= '' and not stored_text then
     local tag = string.match(value, '^(%l+):%d+:%d+$')
-    if tag == 'tb' or tag == 'gcra' or tag == 'fw' or string.find(value, '^sw:%d+:%d+:%d+$') then
-        error({ err = 'WRONGTYPE edgelimit: the key holds the state of another algorithm ('
-            .. string.match(value, '^%l+') .. '): two limits share this name with different '
-            .. 'algorithms; give each its own name' })
+    if not (tag == 'tb' or tag == 'gcra' or tag == 'fw') then
+        tag = string.find(value, '^sw:%d+:%d+:%d+$') and 'sw' or nil
+    end
+    if tag then
+        error({ err = 'WRONGTYPE edgelimit: the key holds the state of another algorithm (' .. tag
+            .. '): two limits share this name with different algorithms; give each its own name' })
     end
     error({ err = 'WRONGTYPE edgelimit: the key holds a value of no edgelimit algorithm '
         .. '(another program\'s, or damaged: ' .. #value .. ' bytes)' })
@@ -412,10 +413,12 @@ local value = redis.call('GET', key) or ''
 local stored_text, current, previous_text = string.match(value, '^sw:(%d+):(%d+):(%d+)$')
 if value ~= '' and not stored_text then
     local tag = string.match(value, '^(%l+):%d+:%d+$')
-    if tag == 'tb' or tag == 'gcra' or tag == 'fw' or string.find(value, '^sw:%d+:%d+:%d+$') then
-        error({ err = 'WRONGTYPE edgelimit: the key holds the state of another algorithm ('
-            .. string.match(value, '^%l+') .. '): two limits share this name with different '
-            .. 'algorithms; give each its own name' })
+    if not (tag == 'tb' or tag == 'gcra' or tag == 'fw') then
+        tag = string.find(value, '^sw:%d+:%d+:%d+$') and 'sw' or nil
+    end
+    if tag then
+        error({ err = 'WRONGTYPE edgelimit: the key holds the state of another algorithm (' .. tag
+            .. '): two limits share this name with different algorithms; give each its own name' })
     end
     error({ err = 'WRONGTYPE edgelimit: the key holds a value of no edgelimit algorithm '
         .. '(another program\'s, or damaged: ' .. #value .. ' bytes)' })
@@ -499,10 +502,12 @@ local value = redis.call('GET', key) or ''
 local ms, rem = string.match(value, '^gcra:(%d+):(%d+)$')
 if value ~= '' and not ms then
     local tag = string.match(value, '^(%l+):%d+:%d+$')
-    if tag == 'tb' or tag == 'gcra' or tag == 'fw' or string.find(value, '^sw:%d+:%d+:%d+$') then
-        error({ err = 'WRONGTYPE edgelimit: the key holds the state of another algorithm ('
-            .. string.match(value, '^%l+') .. '): two limits share this name with different '
-            .. 'algorithms; give each its own name' })
+    if not (tag == 'tb' or tag == 'gcra' or tag == 'fw') then
+        tag = string.find(value, '^sw:%d+:%d+:%d+$') and 'sw' or nil
+    end
+    if tag then
+        error({ err = 'WRONGTYPE edgelimit: the key holds the state of another algorithm (' .. tag
+            .. '): two limits share this name with different algorithms; give each its own name' })
     end
     error({ err = 'WRONGTYPE edgelimit: the key holds a value of no edgelimit algorithm '
         .. '(another program\'s, or damaged: ' .. #value .. ' bytes)' })

@@ -78,10 +78,12 @@ local value = redis.call('GET', key) or ''
 local stored_text, count = string.match(value, '^fw:(%d+):(%d+)$')
 if value ~= '' and not stored_text then
     local tag = string.match(value, '^(%l+):%d+:%d+$')
-    if tag == 'tb' or tag == 'gcra' or tag == 'fw' or string.find(value, '^sw:%d+:%d+:%d+$') then
-        error({ err = 'WRONGTYPE edgelimit: the key holds the state of another algorithm ('
-            .. string.match(value, '^%l+') .. '): two limits share this name with different '
-            .. 'algorithms; give each its own name' })
+    if not (tag == 'tb' or tag == 'gcra' or tag == 'fw') then
+        tag = string.find(value, '^sw:%d+:%d+:%d+$') and 'sw' or nil
+    end
+    if tag then
+        error({ err = 'WRONGTYPE edgelimit: the key holds the state of another algorithm (' .. tag
+            .. '): two limits share this name with different algorithms; give each its own name' })
     end
     error({ err = 'WRONGTYPE edgelimit: the key holds a value of no edgelimit algorithm '
         .. '(another program\'s, or damaged: ' .. #value .. ' bytes)' })

@@ -64,17 +64,10 @@ end
 -- The tag each string algorithm's state starts with.
 local STRING_TAGS = { token_bucket = 'tb', gcra = 'gcra', fixed_window = 'fw', sliding_window = 'sw' }
 
--- Which string algorithm wrote `value`, by its tag; nil for a value no edgelimit algorithm writes (read as
--- foreign_value.lua reads them).
+-- Which string algorithm wrote `value`, by its tag; nil for a value no edgelimit algorithm writes.
 local function string_algorithm_tag(value)
-    if string.find(value, '^sw:%d+:%d+:%d+$') then
-        return 'sw'
-    end
-    local tag = string.match(value, '^(%l+):%d+:%d+$')
-    if tag == 'tb' or tag == 'gcra' or tag == 'fw' then
-        return tag
-    end
-    return nil
+    --@inline limits/string_tag.lua
+    return tag
 end
 
 -- Each algorithm's function (entry.lua), by the name the arguments and stored configs use.

@@ -4,9 +4,9 @@
 -- State: string 'fw:<k>:<count>'. The window is in the value, not in the key's name, because only the script knows
 -- the server's time. The key expires when its window ends. A denied request counts nothing (one GET); a grant adds
 -- one SET, which keeps the key's expiry (KEEPTTL: setting one costs about as much as the SET itself) unless it
--- starts the window. The tag 'fw:' says whose value it is: another algorithm's (a stored quota that changed its
--- algorithm) matches no pattern here and is read as nothing counted; a value of no edgelimit algorithm is refused
--- (foreign_value.lua).
+-- starts the window. The tag 'fw:' says whose value it is: another algorithm's value, or one of no edgelimit
+-- algorithm, is refused (foreign_value.lua; a stored quota that changed its algorithm has the old state dropped
+-- first, by driver.lua).
 --
 -- Why this layout stays (instructions per decision, bench/instructions.mjs, thousands, granted / denied: this one
 -- 52.1 / 41.3; @upstash/ratelimit's one INCRBY 32.1 / 33.4, and the goal that plus one TIME, 8.3). A number per window
@@ -29,6 +29,7 @@ window = window - window % 1
 local value = redis.call('GET', key) or ''
 local stored_text, count = string.match(value, '^fw:(%d+):(%d+)$')
 if value ~= '' and not stored_text then
+    --@inline limits/string_tag.lua
     --@inline limits/foreign_value.lua
 end
 local stored = stored_text and stored_text + 0

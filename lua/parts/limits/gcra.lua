@@ -5,8 +5,8 @@
 -- State: string 'gcra:<ms>:<rem>', TAT = ms + rem / rate, so that an emission interval of interval / rate ms need not
 -- be a whole number of ms (3 per second stays exact). The key expires when TAT passes. If `rate` is changed, a
 -- stored `rem` is capped at rate - 1: the TAT moves by less than 1 ms. The tag 'gcra:' says whose value it is:
--- another algorithm's (a stored quota that changed its algorithm) matches no pattern here and is read as no debt;
--- a value of no edgelimit algorithm is refused (foreign_value.lua).
+-- another algorithm's value, or one of no edgelimit algorithm, is refused (foreign_value.lua; a stored quota that
+-- changed its algorithm has the old state dropped first, by driver.lua).
 --
 -- A grant's receipt is '<permits>:<unix ms of the grant>'; a refund of it gives back the debt the grant added less
 -- what has been paid off since, as token_bucket.lua does (there, with the same reason), but never moves TAT back
@@ -26,6 +26,7 @@ local debt, floor = 0, 0
 local value = redis.call('GET', key) or ''
 local ms, rem = string.match(value, '^gcra:(%d+):(%d+)$')
 if value ~= '' and not ms then
+    --@inline limits/string_tag.lua
     --@inline limits/foreign_value.lua
 end
 local FLOOR_MARK = (2 ^ 32 - 2 ^ 32 % rate) / rate + 1

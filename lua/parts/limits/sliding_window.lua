@@ -12,8 +12,8 @@
 -- State: one string 'sw:<k>:<current>:<previous>': both windows in one key, so in one Cluster slot by construction,
 -- read with one GET and written with one SET (… PX when it starts a window, else KEEPTTL: the expiry only moves with
 -- the window). The key expires when its current window stops counting, at the end of the next window. The tag 'sw:'
--- says whose value it is: another algorithm's (a stored quota that changed its algorithm) matches no pattern here
--- and is read as nothing counted; a value of no edgelimit algorithm is refused (foreign_value.lua).
+-- says whose value it is: another algorithm's value, or one of no edgelimit algorithm, is refused (foreign_value.lua;
+-- a stored quota that changed its algorithm has the old state dropped first, by driver.lua).
 --
 -- A grant's receipt is '<permits>:<k>', its window. A refund gives the permits back to that window's count while it
 -- still counts: the current window, or the previous one (whose count is weighted); never to another window.
@@ -28,6 +28,7 @@ local elapsed = now - window * interval
 local value = redis.call('GET', key) or ''
 local stored_text, current, previous_text = string.match(value, '^sw:(%d+):(%d+):(%d+)$')
 if value ~= '' and not stored_text then
+    --@inline limits/string_tag.lua
     --@inline limits/foreign_value.lua
 end
 local stored, previous = stored_text and stored_text + 0, previous_text

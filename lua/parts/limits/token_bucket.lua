@@ -3,9 +3,9 @@
 --
 -- State: string 'tb:<units>:<at>', units = tokens × interval as of unix ms `at`: one GET to read, one SET … PX to
 -- write (Redis commands dominate a script's cost). A missing key is a full bucket, so the key expires exactly when
--- the bucket would be full again. The tag 'tb:' says whose value it is: another algorithm's (a stored quota that
--- changed its algorithm) matches no pattern here and is read as no state, a full bucket; a value of no edgelimit
--- algorithm is refused (foreign_value.lua).
+-- the bucket would be full again. The tag 'tb:' says whose value it is: another algorithm's value, or one of no
+-- edgelimit algorithm, is refused (foreign_value.lua; a stored quota that changed its algorithm has the old state
+-- dropped first, by driver.lua).
 --
 -- A grant's receipt is '<permits>:<unix ms of the grant>'. A refund of it at `now` gives back what the grant took
 -- less what has refilled since, permits × interval − (now − granted) × rate units, when that is positive: those
@@ -21,6 +21,7 @@ local full = limit * interval
 local value = redis.call('GET', key) or ''
 local units, at = string.match(value, '^tb:(%d+):(%d+)$')
 if value ~= '' and not units then
+    --@inline limits/string_tag.lua
     --@inline limits/foreign_value.lua
 end
 if units then

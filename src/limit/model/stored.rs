@@ -34,8 +34,8 @@ pub(crate) enum StoredView {
 }
 
 /// Reads `text` (the key's value, '' for no key) as `quota`'s algorithm stores it and brings it to `now`. Another
-/// string algorithm's state is no state, as the scripts read it; a value in no known layout is
-/// [`Error::MalformedReply`], never a guess (the scripts refuse such a value as foreign state).
+/// string algorithm's state is [`Error::ForeignState`], as the scripts refuse it; a value in no known layout is
+/// [`Error::MalformedReply`], never a guess (the scripts refuse such a value as foreign state too).
 pub(crate) fn view(quota: &Quota, text: &str, now: u64) -> Result<StoredView> {
     let algorithm = quota.algorithm();
     let (_, tag, layout) = TAGS
