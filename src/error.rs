@@ -81,8 +81,9 @@ pub enum Error {
     },
 
     /// Redis cannot serve now: it is loading its data (LOADING), running a long script (BUSY), failing over
-    /// (MASTERDOWN, TRYAGAIN, CLUSTERDOWN, READONLY: the endpoint reached a replica). The store is unavailable: a failure policy (`onError`) may absorb it. READONLY has its own code, to alert on: a
-    /// Redis that stays read-only is a misrouted endpoint, not a passing failover.
+    /// (MASTERDOWN, TRYAGAIN, CLUSTERDOWN, READONLY: the endpoint reached a replica). The store is unavailable: a
+    /// failure policy (`onError`) may absorb it. READONLY has its own code, to alert on: a Redis that stays read-only
+    /// is a misrouted endpoint, not a passing failover.
     #[error("the store cannot serve now: {}; {}", .message, unavailable_advice(.code))]
     Unavailable {
         /// Redis's error code word (`LOADING`, `BUSY`, …).

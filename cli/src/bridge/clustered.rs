@@ -11,11 +11,11 @@ use redis::{RedisError, RedisResult, Value};
 use tokio::time::Instant;
 
 use super::cluster::{self, Cluster, Failed, Redirect, Resend, Target};
-use super::json::{self, Words};
+use super::json::Words;
 use super::profile::Profile;
 use super::routing::{self, Combine, Route};
 use super::shared_budget;
-use super::{over_budget, BatchResult, Bridge, Failure, Prepared, REPLY_TOO_LARGE};
+use super::{BatchResult, Bridge, Failure, Prepared, ReplyBudget, REPLY_TOO_LARGE};
 
 /// The answer to a request whose command failed on the cluster.
 fn failure(failed: &Failed) -> Failure {
@@ -169,7 +169,7 @@ pub(super) async fn pipeline(
     again.sort_by_key(|(i, _)| *i);
     // Sent one by one, so their replies are not announced to the reply cap as sharing it (shared_budget.rs): they
     // are held to it together here, as each arrives, rather than all collected first.
-    let mut budget = cluster.max_reply_bytes();
+    let mut budget = ReplyBudget::new(cluster.max_reply_bytes());
     for (i, redirect) in again {
         let (command, _, words) = &prepared[i];
         let result = match routing::route(words) {
@@ -181,17 +181,7 @@ pub(super) async fn pipeline(
             }
             Err(crossslot) => Err(Failed::Unreachable(crossslot)),
         };
-        let result = match result {
-            Ok(value) => match budget.checked_sub(json::wire_size(&value)) {
-                Some(left) => {
-                    budget = left;
-                    Ok(value)
-                }
-                None => Err(over_budget(cluster.max_reply_bytes())),
-            },
-            Err(failed) => Err(failed.text()),
-        };
-        results[i] = Some(result);
+        results[i] = Some(budget.take(result.map_err(|failed| failed.text())));
     }
     results
         .into_iter()

@@ -696,24 +696,38 @@ async fn batch(
 /// One command's result in a batch: its reply, or the text of its error.
 type BatchResult = Result<redis::Value, String>;
 
+/// What is left of one request's reply budget: the reply cap, which all its replies share.
+struct ReplyBudget {
+    left: u64,
+    cap: u64,
+}
+
+impl ReplyBudget {
+    fn new(cap: u64) -> Self {
+        ReplyBudget { left: cap, cap }
+    }
+
+    /// `result` when its reply fits in what is left (which it then takes), else the over-budget error in its place.
+    fn take(&mut self, result: BatchResult) -> BatchResult {
+        let value = result?;
+        let left = (self.left.checked_sub(json::wire_size(&value))).ok_or_else(|| over_budget(self.cap))?;
+        self.left = left;
+        Ok(value)
+    }
+}
+
 impl Bridge {
     /// The items of a `/pipeline` or `/multi-exec` answer, in order.
     fn render_batch(&self, results: Vec<BatchResult>, loaded_shas: Vec<Option<String>>, base64: bool) -> JsonValue {
         // Each reply is within the cap already (the reply cap refused larger ones as they arrived), and together
         // within it too when the pipeline was announced (shared_budget.rs). Held to the budget here as well: for a
         // cluster, whose nodes each kept their part of a pipeline to the budget, and when Redis refused the marker.
-        let mut budget = self.max_reply_bytes;
+        let mut budget = ReplyBudget::new(self.max_reply_bytes);
         let items = results
             .into_iter()
             .zip(loaded_shas)
-            .map(|(result, loaded_sha)| match result {
-                Ok(value) => match budget.checked_sub(json::wire_size(&value)) {
-                    Some(left) => {
-                        budget = left;
-                        json!({ "result": render(value, loaded_sha, base64) })
-                    }
-                    None => json!({ "error": over_budget(self.max_reply_bytes) }),
-                },
+            .map(|(result, loaded_sha)| match budget.take(result) {
+                Ok(value) => json!({ "result": render(value, loaded_sha, base64) }),
                 Err(error) => json!({ "error": error }),
             })
             .collect();

@@ -94,8 +94,9 @@ pub enum RedisAcl {
 pub const DEFAULT_LIMITER_KEYS: [&str; 2] = ["edgelimit:*", "{edgelimit:*"];
 
 /// What a user needs to run scripts at all (the bridge's fence decides which ones), and `PING`; the `ECHO` that the
-/// bridge starts a pipeline with (`shared_budget.rs`); and the transaction the bridge wraps a `/multi-exec` in. Without `MULTI`, Redis refused it and then ran the commands one by one,
-/// outside any transaction, and the request answered an error after they had run.
+/// bridge starts a pipeline with (`shared_budget.rs`); and the transaction the bridge wraps a `/multi-exec` in.
+/// Without `MULTI`, Redis refused it and then ran the commands one by one, outside any transaction, and the request
+/// answered an error after they had run.
 const SCRIPT_RUNNING: &[&str] = &[
     "echo",
     "multi",
