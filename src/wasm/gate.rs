@@ -5,7 +5,7 @@
 use wasm_bindgen::prelude::*;
 
 use super::limits::{as_config_error, limits_of};
-use super::{describe, duration, field, given, known_fields, object, string, to_js_error};
+use super::{describe, duration, field, given, items, known_fields, object, string, to_js_error};
 use crate::error::{Error, Result};
 use crate::gate::{Gate, KeySource, ListEntry, RequestMatch, Route, Rule, Verdict};
 use crate::limit::{KeyLayout, DEFAULT_PREFIX};
@@ -30,12 +30,12 @@ const MATCH_FIELDS: [&str; 4] = ["host", "path", "pattern", "methods"];
 fn strings(value: &JsValue, what: &str) -> Result<Vec<String>> {
     match given(value) {
         None => Ok(Vec::new()),
-        Some(value) if js_sys::Array::is_array(value) => js_sys::Array::from(value)
-            .iter()
-            .enumerate()
-            .map(|(i, item)| string(&item, &format!("{what}[{i}]")))
-            .collect(),
-        Some(value) => Ok(vec![string(value, what)?]),
+        Some(value) => match items(value, what)? {
+            Some(items) => (items.iter().enumerate())
+                .map(|(i, item)| string(item, &format!("{what}[{i}]")))
+                .collect(),
+            None => Ok(vec![string(value, what)?]),
+        },
     }
 }
 
@@ -120,17 +120,15 @@ fn rules(value: &JsValue) -> Result<Vec<Rule>> {
         })?,
         None => value.clone(),
     };
-    if !js_sys::Array::is_array(&parsed) {
+    let Some(items) = items(&parsed, "RULES")? else {
         return Err(Error::InvalidConfig(format!(
             "RULES must be a JSON array of rules, like [{{\"name\": \"site\", \"limits\": [{{\"algorithm\": \
              \"slidingLog\", \"limit\": 5, \"interval\": \"10 s\"}}]}}], got {}",
             describe(&parsed)
         )));
-    }
-    let rules: Vec<Rule> = js_sys::Array::from(&parsed)
-        .iter()
-        .enumerate()
-        .map(|(i, item)| rule(&item, &format!("RULES[{i}]")))
+    };
+    let rules: Vec<Rule> = (items.iter().enumerate())
+        .map(|(i, item)| rule(item, &format!("RULES[{i}]")))
         .collect::<Result<_>>()?;
     if rules.is_empty() {
         // A Worker with no rule limits nothing: far more often a RULES lost on the way than a wish.

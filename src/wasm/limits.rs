@@ -3,7 +3,7 @@
 
 use wasm_bindgen::prelude::*;
 
-use super::{describe, duration, field, given, known_fields, string, whole};
+use super::{describe, duration, field, given, items, known_fields, string, whole};
 use crate::error::{Error, Result};
 use crate::limit::{Algorithm, Quota};
 use crate::ratelimit::Limit;
@@ -54,13 +54,10 @@ fn limit_of(value: &JsValue, what: &str) -> Result<Limit> {
 
 /// One limit, or an array of them.
 pub(super) fn limits_of(value: &JsValue, what: &str) -> Result<Vec<Limit>> {
-    if js_sys::Array::is_array(value) {
-        js_sys::Array::from(value)
-            .iter()
-            .enumerate()
-            .map(|(i, item)| limit_of(&item, &format!("{what}[{i}]")))
-            .collect()
-    } else {
-        Ok(vec![limit_of(value, what)?])
+    match items(value, what)? {
+        Some(items) => (items.iter().enumerate())
+            .map(|(i, item)| limit_of(item, &format!("{what}[{i}]")))
+            .collect(),
+        None => Ok(vec![limit_of(value, what)?]),
     }
 }

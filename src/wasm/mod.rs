@@ -67,9 +67,40 @@ fn field(object: &JsValue, name: &str) -> Result<JsValue> {
     js_sys::Reflect::get(object, &name.into()).map_err(|thrown| {
         Error::InvalidArgument(format!(
             "reading {name:?} of the object given threw: {}",
-            js_string(&thrown).chars().take(200).collect::<String>()
+            printed(&thrown)
         ))
     })
+}
+
+/// Arrays claiming more items than this are refused before any is read: a Proxy may claim 2^32 − 1, and reading
+/// each would hang the caller. (Nothing edgelimit takes needs as many: a raw command's words are held far below
+/// this by the endpoint's request cap.)
+const MAX_ARRAY_ITEMS: u64 = 1 << 20;
+
+/// `value`'s items if it is an array (a Proxy of one included), `None` if it is not, read one by one through
+/// `Reflect`. A `length` or item getter that throws, or a revoked Proxy, is the caller's error naming `what`, never
+/// an exception escaping the module: in an async call the module runs in a microtask, where an escaping exception
+/// is uncaught (it ends a Node process) and the caller's promise never settles.
+fn items(value: &JsValue, what: &str) -> Result<Option<Vec<JsValue>>> {
+    let threw = |thrown: JsValue| Error::InvalidArgument(format!("reading {what} threw: {}", printed(&thrown)));
+    if !is_array(value).map_err(threw)? {
+        return Ok(None);
+    }
+    let length = whole(&field(value, "length")?, &format!("{what}.length"), 0, MAX_ARRAY_ITEMS)?;
+    (0..length as u32)
+        .map(|i| js_sys::Reflect::get_u32(value, i).map_err(threw))
+        .collect::<Result<_>>()
+        .map(Some)
+}
+
+/// `String(value)`, or a placeholder when that throws (an object whose `toString` throws), cut to 200 characters:
+/// for error messages, which must not throw themselves.
+fn printed(value: &JsValue) -> String {
+    js_string(value)
+        .unwrap_or_else(|_| "a value String() cannot print".into())
+        .chars()
+        .take(200)
+        .collect()
 }
 
 /// The value, or `None` when it is `undefined` (an option left out).
@@ -81,20 +112,30 @@ fn given(value: &JsValue) -> Option<&JsValue> {
 extern "C" {
     /// JS's `String(value)`. A number in a message is written by JS, as the caller would write it: Rust's float
     /// printer (with its tables, 8 KB of the Worker's module) is then linked in by nothing.
-    #[wasm_bindgen(js_name = String)]
-    fn js_string(value: &JsValue) -> String;
+    #[wasm_bindgen(catch, js_name = String)]
+    fn js_string(value: &JsValue) -> std::result::Result<String, JsValue>;
+
+    /// `Array.isArray`, which throws on a revoked Proxy (js_sys's does not catch).
+    #[wasm_bindgen(catch, js_namespace = Array, js_name = isArray)]
+    fn is_array(value: &JsValue) -> std::result::Result<bool, JsValue>;
+
+    /// `Object.keys`, which runs a Proxy's traps, and they may throw (js_sys's does not catch).
+    #[wasm_bindgen(catch, js_namespace = Object, js_name = keys)]
+    fn own_keys(value: &JsValue) -> std::result::Result<js_sys::Array, JsValue>;
 }
 
 /// Refuses anything but an object whose fields are all in `known`: a misspelt or foreign field (`refillRate`, the
 /// name @upstash/ratelimit gives the rate) would otherwise be ignored, and its limit not be the one meant.
 pub(super) fn known_fields(value: &JsValue, known: &[&str], what: &str) -> Result<()> {
-    if !value.is_object() || js_sys::Array::is_array(value) {
+    let threw = |thrown: JsValue| Error::InvalidConfig(format!("reading {what} threw: {}", printed(&thrown)));
+    if !value.is_object() || is_array(value).map_err(threw)? {
         return Err(Error::InvalidConfig(format!(
             "{what} must be an object, got {}",
             describe(value)
         )));
     }
-    for name in js_sys::Object::keys(value.unchecked_ref::<js_sys::Object>())
+    for name in own_keys(value)
+        .map_err(threw)?
         .iter()
         .filter_map(|name| name.as_string())
     {
@@ -112,7 +153,7 @@ pub(super) fn known_fields(value: &JsValue, known: &[&str], what: &str) -> Resul
 fn describe(value: &JsValue) -> String {
     match (value.as_string(), value.as_f64()) {
         (Some(text), _) => format!("the string {text:?}"),
-        (None, Some(_)) => format!("the number {}", js_string(value)),
+        (None, Some(_)) => format!("the number {}", printed(value)),
         _ if value.is_null() => "null".into(),
         _ => value.js_typeof().as_string().unwrap_or_default(),
     }

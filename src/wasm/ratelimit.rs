@@ -6,7 +6,7 @@ use wasm_bindgen::prelude::*;
 use super::limits::{as_config_error, limits_of};
 use super::redisson::JsRateLimiter;
 use super::values::{self, decision_object, milliseconds, number, permits_in};
-use super::{describe, duration, field, given, known_fields, object, string, to_js_error, whole};
+use super::{describe, duration, field, given, items, known_fields, object, string, to_js_error, whole};
 use crate::error::{Error, Result};
 use crate::identifier::Identifier;
 use crate::limit::{LimitState, Receipt, StateDetail};
@@ -143,12 +143,9 @@ fn state_object(state: &LimitState) -> JsValue {
 /// `results[i].receipt`).
 fn receipts_of(value: &JsValue) -> Result<Vec<Receipt>> {
     let what = "receipt (the string a grant's result carries, or an array of them, one per limit)";
-    if js_sys::Array::is_array(value) {
-        (js_sys::Array::from(value).iter())
-            .map(|item| string(&item, what)?.parse())
-            .collect()
-    } else {
-        Ok(vec![string(value, what)?.parse()?])
+    match items(value, what)? {
+        Some(items) => items.iter().map(|item| string(item, what)?.parse()).collect(),
+        None => Ok(vec![string(value, what)?.parse()?]),
     }
 }
 

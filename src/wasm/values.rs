@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use wasm_bindgen::prelude::*;
 
-use super::{describe, field, given, text, whole};
+use super::{describe, field, given, items, text, whole};
 use crate::decision::Decision;
 use crate::error::{Error, Result};
 use crate::rest::Command;
@@ -32,25 +32,22 @@ pub(super) fn to_js_value(value: Value) -> JsValue {
 /// Reads a JS array of strings and integers into words. Anything but an array is refused: read as one, a string
 /// would be its characters (a key "mykey" five keys) and a number no words at all.
 pub(super) fn words(value: &JsValue, what: &str) -> Result<Vec<String>, Error> {
-    if !js_sys::Array::is_array(value) {
+    let Some(items) = items(value, what)? else {
         return Err(Error::InvalidArgument(format!(
             "{what} must be an array of strings or integers, e.g. [\"GET\", \"key\"], got {}",
             describe(value)
         )));
-    }
-    value
-        .unchecked_ref::<js_sys::Array>()
-        .iter()
-        .enumerate()
+    };
+    (items.iter().enumerate())
         .map(
-            |(i, word)| match (text(&word, || format!("{what}[{i}]"))?, word.as_f64()) {
+            |(i, word)| match (text(word, || format!("{what}[{i}]"))?, word.as_f64()) {
                 (Some(text), _) => Ok(text),
                 // A whole number within ±2^53 converts to i64 exactly (and -0 to "0", as JS's String(-0)); printing it
                 // as an integer keeps Rust's float printer out of the module.
                 (None, Some(n)) if n.fract() == 0.0 && n.abs() <= MAX_SAFE_INTEGER as f64 => Ok((n as i64).to_string()),
                 _ => Err(Error::InvalidArgument(format!(
                     "{what}[{i}] must be a string or an integer, got {}",
-                    describe(&word)
+                    describe(word)
                 ))),
             },
         )

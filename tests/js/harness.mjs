@@ -180,3 +180,19 @@ export function packageModules() {
       contents: readFileSync(join(pkg, file)),
     }));
 }
+
+/** An array whose `name` property throws when read, as a Proxy's trap may. */
+export function throwingArray(items, name) {
+  return new Proxy(items, { get: (target, key) => (key === name ? thrower(name) : target[key]) });
+}
+
+/** A revoked Proxy of an array: `Array.isArray` itself throws on it. */
+export function revokedArray() {
+  const { proxy, revoke } = Proxy.revocable([], {});
+  revoke();
+  return proxy;
+}
+
+function thrower(name) {
+  throw new Error(`boom reading ${name}`);
+}

@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { Ratelimit } from "edgelimit";
-import { freePort, startStack, startStalledEndpoint, upstashRedis } from "./harness.mjs";
+import { freePort, revokedArray, startStack, startStalledEndpoint, throwingArray, upstashRedis } from "./harness.mjs";
 
 let stack;
 let prefixes = 0;
@@ -417,6 +417,12 @@ test("a misspelt option is refused, never left out: it would change what the lim
     code: "EDGELIMIT_INVALID_ARGUMENT",
     message: /reading "permits" of the object given threw: Error: boom/,
   });
+  // So is an array whose traps throw, or a revoked Proxy: once an exception escaping the module in a microtask,
+  // which ended the Node process.
+  for (const limiters of [throwingArray([Ratelimit.fixedWindow(1, "1 m")], "length"), throwingArray([Ratelimit.fixedWindow(1, "1 m")], "0"), revokedArray()]) {
+    await assert.rejects(limits.limitAll("u", limiters), { code: "EDGELIMIT_INVALID_ARGUMENT", message: /threw: .*(boom|revoked)/ });
+    await assert.rejects(limits.refund("u", limiters), { code: "EDGELIMIT_INVALID_ARGUMENT", message: /threw: .*(boom|revoked)/ });
+  }
   assert.equal((await limits.limit("u", { permits: 5 })).remaining, 5, "nothing was taken by the refused calls");
   const handle = limits.rateLimiter(`misspelt-${prefixes}`);
   await assert.rejects(handle.trySetRate(5, "1 s", { keepalive: "1 h" }), { message: /unknown field "keepalive"/ });

@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import * as edgelimit from "edgelimit";
-import { startStack, startStalledEndpoint } from "./harness.mjs";
+import { revokedArray, startStack, startStalledEndpoint, throwingArray } from "./harness.mjs";
 import { EXPECTED, EXPECTED_RATELIMIT, ratelimitSmoke, smoke } from "./wasm-smoke.mjs";
 
 let stack;
@@ -41,6 +41,11 @@ test("arguments of the wrong type are refused with a code, never a crash, a hang
     () => client.eval("return #KEYS", "mykey", []),
     () => client.eval("return 1", [], 5),
     () => client.eval(5, [], []),
+    // Arrays the module reads item by item: a Proxy whose traps throw, a revoked one, one claiming 2^32 - 1 items.
+    () => client.command(throwingArray(["PING"], "length")),
+    () => client.command(throwingArray(["PING"], "0")),
+    () => client.command(revokedArray()),
+    () => client.command(new Proxy([], { get: (target, name) => (name === "length" ? 2 ** 32 - 1 : "PING") })),
   ]) {
     const error = await call().then((reply) => assert.fail(`accepted: ${reply}`), (e) => e);
     assert.deepEqual([error.code, error.storeUnavailable], ["EDGELIMIT_INVALID_ARGUMENT", false], `${call}: ${error}`);
