@@ -48,7 +48,7 @@ function recovered(error) {
  */
 async function judged(request, url) {
   const attempt = async () => {
-    const route = gate.route(request.method, url.hostname, url.pathname, request.headers);
+    const route = gate.route(request.method, url.hostname, url.pathname + url.search, request.headers);
     if (route === undefined) return { route };
     const enforcing = route.dryRun ? route.next : route;
     return { route, enforcing, verdict: enforcing && (await enforcing.decide()) };

@@ -78,18 +78,25 @@ pub struct ClientKey {
 }
 
 /// Reads a request's key. A request without the header or cookie is counted by its IP instead, so leaving out the
-/// API key never escapes the limit.
+/// API key never escapes the limit; so is one that carries several different values for it (see
+/// [`claimed_values`]): origins read such a request by one of them, and which one differs between frameworks, so
+/// counting it by any one would let a client add a fresh value to every request and be a new identity each time.
 pub fn client_key(source: &KeySource, path: &str, header: impl Fn(&str) -> Option<String>) -> ClientKey {
     let secret = |kind: &str, name: &str, value: String| ClientKey {
         id: format!("{kind}:{name}:{}", sha1_smol::Sha1::from(&value).digest()),
         raw: value,
     };
+    // One value, however many times it is given.
+    let only = |mut values: Vec<String>| {
+        let first = values.first()?;
+        values.iter().all(|value| value == first).then(|| values.swap_remove(0))
+    };
     match source {
-        KeySource::Header(name) => match header(name).filter(|value| !value.is_empty()) {
+        KeySource::Header(name) => match only(claimed_values(source, &header)) {
             Some(value) => secret("header", name, value),
             None => ip_key(&header),
         },
-        KeySource::Cookie(name) => match header("cookie").and_then(|cookies| cookie(&cookies, name)) {
+        KeySource::Cookie(name) => match only(claimed_values(source, &header)) {
             Some(value) => secret("cookie", name, value),
             None => ip_key(&header),
         },
@@ -99,6 +106,106 @@ pub fn client_key(source: &KeySource, path: &str, header: impl Fn(&str) -> Optio
         },
         KeySource::Ip => ip_key(&header),
     }
+}
+
+/// The values a request carries for a header or cookie key (none for the others), each spelt as origins
+/// read it, so that spellings one origin takes for one value count as one:
+/// - a header's lines: `Headers.get` joins several with `, `, so a value is split at commas (a key holding a comma,
+///   such as a Digest `Authorization`, then counts by the IP); spaces and tabs around each are dropped; the scheme
+///   of an `Authorization` is case-insensitive (RFC 9110), so it is lower-cased and one space put after it;
+/// - a cookie: every pair with its name (several `Cookie` headers are joined with `, `, so pairs are split at
+///   commas too, which a cookie value may not hold: RFC 6265), spaces around the name and value dropped, a quoted
+///   value unquoted (with its backslash escapes, as Python reads it) and percent-decoded (as Node, PHP and Rack do).
+///
+/// Two different values make the request count by its IP ([`client_key`]); a deny list refuses each of them.
+pub(crate) fn claimed_values(source: &KeySource, header: &impl Fn(&str) -> Option<String>) -> Vec<String> {
+    let mut values: Vec<String> = match source {
+        KeySource::Header(name) => header(name)
+            .map(|joined| joined.split(',').map(|value| header_value(name, value)).collect())
+            .unwrap_or_default(),
+        KeySource::Cookie(name) => header("cookie")
+            .map(|cookies| {
+                (cookies.split([';', ',']))
+                    .filter_map(|pair| pair.split_once('='))
+                    .filter(|(key, _)| key.trim_matches(HTTP_SPACE) == name)
+                    .map(|(_, value)| cookie_value(value))
+                    .collect()
+            })
+            .unwrap_or_default(),
+        KeySource::Ip | KeySource::Path => Vec::new(),
+    };
+    values.retain(|value| !value.is_empty());
+    values
+}
+
+/// Spaces and tabs, which HTTP drops around field values (RFC 9110's OWS).
+const HTTP_SPACE: [char; 2] = [' ', '\t'];
+
+fn header_value(name: &str, value: &str) -> String {
+    let value = value.trim_matches(HTTP_SPACE);
+    match value.split_once(HTTP_SPACE) {
+        Some((scheme, credentials)) if name == "authorization" || name == "proxy-authorization" => {
+            format!(
+                "{} {}",
+                scheme.to_ascii_lowercase(),
+                credentials.trim_start_matches(HTTP_SPACE)
+            )
+        }
+        _ => value.to_owned(),
+    }
+}
+
+fn cookie_value(value: &str) -> String {
+    let value = value.trim_matches(HTTP_SPACE);
+    let mut bytes = Vec::with_capacity(value.len());
+    match value.strip_prefix('"').and_then(|inner| inner.strip_suffix('"')) {
+        Some(quoted) => {
+            // Python's SimpleCookie reads `\ooo` as an octal byte and `\c` as `c` in a quoted value.
+            let mut rest = quoted.as_bytes();
+            while let Some((&byte, tail)) = rest.split_first() {
+                rest = tail;
+                if byte != b'\\' {
+                    bytes.push(byte);
+                } else if let Some(octal) = tail
+                    .get(..3)
+                    .filter(|digits| digits.iter().all(|d| (b'0'..=b'7').contains(d)))
+                {
+                    bytes.push(octal.iter().fold(0u8, |n, d| n.wrapping_mul(8).wrapping_add(d - b'0')));
+                    rest = &tail[3..];
+                } else if let Some((&escaped, tail)) = tail.split_first() {
+                    bytes.push(escaped);
+                    rest = tail;
+                }
+            }
+        }
+        None => bytes.extend_from_slice(value.as_bytes()),
+    }
+    let decoded: Vec<u8> = percent_decoded(&bytes);
+    String::from_utf8_lossy(&decoded).into_owned()
+}
+
+/// `%xx` decoded (either case of hex digit); a `%` not followed by two hex digits stays as it is.
+fn percent_decoded(bytes: &[u8]) -> Vec<u8> {
+    let hex = |byte: u8| (byte as char).to_digit(16).map(|digit| digit as u8);
+    let mut decoded = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match (
+            bytes[i],
+            bytes.get(i + 1).copied().and_then(hex),
+            bytes.get(i + 2).copied().and_then(hex),
+        ) {
+            (b'%', Some(high), Some(low)) => {
+                decoded.push(high * 16 + low);
+                i += 3;
+            }
+            (byte, _, _) => {
+                decoded.push(byte);
+                i += 1;
+            }
+        }
+    }
+    decoded
 }
 
 /// The client IP as a key. Without a readable `CF-Connecting-IP` (only outside Cloudflare, e.g. a local test that
@@ -120,16 +227,6 @@ fn unmapped(address: IpAddr) -> IpAddr {
         IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(address, IpAddr::V4),
         v4 => v4,
     }
-}
-
-/// The value of cookie `name` in a `Cookie` header (`a=1; b=2`).
-fn cookie(header: &str, name: &str) -> Option<String> {
-    header
-        .split(';')
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(key, _)| *key == name)
-        .map(|(_, value)| value.trim_matches('"').to_owned())
-        .filter(|value| !value.is_empty())
 }
 
 /// An allow or deny list entry: an IP range (a rule keyed by IP, or a header or cookie rule's requests without one,
@@ -185,6 +282,11 @@ impl ListEntry {
             KeySource::Ip => range(),
             _ => Ok(range().unwrap_or_else(|_| ListEntry::Exact(text.to_owned()))),
         }
+    }
+
+    /// Whether this entry is the exact header, cookie or path value `value`.
+    pub fn names(&self, value: &str) -> bool {
+        matches!(self, ListEntry::Exact(exact) if exact == value)
     }
 
     /// Whether `key` is on this entry.
@@ -257,6 +359,54 @@ mod tests {
         );
         assert_eq!(session.raw, "abc");
         assert!(session.id.starts_with("cookie:session:"));
+    }
+
+    #[test]
+    fn spellings_an_origin_reads_as_one_value_count_as_one_and_several_values_by_the_ip() {
+        let ip = ("cf-connecting-ip", "192.0.2.1");
+        let api: KeySource = "header:x-api-key".parse().unwrap();
+        let key = |source: &KeySource, pairs: &[(&str, &str)]| client_key(source, "/", headers(pairs)).id;
+        let real = key(&api, &[("x-api-key", "real"), ip]);
+        for spelling in ["real\t", " real ", "real, real"] {
+            assert_eq!(key(&api, &[("x-api-key", spelling), ip]), real, "{spelling:?}");
+        }
+        // Two header lines (joined with ", "): origins read either, so the request counts by its IP.
+        assert_eq!(key(&api, &[("x-api-key", "real, fresh1"), ip]), "ip:192.0.2.1");
+        let auth: KeySource = "header:authorization".parse().unwrap();
+        let bearer = key(&auth, &[("authorization", "Bearer t0k")]);
+        for spelling in ["bearer t0k", "BEARER  t0k", "Bearer\tt0k "] {
+            assert_eq!(key(&auth, &[("authorization", spelling)]), bearer, "{spelling:?}");
+        }
+        assert_ne!(
+            key(&auth, &[("authorization", "Bearer T0K")]),
+            bearer,
+            "credentials keep their case"
+        );
+        let session: KeySource = "cookie:session".parse().unwrap();
+        let real = key(&session, &[("cookie", "session=real"), ip]);
+        for spelling in [
+            "session= real",
+            "session =real",
+            "a=1; session=%72eal",
+            "session=r%65al",
+            "session=\"\\162eal\"",
+            "session=\"r\\eal\"",
+            "session=real; session=real",
+        ] {
+            assert_eq!(key(&session, &[("cookie", spelling), ip]), real, "{spelling:?}");
+        }
+        for several in ["session=fresh1; session=real", "session=fresh1, session=real"] {
+            assert_eq!(key(&session, &[("cookie", several), ip]), "ip:192.0.2.1", "{several:?}");
+            let values = claimed_values(&session, &headers(&[("cookie", several)]));
+            assert_eq!(values, ["fresh1", "real"]);
+            let many: String = (0..100).map(|i| format!("session={i}; ")).collect();
+            assert_eq!(claimed_values(&session, &headers(&[("cookie", &many)])).len(), 100);
+        }
+        assert_eq!(
+            key(&session, &[("cookie", "Session=real"), ip]),
+            "ip:192.0.2.1",
+            "names keep their case"
+        );
     }
 
     #[test]

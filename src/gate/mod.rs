@@ -204,21 +204,26 @@ impl Gate {
     }
 
     /// The rule that applies to this request and the key it counts under; `None` when no rule matches (the request
-    /// goes to the origin untouched). `header` reads a request header by its lower-case name. Rules match, and a
-    /// path key counts, the path as [`request_match::normalize_path`] spells it, so that spellings an origin reads
-    /// as one path are limited as one. When the first rule that matches is a dry run, its route carries the first
-    /// matching rule after it that is not ([`Route::next`]): a rule on trial lifts no rule behind it.
+    /// goes to the origin untouched). `target` is the request's path and query (`/items/1?_method=DELETE`), `header`
+    /// reads a request header by its lower-case name. Rules match, and a path key counts, the path as
+    /// [`request_match::normalize_path`] spells it, so that spellings an origin reads as one path are limited as one.
+    /// When the first rule that matches is a dry run, its route carries the first matching rule after it that is not
+    /// ([`Route::next`]): a rule on trial lifts no rule behind it.
+    ///
+    /// The rule the request's own method (or GET's, for a HEAD) matches decides it; a method the request names as
+    /// an override (see [`override_methods`]) may only add a rule, never take the request out of its own: the first
+    /// rule the override matches is also decided ([`Route::decide`]), and the request passes only if both allow it.
+    /// (Matched as one of the request's methods, `POST /items/1` with `X-HTTP-Method-Override: GET` fell under an
+    /// earlier, looser rule on `GET /items/**` and escaped the one on `POST`.)
     pub fn route(
         &self,
         method: &str,
         host: &str,
-        path: &str,
+        target: &str,
         header: impl Fn(&str) -> Option<String>,
     ) -> Option<Route> {
+        let (path, query) = target.split_once('?').unwrap_or((target, ""));
         let path = request_match::normalize_path(path);
-        let methods = methods_of(method, &header);
-        let mut matching = (self.rules.iter())
-            .filter(|armed| (methods.iter()).any(|method| armed.rule.request_match.matches(method, host, &path)));
         // A pattern matches a path with or without its trailing `/` (most origins route both alike), so both count as
         // one path: `/report/7/` is no fresh limit beside `/report/7`.
         let key_path = path
@@ -228,41 +233,57 @@ impl Gate {
         let route_of = |armed: &Arc<ArmedRule>| Route {
             key: client_key::client_key(&armed.rule.key, key_path, &header),
             address: client_key::ip_key(&header),
+            claimed: client_key::claimed_values(&armed.rule.key, &header),
             armed: Arc::clone(armed),
             next: None,
+            also: None,
         };
-        let first = matching.next()?;
-        let mut route = route_of(first);
-        if first.rule.dry_run {
-            route.next = matching
-                .find(|armed| !armed.rule.dry_run)
-                .map(|armed| Box::new(route_of(armed)));
+        let route_through = |methods: &[String]| {
+            let mut matching = (self.rules.iter())
+                .filter(|armed| (methods.iter()).any(|method| armed.rule.request_match.matches(method, host, &path)));
+            let first = matching.next()?;
+            let mut route = route_of(first);
+            if first.rule.dry_run {
+                route.next = matching
+                    .find(|armed| !armed.rule.dry_run)
+                    .map(|armed| Box::new(route_of(armed)));
+            }
+            Some(route)
+        };
+        let mut own = vec![method.to_owned()];
+        if method.eq_ignore_ascii_case("HEAD") {
+            own.push("GET".to_owned());
         }
-        Some(route)
+        let route = route_through(&own);
+        let overridden = route_through(&override_methods(method, query, &header));
+        match (route, overridden) {
+            (Some(mut route), Some(overridden)) => {
+                route.add(overridden);
+                Some(route)
+            }
+            (route, overridden) => route.or(overridden),
+        }
     }
 }
 
-/// The methods a request may reach an origin's handlers as: its own; GET's for a HEAD (origins answer HEAD with the
-/// GET handler); and those a method override header names (`X-HTTP-Method-Override` and its variants), which many
-/// frameworks honour. A rule on any of them applies: a rule on `GET /search` that a HEAD escaped, or one on
-/// `POST /login` that a GET with `X-HTTP-Method-Override: POST` escaped, would limit nothing.
-fn methods_of(method: &str, header: &impl Fn(&str) -> Option<String>) -> Vec<String> {
-    let mut methods = vec![method.to_owned()];
-    if method.eq_ignore_ascii_case("HEAD") {
-        methods.push("GET".to_owned());
-    }
-    for name in ["x-http-method-override", "x-http-method", "x-method-override"] {
-        if let Some(value) = header(name) {
-            let named = value.split(',').map(str::trim);
-            // At most a few, each a method's spelling: the header is the client's, and costs a match per method.
-            let named =
-                named.filter(|name| (1..=16).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphabetic()));
-            methods.extend(named.take(4).map(str::to_owned));
-        }
-    }
-    methods
+/// The methods a request names besides its own, which many frameworks route it by: those of a method override
+/// header (`X-HTTP-Method-Override` and its variants), and for a POST, `_method` in its query (Laravel, Symfony,
+/// Express's method-override). At most a few, each a method's spelling: they are the client's, and cost a match
+/// each. (`_method` in a form body is not read: the Worker does not read bodies.)
+fn override_methods(method: &str, query: &str, header: &impl Fn(&str) -> Option<String>) -> Vec<String> {
+    let headers = ["x-http-method-override", "x-http-method", "x-method-override"]
+        .into_iter()
+        .filter_map(header)
+        .flat_map(|value| value.split(',').map(|name| name.trim().to_owned()).collect::<Vec<_>>());
+    let query = (query.split('&'))
+        .filter_map(|pair| pair.strip_prefix("_method="))
+        .filter(|_| method.eq_ignore_ascii_case("POST"))
+        .map(str::to_owned);
+    (headers.chain(query))
+        .filter(|name| (1..=16).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphabetic()))
+        .take(4)
+        .collect()
 }
-
 /// A request on its way through a rule.
 #[derive(Debug, Clone)]
 pub struct Route {
@@ -270,8 +291,13 @@ pub struct Route {
     key: ClientKey,
     /// The client's address as a key, which a deny list's IP entries refuse whatever the rule counts by.
     address: ClientKey,
+    /// Every value the request carries for a header or cookie key, which a deny list refuses each of (with two, it
+    /// counts by its IP: a denied session must not pass by adding a second one).
+    claimed: Vec<String>,
     /// For a dry-run rule, the first matching rule after it that enforces.
     next: Option<Box<Route>>,
+    /// Another rule that enforces on this request, decided after this one: the one a method override matched.
+    also: Option<Box<Route>>,
 }
 
 /// Why a [`Verdict`] is what it is.
@@ -339,14 +365,59 @@ impl Route {
         self.next.as_deref()
     }
 
-    /// Decides: the lists first (no round trip), then one permit under every limit of the rule. Never fails: a
-    /// failure of the store, or any other error, is decided by the rule's `onError` and carried in
-    /// [`Verdict::error`].
+    /// Adds the route a method override matched: its enforcing rule is decided after this route's (or instead,
+    /// when this route is a dry run with nothing behind it), unless it is the same rule.
+    fn add(&mut self, overridden: Route) {
+        let Some(enforcing) = overridden.enforcing() else {
+            return;
+        };
+        let enforcing = Box::new(enforcing.clone());
+        if !self.dry_run() {
+            if !Arc::ptr_eq(&self.armed, &enforcing.armed) {
+                self.also = Some(enforcing);
+            }
+        } else if let Some(next) = self.next.as_deref_mut() {
+            next.add(*enforcing);
+        } else {
+            self.next = Some(enforcing);
+        }
+    }
+
+    /// The route that decides the request: this one, or for a dry run the one after it.
+    fn enforcing(&self) -> Option<&Route> {
+        if self.dry_run() {
+            self.next()
+        } else {
+            Some(self)
+        }
+    }
+
+    /// Decides: the lists first (no round trip), then one permit under every limit of the rule; then the rule a
+    /// method override added, if this one allowed (the request passes only if both do). Never fails: a failure of
+    /// the store, or any other error, is decided by the rule's `onError` and carried in [`Verdict::error`].
     pub async fn decide(&self, now_ms: u64) -> Verdict {
+        let verdict = self.decide_rule(now_ms).await;
+        match &self.also {
+            Some(also) if verdict.allowed => {
+                let added = also.decide_rule(now_ms).await;
+                if added.allowed {
+                    verdict
+                } else {
+                    added
+                }
+            }
+            _ => verdict,
+        }
+    }
+
+    async fn decide_rule(&self, now_ms: u64) -> Verdict {
         let rule = &self.armed.rule;
         // An address on the deny list is refused however its request counts: on a header or cookie rule, sending
         // any value (a made-up API key) would otherwise get a denied address past it.
-        if (rule.deny.iter()).any(|entry| entry.contains(&self.key) || entry.contains(&self.address)) {
+        let denied = |entry: &ListEntry| {
+            entry.contains(&self.key) || entry.contains(&self.address) || self.claimed.iter().any(|v| entry.names(v))
+        };
+        if rule.deny.iter().any(denied) {
             let detail = format!("refused by the deny list of rule {:?}", rule.name);
             return refusal(VerdictReason::DenyList, 403, "Forbidden", &detail, Vec::new(), None);
         }
@@ -556,6 +627,46 @@ mod tests {
         assert!(gate
             .route("PUT", "h", "/x", with(&[("x-http-method", "G E T")]))
             .is_none());
+        assert!(gate.route("POST", "h", "/x?a=1&_method=GET", with(&[])).is_some());
+        assert!(
+            gate.route("PUT", "h", "/x?_method=GET", with(&[])).is_none(),
+            "only a POST's"
+        );
+    }
+
+    #[test]
+    fn a_method_override_adds_a_rule_and_never_takes_a_request_out_of_its_own() {
+        let minute = Duration::from_secs(60);
+        let rule = |name: &str, method: &str, limit: u32| {
+            let mut rule = Rule::new(
+                name,
+                KeySource::Ip,
+                vec![self::limit(Quota::fixed_window(limit, minute).unwrap())],
+            );
+            rule.request_match =
+                RequestMatch::new(vec![], None, Some("/items/**".into()), vec![method.into()]).unwrap();
+            rule
+        };
+        let gate = gate(vec![rule("reads", "GET", 1000), rule("writes", "POST", 2)]).unwrap();
+        let override_get = |name: &str| (name == "x-http-method-override").then(|| "GET".to_owned());
+        let route = gate.route("POST", "h", "/items/1", override_get).unwrap();
+        assert_eq!(route.rule(), "writes");
+        assert_eq!(route.also.as_ref().map(|also| also.rule()), Some("reads"));
+        let route = gate.route("POST", "h", "/items/1?_method=GET", |_| None).unwrap();
+        assert_eq!(
+            (route.rule(), route.also.as_ref().map(|also| also.rule())),
+            ("writes", Some("reads"))
+        );
+        // A rule the request's own method matches is decided once, however the override names it.
+        let override_post = |name: &str| (name == "x-http-method").then(|| "POST".to_owned());
+        assert!(gate
+            .route("POST", "h", "/items/1", override_post)
+            .unwrap()
+            .also
+            .is_none());
+        // With no rule on its own method, the override's rule is the request's.
+        let route = gate.route("PUT", "h", "/items/1", override_get).unwrap();
+        assert_eq!((route.rule(), route.also.is_none()), ("reads", true));
     }
 
     #[test]

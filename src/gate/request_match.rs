@@ -93,8 +93,15 @@ impl RequestMatch {
     }
 }
 
+/// The characters besides letters and digits whose escapes [`normalize_path`] decodes: the unreserved ones, `/`, and
+/// those a path holds as they are, with no meaning to a router (RFC 3986's sub-delimiters, `:` and `@`, save `;`,
+/// which starts parameters). `%3F` (`?`), `%23` (`#`), `%25` (`%`) and `%3B` (`;`) stay escaped: decoded, they would
+/// change what the path says.
+const DECODED: &[u8] = b"-._~/!$&'()*+,=:@";
+
 /// The path a rule matches and a path key counts: the request's with every `%XX` that spells an unreserved
-/// character (letters, digits, `-`, `.`, `_`, `~`) or `/` decoded, each segment's `;parameters` dropped, every run of
+/// character (letters, digits, `-`, `.`, `_`, `~`), `/` or another of [`DECODED`] decoded, every other escape in
+/// upper case, each segment's `;parameters` dropped, every run of
 /// `/` made one, and the dot segments this makes resolved. Origins read these spellings as the same path (RFC 3986
 /// says the unreserved escapes are equivalent; nginx, WSGI servers and most routers decode them and merge slashes;
 /// WSGI and others decode `%2F` too, and Java servlet containers route `/login;x=1` as `/login`), so a rule matched
@@ -112,11 +119,22 @@ pub fn normalize_path(path: &str) -> Cow<'_, str> {
     let mut in_parameters = false;
     let mut at = 0;
     while at < bytes.len() {
-        let decoded = (bytes[at] == b'%')
+        let escaped = (bytes[at] == b'%')
             .then(|| bytes.get(at + 1..at + 3))
             .flatten()
+            .filter(|hex| hex.iter().all(u8::is_ascii_hexdigit));
+        let decoded = escaped
             .and_then(|hex| u8::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok())
-            .filter(|&byte| byte.is_ascii_alphanumeric() || b"-._~/".contains(&byte));
+            .filter(|&byte| byte.is_ascii_alphanumeric() || DECODED.contains(&byte));
+        if let (Some(hex), None) = (escaped, decoded) {
+            // An escape kept: in upper case, as the URL parser writes its own (`%c3%a9` is `%C3%A9`).
+            if !in_parameters {
+                normal.push(b'%');
+                normal.extend(hex.iter().map(u8::to_ascii_uppercase));
+            }
+            at += 3;
+            continue;
+        }
         let byte = decoded.unwrap_or(bytes[at]);
         at += if decoded.is_some() { 3 } else { 1 };
         if byte == b'/' {
@@ -338,6 +356,14 @@ mod tests {
         // Other reserved characters, bad escapes and text beyond ASCII stay as they are.
         assert_eq!(normalize_path("/%zz/%4/%"), "/%zz/%4/%");
         assert_eq!(normalize_path("/caf%C3%A9//é"), "/caf%C3%A9/é");
+        // Escapes of what a path holds as it is, with no meaning to a router, are decoded (Go's ServeMux routes
+        // `/x%3Agenerate` as `/x:generate`); the escapes kept are put in upper case, as the URL parser writes them.
+        assert_eq!(
+            normalize_path("/x%3Agenerate/%40bob/%21%24%26%27%28%29%2A%2B%2C%3D"),
+            "/x:generate/@bob/!$&'()*+,="
+        );
+        assert_eq!(normalize_path("/caf%c3%a9/%3f%23%25%3b"), "/caf%C3%A9/%3F%23%25%3B");
+        assert_eq!(normalize_path("/a;p=%c3/b"), "/a/b");
         let login = with_pattern("/login");
         assert!(login.matches("POST", "h", &normalize_path("/%6Cogin")));
         assert!(login.matches("POST", "h", &normalize_path("//login")));
@@ -364,6 +390,8 @@ mod tests {
             ("/a\\b", "/a/b"),
             ("/a%2Fb", "/a/b"),
             ("/login;x=1", "/login"),
+            ("/x%3Agenerate", "/x:generate"),
+            ("/caf%c3%a9", "/caf%C3%A9"),
         ] {
             for (prefix, pattern) in [(Some(written.to_owned()), None), (None, Some(written.to_owned()))] {
                 let error = RequestMatch::new(vec![], prefix, pattern, vec![])

@@ -184,9 +184,10 @@ impl JsGate {
         Ok(JsGate { inner })
     }
 
-    /// The rule this request falls under, or `undefined` when none does.
-    pub fn route(&self, method: &str, host: &str, path: &str, headers: &Headers) -> Option<JsRoute> {
-        let route = self.inner.route(method, host, path, |name| headers.get(name))?;
+    /// The rule this request falls under, or `undefined` when none does. `target`: the URL's path and query
+    /// (`url.pathname + url.search`).
+    pub fn route(&self, method: &str, host: &str, target: &str, headers: &Headers) -> Option<JsRoute> {
+        let route = self.inner.route(method, host, target, |name| headers.get(name))?;
         Some(JsRoute { inner: route })
     }
 }

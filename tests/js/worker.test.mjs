@@ -261,6 +261,35 @@ test("allow list: never limited, no round trip; deny list: 403 problem, never re
   assert.equal(origin.hits.length, hitsBefore);
 });
 
+test("a method override adds a rule, never takes a request out of its own: a write named a read is counted as both", async () => {
+  const items = (name, method, limit) => ({ name, match: { pattern: "/items/**", methods: [method] }, limits: [{ algorithm: "fixedWindow", limit, interval: "1 m" }] });
+  const site = await worker([items(uniqueName("reads"), "GET", 1000), items(uniqueName("writes"), "POST", 2)]);
+  const statuses = [];
+  for (const [path, headers] of [["/items/1", { "x-http-method-override": "GET" }], ["/items/1?_method=GET", {}], ["/items/1", { "x-http-method-override": "GET" }]]) {
+    const response = await site.fetch(path, { method: "POST", ip: "192.0.2.203", headers });
+    statuses.push(response.status);
+    await response.text();
+  }
+  assert.deepEqual(statuses, [200, 200, 429]);
+});
+
+test("a key's spellings count as one, and a second value counts by the IP, which a deny list still refuses by value", async () => {
+  const site = await worker([{ name: uniqueName("sessions"), key: "cookie:session", deny: ["banned"], limits: [{ algorithm: "fixedWindow", limit: 1, interval: "1 m" }] }]);
+  const status = async (cookie, ip) => {
+    const response = await site.fetch("/", { ip, headers: { cookie } });
+    await response.text();
+    return response.status;
+  };
+  assert.equal(await status("session=real", "192.0.2.204"), 200);
+  for (const spelling of ["session=r%65al", "session= real", 'session="real"']) {
+    assert.equal(await status(spelling, "192.0.2.205"), 429, spelling);
+  }
+  // Two values: origins read one or the other, so a fresh one added to every request would be a fresh limit.
+  assert.equal(await status("session=fresh1; session=real", "192.0.2.206"), 200);
+  assert.equal(await status("session=fresh2; session=real", "192.0.2.206"), 429, "counted by the IP");
+  assert.equal(await status("session=fresh3; session=banned", "192.0.2.207"), 403);
+});
+
 test("a denied address stays denied on a rule keyed by a header, whatever value it sends", async () => {
   const name = uniqueName("deny-keyed");
   const site = await worker([
