@@ -401,7 +401,8 @@ export interface LimitStateBase {
 
 /** A grant in a sliding log: permits taken together, freeing together. */
 export interface HeldGrant {
-  /** The grant's random id. */
+  /** The grant's id as the log holds it: sealed (16 hex digits of the SHA-1 of the id its receipt carries), so that
+   * whoever reads the state cannot refund or release the grant; a receipt's holder can find it by the same hash. */
   id: string;
   /** Permits it holds. */
   permits: number;

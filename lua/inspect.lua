@@ -44,7 +44,7 @@ end
 -- src/lua/compose.rs).
 --
 -- One member per grant, whatever its permits: '<position>:<permits>:<run>:<grant id>', scored with the unix ms at
--- which the grant frees.
+-- which the grant frees. The grant id is sealed (zset_log.lua's `sealed`): the receipt's id is not in the log.
 --   position  Positions number the permits of the log: a grant of k permits at position p holds [p, p + k), and
 --             positions grow with the score, gapless. The zset orders members by score, then by name, so the
 --             position is written with 13 digits, zero-padded: among equal scores name order is position order too.

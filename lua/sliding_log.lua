@@ -146,7 +146,7 @@ local allowed, retry_after, remaining, reset, reset_after, held, granted_mark, t
 -- src/lua/compose.rs).
 --
 -- One member per grant, whatever its permits: '<position>:<permits>:<run>:<grant id>', scored with the unix ms at
--- which the grant frees.
+-- which the grant frees. The grant id is sealed (zset_log.lua's `sealed`): the receipt's id is not in the log.
 --   position  Positions number the permits of the log: a grant of k permits at position p holds [p, p + k), and
 --             positions grow with the score, gapless. The zset orders members by score, then by name, so the
 --             position is written with 13 digits, zero-padded: among equal scores name order is position order too.
@@ -194,6 +194,16 @@ local MAX_POSITION = 8e12
 
 local function member_of(position, permits, run, id)
     return string.format('%013d:%d:%d:%s', position, permits, run, id)
+end
+
+-- The name a grant is logged under (zset_member.lua): the grant id its receipt carries, sealed (the first 16 hex digits
+-- of its SHA-1), then the rest of the name as it is (a tranche's '+<start>', a returned group's '.'). A receipt is all
+-- a refund needs, so a log holding the ids themselves would hand every grant's receipt to whoever reads the state
+-- (a read-only token, the state view): a holder of one lease could read the others' and release them. Refunds and
+-- returns seal the id they are given and look for that.
+local function sealed(name)
+    local id, rest = string.match(name, '^([%w_%-]+)(.*)$')
+    return string.sub(redis.sha1hex(id), 1, 16) .. rest
 end
 
 -- Moves the grants from rank `from` on by `delta` positions, renaming their members: O(grants moved). What that
@@ -394,10 +404,10 @@ local function log_verdict(key, permits, limit, interval, now)
         first_position, last_run, future, count
 end
 
--- Logs a grant of `permits` named `id`, freeing at now + interval, after the log's standing at `now` (log_verdict's:
--- `held` permits from `first_position`, the last grant's run `last_run` (-1 when none is held), the last freeing at
--- `last_expiry`); the key then expires at `reset_after`. Returns the grant's receipt, '<permits>:<expiry>-<id>',
--- which finds it again (log_decision).
+-- Logs a grant of `permits` named `id` (sealed), freeing at now + interval, after the log's standing at `now`
+-- (log_verdict's: `held` permits from `first_position`, the last grant's run `last_run` (-1 when none is held), the
+-- last freeing at `last_expiry`); the key then expires at `reset_after`. Returns the grant's receipt,
+-- '<permits>:<expiry>-<id>', which finds it again (log_decision).
 local function log_grant(key, permits, interval, id, now, grace, reset_after, held, first_position, last_run,
                          last_expiry)
     local expiry = now + interval
@@ -417,7 +427,7 @@ local function log_grant(key, permits, interval, id, now, grace, reset_after, he
     local run = permits > 1 and position + permits or last_run >= 0 and last_run or position
     local receipt = string.format('%d:%d-%s', permits, expiry, id)
     -- The score is the expiry as the receipt already prints it: the number itself would be printed again, as a double.
-    redis.call('ZADD', key, string.match(receipt, ':(%d+)'), member_of(position, permits, run, id))
+    redis.call('ZADD', key, string.match(receipt, ':(%d+)'), member_of(position, permits, run, sealed(id)))
     redis.call('PEXPIRE', key, reset_after - now + grace)
     return receipt
 end
@@ -435,6 +445,7 @@ end
 -- tranche's return, lua/parts/reserve/log.lua.)
 local function remove_grant(key, expiry, id, permits, now)
     if expiry > now then
+        id = sealed(id)
         for _, member in ipairs(redis.call('ZRANGEBYSCORE', key, expiry, expiry)) do
             local position, member_permits, _, member_id = parse_member(member)
             -- A tranche booked ahead is named with its start after the '+' (see log_future); a return names it

@@ -86,7 +86,9 @@ pub enum StateDetail {
 /// Permits one grant holds in a permit log.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HeldGrant {
-    /// The grant's id (for concurrency, the lease's id).
+    /// The grant's id (for concurrency, the lease's) as the log holds it: sealed, the first 16 hex digits of the
+    /// SHA-1 of the id its receipt carries (`lua/parts/limits/zset_log.lua`), so that whoever reads the state cannot
+    /// refund or release the grant.
     pub id: String,
     /// Permits it holds.
     pub permits: u32,

@@ -92,6 +92,49 @@ async fn every_algorithms_state_is_read_as_the_next_decision_would_see_it() {
     );
 }
 
+/// A receipt is all a refund needs, so the log must not hold one: a reader of the state (a read-only token, the
+/// state view) could otherwise release others' leases. (Review: 3 forged releases, 6 leases held at once on a limit
+/// of 3.)
+#[tokio::test]
+async fn the_state_holds_no_receipt_so_reading_it_releases_nothing() {
+    let stack = Stack::start().await;
+    let leases = limiter(
+        &stack,
+        "leases",
+        Quota::concurrency(3, Duration::from_secs(60)).unwrap(),
+    );
+    let mut receipts = Vec::new();
+    for _ in 0..3 {
+        receipts.push(leases.limit("id", 1).await.unwrap().receipt.unwrap());
+    }
+    assert!(!leases.limit("id", 1).await.unwrap().success);
+    let StateDetail::Log { grants, .. } = leases.state("id").await.unwrap().detail else {
+        panic!("a log")
+    };
+    for grant in &grants {
+        assert!(
+            receipts.iter().all(|receipt| !receipt.mark().contains(&grant.id)),
+            "{grant:?} is a receipt's id"
+        );
+        let forged: edgelimit::limit::Receipt = format!("{}:{}-{}", grant.permits, grant.frees_at, grant.id)
+            .parse()
+            .unwrap();
+        assert!(
+            !leases.release("id", &forged).await.unwrap(),
+            "{forged} released a lease"
+        );
+    }
+    assert!(
+        !leases.limit("id", 1).await.unwrap().success,
+        "all three leases still held"
+    );
+    // The holders' own receipts still release them.
+    for receipt in &receipts {
+        assert!(leases.release("id", receipt).await.unwrap());
+    }
+    assert!(leases.limit("id", 3).await.unwrap().success);
+}
+
 #[tokio::test]
 async fn a_sliding_log_lists_its_grants_with_when_they_free_on_the_servers_clock() {
     let stack = Stack::start().await;

@@ -35,6 +35,10 @@ local MAX_POSITION = 8e12
 local function member_of(position, permits, run, id)
     return string.format('%013d:%d:%d:%s', position, permits, run, id)
 end
+local function sealed(name)
+    local id, rest = string.match(name, '^([%w_%-]+)(.*)$')
+    return string.sub(redis.sha1hex(id), 1, 16) .. rest
+end
 local function shift_positions(key, from, delta, at)
     local items = redis.call('ZRANGE', key, from, '-1', 'WITHSCORES')
     local old, new = {}, {}
@@ -193,7 +197,7 @@ local function log_grant(key, permits, interval, id, now, grace, reset_after, he
     end
     local run = permits > 1 and position + permits or last_run >= 0 and last_run or position
     local receipt = string.format('%d:%d-%s', permits, expiry, id)
-    redis.call('ZADD', key, string.match(receipt, ':(%d+)'), member_of(position, permits, run, id))
+    redis.call('ZADD', key, string.match(receipt, ':(%d+)'), member_of(position, permits, run, sealed(id)))
     redis.call('PEXPIRE', key, reset_after - now + grace)
     return receipt
 end
@@ -205,6 +209,7 @@ local function check_grant_id(id)
 end
 local function remove_grant(key, expiry, id, permits, now)
     if expiry > now then
+        id = sealed(id)
         for _, member in ipairs(redis.call('ZRANGEBYSCORE', key, expiry, expiry)) do
             local position, member_permits, _, member_id = parse_member(member)
             member_id = string.match(member_id, '^([%w_%-]+%+)%d+$') or member_id
