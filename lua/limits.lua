@@ -1184,9 +1184,14 @@ local function limit_of(i)
     }
 end
 
--- Every limit is read and checked before any is decided.
-local limits, commit = {}, operation == 'limit'
+-- Every limit is read and checked before any is decided. A state key named twice is refused: both would be decided
+-- on one reading of it and both granted, twice its permits past one check (20 permits on a limit of 10).
+local limits, commit, named = {}, operation == 'limit', {}
 for i = 1, count do
+    if named[KEYS[2 * i]] then
+        reject('state key (named twice in one call: decide a limit once, with the permits summed)', KEYS[2 * i])
+    end
+    named[KEYS[2 * i]] = true
     local limit = limit_of(i)
     limits[i] = limit
     commit = commit and not limit.status

@@ -654,8 +654,12 @@ local function limit_of(i)
         status = operation ~= 'refund' and permits > n_limit and 'exceeds_limit',
     }
 end
-local limits, commit = {}, operation == 'limit'
+local limits, commit, named = {}, operation == 'limit', {}
 for i = 1, count do
+    if named[KEYS[2 * i]] then
+        reject('state key (named twice in one call: decide a limit once, with the permits summed)', KEYS[2 * i])
+    end
+    named[KEYS[2 * i]] = true
     local limit = limit_of(i)
     limits[i] = limit
     commit = commit and not limit.status

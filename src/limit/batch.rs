@@ -85,6 +85,13 @@ impl<'a> Batch<'a> {
                     (_, error) => error,
                 })?;
             let state_key = limiter.state_key(&request.id);
+            // The driver decides every limit before it grants any: one state twice would be decided on one reading
+            // and granted twice (it refuses this too).
+            if keys.iter().skip(1).step_by(2).any(|key| *key == state_key) {
+                return Err(Error::InvalidArgument(format!(
+                    "one limit and identifier is named twice in the limits decided together (state {state_key}):                      decide it once, with the permits summed"
+                )));
+            }
             if !single {
                 // The config hash is read only for a stored quota. A quota in the arguments names the state key in
                 // its place: a call must name only keys of its decision's slot, and in the per-identifier layout the

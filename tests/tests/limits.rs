@@ -232,6 +232,35 @@ async fn several_limits_are_all_or_nothing() {
 }
 
 #[tokio::test]
+async fn one_limit_named_twice_in_a_call_is_refused_not_granted_twice() {
+    let stack = Stack::start().await;
+    // Review: limit_all of the same limit and identifier twice, 6 + 6 permits, granted 12 on a limit of 10.
+    for quota in [
+        Quota::sliding_log(10, SECOND).unwrap(),
+        Quota::fixed_window(10, SECOND).unwrap(),
+        Quota::concurrency(10, SECOND).unwrap(),
+    ] {
+        let log = limiter(&stack, &format!("twice-{}", quota.algorithm()), quota);
+        let error = limit::limit_all(&[log.request("x", 6), log.request("x", 6)])
+            .await
+            .unwrap_err();
+        assert_eq!(error.code(), "EDGELIMIT_INVALID_ARGUMENT", "{error}");
+        assert!(error.to_string().contains("named twice"), "{error}");
+        assert!(limit::peek_all(&[log.request("x", 1), log.request("x", 1)])
+            .await
+            .is_err());
+        assert_eq!(log.peek("x", 1).await.unwrap().remaining, 10, "nothing was taken");
+        // Another identifier under the same limit is another state.
+        assert!(
+            limit::limit_all(&[log.request("x", 6), log.request("y", 6)])
+                .await
+                .unwrap()
+                .success
+        );
+    }
+}
+
+#[tokio::test]
 async fn a_sliding_log_decides_with_other_limits_in_one_round_trip() {
     let stack = Stack::start().await;
     let log = limiter(&stack, "log", Quota::sliding_log(2, SECOND).unwrap()).at(T0);
@@ -550,6 +579,9 @@ async fn hand_made_calls_get_clean_errors_never_lua_stack_traces() {
     cases.push((vec!["c", "s"], [&["refund", ""][..], &over_limit].concat()));
     let unnamed_grant = ["sliding_log", "1", "5", "1000", "5", ""];
     cases.push((vec!["c", "s"], [&["limit", ""][..], &unnamed_grant].concat()));
+    // One state twice: both would be decided on one reading and granted, twice the permits past one check.
+    let twice = ["fixed_window", "4", "5", "1000", "5", ""];
+    cases.push((vec!["c", "s", "c", "s"], [&["limit", ""][..], &twice, &twice].concat()));
     // The single-limit scripts get the same calls, without the config key and the algorithm's name: the request in
     // one argument ('<permits>:<limit>:<interval>', and ':<rate>' for token bucket and GCRA), the lease, the
     // operation, the time (lua/parts/limits/single.lua).

@@ -855,6 +855,8 @@ async fn several_limits_reserve_without_a_concurrency_limit_and_decide_all_or_no
             limiter("t", Quota::token_bucket(10, 10, second)),
             "needs a GCRA, fixed-window, sliding-log or concurrency quota",
         ),
+        // One state twice would be reserved and granted twice from one reading.
+        (limiter("g", Quota::gcra(10, 10, second)), "is given twice"),
     ] {
         let limiters = vec![limiter("g", Quota::gcra(10, 10, second)), beside];
         let error = ReservedAll::new(limiters, Duration::from_millis(100)).unwrap_err();

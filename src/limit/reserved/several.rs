@@ -123,6 +123,15 @@ impl ReservedAll {
                 limiter.name
             )));
         }
+        // One limit twice would be reserved and granted twice from one reading (see Batch::new).
+        for (i, limiter) in limiters.iter().enumerate() {
+            if (limiters[..i].iter()).any(|other| other.state_key("") == limiter.state_key("")) {
+                return Err(Error::InvalidConfig(format!(
+                    "limiter {:?} is given twice (one state): give each limit once",
+                    limiter.name
+                )));
+            }
+        }
         let parts = (limiters.into_iter())
             .map(|limiter| Reserved::new(limiter, length))
             .collect::<Result<Vec<_>>>()?;
