@@ -297,10 +297,10 @@ export declare class Ratelimit {
 
   /**
    * At most `limit` permits held at once (Stripe's "N in flight"): a grant is a lease, its `receipt` the lease.
-   * Give it back with {@link Ratelimit.refund} when the work is done; a lease not given back frees by itself
+   * Give it back with {@link Ratelimit.release} when the work is done; a lease not given back frees by itself
    * `leaseTimeout` after it was granted, so a crashed holder cannot leak capacity. A denial's `retryAfter` is an
    * upper bound (holders may give back sooner).
-   * @example const lease = await ratelimit.limit("upload"); try { … } finally { await ratelimit.refund("upload", lease.receipt!); }
+   * @example const lease = await ratelimit.limit("upload"); try { … } finally { await ratelimit.release("upload", lease.receipt!); }
    */
   static concurrency(limit: number, leaseTimeout: Duration): Quota;
 
@@ -351,6 +351,22 @@ export declare class Ratelimit {
    * ```
    */
   refund(identifier: string, receipt: string | string[], limiters?: Quota[]): Promise<RefundResult>;
+
+  /**
+   * Ends the leases of a grant whose work is done: of its receipts (taken as {@link Ratelimit.refund} takes them),
+   * only the concurrency limits' are given back; the other limits go on counting the grant, as its request ran.
+   * (Refunding every receipt would give their permits back too: with `[concurrency(2, "30 s"), slidingLog(3, "1 m")]`
+   * each request, refunded when done, left room for the next, and 10 got through in a minute.) `results` are the
+   * concurrency limits', in order.
+   * @throws {@link EdgelimitError} `EDGELIMIT_INVALID_ARGUMENT` when no limit is a concurrency limit, and as `refund`.
+   * @example
+   * ```ts
+   * const ratelimit = new Ratelimit({ url, token, limiter: [Ratelimit.concurrency(2, "30 s"), Ratelimit.slidingLog(3, "1 m")] });
+   * const result = await ratelimit.limit(user);
+   * if (result.success) try { await work(); } finally { await ratelimit.release(user, result.results.map((r) => r.receipt!)); }
+   * ```
+   */
+  release(identifier: string, receipt: string | string[], limiters?: Quota[]): Promise<RefundResult>;
 
   /** What is left for `identifier` now, taking nothing: the limit with the fewest permits left. */
   getRemaining(identifier: string): Promise<{ remaining: number; reset: number; limit: number }>;

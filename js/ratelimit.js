@@ -45,7 +45,7 @@ export class Ratelimit {
   }
 
   /**
-   * At most `limit` permits held at once: a grant is a lease, given back with `refund(identifier, receipt)` when the
+   * At most `limit` permits held at once: a grant is a lease, given back with `release(identifier, receipt)` when the
    * work is done, or freed by itself `leaseTimeout` after it was granted (so a crashed holder leaks nothing).
    */
   static concurrency(limit, leaseTimeout) {
@@ -66,6 +66,10 @@ export class Ratelimit {
 
   refund(identifier, receipt, limiters) {
     return this.#core.refund(identifier, receipt, limiters);
+  }
+
+  release(identifier, receipt, limiters) {
+    return this.#core.release(identifier, receipt, limiters);
   }
 
   getRemaining(identifier) {

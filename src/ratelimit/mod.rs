@@ -211,6 +211,15 @@ pub struct Ratelimit {
     reserved: Option<Reservations>,
 }
 
+/// What [`Ratelimit::give_back`] gives back of a grant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Returned {
+    /// Every limit's permits: a refund.
+    Grant,
+    /// The concurrency limits' leases only: a release.
+    Leases,
+}
+
 /// The permits a [`Ratelimit`] reserves (see [`Options::reserve`]).
 #[derive(Debug)]
 enum Reservations {
@@ -344,16 +353,11 @@ impl Ratelimit {
     /// and its rule still allows (see [`Receipt`]); the decisions, one per limit, say whether it gave anything back
     /// (`success`) and what is left. In one round trip, sent once: never again after a timeout or an I/O error.
     /// A receipt no grant of that limit made is [`Error::InvalidArgument`] and credits nothing; if one limit's
-    /// refund fails, its error is returned and the others have given back.
+    /// refund fails, its error is returned and the others have given back. For a request that did not run: to end
+    /// the lease of one that did, [`release`](Ratelimit::release).
     pub async fn refund<'i>(&self, id: impl Into<Identifier<'i>>, receipts: &[Receipt]) -> Result<Vec<Decision>> {
-        let id = id.into();
-        // A concurrency lease lent from reserved permits goes back to them, with no round trip.
-        if let (Some(Reservations::One(reserved)), [receipt]) = (&self.reserved, receipts) {
-            if let Some(released) = reserved.take_back(&id, receipt) {
-                return Ok(vec![released]);
-            }
-        }
-        self.refund_under(&self.limiters, &id, receipts).await
+        self.give_back(&id.into(), &self.limiters, receipts, Returned::Grant)
+            .await
     }
 
     /// [`refund`](Ratelimit::refund) of a grant of [`limit_all`](Ratelimit::limit_all) under these `limits`.
@@ -363,15 +367,38 @@ impl Ratelimit {
         limits: &[Limit],
         receipts: &[Receipt],
     ) -> Result<Vec<Decision>> {
-        self.refund_under(&self.limiters_for(limits)?, &id.into(), receipts)
+        self.give_back(&id.into(), &self.limiters_for(limits)?, receipts, Returned::Grant)
             .await
     }
 
-    async fn refund_under(
+    /// Ends the leases of a grant of [`limit`](Ratelimit::limit) whose work is done: of its receipts (as for
+    /// [`refund`](Ratelimit::refund), one per limit), only the concurrency limits' are given back, and the other
+    /// limits go on counting the grant, as the request it let through ran. (Refunding every receipt to end a lease
+    /// gave back the rate limits' permits too: each request, released, left room for another, and a limit of 3 per
+    /// minute let 10 through.) The decisions are the concurrency limits', in order; with none among the limits it
+    /// is [`Error::InvalidArgument`].
+    pub async fn release<'i>(&self, id: impl Into<Identifier<'i>>, receipts: &[Receipt]) -> Result<Vec<Decision>> {
+        self.give_back(&id.into(), &self.limiters, receipts, Returned::Leases)
+            .await
+    }
+
+    /// [`release`](Ratelimit::release) of a grant of [`limit_all`](Ratelimit::limit_all) under these `limits`.
+    pub async fn release_all<'i>(
         &self,
-        limiters: &[Limiter],
-        id: &Identifier<'_>,
+        id: impl Into<Identifier<'i>>,
+        limits: &[Limit],
         receipts: &[Receipt],
+    ) -> Result<Vec<Decision>> {
+        self.give_back(&id.into(), &self.limiters_for(limits)?, receipts, Returned::Leases)
+            .await
+    }
+
+    async fn give_back(
+        &self,
+        id: &Identifier<'_>,
+        limiters: &[Limiter],
+        receipts: &[Receipt],
+        returned: Returned,
     ) -> Result<Vec<Decision>> {
         if receipts.len() != limiters.len() {
             return Err(Error::InvalidArgument(format!(
@@ -380,9 +407,26 @@ impl Ratelimit {
                 limiters.len()
             )));
         }
+        // A concurrency lease lent from reserved permits goes back to them, with no round trip.
+        if let (Some(Reservations::One(reserved)), [receipt]) = (&self.reserved, receipts) {
+            if let Some(released) = reserved.take_back(id, receipt) {
+                return Ok(vec![released]);
+            }
+        }
+        let leases = |limiter: &Limiter| {
+            (limiter.quota()).is_some_and(|quota| quota.algorithm() == crate::limit::Algorithm::Concurrency)
+        };
         let refunds: Vec<_> = (limiters.iter().zip(receipts))
+            .filter(|(limiter, _)| returned == Returned::Grant || leases(limiter))
             .map(|(limiter, receipt)| (limiter.request(id, receipt.permits()), *receipt))
             .collect();
+        if refunds.is_empty() {
+            return Err(Error::InvalidArgument(
+                "none of these limits is a concurrency limit, so there is no lease to release; refund gives a \
+                 grant's permits back"
+                    .into(),
+            ));
+        }
         limit::refund_all(&refunds).await?.into_iter().collect()
     }
 

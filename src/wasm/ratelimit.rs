@@ -139,6 +139,40 @@ fn state_object(state: &LimitState) -> JsValue {
     object(&properties)
 }
 
+/// What `refund` and `release` give back of a grant.
+enum Returned {
+    Grant,
+    Leases,
+}
+
+impl JsRatelimit {
+    async fn give_back(
+        &self,
+        id: JsValue,
+        receipts: JsValue,
+        limiters: JsValue,
+        returned: Returned,
+    ) -> Result<JsValue, JsValue> {
+        let id = identifier(&id).map_err(to_js_error)?;
+        let receipts = receipts_of(&receipts).map_err(to_js_error)?;
+        let limits = (given(&limiters).map(|limiters| limits_of(limiters, "limiters")))
+            .transpose()
+            .map_err(to_js_error)?;
+        let decisions = match (limits, returned) {
+            (None, Returned::Grant) => self.inner.refund(&id, &receipts).await,
+            (None, Returned::Leases) => self.inner.release(&id, &receipts).await,
+            (Some(limits), Returned::Grant) => self.inner.refund_all(&id, &limits, &receipts).await,
+            (Some(limits), Returned::Leases) => self.inner.release_all(&id, &limits, &receipts).await,
+        }
+        .map_err(to_js_error)?;
+        let results: js_sys::Array = decisions.iter().map(decision_object).collect();
+        Ok(object(&[
+            ("success", decisions.iter().all(|decision| decision.success).into()),
+            ("results", results.into()),
+        ]))
+    }
+}
+
 /// A grant's receipts: the response's `receipt` (a string: one limit), or one per limit in order (an array of its
 /// `results[i].receipt`).
 fn receipts_of(value: &JsValue) -> Result<Vec<Receipt>> {
@@ -220,21 +254,13 @@ impl JsRatelimit {
     /// `limitAll` was given): `{success, results}`, `success` when every limit gave something back, `results` each
     /// limit's standing after its refund.
     pub async fn refund(&self, id: JsValue, receipts: JsValue, limiters: JsValue) -> Result<JsValue, JsValue> {
-        let id = identifier(&id).map_err(to_js_error)?;
-        let receipts = receipts_of(&receipts).map_err(to_js_error)?;
-        let decisions = match given(&limiters) {
-            None => self.inner.refund(&id, &receipts).await,
-            Some(limiters) => {
-                let limits = limits_of(limiters, "limiters").map_err(to_js_error)?;
-                self.inner.refund_all(&id, &limits, &receipts).await
-            }
-        }
-        .map_err(to_js_error)?;
-        let results: js_sys::Array = decisions.iter().map(decision_object).collect();
-        Ok(object(&[
-            ("success", decisions.iter().all(|decision| decision.success).into()),
-            ("results", results.into()),
-        ]))
+        self.give_back(id, receipts, limiters, Returned::Grant).await
+    }
+
+    /// Ends a grant's leases, as `refund` takes it: only its concurrency limits give back (see
+    /// `Ratelimit::release`); `results` are theirs.
+    pub async fn release(&self, id: JsValue, receipts: JsValue, limiters: JsValue) -> Result<JsValue, JsValue> {
+        self.give_back(id, receipts, limiters, Returned::Leases).await
     }
 
     /// `{remaining, reset, limit}` for `id` now, taking nothing.

@@ -300,6 +300,31 @@ test("concurrency: a grant is a lease; refunding it frees the slot, and a denial
   assert.equal((await slots.refund("upload", first.receipt)).success, false, "a lease is given back once");
 });
 
+test("release ends a grant's leases and leaves its other limits counting the request, which ran", async () => {
+  // Review: refunding every receipt to end the lease gave the per-minute permits back too: 10 of 10 in a minute on 3.
+  const limits = ratelimit([Ratelimit.concurrency(2, "30 s"), Ratelimit.slidingLog(3, "1 m")], { cache: false });
+  const granted = [];
+  for (let i = 0; i < 10; i++) {
+    const result = await limits.limit("worker");
+    granted.push(result.success);
+    if (result.success) {
+      const released = await limits.release("worker", result.results.map((r) => r.receipt));
+      assert.deepEqual([released.success, released.results.length, released.results[0].limit], [true, 1, 2]);
+    }
+  }
+  assert.deepEqual(granted, [true, true, true, false, false, false, false, false, false, false]);
+  const [leases, log] = await limits.state("worker");
+  assert.deepEqual([leases.grants.length, log.grants.length], [0, 3], "no lease held; the three requests counted");
+  // Under one concurrency limit, a lease's receipt alone; with no concurrency limit, nothing to release.
+  const slots = ratelimit(Ratelimit.concurrency(1, "30 s"));
+  const lease = await slots.limit("job");
+  assert.equal((await slots.release("job", lease.receipt)).success, true);
+  assert.equal((await slots.limit("job")).success, true);
+  const rate = ratelimit(Ratelimit.slidingLog(3, "1 m"));
+  const grant = await rate.limit("job");
+  await assert.rejects(rate.release("job", grant.receipt), { code: "EDGELIMIT_INVALID_ARGUMENT", message: /no lease to release/ });
+});
+
 test("layout: per-identifier keys are tagged by identifier, decide alike, and a bad layout is a config error", async () => {
   const redis = upstashRedis(stack);
   const spread = ratelimit([Ratelimit.slidingLog(2, "1 m"), Ratelimit.fixedWindow(10, "1 h")], { layout: "per-identifier", cache: false });
