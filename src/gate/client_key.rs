@@ -79,7 +79,7 @@ pub struct ClientKey {
 
 /// Reads a request's key. A request without the header or cookie is counted by its IP instead, so leaving out the
 /// API key never escapes the limit; so is one that carries several different values for it (see
-/// [`claimed_values`]): origins read such a request by one of them, and which one differs between frameworks, so
+/// `claimed_values`): origins read such a request by one of them, and which one differs between frameworks, so
 /// counting it by any one would let a client add a fresh value to every request and be a new identity each time.
 pub fn client_key(source: &KeySource, path: &str, header: impl Fn(&str) -> Option<String>) -> ClientKey {
     let secret = |kind: &str, name: &str, value: String| ClientKey {

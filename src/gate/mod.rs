@@ -211,7 +211,7 @@ impl Gate {
     /// ([`Route::next`]): a rule on trial lifts no rule behind it.
     ///
     /// The rule the request's own method (or GET's, for a HEAD) matches decides it; a method the request names as
-    /// an override (see [`override_methods`]) may only add a rule, never take the request out of its own: the first
+    /// an override (see `override_methods`) may only add a rule, never take the request out of its own: the first
     /// rule the override matches is also decided ([`Route::decide`]), and the request passes only if both allow it.
     /// (Matched as one of the request's methods, `POST /items/1` with `X-HTTP-Method-Override: GET` fell under an
     /// earlier, looser rule on `GET /items/**` and escaped the one on `POST`.)

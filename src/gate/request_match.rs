@@ -100,7 +100,7 @@ impl RequestMatch {
 const DECODED: &[u8] = b"-._~/!$&'()*+,=:@";
 
 /// The path a rule matches and a path key counts: the request's with every `%XX` that spells an unreserved
-/// character (letters, digits, `-`, `.`, `_`, `~`), `/` or another of [`DECODED`] decoded, every other escape in
+/// character (letters, digits, `-`, `.`, `_`, `~`), `/` or another of `DECODED` decoded, every other escape in
 /// upper case, each segment's `;parameters` dropped, every run of
 /// `/` made one, and the dot segments this makes resolved. Origins read these spellings as the same path (RFC 3986
 /// says the unreserved escapes are equivalent; nginx, WSGI servers and most routers decode them and merge slashes;
