@@ -85,6 +85,6 @@ export class Ratelimit {
   }
 
   rateLimiter(name, options) {
-    return this.#core.rateLimiter(name, options?.clientId);
+    return this.#core.rateLimiter(name, options);
   }
 }

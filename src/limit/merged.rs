@@ -10,8 +10,9 @@
 //!
 //! How: as coalescing does. The first decision of a turn starts a flush task, which yields once and then takes every
 //! decision queued by then. One decision alone runs its single-limit script, exactly as without merging. Decisions
-//! on keys of different cluster slots go as separate calls (one script may touch only one slot), in the same turn,
-//! so the client still sends them as one HTTP request. Merging is on exactly when the client coalesces
+//! on keys of different cluster slots go as separate calls (one script may touch only one slot), and so do more
+//! decisions than one call holds (`MAX_DECISIONS_PER_CALL`), in the same turn, so the client still sends them
+//! together. Merging is on exactly when the client coalesces
 //! (`RestClient::without_coalescing` turns both off).
 //!
 //! Partial failure: a call that fails as a whole (timeout, transport, HTTP error) fails each of its decisions with
@@ -92,11 +93,38 @@ impl Merged {
                 None => by_slot.push((slot, vec![pending])),
             }
         }
-        for (_, group) in by_slot {
+        for call in by_slot.into_iter().flat_map(|(_, group)| calls(group)) {
             let client = client.clone();
-            rest::spawn(async move { decide(&client, algorithm, group).await });
+            rest::spawn(async move { decide(&client, algorithm, call).await });
         }
     }
+}
+
+/// A merged call decides at most this many decisions, of at most this many bytes of keys and arguments; a larger
+/// group goes as several calls, which the client still sends together (in requests of at most its cap). One call
+/// for all of a burst of 14,000 made a command larger than any request may be: the bridge refused it, and every
+/// decision in it failed. And one call holds Redis for all its decisions: a few hundred take about a millisecond.
+const MAX_DECISIONS_PER_CALL: usize = 256;
+const MAX_BYTES_PER_CALL: usize = 64 * 1024;
+
+/// `group` cut into calls within those bounds, in order.
+fn calls(group: Vec<Pending>) -> Vec<Vec<Pending>> {
+    let mut calls: Vec<Vec<Pending>> = Vec::new();
+    let mut bytes = 0;
+    for pending in group {
+        let size = pending.key.len() + pending.args.iter().map(String::len).sum::<usize>();
+        match calls.last_mut() {
+            Some(call) if call.len() < MAX_DECISIONS_PER_CALL && bytes + size <= MAX_BYTES_PER_CALL => {
+                bytes += size;
+                call.push(pending);
+            }
+            _ => {
+                bytes = size;
+                calls.push(vec![pending]);
+            }
+        }
+    }
+    calls
 }
 
 /// Decides `group` (keys of one slot) in one call and hands each caller its reply.
@@ -154,6 +182,23 @@ fn split(reply: Value, count: usize) -> Result<Vec<Result<Value>>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_group_is_cut_into_calls_of_bounded_count_and_size_in_order() {
+        let pending = |key: String, size: usize| Pending {
+            key,
+            args: vec!["x".repeat(size)],
+            reply: oneshot::channel().0,
+        };
+        let group: Vec<_> = (0..600).map(|i| pending(format!("k{i:03}"), 1)).collect();
+        let sizes: Vec<usize> = calls(group).iter().map(Vec::len).collect();
+        assert_eq!(sizes, [256, 256, 88]);
+        let big: Vec<_> = (0..5).map(|i| pending(format!("b{i}"), 30_000)).collect();
+        let cut = calls(big);
+        assert_eq!(cut.iter().map(Vec::len).collect::<Vec<_>>(), [2, 2, 1]);
+        let keys: Vec<&str> = cut.iter().flatten().map(|pending| pending.key.as_str()).collect();
+        assert_eq!(keys, ["b0", "b1", "b2", "b3", "b4"]);
+    }
 
     #[test]
     fn a_reply_splits_into_each_decisions_reply_or_its_error() {

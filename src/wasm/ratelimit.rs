@@ -290,7 +290,7 @@ impl JsRatelimit {
 
     /// The Redisson-style handle on the sliding log `name`, through the same endpoint.
     #[wasm_bindgen(js_name = rateLimiter)]
-    pub fn rate_limiter(&self, name: JsValue, client_id: JsValue) -> Result<JsRateLimiter, JsValue> {
-        JsRateLimiter::new(self.inner.client().clone(), &name, &client_id).map_err(to_js_error)
+    pub fn rate_limiter(&self, name: JsValue, options: JsValue) -> Result<JsRateLimiter, JsValue> {
+        JsRateLimiter::new(self.inner.client().clone(), &name, &options).map_err(to_js_error)
     }
 }

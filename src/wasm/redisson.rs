@@ -47,9 +47,14 @@ pub struct JsRateLimiter {
 }
 
 impl JsRateLimiter {
-    pub(super) fn new(client: RestClient, name: &JsValue, client_id: &JsValue) -> Result<JsRateLimiter> {
+    /// `rateLimiter(name, options)`: `options` is `{ clientId }`, checked as every option object is (a misspelt
+    /// `clientID` left out would share one per-client state among every client).
+    pub(super) fn new(client: RestClient, name: &JsValue, options: &JsValue) -> Result<JsRateLimiter> {
         let mut inner = RateLimiter::new(client, &string(name, "limiter name")?)?;
-        if let Some(client_id) = given(client_id) {
+        if given(options).is_some() {
+            super::known_fields(options, &["clientId"], "options")?;
+        }
+        if let Some(client_id) = given(&field(options, "clientId")?) {
             inner = inner.with_client_id(&string(client_id, "clientId")?);
         }
         Ok(JsRateLimiter { inner })

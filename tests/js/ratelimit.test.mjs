@@ -449,6 +449,9 @@ test("a misspelt option is refused, never left out: it would change what the lim
     await assert.rejects(limits.refund("u", limiters), { code: "EDGELIMIT_INVALID_ARGUMENT", message: /threw: .*(boom|revoked)/ });
   }
   assert.equal((await limits.limit("u", { permits: 5 })).remaining, 5, "nothing was taken by the refused calls");
+  // A misspelt clientId left out would put every client's per-client state under one.
+  assert.throws(() => limits.rateLimiter("r", { clientID: "a" }), { code: "EDGELIMIT_INVALID_CONFIG", message: /unknown field "clientID"/ });
+  assert.throws(() => limits.rateLimiter("r", { get clientId() { throw new Error("boom"); } }), { code: "EDGELIMIT_INVALID_ARGUMENT" });
   const handle = limits.rateLimiter(`misspelt-${prefixes}`);
   await assert.rejects(handle.trySetRate(5, "1 s", { keepalive: "1 h" }), { message: /unknown field "keepalive"/ });
   assert.equal(await handle.trySetRate(5, "1 s", { keepAlive: "1 h" }), true, "nothing was set by the refused call");

@@ -26,7 +26,7 @@ use std::fmt;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -80,25 +80,26 @@ fn bridge_binary() -> &'static Path {
 }
 
 /// A tokens file granting [`LIMITER_TOKEN`] the `limiter` profile, written once per test run.
+/// A tokens file of its own for one bridge (removed with it), holding LIMITER_TOKEN as a limiter token.
 fn limiter_tokens_file() -> PathBuf {
-    static FILE: OnceLock<PathBuf> = OnceLock::new();
-    FILE.get_or_init(|| {
-        let path = std::env::temp_dir().join(format!("edgelimit-fuzz-tokens-{}", std::process::id()));
-        std::fs::write(&path, format!("limiter:{LIMITER_TOKEN}\n")).expect("write the tokens file");
-        path
-    })
-    .clone()
+    static FILES: AtomicUsize = AtomicUsize::new(0);
+    let n = FILES.fetch_add(1, Ordering::Relaxed);
+    let path = std::env::temp_dir().join(format!("edgelimit-fuzz-tokens-{}-{n}", std::process::id()));
+    std::fs::write(&path, format!("limiter:{LIMITER_TOKEN}\n")).expect("write the tokens file");
+    path
 }
 
-/// `edgelimit bridge` started from the release binary; killed on drop.
+/// `edgelimit bridge` started from the release binary; killed on drop, and its tokens file removed.
 struct ReleaseBridge {
     child: Child,
+    tokens_file: PathBuf,
     url: String,
     stderr: Arc<Mutex<String>>,
 }
 
 impl ReleaseBridge {
     fn start(redis_url: &str, env: &[(&str, &str)]) -> ReleaseBridge {
+        let tokens_file = limiter_tokens_file();
         let mut child = Command::new(bridge_binary())
             .args([
                 "bridge",
@@ -110,7 +111,7 @@ impl ReleaseBridge {
                 "5000",
             ])
             .env("EDGELIMIT_TOKEN", TOKEN)
-            .env("EDGELIMIT_TOKENS_FILE", limiter_tokens_file())
+            .env("EDGELIMIT_TOKENS_FILE", &tokens_file)
             .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -142,6 +143,7 @@ impl ReleaseBridge {
             .to_owned();
         ReleaseBridge {
             child,
+            tokens_file,
             url: address,
             stderr,
         }
@@ -171,6 +173,7 @@ impl Drop for ReleaseBridge {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        let _ = std::fs::remove_file(&self.tokens_file);
     }
 }
 

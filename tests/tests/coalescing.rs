@@ -122,6 +122,28 @@ async fn one_limiters_decisions_made_at_once_are_one_script_call_and_each_stays_
 }
 
 #[tokio::test]
+async fn a_burst_larger_than_one_call_goes_as_several_and_every_decision_is_decided() {
+    let stack = Stack::start().await;
+    let (url, sent) = counting_relay(stack.url()).await;
+    let limiter = Limiter::new(
+        client(&url),
+        "flood",
+        Quota::sliding_log(5, Duration::from_secs(60)).unwrap(),
+    )
+    .unwrap();
+    // Review: 14,000 decisions at once were one script call, larger than the bridge takes a request: all failed.
+    let padding = "x".repeat(40);
+    let decisions: Vec<_> = (0..15_000)
+        .map(|i| (limiter.clone(), format!("client-{i:05}-{padding}")))
+        .collect();
+    let outcomes = decide_all_at_once(decisions).await;
+    let failed = outcomes.iter().find(|outcome| !matches!(outcome, Ok(true)));
+    assert!(failed.is_none(), "{failed:?}");
+    // In calls of at most 256 decisions: at least 59 script calls.
+    assert!(occurrences(&sent, "\"EVAL") >= 59);
+}
+
+#[tokio::test]
 async fn two_limiters_decisions_at_once_are_one_request_with_one_script_call_each() {
     let stack = Stack::start().await;
     let (url, sent) = counting_relay(stack.url()).await;

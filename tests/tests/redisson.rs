@@ -552,6 +552,17 @@ async fn state_keys_live_as_long_as_redisson_gives_them() {
         limiter.config().await.unwrap().unwrap().rate.keep_alive(),
         Some(Duration::from_secs(5))
     );
+    // A rate updated without a keep-alive drops the keep-alive's lifetime too: kept, 5 s on a rate per 30 s would let
+    // the grants in the window vanish after an idle 5 s (review: 4 grants in 2 s on 2 per 30 s).
+    assert!(
+        limiter.try_acquire(1).await.unwrap().success,
+        "a grant in the window, on the server's clock"
+    );
+    assert!(pttl("{ttl}:permits").await > 0);
+    assert!(limiter.update_rate(rate(2, 30_000), Mode::Overall).await.unwrap());
+    for key in ["ttl", "{ttl}:value", "{ttl}:permits"] {
+        assert_eq!(pttl(key).await, -1, "{key}");
+    }
     // Nothing to change on a limiter that does not exist.
     let none = RateLimiter::new(stack.client(), "ttl-none").unwrap();
     assert!(!none.expire(Some(Duration::from_secs(1))).await.unwrap());

@@ -104,6 +104,10 @@ end
 redis.call('HSET', KEYS[1], 'rate', rate, 'interval', interval, 'type', mode, 'keepAliveTime', keep_alive)
 if keep_alive > 0 then
     redis.call('PEXPIRE', KEYS[1], keep_alive)
+elseif previous and previous.keep_alive > 0 then
+    redis.call('PERSIST', KEYS[1])
+    redis.call('PERSIST', previous.value_key)
+    redis.call('PERSIST', previous.log_key)
 end
 local limiter = load_limiter()
 local held_field = 'edgelimitHeld:' .. limiter.log_key

@@ -6,7 +6,8 @@
 -- Reply: 1 when the rate was written, 0 when 'try' found one already set or 'update' found none (and wrote
 -- nothing).
 --
--- As Redisson, a keep-alive of 0 leaves the config's lifetime as it was (RateLimiter::expire changes it).
+-- A keep-alive of 0 leaves the config's lifetime as it was (RateLimiter::expire changes it), as Redisson does, but for
+-- one given by the keep-alive it replaces, which goes with it (see below).
 
 local rate = whole(ARGV[2], 'rate', 1, 2 ^ 32 - 1)
 local interval = whole(ARGV[3], 'interval (ms)', 1, 2 ^ 53)
@@ -29,6 +30,13 @@ end
 redis.call('HSET', KEYS[1], 'rate', rate, 'interval', interval, 'type', mode, 'keepAliveTime', keep_alive)
 if keep_alive > 0 then
     redis.call('PEXPIRE', KEYS[1], keep_alive)
+elseif previous and previous.keep_alive > 0 then
+    -- The keep-alive is dropped, and so is the lifetime it gave the keys, which may be shorter than the new interval
+    -- (Redisson keeps it): updateRate(2, 30 s) after a keep-alive of 1 s let the config and the grants in the window
+    -- vanish after an idle second, and a start-up trySetRate then began from a full window: 4 grants in 2 s.
+    redis.call('PERSIST', KEYS[1])
+    redis.call('PERSIST', previous.value_key)
+    redis.call('PERSIST', previous.log_key)
 end
 
 local limiter = load_limiter()
