@@ -93,7 +93,8 @@ function refusal(verdict) {
  * replica, and only an operator ends that.
  */
 function report(route, verdict) {
-  const entry = { rule: route.rule, key: route.key, reason: verdict.reason, status: verdict.status };
+  // verdict.rule: a rule a method override added, when its refusal or error is what is reported.
+  const entry = { rule: verdict.rule ?? route.rule, key: route.key, reason: verdict.reason, status: verdict.status };
   if (verdict.error) {
     const what = verdict.error.storeUnavailable ? "store unavailable" : "error";
     console.error(JSON.stringify({ edgelimit: what, ...entry, error: verdict.error.message, code: verdict.error.code }));

@@ -185,7 +185,7 @@ fn cookie_value(value: &str) -> String {
 }
 
 /// `%xx` decoded (either case of hex digit); a `%` not followed by two hex digits stays as it is.
-fn percent_decoded(bytes: &[u8]) -> Vec<u8> {
+pub(crate) fn percent_decoded(bytes: &[u8]) -> Vec<u8> {
     let hex = |byte: u8| (byte as char).to_digit(16).map(|digit| digit as u8);
     let mut decoded = Vec::with_capacity(bytes.len());
     let mut i = 0;
@@ -278,9 +278,16 @@ impl ListEntry {
                 _ => ListEntry::Range { network, prefix_len },
             })
         };
+        // An exact value is spelt as requests' values are read (see `claimed_values`), so that it lists the value
+        // however a client spells it: `Bearer bad` lists `bearer bad`, a cookie `s%3Abad` lists `s:bad`.
+        let value = match source {
+            KeySource::Header(name) => header_value(name, text),
+            KeySource::Cookie(_) => cookie_value(text),
+            KeySource::Ip | KeySource::Path => text.to_owned(),
+        };
         match source {
             KeySource::Ip => range(),
-            _ => Ok(range().unwrap_or_else(|_| ListEntry::Exact(text.to_owned()))),
+            _ => Ok(range().unwrap_or(ListEntry::Exact(value))),
         }
     }
 
@@ -407,6 +414,20 @@ mod tests {
             "ip:192.0.2.1",
             "names keep their case"
         );
+        // List entries are read as the values are: as written in the rule, they list every spelling of the value.
+        let listed = |entry: &str, source: &KeySource, pairs: &[(&str, &str)]| {
+            let entry = ListEntry::parse(entry, source).unwrap();
+            let key = client_key(source, "/", headers(pairs));
+            entry.contains(&key)
+                && claimed_values(source, &headers(pairs))
+                    .iter()
+                    .all(|value| entry.names(value))
+        };
+        assert!(listed("Bearer bad", &auth, &[("authorization", "Bearer bad")]));
+        assert!(listed("Bearer bad", &auth, &[("authorization", "bearer  bad")]));
+        assert!(listed("s%3Abad.sig", &session, &[("cookie", "session=s%3Abad.sig")]));
+        assert!(listed("s%3Abad.sig", &session, &[("cookie", "session=s:bad.sig")]));
+        assert!(listed(" real ", &api, &[("x-api-key", "real")]));
     }
 
     #[test]

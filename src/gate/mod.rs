@@ -154,6 +154,8 @@ impl ArmedRule {
 #[derive(Debug)]
 pub struct Gate {
     rules: Vec<Arc<ArmedRule>>,
+    /// Every method a rule names (upper case, once each): the only ones a method override can add a rule by.
+    named_methods: Vec<String>,
 }
 
 impl Gate {
@@ -200,7 +202,15 @@ impl Gate {
                 )));
             }
         }
-        Ok(Gate { rules: armed })
+        let mut named_methods: Vec<String> = (armed.iter())
+            .flat_map(|armed| armed.rule.request_match.methods.iter().cloned())
+            .collect();
+        named_methods.sort_unstable();
+        named_methods.dedup();
+        Ok(Gate {
+            rules: armed,
+            named_methods,
+        })
     }
 
     /// The rule that applies to this request and the key it counts under; `None` when no rule matches (the request
@@ -211,9 +221,9 @@ impl Gate {
     /// ([`Route::next`]): a rule on trial lifts no rule behind it.
     ///
     /// The rule the request's own method (or GET's, for a HEAD) matches decides it; a method the request names as
-    /// an override (see `override_methods`) may only add a rule, never take the request out of its own: the first
-    /// rule the override matches is also decided ([`Route::decide`]), and the request passes only if both allow it.
-    /// (Matched as one of the request's methods, `POST /items/1` with `X-HTTP-Method-Override: GET` fell under an
+    /// an override (see `override_methods`) may only add rules, never take the request out of its own: the first
+    /// rule each such method matches is also decided ([`Route::decide`]), and the request passes only if all allow
+    /// it. (Matched as one of the request's methods, `POST /items/1` with `X-HTTP-Method-Override: GET` fell under an
     /// earlier, looser rule on `GET /items/**` and escaped the one on `POST`.)
     pub fn route(
         &self,
@@ -223,7 +233,9 @@ impl Gate {
         header: impl Fn(&str) -> Option<String>,
     ) -> Option<Route> {
         let (path, query) = target.split_once('?').unwrap_or((target, ""));
-        let path = request_match::normalize_path(path);
+        let (raw_path, path) = (path, request_match::normalize_path(path));
+        // The spelling of an origin that does not take `%2F` for `/`, when it differs: a rule matching either holds.
+        let kept = Some(request_match::normalize_path_keeping_slashes(raw_path)).filter(|kept| *kept != path);
         // A pattern matches a path with or without its trailing `/` (most origins route both alike), so both count as
         // one path: `/report/7/` is no fresh limit beside `/report/7`.
         let key_path = path
@@ -236,11 +248,16 @@ impl Gate {
             claimed: client_key::claimed_values(&armed.rule.key, &header),
             armed: Arc::clone(armed),
             next: None,
-            also: None,
+            also: Vec::new(),
         };
         let route_through = |methods: &[String]| {
-            let mut matching = (self.rules.iter())
-                .filter(|armed| (methods.iter()).any(|method| armed.rule.request_match.matches(method, host, &path)));
+            let matches = |armed: &&Arc<ArmedRule>, method: &String| {
+                let request_match = &armed.rule.request_match;
+                request_match.matches(method, host, &path)
+                    || (kept.as_ref()).is_some_and(|kept| request_match.matches(method, host, kept))
+            };
+            let mut matching =
+                (self.rules.iter()).filter(|armed| (methods.iter()).any(|method| matches(armed, method)));
             let first = matching.next()?;
             let mut route = route_of(first);
             if first.rule.dry_run {
@@ -254,15 +271,20 @@ impl Gate {
         if method.eq_ignore_ascii_case("HEAD") {
             own.push("GET".to_owned());
         }
-        let route = route_through(&own);
-        let overridden = route_through(&override_methods(method, query, &header));
-        match (route, overridden) {
-            (Some(mut route), Some(overridden)) => {
-                route.add(overridden);
-                Some(route)
+        let mut route = route_through(&own);
+        // Each method an override names, on its own: a rule the first matches must not hide one another matches.
+        // Only those some rule names can add a rule (any other falls under the rules the own method does), so junk
+        // names cost nothing and cannot crowd the real one out.
+        let named = (self.named_methods.iter()).filter(|named| {
+            (override_methods(method, query, &header).iter()).any(|name| name.eq_ignore_ascii_case(named))
+        });
+        for overridden in named.filter_map(|named| route_through(std::slice::from_ref(named))) {
+            match &mut route {
+                Some(route) => route.add(overridden),
+                None => route = Some(overridden),
             }
-            (route, overridden) => route.or(overridden),
         }
+        route
     }
 }
 
@@ -275,14 +297,14 @@ fn override_methods(method: &str, query: &str, header: &impl Fn(&str) -> Option<
         .into_iter()
         .filter_map(header)
         .flat_map(|value| value.split(',').map(|name| name.trim().to_owned()).collect::<Vec<_>>());
+    // The query's names and values percent-decoded, as frameworks read them; PHP reads `.` and ` ` in a name as `_`.
+    let decoded = |text: &str| String::from_utf8_lossy(&client_key::percent_decoded(text.as_bytes())).into_owned();
     let query = (query.split('&'))
-        .filter_map(|pair| pair.strip_prefix("_method="))
         .filter(|_| method.eq_ignore_ascii_case("POST"))
-        .map(str::to_owned);
-    (headers.chain(query))
-        .filter(|name| (1..=16).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphabetic()))
-        .take(4)
-        .collect()
+        .filter_map(|pair| pair.split_once('='))
+        .filter(|(name, _)| decoded(name).replace(['.', ' '], "_") == "_method")
+        .map(|(_, value)| decoded(value));
+    headers.chain(query).collect()
 }
 /// A request on its way through a rule.
 #[derive(Debug, Clone)]
@@ -296,8 +318,8 @@ pub struct Route {
     claimed: Vec<String>,
     /// For a dry-run rule, the first matching rule after it that enforces.
     next: Option<Box<Route>>,
-    /// Another rule that enforces on this request, decided after this one: the one a method override matched.
-    also: Option<Box<Route>>,
+    /// Other rules that enforce on this request, decided after this one: those its method overrides matched.
+    also: Vec<Route>,
 }
 
 /// Why a [`Verdict`] is what it is.
@@ -340,6 +362,8 @@ pub struct Verdict {
     /// The error the limit failed with, to log: an unavailable store that the rule's `onError` decided for, or any
     /// other error (then the verdict is a 500).
     pub error: Option<Error>,
+    /// The rule the refusal or the error is of, when it is not the route's own: one a method override added.
+    pub rule: Option<String>,
 }
 
 impl Route {
@@ -371,15 +395,15 @@ impl Route {
         let Some(enforcing) = overridden.enforcing() else {
             return;
         };
-        let enforcing = Box::new(enforcing.clone());
         if !self.dry_run() {
-            if !Arc::ptr_eq(&self.armed, &enforcing.armed) {
-                self.also = Some(enforcing);
+            let decided = |route: &Route| Arc::ptr_eq(&route.armed, &enforcing.armed);
+            if !decided(self) && !self.also.iter().any(decided) {
+                self.also.push(enforcing.clone());
             }
         } else if let Some(next) = self.next.as_deref_mut() {
-            next.add(*enforcing);
+            next.add(enforcing.clone());
         } else {
-            self.next = Some(enforcing);
+            self.next = Some(Box::new(enforcing.clone()));
         }
     }
 
@@ -395,19 +419,26 @@ impl Route {
     /// Decides: the lists first (no round trip), then one permit under every limit of the rule; then the rule a
     /// method override added, if this one allowed (the request passes only if both do). Never fails: a failure of
     /// the store, or any other error, is decided by the rule's `onError` and carried in [`Verdict::error`].
+    ///
+    /// A request a rule added by an override refuses has still taken its permit under the rules decided before it
+    /// (each rule is its own call): that costs the client, never admits it.
     pub async fn decide(&self, now_ms: u64) -> Verdict {
-        let verdict = self.decide_rule(now_ms).await;
-        match &self.also {
-            Some(also) if verdict.allowed => {
-                let added = also.decide_rule(now_ms).await;
-                if added.allowed {
-                    verdict
-                } else {
-                    added
-                }
+        let mut verdict = self.decide_rule(now_ms).await;
+        for also in &self.also {
+            if !verdict.allowed {
+                break;
             }
-            _ => verdict,
+            let mut added = also.decide_rule(now_ms).await;
+            if !added.allowed {
+                added.rule = Some(also.rule().to_owned());
+                return added;
+            }
+            if verdict.error.is_none() && added.error.is_some() {
+                // Passed by its onError: logged as that rule's.
+                (verdict.error, verdict.rule) = (added.error, Some(also.rule().to_owned()));
+            }
         }
+        verdict
     }
 
     async fn decide_rule(&self, now_ms: u64) -> Verdict {
@@ -506,6 +537,7 @@ fn passage(reason: VerdictReason, headers: Vec<(String, String)>) -> Verdict {
         headers,
         body: None,
         error: None,
+        rule: None,
     }
 }
 
@@ -524,6 +556,7 @@ fn refusal(
         headers,
         body: Some(problem(status, title, detail, retry_after_ms)),
         error: None,
+        rule: None,
     }
 }
 
@@ -591,6 +624,10 @@ mod tests {
                 "{method} {path}"
             );
         }
+        // A decoded `%2F` makes dot segments an origin that keeps it never sees: the rule holds either spelling.
+        for path in ["/login;x%2F..%2Fadmin", "/login%2F..%2Fadmin"] {
+            assert_eq!(gate.route("POST", "h", path, ip).unwrap().rule(), "login", "{path}");
+        }
         for path in ["/report/7/", "/report/7", "/report%2F7", "/report/7;a"] {
             assert_eq!(
                 gate.route("GET", "h", path, ip).unwrap().key().id,
@@ -649,24 +686,39 @@ mod tests {
         };
         let gate = gate(vec![rule("reads", "GET", 1000), rule("writes", "POST", 2)]).unwrap();
         let override_get = |name: &str| (name == "x-http-method-override").then(|| "GET".to_owned());
+        let also = |route: &Route| route.also.iter().map(|also| also.rule().to_owned()).collect::<Vec<_>>();
         let route = gate.route("POST", "h", "/items/1", override_get).unwrap();
-        assert_eq!(route.rule(), "writes");
-        assert_eq!(route.also.as_ref().map(|also| also.rule()), Some("reads"));
-        let route = gate.route("POST", "h", "/items/1?_method=GET", |_| None).unwrap();
-        assert_eq!(
-            (route.rule(), route.also.as_ref().map(|also| also.rule())),
-            ("writes", Some("reads"))
-        );
+        assert_eq!((route.rule(), also(&route)), ("writes", vec!["reads".to_owned()]));
+        for target in [
+            "/items/1?_method=GET",
+            "/items/1?a=1&%5Fmethod=G%45T",
+            "/items/1?.method=GET",
+        ] {
+            let route = gate.route("POST", "h", target, |_| None).unwrap();
+            assert_eq!(
+                (route.rule(), also(&route)),
+                ("writes", vec!["reads".to_owned()]),
+                "{target}"
+            );
+        }
         // A rule the request's own method matches is decided once, however the override names it.
         let override_post = |name: &str| (name == "x-http-method").then(|| "POST".to_owned());
-        assert!(gate
-            .route("POST", "h", "/items/1", override_post)
-            .unwrap()
-            .also
-            .is_none());
+        assert!(also(&gate.route("POST", "h", "/items/1", override_post).unwrap()).is_empty());
         // With no rule on its own method, the override's rule is the request's.
         let route = gate.route("PUT", "h", "/items/1", override_get).unwrap();
-        assert_eq!((route.rule(), route.also.is_none()), ("reads", true));
+        assert_eq!((route.rule(), also(&route).is_empty()), ("reads", true));
+        // Every method an override names adds its rule, and junk names crowd none out (review: a DELETE named
+        // beside a GET, or after four made-up names, had escaped a rule on DELETE).
+        let gate = self::gate(vec![
+            rule("reads", "GET", 1000),
+            rule("writes", "POST", 2),
+            rule("deletes", "DELETE", 2),
+        ])
+        .unwrap();
+        let junk = |name: &str| (name == "x-http-method-override").then(|| "A,B,C,D,E,GET".to_owned());
+        let route = gate.route("POST", "h", "/items/1?_method=DELETE", junk).unwrap();
+        assert_eq!(route.rule(), "writes");
+        assert_eq!(also(&route), ["deletes", "reads"]);
     }
 
     #[test]

@@ -97,7 +97,7 @@ impl RequestMatch {
 /// those a path holds as they are, with no meaning to a router (RFC 3986's sub-delimiters, `:` and `@`, save `;`,
 /// which starts parameters). `%3F` (`?`), `%23` (`#`), `%25` (`%`) and `%3B` (`;`) stay escaped: decoded, they would
 /// change what the path says.
-const DECODED: &[u8] = b"-._~/!$&'()*+,=:@";
+const DECODED: &[u8] = b"-._~!$&'()*+,=:@/";
 
 /// The path a rule matches and a path key counts: the request's with every `%XX` that spells an unreserved
 /// character (letters, digits, `-`, `.`, `_`, `~`), `/` or another of `DECODED` decoded, every other escape in
@@ -111,6 +111,18 @@ const DECODED: &[u8] = b"-._~/!$&'()*+,=:@";
 /// routes. (Dot segments of the request itself the URL parser has resolved: `new URL` in the Worker reads `%2e` as
 /// `.` there.)
 pub fn normalize_path(path: &str) -> Cow<'_, str> {
+    normalize(path, DECODED)
+}
+
+/// [`normalize_path`] but for `%2F`, which stays escaped: the path as an origin reads it that does not take `%2F`
+/// for a separator (Express's route parameters, servlet containers). Decoded, `/api/expensive%2F..%2Fcheap` is
+/// `/api/cheap`, while such an origin runs the handler of `/api/expensive…`: a rule matches a request when it
+/// matches either spelling.
+pub fn normalize_path_keeping_slashes(path: &str) -> Cow<'_, str> {
+    normalize(path, &DECODED[..DECODED.len() - 1])
+}
+
+fn normalize<'a>(path: &'a str, decoded_set: &[u8]) -> Cow<'a, str> {
     if !path.contains(['%', ';']) && !path.contains("//") && !has_dot_segment(path) {
         return Cow::Borrowed(path);
     }
@@ -125,7 +137,7 @@ pub fn normalize_path(path: &str) -> Cow<'_, str> {
             .filter(|hex| hex.iter().all(u8::is_ascii_hexdigit));
         let decoded = escaped
             .and_then(|hex| u8::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok())
-            .filter(|&byte| byte.is_ascii_alphanumeric() || DECODED.contains(&byte));
+            .filter(|&byte| byte.is_ascii_alphanumeric() || decoded_set.contains(&byte));
         if let (Some(hex), None) = (escaped, decoded) {
             // An escape kept: in upper case, as the URL parser writes its own (`%c3%a9` is `%C3%A9`).
             if !in_parameters {
@@ -364,6 +376,15 @@ mod tests {
         );
         assert_eq!(normalize_path("/caf%c3%a9/%3f%23%25%3b"), "/caf%C3%A9/%3F%23%25%3B");
         assert_eq!(normalize_path("/a;p=%c3/b"), "/a/b");
+        // For an origin that does not take `%2F` for `/`, the spelling that keeps it: no dot segments made of it, and
+        // no end to a `;parameters` run.
+        assert_eq!(normalize_path("/api/expensive%2F..%2Fcheap"), "/api/cheap");
+        assert_eq!(
+            normalize_path_keeping_slashes("/api/expensive%2f..%2Fcheap"),
+            "/api/expensive%2F..%2Fcheap"
+        );
+        assert_eq!(normalize_path_keeping_slashes("/login;x%2F..%2Fadmin"), "/login");
+        assert_eq!(normalize_path_keeping_slashes("/%6Cogin//a/../b"), "/login/b");
         let login = with_pattern("/login");
         assert!(login.matches("POST", "h", &normalize_path("/%6Cogin")));
         assert!(login.matches("POST", "h", &normalize_path("//login")));

@@ -89,7 +89,8 @@ impl<'a> Batch<'a> {
             // and granted twice (it refuses this too).
             if keys.iter().skip(1).step_by(2).any(|key| *key == state_key) {
                 return Err(Error::InvalidArgument(format!(
-                    "one limit and identifier is named twice in the limits decided together (state {state_key}):                      decide it once, with the permits summed"
+                    "one limit and identifier is named twice in the limits decided together (state {state_key}): \
+                     decide it once, with the permits summed"
                 )));
             }
             if !single {

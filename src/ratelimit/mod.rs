@@ -407,12 +407,6 @@ impl Ratelimit {
                 limiters.len()
             )));
         }
-        // A concurrency lease lent from reserved permits goes back to them, with no round trip.
-        if let (Some(Reservations::One(reserved)), [receipt]) = (&self.reserved, receipts) {
-            if let Some(released) = reserved.take_back(id, receipt) {
-                return Ok(vec![released]);
-            }
-        }
         let leases = |limiter: &Limiter| {
             (limiter.quota()).is_some_and(|quota| quota.algorithm() == crate::limit::Algorithm::Concurrency)
         };
@@ -426,6 +420,16 @@ impl Ratelimit {
                  grant's permits back"
                     .into(),
             ));
+        }
+        // A concurrency lease lent from this limiter's reserved permits goes back to them, with no round trip.
+        if let (Some(Reservations::One(reserved)), [receipt], true) = (
+            &self.reserved,
+            receipts,
+            std::ptr::eq(limiters, self.limiters.as_slice()),
+        ) {
+            if let Some(released) = reserved.take_back(id, receipt) {
+                return Ok(vec![released]);
+            }
         }
         limit::refund_all(&refunds).await?.into_iter().collect()
     }

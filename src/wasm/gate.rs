@@ -249,5 +249,8 @@ fn verdict_object(verdict: Verdict) -> JsValue {
     if let Some(error) = verdict.error {
         properties.push(("error", to_js_error(error)));
     }
+    if let Some(rule) = verdict.rule {
+        properties.push(("rule", rule.into()));
+    }
     object(&properties)
 }

@@ -288,6 +288,7 @@ test("a key's spellings count as one, and a second value counts by the IP, which
   assert.equal(await status("session=fresh1; session=real", "192.0.2.206"), 200);
   assert.equal(await status("session=fresh2; session=real", "192.0.2.206"), 429, "counted by the IP");
   assert.equal(await status("session=fresh3; session=banned", "192.0.2.207"), 403);
+  assert.equal(await status("session=b%61nned", "192.0.2.208"), 403, "a listed value in another spelling");
 });
 
 test("a denied address stays denied on a rule keyed by a header, whatever value it sends", async () => {

@@ -37,7 +37,7 @@ local function member_of(position, permits, run, id)
 end
 local function sealed(name)
     local id, rest = string.match(name, '^([%w_%-]+)(.*)$')
-    return string.sub(redis.sha1hex(id), 1, 16) .. rest
+    return id and string.sub(redis.sha1hex(id), 1, 16) .. rest or name
 end
 local function shift_positions(key, from, delta, at)
     local items = redis.call('ZRANGE', key, from, '-1', 'WITHSCORES')

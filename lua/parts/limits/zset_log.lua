@@ -29,7 +29,8 @@ end
 -- returns seal the id they are given and look for that.
 local function sealed(name)
     local id, rest = string.match(name, '^([%w_%-]+)(.*)$')
-    return string.sub(redis.sha1hex(id), 1, 16) .. rest
+    -- (A name of no id, which only a hand-made call sends, names no grant: left as it is, it matches none.)
+    return id and string.sub(redis.sha1hex(id), 1, 16) .. rest or name
 end
 
 -- Moves the grants from rank `from` on by `delta` positions, renaming their members: O(grants moved). What that
