@@ -100,10 +100,14 @@ pub fn client_key(source: &KeySource, path: &str, header: impl Fn(&str) -> Optio
             Some(value) => secret("cookie", name, value),
             None => ip_key(&header),
         },
-        KeySource::Path => ClientKey {
-            raw: path.to_owned(),
-            id: format!("path:{path}"),
-        },
+        // One limit per path whatever its letters' case, as rules match it (RequestMatch::matches).
+        KeySource::Path => {
+            let path = path.to_ascii_lowercase();
+            ClientKey {
+                id: format!("path:{path}"),
+                raw: path,
+            }
+        }
         KeySource::Ip => ip_key(&header),
     }
 }
@@ -283,7 +287,8 @@ impl ListEntry {
         let value = match source {
             KeySource::Header(name) => header_value(name, text),
             KeySource::Cookie(_) => cookie_value(text),
-            KeySource::Ip | KeySource::Path => text.to_owned(),
+            KeySource::Path => text.to_ascii_lowercase(),
+            KeySource::Ip => text.to_owned(),
         };
         match source {
             KeySource::Ip => range(),

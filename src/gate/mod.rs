@@ -624,6 +624,12 @@ mod tests {
                 "{method} {path}"
             );
         }
+        // Paths match in either case (Express routes `/LOGIN` as `/login`), and a path key counts them as one.
+        assert_eq!(gate.route("POST", "h", "/LOGIN", ip).unwrap().rule(), "login");
+        assert_eq!(
+            gate.route("GET", "h", "/Report/7", ip).unwrap().key().id,
+            "path:/report/7"
+        );
         // A decoded `%2F` makes dot segments an origin that keeps it never sees: the rule holds either spelling.
         for path in ["/login;x%2F..%2Fadmin", "/login%2F..%2Fadmin"] {
             assert_eq!(gate.route("POST", "h", path, ip).unwrap().rule(), "login", "{path}");

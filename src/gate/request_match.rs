@@ -75,16 +75,17 @@ impl RequestMatch {
     }
 
     /// Whether a request with this method, host and path (as [`normalize_path`] gives it) is one the rule applies
-    /// to. A pattern also matches the path without a trailing `/`: most origins route `/login/` as `/login`.
+    /// to. A pattern also matches the path without a trailing `/`: most origins route `/login/` as `/login`. Paths
+    /// match whatever their letters' case: Express, ASP.NET and IIS route `/LOGIN` to the handler of `/login` (a
+    /// case-sensitive origin answers it 404, and counting it only limits more).
     pub fn matches(&self, method: &str, host: &str, path: &str) -> bool {
         // A fully qualified name's trailing dot (`api.example.com.`) names the same host: a rule must not miss it.
         let host = host.strip_suffix('.').unwrap_or(host).to_ascii_lowercase();
         (self.methods.is_empty() || self.methods.iter().any(|m| m.eq_ignore_ascii_case(method)))
             && (self.hosts.is_empty() || self.hosts.iter().any(|pattern| host_matches(pattern, &host)))
-            && self
-                .path_prefix
-                .as_ref()
-                .is_none_or(|prefix| path.starts_with(prefix.as_str()))
+            && self.path_prefix.as_ref().is_none_or(|prefix| {
+                (path.as_bytes().get(..prefix.len())).is_some_and(|start| start.eq_ignore_ascii_case(prefix.as_bytes()))
+            })
             && self.pattern.as_ref().is_none_or(|pattern| {
                 let trimmed = path.strip_suffix('/').filter(|trimmed| !trimmed.is_empty());
                 glob(pattern.as_bytes(), path.as_bytes())
@@ -100,16 +101,15 @@ impl RequestMatch {
 const DECODED: &[u8] = b"-._~!$&'()*+,=:@/";
 
 /// The path a rule matches and a path key counts: the request's with every `%XX` that spells an unreserved
-/// character (letters, digits, `-`, `.`, `_`, `~`), `/` or another of `DECODED` decoded, every other escape in
-/// upper case, each segment's `;parameters` dropped, every run of
-/// `/` made one, and the dot segments this makes resolved. Origins read these spellings as the same path (RFC 3986
-/// says the unreserved escapes are equivalent; nginx, WSGI servers and most routers decode them and merge slashes;
-/// WSGI and others decode `%2F` too, and Java servlet containers route `/login;x=1` as `/login`), so a rule matched
-/// on the raw text would let `/%6Cogin`, `//login`, `/api%2Flogin` or `/login;x=1` past a rule on `/login` to the
-/// same handler. Reading more spellings as one path can only limit more: an origin that tells them apart has them
-/// counted together. Case is kept: an origin that ignores the case of paths needs rules that list the spellings it
-/// routes. (Dot segments of the request itself the URL parser has resolved: `new URL` in the Worker reads `%2e` as
-/// `.` there.)
+/// character (letters, digits, `-`, `.`, `_`, `~`), `/` or another of `DECODED` decoded, every other escape in upper
+/// case, each segment's `;parameters` dropped, every run of `/` made one, and the dot segments this makes resolved.
+/// Origins read these spellings as the same path (RFC 3986 says the unreserved escapes are equivalent; nginx, WSGI
+/// servers and most routers decode them and merge slashes; WSGI and others decode `%2F` too, and Java servlet
+/// containers route `/login;x=1` as `/login`), so a rule matched on the raw text would let `/%6Cogin`, `//login`,
+/// `/api%2Flogin` or `/login;x=1` past a rule on `/login` to the same handler. Reading more spellings as one path
+/// can only limit more: an origin that tells them apart has them counted together. Case is kept here; rules match
+/// it either way ([`RequestMatch::matches`]). (Dot segments of the request itself the URL parser has resolved:
+/// `new URL` in the Worker reads `%2e` as `.` there.)
 pub fn normalize_path(path: &str) -> Cow<'_, str> {
     normalize(path, DECODED)
 }
@@ -218,7 +218,7 @@ fn host_matches(pattern: &str, host: &str) -> bool {
     }
 }
 
-/// `*` matches within a segment, `**` across segments. The pattern is the operator's and the path the client's, so
+/// `*` matches within a segment, `**` across segments; letters match in either case. The pattern is the operator's and the path the client's, so
 /// this is one pass over the path per character of the pattern (O(pattern × path)): which lengths of the path the
 /// pattern read so far can match. (Backtracking over the stars, the obvious way, takes time exponential in their
 /// number on a long path a client chooses: `/**a**a**b` against 2 KB of `a` took 15 s.)
@@ -247,7 +247,7 @@ fn glob(pattern: &[u8], path: &[u8]) -> bool {
             }
             (byte, tail) => {
                 for n in (1..matched.len()).rev() {
-                    matched[n] = matched[n - 1] && path[n - 1] == byte;
+                    matched[n] = matched[n - 1] && path[n - 1].eq_ignore_ascii_case(&byte);
                 }
                 matched[0] = false;
                 rest = tail;
@@ -386,6 +386,11 @@ mod tests {
         assert_eq!(normalize_path_keeping_slashes("/login;x%2F..%2Fadmin"), "/login");
         assert_eq!(normalize_path_keeping_slashes("/%6Cogin//a/../b"), "/login/b");
         let login = with_pattern("/login");
+        assert!(login.matches("POST", "h", "/LOGIN") && login.matches("POST", "h", "/Login/"));
+        assert!(with_pattern("/users/*/posts").matches("GET", "h", "/Users/7/POSTS"));
+        assert!(RequestMatch::new(vec![], Some("/api/".into()), None, vec![])
+            .unwrap()
+            .matches("GET", "h", "/API/x"));
         assert!(login.matches("POST", "h", &normalize_path("/%6Cogin")));
         assert!(login.matches("POST", "h", &normalize_path("//login")));
         assert!(login.matches("POST", "h", &normalize_path("/login;jsessionid=1")));

@@ -173,15 +173,15 @@ test("allowed requests reach the origin unchanged: method, path, query, headers,
   assert.equal(rest, "second chunk");
 });
 
-test("spellings an origin reads as one path are limited as one: %-encoded letters, doubled slashes, a trailing slash", async () => {
+test("spellings an origin reads as one path are limited as one: %-encoded letters, doubled slashes, a trailing slash, case", async () => {
   const site = await worker([{ name: uniqueName("login"), match: { pattern: "/login" }, limits: [{ algorithm: "fixedWindow", limit: 2, interval: "1 m" }] }]);
   const statuses = [];
-  for (const path of ["/login", "/%6Cogin", "//login", "/login/"]) {
+  for (const path of ["/login", "/%6Cogin", "//login", "/login/", "/LOGIN"]) {
     const response = await site.fetch(path, { ip: "192.0.2.202" });
     statuses.push(response.status);
     await response.text();
   }
-  assert.deepEqual(statuses, [200, 200, 429, 429]);
+  assert.deepEqual(statuses, [200, 200, 429, 429, 429]);
 });
 
 test("requests no rule matches go to the origin without a round trip or RateLimit fields", async () => {
