@@ -287,7 +287,15 @@ impl ListEntry {
         let value = match source {
             KeySource::Header(name) => header_value(name, text),
             KeySource::Cookie(_) => cookie_value(text),
-            KeySource::Path => text.to_ascii_lowercase(),
+            // As a path key is made (Gate::route): normalised, without a trailing `/`, in lower case.
+            KeySource::Path => {
+                let path = super::request_match::normalize_path(text);
+                let path = path
+                    .strip_suffix('/')
+                    .filter(|trimmed| !trimmed.is_empty())
+                    .unwrap_or(&path);
+                path.to_ascii_lowercase()
+            }
             KeySource::Ip => text.to_owned(),
         };
         match source {
@@ -433,6 +441,13 @@ mod tests {
         assert!(listed("s%3Abad.sig", &session, &[("cookie", "session=s%3Abad.sig")]));
         assert!(listed("s%3Abad.sig", &session, &[("cookie", "session=s:bad.sig")]));
         assert!(listed(" real ", &api, &[("x-api-key", "real")]));
+        for written in ["/admin/", "/%61dmin", "//Admin", "/admin"] {
+            let entry = ListEntry::parse(written, &KeySource::Path).unwrap();
+            assert!(
+                entry.contains(&client_key(&KeySource::Path, "/admin", headers(&[]))),
+                "{written}"
+            );
+        }
     }
 
     #[test]

@@ -1,8 +1,9 @@
 //! The gate: what the Cloudflare Worker decides for each HTTP request in front of an origin.
 //!
 //! The Worker's JS shim (`worker/index.js`) only moves requests and responses; everything that decides is here.
-//! Rules are tried in order and the first whose [`RequestMatch`] holds applies (a request is counted by at most one
-//! rule, in at most one round trip). The rule reads the request's [`ClientKey`], checks its deny and allow lists,
+//! Rules are tried in order and the first whose [`RequestMatch`] holds applies, in one round trip; a request that
+//! may also reach other handlers (a method override, a path spelt with `%2F`) adds the first rule each of those
+//! matches, one round trip each (see [`Gate::route`]). The rule reads the request's [`ClientKey`], checks its deny and allow lists,
 //! then takes one permit under all of its limits at once with a [`Ratelimit`], and the outcome becomes a
 //! [`Verdict`]: proxy with RateLimit fields, or refuse with 429 / 403 / 503 and a problem body.
 //!
@@ -220,10 +221,11 @@ impl Gate {
     /// When the first rule that matches is a dry run, its route carries the first matching rule after it that is not
     /// ([`Route::next`]): a rule on trial lifts no rule behind it.
     ///
-    /// The rule the request's own method (or GET's, for a HEAD) matches decides it; a method the request names as
-    /// an override (see `override_methods`) may only add rules, never take the request out of its own: the first
-    /// rule each such method matches is also decided ([`Route::decide`]), and the request passes only if all allow
-    /// it. (Matched as one of the request's methods, `POST /items/1` with `X-HTTP-Method-Override: GET` fell under an
+    /// The rule the request's own method (or GET's, for a HEAD) matches on the normalised path decides it; what else
+    /// may reach a handler only adds rules, never takes the request out of its own: each method the request names as
+    /// an override (see `override_methods`), and the path spelt with `%2F` kept
+    /// ([`request_match::normalize_path_keeping_slashes`]), adds the first rule it matches, which is also decided
+    /// ([`Route::decide`]); the request passes only if all allow it. A path key counts the path in lower case. (Matched as one of the request's methods, `POST /items/1` with `X-HTTP-Method-Override: GET` fell under an
     /// earlier, looser rule on `GET /items/**` and escaped the one on `POST`.)
     pub fn route(
         &self,
@@ -234,7 +236,7 @@ impl Gate {
     ) -> Option<Route> {
         let (path, query) = target.split_once('?').unwrap_or((target, ""));
         let (raw_path, path) = (path, request_match::normalize_path(path));
-        // The spelling of an origin that does not take `%2F` for `/`, when it differs: a rule matching either holds.
+        // The spelling of an origin that does not take `%2F` for `/`, when it differs: a rule it matches is added.
         let kept = Some(request_match::normalize_path_keeping_slashes(raw_path)).filter(|kept| *kept != path);
         // A pattern matches a path with or without its trailing `/` (most origins route both alike), so both count as
         // one path: `/report/7/` is no fresh limit beside `/report/7`.
@@ -250,14 +252,10 @@ impl Gate {
             next: None,
             also: Vec::new(),
         };
-        let route_through = |methods: &[String]| {
-            let matches = |armed: &&Arc<ArmedRule>, method: &String| {
-                let request_match = &armed.rule.request_match;
-                request_match.matches(method, host, &path)
-                    || (kept.as_ref()).is_some_and(|kept| request_match.matches(method, host, kept))
-            };
-            let mut matching =
-                (self.rules.iter()).filter(|armed| (methods.iter()).any(|method| matches(armed, method)));
+        // The first rule matching one of `methods` on `path`, with the first enforcing one after it if it is a dry run.
+        let route_through = |methods: &[String], path: &str| {
+            let mut matching = (self.rules.iter())
+                .filter(|armed| (methods.iter()).any(|method| armed.rule.request_match.matches(method, host, path)));
             let first = matching.next()?;
             let mut route = route_of(first);
             if first.rule.dry_run {
@@ -271,17 +269,31 @@ impl Gate {
         if method.eq_ignore_ascii_case("HEAD") {
             own.push("GET".to_owned());
         }
-        let mut route = route_through(&own);
-        // Each method an override names, on its own: a rule the first matches must not hide one another matches.
-        // Only those some rule names can add a rule (any other falls under the rules the own method does), so junk
-        // names cost nothing and cannot crowd the real one out.
-        let named = (self.named_methods.iter()).filter(|named| {
-            (override_methods(method, query, &header).iter()).any(|name| name.eq_ignore_ascii_case(named))
-        });
-        for overridden in named.filter_map(|named| route_through(std::slice::from_ref(named))) {
-            match &mut route {
-                Some(route) => route.add(overridden),
-                None => route = Some(overridden),
+        let mut route = route_through(&own, &path);
+        // What else may reach a handler, each on its own (a rule the first matches must not hide one another
+        // matches), each adding the first rule it matches: the own methods on the spelling that keeps `%2F`, and
+        // each method an override names on both spellings. Of those, only the methods some rule names, and one
+        // that none names (for the rules that name no method), so junk names cost nothing and crowd none out.
+        let overrides = override_methods(method, query, &header);
+        let mut methods: Vec<Vec<String>> = (self.named_methods.iter())
+            .filter(|named| overrides.iter().any(|name| name.eq_ignore_ascii_case(named)))
+            .map(|named| vec![named.clone()])
+            .collect();
+        if (overrides.iter()).any(|name| !self.named_methods.iter().any(|named| named.eq_ignore_ascii_case(name))) {
+            // Matches only the rules that name no method (methods are letters: this is none of them).
+            methods.push(vec!["-".to_owned()]);
+        }
+        let spellings = [Some(&path), kept.as_ref()];
+        let added = (spellings.iter().flatten().map(|spelling| (own.clone(), spelling)))
+            .skip(1)
+            .chain(
+                (methods.into_iter()).flat_map(|methods| spellings.iter().flatten().map(move |s| (methods.clone(), s))),
+            );
+        for (methods, spelling) in added {
+            match (&mut route, route_through(&methods, spelling)) {
+                (_, None) => {}
+                (Some(route), Some(other)) => route.add(other),
+                (None, other) => route = other,
             }
         }
         route
@@ -290,21 +302,30 @@ impl Gate {
 
 /// The methods a request names besides its own, which many frameworks route it by: those of a method override
 /// header (`X-HTTP-Method-Override` and its variants), and for a POST, `_method` in its query (Laravel, Symfony,
-/// Express's method-override). At most a few, each a method's spelling: they are the client's, and cost a match
-/// each. (`_method` in a form body is not read: the Worker does not read bodies.)
+/// Express's method-override); GET's beside a HEAD. They are the client's, any number of any words: only those some
+/// rule names are matched one by one (`Gate::route`). (`_method` in a form body is not read: the Worker does not
+/// read bodies.)
 fn override_methods(method: &str, query: &str, header: &impl Fn(&str) -> Option<String>) -> Vec<String> {
     let headers = ["x-http-method-override", "x-http-method", "x-method-override"]
         .into_iter()
         .filter_map(header)
         .flat_map(|value| value.split(',').map(|name| name.trim().to_owned()).collect::<Vec<_>>());
-    // The query's names and values percent-decoded, as frameworks read them; PHP reads `.` and ` ` in a name as `_`.
-    let decoded = |text: &str| String::from_utf8_lossy(&client_key::percent_decoded(text.as_bytes())).into_owned();
+    // The query's names and values as PHP reads them, the most forgiving reader: `+` a space, percent-decoded,
+    // leading spaces of a name dropped, and `.` and ` ` in it read as `_` (`?+_method=`, `?.method=`, `%5Fmethod`).
+    let decoded = |text: &str| {
+        let text = text.replace('+', " ");
+        String::from_utf8_lossy(&client_key::percent_decoded(text.as_bytes())).into_owned()
+    };
     let query = (query.split('&'))
         .filter(|_| method.eq_ignore_ascii_case("POST"))
         .filter_map(|pair| pair.split_once('='))
-        .filter(|(name, _)| decoded(name).replace(['.', ' '], "_") == "_method")
-        .map(|(_, value)| decoded(value));
-    headers.chain(query).collect()
+        .filter(|(name, _)| decoded(name).trim_start_matches(' ').replace(['.', ' '], "_") == "_method")
+        .map(|(_, value)| decoded(value).trim().to_owned());
+    let mut methods: Vec<String> = headers.chain(query).collect();
+    if methods.iter().any(|name| name.eq_ignore_ascii_case("HEAD")) {
+        methods.push("GET".to_owned());
+    }
+    methods
 }
 /// A request on its way through a rule.
 #[derive(Debug, Clone)]
@@ -417,7 +438,7 @@ impl Route {
     }
 
     /// Decides: the lists first (no round trip), then one permit under every limit of the rule; then the rule a
-    /// method override added, if this one allowed (the request passes only if both do). Never fails: a failure of
+    /// method override or the `%2F` spelling added, if this one allowed (the request passes only if all do). Never fails: a failure of
     /// the store, or any other error, is decided by the rule's `onError` and carried in [`Verdict::error`].
     ///
     /// A request a rule added by an override refuses has still taken its permit under the rules decided before it
@@ -630,9 +651,16 @@ mod tests {
             gate.route("GET", "h", "/Report/7", ip).unwrap().key().id,
             "path:/report/7"
         );
-        // A decoded `%2F` makes dot segments an origin that keeps it never sees: the rule holds either spelling.
+        // A decoded `%2F` makes dot segments an origin that keeps it never sees: the rule the spelling that keeps it
+        // matches is added to the one the decoded spelling matches (first-match on either would let one hide the
+        // other: review, `/*` before `/auth/login` took `/auth%2Flogin` from it).
         for path in ["/login;x%2F..%2Fadmin", "/login%2F..%2Fadmin"] {
-            assert_eq!(gate.route("POST", "h", path, ip).unwrap().rule(), "login", "{path}");
+            let route = gate.route("POST", "h", path, ip).unwrap();
+            let decided: Vec<&str> = [route.rule()]
+                .into_iter()
+                .chain(route.also.iter().map(Route::rule))
+                .collect();
+            assert_eq!(decided, ["site", "login"], "{path}");
         }
         for path in ["/report/7/", "/report/7", "/report%2F7", "/report/7;a"] {
             assert_eq!(
@@ -725,6 +753,23 @@ mod tests {
         let route = gate.route("POST", "h", "/items/1?_method=DELETE", junk).unwrap();
         assert_eq!(route.rule(), "writes");
         assert_eq!(also(&route), ["deletes", "reads"]);
+        // PHP reads `+_method` and `%20_method` as `_method` too.
+        for target in [
+            "/items/1?+_method=DELETE",
+            "/items/1?%20_method=DELETE",
+            "/items/1?_method=+DELETE",
+        ] {
+            let route = gate.route("POST", "h", target, |_| None).unwrap();
+            assert_eq!(also(&route), ["deletes"], "{target}");
+        }
+        // A rule naming no method holds a request an override sends to a method no rule names (review: a DELETE
+        // named over a POST escaped the rule every method but POST fell under).
+        let mut any = rule("any", "GET", 60);
+        any.request_match = RequestMatch::new(vec![], None, Some("/items/**".into()), vec![]).unwrap();
+        let gate = self::gate(vec![rule("writes", "POST", 1000), any]).unwrap();
+        let override_delete = |name: &str| (name == "x-http-method-override").then(|| "DELETE".to_owned());
+        let route = gate.route("POST", "h", "/items/1", override_delete).unwrap();
+        assert_eq!((route.rule(), also(&route)), ("writes", vec!["any".to_owned()]));
     }
 
     #[test]
