@@ -1216,6 +1216,27 @@ fn large_requests_in_flight_are_held_to_the_memory_budget() {
     });
 }
 
+/// A large request keeps its share of the budget for its response: a pipeline as large as the body cap takes the
+/// whole budget (ten times its size) while it is parsed, and its response, nearly as large, is sent from that
+/// share. Asked for anew, it would find the budget taken, and be refused after its commands ran.
+#[test]
+fn a_large_requests_share_of_the_budget_carries_its_response() {
+    let runtime = runtime();
+    let redis = runtime.block_on(RedisServer::start()).expect("start redis-server");
+    // The smallest budget the bridge takes: one request of the body cap (1 MiB) being parsed.
+    let bridge = ReleaseBridge::start(&redis.url(), &[("EDGELIMIT_MAX_MEMORY_IN_FLIGHT", "10485760")]);
+    let url = format!("http://{}/pipeline", bridge.url);
+    let template = json!([["SET", "carried", ""], ["GET", "carried"]]).to_string();
+    let value = "v".repeat(1_048_576 - template.len());
+    let body = json!([["SET", "carried", value], ["GET", "carried"]]);
+    assert_eq!(body.to_string().len(), 1_048_576, "a body of exactly the cap");
+    runtime.block_on(async {
+        let (status, reply) = post(&http(), &url, body).await;
+        assert_eq!(status, 200, "{}", excerpt(reply.to_string().as_bytes(), 300));
+        assert_eq!(reply, json!([{"result": "OK"}, {"result": value}]));
+    });
+}
+
 #[test]
 fn the_reply_cap_is_configurable_and_checked() {
     let runtime = runtime();
