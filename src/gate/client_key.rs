@@ -82,34 +82,42 @@ pub struct ClientKey {
 /// `claimed_values`): origins read such a request by one of them, and which one differs between frameworks, so
 /// counting it by any one would let a client add a fresh value to every request and be a new identity each time.
 pub fn client_key(source: &KeySource, path: &str, header: impl Fn(&str) -> Option<String>) -> ClientKey {
-    let secret = |kind: &str, name: &str, value: String| ClientKey {
-        id: format!("{kind}:{name}:{}", sha1_smol::Sha1::from(&value).digest()),
-        raw: value,
-    };
-    // One value, however many times it is given.
-    let only = |mut values: Vec<String>| {
-        let first = values.first()?;
-        values.iter().all(|value| value == first).then(|| values.swap_remove(0))
-    };
+    key_of(source, path, &claimed_values(source, &header), &header)
+}
+
+/// [`client_key`] from the values `claimed_values` read (the gate reads them once, for the key and the deny list).
+pub(crate) fn key_of(
+    source: &KeySource,
+    path: &str,
+    claimed: &[String],
+    header: &impl Fn(&str) -> Option<String>,
+) -> ClientKey {
     match source {
-        KeySource::Header(name) => match only(claimed_values(source, &header)) {
-            Some(value) => secret("header", name, value),
-            None => ip_key(&header),
+        // One value, however many times it is given: `header:<name>:<sha1>`, `cookie:<name>:<sha1>`.
+        KeySource::Header(_) | KeySource::Cookie(_) => match claimed {
+            [value, others @ ..] if others.iter().all(|other| other == value) => ClientKey {
+                id: format!("{source}:{}", sha1_smol::Sha1::from(value).digest()),
+                raw: value.clone(),
+            },
+            _ => ip_key(header),
         },
-        KeySource::Cookie(name) => match only(claimed_values(source, &header)) {
-            Some(value) => secret("cookie", name, value),
-            None => ip_key(&header),
-        },
-        // One limit per path whatever its letters' case, as rules match it (RequestMatch::matches).
         KeySource::Path => {
-            let path = path.to_ascii_lowercase();
+            let path = path_key(path);
             ClientKey {
                 id: format!("path:{path}"),
                 raw: path,
             }
         }
-        KeySource::Ip => ip_key(&header),
+        KeySource::Ip => ip_key(header),
     }
+}
+
+/// A normalised path as a path key counts it: without a trailing `/` (a pattern matches `/report/7/` as
+/// `/report/7`, and most origins route both alike) and in lower case (rules match paths whatever their letters'
+/// case: RequestMatch::matches), so that neither spelling is a fresh limit beside the other.
+fn path_key(path: &str) -> String {
+    let trimmed = path.strip_suffix('/').filter(|trimmed| !trimmed.is_empty());
+    trimmed.unwrap_or(path).to_ascii_lowercase()
 }
 
 /// The values a request carries for a header or cookie key (none for the others), each spelt as origins
@@ -287,15 +295,8 @@ impl ListEntry {
         let value = match source {
             KeySource::Header(name) => header_value(name, text),
             KeySource::Cookie(_) => cookie_value(text),
-            // As a path key is made (Gate::route): normalised, without a trailing `/`, in lower case.
-            KeySource::Path => {
-                let path = super::request_match::normalize_path(text);
-                let path = path
-                    .strip_suffix('/')
-                    .filter(|trimmed| !trimmed.is_empty())
-                    .unwrap_or(&path);
-                path.to_ascii_lowercase()
-            }
+            // As a path key is made: normalised, then as `path_key` spells it.
+            KeySource::Path => path_key(&super::request_match::normalize_path(text)),
             KeySource::Ip => text.to_owned(),
         };
         match source {

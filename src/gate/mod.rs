@@ -3,9 +3,9 @@
 //! The Worker's JS shim (`worker/index.js`) only moves requests and responses; everything that decides is here.
 //! Rules are tried in order and the first whose [`RequestMatch`] holds applies, in one round trip; a request that
 //! may also reach other handlers (a method override, a path spelt with `%2F`) adds the first rule each of those
-//! matches, one round trip each (see [`Gate::route`]). The rule reads the request's [`ClientKey`], checks its deny and allow lists,
-//! then takes one permit under all of its limits at once with a [`Ratelimit`], and the outcome becomes a
-//! [`Verdict`]: proxy with RateLimit fields, or refuse with 429 / 403 / 503 and a problem body.
+//! matches, one round trip each (see [`Gate::route`]). The rule reads the request's [`ClientKey`], checks its deny
+//! and allow lists, then takes one permit under all of its limits at once with a [`Ratelimit`], and the outcome
+//! becomes a [`Verdict`]: proxy with RateLimit fields, or refuse with 429 / 403 / 503 and a problem body.
 //!
 //! | module | concept |
 //! |---|---|
@@ -225,7 +225,8 @@ impl Gate {
     /// may reach a handler only adds rules, never takes the request out of its own: each method the request names as
     /// an override (see `override_methods`), and the path spelt with `%2F` kept
     /// ([`request_match::normalize_path_keeping_slashes`]), adds the first rule it matches, which is also decided
-    /// ([`Route::decide`]); the request passes only if all allow it. A path key counts the path in lower case. (Matched as one of the request's methods, `POST /items/1` with `X-HTTP-Method-Override: GET` fell under an
+    /// ([`Route::decide`]); the request passes only if all allow it. A path key counts the path in lower case.
+    /// (Matched as one of the request's methods, `POST /items/1` with `X-HTTP-Method-Override: GET` fell under an
     /// earlier, looser rule on `GET /items/**` and escaped the one on `POST`.)
     pub fn route(
         &self,
@@ -238,19 +239,16 @@ impl Gate {
         let (raw_path, path) = (path, request_match::normalize_path(path));
         // The spelling of an origin that does not take `%2F` for `/`, when it differs: a rule it matches is added.
         let kept = Some(request_match::normalize_path_keeping_slashes(raw_path)).filter(|kept| *kept != path);
-        // A pattern matches a path with or without its trailing `/` (most origins route both alike), so both count as
-        // one path: `/report/7/` is no fresh limit beside `/report/7`.
-        let key_path = path
-            .strip_suffix('/')
-            .filter(|trimmed| !trimmed.is_empty())
-            .unwrap_or(&path);
-        let route_of = |armed: &Arc<ArmedRule>| Route {
-            key: client_key::client_key(&armed.rule.key, key_path, &header),
-            address: client_key::ip_key(&header),
-            claimed: client_key::claimed_values(&armed.rule.key, &header),
-            armed: Arc::clone(armed),
-            next: None,
-            also: Vec::new(),
+        let route_of = |armed: &Arc<ArmedRule>| {
+            let claimed = client_key::claimed_values(&armed.rule.key, &header);
+            Route {
+                key: client_key::key_of(&armed.rule.key, &path, &claimed, &header),
+                address: client_key::ip_key(&header),
+                claimed,
+                armed: Arc::clone(armed),
+                next: None,
+                also: Vec::new(),
+            }
         };
         // The first rule matching one of `methods` on `path`, with the first enforcing one after it if it is a dry run.
         let route_through = |methods: &[String], path: &str| {
@@ -269,31 +267,31 @@ impl Gate {
         if method.eq_ignore_ascii_case("HEAD") {
             own.push("GET".to_owned());
         }
-        let mut route = route_through(&own, &path);
-        // What else may reach a handler, each on its own (a rule the first matches must not hide one another
-        // matches), each adding the first rule it matches: the own methods on the spelling that keeps `%2F`, and
-        // each method an override names on both spellings. Of those, only the methods some rule names, and one
-        // that none names (for the rules that name no method), so junk names cost nothing and crowd none out.
+        // The own methods on the normalised path give the request its rule. What else may reach a handler adds the
+        // first rule it matches, each on its own (a rule the first matches must not hide one another matches): the
+        // own methods on the spelling that keeps `%2F`, and each method an override names on both spellings. Of
+        // those, only the methods some rule names, and one that none names (for the rules that name no method), so
+        // junk names cost nothing and crowd none out.
         let overrides = override_methods(method, query, &header);
-        let mut methods: Vec<Vec<String>> = (self.named_methods.iter())
-            .filter(|named| overrides.iter().any(|name| name.eq_ignore_ascii_case(named)))
-            .map(|named| vec![named.clone()])
-            .collect();
+        let mut method_sets = vec![own];
+        method_sets.extend(
+            (self.named_methods.iter())
+                .filter(|named| overrides.iter().any(|name| name.eq_ignore_ascii_case(named)))
+                .map(|named| vec![named.clone()]),
+        );
         if (overrides.iter()).any(|name| !self.named_methods.iter().any(|named| named.eq_ignore_ascii_case(name))) {
             // Matches only the rules that name no method (methods are letters: this is none of them).
-            methods.push(vec!["-".to_owned()]);
+            method_sets.push(vec!["-".to_owned()]);
         }
-        let spellings = [Some(&path), kept.as_ref()];
-        let added = (spellings.iter().flatten().map(|spelling| (own.clone(), spelling)))
-            .skip(1)
-            .chain(
-                (methods.into_iter()).flat_map(|methods| spellings.iter().flatten().map(move |s| (methods.clone(), s))),
-            );
-        for (methods, spelling) in added {
-            match (&mut route, route_through(&methods, spelling)) {
-                (_, None) => {}
-                (Some(route), Some(other)) => route.add(other),
-                (None, other) => route = other,
+        let spellings: Vec<&str> = [Some(&*path), kept.as_deref()].into_iter().flatten().collect();
+        let mut route: Option<Route> = None;
+        for methods in &method_sets {
+            for spelling in &spellings {
+                match (&mut route, route_through(methods, spelling)) {
+                    (_, None) => {}
+                    (Some(route), Some(other)) => route.add(other),
+                    (None, other) => route = other,
+                }
             }
         }
         route
@@ -339,7 +337,8 @@ pub struct Route {
     claimed: Vec<String>,
     /// For a dry-run rule, the first matching rule after it that enforces.
     next: Option<Box<Route>>,
-    /// Other rules that enforce on this request, decided after this one: those its method overrides matched.
+    /// Other rules that enforce on this request, decided after this one: those its method overrides, or its path
+    /// spelt with `%2F` kept, matched.
     also: Vec<Route>,
 }
 
@@ -383,7 +382,8 @@ pub struct Verdict {
     /// The error the limit failed with, to log: an unavailable store that the rule's `onError` decided for, or any
     /// other error (then the verdict is a 500).
     pub error: Option<Error>,
-    /// The rule the refusal or the error is of, when it is not the route's own: one a method override added.
+    /// The rule the refusal or the error is of, when it is not the route's own: one a method override or the `%2F`
+    /// spelling added.
     pub rule: Option<String>,
 }
 
@@ -410,8 +410,8 @@ impl Route {
         self.next.as_deref()
     }
 
-    /// Adds the route a method override matched: its enforcing rule is decided after this route's (or instead,
-    /// when this route is a dry run with nothing behind it), unless it is the same rule.
+    /// Adds the route a method override or the `%2F` spelling matched: its enforcing rule is decided after this
+    /// route's (or instead, when this route is a dry run with nothing behind it), unless it is one already decided.
     fn add(&mut self, overridden: Route) {
         let Some(enforcing) = overridden.enforcing() else {
             return;
@@ -437,12 +437,13 @@ impl Route {
         }
     }
 
-    /// Decides: the lists first (no round trip), then one permit under every limit of the rule; then the rule a
-    /// method override or the `%2F` spelling added, if this one allowed (the request passes only if all do). Never fails: a failure of
-    /// the store, or any other error, is decided by the rule's `onError` and carried in [`Verdict::error`].
+    /// Decides: the lists first (no round trip), then one permit under every limit of the rule; then each rule a
+    /// method override or the `%2F` spelling added, while all before it allowed (the request passes only if all
+    /// do). Never fails: a failure of the store, or any other error, is decided by the rule's `onError` and carried
+    /// in [`Verdict::error`].
     ///
-    /// A request a rule added by an override refuses has still taken its permit under the rules decided before it
-    /// (each rule is its own call): that costs the client, never admits it.
+    /// A request an added rule refuses has still taken its permit under the rules decided before it (each rule is
+    /// its own call): that costs the client, never admits it.
     pub async fn decide(&self, now_ms: u64) -> Verdict {
         let mut verdict = self.decide_rule(now_ms).await;
         for also in &self.also {

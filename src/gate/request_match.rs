@@ -94,14 +94,14 @@ impl RequestMatch {
     }
 }
 
-/// The characters besides letters and digits whose escapes [`normalize_path`] decodes: the unreserved ones, `/`, and
+/// The characters besides letters, digits and `/` whose escapes [`normalize_path`] decodes: the unreserved ones, and
 /// those a path holds as they are, with no meaning to a router (RFC 3986's sub-delimiters, `:` and `@`, save `;`,
 /// which starts parameters). `%3F` (`?`), `%23` (`#`), `%25` (`%`) and `%3B` (`;`) stay escaped: decoded, they would
 /// change what the path says.
-const DECODED: &[u8] = b"-._~!$&'()*+,=:@/";
+const DECODED: &[u8] = b"-._~!$&'()*+,=:@";
 
 /// The path a rule matches and a path key counts: the request's with every `%XX` that spells an unreserved
-/// character (letters, digits, `-`, `.`, `_`, `~`), `/` or another of `DECODED` decoded, every other escape in upper
+/// character (letters, digits, `-`, `.`, `_`, `~`), `/` or one of `DECODED` decoded, every other escape in upper
 /// case, each segment's `;parameters` dropped, every run of `/` made one, and the dot segments this makes resolved.
 /// Origins read these spellings as the same path (RFC 3986 says the unreserved escapes are equivalent; nginx, WSGI
 /// servers and most routers decode them and merge slashes; WSGI and others decode `%2F` too, and Java servlet
@@ -111,18 +111,18 @@ const DECODED: &[u8] = b"-._~!$&'()*+,=:@/";
 /// it either way ([`RequestMatch::matches`]). (Dot segments of the request itself the URL parser has resolved:
 /// `new URL` in the Worker reads `%2e` as `.` there.)
 pub fn normalize_path(path: &str) -> Cow<'_, str> {
-    normalize(path, DECODED)
+    normalize(path, true)
 }
 
 /// [`normalize_path`] but for `%2F`, which stays escaped: the path as an origin reads it that does not take `%2F`
 /// for a separator (Express's route parameters, servlet containers). Decoded, `/api/expensive%2F..%2Fcheap` is
-/// `/api/cheap`, while such an origin runs the handler of `/api/expensive…`: a rule matches a request when it
-/// matches either spelling.
+/// `/api/cheap`, while such an origin runs the handler of `/api/expensive…`: the first rule this spelling matches
+/// is added to the request's (`Gate::route`).
 pub fn normalize_path_keeping_slashes(path: &str) -> Cow<'_, str> {
-    normalize(path, &DECODED[..DECODED.len() - 1])
+    normalize(path, false)
 }
 
-fn normalize<'a>(path: &'a str, decoded_set: &[u8]) -> Cow<'a, str> {
+fn normalize(path: &str, decode_slash: bool) -> Cow<'_, str> {
     if !path.contains(['%', ';']) && !path.contains("//") && !has_dot_segment(path) {
         return Cow::Borrowed(path);
     }
@@ -137,7 +137,7 @@ fn normalize<'a>(path: &'a str, decoded_set: &[u8]) -> Cow<'a, str> {
             .filter(|hex| hex.iter().all(u8::is_ascii_hexdigit));
         let decoded = escaped
             .and_then(|hex| u8::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok())
-            .filter(|&byte| byte.is_ascii_alphanumeric() || decoded_set.contains(&byte));
+            .filter(|&byte| byte.is_ascii_alphanumeric() || DECODED.contains(&byte) || (decode_slash && byte == b'/'));
         if let (Some(hex), None) = (escaped, decoded) {
             // An escape kept: in upper case, as the URL parser writes its own (`%c3%a9` is `%C3%A9`).
             if !in_parameters {
@@ -218,10 +218,10 @@ fn host_matches(pattern: &str, host: &str) -> bool {
     }
 }
 
-/// `*` matches within a segment, `**` across segments; letters match in either case. The pattern is the operator's and the path the client's, so
-/// this is one pass over the path per character of the pattern (O(pattern × path)): which lengths of the path the
-/// pattern read so far can match. (Backtracking over the stars, the obvious way, takes time exponential in their
-/// number on a long path a client chooses: `/**a**a**b` against 2 KB of `a` took 15 s.)
+/// `*` matches within a segment, `**` across segments; letters match in either case. The pattern is the operator's
+/// and the path the client's, so this is one pass over the path per character of the pattern (O(pattern × path)):
+/// which lengths of the path the pattern read so far can match. (Backtracking over the stars, the obvious way, takes
+/// time exponential in their number on a long path a client chooses: `/**a**a**b` against 2 KB of `a` took 15 s.)
 fn glob(pattern: &[u8], path: &[u8]) -> bool {
     // matched[n]: the pattern read so far matches path[..n].
     let mut matched = vec![false; path.len() + 1];

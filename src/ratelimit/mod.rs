@@ -213,7 +213,7 @@ pub struct Ratelimit {
 
 /// What [`Ratelimit::give_back`] gives back of a grant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Returned {
+pub(crate) enum Returned {
     /// Every limit's permits: a refund.
     Grant,
     /// The concurrency limits' leases only: a release.
@@ -356,8 +356,7 @@ impl Ratelimit {
     /// refund fails, its error is returned and the others have given back. For a request that did not run: to end
     /// the lease of one that did, [`release`](Ratelimit::release).
     pub async fn refund<'i>(&self, id: impl Into<Identifier<'i>>, receipts: &[Receipt]) -> Result<Vec<Decision>> {
-        self.give_back(&id.into(), &self.limiters, receipts, Returned::Grant)
-            .await
+        self.give_back(&id.into(), None, receipts, Returned::Grant).await
     }
 
     /// [`refund`](Ratelimit::refund) of a grant of [`limit_all`](Ratelimit::limit_all) under these `limits`.
@@ -367,7 +366,7 @@ impl Ratelimit {
         limits: &[Limit],
         receipts: &[Receipt],
     ) -> Result<Vec<Decision>> {
-        self.give_back(&id.into(), &self.limiters_for(limits)?, receipts, Returned::Grant)
+        self.give_back(&id.into(), Some(limits), receipts, Returned::Grant)
             .await
     }
 
@@ -378,8 +377,7 @@ impl Ratelimit {
     /// minute let 10 through.) The decisions are the concurrency limits', in order; with none among the limits it
     /// is [`Error::InvalidArgument`].
     pub async fn release<'i>(&self, id: impl Into<Identifier<'i>>, receipts: &[Receipt]) -> Result<Vec<Decision>> {
-        self.give_back(&id.into(), &self.limiters, receipts, Returned::Leases)
-            .await
+        self.give_back(&id.into(), None, receipts, Returned::Leases).await
     }
 
     /// [`release`](Ratelimit::release) of a grant of [`limit_all`](Ratelimit::limit_all) under these `limits`.
@@ -389,17 +387,27 @@ impl Ratelimit {
         limits: &[Limit],
         receipts: &[Receipt],
     ) -> Result<Vec<Decision>> {
-        self.give_back(&id.into(), &self.limiters_for(limits)?, receipts, Returned::Leases)
+        self.give_back(&id.into(), Some(limits), receipts, Returned::Leases)
             .await
     }
 
-    async fn give_back(
+    /// Refunds and releases: what `returned` names of the grant `receipts` name, under this limiter's limits or
+    /// (for a grant of `limit_all`) `limits`.
+    pub(crate) async fn give_back(
         &self,
         id: &Identifier<'_>,
-        limiters: &[Limiter],
+        limits: Option<&[Limit]>,
         receipts: &[Receipt],
         returned: Returned,
     ) -> Result<Vec<Decision>> {
+        let given;
+        let limiters = match limits {
+            None => self.limiters.as_slice(),
+            Some(limits) => {
+                given = self.limiters_for(limits)?;
+                given.as_slice()
+            }
+        };
         if receipts.len() != limiters.len() {
             return Err(Error::InvalidArgument(format!(
                 "{} receipts for {} limits: pass one per limit, in order, as the grant's results carry them",
@@ -422,11 +430,7 @@ impl Ratelimit {
             ));
         }
         // A concurrency lease lent from this limiter's reserved permits goes back to them, with no round trip.
-        if let (Some(Reservations::One(reserved)), [receipt], true) = (
-            &self.reserved,
-            receipts,
-            std::ptr::eq(limiters, self.limiters.as_slice()),
-        ) {
+        if let (Some(Reservations::One(reserved)), [receipt], None) = (&self.reserved, receipts, limits) {
             if let Some(released) = reserved.take_back(id, receipt) {
                 return Ok(vec![released]);
             }

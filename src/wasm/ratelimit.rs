@@ -10,7 +10,7 @@ use super::{describe, duration, field, given, items, known_fields, object, strin
 use crate::error::{Error, Result};
 use crate::identifier::Identifier;
 use crate::limit::{LimitState, Receipt, StateDetail};
-use crate::ratelimit::{OnError, Options, Outcome, Ratelimit};
+use crate::ratelimit::{OnError, Options, Outcome, Ratelimit, Returned};
 use crate::rest::RestClient;
 
 /// `cache`: `true`/absent (10 000 entries), `false`/`0` (off), or a number of entries.
@@ -139,12 +139,6 @@ fn state_object(state: &LimitState) -> JsValue {
     object(&properties)
 }
 
-/// What `refund` and `release` give back of a grant.
-enum Returned {
-    Grant,
-    Leases,
-}
-
 impl JsRatelimit {
     async fn give_back(
         &self,
@@ -158,13 +152,10 @@ impl JsRatelimit {
         let limits = (given(&limiters).map(|limiters| limits_of(limiters, "limiters")))
             .transpose()
             .map_err(to_js_error)?;
-        let decisions = match (limits, returned) {
-            (None, Returned::Grant) => self.inner.refund(&id, &receipts).await,
-            (None, Returned::Leases) => self.inner.release(&id, &receipts).await,
-            (Some(limits), Returned::Grant) => self.inner.refund_all(&id, &limits, &receipts).await,
-            (Some(limits), Returned::Leases) => self.inner.release_all(&id, &limits, &receipts).await,
-        }
-        .map_err(to_js_error)?;
+        let decisions = (self.inner)
+            .give_back(&id, limits.as_deref(), &receipts, returned)
+            .await
+            .map_err(to_js_error)?;
         let results: js_sys::Array = decisions.iter().map(decision_object).collect();
         Ok(object(&[
             ("success", decisions.iter().all(|decision| decision.success).into()),
