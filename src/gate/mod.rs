@@ -2,7 +2,7 @@
 //!
 //! The Worker's JS shim (`worker/index.js`) only moves requests and responses; everything that decides is here.
 //! Rules are tried in order and the first whose [`RequestMatch`] holds applies, in one round trip; a request that
-//! may also reach other handlers (a method override, a path spelt with `%2F`) adds the first rule each of those
+//! may also reach other handlers (a method override, a path spelt with `%2F`, a format suffix) adds the first rule each of those
 //! matches, one round trip each (see [`Gate::route`]). The rule reads the request's [`ClientKey`], checks its deny
 //! and allow lists, then takes one permit under all of its limits at once with a [`Ratelimit`], and the outcome
 //! becomes a [`Verdict`]: proxy with RateLimit fields, or refuse with 429 / 403 / 503 and a problem body.
@@ -223,9 +223,10 @@ impl Gate {
     ///
     /// The rule the request's own method (or GET's, for a HEAD) matches on the normalised path decides it; what else
     /// may reach a handler only adds rules, never takes the request out of its own: each method the request names as
-    /// an override (see `override_methods`), and the path spelt with `%2F` kept
-    /// ([`request_match::normalize_path_keeping_slashes`]), adds the first rule it matches, which is also decided
-    /// ([`Route::decide`]); the request passes only if all allow it. A path key counts the path in lower case.
+    /// an override (see `override_methods`), the path spelt with `%2F` kept
+    /// ([`request_match::normalize_path_keeping_slashes`]) and the path without its format suffix
+    /// ([`request_match::without_format_suffix`]: `/users/sign_in.json`), adds the first rule it matches, which is
+    /// also decided ([`Route::decide`]); the request passes only if all allow it. A path key counts the path in lower case.
     /// (Matched as one of the request's methods, `POST /items/1` with `X-HTTP-Method-Override: GET` fell under an
     /// earlier, looser rule on `GET /items/**` and escaped the one on `POST`.)
     pub fn route(
@@ -269,9 +270,9 @@ impl Gate {
         }
         // The own methods on the normalised path give the request its rule. What else may reach a handler adds the
         // first rule it matches, each on its own (a rule the first matches must not hide one another matches): the
-        // own methods on the spelling that keeps `%2F`, and each method an override names on both spellings. Of
-        // those, only the methods some rule names, and one that none names (for the rules that name no method), so
-        // junk names cost nothing and crowd none out.
+        // own methods on the other spellings (`%2F` kept, no format suffix), and each method an override names on
+        // every spelling. Of those, only the methods some rule names, and one that none names (for the rules that
+        // name no method), so junk names cost nothing and crowd none out.
         let overrides = override_methods(method, query, &header);
         let mut method_sets = vec![own];
         method_sets.extend(
@@ -283,7 +284,11 @@ impl Gate {
             // Matches only the rules that name no method (methods are letters: this is none of them).
             method_sets.push(vec!["-".to_owned()]);
         }
-        let spellings: Vec<&str> = [Some(&*path), kept.as_deref()].into_iter().flatten().collect();
+        let unformatted = request_match::without_format_suffix(&path);
+        let spellings: Vec<&str> = [Some(&*path), kept.as_deref(), unformatted]
+            .into_iter()
+            .flatten()
+            .collect();
         let mut route: Option<Route> = None;
         for methods in &method_sets {
             for spelling in &spellings {
@@ -663,7 +668,29 @@ mod tests {
                 .collect();
             assert_eq!(decided, ["site", "login"], "{path}");
         }
-        for path in ["/report/7/", "/report/7", "/report%2F7", "/report/7;a"] {
+        // A format suffix adds the rule of the path without it (Rails routes `/login.json` to `/login`'s action).
+        let mut exact = Rule::new("exact", KeySource::Ip, vec![limit(Quota::sliding_log(5, ten).unwrap())]);
+        exact.request_match = RequestMatch::new(vec![], None, Some("/users/sign_in".into()), vec![]).unwrap();
+        let site = Rule::new(
+            "site",
+            KeySource::Ip,
+            vec![limit(Quota::fixed_window(100, ten).unwrap())],
+        );
+        let formats = self::gate(vec![exact, site]).unwrap();
+        for (path, decided) in [
+            ("/users/sign_in.json", vec!["site", "exact"]),
+            ("/users/sign_in%2Ejson", vec!["site", "exact"]),
+            ("/users/sign_in", vec!["exact"]),
+            ("/users/sign_up.json", vec!["site"]),
+        ] {
+            let route = formats.route("POST", "h", path, ip).unwrap();
+            let rules: Vec<&str> = [route.rule()]
+                .into_iter()
+                .chain(route.also.iter().map(Route::rule))
+                .collect();
+            assert_eq!(rules, decided, "{path}");
+        }
+        for path in ["/report/7/", "/report/7", "/report%2F7", "/report%5c7", "/report/7;a"] {
             assert_eq!(
                 gate.route("GET", "h", path, ip).unwrap().key().id,
                 "path:/report/7",

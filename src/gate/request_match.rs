@@ -106,7 +106,8 @@ const DECODED: &[u8] = b"-._~!$&'()*+,=:@";
 /// Origins read these spellings as the same path (RFC 3986 says the unreserved escapes are equivalent; nginx, WSGI
 /// servers and most routers decode them and merge slashes; WSGI and others decode `%2F` too, and Java servlet
 /// containers route `/login;x=1` as `/login`), so a rule matched on the raw text would let `/%6Cogin`, `//login`,
-/// `/api%2Flogin` or `/login;x=1` past a rule on `/login` to the same handler. Reading more spellings as one path
+/// `/api%2Flogin` or `/login;x=1` past a rule on `/login` to the same handler. `%5C` is decoded as `/` too: IIS
+/// reads an escaped `\` as a separator, as the URL parser reads a bare one. Reading more spellings as one path
 /// can only limit more: an origin that tells them apart has them counted together. Case is kept here; rules match
 /// it either way ([`RequestMatch::matches`]). (Dot segments of the request itself the URL parser has resolved:
 /// `new URL` in the Worker reads `%2e` as `.` there.)
@@ -114,8 +115,8 @@ pub fn normalize_path(path: &str) -> Cow<'_, str> {
     normalize(path, true)
 }
 
-/// [`normalize_path`] but for `%2F`, which stays escaped: the path as an origin reads it that does not take `%2F`
-/// for a separator (Express's route parameters, servlet containers). Decoded, `/api/expensive%2F..%2Fcheap` is
+/// [`normalize_path`] but for `%2F` and `%5C`, which stay escaped: the path as an origin reads it that does not
+/// take them for separators (Express's route parameters, servlet containers). Decoded, `/api/expensive%2F..%2Fcheap` is
 /// `/api/cheap`, while such an origin runs the handler of `/api/expensive…`: the first rule this spelling matches
 /// is added to the request's (`Gate::route`).
 pub fn normalize_path_keeping_slashes(path: &str) -> Cow<'_, str> {
@@ -137,7 +138,12 @@ fn normalize(path: &str, decode_slash: bool) -> Cow<'_, str> {
             .filter(|hex| hex.iter().all(u8::is_ascii_hexdigit));
         let decoded = escaped
             .and_then(|hex| u8::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok())
-            .filter(|&byte| byte.is_ascii_alphanumeric() || DECODED.contains(&byte) || (decode_slash && byte == b'/'));
+            .filter(|&byte| {
+                byte.is_ascii_alphanumeric()
+                    || DECODED.contains(&byte)
+                    || (decode_slash && matches!(byte, b'/' | b'\\'))
+            })
+            .map(|byte| if byte == b'\\' { b'/' } else { byte });
         if let (Some(hex), None) = (escaped, decoded) {
             // An escape kept: in upper case, as the URL parser writes its own (`%c3%a9` is `%C3%A9`).
             if !in_parameters {
@@ -187,6 +193,16 @@ fn resolve_dot_segments(path: &str) -> String {
         }
     }
     segments.join("/")
+}
+
+/// `path` without its format suffix, when its last segment has one: `/users/sign_in` for `/users/sign_in.json`.
+/// Rails routes both to one action (a route's `(.:format)` is optional), and so did Spring MVC's suffix pattern
+/// matching, so a rule on `/users/sign_in` must also hold `/users/sign_in.json` (`Gate::route` adds the rule this
+/// spelling matches). A suffix is a `.` and letters or digits after a name that is not empty (`/.env` has none).
+pub fn without_format_suffix(path: &str) -> Option<&str> {
+    let (start, suffix) = path.rsplit_once('.')?;
+    let name = &start[start.rfind('/').map_or(0, |slash| slash + 1)..];
+    (!name.is_empty() && !suffix.is_empty() && suffix.bytes().all(|byte| byte.is_ascii_alphanumeric())).then_some(start)
 }
 
 fn has_dot_segment(path: &str) -> bool {
@@ -385,6 +401,19 @@ mod tests {
         );
         assert_eq!(normalize_path_keeping_slashes("/login;x%2F..%2Fadmin"), "/login");
         assert_eq!(normalize_path_keeping_slashes("/%6Cogin//a/../b"), "/login/b");
+        // `%5C` is a separator to IIS, as `%2F` is to others; the spelling for the rest keeps it.
+        assert_eq!(normalize_path("/auth%5clogin"), "/auth/login");
+        assert_eq!(normalize_path("/api/expensive%5C..%5Ccheap"), "/api/cheap");
+        assert_eq!(
+            normalize_path_keeping_slashes("/api/expensive%5c..%5Ccheap"),
+            "/api/expensive%5C..%5Ccheap"
+        );
+        // A format suffix (Rails routes `/users/sign_in.json` to `/users/sign_in`'s action).
+        assert_eq!(without_format_suffix("/users/sign_in.json"), Some("/users/sign_in"));
+        assert_eq!(without_format_suffix("/a.b/c.tar.gz"), Some("/a.b/c.tar"));
+        for none in ["/users/sign_in", "/.env", "/a.b/c", "/login.", "/x.j%2Fs", "/v1.2/"] {
+            assert_eq!(without_format_suffix(none), None, "{none}");
+        }
         let login = with_pattern("/login");
         assert!(login.matches("POST", "h", "/LOGIN") && login.matches("POST", "h", "/Login/"));
         assert!(with_pattern("/users/*/posts").matches("GET", "h", "/Users/7/POSTS"));

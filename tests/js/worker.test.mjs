@@ -261,6 +261,18 @@ test("allow list: never limited, no round trip; deny list: 403 problem, never re
   assert.equal(origin.hits.length, hitsBefore);
 });
 
+test("a format suffix and an escaped backslash reach the handler of the path without them, and its rule holds them", async () => {
+  const site = await worker([{ name: uniqueName("sign-in"), match: { pattern: "/users/sign_in", methods: ["POST"] }, limits: [{ algorithm: "fixedWindow", limit: 2, interval: "1 m" }] }]);
+  const statuses = [];
+  // Rails routes `/users/sign_in.json` to the sign-in action; IIS reads `%5C` as `/`.
+  for (const path of ["/users/sign_in.json", "/users%5Csign_in", "/users/sign_in.xml", "/users/sign_in"]) {
+    const response = await site.fetch(path, { method: "POST", ip: "192.0.2.209" });
+    statuses.push(response.status);
+    await response.text();
+  }
+  assert.deepEqual(statuses, [200, 200, 429, 429]);
+});
+
 test("a method override adds a rule, never takes a request out of its own: a write named a read is counted as both", async () => {
   const items = (name, method, limit) => ({ name, match: { pattern: "/items/**", methods: [method] }, limits: [{ algorithm: "fixedWindow", limit, interval: "1 m" }] });
   const site = await worker([items(uniqueName("reads"), "GET", 1000), items(uniqueName("writes"), "POST", 2)]);
