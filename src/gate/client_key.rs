@@ -1,4 +1,5 @@
-//! Who a request is counted against: the client IP (IPv6 grouped by /64), an API-key header, a cookie, or the path,
+//! Who a request is counted against: the client IP (IPv6 grouped by /64, or a wider prefix), an API-key header, a
+//! cookie, or the path,
 //! and the allow/deny list entries those keys are compared with.
 
 use std::fmt;
@@ -14,9 +15,14 @@ pub const CLIENT_IP_HEADER: &str = "cf-connecting-ip";
 /// Where a rule reads its key from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum KeySource {
-    /// The client IP (`CF-Connecting-IP`). An IPv6 client is counted by its /64: one subscriber usually holds a whole
-    /// /64 and can pick any address in it, so counting single addresses would let it multiply its limit by 2^64.
-    Ip,
+    /// The client IP (`CF-Connecting-IP`). An IPv6 client is counted by its network of `ipv6_prefix` bits, /64
+    /// unless the rule says `ip/<bits>`: one subscriber usually holds a whole /64 and can pick any address in it, so
+    /// counting single addresses would let it multiply its limit by 2^64. Some hold more (a tunnel broker hands out a
+    /// /48 for free, 65,536 /64s): `ip/48` counts those as one, and with them everyone behind one site.
+    Ip {
+        /// How many leading bits of an IPv6 address name its client: 1 to 64.
+        ipv6_prefix: u8,
+    },
     /// A request header, e.g. an API key (`header:x-api-key`).
     Header(String),
     /// A cookie, e.g. a session (`cookie:session`).
@@ -25,10 +31,15 @@ pub enum KeySource {
     Path,
 }
 
+impl KeySource {
+    /// The default key: the client IP, an IPv6 client by its /64.
+    pub const IP: KeySource = KeySource::Ip { ipv6_prefix: 64 };
+}
+
 impl FromStr for KeySource {
     type Err = Error;
 
-    /// `ip`, `path`, `header:<name>` or `cookie:<name>`.
+    /// `ip`, `ip/<IPv6 prefix bits>`, `path`, `header:<name>` or `cookie:<name>`.
     fn from_str(text: &str) -> Result<KeySource> {
         // Header and cookie names are HTTP tokens (RFC 9110 and 6265): anything else, e.g. a trailing comma, would
         // make `Headers.get` throw on every request, refused here instead when the Worker starts.
@@ -42,13 +53,25 @@ impl FromStr for KeySource {
             }
             Ok(name.to_owned())
         };
+        if let Some(bits) = text.strip_prefix("ip/") {
+            // Finer than a /64 is refused: a subscriber picks any address in its /64, and would get 2^(bits - 64)
+            // limits.
+            return match bits.parse::<u8>() {
+                Ok(ipv6_prefix @ 1..=64) if !bits.starts_with(['+', '0']) => Ok(KeySource::Ip { ipv6_prefix }),
+                _ => Err(Error::InvalidConfig(format!(
+                    "key {text:?}: \"ip/<bits>\" counts an IPv6 client by its network of that many bits, from 1 to \
+                     64 (one subscriber picks any address in its /64), like \"ip/48\"; \"ip\" is \"ip/64\""
+                ))),
+            };
+        }
         match text.split_once(':') {
-            None if text == "ip" => Ok(KeySource::Ip),
+            None if text == "ip" => Ok(KeySource::IP),
             None if text == "path" => Ok(KeySource::Path),
             Some(("header", name)) => Ok(KeySource::Header(named("header", name)?.to_ascii_lowercase())),
             Some(("cookie", name)) => Ok(KeySource::Cookie(named("cookie", name)?)),
             _ => Err(Error::InvalidConfig(format!(
-                "key must be \"ip\", \"path\", \"header:<name>\" or \"cookie:<name>\", got {text:?}"
+                "key must be \"ip\", \"ip/<IPv6 prefix bits>\", \"path\", \"header:<name>\" or \"cookie:<name>\", got \
+                 {text:?}"
             ))),
         }
     }
@@ -57,7 +80,8 @@ impl FromStr for KeySource {
 impl fmt::Display for KeySource {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            KeySource::Ip => f.write_str("ip"),
+            KeySource::Ip { ipv6_prefix: 64 } => f.write_str("ip"),
+            KeySource::Ip { ipv6_prefix } => write!(f, "ip/{ipv6_prefix}"),
             KeySource::Path => f.write_str("path"),
             KeySource::Header(name) => write!(f, "header:{name}"),
             KeySource::Cookie(name) => write!(f, "cookie:{name}"),
@@ -71,7 +95,7 @@ pub struct ClientKey {
     /// What the request carried (the IP, the header's or cookie's value, the path): what allow and deny lists are
     /// compared with.
     pub raw: String,
-    /// The identifier in Redis: `ip:<ip or /64>`, `path:<path>`, or `header:<name>:<sha1>` /
+    /// The identifier in Redis: `ip:<ip or IPv6 network>`, `path:<path>`, or `header:<name>:<sha1>` /
     /// `cookie:<name>:<sha1>`. Header and cookie values are hashed so that API keys and sessions never sit in
     /// Redis key names.
     pub id: String,
@@ -99,7 +123,7 @@ pub(crate) fn key_of(
                 id: format!("{source}:{}", sha1_smol::Sha1::from(value).digest()),
                 raw: value.clone(),
             },
-            _ => ip_key(header),
+            _ => ip_key(header, 64),
         },
         KeySource::Path => {
             let path = path_key(path);
@@ -108,7 +132,7 @@ pub(crate) fn key_of(
                 raw: path,
             }
         }
-        KeySource::Ip => ip_key(header),
+        KeySource::Ip { ipv6_prefix } => ip_key(header, *ipv6_prefix),
     }
 }
 
@@ -144,7 +168,7 @@ pub(crate) fn claimed_values(source: &KeySource, header: &impl Fn(&str) -> Optio
                     .collect()
             })
             .unwrap_or_default(),
-        KeySource::Ip | KeySource::Path => Vec::new(),
+        KeySource::Ip { .. } | KeySource::Path => Vec::new(),
     };
     values.retain(|value| !value.is_empty());
     values
@@ -220,13 +244,17 @@ pub(crate) fn percent_decoded(bytes: &[u8]) -> Vec<u8> {
     decoded
 }
 
-/// The client IP as a key. Without a readable `CF-Connecting-IP` (only outside Cloudflare, e.g. a local test that
-/// does not set it) every such request shares the key `ip:unknown`.
-pub(crate) fn ip_key(header: &impl Fn(&str) -> Option<String>) -> ClientKey {
+/// The client IP as a key, an IPv6 address by its network of `ipv6_prefix` bits (1 to 64). Without a readable
+/// `CF-Connecting-IP` (only outside Cloudflare, e.g. a local test that does not set it) every such request shares
+/// the key `ip:unknown`.
+pub(crate) fn ip_key(header: &impl Fn(&str) -> Option<String>, ipv6_prefix: u8) -> ClientKey {
     let raw = header(CLIENT_IP_HEADER).unwrap_or_default();
     let id = match raw.trim().parse::<IpAddr>().map(unmapped) {
         Ok(IpAddr::V4(v4)) => format!("ip:{v4}"),
-        Ok(IpAddr::V6(v6)) => format!("ip:{}/64", Ipv6Addr::from(u128::from(v6) & !((1u128 << 64) - 1))),
+        Ok(IpAddr::V6(v6)) => {
+            let network = u128::from(v6) & (u128::MAX << (128 - u32::from(ipv6_prefix)));
+            format!("ip:{}/{ipv6_prefix}", Ipv6Addr::from(network))
+        }
         Err(_) => "ip:unknown".to_owned(),
     };
     ClientKey { raw, id }
@@ -297,10 +325,10 @@ impl ListEntry {
             KeySource::Cookie(_) => cookie_value(text),
             // As a path key is made: normalised, then as `path_key` spells it.
             KeySource::Path => path_key(&super::request_match::normalize_path(text)),
-            KeySource::Ip => text.to_owned(),
+            KeySource::Ip { .. } => text.to_owned(),
         };
         match source {
-            KeySource::Ip => range(),
+            KeySource::Ip { .. } => range(),
             _ => Ok(range().unwrap_or(ListEntry::Exact(value))),
         }
     }
@@ -348,13 +376,45 @@ mod tests {
 
     #[test]
     fn ipv6_clients_are_counted_by_their_64() {
-        let key = |ip| client_key(&KeySource::Ip, "/", headers(&[("cf-connecting-ip", ip)])).id;
+        let key = |ip| client_key(&KeySource::IP, "/", headers(&[("cf-connecting-ip", ip)])).id;
         assert_eq!(key("2001:db8:1:2:aaaa::1"), "ip:2001:db8:1:2::/64");
         assert_eq!(key("2001:db8:1:2:ffff:ffff:ffff:ffff"), key("2001:db8:1:2::9"));
         assert_ne!(key("2001:db8:1:2::1"), key("2001:db8:1:3::1"));
         assert_eq!(key("203.0.113.7"), "ip:203.0.113.7");
         assert_eq!(key("::ffff:203.0.113.7"), "ip:203.0.113.7");
         assert_eq!(key("not an ip"), "ip:unknown");
+    }
+
+    #[test]
+    fn a_wider_ipv6_prefix_counts_a_site_as_one() {
+        let source: KeySource = "ip/48".parse().unwrap();
+        assert_eq!(source.to_string(), "ip/48");
+        assert_eq!("ip".parse::<KeySource>().unwrap(), KeySource::IP);
+        assert_eq!("ip/64".parse::<KeySource>().unwrap().to_string(), "ip");
+        let key = |ip| client_key(&source, "/", headers(&[("cf-connecting-ip", ip)])).id;
+        assert_eq!(key("2001:db8:1:2:aaaa::1"), "ip:2001:db8:1::/48");
+        assert_eq!(key("2001:db8:1:ffff::1"), key("2001:db8:1:2::1"));
+        assert_ne!(key("2001:db8:2::1"), key("2001:db8:1::1"));
+        assert_eq!(key("203.0.113.7"), "ip:203.0.113.7");
+        let one = "ip/1".parse::<KeySource>().unwrap();
+        assert_eq!(
+            client_key(&one, "/", headers(&[("cf-connecting-ip", "ffff::1")])).id,
+            "ip:8000::/1"
+        );
+        for wrong in [
+            "ip/65",
+            "ip/128",
+            "ip/0",
+            "ip/",
+            "ip/x",
+            "ip/048",
+            "ip/+48",
+            "ip/ 48",
+            "ip/4294967344",
+        ] {
+            let error = wrong.parse::<KeySource>().unwrap_err().to_string();
+            assert!(error.contains("from 1 to 64"), "{wrong}: {error}");
+        }
     }
 
     #[test]
@@ -456,7 +516,9 @@ mod tests {
         assert_eq!("path".parse::<KeySource>().unwrap(), KeySource::Path);
         let wrong = "user".parse::<KeySource>().unwrap_err().to_string();
         assert!(
-            wrong.contains("\"ip\", \"path\", \"header:<name>\" or \"cookie:<name>\", got \"user\""),
+            wrong.contains(
+                "\"ip\", \"ip/<IPv6 prefix bits>\", \"path\", \"header:<name>\" or \"cookie:<name>\", got \"user\""
+            ),
             "{wrong}"
         );
         assert!("header:".parse::<KeySource>().is_err());
@@ -485,24 +547,24 @@ mod tests {
             raw: text.into(),
             id: format!("header:x-api-key:{text}"),
         };
-        let range = ListEntry::parse("198.51.100.0/24", &KeySource::Ip).unwrap();
+        let range = ListEntry::parse("198.51.100.0/24", &KeySource::IP).unwrap();
         assert!(range.contains(&ip("198.51.100.200")));
         assert!(!range.contains(&ip("198.51.101.1")));
         assert!(!range.contains(&ip("2001:db8::1")));
-        let v6 = ListEntry::parse("2001:db8::/32", &KeySource::Ip).unwrap();
+        let v6 = ListEntry::parse("2001:db8::/32", &KeySource::IP).unwrap();
         assert!(v6.contains(&ip("2001:db8:ffff::1")));
-        let everyone = ListEntry::parse("0.0.0.0/0", &KeySource::Ip).unwrap();
+        let everyone = ListEntry::parse("0.0.0.0/0", &KeySource::IP).unwrap();
         assert!(everyone.contains(&ip("203.0.113.9")));
-        assert!(ListEntry::parse("198.51.100.0/33", &KeySource::Ip).is_err());
-        assert!(ListEntry::parse("example.com", &KeySource::Ip).is_err());
+        assert!(ListEntry::parse("198.51.100.0/33", &KeySource::IP).is_err());
+        assert!(ListEntry::parse("example.com", &KeySource::IP).is_err());
         let header = KeySource::Header("x-api-key".into());
         let exact = ListEntry::parse("k1", &header).unwrap();
         assert!(exact.contains(&value("k1")) && !exact.contains(&value("k2")));
         // An IPv4 client reported IPv4-mapped is listed as its IPv4 address, whichever way the entry is written.
-        assert!(ListEntry::parse("203.0.113.7", &KeySource::Ip)
+        assert!(ListEntry::parse("203.0.113.7", &KeySource::IP)
             .unwrap()
             .contains(&ip("::ffff:203.0.113.7")));
-        let mapped = ListEntry::parse("::ffff:198.51.100.0/120", &KeySource::Ip).unwrap();
+        let mapped = ListEntry::parse("::ffff:198.51.100.0/120", &KeySource::IP).unwrap();
         assert!(mapped.contains(&ip("198.51.100.9")) && !mapped.contains(&ip("198.51.101.9")));
         // On a header rule an IP entry lists the requests that count by their IP (no key), and only those: a client
         // sending a listed address as its key is not listed, nor is a request without a key by an exact value.

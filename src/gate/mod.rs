@@ -244,7 +244,7 @@ impl Gate {
             let claimed = client_key::claimed_values(&armed.rule.key, &header);
             Route {
                 key: client_key::key_of(&armed.rule.key, &path, &claimed, &header),
-                address: client_key::ip_key(&header),
+                address: client_key::ip_key(&header, 64),
                 claimed,
                 armed: Arc::clone(armed),
                 next: None,
@@ -630,7 +630,7 @@ mod tests {
     #[test]
     fn the_first_matching_rule_applies() {
         let ten = Duration::from_secs(10);
-        let mut login = Rule::new("login", KeySource::Ip, vec![limit(Quota::sliding_log(5, ten).unwrap())]);
+        let mut login = Rule::new("login", KeySource::IP, vec![limit(Quota::sliding_log(5, ten).unwrap())]);
         login.request_match = RequestMatch::new(vec![], Some("/login".into()), None, vec!["POST".into()]).unwrap();
         let everything = Rule::new(
             "site",
@@ -669,11 +669,11 @@ mod tests {
             assert_eq!(decided, ["site", "login"], "{path}");
         }
         // A format suffix adds the rule of the path without it (Rails routes `/login.json` to `/login`'s action).
-        let mut exact = Rule::new("exact", KeySource::Ip, vec![limit(Quota::sliding_log(5, ten).unwrap())]);
+        let mut exact = Rule::new("exact", KeySource::IP, vec![limit(Quota::sliding_log(5, ten).unwrap())]);
         exact.request_match = RequestMatch::new(vec![], None, Some("/users/sign_in".into()), vec![]).unwrap();
         let site = Rule::new(
             "site",
-            KeySource::Ip,
+            KeySource::IP,
             vec![limit(Quota::fixed_window(100, ten).unwrap())],
         );
         let formats = self::gate(vec![exact, site]).unwrap();
@@ -704,7 +704,7 @@ mod tests {
     fn a_rule_on_a_method_holds_the_requests_that_reach_its_handler() {
         let mut search = Rule::new(
             "search",
-            KeySource::Ip,
+            KeySource::IP,
             vec![limit(Quota::fixed_window(5, Duration::from_secs(9)).unwrap())],
         );
         search.request_match = RequestMatch::new(vec![], None, None, vec!["GET".into(), "POST".into()]).unwrap();
@@ -739,7 +739,7 @@ mod tests {
         let rule = |name: &str, method: &str, limit: u32| {
             let mut rule = Rule::new(
                 name,
-                KeySource::Ip,
+                KeySource::IP,
                 vec![self::limit(Quota::fixed_window(limit, minute).unwrap())],
             );
             rule.request_match =
@@ -805,24 +805,24 @@ mod tests {
         let second = Duration::from_secs(1);
         let fixed = || vec![limit(Quota::fixed_window(1, second).unwrap())];
         let message = |rules| gate(rules).unwrap_err().to_string();
-        assert!(message(vec![Rule::new("a b", KeySource::Ip, fixed())]).contains("rule \"a b\": a rule name is"));
+        assert!(message(vec![Rule::new("a b", KeySource::IP, fixed())]).contains("rule \"a b\": a rule name is"));
         assert!(message(vec![
-            Rule::new("a", KeySource::Ip, fixed()),
-            Rule::new("a", KeySource::Ip, fixed())
+            Rule::new("a", KeySource::IP, fixed()),
+            Rule::new("a", KeySource::IP, fixed())
         ])
         .contains("two rules are named \"a\""));
-        assert!(message(vec![Rule::new("a", KeySource::Ip, vec![])]).contains("rule \"a\": no limits"));
+        assert!(message(vec![Rule::new("a", KeySource::IP, vec![])]).contains("rule \"a\": no limits"));
         let leases = vec![limit(Quota::concurrency(1, second).unwrap())];
-        assert!(message(vec![Rule::new("a", KeySource::Ip, leases)]).contains("concurrency limits are not available"));
-        let mut throws = Rule::new("a", KeySource::Ip, fixed());
+        assert!(message(vec![Rule::new("a", KeySource::IP, leases)]).contains("concurrency limits are not available"));
+        let mut throws = Rule::new("a", KeySource::IP, fixed());
         throws.on_error = OnError::Throw;
         assert!(message(vec![throws]).contains("onError is \"allow\" (fail open) or \"deny\""));
         // Past 2^31 - 1 ms a JS timer fires at once: every request would time out, and onError "allow" admit it.
-        let mut slow = Rule::new("a", KeySource::Ip, fixed());
+        let mut slow = Rule::new("a", KeySource::IP, fixed());
         slow.timeout = Some(Duration::from_secs(30 * 24 * 3600));
         assert!(message(vec![slow]).contains("rule \"a\": timeout: the request timeout must be at most 2147483647 ms"));
         // "0.5ms" parses, but timers count whole ms: every request would time out at once.
-        let mut quick = Rule::new("a", KeySource::Ip, fixed());
+        let mut quick = Rule::new("a", KeySource::IP, fixed());
         quick.timeout = Some(Duration::from_micros(500));
         assert!(message(vec![quick]).contains("rule \"a\": timeout: the request timeout must be at least 1 ms"));
         // Two rules keeping a limit under one name share its state, which is one algorithm's over one interval.
@@ -837,8 +837,8 @@ mod tests {
             Quota::fixed_window(2, 2 * second).unwrap(),
         ] {
             let clash = message(vec![
-                Rule::new("a", KeySource::Ip, named(window)),
-                Rule::new("b", KeySource::Ip, named(other)),
+                Rule::new("a", KeySource::IP, named(window)),
+                Rule::new("b", KeySource::IP, named(other)),
             ]);
             assert!(
                 clash.contains("rules \"a\" and \"b\" keep a limit under one name, \"shared\""),
@@ -847,8 +847,8 @@ mod tests {
         }
         let more = Quota::fixed_window(10, second).unwrap();
         assert!(gate(vec![
-            Rule::new("a", KeySource::Ip, named(window)),
-            Rule::new("b", KeySource::Ip, named(more))
+            Rule::new("a", KeySource::IP, named(window)),
+            Rule::new("b", KeySource::IP, named(more))
         ])
         .is_ok());
     }
@@ -860,7 +860,7 @@ mod tests {
         shared.name = Some("global".into());
         let rule = Rule::new(
             "api",
-            KeySource::Ip,
+            KeySource::IP,
             vec![limit(Quota::sliding_log(5, second).unwrap()), shared],
         );
         let gate = gate(vec![rule]).unwrap();

@@ -69,7 +69,7 @@ fn rule(value: &JsValue, what: &str) -> Result<Rule> {
     known_fields(value, &RULE_FIELDS, what)?;
     let name = string(&field(value, "name")?, &format!("{what}.name"))?;
     let key: KeySource = match given(&field(value, "key")?) {
-        None => KeySource::Ip,
+        None => KeySource::IP,
         Some(key) => string(key, &format!("{what}.key"))?
             .parse()
             .map_err(|e| in_field(e, &format!("{what}.key")))?,

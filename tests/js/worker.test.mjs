@@ -112,6 +112,15 @@ test("IPv6 clients are counted by their /64", async () => {
   assert.equal(await status("2001:db8:1:3::1"), 200, "the next /64");
 });
 
+test("key ip/48 counts an IPv6 client by its /48: another /64 of it is no fresh limit", async () => {
+  const site = await worker([{ name: uniqueName("v6-48"), key: "ip/48", limits: [{ algorithm: "fixedWindow", limit: 2, interval: "1 m" }] }]);
+  const status = async (ip) => (await site.fetch("/", { ip })).status;
+  assert.equal(await status("2001:db8:7:1::1"), 200);
+  assert.equal(await status("2001:db8:7:2::1"), 200);
+  assert.equal(await status("2001:db8:7:ffff::1"), 429, "a third /64 in the same /48");
+  assert.equal(await status("2001:db8:8::1"), 200, "the next /48");
+});
+
 test("several limits in one rule: one round trip, both advertised, the tighter one refuses", async () => {
   const name = uniqueName("pair");
   const site = await worker([
@@ -441,7 +450,8 @@ test("a malformed configuration stops the Worker from starting, saying what is w
     [[{ name: "a", limits: [{ algorithm: "slidingLog", limit: 5, interval: 10 }] }], {},
       'RULES[0].limits[0].interval must be a duration with a unit, like \\"10 s\\" or \\"250ms\\", got the number 10'],
     [[{ name: "a", limits: FIVE_PER_10S, dryrun: true }], {}, 'RULES[0] has an unknown field \\"dryrun\\"'],
-    [[{ name: "a", key: "user", limits: FIVE_PER_10S }], {}, 'RULES[0].key: key must be \\"ip\\", \\"path\\"'],
+    [[{ name: "a", key: "user", limits: FIVE_PER_10S }], {}, 'RULES[0].key: key must be \\"ip\\", \\"ip/<IPv6 prefix bits>\\", \\"path\\"'],
+    [[{ name: "a", key: "ip/128", limits: FIVE_PER_10S }], {}, "from 1 to 64 (one subscriber picks any address in its /64)"],
     [[{ name: "a", allow: ["localhost"], limits: FIVE_PER_10S }], {}, 'RULES[0].allow: \\"localhost\\" is not an IP address or range'],
     [[{ name: "a", limits: [] }], {}, 'rule \\"a\\": no limits'],
     [[{ name: "a", reserve: "100 ms", limits: [{ algorithm: "slidingWindow", limit: 5, interval: "10 s" }] }], {},
