@@ -64,6 +64,15 @@ end
 if #KEYS ~= 5 then
     reject('number of keys (expected 5: name, value, client value, permits, client permits)', #KEYS)
 end
+-- The other four keys are the name's, spelt as Redisson spells them, one client's id in both client keys. With any
+-- other key in their place (an empty log in the same slot), a call would rebuild the counter from a log that is not
+-- the limiter's: a full rate again (review: 17 grants in 60 s on a rate of 5, by a holder of a limiter token).
+local client = string.sub(KEYS[3], #KEYS[1] + 10)
+if KEYS[2] ~= '{' .. KEYS[1] .. '}:value' or KEYS[3] ~= KEYS[2] .. ':' .. client or client == ''
+    or KEYS[4] ~= '{' .. KEYS[1] .. '}:permits' or KEYS[5] ~= KEYS[4] .. ':' .. client then
+    reject('keys (expected name, {name}:value, {name}:value:<client>, {name}:permits, {name}:permits:<client>)',
+        table.concat(KEYS, ' '))
+end
 
 -- The limiter's config and the keys of its mode, or nil when no rate was set (or it expired).
 local function load_limiter()
@@ -111,6 +120,22 @@ end
 
 -- Redisson's layout, the log of grants: after prelude.lua, for every script that reads or rewrites the log.
 
+-- A log member's grant id and permits, as log_grant() and Redisson write them: struct.pack('Bc0I', #id, id,
+-- permits), at least one permit. A member of any other shape (written by hand, or damaged) is refused as state no
+-- Redisson client wrote, the caller's EDGELIMIT_FOREIGN_STATE, before the call changes anything it read it for.
+local function grant_of(member)
+    local length = string.byte(member, 1)
+    local id, permits
+    if length and #member == length + 5 then
+        id, permits = struct.unpack('Bc0I', member)
+    end
+    if not permits or permits < 1 then
+        error({ err = 'WRONGTYPE edgelimit: the rate limiter\'s log holds a member that is no grant (' .. #member
+            .. ' bytes): a grant is struct.pack(\'Bc0I\', #id, id, permits), at least one permit' })
+    end
+    return id, permits
+end
+
 -- Adds a grant to the log. Members are unique per (id, permits); NX with a suffix keeps two equal grants in the
 -- same millisecond from collapsing into one (which would under-count).
 local function log_grant(limiter, now, id, permits)
@@ -132,12 +157,12 @@ local function rebuild(limiter)
     local members = redis.call('ZRANGE', limiter.log_key, 0, -1, 'WITHSCORES')
     local used = 0
     for i = 1, #members, 2 do
-        local _, permits = struct.unpack('Bc0I', members[i])
+        local _, permits = grant_of(members[i])
         used = used + permits
     end
     local excess, trimmed, i = used - limiter.rate, {}, 1
     while excess > 0 do
-        local id, permits = struct.unpack('Bc0I', members[i])
+        local id, permits = grant_of(members[i])
         redis.call('ZREM', limiter.log_key, members[i])
         local cut = math.min(permits, excess)
         if cut < permits then
@@ -160,7 +185,7 @@ end
 local function permits_in(members)
     local total = 0
     for _, member in ipairs(members) do
-        local _, permits = struct.unpack('Bc0I', member)
+        local _, permits = grant_of(member)
         total = total + permits
     end
     return total
@@ -170,23 +195,35 @@ end
 -- read without failing, over-admitting or sticking:
 --   - no counter (first use, or deleted) while the log holds grants: rebuilt from the log (Redisson would take the
 --     whole rate again);
---   - a counter above the rate, or one that the expiring grants would push above it (Redisson's release only bumps
---     the counter): rebuilt from the log, at most the rate;
+--   - a counter above what the log leaves free, i.e. counter + expiring permits + grants still logged above the
+--     rate (Redisson's release only bumps the counter, and then the expiring grants would free its permits a second
+--     time; a per-client log another client's lowering of the rate did not trim): rebuilt from the log, at most the
+--     rate. The count of grants (ZCARD) stands for the permits they hold: exact when every grant is of one permit,
+--     a lower bound when some carry several, which may then go unseen;
 --   - a negative counter (older edgelimit's lowered rates): rebuilt;
 --   - a counter below the rate with no log at all (the log expired or was deleted under it; Redisson then denies
 --     forever, or fails on a nil): nothing is in use, so the full rate.
--- Otherwise O(expired grants), plus one EXISTS when the window is not full.
+-- Otherwise O(expired grants), plus one ZCARD. Permits a rebuild holds back from the log (it holds more than the
+-- rate) are kept as set_rate.lua keeps them, so that raising the rate again still counts them.
 local function refresh(limiter, now)
     local horizon = now - limiter.interval
     local value = tonumber(redis.call('GET', limiter.value_key))
     local expired = redis.call('ZRANGEBYSCORE', limiter.log_key, '-inf', horizon)
+    -- Read (and checked) before they leave the log: a damaged member stops the call with nothing removed.
+    local released = permits_in(expired)
     if #expired > 0 then
         redis.call('ZREMRANGEBYSCORE', limiter.log_key, '-inf', horizon)
     end
-    local released = permits_in(expired)
-    if value == nil or value < 0 or value + released > limiter.rate
-        or (value + released < limiter.rate and redis.call('EXISTS', limiter.log_key) == 0) then
-        return rebuild(limiter)
+    local logged = redis.call('ZCARD', limiter.log_key)
+    if value == nil or value < 0 or value + released + logged > limiter.rate
+        or (value + released < limiter.rate and logged == 0) then
+        local rebuilt, trimmed = rebuild(limiter)
+        if #trimmed > 0 then
+            local field = 'edgelimitHeld:' .. limiter.log_key
+            local held = redis.call('HMGET', KEYS[1], field)[1] or ''
+            redis.call('HSET', KEYS[1], field, held .. (held == '' and '' or ',') .. table.concat(trimmed, ','))
+        end
+        return rebuilt
     end
     if released > 0 then
         value = value + released

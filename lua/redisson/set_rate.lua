@@ -64,6 +64,15 @@ end
 if #KEYS ~= 5 then
     reject('number of keys (expected 5: name, value, client value, permits, client permits)', #KEYS)
 end
+-- The other four keys are the name's, spelt as Redisson spells them, one client's id in both client keys. With any
+-- other key in their place (an empty log in the same slot), a call would rebuild the counter from a log that is not
+-- the limiter's: a full rate again (review: 17 grants in 60 s on a rate of 5, by a holder of a limiter token).
+local client = string.sub(KEYS[3], #KEYS[1] + 10)
+if KEYS[2] ~= '{' .. KEYS[1] .. '}:value' or KEYS[3] ~= KEYS[2] .. ':' .. client or client == ''
+    or KEYS[4] ~= '{' .. KEYS[1] .. '}:permits' or KEYS[5] ~= KEYS[4] .. ':' .. client then
+    reject('keys (expected name, {name}:value, {name}:value:<client>, {name}:permits, {name}:permits:<client>)',
+        table.concat(KEYS, ' '))
+end
 
 -- The limiter's config and the keys of its mode, or nil when no rate was set (or it expired).
 local function load_limiter()
@@ -111,6 +120,22 @@ end
 
 -- Redisson's layout, the log of grants: after prelude.lua, for every script that reads or rewrites the log.
 
+-- A log member's grant id and permits, as log_grant() and Redisson write them: struct.pack('Bc0I', #id, id,
+-- permits), at least one permit. A member of any other shape (written by hand, or damaged) is refused as state no
+-- Redisson client wrote, the caller's EDGELIMIT_FOREIGN_STATE, before the call changes anything it read it for.
+local function grant_of(member)
+    local length = string.byte(member, 1)
+    local id, permits
+    if length and #member == length + 5 then
+        id, permits = struct.unpack('Bc0I', member)
+    end
+    if not permits or permits < 1 then
+        error({ err = 'WRONGTYPE edgelimit: the rate limiter\'s log holds a member that is no grant (' .. #member
+            .. ' bytes): a grant is struct.pack(\'Bc0I\', #id, id, permits), at least one permit' })
+    end
+    return id, permits
+end
+
 -- Adds a grant to the log. Members are unique per (id, permits); NX with a suffix keeps two equal grants in the
 -- same millisecond from collapsing into one (which would under-count).
 local function log_grant(limiter, now, id, permits)
@@ -132,12 +157,12 @@ local function rebuild(limiter)
     local members = redis.call('ZRANGE', limiter.log_key, 0, -1, 'WITHSCORES')
     local used = 0
     for i = 1, #members, 2 do
-        local _, permits = struct.unpack('Bc0I', members[i])
+        local _, permits = grant_of(members[i])
         used = used + permits
     end
     local excess, trimmed, i = used - limiter.rate, {}, 1
     while excess > 0 do
-        local id, permits = struct.unpack('Bc0I', members[i])
+        local id, permits = grant_of(members[i])
         redis.call('ZREM', limiter.log_key, members[i])
         local cut = math.min(permits, excess)
         if cut < permits then

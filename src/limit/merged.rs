@@ -16,7 +16,11 @@
 //! (`RestClient::without_coalescing` turns both off).
 //!
 //! Partial failure: a call that fails as a whole (timeout, transport, HTTP error) fails each of its decisions with
-//! the same error, as each would have failed alone, and none is taken as granted. A decision the script refuses (a
+//! the same error, as each would have failed alone, and none is taken as granted. But a call Redis refused as one
+//! of several keys in a slot being migrated (`TRYAGAIN`: nothing ran) is sent again as one call per decision, which
+//! Redis serves at any point of the move: that refusal lasts as long as the move, a whole limiter's slot in the
+//! per-limiter layout, and each of its decisions had otherwise been "store unavailable", which a fail-open policy
+//! admits (review: up to 5 grants on a limit of 3 during a reshard). A decision the script refuses (a
 //! request no client sends, state in no known layout) is that decision's error alone (the script catches it and
 //! replies `'!'` and the error in its place); the others are decided. A reply that is not one entry per decision
 //! fails them all as malformed. A caller that stops waiting loses only its reply: the flush is a task of its own.
@@ -130,7 +134,7 @@ fn calls(group: Vec<Pending>) -> Vec<Vec<Pending>> {
 /// Decides `group` (keys of one slot) in one call and hands each caller its reply.
 async fn decide(client: &RestClient, algorithm: Algorithm, group: Vec<Pending>) {
     let replies = if let [one] = group.as_slice() {
-        vec![algorithm.script().run(client, &[&one.key], &one.args).await]
+        vec![alone(client, algorithm, one).await]
     } else {
         let keys: Vec<&str> = group.iter().map(|pending| pending.key.as_str()).collect();
         // The requests, then (for an algorithm that logs grants) the grant ids: see lua/parts/limits/batch.lua.
@@ -149,6 +153,17 @@ async fn decide(client: &RestClient, algorithm: Algorithm, group: Vec<Pending>) 
             .and_then(|reply| split(reply, keys.len()))
         {
             Ok(replies) => replies,
+            Err(Error::Unavailable { code, .. }) if code == "TRYAGAIN" => {
+                // One call each, sent together (each a task, as in `flush`).
+                for pending in group {
+                    let client = client.clone();
+                    rest::spawn(async move {
+                        let reply = alone(&client, algorithm, &pending).await;
+                        let _ = pending.reply.send(reply);
+                    });
+                }
+                return;
+            }
             Err(error) => vec![Err(error); group.len()],
         }
     };
@@ -156,6 +171,11 @@ async fn decide(client: &RestClient, algorithm: Algorithm, group: Vec<Pending>) 
         // A caller that stopped waiting has dropped its receiver: nothing to hand it.
         let _ = pending.reply.send(reply);
     }
+}
+
+/// One decision in a call of its own: its single-limit script.
+async fn alone(client: &RestClient, algorithm: Algorithm, pending: &Pending) -> Result<Value> {
+    algorithm.script().run(client, &[&pending.key], &pending.args).await
 }
 
 /// The batch script's reply as each decision's: one entry per decision, its single-limit script's reply or `'!'`

@@ -522,6 +522,70 @@ async fn slots_of(port: u16) -> Vec<std::ops::Range<u16>> {
         .collect()
 }
 
+/// A limiter's decisions made at once go to Redis as one call of several keys. While their slot migrates and holds
+/// only some of those keys, Redis refuses such a call (`TRYAGAIN`) for as long as the move lasts (in the per-limiter
+/// layout, a limiter's whole slot): each decision then goes alone, which Redis serves at any point of the move, with
+/// `ASK` for the keys already moved or not there. Before, every decision failed "store unavailable", which the
+/// default policy admits (review: 5 grants on a limit of 3 during a reshard of a slot of 100,000 keys). The slot is
+/// held half-migrated by hand, so the refusal outlasts the client's timeout whatever the machine's speed.
+#[tokio::test]
+async fn decisions_merged_in_a_slot_being_migrated_are_decided_one_by_one() {
+    let mut stack = Stack::start_cluster().await;
+    let shards = stack.cluster().shards().await.unwrap();
+    let (from, to) = (shards[0].0, shards[1].0);
+    let slot = first_slot_of(from).await;
+    let client = stack
+        .client_with(LIMITER_TOKEN)
+        .with_timeout(Duration::from_millis(300))
+        .unwrap();
+    let quota = Quota::fixed_window(2, Duration::from_secs(3600)).unwrap();
+    let limiter = (0..)
+        .map(|i| Limiter::new(client.clone(), &format!("moving-{i}"), quota).unwrap())
+        .find(|limiter| hash_slot(limiter.state_key("id0")) == slot)
+        .unwrap();
+    for i in 0..4 {
+        assert!(limiter.limit(format!("id{i}").as_str(), 1).await.unwrap().success);
+    }
+    let (from_id, to_id) = {
+        let cluster = stack.cluster();
+        (cluster.node_id(from).await.unwrap(), cluster.node_id(to).await.unwrap())
+    };
+    let slot_text = slot.to_string();
+    command(to, &["CLUSTER", "SETSLOT", &slot_text, "IMPORTING", &from_id])
+        .await
+        .unwrap();
+    command(from, &["CLUSTER", "SETSLOT", &slot_text, "MIGRATING", &to_id])
+        .await
+        .unwrap();
+    let moved = limiter.state_key("id0");
+    command(from, &["MIGRATE", "127.0.0.1", &to.to_string(), &moved, "0", "5000"])
+        .await
+        .unwrap();
+    // id0 has moved, id1..id3 are still on the source, id4..id7 are nowhere yet: 8 decisions at once, twice.
+    let round = || async {
+        let decisions: Vec<_> = (0..8)
+            .map(|i| {
+                let limiter = limiter.clone();
+                tokio::spawn(async move { limiter.limit(format!("id{i}").as_str(), 1).await })
+            })
+            .collect();
+        let mut granted = Vec::new();
+        for decision in decisions {
+            granted.push(decision.await.unwrap().map(|decision| decision.success));
+        }
+        granted
+    };
+    let first: Vec<bool> = round().await.into_iter().collect::<Result<_, _>>().unwrap();
+    assert_eq!(first, [true; 8], "each id's second grant, or its first");
+    let second: Vec<bool> = round().await.into_iter().collect::<Result<_, _>>().unwrap();
+    assert_eq!(second, [false, false, false, false, true, true, true, true]);
+    let calls = command_calls(to, "asking").await;
+    assert!(
+        calls > 0,
+        "the decisions on moved and new keys went to the importing node"
+    );
+}
+
 #[tokio::test]
 async fn a_manual_failover_under_load_admits_no_request_too_many() {
     let mut stack = Stack::start_cluster().await;

@@ -601,3 +601,145 @@ async fn states_a_redisson_client_leaves_are_repaired() {
     assert_eq!(limiter.release(0).await.unwrap(), 0);
     assert_eq!(available(&limiter, T0 + 60).await, 2);
 }
+
+/// Every key a script is given is the limiter's own, spelt as Redisson spells them. A holder of a limiter token
+/// once swapped the log for an empty key in the same slot: the script rebuilt the counter from it, the whole rate
+/// again (17 grants in 60 s on a rate of 5).
+#[tokio::test]
+async fn keys_that_are_not_the_limiters_own_are_refused() {
+    use edgelimit::lua::{REDISSON_ACQUIRE as ACQUIRE, REDISSON_AVAILABLE as AVAILABLE};
+    let stack = Stack::start().await;
+    let client = stack.client();
+    let limiter = limiter(&stack, "own", 2, 60_000).await;
+    assert!(take(&limiter, T0, 2).await.success);
+    let keys = |value: &'static str, client_value: &'static str, log: &'static str, client_log: &'static str| {
+        ["own", value, client_value, log, client_log]
+    };
+    for wrong in [
+        keys("{own}:value", "{own}:value:c", "{own}:permits:fresh", "{own}:permits:c"),
+        keys("{own}:value", "{own}:value:c", "{own}:permits", "{own}:permits:d"),
+        keys("{own}:value:x", "{own}:value:x:c", "{own}:permits", "{own}:permits:c"),
+        keys(
+            "{other}:value",
+            "{other}:value:c",
+            "{other}:permits",
+            "{other}:permits:c",
+        ),
+        keys("{own}:value", "{own}:value:", "{own}:permits", "{own}:permits:"),
+        keys("{own}:value", "{own}:valuex", "{own}:permits", "{own}:permitsx"),
+    ] {
+        for script in [&ACQUIRE, &AVAILABLE] {
+            let err = script
+                .run(&client, &wrong, &[&(T0 + 1).to_string(), "1", "id"])
+                .await
+                .unwrap_err();
+            assert!(
+                matches!(&err, Error::InvalidArgument(message) if message.contains("invalid keys")),
+                "{wrong:?}: {err}"
+            );
+        }
+    }
+    assert!(!take(&limiter, T0 + 2, 1).await.success, "the limiter is still full");
+    let log = client
+        .command(&Command::new("ZCARD").arg("{own}:permits:fresh"))
+        .await
+        .unwrap();
+    assert_eq!(log.into_int().unwrap(), 0, "nothing written under a wrong key");
+}
+
+/// Redisson's own `release` raises the counter and leaves the grants in the log, which then free their permits a
+/// second time when they expire: 10 grants in one window of a rate of 5 (review, with Redisson 3.52 and 4.7).
+/// A counter above what the log leaves free is rebuilt from the log, so no window ever holds more than the rate.
+#[tokio::test]
+async fn a_counter_redissons_release_raised_frees_no_permit_twice() {
+    let stack = Stack::start().await;
+    let client = stack.client();
+    let limiter = limiter(&stack, "twice", 5, 1000).await;
+    for i in 0..5 {
+        assert!(take(&limiter, T0 + i, 1).await.success);
+    }
+    // What Redisson's release(5) does: INCRBY on the counter, nothing else.
+    let bump = Command::new("INCRBY").args(["{twice}:value", "5"]);
+    client.command(&bump).await.unwrap();
+    let mut granted = Vec::new();
+    for at in (T0 + 10..T0 + 15).chain(T0 + 1000..T0 + 1010) {
+        if take(&limiter, at, 1).await.success {
+            granted.push(at);
+        }
+    }
+    // Every window of 1000 ms from T0 + 10 on holds at most the rate, with the 5 grants before it counted.
+    for start in T0 + 5..T0 + 1010 {
+        let earlier = (0..5).filter(|i| (start..start + 1000).contains(&(T0 + i))).count();
+        let later = granted.iter().filter(|at| (start..start + 1000).contains(*at)).count();
+        assert!(
+            earlier + later <= 5,
+            "{} in [{start}, +1000): {granted:?}",
+            earlier + later
+        );
+    }
+    assert_eq!(granted.len(), 5, "each permit frees once: {granted:?}");
+}
+
+/// Lowering a per-client rate keeps every client's grants in use, not only the caller's: other clients' logs are
+/// trimmed to the new rate on their next call (review: 8 more granted after a lowering to 4, 10 already in use).
+#[tokio::test]
+async fn lowering_a_per_client_rate_holds_every_clients_grants_to_it() {
+    let stack = Stack::start().await;
+    let limiter = RateLimiter::new(stack.client(), "lowered").unwrap();
+    limiter.set_rate(rate(10, 1000), Mode::PerClient).await.unwrap();
+    let alice = limiter.clone().with_client_id("alice");
+    let before: Vec<u64> = (0..10).map(|i| T0 + i * 100).collect();
+    for &at in &before {
+        assert!(take(&alice, at, 1).await.success);
+    }
+    let bob = limiter.clone().with_client_id("bob").at(T0 + 950);
+    assert!(bob.update_rate(rate(4, 1000), Mode::PerClient).await.unwrap());
+    // Alice's grants expire one every 100 ms from T0 + 1000: one frees a permit only once at most 3 are left.
+    let mut after = Vec::new();
+    for at in (T0 + 1000..T0 + 2000).step_by(50) {
+        if take(&alice, at, 1).await.success {
+            after.push(at);
+        }
+    }
+    // Every window holding a grant made after the lowering holds at most the new rate.
+    for grant in &after {
+        for start in grant - 999..=*grant {
+            let held = before
+                .iter()
+                .chain(&after)
+                .filter(|at| (start..start + 1000).contains(*at))
+                .count();
+            assert!(held <= 4, "{held} in [{start}, +1000): {after:?}");
+        }
+    }
+    assert_eq!(after, [T0 + 1600, T0 + 1700, T0 + 1800, T0 + 1900]);
+}
+
+/// A log member no Redisson client writes is foreign state, before anything is changed: it was a raw Lua error
+/// (`bad argument #2 to 'unpack'`), after the expired grants had left the log uncredited.
+#[tokio::test]
+async fn a_log_member_that_is_no_grant_is_foreign_state_and_nothing_changes() {
+    let stack = Stack::start().await;
+    let client = stack.client();
+    let limiter = limiter(&stack, "damaged", 3, 1000).await;
+    assert!(take(&limiter, T0, 2).await.success);
+    for member in ["garbage", "", "\u{1}x\0\0\0\0", "\u{1}x\0\0\0"] {
+        let add = Command::new("ZADD").args(["{damaged}:permits", &T0.to_string(), member]);
+        client.command(&add).await.unwrap();
+        let err = limiter.clone().at(T0 + 1000).try_acquire(1).await.unwrap_err();
+        assert_eq!(err.code(), "EDGELIMIT_FOREIGN_STATE", "{member:?}: {err}");
+        assert!(!err.to_string().contains("unpack"), "{err}");
+        let log = client
+            .command(&Command::new("ZCARD").arg("{damaged}:permits"))
+            .await
+            .unwrap();
+        assert_eq!(
+            log.into_int().unwrap(),
+            2,
+            "{member:?}: the expired grant is still logged"
+        );
+        let remove = Command::new("ZREM").args(["{damaged}:permits", member]);
+        client.command(&remove).await.unwrap();
+    }
+    assert_eq!(available(&limiter, T0 + 1000).await, 3);
+}

@@ -23,6 +23,12 @@ end
 if #KEYS ~= 5 then
     reject('number of keys (expected 5: name, value, client value, permits, client permits)', #KEYS)
 end
+local client = string.sub(KEYS[3], #KEYS[1] + 10)
+if KEYS[2] ~= '{' .. KEYS[1] .. '}:value' or KEYS[3] ~= KEYS[2] .. ':' .. client or client == ''
+    or KEYS[4] ~= '{' .. KEYS[1] .. '}:permits' or KEYS[5] ~= KEYS[4] .. ':' .. client then
+    reject('keys (expected name, {name}:value, {name}:value:<client>, {name}:permits, {name}:permits:<client>)',
+        table.concat(KEYS, ' '))
+end
 local function load_limiter()
     local config = redis.call('HMGET', KEYS[1], 'rate', 'interval', 'type', 'keepAliveTime')
     local rate, interval = tonumber(config[1]), tonumber(config[2])
@@ -54,6 +60,18 @@ local function touch(limiter)
         end
     end
 end
+local function grant_of(member)
+    local length = string.byte(member, 1)
+    local id, permits
+    if length and #member == length + 5 then
+        id, permits = struct.unpack('Bc0I', member)
+    end
+    if not permits or permits < 1 then
+        error({ err = 'WRONGTYPE edgelimit: the rate limiter\'s log holds a member that is no grant (' .. #member
+            .. ' bytes): a grant is struct.pack(\'Bc0I\', #id, id, permits), at least one permit' })
+    end
+    return id, permits
+end
 local function log_grant(limiter, now, id, permits)
     local candidate, attempt = id, 0
     while redis.call('ZADD', limiter.log_key, 'NX', now, struct.pack('Bc0I', #candidate, candidate, permits)) == 0 do
@@ -65,12 +83,12 @@ local function rebuild(limiter)
     local members = redis.call('ZRANGE', limiter.log_key, 0, -1, 'WITHSCORES')
     local used = 0
     for i = 1, #members, 2 do
-        local _, permits = struct.unpack('Bc0I', members[i])
+        local _, permits = grant_of(members[i])
         used = used + permits
     end
     local excess, trimmed, i = used - limiter.rate, {}, 1
     while excess > 0 do
-        local id, permits = struct.unpack('Bc0I', members[i])
+        local id, permits = grant_of(members[i])
         redis.call('ZREM', limiter.log_key, members[i])
         local cut = math.min(permits, excess)
         if cut < permits then
@@ -87,7 +105,7 @@ end
 local function permits_in(members)
     local total = 0
     for _, member in ipairs(members) do
-        local _, permits = struct.unpack('Bc0I', member)
+        local _, permits = grant_of(member)
         total = total + permits
     end
     return total
@@ -96,13 +114,20 @@ local function refresh(limiter, now)
     local horizon = now - limiter.interval
     local value = tonumber(redis.call('GET', limiter.value_key))
     local expired = redis.call('ZRANGEBYSCORE', limiter.log_key, '-inf', horizon)
+    local released = permits_in(expired)
     if #expired > 0 then
         redis.call('ZREMRANGEBYSCORE', limiter.log_key, '-inf', horizon)
     end
-    local released = permits_in(expired)
-    if value == nil or value < 0 or value + released > limiter.rate
-        or (value + released < limiter.rate and redis.call('EXISTS', limiter.log_key) == 0) then
-        return rebuild(limiter)
+    local logged = redis.call('ZCARD', limiter.log_key)
+    if value == nil or value < 0 or value + released + logged > limiter.rate
+        or (value + released < limiter.rate and logged == 0) then
+        local rebuilt, trimmed = rebuild(limiter)
+        if #trimmed > 0 then
+            local field = 'edgelimitHeld:' .. limiter.log_key
+            local held = redis.call('HMGET', KEYS[1], field)[1] or ''
+            redis.call('HSET', KEYS[1], field, held .. (held == '' and '' or ',') .. table.concat(trimmed, ','))
+        end
+        return rebuilt
     end
     if released > 0 then
         value = value + released
@@ -136,7 +161,7 @@ while released < wanted do
     if #newest == 0 then
         break
     end
-    local id, permits = struct.unpack('Bc0I', newest[1])
+    local id, permits = grant_of(newest[1])
     redis.call('ZREM', limiter.log_key, newest[1])
     local give_back = math.min(permits, wanted - released)
     if give_back < permits then

@@ -23,6 +23,12 @@ end
 if #KEYS ~= 5 then
     reject('number of keys (expected 5: name, value, client value, permits, client permits)', #KEYS)
 end
+local client = string.sub(KEYS[3], #KEYS[1] + 10)
+if KEYS[2] ~= '{' .. KEYS[1] .. '}:value' or KEYS[3] ~= KEYS[2] .. ':' .. client or client == ''
+    or KEYS[4] ~= '{' .. KEYS[1] .. '}:permits' or KEYS[5] ~= KEYS[4] .. ':' .. client then
+    reject('keys (expected name, {name}:value, {name}:value:<client>, {name}:permits, {name}:permits:<client>)',
+        table.concat(KEYS, ' '))
+end
 local function load_limiter()
     local config = redis.call('HMGET', KEYS[1], 'rate', 'interval', 'type', 'keepAliveTime')
     local rate, interval = tonumber(config[1]), tonumber(config[2])
@@ -54,6 +60,18 @@ local function touch(limiter)
         end
     end
 end
+local function grant_of(member)
+    local length = string.byte(member, 1)
+    local id, permits
+    if length and #member == length + 5 then
+        id, permits = struct.unpack('Bc0I', member)
+    end
+    if not permits or permits < 1 then
+        error({ err = 'WRONGTYPE edgelimit: the rate limiter\'s log holds a member that is no grant (' .. #member
+            .. ' bytes): a grant is struct.pack(\'Bc0I\', #id, id, permits), at least one permit' })
+    end
+    return id, permits
+end
 local function log_grant(limiter, now, id, permits)
     local candidate, attempt = id, 0
     while redis.call('ZADD', limiter.log_key, 'NX', now, struct.pack('Bc0I', #candidate, candidate, permits)) == 0 do
@@ -65,12 +83,12 @@ local function rebuild(limiter)
     local members = redis.call('ZRANGE', limiter.log_key, 0, -1, 'WITHSCORES')
     local used = 0
     for i = 1, #members, 2 do
-        local _, permits = struct.unpack('Bc0I', members[i])
+        local _, permits = grant_of(members[i])
         used = used + permits
     end
     local excess, trimmed, i = used - limiter.rate, {}, 1
     while excess > 0 do
-        local id, permits = struct.unpack('Bc0I', members[i])
+        local id, permits = grant_of(members[i])
         redis.call('ZREM', limiter.log_key, members[i])
         local cut = math.min(permits, excess)
         if cut < permits then

@@ -32,7 +32,7 @@ else
     local missing = permits - available
     local oldest = redis.call('ZRANGE', limiter.log_key, 0, missing - 1, 'WITHSCORES')
     for i = 1, #oldest, 2 do
-        local _, granted = struct.unpack('Bc0I', oldest[i])
+        local _, granted = grant_of(oldest[i])
         missing = missing - granted
         if missing <= 0 then
             retry_after = tonumber(oldest[i + 1]) + limiter.interval - now

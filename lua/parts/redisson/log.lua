@@ -1,5 +1,21 @@
 -- Redisson's layout, the log of grants: after prelude.lua, for every script that reads or rewrites the log.
 
+-- A log member's grant id and permits, as log_grant() and Redisson write them: struct.pack('Bc0I', #id, id,
+-- permits), at least one permit. A member of any other shape (written by hand, or damaged) is refused as state no
+-- Redisson client wrote, the caller's EDGELIMIT_FOREIGN_STATE, before the call changes anything it read it for.
+local function grant_of(member)
+    local length = string.byte(member, 1)
+    local id, permits
+    if length and #member == length + 5 then
+        id, permits = struct.unpack('Bc0I', member)
+    end
+    if not permits or permits < 1 then
+        error({ err = 'WRONGTYPE edgelimit: the rate limiter\'s log holds a member that is no grant (' .. #member
+            .. ' bytes): a grant is struct.pack(\'Bc0I\', #id, id, permits), at least one permit' })
+    end
+    return id, permits
+end
+
 -- Adds a grant to the log. Members are unique per (id, permits); NX with a suffix keeps two equal grants in the
 -- same millisecond from collapsing into one (which would under-count).
 local function log_grant(limiter, now, id, permits)
@@ -21,12 +37,12 @@ local function rebuild(limiter)
     local members = redis.call('ZRANGE', limiter.log_key, 0, -1, 'WITHSCORES')
     local used = 0
     for i = 1, #members, 2 do
-        local _, permits = struct.unpack('Bc0I', members[i])
+        local _, permits = grant_of(members[i])
         used = used + permits
     end
     local excess, trimmed, i = used - limiter.rate, {}, 1
     while excess > 0 do
-        local id, permits = struct.unpack('Bc0I', members[i])
+        local id, permits = grant_of(members[i])
         redis.call('ZREM', limiter.log_key, members[i])
         local cut = math.min(permits, excess)
         if cut < permits then

@@ -19,7 +19,7 @@ while released < wanted do
     if #newest == 0 then
         break
     end
-    local id, permits = struct.unpack('Bc0I', newest[1])
+    local id, permits = grant_of(newest[1])
     redis.call('ZREM', limiter.log_key, newest[1])
     local give_back = math.min(permits, wanted - released)
     if give_back < permits then

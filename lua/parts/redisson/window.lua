@@ -5,7 +5,7 @@
 local function permits_in(members)
     local total = 0
     for _, member in ipairs(members) do
-        local _, permits = struct.unpack('Bc0I', member)
+        local _, permits = grant_of(member)
         total = total + permits
     end
     return total
@@ -15,23 +15,35 @@ end
 -- read without failing, over-admitting or sticking:
 --   - no counter (first use, or deleted) while the log holds grants: rebuilt from the log (Redisson would take the
 --     whole rate again);
---   - a counter above the rate, or one that the expiring grants would push above it (Redisson's release only bumps
---     the counter): rebuilt from the log, at most the rate;
+--   - a counter above what the log leaves free, i.e. counter + expiring permits + grants still logged above the
+--     rate (Redisson's release only bumps the counter, and then the expiring grants would free its permits a second
+--     time; a per-client log another client's lowering of the rate did not trim): rebuilt from the log, at most the
+--     rate. The count of grants (ZCARD) stands for the permits they hold: exact when every grant is of one permit,
+--     a lower bound when some carry several, which may then go unseen;
 --   - a negative counter (older edgelimit's lowered rates): rebuilt;
 --   - a counter below the rate with no log at all (the log expired or was deleted under it; Redisson then denies
 --     forever, or fails on a nil): nothing is in use, so the full rate.
--- Otherwise O(expired grants), plus one EXISTS when the window is not full.
+-- Otherwise O(expired grants), plus one ZCARD. Permits a rebuild holds back from the log (it holds more than the
+-- rate) are kept as set_rate.lua keeps them, so that raising the rate again still counts them.
 local function refresh(limiter, now)
     local horizon = now - limiter.interval
     local value = tonumber(redis.call('GET', limiter.value_key))
     local expired = redis.call('ZRANGEBYSCORE', limiter.log_key, '-inf', horizon)
+    -- Read (and checked) before they leave the log: a damaged member stops the call with nothing removed.
+    local released = permits_in(expired)
     if #expired > 0 then
         redis.call('ZREMRANGEBYSCORE', limiter.log_key, '-inf', horizon)
     end
-    local released = permits_in(expired)
-    if value == nil or value < 0 or value + released > limiter.rate
-        or (value + released < limiter.rate and redis.call('EXISTS', limiter.log_key) == 0) then
-        return rebuild(limiter)
+    local logged = redis.call('ZCARD', limiter.log_key)
+    if value == nil or value < 0 or value + released + logged > limiter.rate
+        or (value + released < limiter.rate and logged == 0) then
+        local rebuilt, trimmed = rebuild(limiter)
+        if #trimmed > 0 then
+            local field = 'edgelimitHeld:' .. limiter.log_key
+            local held = redis.call('HMGET', KEYS[1], field)[1] or ''
+            redis.call('HSET', KEYS[1], field, held .. (held == '' and '' or ',') .. table.concat(trimmed, ','))
+        end
+        return rebuilt
     end
     if released > 0 then
         value = value + released
