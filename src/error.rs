@@ -285,9 +285,15 @@ fn unavailable_advice(code: &str) -> &'static str {
 
 fn store_config_advice(code: &str) -> &'static str {
     match code {
-        "MOVED" | "ASK" | "CROSSSLOT" => {
+        "MOVED" | "ASK" => {
             "the endpoint is a Redis Cluster node that does not route commands: point edgelimit at a cluster-aware \
              endpoint"
+        }
+        // Through a cluster-aware endpoint too: one call named keys of several slots.
+        "CROSSSLOT" => {
+            "one call named keys of several Redis Cluster slots: limits decided together (limitAll, several limits in \
+             one rule) need the per-identifier layout (EDGELIMIT_LAYOUT, `layout`), which keeps one identifier's keys \
+             in one slot; or the endpoint is a cluster node that does not route: point edgelimit at a cluster-aware one"
         }
         _ => {
             "the token's Redis user may not run what edgelimit needs (EVALSHA, EVAL, SCRIPT LOAD on the limiter's \

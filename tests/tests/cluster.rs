@@ -130,6 +130,7 @@ async fn plain_commands_on_every_slot_pipelines_and_transactions_route_through_o
         .await
         .unwrap_err();
     assert!(refused.to_string().contains("CROSSSLOT"), "{refused}");
+    assert!(refused.to_string().contains("per-identifier layout"), "{refused}");
     assert_eq!(
         client.command(&Command::new("EXISTS").arg("a")).await.unwrap(),
         Value::Int(0)

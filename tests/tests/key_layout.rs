@@ -7,7 +7,7 @@ use std::time::Duration;
 use edgelimit::limit::{self, hash_slot, Algorithm, KeyLayout, Limiter, Quota};
 use edgelimit::ratelimit::{Limit, Options, Ratelimit};
 use edgelimit::{Command, Identifier};
-use edgelimit_tests::Stack;
+use edgelimit_tests::{Stack, LIMITER_TOKEN};
 use proptest::prelude::*;
 
 const T0: u64 = 1_700_000_000_000;
@@ -135,6 +135,33 @@ async fn all_limits_of_one_identifier_are_one_script_in_one_slot() {
             "{key}"
         );
     }
+}
+
+/// A Worker decides with a `limiter` token. In the per-identifier layout a stored quota's config is read beside each
+/// decision (`HMGET`), which the bridge's fence refused (NOPERM: a limiter token ran scripts, PING and TIME only),
+/// so stored quotas worked with that token in the default layout only (review). A key outside `--limiter-keys` stays
+/// out of its reach.
+#[tokio::test]
+async fn a_stored_quota_in_the_per_identifier_layout_is_read_with_a_limiter_token() {
+    let stack = Stack::start().await;
+    let minute = Duration::from_secs(60);
+    (Limiter::stored(stack.client(), "worker").unwrap())
+        .store_quota(Quota::fixed_window(2, minute).unwrap())
+        .await
+        .unwrap();
+    let limiter_client = stack.client_with(LIMITER_TOKEN);
+    let worker = (Limiter::stored(limiter_client.clone(), "worker").unwrap())
+        .with_layout(KeyLayout::PerIdentifier)
+        .unwrap();
+    let mut taken = Vec::new();
+    for _ in 0..3 {
+        taken.push(worker.limit("u", 1).await.unwrap().success);
+    }
+    assert_eq!(taken, [true, true, false]);
+    let outside = Command::new("HMGET").args(["user:1", "name"]);
+    let refused = limiter_client.command(&outside).await.unwrap_err();
+    assert_eq!(refused.code(), "EDGELIMIT_AUTH", "{refused}");
+    assert!(refused.to_string().contains("--limiter-keys"), "{refused}");
 }
 
 #[tokio::test]

@@ -97,6 +97,11 @@ pub fn refusal(profile: Profile, words: &Words, limiter_keys: &[String]) -> Opti
             return refuse(format!("may run {name} without arguments only"));
         }
         ("PING" | "TIME", _) => return None,
+        // A stored quota's config, which the per-identifier layout reads beside each decision (the script cannot:
+        // the config is in the limiter's slot, the state in the identifier's): a read of one key it may give scripts.
+        ("HMGET", Some(_)) if profile == Profile::Limiter => {
+            return key_refusal(&words[1..2], limiter_keys).and_then(refuse);
+        }
         ("EVALSHA" | "EVALSHA_RO", _) => words.get(1).map(|sha| known(&String::from_utf8_lossy(sha))),
         ("EVAL" | "EVAL_RO", _) => words.get(1).map(|body| known(&sha1_hex(body))),
         ("SCRIPT", Some("LOAD")) => words.get(2).map(|body| known(&sha1_hex(body))),
@@ -111,8 +116,8 @@ pub fn refusal(profile: Profile, words: &Words, limiter_keys: &[String]) -> Opti
         }
         _ => {
             return refuse(format!(
-                "may not run {}: it runs edgelimit's scripts (EVALSHA, EVAL, SCRIPT LOAD/EXISTS), PING and TIME only; \
-                 use an admin token for anything else",
+                "may not run {}: it runs edgelimit's scripts (EVALSHA, EVAL, SCRIPT LOAD/EXISTS), PING, TIME and \
+                 HMGET of the keys it may give them only; use an admin token for anything else",
                 printable(&name)
             ))
         }
@@ -318,6 +323,22 @@ mod tests {
             refusal(Profile::Admin, &evalsha(fw, &["user:2:apikey"], &["1:5:60000"])),
             None
         );
+        // A stored quota's config: one key of its patterns, read with HMGET.
+        assert_eq!(
+            refusal(
+                Profile::Limiter,
+                &words(&["HMGET", "edgelimit:{ops}", "algorithm", "limit"])
+            ),
+            None
+        );
+        for read in [
+            &["HMGET", "user:2:apikey", "x"][..],
+            &["HMGET"],
+            &["HGETALL", "edgelimit:{ops}"],
+        ] {
+            let why = refusal(Profile::Limiter, &words(read)).unwrap();
+            assert!(why.starts_with("NOPERM"), "{read:?}: {why}");
+        }
     }
 
     fn evalsha(script: &edgelimit::Script, keys: &[&str], args: &[&str]) -> Words {
