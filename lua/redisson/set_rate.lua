@@ -68,7 +68,7 @@ end
 -- other key in their place (an empty log in the same slot), a call would rebuild the counter from a log that is not
 -- the limiter's: a full rate again (review: 17 grants in 60 s on a rate of 5, by a holder of a limiter token).
 local client = string.sub(KEYS[3], #KEYS[1] + 10)
-if KEYS[2] ~= '{' .. KEYS[1] .. '}:value' or KEYS[3] ~= KEYS[2] .. ':' .. client or client == ''
+if KEYS[2] ~= '{' .. KEYS[1] .. '}:value' or KEYS[3] ~= KEYS[2] .. ':' .. client
     or KEYS[4] ~= '{' .. KEYS[1] .. '}:permits' or KEYS[5] ~= KEYS[4] .. ':' .. client then
     reject('keys (expected name, {name}:value, {name}:value:<client>, {name}:permits, {name}:permits:<client>)',
         table.concat(KEYS, ' '))
@@ -121,17 +121,18 @@ end
 -- Redisson's layout, the log of grants: after prelude.lua, for every script that reads or rewrites the log.
 
 -- A log member's grant id and permits, as log_grant() and Redisson write them: struct.pack('Bc0I', #id, id,
--- permits), at least one permit. A member of any other shape (written by hand, or damaged) is refused as state no
--- Redisson client wrote, the caller's EDGELIMIT_FOREIGN_STATE, before the call changes anything it read it for.
+-- permits). Redisson logs a grant of 0 permits too (its tryAcquire(0) succeeds), which counts nothing. A member of
+-- any other shape (written by hand, or damaged) is refused as state no Redisson client wrote, the caller's
+-- EDGELIMIT_FOREIGN_STATE, before the call changes anything it read it for.
 local function grant_of(member)
     local length = string.byte(member, 1)
     local id, permits
     if length and #member == length + 5 then
         id, permits = struct.unpack('Bc0I', member)
     end
-    if not permits or permits < 1 then
+    if not permits then
         error({ err = 'WRONGTYPE edgelimit: the rate limiter\'s log holds a member that is no grant (' .. #member
-            .. ' bytes): a grant is struct.pack(\'Bc0I\', #id, id, permits), at least one permit' })
+            .. ' bytes): a grant is struct.pack(\'Bc0I\', #id, id, permits)' })
     end
     return id, permits
 end

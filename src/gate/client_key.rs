@@ -20,7 +20,7 @@ pub enum KeySource {
     /// counting single addresses would let it multiply its limit by 2^64. Some hold more (a tunnel broker hands out a
     /// /48 for free, 65,536 /64s): `ip/48` counts those as one, and with them everyone behind one site.
     Ip {
-        /// How many leading bits of an IPv6 address name its client: 1 to 64.
+        /// How many leading bits of an IPv6 address name its client: 1 to 64 (others are read as the nearest).
         ipv6_prefix: u8,
     },
     /// A request header, e.g. an API key (`header:x-api-key`).
@@ -252,6 +252,9 @@ pub(crate) fn ip_key(header: &impl Fn(&str) -> Option<String>, ipv6_prefix: u8) 
     let id = match raw.trim().parse::<IpAddr>().map(unmapped) {
         Ok(IpAddr::V4(v4)) => format!("ip:{v4}"),
         Ok(IpAddr::V6(v6)) => {
+            // Held to 1..=64 here too: the variant's field is public, and a prefix of 0 would shift by 128 (a panic, or
+            // every address its own key), one above 64 count a subscriber's addresses apart.
+            let ipv6_prefix = ipv6_prefix.clamp(1, 64);
             let network = u128::from(v6) & (u128::MAX << (128 - u32::from(ipv6_prefix)));
             format!("ip:{}/{ipv6_prefix}", Ipv6Addr::from(network))
         }

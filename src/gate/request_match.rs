@@ -106,13 +106,20 @@ const DECODED: &[u8] = b"-._~!$&'()*+,=:@";
 /// Origins read these spellings as the same path (RFC 3986 says the unreserved escapes are equivalent; nginx, WSGI
 /// servers and most routers decode them and merge slashes; WSGI and others decode `%2F` too, and Java servlet
 /// containers route `/login;x=1` as `/login`), so a rule matched on the raw text would let `/%6Cogin`, `//login`,
-/// `/api%2Flogin` or `/login;x=1` past a rule on `/login` to the same handler. `%5C` is decoded as `/` too: IIS
-/// reads an escaped `\` as a separator, as the URL parser reads a bare one. Reading more spellings as one path
+/// `/api%2Flogin` or `/login;x=1` past a rule on `/login` to the same handler. (`%5C` stays escaped here: IIS reads
+/// it as a separator, [`normalize_path_reading_backslashes`], and most others do not.) Reading more spellings as one path
 /// can only limit more: an origin that tells them apart has them counted together. Case is kept here; rules match
 /// it either way ([`RequestMatch::matches`]). (Dot segments of the request itself the URL parser has resolved:
 /// `new URL` in the Worker reads `%2e` as `.` there.)
 pub fn normalize_path(path: &str) -> Cow<'_, str> {
-    normalize(path, true)
+    normalize(path, b"/")
+}
+
+/// [`normalize_path`] with `%5C` read as `/` too, as IIS reads an escaped `\` (and the URL parser a bare one): the
+/// first rule this spelling matches is added to the request's (`Gate::route`). (Decoded in every spelling, a review
+/// found, `/api%2Fx%5Cy` escaped a rule on `/api/*` that held it with `%5C` kept.)
+pub fn normalize_path_reading_backslashes(path: &str) -> Cow<'_, str> {
+    normalize(path, b"/\\")
 }
 
 /// [`normalize_path`] but for `%2F` and `%5C`, which stay escaped: the path as an origin reads it that does not
@@ -120,10 +127,11 @@ pub fn normalize_path(path: &str) -> Cow<'_, str> {
 /// `/api/cheap`, while such an origin runs the handler of `/api/expensive…`: the first rule this spelling matches
 /// is added to the request's (`Gate::route`).
 pub fn normalize_path_keeping_slashes(path: &str) -> Cow<'_, str> {
-    normalize(path, false)
+    normalize(path, b"")
 }
 
-fn normalize(path: &str, decode_slash: bool) -> Cow<'_, str> {
+/// The normalised path with the escapes of `separators` (`/`, `\`) read as `/`.
+fn normalize<'p>(path: &'p str, separators: &[u8]) -> Cow<'p, str> {
     if !path.contains(['%', ';']) && !path.contains("//") && !has_dot_segment(path) {
         return Cow::Borrowed(path);
     }
@@ -138,11 +146,7 @@ fn normalize(path: &str, decode_slash: bool) -> Cow<'_, str> {
             .filter(|hex| hex.iter().all(u8::is_ascii_hexdigit));
         let decoded = escaped
             .and_then(|hex| u8::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok())
-            .filter(|&byte| {
-                byte.is_ascii_alphanumeric()
-                    || DECODED.contains(&byte)
-                    || (decode_slash && matches!(byte, b'/' | b'\\'))
-            })
+            .filter(|&byte| byte.is_ascii_alphanumeric() || DECODED.contains(&byte) || separators.contains(&byte))
             .map(|byte| if byte == b'\\' { b'/' } else { byte });
         if let (Some(hex), None) = (escaped, decoded) {
             // An escape kept: in upper case, as the URL parser writes its own (`%c3%a9` is `%C3%A9`).
@@ -195,14 +199,16 @@ fn resolve_dot_segments(path: &str) -> String {
     segments.join("/")
 }
 
-/// `path` without its format suffix, when its last segment has one: `/users/sign_in` for `/users/sign_in.json`.
-/// Rails routes both to one action (a route's `(.:format)` is optional), and so did Spring MVC's suffix pattern
-/// matching, so a rule on `/users/sign_in` must also hold `/users/sign_in.json` (`Gate::route` adds the rule this
-/// spelling matches). A suffix is a `.` and letters or digits after a name that is not empty (`/.env` has none).
+/// `path` without its format suffix, when its last segment has one: `/users/sign_in` for `/users/sign_in.json`,
+/// `/users/sign_in.json/` or `/users/sign_in.`. Rails routes these to one action (a route's `(.:format)` is
+/// optional, and the format is anything up to the next `/`, `.` or `?`, a trailing `/` ignored), and so did Spring
+/// MVC's suffix pattern matching, so a rule on `/users/sign_in` must also hold them (`Gate::route` adds the rule
+/// this spelling matches). The name before the suffix is not empty (`/.env` has none).
 pub fn without_format_suffix(path: &str) -> Option<&str> {
-    let (start, suffix) = path.rsplit_once('.')?;
-    let name = &start[start.rfind('/').map_or(0, |slash| slash + 1)..];
-    (!name.is_empty() && !suffix.is_empty() && suffix.bytes().all(|byte| byte.is_ascii_alphanumeric())).then_some(start)
+    let path = path.strip_suffix('/').unwrap_or(path);
+    let segment_start = path.rfind('/').map_or(0, |slash| slash + 1);
+    let dot = segment_start + path[segment_start..].find('.')?;
+    (dot > segment_start).then_some(&path[..dot])
 }
 
 fn has_dot_segment(path: &str) -> bool {
@@ -401,17 +407,30 @@ mod tests {
         );
         assert_eq!(normalize_path_keeping_slashes("/login;x%2F..%2Fadmin"), "/login");
         assert_eq!(normalize_path_keeping_slashes("/%6Cogin//a/../b"), "/login/b");
-        // `%5C` is a separator to IIS, as `%2F` is to others; the spelling for the rest keeps it.
-        assert_eq!(normalize_path("/auth%5clogin"), "/auth/login");
-        assert_eq!(normalize_path("/api/expensive%5C..%5Ccheap"), "/api/cheap");
+        // `%5C` is a separator to IIS, as `%2F` is to others; the other spellings keep it.
+        assert_eq!(normalize_path_reading_backslashes("/auth%5clogin"), "/auth/login");
+        assert_eq!(
+            normalize_path_reading_backslashes("/api/expensive%5C..%5Ccheap"),
+            "/api/cheap"
+        );
+        assert_eq!(normalize_path("/api%2Fx%5cy"), "/api/x%5Cy");
         assert_eq!(
             normalize_path_keeping_slashes("/api/expensive%5c..%5Ccheap"),
             "/api/expensive%5C..%5Ccheap"
         );
         // A format suffix (Rails routes `/users/sign_in.json` to `/users/sign_in`'s action).
-        assert_eq!(without_format_suffix("/users/sign_in.json"), Some("/users/sign_in"));
-        assert_eq!(without_format_suffix("/a.b/c.tar.gz"), Some("/a.b/c.tar"));
-        for none in ["/users/sign_in", "/.env", "/a.b/c", "/login.", "/x.j%2Fs", "/v1.2/"] {
+        for (path, name) in [
+            ("/users/sign_in.json", "/users/sign_in"),
+            ("/users/sign_in.json/", "/users/sign_in"),
+            ("/users/sign_in.", "/users/sign_in"),
+            ("/users/sign_in.a-b", "/users/sign_in"),
+            ("/users/sign_in.%C3%A9", "/users/sign_in"),
+            ("/users/sign_in.json.xml", "/users/sign_in"),
+            ("/a.b/c.tar.gz", "/a.b/c"),
+        ] {
+            assert_eq!(without_format_suffix(path), Some(name), "{path}");
+        }
+        for none in ["/users/sign_in", "/.env", "/a.b/c", "/", ""] {
             assert_eq!(without_format_suffix(none), None, "{none}");
         }
         let login = with_pattern("/login");

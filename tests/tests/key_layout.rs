@@ -158,10 +158,17 @@ async fn a_stored_quota_in_the_per_identifier_layout_is_read_with_a_limiter_toke
         taken.push(worker.limit("u", 1).await.unwrap().success);
     }
     assert_eq!(taken, [true, true, false]);
-    let outside = Command::new("HMGET").args(["user:1", "name"]);
+    let outside = Command::new("HMGET").args(["user:1", "rate"]);
     let refused = limiter_client.command(&outside).await.unwrap_err();
     assert_eq!(refused.code(), "EDGELIMIT_AUTH", "{refused}");
     assert!(refused.to_string().contains("--limiter-keys"), "{refused}");
+    // Nor any other field of a hash under its patterns (another program's secret there).
+    let secret = Command::new("HMGET").args(["edgelimit:secret", "apikey"]);
+    let refused = limiter_client.command(&secret).await.unwrap_err();
+    assert!(
+        refused.to_string().contains("fields of a stored quota's config"),
+        "{refused}"
+    );
 }
 
 #[tokio::test]

@@ -100,7 +100,7 @@ pub fn refusal(profile: Profile, words: &Words, limiter_keys: &[String]) -> Opti
         // A stored quota's config, which the per-identifier layout reads beside each decision (the script cannot:
         // the config is in the limiter's slot, the state in the identifier's): a read of one key it may give scripts.
         ("HMGET", Some(_)) if profile == Profile::Limiter => {
-            return key_refusal(&words[1..2], limiter_keys).and_then(refuse);
+            return config_read_refusal(words, limiter_keys).and_then(refuse);
         }
         ("EVALSHA" | "EVALSHA_RO", _) => words.get(1).map(|sha| known(&String::from_utf8_lossy(sha))),
         ("EVAL" | "EVAL_RO", _) => words.get(1).map(|body| known(&sha1_hex(body))),
@@ -246,16 +246,41 @@ fn script_keys_and_args(words: &Words) -> Option<KeysAndArgs<'_>> {
 /// to them as well; with the ACL off (`--redis-acl off`) this is what does, since a script reads and writes the keys
 /// it is given: any key of the Redis (the inspect script reads a string's value back) would be in reach.
 fn key_refusal(keys: &[Vec<u8>], patterns: &[String]) -> Option<String> {
-    let outside = keys.iter().find(|key| {
-        !patterns
-            .iter()
-            .any(|pattern| key_pattern::matches(pattern.as_bytes(), key))
-    })?;
+    let outside = keys.iter().find(|key| !within(key, patterns))?;
     Some(format!(
         "may give scripts keys matching {} only (the bridge's --limiter-keys), not {:?}",
         patterns.join(" or "),
         printable(&String::from_utf8_lossy(outside))
     ))
+}
+
+/// The fields of a stored quota's config that the per-identifier layout reads (`src/limit/stored_copy.rs`).
+const CONFIG_FIELDS: [&[u8]; 4] = [b"algorithm", b"limit", b"interval", b"rate"];
+
+/// Why a `limiter` token may not run this `HMGET`, or `None`: a stored quota's config fields, each once, of one key of
+/// its patterns. Any other field of any hash there (a secret another program keeps under `edgelimit:`), or a field
+/// named many times (Redis would build a reply that many times the value's size), is refused.
+fn config_read_refusal(words: &Words, limiter_keys: &[String]) -> Option<String> {
+    let fields = &words[2..];
+    let known = fields.iter().all(|field| CONFIG_FIELDS.contains(&field.as_slice()));
+    let distinct = (fields.iter().enumerate()).all(|(i, field)| !fields[..i].contains(field));
+    if fields.is_empty() || !known || !distinct {
+        return Some(
+            "may HMGET only the fields of a stored quota's config (algorithm, limit, interval, rate), each once"
+                .to_owned(),
+        );
+    }
+    let outside = words[1..2].iter().find(|key| !within(key, limiter_keys))?;
+    Some(format!(
+        "may read keys matching {} only (the bridge's --limiter-keys), not {:?}",
+        limiter_keys.join(" or "),
+        printable(&String::from_utf8_lossy(outside))
+    ))
+}
+
+/// Whether `key` matches one of `patterns`.
+fn within(key: &[u8], patterns: &[String]) -> bool {
+    (patterns.iter()).any(|pattern| key_pattern::matches(pattern.as_bytes(), key))
 }
 
 /// The known script of this SHA1 (any case): `Some(None)` when it is not one of edgelimit's.
@@ -327,13 +352,16 @@ mod tests {
         assert_eq!(
             refusal(
                 Profile::Limiter,
-                &words(&["HMGET", "edgelimit:{ops}", "algorithm", "limit"])
+                &words(&["HMGET", "edgelimit:{ops}", "algorithm", "limit", "interval", "rate"])
             ),
             None
         );
         for read in [
-            &["HMGET", "user:2:apikey", "x"][..],
+            &["HMGET", "user:2:apikey", "rate"][..],
             &["HMGET"],
+            &["HMGET", "edgelimit:{ops}"],
+            &["HMGET", "edgelimit:secret", "apikey"],
+            &["HMGET", "edgelimit:{ops}", "rate", "rate"],
             &["HGETALL", "edgelimit:{ops}"],
         ] {
             let why = refusal(Profile::Limiter, &words(read)).unwrap();

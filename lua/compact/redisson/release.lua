@@ -24,7 +24,7 @@ if #KEYS ~= 5 then
     reject('number of keys (expected 5: name, value, client value, permits, client permits)', #KEYS)
 end
 local client = string.sub(KEYS[3], #KEYS[1] + 10)
-if KEYS[2] ~= '{' .. KEYS[1] .. '}:value' or KEYS[3] ~= KEYS[2] .. ':' .. client or client == ''
+if KEYS[2] ~= '{' .. KEYS[1] .. '}:value' or KEYS[3] ~= KEYS[2] .. ':' .. client
     or KEYS[4] ~= '{' .. KEYS[1] .. '}:permits' or KEYS[5] ~= KEYS[4] .. ':' .. client then
     reject('keys (expected name, {name}:value, {name}:value:<client>, {name}:permits, {name}:permits:<client>)',
         table.concat(KEYS, ' '))
@@ -66,9 +66,9 @@ local function grant_of(member)
     if length and #member == length + 5 then
         id, permits = struct.unpack('Bc0I', member)
     end
-    if not permits or permits < 1 then
+    if not permits then
         error({ err = 'WRONGTYPE edgelimit: the rate limiter\'s log holds a member that is no grant (' .. #member
-            .. ' bytes): a grant is struct.pack(\'Bc0I\', #id, id, permits), at least one permit' })
+            .. ' bytes): a grant is struct.pack(\'Bc0I\', #id, id, permits)' })
     end
     return id, permits
 end
@@ -124,8 +124,12 @@ local function refresh(limiter, now)
         local rebuilt, trimmed = rebuild(limiter)
         if #trimmed > 0 then
             local field = 'edgelimitHeld:' .. limiter.log_key
-            local held = redis.call('HMGET', KEYS[1], field)[1] or ''
-            redis.call('HSET', KEYS[1], field, held .. (held == '' and '' or ',') .. table.concat(trimmed, ','))
+            for score, permits in string.gmatch(redis.call('HMGET', KEYS[1], field)[1] or '', '(%d+):(%d+)') do
+                if tonumber(score) > horizon then
+                    trimmed[#trimmed + 1] = score .. ':' .. permits
+                end
+            end
+            redis.call('HSET', KEYS[1], field, table.concat(trimmed, ','))
         end
         return rebuilt
     end

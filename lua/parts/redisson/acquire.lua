@@ -26,8 +26,9 @@ if available >= permits then
     available = redis.call('DECRBY', limiter.value_key, permits)
 else
     -- Exact wait: the expiring grants, oldest first, must free what this request lacks; each frees its permits at
-    -- score + interval. Every grant carries at least one permit, so the oldest `missing` grants always suffice:
-    -- one bounded read, whatever the size of the log.
+    -- score + interval. Every grant but a Redisson tryAcquire(0)'s carries at least one permit, so the oldest
+    -- `missing` grants suffice: one bounded read, whatever the size of the log (past a grant of 0, the full interval
+    -- below, never too short).
     status = 'denied'
     local missing = permits - available
     local oldest = redis.call('ZRANGE', limiter.log_key, 0, missing - 1, 'WITHSCORES')
