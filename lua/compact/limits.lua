@@ -644,8 +644,14 @@ local function limit_of(i)
             local tag = string_algorithm_tag(redis.call('GET', KEYS[2 * i]))
             other_string = tag and tag ~= STRING_TAGS[name]
         end
-        if (kind == 'zset' and not logs) or (kind == 'string' and logs) or other_string then
-            redis.call('DEL', KEYS[2 * i])
+        local prefix, limiter_name = string.match(stored_in, '^(.*):{([^{}]*)}$')
+        local state = KEYS[2 * i]
+        local own = prefix and (string.sub(state, 1, #stored_in + 1) == stored_in .. ':'
+            or (string.sub(state, 1, #prefix + 4) == prefix .. ':v2{'
+                and string.sub(state, -(#limiter_name + 2)) == '}:' .. limiter_name))
+        local other = (kind == 'zset' and not logs) or (kind == 'string' and logs) or other_string
+        if own and operation ~= 'peek' and other then
+            redis.call('DEL', state)
         end
     end
     return {

@@ -177,6 +177,26 @@ async fn a_readonly_token_reads_and_redis_refuses_its_writes() {
         Script::new("return 1").run::<&str, &str>(&reader, &[], &[]).await,
         "read-only inspect script",
     );
+    // Reads whose cost the request's count sets: one of -100,000,000 held Redis 9.4 s (review).
+    stack
+        .client()
+        .command(&cmd(&["SADD", "edgelimit:{s}", "a"]))
+        .await
+        .unwrap();
+    assert_forbidden(
+        reader
+            .command(&cmd(&["SRANDMEMBER", "edgelimit:{s}", "-100000000"]))
+            .await,
+        "count of at most 1000",
+    );
+    assert_forbidden(
+        reader.command(&cmd(&["SCAN", "0", "COUNT", "1000000"])).await,
+        "count of at most 1000",
+    );
+    assert!(reader
+        .command(&cmd(&["SRANDMEMBER", "edgelimit:{s}", "-3"]))
+        .await
+        .is_ok());
     let limiter = Limiter::new(reader, "api", Quota::sliding_log(3, Duration::from_secs(60)).unwrap()).unwrap();
     assert_eq!(limiter.state("alice").await.unwrap().stored, None);
 }

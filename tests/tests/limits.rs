@@ -817,3 +817,38 @@ async fn two_algorithms_under_one_name_never_reset_each_other() {
     }
     assert!(admitted <= 3, "{admitted} of 20 admitted on limits of 3");
 }
+
+/// A stored config whose algorithm changed drops another algorithm's state under its own limiter's keys only, and
+/// only on a decision: a caller pairing some stored config of another algorithm with any state key had wiped a full
+/// sliding log with one peek, and every peek after (review, through a limiter token).
+#[tokio::test]
+async fn a_stored_config_drops_no_state_but_its_own_limiters() {
+    let stack = Stack::start().await;
+    let client = stack.client();
+    let stored = Limiter::stored(client.clone(), "ops").unwrap();
+    stored
+        .store_quota(Quota::fixed_window(100, Duration::from_secs(60)).unwrap())
+        .await
+        .unwrap();
+    let login = limiter(
+        &stack,
+        "login",
+        Quota::sliding_log(3, Duration::from_secs(600)).unwrap(),
+    );
+    for _ in 0..3 {
+        assert!(login.limit("1.2.3.4", 1).await.unwrap().success);
+    }
+    let victim = login.state_key("1.2.3.4");
+    for operation in ["peek", "limit"] {
+        let args = [operation, "", "", "1", "", "", "", ""];
+        let keys = [stored.config_key(), victim.clone()];
+        // Refused or decided on the victim's state as it is: never dropped.
+        let _ = edgelimit::lua::LIMITS.run(&client, &keys, &args).await;
+        let exists = client.command(&Command::new("EXISTS").arg(&victim)).await.unwrap();
+        assert_eq!(exists, Value::Int(1), "{operation}");
+    }
+    assert!(
+        !login.limit("1.2.3.4", 1).await.unwrap().success,
+        "the log is still full"
+    );
+}

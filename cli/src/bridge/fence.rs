@@ -105,6 +105,14 @@ pub fn refusal(profile: Profile, words: &Words, limiter_keys: &[String]) -> Opti
         ("EVALSHA" | "EVALSHA_RO", _) => words.get(1).map(|sha| known(&String::from_utf8_lossy(sha))),
         ("EVAL" | "EVAL_RO", _) => words.get(1).map(|body| known(&sha1_hex(body))),
         ("SCRIPT", Some("LOAD")) => words.get(2).map(|body| known(&sha1_hex(body))),
+        // Reads whose cost a count in the request sets, not the data: `SRANDMEMBER k -100000000` held Redis 9.4 s
+        // and took 670 MB (review); `SCAN 0 COUNT <huge>` reads the whole keyspace at once, as `KEYS` (refused) does.
+        _ if profile == Profile::Readonly && oversized_count(&name, words) => {
+            return refuse(format!(
+                "may run {name} with a count of at most {MAX_READ_COUNT} only (each unit is work for Redis alone); \
+                 use an admin token for more",
+            ));
+        }
         // A readonly token's plain commands are for Redis's ACL to judge (see the module's docs).
         (_, _) if profile == Profile::Readonly && !is_script_command(&name) => return None,
         _ if profile == Profile::Readonly => {
@@ -152,6 +160,25 @@ pub fn refusal(profile: Profile, words: &Words, limiter_keys: &[String]) -> Opti
         }
     };
     why.and_then(refuse)
+}
+
+/// The largest count a readonly token may give a random read or a scan.
+const MAX_READ_COUNT: u64 = 1000;
+
+/// True when `words` (the command `name`) asks for more than [`MAX_READ_COUNT`] random members (a negative count
+/// repeats them) or scans more per call. A count that is no number is left to Redis to refuse.
+fn oversized_count(name: &str, words: &Words) -> bool {
+    let over = |word: Option<&Vec<u8>>| {
+        word.and_then(|word| std::str::from_utf8(word).ok()?.parse::<i128>().ok())
+            .is_some_and(|count| count.unsigned_abs() > u128::from(MAX_READ_COUNT))
+    };
+    match name {
+        "SRANDMEMBER" | "ZRANDMEMBER" | "HRANDFIELD" => over(words.get(2)),
+        "SCAN" | "SSCAN" | "ZSCAN" | "HSCAN" => {
+            (1..words.len()).any(|i| words[i].eq_ignore_ascii_case(b"COUNT") && over(words.get(i + 1)))
+        }
+        _ => false,
+    }
 }
 
 /// True for the commands that run or manage scripts and functions, which a readonly token may not run beyond the
@@ -348,6 +375,21 @@ mod tests {
             refusal(Profile::Admin, &evalsha(fw, &["user:2:apikey"], &["1:5:60000"])),
             None
         );
+        // A readonly token's counted reads.
+        for (read, refused) in [
+            (&["SRANDMEMBER", "edgelimit:{s}", "-100000000"][..], true),
+            (&["ZRANDMEMBER", "k", "1001"], true),
+            (&["HRANDFIELD", "k", "-1001", "WITHVALUES"], true),
+            (&["SCAN", "0", "count", "99999999999999999999999"], true),
+            (&["HSCAN", "k", "0", "MATCH", "*", "COUNT", "5000"], true),
+            (&["SRANDMEMBER", "k", "-1000"], false),
+            (&["SCAN", "0", "COUNT", "1000"], false),
+            (&["SCAN", "0"], false),
+            (&["HRANDFIELD", "k", "x"], false),
+        ] {
+            let why = refusal(Profile::Readonly, &words(read));
+            assert_eq!(why.is_some(), refused, "{read:?}: {why:?}");
+        }
         // A stored quota's config: one key of its patterns, read with HMGET.
         assert_eq!(
             refusal(
