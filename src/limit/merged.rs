@@ -132,40 +132,36 @@ fn calls(group: Vec<Pending>) -> Vec<Vec<Pending>> {
 }
 
 /// Decides `group` (keys of one slot) in one call and hands each caller its reply.
-async fn decide(client: &RestClient, algorithm: Algorithm, group: Vec<Pending>) {
-    let replies = if let [one] = group.as_slice() {
-        vec![alone(client, algorithm, one).await]
-    } else {
-        let keys: Vec<&str> = group.iter().map(|pending| pending.key.as_str()).collect();
-        // The requests, then (for an algorithm that logs grants) the grant ids: see lua/parts/limits/batch.lua.
-        let mut args: Vec<&str> = group.iter().map(|pending| pending.args[0].as_str()).collect();
-        if algorithm.names_grants() {
-            args.extend(
-                group
-                    .iter()
-                    .map(|pending| pending.args.get(1).map_or("", String::as_str)),
-            );
-        }
-        match algorithm
-            .batch_script()
-            .run(client, &keys, &args)
-            .await
-            .and_then(|reply| split(reply, keys.len()))
-        {
-            Ok(replies) => replies,
-            Err(Error::Unavailable { code, .. }) if code == "TRYAGAIN" => {
-                // One call each, sent together (each a task, as in `flush`).
-                for pending in group {
-                    let client = client.clone();
-                    rest::spawn(async move {
-                        let reply = alone(&client, algorithm, &pending).await;
-                        let _ = pending.reply.send(reply);
-                    });
-                }
-                return;
+async fn decide(client: &RestClient, algorithm: Algorithm, mut group: Vec<Pending>) {
+    if group.len() == 1 {
+        return decide_alone(client, algorithm, group.remove(0)).await;
+    }
+    let keys: Vec<&str> = group.iter().map(|pending| pending.key.as_str()).collect();
+    // The requests, then (for an algorithm that logs grants) the grant ids: see lua/parts/limits/batch.lua.
+    let mut args: Vec<&str> = group.iter().map(|pending| pending.args[0].as_str()).collect();
+    if algorithm.names_grants() {
+        args.extend(
+            group
+                .iter()
+                .map(|pending| pending.args.get(1).map_or("", String::as_str)),
+        );
+    }
+    let replies = match algorithm
+        .batch_script()
+        .run(client, &keys, &args)
+        .await
+        .and_then(|reply| split(reply, keys.len()))
+    {
+        Ok(replies) => replies,
+        Err(Error::Unavailable { code, .. }) if code == "TRYAGAIN" => {
+            // Each decided alone, sent together (each a task, as in `flush`).
+            for pending in group {
+                let client = client.clone();
+                rest::spawn(async move { decide_alone(&client, algorithm, pending).await });
             }
-            Err(error) => vec![Err(error); group.len()],
+            return;
         }
+        Err(error) => vec![Err(error); group.len()],
     };
     for (pending, reply) in group.into_iter().zip(replies) {
         // A caller that stopped waiting has dropped its receiver: nothing to hand it.
@@ -173,9 +169,10 @@ async fn decide(client: &RestClient, algorithm: Algorithm, group: Vec<Pending>) 
     }
 }
 
-/// One decision in a call of its own: its single-limit script.
-async fn alone(client: &RestClient, algorithm: Algorithm, pending: &Pending) -> Result<Value> {
-    algorithm.script().run(client, &[&pending.key], &pending.args).await
+/// Decides one decision in a call of its own, its single-limit script's, and hands its caller the reply.
+async fn decide_alone(client: &RestClient, algorithm: Algorithm, pending: Pending) {
+    let reply = algorithm.script().run(client, &[&pending.key], &pending.args).await;
+    let _ = pending.reply.send(reply);
 }
 
 /// The batch script's reply as each decision's: one entry per decision, its single-limit script's reply or `'!'`

@@ -156,7 +156,7 @@ pub fn refusal(profile: Profile, words: &Words, limiter_keys: &[String]) -> Opti
         (_, None) => Some("must give the script's number of keys as a count of the words that follow".to_owned()),
         (_, Some((keys, args))) => {
             let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
-            limiter_call_refusal(script, &args).or_else(|| key_refusal(keys, limiter_keys))
+            limiter_call_refusal(script, &args).or_else(|| key_refusal("give scripts", keys, limiter_keys))
         }
     };
     why.and_then(refuse)
@@ -269,13 +269,18 @@ fn script_keys_and_args(words: &Words) -> Option<KeysAndArgs<'_>> {
     Some((keys, args))
 }
 
-/// Why a `limiter` token's script call names a key outside its key patterns, or `None`. Its Redis ACL user keeps it
-/// to them as well; with the ACL off (`--redis-acl off`) this is what does, since a script reads and writes the keys
-/// it is given: any key of the Redis (the inspect script reads a string's value back) would be in reach.
-fn key_refusal(keys: &[Vec<u8>], patterns: &[String]) -> Option<String> {
-    let outside = keys.iter().find(|key| !within(key, patterns))?;
+/// Why a `limiter` token may not `what` (give scripts, read) `keys`: the first outside its key patterns, or `None`.
+/// Its Redis ACL user keeps it to them as well; with the ACL off (`--redis-acl off`) this is what does, since a
+/// script reads and writes the keys it is given: any key of the Redis (the inspect script reads a string's value
+/// back) would be in reach.
+fn key_refusal(what: &str, keys: &[Vec<u8>], patterns: &[String]) -> Option<String> {
+    let outside = keys.iter().find(|key| {
+        !patterns
+            .iter()
+            .any(|pattern| key_pattern::matches(pattern.as_bytes(), key))
+    })?;
     Some(format!(
-        "may give scripts keys matching {} only (the bridge's --limiter-keys), not {:?}",
+        "may {what} keys matching {} only (the bridge's --limiter-keys), not {:?}",
         patterns.join(" or "),
         printable(&String::from_utf8_lossy(outside))
     ))
@@ -297,17 +302,7 @@ fn config_read_refusal(words: &Words, limiter_keys: &[String]) -> Option<String>
                 .to_owned(),
         );
     }
-    let outside = words[1..2].iter().find(|key| !within(key, limiter_keys))?;
-    Some(format!(
-        "may read keys matching {} only (the bridge's --limiter-keys), not {:?}",
-        limiter_keys.join(" or "),
-        printable(&String::from_utf8_lossy(outside))
-    ))
-}
-
-/// Whether `key` matches one of `patterns`.
-fn within(key: &[u8], patterns: &[String]) -> bool {
-    (patterns.iter()).any(|pattern| key_pattern::matches(pattern.as_bytes(), key))
+    key_refusal("read", &words[1..2], limiter_keys)
 }
 
 /// The known script of this SHA1 (any case): `Some(None)` when it is not one of edgelimit's.
