@@ -1,133 +1,326 @@
-//! Writes the Lua pieces under `lua/parts/` without their comment lines into `OUT_DIR/lua-parts/`, which is what the
-//! crate carries and composes its scripts from (`src/lua/compose.rs`); and as written, comments and all, into
-//! `OUT_DIR/lua-parts-readable/`, which only the tests link (they compose the readable files under `lua/`).
+//! Builds the scripts Redis runs from the readable sources under `lua/` (see `lua/README.md`).
 //!
-//! Why: the comments are two thirds of the pieces' text (53 KB of 78 KB, 15.4 KB gzipped against 5.7 KB without),
-//! and every Worker downloads the wasm that holds them. Redis gains nothing from them either: it compiles a script
-//! once and keeps it by its SHA1. The scripts Redis runs are committed as `lua/compact/`, each beside the commented
-//! `lua/<script>` it is made from; a test checks both.
-//!
-//! What goes: every line that is blank or holds only a comment. What stays: code with its indentation, the marker
-//! lines that `compose.rs` splices at (`--@…`), and `-- luacheck:` directives, so that the compact files lint alike.
-//! In both, a line `--@inline <piece>` becomes that piece (under `lua/parts/`, in the same form), indented as the
-//! line: code several places of one script run, carried once in the source and spliced here rather than at run time
-//! in the wasm.
-//! No piece has a long string or long comment (`[[`), where a line starting with `--` could be text or code: the
-//! build refuses one, rather than strip what might not be a comment.
-//!
-//! It also writes `OUT_DIR/script_sha1s.rs`: the SHA1 of every script Redis runs (`lua/compact/<file>`), as the
-//! macro `sha1_of!("<file>")`, so that a decision's `EVALSHA` names its script without composing the text and hashing
-//! it first. Why: on wasm, V8 compiles each function on its first call, so a Worker's first decision (its cold start)
-//! also compiled and ran the composer and SHA-1 on the slowest, unoptimised code; the text is composed only when
-//! Redis answers `NOSCRIPT`. A test checks that each SHA1 is the composed text's (`src/lua/mod.rs`), and so do
-//! `scripts/build-wasm` (that test, before building) and `edgelimit dev` (`SCRIPT LOAD`'s answer): after a piece under
-//! `lua/parts/` is edited, run `scripts/lua` before building.
+//! Each script is written to `OUT_DIR/scripts/<name>.lua` with its SHA1 in `OUT_DIR/scripts.rs` (`sha1_of!`), and
+//! `src/lua` includes both. Comment lines and blank lines are dropped: Redis gains nothing from them. Nothing built
+//! here is committed; `lua/SHA1SUMS` pins each script's hash (a test checks it), so a change shows in review.
 
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::path::Path;
 use std::{env, fs};
 
+/// The algorithms by file name, with the helpers each shares with others and whether its quota has a rate.
+const ALGORITHMS: [(&str, Option<&str>, bool); 6] = [
+    ("token_bucket", Some("bucket"), true),
+    ("fixed_window", None, false),
+    ("sliding_window", None, false),
+    ("gcra", Some("bucket"), true),
+    ("concurrency", Some("zset_log"), false),
+    ("sliding_log", Some("zset_log"), false),
+];
+
+/// What the shared helpers are made of: the units arithmetic, or a log's layout and then its writing.
+const SHARED: [(&str, &[&str]); 2] = [("bucket", &["bucket"]), ("zset_log", &["zset_member", "zset_log"])];
+
+/// The algorithms that reserve permits for a client to grant locally.
+const RESERVING: [&str; 4] = ["gcra", "fixed_window", "sliding_log", "concurrency"];
+
+/// Redisson's scripts, each with the pieces it needs after the prelude (every function costs a closure per call).
+const REDISSON: [(&str, &[&str]); 5] = [
+    ("acquire", &["log", "window", "grants"]),
+    ("available", &["log", "window"]),
+    ("release", &["log", "window", "grants"]),
+    ("set_rate", &["log"]),
+    ("lifetime", &[]),
+];
+
+/// How a single-limit script reads its request, with a rate or without: one match checks every field's digits.
+const REQUEST_WITH_RATE: &str =
+    "local permits, limit, interval, rate = string.match(request, '^(%d+):(%d+):(%d+):(%d+)$')
+if permits then
+    permits, limit, interval, rate = permits + 0, limit + 0, interval + 0, rate + 0
+end";
+const REQUEST_WITHOUT_RATE: &str = "local permits, limit, interval = string.match(request, '^(%d+):(%d+):(%d+)$')
+local rate = 1
+if permits then
+    permits, limit, interval = permits + 0, limit + 0, interval + 0
+end";
+
+/// A single-limit script's reply to a denial and to a grant: numbers for a log, the state read for the others.
+const LOG_DENIED: &str = "    return { 0, remaining, reset, retry_after }";
+const LOG_GRANTED: &str = "return { 1, remaining - permits, reset_after, granted_mark }";
+const STRING_DENIED: &str = "    return 'd' .. seconds .. ':' .. micros .. ':' .. value";
+const STRING_GRANTED: &str = "return 'g' .. seconds .. ':' .. micros .. ':' .. value";
+
 fn main() {
-    let parts = Path::new("lua/parts");
-    println!("cargo:rerun-if-changed={}", parts.display());
-    let out = Path::new(&env::var_os("OUT_DIR").expect("cargo sets OUT_DIR")).to_owned();
-    write_pieces(parts, parts, &out.join("lua-parts"), without_comments);
-    write_pieces(parts, parts, &out.join("lua-parts-readable"), str::to_owned);
-    let compact = Path::new("lua/compact");
-    println!("cargo:rerun-if-changed={}", compact.display());
+    let lua = Path::new("lua");
+    println!("cargo:rerun-if-changed=lua");
+    let sources = Sources::read(lua);
+    let out = Path::new(&env::var_os("OUT_DIR").expect("cargo sets OUT_DIR")).join("scripts");
     let mut arms = String::new();
-    script_sha1_arms(compact, "", &mut arms);
-    let macro_text =
-        format!("/// The SHA1 of `lua/compact/<file>` (written by build.rs).\nmacro_rules! sha1_of {{\n{arms}}}\n");
-    let target = out.join("script_sha1s.rs");
-    fs::write(&target, macro_text).unwrap_or_else(|e| panic!("writing {}: {e}", target.display()));
+    for (name, text) in scripts(&sources) {
+        let text = format!("-- edgelimit script {name}: built from lua/ (lua/README.md)\n{text}");
+        let text: String = text
+            .lines()
+            .filter(|line| !line.is_empty())
+            .map(|line| format!("{line}\n"))
+            .collect();
+        assert!(!text.contains("--@"), "{name}: a marker was left");
+        let path = out.join(format!("{name}.lua"));
+        fs::create_dir_all(path.parent().expect("a folder")).expect("creating OUT_DIR/scripts");
+        fs::write(&path, &text).unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
+        let sha1 = sha1_smol::Sha1::from(&text).digest();
+        writeln!(arms, "    (\"{name}\") => {{ \"{sha1}\" }};").expect("a String");
+    }
+    let rust = format!("/// The SHA1 of the script `<name>` (build.rs).\nmacro_rules! sha1_of {{\n{arms}}}\n");
+    fs::write(out.with_file_name("scripts.rs"), rust).expect("writing OUT_DIR/scripts.rs");
 }
 
-/// A `sha1_of!` arm for every `.lua` file under `dir` (`lua/compact/`, at `prefix` below it), depth first.
-fn script_sha1_arms(dir: &Path, prefix: &str, arms: &mut String) {
-    let mut entries: Vec<_> = fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
-        .map(|entry| entry.expect("a directory entry").path())
+/// Every script by name, composed from the sources.
+fn scripts(sources: &Sources) -> Vec<(String, String)> {
+    let mut scripts = Vec::new();
+    for algorithm in &ALGORITHMS {
+        scripts.push((
+            algorithm.0.to_owned(),
+            one_algorithm(sources, algorithm, "limits/single.lua", ""),
+        ));
+    }
+    for algorithm in &ALGORITHMS {
+        // The decision runs inside batch.lua's function: its code is indented one level.
+        let text = one_algorithm(sources, algorithm, "limits/batch.lua", "    ");
+        scripts.push((format!("batch/{}", algorithm.0), text));
+    }
+    scripts.push(("limits".to_owned(), driver(sources)));
+    let inspect = [sources.get("limits/zset_member.lua"), sources.get("limits/inspect.lua")];
+    scripts.push(("inspect".to_owned(), whole(sources, true, &inspect)));
+    for algorithm in RESERVING {
+        let algorithm = ALGORITHMS
+            .iter()
+            .find(|(name, ..)| *name == algorithm)
+            .expect("an algorithm");
+        scripts.push((format!("reserve/{}", algorithm.0), reserve(sources, algorithm)));
+    }
+    for (script, pieces) in REDISSON {
+        let mut texts = vec![sources.get("redisson/prelude.lua")];
+        texts.extend(pieces.iter().map(|piece| sources.get(&format!("redisson/{piece}.lua"))));
+        texts.push(sources.get(&format!("redisson/{script}.lua")));
+        scripts.push((format!("redisson/{script}"), whole(sources, true, &texts)));
+    }
+    scripts
+}
+
+/// One algorithm's script: `frame` (one decision, or several in one call) with the request's reading, the
+/// algorithm's helpers and its sections spliced in; the per-decision code indented by `indent`.
+fn one_algorithm(sources: &Sources, algorithm: &(&str, Option<&str>, bool), frame: &str, indent: &str) -> String {
+    let &(name, shared, rate) = algorithm;
+    let parts = Parts::of(sources, name);
+    let helpers = match shared {
+        Some(shared) => format!("{}\n{}", shared_part(sources, shared), parts.helpers),
+        None => parts.helpers.to_owned(),
+    };
+    let (denied, granted) = match shared {
+        Some("zset_log") => (LOG_DENIED, LOG_GRANTED),
+        _ => (STRING_DENIED, STRING_GRANTED),
+    };
+    let indented = |code: &str| indented(code, indent);
+    let body = splice(
+        sources.get(frame),
+        "--@request",
+        &indented(&request_reading(sources, rate)),
+    );
+    let body = splice(&body, "--@denied", &indented(denied));
+    let body = splice(&body, "--@granted", &indented(granted));
+    let body = splice(&body, "--@helpers", &helpers);
+    let body = splice(&body, "--@decision", &indented(parts.decision));
+    let body = splice(&body, "--@grant", &indented(parts.grant));
+    // No algorithm calls anything of common.lua, whose every function would be a closure made on every call.
+    whole(sources, false, &[sources.get("limits/prelude.lua"), &body])
+}
+
+/// Every algorithm behind the driver, each wrapped in a function by `limits/entry.lua`.
+fn driver(sources: &Sources) -> String {
+    let mut algorithms: Vec<String> = SHARED.iter().map(|(shared, _)| shared_part(sources, shared)).collect();
+    for (name, _, _) in ALGORITHMS {
+        let parts = Parts::of(sources, name);
+        let entry = splice(sources.get("limits/entry.lua"), "--@decision", parts.decision);
+        let entry = splice(&entry, "--@grant", parts.grant).replace("__ALGORITHM__", name);
+        algorithms.extend([parts.helpers.to_owned(), entry]);
+    }
+    let driver = splice(
+        sources.get("limits/driver.lua"),
+        "--@algorithms",
+        &algorithms.join("\n"),
+    );
+    whole(sources, true, &[sources.get("limits/prelude.lua"), &driver])
+}
+
+/// A script that decides one request and reserves permits: it reads and decides its request with the
+/// single-limit script's code (the algorithm's `--@decision` section).
+fn reserve(sources: &Sources, algorithm: &(&str, Option<&str>, bool)) -> String {
+    let &(name, shared, rate) = algorithm;
+    let parts = Parts::of(sources, name);
+    // The algorithms that keep a log share one reserve file.
+    let log = shared == Some("zset_log");
+    let own = if log {
+        "reserve/log.lua".to_owned()
+    } else {
+        format!("reserve/{name}.lua")
+    };
+    let file = splice(sources.get(&own), "--@request", &request_reading(sources, rate)).replace("__ALGORITHM__", name);
+    let file = splice(&file, "--@decision", parts.decision);
+    let file = if file.contains("\n--@grant\n") {
+        splice(&file, "--@grant", &indented(parts.grant, "    "))
+    } else {
+        file
+    };
+    let log_helpers = log.then(|| shared_part(sources, "zset_log"));
+    let mut pieces = vec![sources.get("limits/prelude.lua")];
+    pieces.extend(log_helpers.as_deref());
+    pieces.extend([sources.get("reserve/arguments.lua"), &file]);
+    whole(sources, true, &pieces)
+}
+
+/// How a script reads and checks its request, `ARGV[1]`, with a rate or without.
+fn request_reading(sources: &Sources, rate: bool) -> String {
+    let reading = if rate { REQUEST_WITH_RATE } else { REQUEST_WITHOUT_RATE };
+    format!("{reading}\n{}", sources.get("limits/request.lua"))
+}
+
+/// The text of the shared helpers named `shared`.
+fn shared_part(sources: &Sources, shared: &str) -> String {
+    let (_, pieces) = SHARED.iter().find(|(name, _)| *name == shared).expect("a shared part");
+    let texts: Vec<&str> = pieces
+        .iter()
+        .map(|piece| sources.get(&format!("limits/{piece}.lua")))
         .collect();
-    entries.sort();
-    for path in entries {
-        let name = path.file_name().expect("a file name").to_string_lossy().into_owned();
-        println!("cargo:rerun-if-changed={}", path.display());
-        if path.is_dir() {
-            script_sha1_arms(&path, &format!("{prefix}{name}/"), arms);
-        } else if name.ends_with(".lua") {
-            let text = fs::read(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
-            let sha1 = sha1_smol::Sha1::from(text).digest();
-            arms.push_str(&format!("    (\"{prefix}{name}\") => {{ \"{sha1}\" }};\n"));
+    texts.join("\n")
+}
+
+/// A whole script: `common.lua` when `common`, then `pieces`.
+fn whole(sources: &Sources, common: bool, pieces: &[&str]) -> String {
+    let common = common.then(|| sources.get("common.lua"));
+    common
+        .into_iter()
+        .chain(pieces.iter().copied())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// An algorithm file cut at its marker lines: helpers, `--@decision`, `--@grant`.
+struct Parts<'a> {
+    helpers: &'a str,
+    decision: &'a str,
+    grant: &'a str,
+}
+
+impl<'a> Parts<'a> {
+    fn of(sources: &'a Sources, algorithm: &str) -> Self {
+        let file = sources.get(&format!("limits/{algorithm}.lua"));
+        let (helpers, rest) = match file.strip_prefix("--@decision\n") {
+            Some(rest) => ("", rest),
+            None => file
+                .split_once("\n--@decision\n")
+                .expect("an algorithm file has a --@decision line"),
+        };
+        let (decision, grant) = rest
+            .split_once("\n--@grant\n")
+            .expect("a --@grant line after --@decision");
+        Parts {
+            helpers,
+            decision,
+            grant,
         }
     }
 }
 
-/// Every `.lua` file under `from` in the form `form` gives it, at the same path under `to`; `--@inline` pieces are
-/// read from `parts`, in the same form.
-fn write_pieces(parts: &Path, from: &Path, to: &Path, form: fn(&str) -> String) {
-    fs::create_dir_all(to).unwrap_or_else(|e| panic!("creating {}: {e}", to.display()));
-    for entry in fs::read_dir(from).unwrap_or_else(|e| panic!("reading {}: {e}", from.display())) {
+/// The source pieces under `lua/` by path, without comment lines and with their `--@inline` pieces spliced in.
+struct Sources(BTreeMap<String, String>);
+
+impl Sources {
+    fn read(lua: &Path) -> Self {
+        let mut raw = BTreeMap::new();
+        read_dir(lua, "", &mut raw);
+        let pieces = raw
+            .iter()
+            .map(|(path, text)| (path.clone(), inlined(&raw, &without_comments(text))))
+            .collect();
+        Sources(pieces)
+    }
+
+    fn get(&self, path: &str) -> &str {
+        self.0.get(path).unwrap_or_else(|| panic!("no source lua/{path}"))
+    }
+}
+
+/// Every `.lua` file under `dir` by its path below `lua/`.
+fn read_dir(dir: &Path, prefix: &str, into: &mut BTreeMap<String, String>) {
+    for entry in fs::read_dir(dir).unwrap_or_else(|e| panic!("reading {}: {e}", dir.display())) {
         let path = entry.expect("a directory entry").path();
-        let target = to.join(path.file_name().expect("a file name"));
-        println!("cargo:rerun-if-changed={}", path.display());
+        let name = path.file_name().expect("a file name").to_string_lossy().into_owned();
         if path.is_dir() {
-            write_pieces(parts, &path, &target, form);
-        } else if path.extension().is_some_and(|extension| extension == "lua") {
+            read_dir(&path, &format!("{prefix}{name}/"), into);
+        } else if name.ends_with(".lua") {
             let text = fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+            // A line starting with `--` inside a long string could be text, not a comment.
             assert!(
                 !text.contains("[["),
-                "{}: a long string or comment ([[) cannot be told from code line by line; see build.rs",
+                "{}: no long strings or comments ([[) in lua/",
                 path.display()
             );
-            let piece = inlined(parts, &form(&text), form);
-            fs::write(&target, piece).unwrap_or_else(|e| panic!("writing {}: {e}", target.display()));
+            into.insert(format!("{prefix}{name}"), text);
         }
     }
 }
 
-/// `text` without its blank lines and comment-only lines, but for markers and luacheck directives.
+/// `text` without its blank and comment-only lines, but for markers and luacheck directives.
 fn without_comments(text: &str) -> String {
-    let mut compact = String::with_capacity(text.len() / 2);
-    for line in text.lines() {
+    let keep = |line: &&str| {
         let code = line.trim_start();
-        let comment_only = code.starts_with("--") && !code.starts_with("--@") && !code.starts_with("-- luacheck:");
-        if !code.is_empty() && !comment_only {
-            compact.push_str(line);
-            compact.push('\n');
-        }
-    }
-    compact
+        !code.is_empty() && (!code.starts_with("--") || code.starts_with("--@") || code.starts_with("-- luacheck:"))
+    };
+    text.lines().filter(keep).map(|line| format!("{line}\n")).collect()
 }
 
-/// `text` with each line `--@inline <piece>` replaced by that piece under `parts`, in the form `form` gives it,
-/// indented as the line (but its empty lines).
-fn inlined(parts: &Path, text: &str, form: fn(&str) -> String) -> String {
+/// `text` with each line `--@inline <piece>` replaced by that piece, indented as the line.
+fn inlined(raw: &BTreeMap<String, String>, text: &str) -> String {
     let mut whole = String::with_capacity(text.len());
     for line in text.lines() {
         let code = line.trim_start();
         match code.strip_prefix("--@inline ") {
             Some(piece) => {
-                let path = parts.join(piece);
-                let piece =
-                    form(&fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display())));
-                assert!(
-                    !piece.lines().any(|line| line.trim_start().starts_with("--@")),
-                    "{}: an inlined piece has no markers",
-                    path.display()
-                );
-                for piece_line in piece.lines() {
-                    if !piece_line.is_empty() {
-                        whole.push_str(&line[..line.len() - code.len()]);
-                    }
-                    whole.push_str(piece_line);
-                    whole.push('\n');
+                let piece = raw
+                    .get(piece)
+                    .unwrap_or_else(|| panic!("no source lua/{piece} to inline"));
+                let indent = &line[..line.len() - code.len()];
+                for piece_line in without_comments(piece).lines() {
+                    assert!(
+                        !piece_line.trim_start().starts_with("--@"),
+                        "lua/{piece}: an inlined piece has no markers"
+                    );
+                    writeln!(whole, "{indent}{piece_line}").expect("a String");
                 }
             }
-            None => {
-                whole.push_str(line);
-                whole.push('\n');
-            }
+            None => writeln!(whole, "{line}").expect("a String"),
         }
     }
     whole
+}
+
+/// `code` with `indent` before each of its non-empty lines.
+fn indented(code: &str, indent: &str) -> String {
+    let line = |line: &str| {
+        if line.is_empty() {
+            String::new()
+        } else {
+            format!("{indent}{line}")
+        }
+    };
+    code.lines().map(line).collect::<Vec<_>>().join("\n")
+}
+
+/// `frame` with its one line `marker` replaced by `text`.
+fn splice(frame: &str, marker: &str, text: &str) -> String {
+    let line = format!("\n{marker}\n");
+    assert_eq!(frame.matches(&line).count(), 1, "one {marker} line in the frame");
+    frame.replacen(&line, &format!("\n{text}\n"), 1)
 }

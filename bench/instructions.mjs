@@ -11,7 +11,7 @@
 // denied), each phase counted on its own. A count is what Redis spends on the whole command: reading it, running
 // the script, writing the reply; the floors (a one-line script calling INCR, or TIME) show what any script costs.
 // Then the same decisions made 10 at once (Promise.all): edgelimit merges one limiter's into one script call
-// (lua/batch/<algorithm>.lua), @upstash/ratelimit with auto-pipelining sends them in one request, a call each.
+// (`edgelimit scripts batch/<algorithm>`), @upstash/ratelimit with auto-pipelining sends them in one request, a call each.
 //
 // Run: scripts/build-wasm && cargo build --release -p edgelimit-cli && node bench/instructions.mjs [--json]
 //   --keep DIR   keep each phase's callgrind dump as DIR/<algorithm>-<contender>-<granted|denied>.out, to see

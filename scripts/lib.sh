@@ -55,3 +55,11 @@ wasm_cargo() {
         /usr/bin/cargo "$subcommand" --target "$WASM_TARGET" --target-dir "$(wasm_target_dir)" \
         -Zbuild-std=std,panic_abort -Zbuild-std-features=optimize_for_size "$@"
 }
+
+# luacheck on the scripts Redis runs, as the build makes them from lua/ (written to target/lua).
+lint_lua() {
+    step "luacheck: the scripts Redis runs (edgelimit scripts --out target/lua)"
+    rm -rf target/lua
+    cargo run -q -p edgelimit-cli -- scripts --out target/lua
+    luacheck --quiet target/lua
+}

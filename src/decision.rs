@@ -27,8 +27,8 @@ pub struct Decision {
 }
 
 /// What every script replies per limit, the one wire shape of a decision: `{status, limit, remaining, reset,
-/// retry_after, last}`, in the algorithm family's scripts (`lua/parts/limits/driver.lua`, six entries per limit of a
-/// flat reply) and the Redisson layout's (`lua/parts/redisson/`) alike. `last` names what changed hands: a grant's
+/// retry_after, last}`, in the algorithm family's scripts (`lua/limits/driver.lua`, six entries per limit of a
+/// flat reply) and the Redisson layout's (`lua/redisson/`) alike. `last` names what changed hands: a grant's
 /// receipt (text, empty when nothing was granted), or what a Redisson release gave back (a number).
 #[derive(Debug)]
 pub(crate) struct Verdict {

@@ -234,7 +234,7 @@ pub(crate) fn prefix(text: &str, max_bytes: usize) -> &str {
     &text[..cut]
 }
 
-/// How edgelimit's scripts start an error for an argument they refuse (`reject` in `lua/parts/common.lua`).
+/// How edgelimit's scripts start an error for an argument they refuse (`reject` in `lua/common.lua`).
 const SCRIPT_REFUSAL: &str = "ERR edgelimit: ";
 /// Redis 7's wording of NOPERM for a command a script calls (`redis.call` under an ACL user that may not run it).
 const NOPERM_IN_SCRIPT: &str = "ERR The user executing the script can't run this command";

@@ -6,44 +6,17 @@
 //! extra round trip, once, and loses nothing because `EVALSHA` did not run.
 
 use std::borrow::Cow;
-use std::sync::OnceLock;
 
 use crate::error::{Error, Result};
 
 use crate::rest::{Command, RestClient};
 use crate::value::Value;
 
-/// A composed text, if it hashes to the SHA1 the build pinned; else a script that only fails, saying why. A module
-/// built from `lua/` files that `scripts/lua` did not write again after a piece under `lua/parts/` changed would
-/// otherwise run the old script where Redis caches it and the new one where it does not (the tests and
-/// `scripts/build-wasm` check it before a build; this is for a build that skipped them). Checked once, on the first
-/// `NOSCRIPT`.
-fn checked(text: String, pinned: &str) -> String {
-    if sha1_smol::Sha1::from(text.as_bytes()).digest().to_string() == pinned {
-        return text;
-    }
-    format!(
-        "return redis.error_reply('ERR edgelimit: this build composes a script whose text does not hash to the SHA1 it \
-         pinned ({pinned}): it was built from lua/ files older than lua/parts/; run scripts/lua and build again')"
-    )
-}
-
 /// A Lua script with its SHA1, as Redis's script cache names it.
 #[derive(Debug, Clone)]
 pub struct Script {
     sha1: Cow<'static, str>,
-    text: Text,
-}
-
-/// A script's text: given whole, or (the crate's own scripts, `crate::lua`) composed from its pieces when first
-/// needed, which is only when Redis answers `NOSCRIPT`: the steady state sends the SHA1 alone.
-#[derive(Debug, Clone)]
-enum Text {
-    Given(String),
-    Composed {
-        compose: fn() -> String,
-        text: OnceLock<String>,
-    },
+    text: Cow<'static, str>,
 }
 
 impl Script {
@@ -53,32 +26,24 @@ impl Script {
         let sha1 = sha1_smol::Sha1::from(source.as_bytes()).digest().to_string();
         Script {
             sha1: Cow::Owned(sha1),
-            text: Text::Given(source),
+            text: Cow::Owned(source),
         }
     }
 
-    /// One of the crate's scripts: its SHA1, computed when the crate was built (`build.rs`), and how to compose its
-    /// text, which must hash to it (a test in `crate::lua` checks every one).
-    pub(crate) const fn pinned(sha1: &'static str, compose: fn() -> String) -> Self {
+    /// One of the crate's scripts, with the SHA1 `build.rs` computed for its text.
+    pub(crate) const fn built(sha1: &'static str, text: &'static str) -> Self {
         Script {
             sha1: Cow::Borrowed(sha1),
-            text: Text::Composed {
-                compose,
-                text: OnceLock::new(),
-            },
+            text: Cow::Borrowed(text),
         }
     }
 
     /// The script's text.
     pub fn source(&self) -> &str {
-        match &self.text {
-            Text::Given(text) => text,
-            Text::Composed { compose, text } => text.get_or_init(|| checked(compose(), &self.sha1)),
-        }
+        &self.text
     }
 
-    /// The SHA1 of the text, lowercase hex (for the crate's scripts, the one `build.rs` pinned; a test checks that it
-    /// is the composed text's).
+    /// The SHA1 of the text, lowercase hex.
     pub fn sha1(&self) -> &str {
         &self.sha1
     }
@@ -209,16 +174,5 @@ mod tests {
         assert_eq!(command.words(), ["EVALSHA", script.sha1(), "2", "{a}:x", "{a}:y", "5"]);
         let command = script.eval_command::<&str, &str>(&[], &[]);
         assert_eq!(command.words(), ["EVAL", "return 1", "0"]);
-    }
-
-    #[test]
-    fn a_composed_text_that_does_not_hash_to_the_pinned_sha1_is_never_sent() {
-        const PINNED: &str = "e0e1f9fabfc9d4800c877a703b823ac0578ff8db"; // "return 1"
-        assert_eq!(Script::pinned(PINNED, || "return 1".into()).source(), "return 1");
-        let stale = Script::pinned(PINNED, || "return 2".into());
-        assert!(stale
-            .source()
-            .starts_with("return redis.error_reply('ERR edgelimit: this build composes"));
-        assert!(stale.source().contains("run scripts/lua"));
     }
 }

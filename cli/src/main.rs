@@ -155,6 +155,14 @@ enum Commands {
         #[arg(long, default_value_t = 8080)]
         playground_port: u16,
     },
+    /// Print the scripts edgelimit sends to Redis: with a NAME its exact text, else each one's SHA1 and name.
+    Scripts {
+        /// A script's name, as listed (e.g. `limits`, `batch/gcra`).
+        name: Option<String>,
+        /// Write every script to DIR/<name>.lua instead (for luacheck).
+        #[arg(long, conflicts_with = "name")]
+        out: Option<PathBuf>,
+    },
     /// Check that an endpoint and the Redis behind it can hold limits safely (reachable, token, maxmemory-policy
     /// noeviction, scripts, clock): one JSON line per check, then a summary; exit 0 when none failed, 1 otherwise.
     Doctor {
@@ -275,6 +283,30 @@ enum Commands {
     },
 }
 
+/// `edgelimit scripts`: one script's text, every script's SHA1, or every script written under `out`.
+fn print_scripts(name: Option<String>, out: Option<PathBuf>) -> Result<(), String> {
+    if let Some(dir) = out {
+        for (name, script) in edgelimit::lua::NAMES.iter().zip(edgelimit::lua::every_script()) {
+            let path = dir.join(format!("{name}.lua"));
+            let written = std::fs::create_dir_all(path.parent().unwrap_or(&dir))
+                .and_then(|()| std::fs::write(&path, script.source()));
+            written.map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        }
+        return Ok(());
+    }
+    match name {
+        None => print!("{}", edgelimit::lua::sha1sums()),
+        Some(name) => match edgelimit::lua::script_named(name.trim_end_matches(".lua")) {
+            Some(script) => print!("{}", script.source()),
+            None => {
+                let names = edgelimit::lua::NAMES.join(", ");
+                return Err(format!("no script named {name:?}; the scripts are {names}"));
+            }
+        },
+    }
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match edgelimit_cli::runtime::build(cli.threads) {
@@ -362,6 +394,7 @@ async fn run(command: Commands) -> Result<Option<Outcome>, String> {
             };
             return dev::run(config, shutdown_requested()).await.map(|()| None);
         }
+        Commands::Scripts { name, out } => return print_scripts(name, out).map(|()| None),
         Commands::Doctor { url, token, timeout_ms } => doctor::run(&admin::endpoint(url, token, timeout_ms)?).await,
         Commands::KeepAlive { named, keep_alive } => {
             let limiter = RateLimiter::new(named.client()?, &named.name).map_err(|e| e.to_string())?;

@@ -507,3 +507,21 @@ fn the_bridge_warns_at_start_up_when_redis_evicts_keys() {
     );
     runtime.block_on(redis.stop()).unwrap();
 }
+
+/// `edgelimit scripts` lists lua/SHA1SUMS's lines, prints one script's exact text, and names the scripts when asked
+/// for one it does not have.
+#[test]
+fn scripts_lists_prints_and_refuses_unknown_names() {
+    let run = |args: &[&str]| Command::new(BIN).args(args).output().unwrap();
+    let listed = run(&["scripts"]);
+    let pinned = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../lua/SHA1SUMS")).unwrap();
+    assert_eq!(String::from_utf8(listed.stdout).unwrap(), pinned);
+    let gcra = run(&["scripts", "batch/gcra"]);
+    assert_eq!(
+        String::from_utf8(gcra.stdout).unwrap(),
+        edgelimit::lua::BATCH_GCRA.source()
+    );
+    let unknown = run(&["scripts", "nope"]);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("the scripts are token_bucket"));
+}

@@ -1,7 +1,7 @@
 //! The wire protocol of the algorithm family: how requests become one script call (keys and arguments) and how
 //! the flat reply becomes checked [`Decisions`]. One request with its quota in code runs its algorithm's script
 //! (`lua/<algorithm>.lua`); anything else runs `lua/limits.lua`. The driver replies with six fields per limit, a single-
-//! limit script with fewer (see `lua/parts/limits/single.lua`); both become the same checked decisions.
+//! limit script with fewer (see `lua/limits/single.lua`); both become the same checked decisions.
 
 use super::model::stored;
 use super::{stored_copy, Decisions, LimitRequest, Limiter, Quota};
@@ -35,8 +35,8 @@ impl Operation {
 const SINGLE_REPLY_FIELDS: usize = 4;
 
 /// One script call deciding some requests: its keys and arguments. One request with its quota in code runs its
-/// algorithm's single-limit script (`lua/parts/limits/single.lua`: one key, the state key, and few arguments: the
-/// common call sends one); anything else runs the driver (`lua/parts/limits/driver.lua`: two keys and six arguments
+/// algorithm's single-limit script (`lua/limits/single.lua`: one key, the state key, and few arguments: the
+/// common call sends one); anything else runs the driver (`lua/limits/driver.lua`: two keys and six arguments
 /// per request).
 pub(super) struct Batch<'a> {
     operation: Operation,
@@ -104,7 +104,7 @@ impl<'a> Batch<'a> {
             }
             keys.push(state_key);
             match (single, quota) {
-                // The request and its quota in one argument (see lua/parts/limits/single.lua).
+                // The request and its quota in one argument (see lua/limits/single.lua).
                 (true, Some(quota)) => args.push(quota.request_argument(request.permits)),
                 (_, quota) => {
                     // '' for a stored quota: the script reads the algorithm from the config.
@@ -149,7 +149,7 @@ impl<'a> Batch<'a> {
             ..request
         };
         let mut batch = Batch::new(Operation::Refund, &[request])?;
-        // The request's last argument: the receipt (see lua/parts/limits/prelude.lua).
+        // The request's last argument: the receipt (see lua/limits/prelude.lua).
         *batch.args.last_mut().expect("a request has arguments") = receipt.to_string();
         Ok(batch)
     }
@@ -231,7 +231,7 @@ impl<'a> Batch<'a> {
         call.script.run(client, &call.keys, &call.args).await
     }
 
-    /// A single-limit script's reply, `{status, remaining, reset, x}` (see `lua/parts/limits/single.lua`), as a
+    /// A single-limit script's reply, `{status, remaining, reset, x}` (see `lua/limits/single.lua`), as a
     /// [`Verdict`]: the limit is the caller's (the quota came with the request), and the receipt is what a grant's
     /// mark `x` makes (with the grant id for a log).
     fn single_verdict(&self, reply: Value) -> Result<Verdict> {
@@ -272,7 +272,7 @@ impl<'a> Batch<'a> {
     }
 
     /// A grant or denial of an algorithm that keeps a string, replied as what its decision read (see
-    /// `lua/parts/limits/single.lua`): `g` or `d`, TIME's seconds and microseconds ('' at an explicit time) and the
+    /// `lua/limits/single.lua`): `g` or `d`, TIME's seconds and microseconds ('' at an explicit time) and the
     /// state before the call, each after a `:`. The model of the algorithm decides again from them, as the script
     /// did, and gives the decision's numbers; a verdict other than the script's is a malformed reply.
     fn read_verdict(&self, quota: &Quota, text: &str) -> Result<Verdict> {

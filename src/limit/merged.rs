@@ -137,7 +137,7 @@ async fn decide(client: &RestClient, algorithm: Algorithm, mut group: Vec<Pendin
         return decide_alone(client, algorithm, group.remove(0)).await;
     }
     let keys: Vec<&str> = group.iter().map(|pending| pending.key.as_str()).collect();
-    // The requests, then (for an algorithm that logs grants) the grant ids: see lua/parts/limits/batch.lua.
+    // The requests, then (for an algorithm that logs grants) the grant ids: see lua/limits/batch.lua.
     let mut args: Vec<&str> = group.iter().map(|pending| pending.args[0].as_str()).collect();
     if algorithm.names_grants() {
         args.extend(

@@ -260,7 +260,7 @@ struct Block {
     ended: bool,
     /// For a block that frees earlier when returned (a sliding log's tranche), the grant that logged it,
     /// '<expiry>-<id>': when the client is done with the block, the next call for the identifier says when it used
-    /// its permits (`lua/parts/reserve/log.lua`).
+    /// its permits (`lua/reserve/log.lua`).
     grant: Option<String>,
     /// Local times when the request left and the reply arrived, and the server's `now` between them.
     sent: Instant,
@@ -280,7 +280,7 @@ struct Reservation {
 
 impl Block {
     /// The `i`-th permit's span on the server's clock, in ms after `now`: for a GCRA slot, from its end less the
-    /// burst to its start (see `lua/parts/reserve/gcra.lua`); else the block's one span, shared by its permits.
+    /// burst to its start (see `lua/reserve/gcra.lua`); else the block's one span, shared by its permits.
     fn span(&self, i: u64, quota: &Quota) -> (u64, u64) {
         match self.schedule {
             Schedule::Slots { charged } => {
@@ -540,7 +540,7 @@ impl Pool {
                 ceil_ms(now.saturating_duration_since(block.sent)).min(end),
             ),
         };
-        // A return frees the use one interval after this (see `lua/parts/reserve/log.lua`): the latest server time
+        // A return frees the use one interval after this (see `lua/reserve/log.lua`): the latest server time
         // it may have had, with a margin for a clock that runs slow (1 ms and a hundredth of the time since the
         // reservation left), as the span's end has its own.
         let receipt = block.record_use(count, block.now + span.1 + 1 + span.1 / 100, now);
@@ -829,7 +829,7 @@ impl Reserved {
     }
 
     /// What a reservation asks besides a request of `permits`, from this client's demand in `pool`: the block, and
-    /// for a sliding log the pace (see lua/parts/reserve/log.lua, Pacing).
+    /// for a sliding log the pace (see lua/reserve/log.lua, Pacing).
     fn block_and_pace(&self, pool: &Pool, permits: u32) -> (u32, u64) {
         let (demand, pace) = match self.quota.algorithm() {
             // A sliding log's tranches start as permits free, no sooner than this client's requests reach them at
@@ -886,7 +886,7 @@ impl Reserved {
             format!("{block}:{lead}:{horizon}:{pace}{only}"),
         ];
         if let Some(id) = id {
-            // The grant id, the server's clock, then the returns (lua/parts/reserve/log.lua).
+            // The grant id, the server's clock, then the returns (lua/reserve/log.lua).
             args.extend([id.to_owned(), String::new()]);
             args.extend(returns);
         }
@@ -979,7 +979,7 @@ impl Reserved {
             ));
         }
         // A concurrency lease Redis granted has the receipt the single-limit script would give it (its grant was
-        // logged by the same code: see lua/parts/reserve/log.lua), to release it.
+        // logged by the same code: see lua/reserve/log.lua), to release it.
         let lease = match (&id, algorithm) {
             (Some(id), Algorithm::Concurrency) if granted > 0 => {
                 let expiry = now.saturating_add(self.quota.interval_ms());
@@ -1002,7 +1002,7 @@ impl Reserved {
                 last: count,
                 uses: Uses::none(algorithm),
                 ended: false,
-                // A tranche was logged to free one interval after its span (lua/parts/reserve/log.lua).
+                // A tranche was logged to free one interval after its span (lua/reserve/log.lua).
                 grant: id.as_ref().map(|id| {
                     let expiry = now.saturating_add(fourth + horizon + self.quota.interval_ms());
                     receipt::log_mark(expiry, id)

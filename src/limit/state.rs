@@ -1,6 +1,6 @@
 //! A limit's state as Redis holds it, decoded: what the playground draws (through the npm package's `state`).
 //!
-//! One script (`lua/parts/limits/inspect.lua`) reads the server's clock and every key in one atomic call, writing nothing,
+//! One script (`lua/limits/inspect.lua`) reads the server's clock and every key in one atomic call, writing nothing,
 //! so the state of several limits is one consistent moment. The stored values are decoded here through checked
 //! parsers (a value in no known layout is [`Error::MalformedReply`], never a guess) and shown as they stand at that
 //! moment: a window that has ended counts nothing, a bucket has refilled, a permit that has freed is gone, exactly as
@@ -87,7 +87,7 @@ pub enum StateDetail {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HeldGrant {
     /// The grant's id (for concurrency, the lease's) as the log holds it: sealed, the first 16 hex digits of the
-    /// SHA-1 of the id its receipt carries (`lua/parts/limits/zset_log.lua`), so that whoever reads the state cannot
+    /// SHA-1 of the id its receipt carries (`lua/limits/zset_log.lua`), so that whoever reads the state cannot
     /// refund or release the grant.
     pub id: String,
     /// Permits it holds.
@@ -203,7 +203,7 @@ fn decode(name: &str, quota: Quota, key: String, now: u64, entry: Value) -> Resu
 }
 
 /// Member, frees-at pairs, one per grant (members `<position>:<permits>:<run>:<grant id>`, see
-/// `lua/parts/limits/zset_log.lua`).
+/// `lua/limits/zset_log.lua`).
 fn grants(flat: Vec<Value>) -> Result<Vec<HeldGrant>> {
     if flat.len() % 2 != 0 {
         return Err(Error::malformed("member, score pairs", Value::Array(flat)));

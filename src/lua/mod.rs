@@ -1,117 +1,124 @@
-//! Every script the crate sends to Redis, each a whole file under `lua/` that a reviewer can read, lint and run
-//! alone (`redis-cli --eval lua/token_bucket.lua <key> , 1:10:1000:10`: 1 permit of a bucket of 10 refilled by 10 per 1000 ms).
-//!
-//! The files are generated from the shared pieces under `lua/parts/` so that no Lua is written twice (`scripts/lua`
-//! writes them), and they are committed. What the crate sends is the same code without its comments, committed as
-//! `lua/compact/<file>`: the comments are two thirds of the text, and every Worker downloads the wasm that carries
-//! it (`build.rs` says what goes). The crate composes that text from the pieces (carrying the finished files would
-//! repeat the shared pieces in the wasm), and tests fail when a file is not exactly what its pieces compose, or a
-//! compact file differs from its readable one in anything but comments: what Redis runs, and its SHA1, is
-//! `lua/compact/<file>`, line for line the code of `lua/<file>`.
-//!
-//! | file | script |
-//! |---|---|
-//! | `lua/<algorithm>.lua` | one limit of that algorithm, its quota in the arguments: the common call |
-//! | `lua/batch/<algorithm>.lua` | several decisions of one algorithm in one call, each as `lua/<algorithm>.lua` decides its common call: what concurrent callers of one limiter decide at once (`crate::limit` merges them) |
-//! | `lua/limits.lua` | every algorithm: several limits in one call, or a quota stored in Redis |
-//! | `lua/inspect.lua` | reads limits' state, writing nothing |
-//! | `lua/reserve/<algorithm>.lua` | decides one limit's request and reserves permits for the client to grant locally (`crate::limit::Reserved`): GCRA, fixed window, sliding log, concurrency |
-//! | `lua/redisson/*.lua` | Redisson `RRateLimiter`'s layout: acquire, available, release, set rate, lifetime |
+//! Every script the crate sends to Redis, built by `build.rs` from the readable sources under `lua/`
+//! (`lua/README.md` says how). `edgelimit scripts NAME` prints one; `lua/SHA1SUMS` pins each one's hash.
 
 use crate::script::Script;
 
-mod compose;
+// `sha1_of!("<name>")`: the SHA1 of the built script, from build.rs.
+include!(concat!(env!("OUT_DIR"), "/scripts.rs"));
 
-// `sha1_of!("<file>")`: the SHA1 of `lua/compact/<file>`, computed by build.rs.
-include!(concat!(env!("OUT_DIR"), "/script_sha1s.rs"));
-
-/// Declares each script once: its static (its SHA1 pinned when the crate was built, its text composed from its pieces
-/// when first needed, exactly the compact file's, see [`compose`](self)), [`every_script`] and the list of files the
-/// generation test checks. Each composer reaches only its own pieces, so a build that never uses a kind of script
-/// (the Worker's, Redisson's) links none of its text.
+/// Declares each script once: its static, [`every_script`] and [`NAMES`].
 macro_rules! scripts {
-    ($($(#[$doc:meta])* $name:ident = $composer:ident($path:tt);)*) => {
+    ($($(#[$doc:meta])* $name:ident = $path:tt;)*) => {
         $(
             $(#[$doc])*
-            pub static $name: Script =
-                Script::pinned(sha1_of!($path), || compose::$composer(compose::Text::Compact, $path));
+            pub static $name: Script = Script::built(
+                sha1_of!($path),
+                include_str!(concat!(env!("OUT_DIR"), "/scripts/", $path, ".lua")),
+            );
         )*
 
         /// How many scripts the crate sends.
         const COUNT: usize = [$($path),*].len();
 
-        /// Every script the crate sends. For warming a Redis's script cache with `SCRIPT LOAD`, so that even the
-        /// first calls find their script: `edgelimit dev` does, because a browser logs every `NOSCRIPT` answer (an
-        /// HTTP 400 before the `EVAL` that follows) as a console error.
+        /// Every script the crate sends, in the order of [`NAMES`] (for `SCRIPT LOAD` ahead of the first call).
         pub fn every_script() -> [&'static Script; COUNT] {
             [$(&$name),*]
         }
 
-        /// The file under `lua/` of each script and its composer, in the order of [`every_script`].
-        #[cfg(test)]
-        const FILES: [(&str, fn(compose::Text, &str) -> String); COUNT] = [$(($path, compose::$composer)),*];
+        /// Each script's name, as `edgelimit scripts` and `lua/SHA1SUMS` give it.
+        pub const NAMES: [&str; COUNT] = [$($path),*];
     };
 }
 
+/// The script of that name (see [`NAMES`]).
+pub fn script_named(name: &str) -> Option<&'static Script> {
+    NAMES.iter().position(|known| *known == name).map(|i| every_script()[i])
+}
+
 scripts! {
-    /// Token bucket, one limit: `lua/token_bucket.lua`.
-    TOKEN_BUCKET = family("token_bucket.lua");
-    /// Fixed window, one limit: `lua/fixed_window.lua`.
-    FIXED_WINDOW = family("fixed_window.lua");
-    /// Sliding window, one limit: `lua/sliding_window.lua`.
-    SLIDING_WINDOW = family("sliding_window.lua");
-    /// GCRA, one limit: `lua/gcra.lua`.
-    GCRA = family("gcra.lua");
-    /// Concurrency, one limit: `lua/concurrency.lua`.
-    CONCURRENCY = family("concurrency.lua");
-    /// Sliding log, one limit: `lua/sliding_log.lua`.
-    SLIDING_LOG = family("sliding_log.lua");
-    /// Token bucket, several decisions in one call: `lua/batch/token_bucket.lua`.
-    BATCH_TOKEN_BUCKET = family("batch/token_bucket.lua");
-    /// Fixed window, several decisions in one call: `lua/batch/fixed_window.lua`.
-    BATCH_FIXED_WINDOW = family("batch/fixed_window.lua");
-    /// Sliding window, several decisions in one call: `lua/batch/sliding_window.lua`.
-    BATCH_SLIDING_WINDOW = family("batch/sliding_window.lua");
-    /// GCRA, several decisions in one call: `lua/batch/gcra.lua`.
-    BATCH_GCRA = family("batch/gcra.lua");
-    /// Concurrency, several decisions in one call: `lua/batch/concurrency.lua`.
-    BATCH_CONCURRENCY = family("batch/concurrency.lua");
-    /// Sliding log, several decisions in one call: `lua/batch/sliding_log.lua`.
-    BATCH_SLIDING_LOG = family("batch/sliding_log.lua");
-    /// Every algorithm behind one driver, for several limits in one call and for stored quotas: `lua/limits.lua`.
-    LIMITS = family("limits.lua");
-    /// Limits' state, read at one moment of the server's clock: `lua/inspect.lua`.
-    INSPECT = family("inspect.lua");
-    /// GCRA permits reserved for a client to grant locally: `lua/reserve/gcra.lua`.
-    RESERVE_GCRA = reserve("reserve/gcra.lua");
-    /// Fixed-window permits reserved for a client to grant locally: `lua/reserve/fixed_window.lua`.
-    RESERVE_FIXED_WINDOW = reserve("reserve/fixed_window.lua");
-    /// Sliding-log permits reserved for a client to grant locally: `lua/reserve/sliding_log.lua`.
-    RESERVE_SLIDING_LOG = reserve("reserve/sliding_log.lua");
-    /// Concurrency permits reserved for a client to lend locally: `lua/reserve/concurrency.lua`.
-    RESERVE_CONCURRENCY = reserve("reserve/concurrency.lua");
-    /// Redisson's layout, try to take permits: the family's decision shape (see `crate::decision`).
-    REDISSON_ACQUIRE = redisson("redisson/acquire.lua");
-    /// Redisson's layout, permits available now, taking none.
-    REDISSON_AVAILABLE = redisson("redisson/available.lua");
-    /// Redisson's layout, give permits back, newest grants first.
-    REDISSON_RELEASE = redisson("redisson/release.lua");
-    /// Redisson's layout, set, try-set or update the rate.
-    REDISSON_SET_RATE = redisson("redisson/set_rate.lua");
-    /// Redisson's layout, change an existing limiter's lifetime: its keep-alive, or an expiry of all its keys.
-    REDISSON_LIFETIME = redisson("redisson/lifetime.lua");
+    /// Token bucket, one limit.
+    TOKEN_BUCKET = "token_bucket";
+    /// Fixed window, one limit.
+    FIXED_WINDOW = "fixed_window";
+    /// Sliding window, one limit.
+    SLIDING_WINDOW = "sliding_window";
+    /// GCRA, one limit.
+    GCRA = "gcra";
+    /// Concurrency, one limit.
+    CONCURRENCY = "concurrency";
+    /// Sliding log, one limit.
+    SLIDING_LOG = "sliding_log";
+    /// Token bucket, several decisions in one call.
+    BATCH_TOKEN_BUCKET = "batch/token_bucket";
+    /// Fixed window, several decisions in one call.
+    BATCH_FIXED_WINDOW = "batch/fixed_window";
+    /// Sliding window, several decisions in one call.
+    BATCH_SLIDING_WINDOW = "batch/sliding_window";
+    /// GCRA, several decisions in one call.
+    BATCH_GCRA = "batch/gcra";
+    /// Concurrency, several decisions in one call.
+    BATCH_CONCURRENCY = "batch/concurrency";
+    /// Sliding log, several decisions in one call.
+    BATCH_SLIDING_LOG = "batch/sliding_log";
+    /// Every algorithm behind one driver: several limits in one call, and stored quotas.
+    LIMITS = "limits";
+    /// Limits' state at one moment of the server's clock, writing nothing.
+    INSPECT = "inspect";
+    /// GCRA permits reserved for a client to grant locally.
+    RESERVE_GCRA = "reserve/gcra";
+    /// Fixed-window permits reserved for a client to grant locally.
+    RESERVE_FIXED_WINDOW = "reserve/fixed_window";
+    /// Sliding-log permits reserved for a client to grant locally.
+    RESERVE_SLIDING_LOG = "reserve/sliding_log";
+    /// Concurrency permits reserved for a client to lend locally.
+    RESERVE_CONCURRENCY = "reserve/concurrency";
+    /// Redisson's layout: try to take permits.
+    REDISSON_ACQUIRE = "redisson/acquire";
+    /// Redisson's layout: permits available now, taking none.
+    REDISSON_AVAILABLE = "redisson/available";
+    /// Redisson's layout: give permits back, newest grants first.
+    REDISSON_RELEASE = "redisson/release";
+    /// Redisson's layout: set, try-set or update the rate.
+    REDISSON_SET_RATE = "redisson/set_rate";
+    /// Redisson's layout: change a limiter's lifetime (its keep-alive, or an expiry of all its keys).
+    REDISSON_LIFETIME = "redisson/lifetime";
+}
+
+/// `lua/SHA1SUMS`'s text for the scripts this build carries: `<sha1>  <name>.lua` a line, as `sha1sum` writes it.
+pub fn sha1sums() -> String {
+    NAMES
+        .iter()
+        .zip(every_script())
+        .map(|(name, script)| format!("{}  {name}.lua\n", script.sha1()))
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
-    use super::every_script;
+    use super::*;
 
-    /// The SHA1 that build.rs pinned for each script is its composed text's: `EVALSHA` and `EVAL` name one script.
+    /// `lua/SHA1SUMS` is what this build sends: a change to a script shows in review. `EDGELIMIT_WRITE_LUA=1`
+    /// (`scripts/lua`) writes it.
     #[test]
-    fn every_pinned_sha1_is_the_composed_texts() {
-        for script in every_script() {
-            let composed = crate::script::Script::new(script.source());
-            assert_eq!(script.sha1(), composed.sha1(), "{}", &script.source()[..80]);
+    fn lua_sha1sums_pins_every_script() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("lua/SHA1SUMS");
+        if std::env::var_os("EDGELIMIT_WRITE_LUA").is_some() {
+            std::fs::write(&path, sha1sums()).unwrap();
         }
+        let pinned = std::fs::read_to_string(&path).unwrap_or_default();
+        assert_eq!(
+            pinned,
+            sha1sums(),
+            "lua/SHA1SUMS differs from the built scripts: run scripts/lua"
+        );
+    }
+
+    #[test]
+    fn every_sha1_is_its_texts() {
+        for script in every_script() {
+            assert_eq!(script.sha1(), Script::new(script.source()).sha1());
+        }
+        assert_eq!(script_named("limits"), Some(&LIMITS));
+        assert_eq!(script_named("nope"), None);
     }
 }

@@ -139,7 +139,7 @@ test("must show: a burst of 12 at a 10-per-second sliding log: 10 allowed, 2 den
   const drawn = await page.$$eval(`#panel-a [data-identifier="alice"] [data-grant]`, (grants) =>
     grants.map((g) => ({ id: g.dataset.grant, permits: Number(g.dataset.permits), freesAt: Number(g.dataset.freesAt) })),
   );
-  // One member per grant: `<position>:<permits>:<run>:<grant id>` (lua/parts/limits/zset_log.lua).
+  // One member per grant: `<position>:<permits>:<run>:<grant id>` (lua/limits/zset_log.lua).
   const held = [];
   for (let i = 0; i < zset.length; i += 2) {
     const [, permits, id] = String(zset[i]).match(/^\d{13}:(\d+):\d+:(.+)$/);

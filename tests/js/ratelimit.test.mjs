@@ -106,7 +106,7 @@ test("state: what Redis holds for each limit, at one moment of the server's cloc
   // Read back with a plain Redis client: the grants' members and scores are exactly what state() reported.
   const redis = upstashRedis(stack);
   const members = await redis.zrange(log.key, 0, -1, { withScores: true });
-  // One member per grant, whatever its permits: `<position>:<permits>:<run>:<grant id>` (lua/parts/limits/zset_log.lua).
+  // One member per grant, whatever its permits: `<position>:<permits>:<run>:<grant id>` (lua/limits/zset_log.lua).
   assert.deepEqual(members.filter((_, i) => i % 2).map(Number), [log.grants[0].freesAt, log.grants[1].freesAt]);
   assert.deepEqual(members.filter((_, i) => i % 2 === 0).map((m) => String(m).split(":").slice(0, 2).map(Number)), [[0, 3], [3, 1]]);
   assert.ok(log.grants.every((g) => g.freesAt > log.now && g.freesAt <= log.now + 60_000));

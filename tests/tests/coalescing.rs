@@ -106,7 +106,7 @@ async fn one_limiters_decisions_made_at_once_are_one_script_call_and_each_stays_
         outcomes[..10].iter().all(|outcome| matches!(outcome, Ok(true))),
         "{outcomes:?}"
     );
-    // One script call: EVALSHA of lua/batch/sliding_log.lua, NOSCRIPT, then EVAL (its first use loads it).
+    // One script call: EVALSHA of the batch/sliding_log script, NOSCRIPT, then EVAL (its first use loads it).
     assert_eq!(requests(&sent, "/") - alone, 2, "25 decisions at once, one call");
     assert_eq!(requests(&sent, "/pipeline"), 0);
 

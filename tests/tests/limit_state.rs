@@ -1,4 +1,4 @@
-//! Reading limits' state (`lua/parts/limits/inspect.lua`, `edgelimit::limit::state`) against real Redis through the real
+//! Reading limits' state (`lua/limits/inspect.lua`, `edgelimit::limit::state`) against real Redis through the real
 //! bridge: every algorithm's state after known decisions, several limits at one moment, what Redis itself holds,
 //! and state in no known layout.
 

@@ -584,7 +584,7 @@ async fn hand_made_calls_get_clean_errors_never_lua_stack_traces() {
     cases.push((vec!["c", "s", "c", "s"], [&["limit", ""][..], &twice, &twice].concat()));
     // The single-limit scripts get the same calls, without the config key and the algorithm's name: the request in
     // one argument ('<permits>:<limit>:<interval>', and ':<rate>' for token bucket and GCRA), the lease, the
-    // operation, the time (lua/parts/limits/single.lua).
+    // operation, the time (lua/limits/single.lua).
     let owned = |args: &[&str]| args.iter().map(|arg| arg.to_string()).collect::<Vec<String>>();
     let mut single_cases: Vec<(&Script, Vec<String>, Vec<String>)> = vec![
         (Algorithm::Gcra.script(), vec![], owned(&["1:5:1000:5"])),
@@ -693,11 +693,14 @@ async fn script_sha1s_match_what_redis_computes() {
 
 #[tokio::test]
 async fn every_algorithms_file_runs_alone_under_redis_cli_eval() {
-    // What Redis runs is the file in the repository: `redis-cli --eval` sends it as it is.
+    // What `edgelimit scripts NAME` prints runs as it is: `redis-cli --eval` sends a file's text.
     let redis = edgelimit_cli::redis_server::RedisServer::start().await.unwrap();
-    let lua = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../lua");
+    let dir = std::env::temp_dir().join(format!("edgelimit-eval-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
     for algorithm in Algorithm::ALL {
-        let file = lua.join(format!("{}.lua", algorithm.script_name()));
+        let name = algorithm.script_name();
+        let file = dir.join(format!("{name}.lua"));
+        std::fs::write(&file, edgelimit::lua::script_named(name).unwrap().source()).unwrap();
         // A log names each grant with a fresh id; the other algorithms take none.
         let lease = match algorithm {
             Algorithm::Concurrency | Algorithm::SlidingLog => "grant-1",
@@ -735,6 +738,7 @@ async fn every_algorithms_file_runs_alone_under_redis_cli_eval() {
             );
         }
     }
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// A string no edgelimit algorithm wrote (another program's, a damaged state) under a string algorithm's key is

@@ -60,7 +60,7 @@ async fn reserved_permits_take_the_next_slots_from_the_window_on_and_start_on_th
         .await
         .unwrap();
     // With reserved permits, their slots' end (T0 + 1200) is marked in the remainder, so that no refund moves TAT
-    // back over them (lua/parts/limits/gcra.lua): 10 × (⌊2^32 / 10⌋ + 1 + T0 + 1200 + 1 − (T0 + 1200)).
+    // back over them (lua/limits/gcra.lua): 10 × (⌊2^32 / 10⌋ + 1 + T0 + 1200 + 1 − (T0 + 1200)).
     let marked = 10 * ((1u64 << 32) / 10 + 2);
     assert_eq!(state, Value::Bytes(format!("gcra:{}:{marked}", T0 + 1200).into_bytes()));
     // Once TAT has passed: nothing asked, nothing charged, a plain decision.

@@ -209,7 +209,7 @@ fn limiter_call_refusal(script: Known, args: &[&[u8]]) -> Option<String> {
         }
         Known::Single(_) | Known::Driver => {
             // The driver's ARGV starts with the operation and the time; a single-limit script's ends with them, both
-            // optional (the request, the lease, then 'limit' and '' when absent: lua/parts/limits/single.lua).
+            // optional (the request, the lease, then 'limit' and '' when absent: lua/limits/single.lua).
             let (operation, time) = match script {
                 Known::Single(_) => (args.get(2).copied().unwrap_or(b"limit"), args.get(3)),
                 _ => (args.first().copied().unwrap_or_default(), args.get(1)),

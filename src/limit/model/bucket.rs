@@ -85,7 +85,7 @@ impl TokenBucket {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Gcra(pub(super) Option<(u64, u64)>);
 
-/// A remainder at or above this carries a floor (`lua/parts/limits/gcra.lua`); an unmarked one is below the rate.
+/// A remainder at or above this carries a floor (`lua/limits/gcra.lua`); an unmarked one is below the rate.
 const FLOOR_MARKED: u64 = 1 << 32;
 
 /// The offset of a marked remainder, in 1/rate ms: the least multiple of `rate` above 2^32, over `rate`.
@@ -112,7 +112,7 @@ impl Gcra {
     }
 
     /// Where permits reserved for a client end (unix ms, rounded up; 0 when none is marked): a refund does not move
-    /// TAT back over them (`lua/parts/limits/gcra.lua` has why).
+    /// TAT back over them (`lua/limits/gcra.lua` has why).
     pub(super) fn floor(&self, q: &Quota) -> u64 {
         let rate = u64::from(q.rate());
         match self.0 {

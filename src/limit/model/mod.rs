@@ -26,7 +26,7 @@ pub struct Standing {
     pub reset: u64,
 }
 
-/// What a limit answers to a request: the shape the scripts reply with (see `lua/parts/limits/prelude.lua`).
+/// What a limit answers to a request: the shape the scripts reply with (see `lua/limits/prelude.lua`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Verdict {
     /// Whether the limit allows the request.

@@ -1,5 +1,5 @@
 //! The string states as the scripts store them (`tb:<units>:<at>`, `gcra:<ms>:<rem>`, `fw:<window>:<count>`,
-//! `sw:<window>:<current>:<previous>`; see each `lua/parts/limits/<algorithm>.lua`), read back into the model's own
+//! `sw:<window>:<current>:<previous>`; see each `lua/limits/<algorithm>.lua`), read back into the model's own
 //! state, so that [`limit::state`](crate::limit::state) shows a stored value through the same code that decides.
 
 use super::bucket::{Gcra, TokenBucket};
@@ -97,7 +97,7 @@ pub(crate) fn decide_read(quota: &Quota, text: &str, now: u64, permits: u64) -> 
 }
 
 /// The numbers of `text` (the key's value, '' for none) as `algorithm`'s state, read as the scripts read it
-/// (lua/parts/limits/foreign_value.lua): in its own layout, its state; no value is none; another string algorithm's
+/// (lua/limits/foreign_value.lua): in its own layout, its state; no value is none; another string algorithm's
 /// state (two limits sharing a name with different algorithms) is foreign state, as the scripts refuse it; anything
 /// else is in no known layout, an error too.
 fn fields_of(algorithm: Algorithm, text: &str) -> Result<Option<Vec<u64>>> {

@@ -1,0 +1,85 @@
+-- One limit whose quota comes with the request: the common call, and the cheapest script of the family. The
+-- algorithm's file is spliced in at the markers (build.rs), so its code runs straight through. What a call
+-- costs Redis is mostly per argument, per C call (tonumber, string functions, redis.call), per table and per
+-- closure (bench/instructions.mjs counts it), so the common call (a decision on the server's clock) sends one
+-- argument, or two for a log's grant id, and gets back four whole numbers:
+--
+--   KEYS[1]  the state key
+--   ARGV[1]  the request and its quota, '<permits>:<limit>:<interval ms>' and, for token bucket and GCRA, ':<rate>'
+--   ARGV[2]  the lease: a concurrency or sliding log grant's fresh id; on a refund the receipt to give back; or ''
+--   ARGV[3]  the operation: 'limit' (decide and record; the default when absent), 'peek' (decide only), 'refund'
+--   ARGV[4]  unix ms, or '' (the default when absent) for the Redis server's clock
+--
+-- The reply is {status, remaining, reset, x}: status 1 granted, 0 denied, 2 allowed (a peek), 3 refunded,
+-- 4 not_held (a refund that gave nothing back), 5 exceeds_limit (more permits than the limit); remaining and
+-- reset as driver.lua's; x is the grant's mark (see prelude.lua: its receipt is '<permits>:<x>', with
+-- '-<grant id>' after it for a log) when granted, else retry_after (0 for a refund). The caller knows the limit.
+-- But a grant or denial ('limit') of an algorithm that keeps a string (token bucket, fixed and sliding window,
+-- GCRA) replies with text instead, what the decision read: 'g' (granted) or 'd' (denied), then the seconds of
+-- TIME, ':', its microseconds, ':' (both '' at an explicit time) and the state key's value before the call ('' for
+-- none). Turning numbers into a reply is what costs most after the commands (a table of them, or
+-- their text), and from these the caller's model of the algorithm (src/limit/model) derives remaining, reset,
+-- retry_after and the receipt exactly as the decision did; it checks that its verdict is the script's.
+
+local key, request, lease = KEYS[1], ARGV[1], ARGV[2]
+local operation, time, extra = 'limit', '', nil
+if lease then
+    operation, time, extra = ARGV[3] or operation, ARGV[4] or time, ARGV[5]
+else
+    lease = ''
+end
+if not key or not request or extra then
+    error({ err = 'ERR edgelimit: invalid call (1 key, the state key; 1 to 4 arguments): ' .. #KEYS .. ' keys, '
+        .. #ARGV .. ' arguments' })
+end
+--@request
+local now, mark
+-- The server's clock as TIME gave it (seconds, microseconds), for a reply that carries it as text.
+local seconds, micros, grace = '', '', 0 -- luacheck: ignore seconds micros
+if time == '' then
+    local server_time = redis.call('TIME')
+    seconds, micros = server_time[1], server_time[2]
+    local us = micros + 0
+    now = seconds * 1000 + (us - us % 1000) / 1000
+else
+    now = string.find(time, '^%d+$') and time + 0
+    if not now or now > 2 ^ 53 then
+        error({ err = 'ERR edgelimit: invalid time (unix ms, or empty for server time): ' .. string.sub(time, 1, 100) })
+    end
+    grace = EXPLICIT_TIME_GRACE_MS
+end
+if operation == 'refund' then
+    -- The receipt, as a grant returned it: '<permits>:<mark>', its permits the refund's and at most the limit.
+    local receipt_permits
+    receipt_permits, mark = string.match(lease, '^(%d+):([%w_%-]+)$')
+    if not mark or #mark > 64 or receipt_permits + 0 ~= permits or permits > limit then
+        error({ err = 'ERR edgelimit: invalid receipt (as a grant returned it: "<permits>:<mark>", its permits the '
+            .. 'refund\'s and at most the limit ' .. limit .. '): ' .. string.sub(lease, 1, 100) })
+    end
+elseif operation ~= 'limit' and operation ~= 'peek' then
+    error({ err = 'ERR edgelimit: invalid operation (limit, peek or refund): ' .. string.sub(operation, 1, 100) })
+elseif permits > limit then
+    return { 5, 0, 0, 0 }
+end
+-- The verdict, set by the decision (held only on a refund: unset, it reads as nothing given back), and the grant's
+-- mark, set by the grant (a log's grant also sets its whole receipt, token, which the reply leaves to the caller).
+-- (Some of them the reply of this script does not read, which is no fault: luacheck need not say so.)
+-- luacheck: push ignore reset_after granted_mark token
+local allowed, retry_after, remaining, reset, reset_after, held, granted_mark, token
+-- luacheck: pop
+
+--@helpers
+
+--@decision
+
+if operation == 'refund' then
+    return { held and 3 or 4, remaining, reset, 0 }
+elseif operation == 'peek' then
+    return { allowed and 2 or 0, remaining, reset, retry_after }
+elseif not allowed then
+--@denied
+end
+
+--@grant
+
+--@granted

@@ -1,8 +1,0 @@
--- The request's check, after its numbers are read from `request` (see src/lua/compose.rs): shared by the
--- single-limit frame (single.lua), the frame that decides several requests in one call (batch.lua) and the scripts
--- that reserve permits (lua/parts/reserve/).
-if not permits or permits < 1 or permits > MAX_COUNT or limit < 1 or limit > MAX_COUNT or interval < 1
-    or rate < 1 or rate > MAX_COUNT or limit * interval > 2 ^ 52 then
-    error({ err = 'ERR edgelimit: invalid request (<permits>:<limit>:<interval ms>[:<rate>], whole numbers from 1, '
-        .. 'permits, limit and rate below 2^32, limit × interval at most 2^52): ' .. string.sub(request, 1, 100) })
-end
