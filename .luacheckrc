@@ -15,7 +15,7 @@ files["target/lua/*.lua"] = { ignore = { "211/rate", "211/RECEIPT_MARK" } }
 files["target/lua/redisson/lifetime.lua"] = { ignore = { "211/clock", "211/touch" } }
 -- Several decisions in one call decide only 'limit' calls on the server's clock.
 files["target/lua/batch/*.lua"] = {
-    ignore = { "211/EXPLICIT_TIME_GRACE_MS", "211/RECEIPT_MARK", "231/retry_after", "231/reset", "311/remaining" },
+    ignore = { "211/EXPLICIT_TIME_GRACE_MS", "211/RECEIPT_MARK" },
 }
 -- Reserving scripts read their request as the single-limit ones do, rate and all.
 files["target/lua/reserve/*.lua"] = { ignore = { "211/RECEIPT_MARK", "211/rate" } }

@@ -46,12 +46,6 @@ if permits then
     permits, limit, interval = permits + 0, limit + 0, interval + 0
 end";
 
-/// A single-limit script's reply to a denial and to a grant: numbers for a log, the state read for the others.
-const LOG_DENIED: &str = "    return { 0, remaining, reset, retry_after }";
-const LOG_GRANTED: &str = "return { 1, remaining - permits, reset_after, granted_mark }";
-const STRING_DENIED: &str = "    return 'd' .. seconds .. ':' .. micros .. ':' .. value";
-const STRING_GRANTED: &str = "return 'g' .. seconds .. ':' .. micros .. ':' .. value";
-
 fn main() {
     let lua = Path::new("lua");
     println!("cargo:rerun-if-changed=lua");
@@ -118,18 +112,12 @@ fn one_algorithm(sources: &Sources, algorithm: &(&str, Option<&str>, bool), fram
         Some(shared) => format!("{}\n{}", shared_part(sources, shared), parts.helpers),
         None => parts.helpers.to_owned(),
     };
-    let (denied, granted) = match shared {
-        Some("zset_log") => (LOG_DENIED, LOG_GRANTED),
-        _ => (STRING_DENIED, STRING_GRANTED),
-    };
     let indented = |code: &str| indented(code, indent);
     let body = splice(
         sources.get(frame),
         "--@request",
         &indented(&request_reading(sources, rate)),
     );
-    let body = splice(&body, "--@denied", &indented(denied));
-    let body = splice(&body, "--@granted", &indented(granted));
     let body = splice(&body, "--@helpers", &helpers);
     let body = splice(&body, "--@decision", &indented(parts.decision));
     let body = splice(&body, "--@grant", &indented(parts.grant));

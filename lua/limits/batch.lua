@@ -13,10 +13,8 @@
 -- error is its own, and the others are still decided.
 
 local server_time = redis.call('TIME')
--- The server's clock as TIME gave it (seconds, microseconds), for a reply that carries it as text.
-local seconds, micros = server_time[1], server_time[2] -- luacheck: ignore seconds micros
-local now = micros + 0
-now = seconds * 1000 + (now - now % 1000) / 1000
+local now = server_time[2] + 0
+now = server_time[1] * 1000 + (now - now % 1000) / 1000
 local operation, mark, grace = 'limit', nil, 0
 
 --@helpers
@@ -28,19 +26,19 @@ local function decide(key, request, lease)
     end
     -- The verdict, set by the decision, and the grant's mark, set by the grant (see single.lua); not every reply
     -- reads each.
-    -- luacheck: push ignore reset_after granted_mark token held
+    -- luacheck: push ignore token held
     local allowed, retry_after, remaining, reset, reset_after, held, granted_mark, token
     -- luacheck: pop
 
 --@decision
 
     if not allowed then
---@denied
+        return { 0, remaining, reset, retry_after }
     end
 
 --@grant
 
---@granted
+    return { 1, remaining - permits, reset_after, granted_mark }
 end
 
 local replies, count = {}, #KEYS

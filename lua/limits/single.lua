@@ -12,14 +12,9 @@
 --
 -- The reply is {status, remaining, reset, x}: status 1 granted, 0 denied, 2 allowed (a peek), 3 refunded,
 -- 4 not_held (a refund that gave nothing back), 5 exceeds_limit (more permits than the limit); remaining and
--- reset as driver.lua's; x is the grant's mark (see prelude.lua: its receipt is '<permits>:<x>', with
--- '-<grant id>' after it for a log) when granted, else retry_after (0 for a refund). The caller knows the limit.
--- But a grant or denial ('limit') of an algorithm that keeps a string (token bucket, fixed and sliding window,
--- GCRA) replies with text instead, what the decision read: 'g' (granted) or 'd' (denied), then the seconds of
--- TIME, ':', its microseconds, ':' (both '' at an explicit time) and the state key's value before the call ('' for
--- none). Turning numbers into a reply is what costs most after the commands (a table of them, or
--- their text), and from these the caller's model of the algorithm (src/limit/model) derives remaining, reset,
--- retry_after and the receipt exactly as the decision did; it checks that its verdict is the script's.
+-- reset as driver.lua's (after the grant, when granted); x is the grant's mark (see prelude.lua: its receipt is
+-- '<permits>:<x>', with '-<grant id>' after it for a log) when granted, else retry_after (0 for a refund). The
+-- caller knows the limit.
 
 local key, request, lease = KEYS[1], ARGV[1], ARGV[2]
 local operation, time, extra = 'limit', '', nil
@@ -34,13 +29,11 @@ if not key or not request or extra then
 end
 --@request
 local now, mark
--- The server's clock as TIME gave it (seconds, microseconds), for a reply that carries it as text.
-local seconds, micros, grace = '', '', 0 -- luacheck: ignore seconds micros
+local grace = 0
 if time == '' then
     local server_time = redis.call('TIME')
-    seconds, micros = server_time[1], server_time[2]
-    local us = micros + 0
-    now = seconds * 1000 + (us - us % 1000) / 1000
+    local us = server_time[2] + 0
+    now = server_time[1] * 1000 + (us - us % 1000) / 1000
 else
     now = string.find(time, '^%d+$') and time + 0
     if not now or now > 2 ^ 53 then
@@ -62,9 +55,8 @@ elseif permits > limit then
     return { 5, 0, 0, 0 }
 end
 -- The verdict, set by the decision (held only on a refund: unset, it reads as nothing given back), and the grant's
--- mark, set by the grant (a log's grant also sets its whole receipt, token, which the reply leaves to the caller).
--- (Some of them the reply of this script does not read, which is no fault: luacheck need not say so.)
--- luacheck: push ignore reset_after granted_mark token
+-- mark, set by the grant (a log's grant also sets its whole receipt, token, which the caller builds itself).
+-- luacheck: push ignore token
 local allowed, retry_after, remaining, reset, reset_after, held, granted_mark, token
 -- luacheck: pop
 
@@ -77,9 +69,9 @@ if operation == 'refund' then
 elseif operation == 'peek' then
     return { allowed and 2 or 0, remaining, reset, retry_after }
 elseif not allowed then
---@denied
+    return { 0, remaining, reset, retry_after }
 end
 
 --@grant
 
---@granted
+return { 1, remaining - permits, reset_after, granted_mark }

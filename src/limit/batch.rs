@@ -3,7 +3,6 @@
 //! (`lua/<algorithm>.lua`); anything else runs `lua/limits.lua`. The driver replies with six fields per limit, a single-
 //! limit script with fewer (see `lua/limits/single.lua`); both become the same checked decisions.
 
-use super::model::stored;
 use super::{stored_copy, Decisions, LimitRequest, Limiter, Quota};
 use crate::decision::{Decision, Status, Verdict, VERDICT_FIELDS};
 use crate::error::{Error, Result};
@@ -237,9 +236,6 @@ impl<'a> Batch<'a> {
     fn single_verdict(&self, reply: Value) -> Result<Verdict> {
         let request = &self.requests[0];
         let quota = self.quotas[0].expect("a single-limit script runs a quota sent with it");
-        if let Value::Bytes(text) = reply {
-            return self.read_verdict(&quota, &String::from_utf8_lossy(&text));
-        }
         let [status, remaining, reset, x] = reply.into_tuple::<SINGLE_REPLY_FIELDS>()?;
         let x = x.into_u64()?;
         let status = match status.into_u64()? {
@@ -269,50 +265,6 @@ impl<'a> Batch<'a> {
             last: Value::Bytes(receipt.into_bytes()),
         }
         .checked()
-    }
-
-    /// A grant or denial of an algorithm that keeps a string, replied as what its decision read (see
-    /// `lua/limits/single.lua`): `g` or `d`, TIME's seconds and microseconds ('' at an explicit time) and the
-    /// state before the call, each after a `:`. The model of the algorithm decides again from them, as the script
-    /// did, and gives the decision's numbers; a verdict other than the script's is a malformed reply.
-    fn read_verdict(&self, quota: &Quota, text: &str) -> Result<Verdict> {
-        let malformed = || Error::malformed("'g' or 'd', seconds:micros: and the state read", text);
-        let request = &self.requests[0];
-        let (granted, rest) = match text.split_at_checked(1) {
-            Some(("g", rest)) => (true, rest),
-            Some(("d", rest)) => (false, rest),
-            _ => return Err(malformed()),
-        };
-        let mut parts = rest.splitn(3, ':');
-        let (Some(seconds), Some(micros), Some(value)) = (parts.next(), parts.next(), parts.next()) else {
-            return Err(malformed());
-        };
-        let now = match (request.limiter.now_ms, seconds.parse::<u64>(), micros.parse::<u64>()) {
-            (Some(now), _, _) if seconds.is_empty() && micros.is_empty() => now,
-            (None, Ok(seconds), Ok(micros)) if micros < 1_000_000 => seconds
-                .checked_mul(1000)
-                .and_then(|ms| ms.checked_add(micros / 1000))
-                .ok_or_else(malformed)?,
-            _ => return Err(malformed()),
-        };
-        let permits = request.permits;
-        let (verdict, mark) = stored::decide_read(quota, value, now, u64::from(permits)).ok_or_else(malformed)?;
-        if verdict.allowed != granted {
-            return Err(Error::malformed("a verdict the algorithm's model agrees with", text));
-        }
-        let (status, standing, retry_after, receipt) = if granted {
-            (Status::Granted, verdict.after, 0, format!("{permits}:{mark}"))
-        } else {
-            (Status::Denied, verdict.now, verdict.retry_after, String::new())
-        };
-        Ok(Verdict {
-            status,
-            limit: u64::from(quota.limit()),
-            remaining: standing.remaining,
-            reset: standing.reset,
-            retry_after,
-            last: Value::Bytes(receipt.into_bytes()),
-        })
     }
 
     /// The driver's flat reply, six entries per request, as one [`Verdict`] each.
@@ -438,46 +390,26 @@ mod tests {
     }
 
     #[test]
-    fn a_string_algorithms_reply_is_decided_again_by_its_model() {
+    fn a_single_limit_reply_is_the_scripts_decision_and_anything_else_is_malformed() {
         let window = limiter(Quota::fixed_window(10, HOUR).unwrap());
         let batch = Batch::new(Operation::Limit, &[window.request("id", 2)]).unwrap();
-        // 1,700,000,000.5 s: window 472,222 of an hour, 9 counted in it before this call (so 2 more do not fit).
-        let denied = batch.decode(text("d1700000000:500000:fw:472222:9")).unwrap();
+        let window_end = 472_223 * 3_600_000;
+        let reply = |numbers: [i64; 4]| Value::Array(numbers.into_iter().map(Value::Int).collect());
+        let denied = batch.decode(reply([0, 1, window_end, 1_234])).unwrap();
         let decision = &denied.decisions[0];
         assert!(!denied.success && !decision.success);
-        let window_end = 472_223 * 3_600_000;
         assert_eq!(
             (decision.remaining, decision.reset, decision.retry_after),
-            (1, window_end, window_end - 1_700_000_000_500)
+            (1, window_end as u64, 1_234)
         );
-        let granted = batch.decode(text("g1700000000:500000:fw:472222:3")).unwrap();
+        // A grant's mark is its window: the receipt names it.
+        let granted = batch.decode(reply([1, 5, window_end, 472_222])).unwrap();
         let decision = &granted.decisions[0];
-        assert_eq!((decision.remaining, decision.reset), (5, window_end));
+        assert_eq!((decision.remaining, decision.reset), (5, window_end as u64));
         assert_eq!(decision.receipt.as_ref().unwrap().to_string(), "2:472222");
-        // Nothing stored: a fresh window, as the script reads it; another algorithm's value is foreign state, which
-        // the script refuses (a reply naming it is no reply of the script's).
-        let fresh = batch.decode(text("g1700000000:500000:")).unwrap();
-        assert_eq!(fresh.decisions[0].remaining, 8);
-        assert!(batch.decode(text("g1700000000:500000:tb:1:2")).is_err());
-    }
-
-    #[test]
-    fn a_reply_the_model_does_not_agree_with_or_cannot_read_is_malformed() {
-        let window = limiter(Quota::fixed_window(10, HOUR).unwrap());
-        let batch = Batch::new(Operation::Limit, &[window.request("id", 2)]).unwrap();
-        for reply in [
-            // Granted where 9 of 10 were counted, denied where none was.
-            "g1700000000:500000:fw:472222:9",
-            "d1700000000:500000:",
-            // No clock on the server's clock, a clock of another shape, no status.
-            "g::",
-            "g1700000000:5000000:",
-            "g1700000000",
-            "x1700000000:500000:",
-            "",
-        ] {
-            let error = batch.decode(text(reply)).unwrap_err();
-            assert!(matches!(error, Error::MalformedReply { .. }), "{reply:?}: {error}");
+        // Text (an older release's reply shape), or a status without numbers, is no reply of these scripts.
+        for malformed in [text("g1700000000:500000:fw:472222:9"), text(""), reply([7, 0, 0, 0])] {
+            assert!(batch.decode(malformed).is_err());
         }
         // And the four numbers of the other replies: a status code from 0 to 5, at most the limit remaining.
         let numbers = |status| Value::Array(vec![Value::Int(status), Value::Int(0), Value::Int(0), Value::Int(0)]);

@@ -5,7 +5,6 @@
 use super::bucket::{Gcra, TokenBucket};
 use super::fixed_window::FixedWindow;
 use super::sliding_window::SlidingWindow;
-use super::Verdict;
 use crate::error::{Error, Result};
 use crate::limit::{Algorithm, Quota};
 
@@ -68,31 +67,6 @@ pub(crate) fn view(quota: &Quota, text: &str, now: u64) -> Result<StoredView> {
             }
         }
         Algorithm::Concurrency | Algorithm::SlidingLog => return Err(no_string_state(algorithm)),
-    })
-}
-
-/// A single-limit script's decision on `permits` at `now` again, from `text`, the state key's value ('' for none)
-/// as the script read it before deciding: the verdict, and the mark of the grant it makes when allowed (its unix ms
-/// for token bucket and GCRA, its window for fixed and sliding window). A value in the algorithm's layout is its
-/// state, another string algorithm's state is none, as the script reads them; `None` for a value in no known layout,
-/// which the script refuses rather than decides on (so a reply carrying one is malformed). Only the string
-/// algorithms' models are reached from here: none of the logs' code comes with it.
-pub(crate) fn decide_read(quota: &Quota, text: &str, now: u64, permits: u64) -> Option<(Verdict, u64)> {
-    let algorithm = quota.algorithm();
-    let fields = fields_of(algorithm, text).ok()?;
-    let pair = fields.as_deref().map(|f| (f[0], f[1]));
-    Some(match algorithm {
-        Algorithm::TokenBucket => (TokenBucket(pair).decide(quota, now, permits), now),
-        Algorithm::Gcra => (Gcra(pair).decide(quota, now, permits), now),
-        Algorithm::FixedWindow => {
-            let mut state = FixedWindow(pair);
-            (state.decide(quota, now, permits), state.window(quota, now))
-        }
-        Algorithm::SlidingWindow => {
-            let mut state = SlidingWindow(fields.map(|f| (f[0], f[1], f[2])));
-            (state.decide(quota, now, permits), state.window(quota, now))
-        }
-        Algorithm::Concurrency | Algorithm::SlidingLog => return None,
     })
 }
 
