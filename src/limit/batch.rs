@@ -8,7 +8,7 @@ use crate::decision::{Decision, Status, Verdict, VERDICT_FIELDS};
 use crate::error::{Error, Result};
 use crate::lua;
 use crate::receipt::{self, Receipt};
-use crate::rest::{Command, RestClient};
+use crate::rest::{Command, MergeableDecision, RestClient};
 use crate::script::{Script, ScriptCall};
 use crate::value::Value;
 
@@ -213,19 +213,20 @@ impl<'a> Batch<'a> {
         self.decode(decided?)
     }
 
-    /// Runs `call` on `client`. The common call (one limit in code, a decision on the server's clock) is merged with
-    /// the other callers' of its limiter in this turn when the client coalesces (see `merged.rs`); not in a build
-    /// without the feature `merge` (the Worker's), where its code is not compiled at all.
+    /// Runs `call` on `client`. The common call (one limit in code, a decision on the server's clock) may share a
+    /// call of its algorithm's batch script with other callers' in this turn (`src/rest/coalesce.rs`).
     async fn send(&self, call: ScriptCall<'_>, client: &RestClient) -> Result<Value> {
-        #[cfg(feature = "merge")]
-        if let Some(quota) = self.quotas[0].filter(|_| {
-            self.single
-                && client.coalesces()
-                && self.operation == Operation::Limit
-                && self.requests[0].limiter.now_ms.is_none()
-        }) {
-            let (key, limiter) = (call.keys[0].clone(), self.requests[0].limiter);
-            return limiter.merged.run(client, quota.algorithm(), key, call.args).await;
+        let common = self.single && self.operation == Operation::Limit && self.requests[0].limiter.now_ms.is_none();
+        if let Some(algorithm) = self.quotas[0].filter(|_| common).map(|quota| quota.algorithm()) {
+            let [key] = <[String; 1]>::try_from(call.keys).expect("a single-limit call has one key");
+            let decision = MergeableDecision {
+                alone: algorithm.script(),
+                batch: algorithm.batch_script(),
+                key,
+                args: call.args,
+                names_grants: algorithm.names_grants(),
+            };
+            return client.decide(decision).await;
         }
         call.script.run(client, &call.keys, &call.args).await
     }

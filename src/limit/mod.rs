@@ -32,8 +32,6 @@
 mod across_slots;
 mod batch;
 mod layout;
-#[cfg(feature = "merge")]
-mod merged;
 pub mod model;
 mod quota;
 mod reserved;
@@ -46,17 +44,15 @@ use std::time::Duration;
 pub use self::across_slots::{limit_all_across_slots, AcrossSlots, FailedGroup, GiveBack};
 use self::batch::{Batch, Operation};
 pub use self::layout::KeyLayout;
-#[cfg(feature = "merge")]
-use self::merged::Merged;
 pub use self::quota::{Algorithm, Quota};
 pub use self::reserved::{Reserved, ReservedAll, ReservedDecision, ReservedDecisions};
-pub use self::slot::hash_slot;
 pub use self::state::{state_all, HeldGrant, LimitState, StateDetail};
 use self::stored_copy::StoredCopy;
 use crate::decision::Decision;
 use crate::error::{Error, Result};
 use crate::identifier::Identifier;
 pub use crate::receipt::{Lease, Receipt};
+pub use crate::rest::hash_slot;
 use crate::rest::{Command, RestClient};
 use crate::script::{Script, ScriptCall};
 use crate::time::retry_until_granted;
@@ -75,10 +71,6 @@ pub struct Limiter {
     layout: KeyLayout,
     /// A stored quota's copy, in the per-identifier layout (see `stored_copy.rs`); shared by clones.
     stored_copy: StoredCopy,
-    /// Decisions of concurrent callers waiting to be merged into one script call (see `merged.rs`); shared by
-    /// clones.
-    #[cfg(feature = "merge")]
-    merged: Merged,
     now_ms: Option<u64>,
 }
 
@@ -104,8 +96,6 @@ impl Limiter {
             quota,
             layout: KeyLayout::default(),
             stored_copy: StoredCopy::default(),
-            #[cfg(feature = "merge")]
-            merged: Merged::default(),
             now_ms: None,
         })
     }

@@ -6,15 +6,14 @@
 //! client always asks for `Upstash-Encoding: base64`, so binary strings (script members, packed ids) arrive intact.
 
 mod coalesce;
-#[cfg(feature = "merge")]
-pub(crate) use coalesce::yield_once;
+pub(crate) use coalesce::MergeableDecision;
 #[cfg_attr(not(target_arch = "wasm32"), path = "http_native.rs")]
 #[cfg_attr(target_arch = "wasm32", path = "http_wasm.rs")]
 mod http;
 pub(crate) use http::requests_may_wait_on_each_other;
-#[cfg(feature = "merge")]
-pub(crate) use http::spawn;
 pub(crate) mod json;
+mod slot;
+pub use slot::hash_slot;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -168,13 +167,6 @@ impl RestClient {
         Ok(self)
     }
 
-    /// Whether commands of one turn share requests (see [`RestClient::without_coalescing`]); a limiter merges its
-    /// callers' decisions only then (`crate::limit`).
-    #[cfg(feature = "merge")]
-    pub(crate) fn coalesces(&self) -> bool {
-        self.queue.is_some()
-    }
-
     /// The endpoint URL, without a trailing slash.
     pub fn url(&self) -> &str {
         &self.base_url
@@ -192,8 +184,17 @@ impl RestClient {
     /// `src/rest/coalesce.rs`, and [`RestClient::without_coalescing`].
     pub async fn command(&self, command: &Command) -> Result<Value> {
         match &self.queue {
-            Some(queue) => self.coalesced(queue, command.clone()).await,
+            Some(queue) => self.coalesced(queue, coalesce::Entry::Command(command.clone())).await,
             None => self.send(command).await,
+        }
+    }
+
+    /// Runs a common decision: with the decisions of its batch script and cluster slot queued in this turn, in one
+    /// call of that script, when the client coalesces; else alone.
+    pub(crate) async fn decide(&self, decision: MergeableDecision) -> Result<Value> {
+        match &self.queue {
+            Some(queue) => self.coalesced(queue, coalesce::Entry::Decision(decision)).await,
+            None => decision.alone.run(self, &[&decision.key], &decision.args).await,
         }
     }
 
