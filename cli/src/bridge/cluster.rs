@@ -1,37 +1,8 @@
 //! The bridge in front of a Redis Cluster: `--redis redis+cluster://[user:password@]host:port[,host:port…]`.
 //!
-//! The bridge keeps the cluster's slot map, sends each command to the master of its key's slot ([`super::routing`]),
-//! splits a `/pipeline` by node, and follows the cluster's redirections itself.
-//!
-//! ## Why not the redis crate's cluster client
-//!
-//! The project's rule is to use the well-kept library first. The redis crate (1.8) has a cluster client, and it was
-//! checked against what the bridge must guarantee; it falls short in ways that matter for a rate limiter:
-//!
-//! - **it re-sends after I/O errors and timeouts** (`RetryMethod::Reconnect`): a decision or a refund that reached
-//!   Redis and whose reply was lost would run twice. Turning retries off (`retries(0)`) also turns off following
-//!   `MOVED`/`ASK`, which are the retries that are safe;
-//! - a pipeline goes to one node, and one failed item fails the whole pipeline;
-//! - it has no hook for per-connection setup, which the bridge needs on every node: `ACL SETUSER` of the profiles'
-//!   users ([`super::links`]), which Redis does not pass between nodes;
-//! - its connections are made by a `Connect` trait with no state, so the bridge's reply cap ([`super::reply_cap`])
-//!   cannot be handed to them, and a node's reply would reach the bridge unbounded.
-//!
-//! So the bridge routes by itself, on the same self-healing, capped, per-profile links it uses for one Redis
-//! ([`NodeLinks`]), one set per node address.
-//!
-//! ## What may be sent again
-//!
-//! One rule decides it, in [`resend`]: only a reply that proves the command did not run. Everything else, an I/O
-//! error or a timeout after the command was written above all, is answered as it is: a 503 saying the command may
-//! have run. A connection that could not be made is different: nothing was written, so the bridge refreshes the slot
-//! map and tries again within the request's time (`--redis-timeout-ms`).
-//!
-//! ## The slot map
-//!
-//! Read with `CLUSTER SLOTS` (every Redis Cluster version has it) from any node that answers: the known masters
-//! first, then the replicas, then the seeds. It is read again on `MOVED` (whose new owner is used at once), after a
-//! node could not be reached, and every [`REFRESH_EVERY`]; one read at a time, shared by everyone who asked for it.
+//! Keeps the slot map, sends each command to its slot's master ([`super::routing`]), and follows redirections itself,
+//! resending only on a reply that proves the command did not run ([`resend`]). Why not the redis crate's cluster
+//! client, and the retry rule: docs/design/bridge-cluster.md.
 
 use std::collections::{BTreeSet, HashMap};
 use std::io;
@@ -61,8 +32,7 @@ const SLOTS: usize = 16384;
 /// A slot no known master serves.
 const NO_OWNER: u16 = u16::MAX;
 
-/// The most redirections one command follows: a slot moves once per resharding step, so more means the nodes
-/// disagree (the map is then read again and the request answered).
+/// The most redirections one command follows: more means the nodes disagree.
 pub(super) const MAX_REDIRECTS: u32 = 5;
 
 /// The first and the longest wait between tries of a command refused for now (`TRYAGAIN`, `CLUSTERDOWN`, …).
@@ -72,8 +42,7 @@ const MAX_BACKOFF: Duration = Duration::from_millis(200);
 /// The most node addresses kept: a cluster has far fewer; past that the map of links is cleared and made again.
 const MAX_NODES: usize = 1024;
 
-/// The seed nodes of a `redis+cluster://` URL, `None` for any other URL (one Redis). The user and password given
-/// once apply to every node.
+/// The seed nodes of a `redis+cluster://` URL (user and password apply to every node); `None` for one Redis.
 pub fn seeds(url: &str) -> RedisResult<Option<Vec<ConnectionInfo>>> {
     let Some(rest) = url
         .get(..SCHEME.len())
@@ -105,8 +74,7 @@ pub fn seeds(url: &str) -> RedisResult<Option<Vec<ConnectionInfo>>> {
     Ok(Some(seeds))
 }
 
-/// The seed nodes of `url` as `host:port,host:port`, without a password, for what the bridge prints; `None` for a
-/// URL that names one Redis.
+/// The seed nodes of `url` as `host:port,host:port`, without a password; `None` for one Redis.
 pub fn describe_url(url: &str) -> Option<String> {
     match seeds(url) {
         Ok(Some(seeds)) => Some(format!(
@@ -200,8 +168,7 @@ pub struct Cluster {
     refresh_queued: AtomicBool,
     /// Spreads key-less commands over the masters.
     next_master: AtomicUsize,
-    /// When a node's trouble was last logged, in ms since `created`: at most one line a second, however many
-    /// requests meet it (each 503 is logged on its own).
+    /// When a node's trouble was last logged, in ms since `created`: at most one line a second.
     logged_at: AtomicU64,
     created: Instant,
     /// Script bodies for `NOSCRIPT` after a failover.
@@ -211,10 +178,9 @@ pub struct Cluster {
 /// A command that failed on a cluster, as the request must be answered.
 #[derive(Debug)]
 pub enum Failed {
-    /// Redis answered with an error: the command's own (or one it was refused with and may not be resent after).
+    /// Redis answered with an error that may not be resent after.
     Reply(RedisError),
-    /// Refused for now (`TRYAGAIN`, `CLUSTERDOWN`, …) until the request's time ran out: nothing ran. Passed on as
-    /// Redis's error reply, as one Redis's `LOADING` or `BUSY` is.
+    /// Refused for now (`TRYAGAIN`, `CLUSTERDOWN`, …) until the request's time ran out: nothing ran.
     Busy(RedisError),
     /// Sent, then no reply (I/O error, timeout): it may have run, and is not sent again.
     Lost {
@@ -225,11 +191,10 @@ pub enum Failed {
     },
     /// Never sent: no node could be reached for it within the request's time.
     Unreachable(String),
-    /// Never sent: a node refused the bridge's login or its ACL user, which no wait fixes. Passed on as the text of
-    /// Redis's error reply (`WRONGPASS`, `NOPERM`), so that clients report it rather than take it for an outage.
+    /// Never sent: a node refused the bridge's login or ACL user. Passed on as Redis's text (`WRONGPASS`, `NOPERM`),
+    /// so clients do not take it for an outage.
     Refused(String),
-    /// A command every master runs ran on some, and on others was lost or never sent (see
-    /// `clustered::every_master`): how it went, never "not sent".
+    /// A command every master runs ran on some, and on others was lost or never sent.
     Partial(String),
 }
 
@@ -238,7 +203,7 @@ impl Failed {
     pub fn text(&self) -> String {
         match self {
             Failed::Reply(error) => json::redis_error_text(error).unwrap_or_else(|| error.to_string()),
-            // Redis's own words, as one Redis's are passed on: clients know these codes for "unavailable now".
+            // Redis's own words: clients know these codes for "unavailable now".
             Failed::Busy(error) => json::redis_error_text(error).unwrap_or_else(|| error.to_string()),
             Failed::Lost { address, error } => format!(
                 "redis node {address} failed after the command was sent ({error}): it may have run, and the bridge \
@@ -261,8 +226,7 @@ pub enum Resend {
         /// Its master now.
         address: String,
     },
-    /// `ASK <slot> <address>`: the slot is migrating and the key is not here; send `ASKING` and the command to that
-    /// node, once.
+    /// `ASK <slot> <address>`: the slot is migrating; send `ASKING` and the command to that node, once.
     Ask {
         /// The node importing the slot.
         address: String,
@@ -273,19 +237,9 @@ pub enum Resend {
     NoScript,
 }
 
-/// **The retry rule**: whether a command answered `reply` may be sent again, and how; `None` means the reply is the
-/// answer (it is passed on as it is).
-///
-/// A command is sent again only on a reply that proves it **did not run**: Redis answers `MOVED` and `ASK` when the
-/// node does not serve the key, `TRYAGAIN` while a migrating slot holds only part of a command's keys,
-/// `CLUSTERDOWN` / `MASTERDOWN` when the cluster cannot serve the slot, `LOADING` while a node loads its data, `BUSY`
-/// while another script holds the node, and `NOSCRIPT` when it lacks the script: all before running anything.
-///
-/// Anything else is never sent again, an I/O error or a timeout above all: once the command was written, the bridge
-/// cannot know whether it ran, and running a rate-limit decision twice spends permits twice, while running a refund
-/// twice gives back permits that were never taken (over-admission). Those are answered 503 saying the command may have
-/// run ([`Failed::Lost`]). (A connection that could not be made is not a reply: nothing was sent, and the caller may
-/// try again.)
+/// **The retry rule**: how a command answered `reply` may be sent again; `None` means the reply is the answer.
+/// Only a reply that proves the command did not run allows it: a decision run twice spends permits twice, a refund
+/// run twice over-admits (docs/design/bridge-cluster.md).
 pub fn resend(reply: &RedisResult<Value>) -> Option<Resend> {
     let error = reply.as_ref().err()?;
     match error.code()? {
@@ -367,8 +321,7 @@ impl Cluster {
         format!("the cluster at {}", seeds.join(","))
     }
 
-    /// The admin connection details of a master (for a subscription: `PUBLISH` reaches every node of a cluster), or
-    /// of the first seed when no map was read yet.
+    /// The admin connection details of a master (`PUBLISH` reaches every node), or of the first seed before any map.
     pub fn any_admin_info(&self) -> ConnectionInfo {
         let master = self.read_map().masters.first().cloned();
         match master.and_then(|address| self.node(&address).ok()) {
@@ -465,8 +418,7 @@ impl Cluster {
         Ok(())
     }
 
-    /// Reads the slot map from the first node that answers, unless a read finished since the caller saw generation
-    /// `seen` (then that read is as fresh as this one would be).
+    /// Reads the slot map from the first node that answers, unless a read finished since the caller saw `seen`.
     pub async fn refresh(&self, seen: u64) {
         let _one_at_a_time = self.refreshing.lock().await;
         if self.generation.load(Ordering::Acquire) != seen {
@@ -511,9 +463,8 @@ impl Cluster {
         }
     }
 
-    /// No connection to `node` (at `address`) could be had, so nothing was sent: logs it, and starts a `SCRIPT KILL`
-    /// there when connecting (or provisioning a user) timed out, since a node that took the connection but did not
-    /// answer in time may be held by a script, as when a reply times out.
+    /// No connection to `node` could be had, so nothing was sent: logs it, and starts a `SCRIPT KILL` there when
+    /// connecting timed out (a script may hold the node).
     pub fn unavailable(&self, node: &Node, address: &str, error: &RedisError) {
         self.log(format_args!("redis node {address} unavailable: {error}"));
         if error.is_timeout() {
@@ -521,8 +472,7 @@ impl Cluster {
         }
     }
 
-    /// After [`unavailable`](Cluster::unavailable): waits for the map to be read again, to route the command anew;
-    /// once `deadline` has passed, why it could not be sent.
+    /// After [`unavailable`](Cluster::unavailable): waits for the map to be read again; past `deadline`, why not.
     pub async fn reroute(&self, address: &str, error: &RedisError, deadline: Instant) -> Result<(), Failed> {
         let refused = match error.kind() {
             redis::ErrorKind::AuthenticationFailed => json::refusal_text(error, address),
@@ -541,9 +491,8 @@ impl Cluster {
         self.wait_for_map(deadline).await
     }
 
-    /// What a command written to `node` (at `address`) that got no reply becomes: it may have run, so it is never
-    /// sent again (see [`resend`]). A timeout starts a `SCRIPT KILL` there (a script may hold the node), and the map
-    /// is read again soon.
+    /// A command sent to `node` that got no reply: it may have run, so it is never resent. A timeout starts a
+    /// `SCRIPT KILL` there, and the map is read again soon.
     pub fn lost(self: &Arc<Self>, node: &Node, address: Arc<str>, error: RedisError) -> Failed {
         if error.is_timeout() {
             node.killer.start();
@@ -582,8 +531,7 @@ impl Cluster {
         parse_slots(reply, host)
     }
 
-    /// Sends `command` (whose words are `words`) for `profile` to the node `target` names, following the replies
-    /// that [`resend`] allows until the request's `deadline`: its reply, or why it failed.
+    /// Sends `command` for `profile` to the node `target` names, following what [`resend`] allows until `deadline`.
     pub async fn run(
         self: &Arc<Self>,
         profile: Profile,
@@ -713,8 +661,7 @@ pub async fn pause(backoff: &mut Duration, deadline: Instant) -> bool {
     true
 }
 
-/// Sends one command, after `ASKING` in the same write when `asking` (an `ASK` redirection holds for the next command
-/// on that connection only; one request's commands are written together, so no other falls in between).
+/// Sends one command, after `ASKING` in the same write when `asking` (an `ASK` holds for the next command only).
 pub async fn send(connection: &mut MultiplexedConnection, command: &redis::Cmd, asking: bool) -> RedisResult<Value> {
     if !asking {
         return connection
@@ -748,8 +695,7 @@ pub async fn keep_refreshing(cluster: Weak<Cluster>) {
     }
 }
 
-/// A `CLUSTER SLOTS` reply as a map: `[[start, end, [host, port, id, …], replicas…], …]`. A node shown without a
-/// host (`""` or `?`: the node does not know its own address) is on `default_host`, the node that answered.
+/// A `CLUSTER SLOTS` reply as a map. A node shown without a host (`""` or `?`) is on `default_host`, who answered.
 fn parse_slots(reply: Value, default_host: &str) -> RedisResult<SlotMap> {
     let bad = |why: &str| RedisError::from(io::Error::other(format!("an unexpected CLUSTER SLOTS reply: {why}")));
     let Value::Array(ranges) = reply else {

@@ -38,8 +38,7 @@ fn target(route: Route) -> Target {
     }
 }
 
-/// `POST /`: one command.
-/// `budget` bounds this request and every send of it again (see `retry_budget` in mod.rs).
+/// `POST /`: one command; `budget` bounds it and every resend (`retry_budget` in mod.rs).
 pub(super) async fn single(
     cluster: &Arc<Cluster>,
     profile: Profile,
@@ -61,8 +60,8 @@ pub(super) async fn single(
     result.map_err(|failed| failure(&failed))
 }
 
-/// A command every master runs (`SCRIPT LOAD`, `FLUSHALL`, …), on all of them at once: their replies combined, or
-/// the first failure.
+/// A command every master runs (`SCRIPT LOAD`, `FLUSHALL`, …), on all at once: their replies combined, or the first
+/// failure.
 async fn every_master(
     cluster: &Arc<Cluster>,
     profile: Profile,
@@ -82,9 +81,8 @@ async fn every_master(
     let (values, failures): (Vec<_>, Vec<_>) = replies.into_iter().partition(Result::is_ok);
     let values: Vec<Value> = values.into_iter().filter_map(Result::ok).collect();
     if let Some(Err(failed)) = failures.into_iter().next() {
-        // Some masters ran it and others could not be reached or did not answer: a partial write (FLUSHALL,
-        // FUNCTION LOAD, …) must not be reported as not sent. A refusal or a reply (an error Redis answered, a reply
-        // above the cap) is passed on as it is.
+        // Some masters ran it and others were lost or unreachable: a partial write must not be reported as not sent.
+        // A refusal or a reply is passed on as it is.
         if values.is_empty() || !matches!(failed, Failed::Lost { .. } | Failed::Unreachable(_)) {
             return Err(failed);
         }
@@ -126,9 +124,8 @@ enum Outcome {
     Again(Option<Redirect>),
 }
 
-/// `POST /pipeline`: the commands grouped by the node that serves them, one pipeline per node, all nodes at once;
-/// the results in the request's order. A command refused with a reply that proves it did not run (`MOVED`, `ASK`,
-/// `TRYAGAIN`, …) is sent again on its own, after the others, in the request's order.
+/// `POST /pipeline`: one pipeline per node, all nodes at once, results in the request's order. A command whose reply
+/// proves it did not run (`MOVED`, `ASK`, `TRYAGAIN`, …) goes again on its own, after the others.
 pub(super) async fn pipeline(
     cluster: &Arc<Cluster>,
     profile: Profile,
@@ -167,8 +164,7 @@ pub(super) async fn pipeline(
         }
     }
     again.sort_by_key(|(i, _)| *i);
-    // Sent one by one, so their replies are not announced to the reply cap as sharing it (shared_budget.rs): they
-    // are held to it together here, as each arrives, rather than all collected first.
+    // Sent one by one, so not announced to the reply cap (shared_budget.rs): held to it together here as each arrives.
     let mut budget = ReplyBudget::new(cluster.max_reply_bytes());
     for (i, redirect) in again {
         let (command, _, words) = &prepared[i];
@@ -261,11 +257,10 @@ async fn node_part(
         .collect()
 }
 
-/// `POST /multi-exec`: the transaction on the master of its one slot (any master when it names no key); refused with
-/// `CROSSSLOT` when its keys lie in several slots. Redis refuses a command it cannot queue (`MOVED` after a slot
-/// moved, `ASK`, `TRYAGAIN`) and then discards the whole transaction at `EXEC` (`EXECABORT`): nothing ran, so it is
-/// sent again whole, to the new master after `MOVED`, after a pause otherwise (an `ASK` cannot be followed inside a
-/// transaction: its keys are on two nodes until the slot has moved).
+/// `POST /multi-exec`: the transaction on the master of its one slot (any master when it names no key; `CROSSSLOT`
+/// for several). A transaction discarded at `EXEC` for a reason that proves nothing ran (`MOVED`, `ASK`,
+/// `TRYAGAIN`) is sent again whole: to the new master after `MOVED`, after a pause otherwise (an `ASK` cannot be
+/// followed inside a transaction).
 pub(super) async fn transaction(
     bridge: &Bridge,
     cluster: &Arc<Cluster>,
@@ -331,9 +326,8 @@ pub(super) async fn transaction(
     }
 }
 
-/// When Redis discarded a transaction for a reason that proves nothing ran and may pass (`MOVED`, `ASK`,
-/// `TRYAGAIN`, …: [`cluster::resend`]), whether at `EXEC` itself or for every command it refused to queue: that
-/// reason. `None` when the replies are the transaction's answer (it ran, or was refused for good).
+/// The reason Redis discarded a transaction when it proves nothing ran and may pass ([`cluster::resend`]), at `EXEC`
+/// or for every refused command; `None` when the replies are the answer.
 fn discarded_for_now(replies: &[RedisResult<Value>]) -> Option<(RedisError, Resend)> {
     let (exec, queued) = replies.split_last()?;
     let exec_error = exec.as_ref().err()?;

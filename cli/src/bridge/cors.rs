@@ -1,9 +1,8 @@
 //! CORS, so that a page (the playground, or any browser app given the token) can call the bridge with `fetch`.
 //!
-//! Only origins the operator lists are answered (`*` for any): the token still guards every command, but a bridge
-//! that nobody meant to expose to web pages should not be. Preflights are answered here, before the token check,
-//! since browsers send them without credentials; every other response to an allowed origin carries
-//! `Access-Control-Allow-Origin`, errors included, so the page can read why a command failed.
+//! Only origins the operator lists are answered (`*` for any): a bridge nobody meant to expose to web pages should not
+//! be, token or not. Preflights are answered before the token check (browsers send them without credentials); every
+//! response to an allowed origin, errors included, carries `Access-Control-Allow-Origin`.
 
 use std::sync::Arc;
 
@@ -33,8 +32,7 @@ impl CorsOrigins {
     }
 }
 
-/// The headers a page may send: the token, the JSON body's type, Upstash's base64 switch, and the client's deadline
-/// (`edgelimit::rest::DEADLINE_HEADER`; edgelimit's own clients do not send it from a page, others may).
+/// The headers a page may send: the token, the body's type, Upstash's base64 switch, the client's deadline.
 const ALLOWED_HEADERS: &str = "authorization, content-type, upstash-encoding, edgelimit-deadline-ms";
 
 pub(super) async fn cors(State(origins): State<Arc<CorsOrigins>>, request: Request, next: Next) -> Response {

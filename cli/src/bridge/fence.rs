@@ -1,25 +1,9 @@
-//! The first fence: what a `limiter` or `readonly` token may ask the bridge to run, decided before anything reaches
-//! Redis. (The second fence is the profile's Redis ACL user: see [`super::profile`].)
+//! The first fence: what a `limiter` or `readonly` token may run, decided before anything reaches Redis (the second
+//! is the profile's Redis ACL user, [`super::profile`]).
 //!
-//! A `limiter` token runs edgelimit's own scripts only: `EVALSHA` of their SHA1s, and `EVAL` / `SCRIPT LOAD` of a body
-//! whose SHA1 is one of them (the client's fallback on `NOSCRIPT`). Their arguments are checked where the scripts
-//! trust them:
-//!
-//! - **the server's clock**: an explicit time (the scripts accept one for tests and for callers that keep their own
-//!   clock) would let a caller write state far in the future (a TAT that blocks a victim for years) or in the past;
-//! - **refunds only of grants that a logged member names** (concurrency, sliding log): those receipts name a random
-//!   grant id that must still be in the log, so a receipt cannot be made up or used twice. The other algorithms'
-//!   receipts name a time or a window, which anyone can write, and a refund gives back again each time: refunding
-//!   them needs an admin token;
-//! - **no writes of configuration**: the Redisson layout's `set_rate`, and its `release` (it gives back permits with
-//!   no receipt at all), need an admin token. So do stored quotas, which are written with plain commands.
-//!
-//! A `readonly` token may run the read-only `inspect` script; every other script is refused here, because a script
-//! that only reads can still loop forever. Plain commands go to Redis, whose ACL user for the profile decides.
-//!
-//! What a `limiter` token still can do, by design: spend any limiter's permits under its key patterns (it decides
-//! for any identifier), and pass any quota with a decision, which is how quotas in code work. Give each tenant its own
-//! key prefix and token when tenants must not reach each other's limits.
+//! A `limiter` token runs edgelimit's own scripts only, on the server's clock, on its key patterns, refunding only
+//! grants a logged member names, and writing no configuration; a `readonly` token runs only the inspect script.
+//! The reasons for each check: docs/design/bridge-fence.md.
 
 use std::collections::HashMap;
 use std::sync::LazyLock;
@@ -35,17 +19,15 @@ use super::shebang::sha1_hex;
 /// What one of edgelimit's scripts is, as far as the fence cares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Known {
-    /// One limit of this algorithm, its quota in the arguments (`lua/<algorithm>.lua`).
+    /// One limit of this algorithm, its quota in the arguments (script `<algorithm>`).
     Single(Algorithm),
-    /// Several limits, or stored quotas (`lua/limits.lua`).
+    /// Several limits, or stored quotas (script `limits`).
     Driver,
-    /// Several decisions of one algorithm in one call (`lua/batch/<algorithm>.lua`): grants and denials on the
-    /// server's clock only, as a single-limit script's common call.
+    /// Several decisions of one algorithm in one call (script `batch/<algorithm>`), on the server's clock only.
     Batch,
-    /// Reads state, writes nothing (`lua/inspect.lua`).
+    /// Reads state, writes nothing (script `inspect`).
     Inspect,
-    /// Decides a request and reserves permits for the caller (`lua/reserve/<algorithm>.lua`): the time is the
-    /// argument at this index (ARGV[3] after the request and the block; ARGV[4] after a sliding log's grant id).
+    /// Decides a request and reserves permits (script `reserve/<algorithm>`); the time is ARGV[`time_at`].
     Reserve { time_at: usize },
     /// The Redisson layout's acquire or available: decisions and reads, time in ARGV[1].
     RedissonDecision,
@@ -77,8 +59,8 @@ static KNOWN: LazyLock<HashMap<&'static str, Known>> = LazyLock::new(|| {
 /// How every refusal begins: the word Redis uses for a command its ACL refuses, so clients classify both alike.
 const NOPERM: &str = "NOPERM";
 
-/// Why a token of `profile` may not run `words`, or `None` when it may. `limiter_keys` are the `limiter` profile's key
-/// patterns (`--limiter-keys`): its scripts may be given no other keys.
+/// Why a token of `profile` may not run `words`, or `None` when it may. `limiter_keys` are the `limiter` profile's
+/// key patterns (`--limiter-keys`).
 pub fn refusal(profile: Profile, words: &Words, limiter_keys: &[String]) -> Option<String> {
     let refuse = |why: String| Some(format!("{NOPERM} this token's profile ({profile}) {why}"));
     if profile == Profile::Admin {
@@ -89,31 +71,29 @@ pub fn refusal(profile: Profile, words: &Words, limiter_keys: &[String]) -> Opti
         .get(1)
         .map(|word| String::from_utf8_lossy(word).to_ascii_uppercase());
     let script = match (name.as_str(), sub.as_deref()) {
-        // Harmless to anyone, and what `edgelimit doctor` checks an endpoint with; without an argument, which Redis
-        // would echo back: a limiter token's replies stay small, so that its floods of megabyte PINGs do not queue
-        // other clients' decisions behind them on the shared connection (until they time out, as an outage).
+        // Harmless, and what `edgelimit doctor` checks with. Without an argument, which Redis would echo back: a
+        // limiter token's replies stay small so they do not queue other clients' decisions on the shared connection.
         ("PING", None) | ("TIME", None) | ("SCRIPT", Some("EXISTS")) => return None,
         ("PING" | "TIME", Some(_)) if profile == Profile::Limiter => {
             return refuse(format!("may run {name} without arguments only"));
         }
         ("PING" | "TIME", _) => return None,
-        // A stored quota's config, which the per-identifier layout reads beside each decision (the script cannot:
-        // the config is in the limiter's slot, the state in the identifier's): a read of one key it may give scripts.
+        // A stored quota's config, which the per-identifier layout reads beside each decision (the config is in the
+        // limiter's slot, the state in the identifier's, so the script cannot).
         ("HMGET", Some(_)) if profile == Profile::Limiter => {
             return config_read_refusal(words, limiter_keys).and_then(refuse);
         }
         ("EVALSHA" | "EVALSHA_RO", _) => words.get(1).map(|sha| known(&String::from_utf8_lossy(sha))),
         ("EVAL" | "EVAL_RO", _) => words.get(1).map(|body| known(&sha1_hex(body))),
         ("SCRIPT", Some("LOAD")) => words.get(2).map(|body| known(&sha1_hex(body))),
-        // Reads whose cost a count in the request sets, not the data: `SRANDMEMBER k -100000000` held Redis 9.4 s
-        // and took 670 MB (review); `SCAN 0 COUNT <huge>` reads the whole keyspace at once, as `KEYS` (refused) does.
+        // Reads whose cost a count in the request sets, not the data (`SRANDMEMBER k -100000000`, `SCAN … COUNT`).
         _ if profile == Profile::Readonly && oversized_count(&name, words) => {
             return refuse(format!(
                 "may run {name} with a count of at most {MAX_READ_COUNT} only (each unit is work for Redis alone); \
                  use an admin token for more",
             ));
         }
-        // A readonly token's plain commands are for Redis's ACL to judge (see the module's docs).
+        // A readonly token's plain commands are for Redis's ACL to judge.
         (_, _) if profile == Profile::Readonly && !is_script_command(&name) => return None,
         _ if profile == Profile::Readonly => {
             return refuse(format!(
@@ -152,7 +132,7 @@ pub fn refusal(profile: Profile, words: &Words, limiter_keys: &[String]) -> Opti
             Some("may run only the read-only inspect script of edgelimit's scripts".to_owned())
         }
         (Profile::Readonly, _) => None,
-        // Fail closed: what the fence cannot read, it does not let through (Redis would refuse it anyway).
+        // Fail closed: what the fence cannot read, it does not let through.
         (_, None) => Some("must give the script's number of keys as a count of the words that follow".to_owned()),
         (_, Some((keys, args))) => {
             let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
@@ -165,8 +145,8 @@ pub fn refusal(profile: Profile, words: &Words, limiter_keys: &[String]) -> Opti
 /// The largest count a readonly token may give a random read or a scan.
 const MAX_READ_COUNT: u64 = 1000;
 
-/// True when `words` (the command `name`) asks for more than [`MAX_READ_COUNT`] random members (a negative count
-/// repeats them) or scans more per call. A count that is no number is left to Redis to refuse.
+/// True when `words` asks for more than [`MAX_READ_COUNT`] random members (a negative count repeats them) or scans
+/// more per call. A count that is no number is left to Redis to refuse.
 fn oversized_count(name: &str, words: &Words) -> bool {
     let over = |word: Option<&Vec<u8>>| {
         word.and_then(|word| std::str::from_utf8(word).ok()?.parse::<i128>().ok())
@@ -181,8 +161,7 @@ fn oversized_count(name: &str, words: &Words) -> bool {
     }
 }
 
-/// True for the commands that run or manage scripts and functions, which a readonly token may not run beyond the
-/// inspect script (any script may loop forever).
+/// True for the commands that run or manage scripts and functions (any script may loop forever).
 fn is_script_command(name: &str) -> bool {
     matches!(
         name,
@@ -195,7 +174,7 @@ fn limiter_call_refusal(script: Known, args: &[&[u8]]) -> Option<String> {
     let server_time = "must leave the time to the server's clock (an explicit time could write state far in the \
                        future or past); explicit times need an admin token";
     match script {
-        // Decisions, as a limiter token may make (see the module's docs); the script takes no time or operation.
+        // Decisions; the script takes no time or operation.
         Known::Inspect | Known::Batch => None,
         Known::RedissonAdmin => Some(
             "may not release permits or set the rate of a Redisson-layout limiter (a release gives permits back \
@@ -203,13 +182,13 @@ fn limiter_call_refusal(script: Known, args: &[&[u8]]) -> Option<String> {
                 .to_owned(),
         ),
         Known::RedissonDecision => (args.first().copied().unwrap_or_default() != b"").then(|| server_time.to_owned()),
-        // Reserving spends a limiter's permits as decisions do, which a limiter token may (see the module's docs).
+        // Reserving spends permits as decisions do.
         Known::Reserve { time_at } => {
             (args.get(time_at).copied().unwrap_or_default() != b"").then(|| server_time.to_owned())
         }
         Known::Single(_) | Known::Driver => {
             // The driver's ARGV starts with the operation and the time; a single-limit script's ends with them, both
-            // optional (the request, the lease, then 'limit' and '' when absent: lua/limits/single.lua).
+            // optional (lua/limits/single.lua).
             let (operation, time) = match script {
                 Known::Single(_) => (args.get(2).copied().unwrap_or(b"limit"), args.get(3)),
                 _ => (args.first().copied().unwrap_or_default(), args.get(1)),
@@ -226,12 +205,11 @@ fn limiter_call_refusal(script: Known, args: &[&[u8]]) -> Option<String> {
     }
 }
 
-/// Why a `limiter` token may not make this refund: only refunds of grants that a logged member names are safe to
-/// let anyone make (see the module's docs).
+/// Why a `limiter` token may not make this refund: only refunds of grants that a logged member names are safe.
 fn refund_refusal(script: Known, args: &[&[u8]]) -> Option<String> {
     let names_grants = match script {
         Known::Single(algorithm) => algorithm.names_grants(),
-        // The driver: six arguments per limit after the two of the call, the algorithm's name first ('' for a stored
+        // The driver: six arguments per limit after the call's two, the algorithm's name first ('' for a stored
         // quota, whose algorithm the fence cannot see).
         _ => {
             let limits = args.get(2..).unwrap_or_default();
@@ -256,8 +234,8 @@ fn refund_refusal(script: Known, args: &[&[u8]]) -> Option<String> {
 /// A script call's KEYS and ARGV.
 type KeysAndArgs<'a> = (&'a [Vec<u8>], &'a [Vec<u8>]);
 
-/// The script's KEYS and ARGV: the words before and after `numkeys` of them (`EVAL <script> <numkeys> <keys…>
-/// <args…>`), or `None` when the count is not plain decimal digits or exceeds the words.
+/// The script's KEYS and ARGV (`EVAL <script> <numkeys> <keys…> <args…>`), or `None` when the count is not plain
+/// decimal digits or exceeds the words.
 fn script_keys_and_args(words: &Words) -> Option<KeysAndArgs<'_>> {
     let count = words
         .get(2)
@@ -270,9 +248,7 @@ fn script_keys_and_args(words: &Words) -> Option<KeysAndArgs<'_>> {
 }
 
 /// Why a `limiter` token may not `what` (give scripts, read) `keys`: the first outside its key patterns, or `None`.
-/// Its Redis ACL user keeps it to them as well; with the ACL off (`--redis-acl off`) this is what does, since a
-/// script reads and writes the keys it is given: any key of the Redis (the inspect script reads a string's value
-/// back) would be in reach.
+/// A limiter token must not reach other keys; with `--redis-acl off` this is the only check that says so.
 fn key_refusal(what: &str, keys: &[Vec<u8>], patterns: &[String]) -> Option<String> {
     let outside = keys.iter().find(|key| {
         !patterns
@@ -289,9 +265,8 @@ fn key_refusal(what: &str, keys: &[Vec<u8>], patterns: &[String]) -> Option<Stri
 /// The fields of a stored quota's config that the per-identifier layout reads (`src/limit/stored_copy.rs`).
 const CONFIG_FIELDS: [&[u8]; 4] = [b"algorithm", b"limit", b"interval", b"rate"];
 
-/// Why a `limiter` token may not run this `HMGET`, or `None`: a stored quota's config fields, each once, of one key of
-/// its patterns. Any other field of any hash there (a secret another program keeps under `edgelimit:`), or a field
-/// named many times (Redis would build a reply that many times the value's size), is refused.
+/// Why a `limiter` token may not run this `HMGET`, or `None`: only a stored quota's config fields, each once, of one
+/// key of its patterns (not another program's secrets, nor a field repeated to multiply the reply).
 fn config_read_refusal(words: &Words, limiter_keys: &[String]) -> Option<String> {
     let fields = &words[2..];
     let known = fields.iter().all(|field| CONFIG_FIELDS.contains(&field.as_slice()));

@@ -1,7 +1,5 @@
-//! The bridge as a task of the calling process, on a free loopback port: what the integration tests and the
-//! benchmark driver (`edgelimit-bench`) put in front of their own `redis-server`. Running it in-process (the same
-//! code as `edgelimit bridge`) needs no built binary and lets the caller stop it, or Redis under it, whenever it
-//! wants.
+//! The bridge as a task of the calling process, on a free loopback port, for the integration tests and the benchmark
+//! driver: no built binary needed, and the caller can stop it (or Redis) at will.
 
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;

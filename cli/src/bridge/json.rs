@@ -10,9 +10,8 @@ use serde_json::{json, Value as Json};
 /// One command from a request body: its words as bytes.
 pub type Words = Vec<Vec<u8>>;
 
-/// Parses `["SET", "k", 1]` into words. Numbers are sent to Redis as their decimal text (see [`number_text`]),
-/// booleans as `true` or `false` (as Upstash stores them: `@upstash/redis` sends `redis.set("k", true)` as
-/// `["set", "k", true]`).
+/// Parses `["SET", "k", 1]` into words: numbers as their decimal text ([`number_text`]), booleans as `true` or
+/// `false` (as `@upstash/redis` sends them).
 pub fn command(body: &Json) -> Result<Words, String> {
     let Json::Array(items) = body else {
         return Err(format!(
@@ -43,10 +42,9 @@ pub fn command(body: &Json) -> Result<Words, String> {
         .collect()
 }
 
-/// A JSON number as the argument Redis reads: a whole number as its digits (`1E2` and `100.0` as `100`, `-0` as `0`:
-/// Redis's integer arguments take no exponent or point), a fraction as the shortest text that reads back as the same
-/// double. `None` for a whole number beyond ±2^53 that fits no 64-bit integer: read as a double, it has lost digits,
-/// and sending what is left would store another number than the client wrote.
+/// A JSON number as the argument Redis reads: a whole number as its digits (`1E2` as `100`: Redis's integers take no
+/// exponent), a fraction as its shortest round-trip text. `None` for a whole number beyond ±2^53 that fits no 64-bit
+/// integer: it has lost digits, and would store another number than the client wrote.
 fn number_text(number: &serde_json::Number) -> Option<String> {
     if let Some(n) = number.as_i64() {
         return Some(n.to_string());
@@ -91,8 +89,7 @@ fn kind(json: &Json) -> &'static str {
     }
 }
 
-/// The text of a Redis error reply, as Redis wrote it (`ERR …`, `NOSCRIPT …`, `WRONGTYPE …`, a script's own `E1 x` or
-/// bare `E2`): the redis crate splits the line at its first space into code and detail, so they are joined back.
+/// The text of a Redis error reply as Redis wrote it (the redis crate splits code and detail; they are joined back).
 pub(super) fn server_error_text(error: &redis::ServerError) -> String {
     match error.details() {
         Some(details) => format!("{} {details}", error.code()),
@@ -100,13 +97,12 @@ pub(super) fn server_error_text(error: &redis::ServerError) -> String {
     }
 }
 
-/// The text of `error` when it is an error reply from Redis, as Redis wrote it; `None` when it is not Redis's reply
-/// (I/O, timeout, protocol).
+/// The text of `error` when it is an error reply from Redis, as Redis wrote it; `None` for I/O, timeout, protocol.
 pub(super) fn redis_error_text(error: &redis::RedisError) -> Option<String> {
     let code = error.code()?;
     Some(match redis::ServerError::try_from(error.clone()) {
         Ok(server_error) => server_error_text(&server_error),
-        // An error the redis crate made up itself rather than read from Redis: its rendering is all there is.
+        // An error the redis crate made up itself: its rendering is all there is.
         Err(_) => match error.detail() {
             Some(detail) => format!("{code} {detail}"),
             None => format!("{code} {error}"),
@@ -114,11 +110,9 @@ pub(super) fn redis_error_text(error: &redis::RedisError) -> Option<String> {
     })
 }
 
-/// The answer to an error of the bridge's own use of Redis that is neither a Redis error reply nor Redis out of
-/// reach, as the text of an error reply: its login refused (`WRONGPASS`), a reply it could not read (`ERR`). `None`
-/// when Redis could not be reached or did not answer in time, the one case that is an outage (the client's 503,
-/// which a failure policy may absorb). No retry fixes the others, so clients must report them: taken for an outage,
-/// a policy failing open would let every request through.
+/// The text of an error of the bridge's own use of Redis other than Redis out of reach: its login refused
+/// (`WRONGPASS`), an unreadable reply (`ERR`). `None` for an outage (the client's 503). Clients must report these:
+/// taken for an outage, a policy failing open would let every request through.
 pub(super) fn refusal_text(error: &redis::RedisError, redis: &str) -> Option<String> {
     match error.kind() {
         redis::ErrorKind::Io | redis::ErrorKind::ClusterConnectionNotFound => None,
@@ -130,10 +124,8 @@ pub(super) fn refusal_text(error: &redis::RedisError, redis: &str) -> Option<Str
     }
 }
 
-/// One command's reply as Redis sent it: an error reply is the command's error, and an error nested inside an array
-/// (a Lua table holding `redis.error_reply(…)`, a transaction's failed command) stays where it is, as a value that
-/// [`reply`] renders as its text. (The redis crate's `query_async` would fail the whole command for a nested error,
-/// so `POST /` answered differently from `/pipeline` and `/multi-exec`.)
+/// One command's reply: a top-level error reply is the command's error, an error nested in an array stays a value
+/// ([`reply`] renders its text), so that `POST /` answers as `/pipeline` does.
 pub(super) fn top_level_error(value: redis::Value) -> redis::RedisResult<redis::Value> {
     match value {
         redis::Value::ServerError(error) => Err(error.into()),
@@ -141,8 +133,8 @@ pub(super) fn top_level_error(value: redis::Value) -> redis::RedisResult<redis::
     }
 }
 
-/// About how many bytes `value` took on the wire (its payload plus a few bytes of framing per element): what a
-/// request's replies are counted in against the reply cap. Never panics and never overflows (it saturates).
+/// About how many bytes `value` took on the wire, payload plus framing: what replies are counted in against the
+/// reply cap. Saturates, never panics.
 pub fn wire_size(value: &redis::Value) -> u64 {
     use redis::Value as V;
     /// A type byte, a length and two CRLFs.
@@ -190,12 +182,10 @@ pub fn reply(value: redis::Value, base64: bool) -> Json {
         V::Array(items) | V::Set(items) | V::Push { data: items, .. } => list(items),
         V::Map(pairs) => list(pairs.into_iter().flat_map(|(k, v)| [k, v]).collect()),
         V::Attribute { data, .. } => reply(*data, base64),
-        // An error nested inside an array (a Lua table holding an error reply) has no JSON shape of its own in the
-        // protocol: it is rendered as its text, as Redis wrote it, and like any string (base64 when asked, which the
-        // Upstash clients decode: plain text would reach them garbled).
+        // A nested error (a Lua table holding an error reply) has no JSON shape: rendered as its text, like any
+        // string (base64 when asked).
         V::ServerError(error) => text(server_error_text(&error).as_bytes()),
-        // `redis::Value` is non-exhaustive; a type added by a future RESP version is rendered by its debug form
-        // rather than dropped.
+        // `redis::Value` is non-exhaustive: a future type is rendered by its debug form rather than dropped.
         other => Json::String(format!("{other:?}")),
     }
 }

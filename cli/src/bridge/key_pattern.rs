@@ -1,13 +1,9 @@
-//! The `limiter` profile's key patterns (`--limiter-keys`), as the bridge's fence matches a script's keys against
-//! them: `*` (any bytes) and `?` (any one byte), every other byte itself. The same patterns are the profile's Redis
-//! ACL user's `~pattern`s, so with the ACL on both fences agree; with it off (`--redis-acl off`) this is the only one.
-//!
-//! Written here because no crate matches Redis's globs byte for byte (`glob` and `globset` give `/` a meaning of its
-//! own), and the subset is small: patterns with Redis's other syntax (`[…]` classes, `\` escapes) are refused when
-//! the bridge starts ([`problem`]), so that the fence never reads a pattern otherwise than Redis does.
+//! The `limiter` profile's key patterns (`--limiter-keys`) as the fence matches a script's keys: `*` any bytes, `?`
+//! any one byte, every other byte itself. They are also the ACL user's `~pattern`s, so both fences must read them as
+//! Redis does: no crate matches Redis's globs byte for byte, and patterns with other syntax are refused at start.
 
-/// Why `pattern` cannot be a `--limiter-keys` pattern, or `None` when it can: it must be printable ASCII without
-/// blanks (an ACL rule's word, `~<pattern>`), and hold no syntax but `*` and `?`, which the fence reads as Redis does.
+/// Why `pattern` cannot be a `--limiter-keys` pattern, or `None`: printable ASCII without blanks (an ACL rule's
+/// word), with no syntax but `*` and `?`.
 pub fn problem(pattern: &str) -> Option<&'static str> {
     if pattern.is_empty() || !pattern.bytes().all(|b| b.is_ascii_graphic()) {
         return Some("a key pattern must be non-empty printable ASCII without blanks, e.g. 'myapp:*'");
@@ -18,9 +14,7 @@ pub fn problem(pattern: &str) -> Option<&'static str> {
         .then_some("key patterns take * and ? only (no [..] classes or \\ escapes), e.g. 'myapp:*'")
 }
 
-/// True when `key` matches `pattern`: `*` matches any bytes (none too), `?` any one byte. Linear in the lengths'
-/// product at worst: a `*` backtracks only to the last one seen, which suffices when every other token matches
-/// exactly one byte.
+/// True when `key` matches `pattern`. At worst linear in the lengths' product: a `*` backtracks only to the last one.
 pub fn matches(pattern: &[u8], key: &[u8]) -> bool {
     let (mut p, mut k) = (0, 0);
     // The last `*` seen, and the key position its match ends at so far.

@@ -1,14 +1,8 @@
-//! The bridge's connections to Redis, one per profile: each profile's requests run as its Redis ACL user
-//! ([`super::profile`]) on a connection of its own, so Redis enforces what a token may do as well as the bridge.
+//! The bridge's connections to Redis, one per profile, each as its Redis ACL user ([`super::profile`]), so Redis
+//! enforces what a token may do as well as the bridge.
 //!
-//! A profile's user is created (or reset to the rules of this bridge) with `ACL SETUSER` over the admin connection
-//! each time its connection is made: on first use, and after Redis restarted (a Redis without persistence forgets
-//! its users). Were the second step, connecting as the user, never to run (Redis gone in between), nothing is lost:
-//! the user exists with this bridge's rules, and the next request connects again.
-//!
-//! In front of a Redis Cluster ([`super::cluster`]) every node gets links of its own ([`NodeLinks`]), made the same
-//! way: Redis does not pass `ACL SETUSER` from node to node, so each node's users are created on that node, each time
-//! the bridge connects to it (a replica promoted after a failover is provisioned when the bridge first reaches it).
+//! A profile's user is created (or reset) with `ACL SETUSER` each time its connection is made, so a restarted Redis
+//! gets it back. On a cluster every node gets its own [`NodeLinks`], since Redis does not pass users between nodes.
 
 use std::sync::Arc;
 
@@ -54,8 +48,8 @@ impl Links {
         }
     }
 
-    /// The connection details of the `--redis` URL's user on one node, for connections of their own (SCRIPT KILL,
-    /// subscriptions: on a cluster `PUBLISH` reaches every node, so any one serves).
+    /// The `--redis` URL's user's connection details on one node, for connections of their own (SCRIPT KILL,
+    /// subscriptions).
     pub fn admin_info(&self) -> ConnectionInfo {
         match self {
             Links::Single(links) => links.admin_info().clone(),
@@ -85,10 +79,8 @@ pub struct NodeLinks {
 }
 
 impl NodeLinks {
-    /// The links to the Redis `admin_info` names, as its user; the profiles' users get passwords derived from
-    /// `config.redis_url` (the same on every node of a cluster), and on a cluster's node (`in_cluster`) `ASKING` as
-    /// well, which the bridge sends before a command an `ASK` redirected (Redis checks it against the ACL like any
-    /// command). Connects nothing yet.
+    /// The links to the Redis `admin_info` names; the profiles' passwords derive from `config.redis_url`. On a
+    /// cluster's node (`in_cluster`) the users also hold `ASKING`. Connects nothing yet.
     pub fn new(admin_info: ConnectionInfo, config: &LinkConfig<'_>, in_cluster: bool) -> NodeLinks {
         let link = |info: ConnectionInfo| RedisLink::new(info, config.timeout, config.max_reply_bytes);
         let users = match config.acl {
@@ -145,17 +137,15 @@ impl NodeLinks {
         user.link.connection_after(|| self.provision(user)).await
     }
 
-    /// Creates or resets `user`'s Redis ACL user. A Redis that refuses (the `--redis` user may not run ACL SETUSER)
-    /// is a `NOPERM`, with what to do: the requests of that profile cannot run at all, and no retry changes that, so
-    /// clients must report it rather than take it for an outage (which a failure policy failing open would let
-    /// through).
+    /// Creates or resets `user`'s Redis ACL user. A refusal becomes a `NOPERM` saying what to do: no retry fixes it,
+    /// so clients must not take it for an outage (and fail open).
     async fn provision(&self, user: &ProfileLink) -> redis::RedisResult<()> {
         let mut admin = self.admin.connection().await?;
         let mut command = redis::cmd("ACL");
         command.arg("SETUSER").arg(user.user).arg(&user.rules);
         let reply: redis::RedisResult<()> = command.query_async(&mut admin).await;
         match reply {
-            // Only a refusal is rewritten: LOADING, BUSY and the like pass on as they are, an outage for clients.
+            // Only a refusal is rewritten: LOADING, BUSY and the like stay an outage for clients.
             Err(e) if e.code() == Some("NOPERM") => Err(redis::RedisError::from((
                 redis::ErrorKind::Server(redis::ServerErrorKind::NoPerm),
                 "ACL SETUSER refused",

@@ -1,27 +1,10 @@
 //! The memory the bridge holds for large requests and responses, bounded across all requests together.
 //!
-//! The body cap and the reply cap ([`super::reply_cap`]) bound what one request holds, but not how many hold it at
-//! once:
-//! - a request body is held, and parsed into JSON values and then into a command's words (up to about
-//!   [`PARSED_REQUEST_FACTOR`] times its size: 800 KB of one-character strings took 7 MB), until its handler answers;
-//!   40 such requests at once took the bridge to 290 MB;
-//! - a response stays in memory until its client has read it, and a client that reads slowly, or not at all, keeps
-//!   it there: 40 connections asking for a 12 MiB value without reading the answers held 430 MB.
-//!
-//! So one budget (`--max-memory-in-flight`) is shared by all requests: a request whose body is larger than [`SMALL`]
-//! takes [`PARSED_REQUEST_FACTOR`] times its size before anything runs, and keeps it for its response; a response
-//! larger than [`SMALL`] takes what it needs beyond that, until hyper has taken its last byte, or until the client has
-//! read too slowly ([`MIN_READ_RATE`]). A request or response that finds the budget taken by others is answered HTTP
-//! 429 with `Retry-After` (not 503: a client may take a 503 for an outage and fail open, and this is no outage); one
-//! larger than the whole budget, HTTP 413. A response refused has had its commands run (the answer says so); a
-//! pipeline of limiter decisions answers in less than its request took, so it is refused, if at all, before
-//! anything runs. While it is sent, a large response goes out in
-//! copies of [`CHUNK`] bytes, so that what hyper buffers for a connection (some 400 KiB at most) never keeps the
-//! whole response alive after its share was given back.
-//!
-//! Small requests and responses, single limiter decisions among them, pass untouched: hyper's buffers bound them per
-//! connection. A client that stops reading altogether is cut off after [`super::serving::WRITE_STALL_TIMEOUT`],
-//! which frees what its response held.
+//! The body and reply caps bound one request; this budget (`--max-memory-in-flight`) bounds all of them at once. A
+//! body above [`SMALL`] takes [`PARSED_REQUEST_FACTOR`] times its size before anything runs and keeps it for its
+//! response, which takes more only where larger, until hyper has its last byte. Refused: HTTP 429 with `Retry-After`
+//! (not 503, which clients may take for an outage and fail open), or 413 when larger than the whole budget.
+//! The measurements behind it: docs/design/bridge-memory.md.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -42,7 +25,7 @@ use super::Failure;
 /// Requests and responses up to this size are not counted.
 pub const SMALL: u64 = 64 * 1024;
 
-/// How many times its body's size a request may take while it is parsed (see the module's docs).
+/// How many times its body's size a request may take while it is parsed into JSON and words.
 pub const PARSED_REQUEST_FACTOR: u64 = 10;
 
 /// How much of a large response is handed to hyper at a time.
@@ -69,8 +52,8 @@ impl MemoryBudget {
         }
     }
 
-    /// A share of `bytes` for `what` ("request", "response"), or the answer that replaces it: 413 when it is more
-    /// than the whole budget, 429 when others hold what it needs. Nothing when it is small.
+    /// A share of `bytes` for `what` ("request", "response"), or the answer that replaces it: 413 when more than the
+    /// whole budget, 429 when others hold what it needs. Nothing when it is small.
     fn share(&self, bytes: u64, what: &str, then: &str) -> Result<Option<OwnedSemaphorePermit>, Failure> {
         if bytes <= SMALL {
             return Ok(None);
@@ -101,9 +84,8 @@ impl MemoryBudget {
         }
     }
 
-    /// What a request may take while it is read and parsed: its announced size (a body with no size, chunked, may
-    /// be as large as the body cap) times [`PARSED_REQUEST_FACTOR`]; never more than the body cap allows, since a
-    /// larger body is refused as it is read.
+    /// What a request may take while it is read and parsed: its announced size (or the body cap when chunked) times
+    /// [`PARSED_REQUEST_FACTOR`], never more than the body cap allows.
     fn request_bytes(&self, request: &Request) -> u64 {
         let body = http_body::Body::size_hint(request.body());
         body.exact()
@@ -113,7 +95,7 @@ impl MemoryBudget {
     }
 }
 
-/// Middleware: holds each large request, then each large response, to the budget (see the module's docs).
+/// Middleware: holds each large request, then each large response, to the budget.
 pub(super) async fn hold(State(memory): State<Arc<MemoryBudget>>, request: Request, next: Next) -> Response {
     let request_bytes = memory.request_bytes(&request);
     let request_share = match memory.share(request_bytes, "request", "retry in a second") {
@@ -128,9 +110,8 @@ pub(super) async fn hold(State(memory): State<Arc<MemoryBudget>>, request: Reque
     let Some(size) = http_body::Body::size_hint(response.body()).exact() else {
         return response;
     };
-    // The request's share, taken before anything ran, goes on to its response, which takes more only where it is
-    // larger: a response refused here was made by commands that have run, so the shares of a pipeline of limiter
-    // decisions (whose answer is smaller than its request) are never refused after its permits were spent.
+    // The request's share goes on to its response, which takes more only where larger: a pipeline of decisions
+    // (whose answer is smaller than its request) is never refused after its permits were spent.
     let held = if request_share.is_some() { request_bytes } else { 0 };
     let extra = match memory.share(
         size.saturating_sub(held),
@@ -173,9 +154,8 @@ fn refused(failure: Failure) -> Response {
     response
 }
 
-/// Reads a refused request's body (up to the body cap) and throws it away as it arrives, holding no more than one
-/// frame of it. Answering before the body is read would leave the client writing into a connection that hyper
-/// closes: it would see the connection reset, not the refusal, and may take that for an outage.
+/// Reads a refused request's body (up to the body cap) and discards it: answering before it is read would make the
+/// client see a reset connection, not the refusal, and may take that for an outage.
 async fn discard(body: Body, max_bytes: u64) {
     use futures_util::StreamExt;
     let mut frames = body.into_data_stream();
@@ -188,9 +168,8 @@ async fn discard(body: Body, max_bytes: u64) {
     }
 }
 
-/// A large response being sent, holding its share of the budget until its last chunk is taken, or until its
-/// deadline: a client must read it at [`MIN_READ_RATE`] at least (after [`super::serving::WRITE_STALL_TIMEOUT`]),
-/// or one reading a trickle would hold its share for as long as it likes.
+/// A large response being sent, holding its share of the budget until its last chunk is taken, or until a client
+/// reading slower than [`MIN_READ_RATE`] runs out of time.
 struct Held {
     bytes: Bytes,
     at: usize,

@@ -7,22 +7,11 @@
 //! | `POST /multi-exec` | the same | the same, run inside MULTI/EXEC |
 //! | `POST /subscribe/<channel>`, `/psubscribe/<pattern>` | ignored | server-sent events (`subscribe.rs`) |
 //!
-//! Every request needs `Authorization: Bearer <token>` (HTTP 401 otherwise), and the token's profile decides what
-//! it may run ([`profile`]): `limiter` tokens only edgelimit's own scripts, at the server's time ([`fence`]; HTTP 403
-//! `{"error": "NOPERM …"}` otherwise), each profile as its own Redis ACL user. Browsers may call it from the origins
-//! given with `--cors-origin` ([`CorsOrigins`]). When Redis cannot be reached the bridge answers HTTP 503
-//! `{"error": …}` and keeps trying to reconnect; it never needs a restart. A script that runs past the Redis timeout
-//! is stopped with `SCRIPT KILL` ([`script_kill`]).
-//!
-//! No request can take the bridge down: every handler checks its input and answers a JSON error instead of
-//! panicking, and should one panic all the same, the panic is caught for that request alone (HTTP 500 `{"error": …}`)
-//! when the bridge is built with `panic = "unwind"` (cargo's `--profile bridge`; `--release` aborts, for the wasm).
-//! A Redis reply above the cap ([`BridgeConfig::max_reply_bytes`]) is refused as it streams in, never held
-//! (HTTP 413 `{"error": "ERR reply too large: …"}`, or that error for the one command in a `/pipeline`).
-//!
-//! In front of a Redis Cluster (`--redis redis+cluster://host:port,host:port`) the bridge routes each command to the
-//! master of its key's slot, splits `/pipeline` by node, and sends a command again only on a reply that proves it
-//! did not run (`cluster.rs`'s module docs say how, and why not with the redis crate's cluster client).
+//! Every request needs `Authorization: Bearer <token>`; the token's [`profile`] decides what it may run (`limiter`
+//! tokens only edgelimit's scripts, see [`fence`]), each profile as its own Redis ACL user. When Redis is out of reach
+//! the answer is HTTP 503 and the bridge keeps reconnecting. A handler's panic is that request's HTTP 500 (with
+//! `--profile bridge`, which unwinds); a reply above [`BridgeConfig::max_reply_bytes`] is dropped as it streams in.
+//! In front of a Redis Cluster (`redis+cluster://…`) commands are routed by slot (`cluster.rs`).
 
 mod cluster;
 mod clustered;
@@ -79,9 +68,8 @@ use self::tokens::{TokenTable, Tokens};
 /// How the bridge is set up.
 #[derive(Debug, Clone)]
 pub struct BridgeConfig {
-    /// Where Redis is, e.g. `redis://127.0.0.1:6379`; or a Redis Cluster's seed nodes,
-    /// `redis+cluster://[user:password@]host:port[,host:port…]` (any nodes of it: the bridge reads the rest from
-    /// them; the user and password are every node's).
+    /// Where Redis is, e.g. `redis://127.0.0.1:6379`, or a cluster's seed nodes,
+    /// `redis+cluster://[user:password@]host:port[,host:port…]`.
     pub redis_url: String,
     /// An admin token (`--token`); empty when the tokens come from [`BridgeConfig::tokens`] or the tokens file.
     pub token: String,
@@ -95,26 +83,20 @@ pub struct BridgeConfig {
     pub limiter_keys: Vec<String>,
     /// Largest request body accepted; larger ones get HTTP 413.
     pub max_request_bytes: usize,
-    /// The largest Redis reply passed on, in bytes as Redis sends them (RESP). A larger reply is read and discarded
-    /// as it arrives and the request gets HTTP 413 (in `/pipeline`, that command's item gets the error); the command
-    /// has run all the same. The replies of one `/pipeline` or `/multi-exec` together get the same budget: the
-    /// commands past it answer the same error instead of their result.
+    /// The largest Redis reply passed on, in RESP bytes; a larger one is discarded as it arrives (HTTP 413, though
+    /// the command ran). The replies of one `/pipeline` or `/multi-exec` share it.
     pub max_reply_bytes: u64,
-    /// The most bytes held at once for large requests (above [`memory_budget::SMALL`], counted
-    /// [`memory_budget::PARSED_REQUEST_FACTOR`] times while they are parsed) and large responses (until their clients
-    /// have read them), all requests together; a request or response that finds them taken is answered HTTP 429, one
-    /// larger than all of them HTTP 413.
+    /// The most bytes held at once for large requests and responses, all requests together (see [`memory_budget`]);
+    /// a request that finds it taken gets HTTP 429, one larger than all of it HTTP 413.
     pub max_memory_in_flight: u64,
-    /// Bound on connecting to Redis and on each Redis reply; on a cluster also how long one request may keep trying
-    /// after replies that prove its command did not run (`MOVED`, `TRYAGAIN`, …) or while no node can be reached.
+    /// Bound on connecting to Redis and on each reply; on a cluster also on one request's retries.
     pub redis_timeout: Duration,
     /// Web page origins allowed to call the bridge from a browser (`*`: any); none by default.
     pub cors_origins: CorsOrigins,
 }
 
 impl BridgeConfig {
-    /// A config with one admin token and the defaults: 1 MiB request bodies, 8 MiB replies, 2 s Redis timeout,
-    /// an ACL user per profile, the `limiter` user on the keys of [`profile::DEFAULT_LIMITER_KEYS`].
+    /// One admin token and the defaults: 1 MiB bodies, 8 MiB replies, 2 s Redis timeout, an ACL user per profile.
     pub fn new(redis_url: impl Into<String>, token: impl Into<String>) -> Self {
         BridgeConfig {
             redis_url: redis_url.into(),
@@ -132,14 +114,10 @@ impl BridgeConfig {
     }
 }
 
-/// The reply cap when none is set: 8 MiB, eight times the default request cap. Rendered as JSON a reply may grow up
-/// to six times (a control byte is `\u0001`), so one reply costs the bridge at most some 60 MB however large Redis's
-/// values (a pipeline's replies share it: see README, "Limits").
+/// The default reply cap, 8 MiB. As JSON a reply may grow sixfold (`\u0001`), so one reply costs at most some 60 MB.
 pub const DEFAULT_MAX_REPLY_BYTES: u64 = 8 << 20;
 
-/// The memory in flight when none is set: 256 MiB, room for 25 requests of the default body cap being parsed at once,
-/// or five of the largest responses the default reply cap allows (8 MiB of control bytes, each rendered as six:
-/// `\u0001`).
+/// The default memory in flight, 256 MiB: 25 default-sized requests being parsed, or five of the largest replies.
 pub const DEFAULT_MAX_MEMORY_IN_FLIGHT: u64 = 256 << 20;
 
 /// Why the bridge could not start.
@@ -227,7 +205,7 @@ pub async fn serve(
     let reloading = tokio::spawn(tokens.keep_reloading());
     tokio::spawn(check_redis_at_start(bridge.clone()));
     let app = app(routes(), bridge.clone(), &config);
-    // Open event streams never end by themselves: shutting down ends them, so that the graceful shutdown completes.
+    // Event streams never end by themselves; close them so the graceful shutdown completes.
     let shutdown = async move {
         shutdown.await;
         bridge.subscriptions.close_all();
@@ -272,8 +250,7 @@ fn check_limits(config: &BridgeConfig) -> Result<(), BridgeError> {
     Ok(())
 }
 
-/// Where `redis_url` points, without its password, for what the bridge prints; the URL itself when it does not
-/// parse (a password cannot be told apart then, but neither can the bridge use it: it refuses to start).
+/// Where `redis_url` points, without its password, for printing.
 pub fn redis_address(redis_url: &str) -> String {
     use redis::IntoConnectionInfo;
     if let Some(cluster) = cluster::describe_url(redis_url) {
@@ -314,8 +291,8 @@ fn routes() -> Router<Arc<Bridge>> {
         .route("/psubscribe/{*patterns}", post(subscribe::patterns))
 }
 
-/// `routes` behind the bridge's layers, innermost first: JSON answers to unknown routes and methods, the token check,
-/// the memory budget, the body cap, the panic catch, CORS.
+/// `routes` behind the bridge's layers, innermost first: JSON fallbacks, memory budget, token check, body cap,
+/// panic catch, CORS.
 fn app(routes: Router<Arc<Bridge>>, bridge: Arc<Bridge>, config: &BridgeConfig) -> Router {
     let memory_budget = Arc::new(memory_budget::MemoryBudget::new(
         config.max_memory_in_flight,
@@ -324,12 +301,11 @@ fn app(routes: Router<Arc<Bridge>>, bridge: Arc<Bridge>, config: &BridgeConfig) 
     routes
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
-        // Inside the token check, so that a request without a valid token takes nothing from the budget.
+        // Inside the token check: a request without a valid token takes nothing from the budget.
         .layer(middleware::from_fn_with_state(memory_budget, memory_budget::hold))
         .layer(middleware::from_fn_with_state(bridge.clone(), authenticate))
         .layer(DefaultBodyLimit::max(config.max_request_bytes))
-        // A panic in any handler is that request's HTTP 500, not the end of the process (with panic = "unwind").
-        // Inside the CORS layer, so that a page can read the error too.
+        // A panic is that request's HTTP 500; inside CORS so a page can read it.
         .layer(CatchPanicLayer::custom(panic_response))
         // Outermost, so that preflights are answered before the token check.
         .layer(middleware::from_fn_with_state(
@@ -339,8 +315,7 @@ fn app(routes: Router<Arc<Bridge>>, bridge: Arc<Bridge>, config: &BridgeConfig) 
         .with_state(bridge)
 }
 
-/// The answer to a request whose handler panicked. The panic's message went to stderr (the panic hook); the client
-/// learns only that this one request failed.
+/// The answer to a request whose handler panicked; the message went to stderr.
 fn panic_response(_panic: Box<dyn Any + Send + 'static>) -> Response {
     Failure::new(
         StatusCode::INTERNAL_SERVER_ERROR,
@@ -349,11 +324,9 @@ fn panic_response(_panic: Box<dyn Any + Send + 'static>) -> Response {
     .into_response()
 }
 
-/// Once at start-up: creates the Redis ACL users of the profiles that have tokens, so that a Redis that will not
-/// let the bridge do so is reported now rather than at the first request; and warns when Redis evicts keys under
-/// memory pressure: an evicted limiter key is a fresh limit (see [`crate::doctor`]). Warnings, not refusals to
-/// start: Redis may not be up yet (then nothing is said; `edgelimit doctor` checks any time), and a Redis shared
-/// with a cache may evict on purpose, at the limits' cost.
+/// Once at start-up: creates the profiles' ACL users, to report a Redis that refuses now rather than at the first
+/// request, and warns when Redis evicts keys (an evicted limiter key is a fresh limit). Warnings only: Redis may be
+/// down yet, or evict on purpose.
 async fn check_redis_at_start(bridge: Arc<Bridge>) {
     let links = match &bridge.redis {
         Links::Single(links) => links,
@@ -455,9 +428,8 @@ fn parse_body(body: Result<Bytes, BytesRejection>) -> Result<JsonValue, Failure>
     serde_json::from_slice(&bytes).map_err(|e| Failure::bad_request(format!("the request body is not valid JSON: {e}")))
 }
 
-/// How long a request to a cluster may take, sends again included: `--redis-timeout-ms`, or less when the client
-/// said it waits less ([`edgelimit::rest::DEADLINE_HEADER`]): past that the client has answered without this
-/// request, and a decision sent again would only spend permits nobody uses. A header that is not whole ms is a 400.
+/// How long a request to a cluster may take, retries included: `--redis-timeout-ms`, or less when the client waits
+/// less ([`edgelimit::rest::DEADLINE_HEADER`]); past that a resent decision would spend permits nobody uses.
 fn retry_budget(cluster: &cluster::Cluster, headers: &HeaderMap) -> Result<Duration, Failure> {
     let Some(value) = headers.get(edgelimit::rest::DEADLINE_HEADER) else {
         return Ok(cluster.timeout());
@@ -486,8 +458,7 @@ fn wants_base64(headers: &HeaderMap) -> bool {
         .is_some_and(|value| value.as_bytes().eq_ignore_ascii_case(b"base64"))
 }
 
-/// One prepared command, for a `SCRIPT LOAD` of a rewritten script the SHA1 its reply must name, and its words (which
-/// a cluster is routed by).
+/// One prepared command: the command, the SHA1 a `SCRIPT LOAD` reply must name, and its words (for routing).
 type Prepared = (redis::Cmd, Option<String>, Words);
 
 impl Bridge {
@@ -528,8 +499,7 @@ impl Bridge {
         }
     }
 
-    /// Starts a `SCRIPT KILL` when `error` says that a script may be holding Redis: a reply that timed out, or BUSY.
-    /// (On a cluster, the node's own killer is started where the error is met.)
+    /// Starts a `SCRIPT KILL` when `error` says a script may be holding Redis (a timeout, or BUSY).
     fn notice(&self, error: &redis::RedisError) {
         if error.is_timeout() || error.code() == Some("BUSY") {
             if let Some(killer) = &self.killer {
@@ -538,9 +508,8 @@ impl Bridge {
         }
     }
 
-    /// A Redis error reply is the client's 400, a reply above the cap 413, a refusal of the bridge's own use of
-    /// Redis (its login) a 400 with a Redis error's text (see [`json::refusal_text`]); only Redis out of reach is
-    /// 503, the answer a client may take for an outage.
+    /// Maps a Redis error to a status: an error reply 400, a reply above the cap 413, a refusal of the bridge's
+    /// login 400; only Redis out of reach is 503, which clients may take for an outage.
     fn failure(&self, error: &redis::RedisError) -> Failure {
         self.notice(error);
         if let Some(message) = json::redis_error_text(error) {
@@ -591,8 +560,7 @@ async fn single(
     if let Links::Cluster(cluster) = &bridge.redis {
         let budget = retry_budget(cluster, &headers)?;
         let value = clustered::single(cluster, profile, &prepared, budget).await?;
-        // A reply combined from every master (KEYS) is held to the cap as a whole, as one Redis's reply is (one
-        // node's reply has been, by the reply cap, as it arrived).
+        // A reply combined from every master (KEYS) is held to the cap as a whole.
         let combined = matches!(routing::route(&prepared.2), Ok(routing::Route::EveryMaster(_)));
         if combined && json::wire_size(&value) > bridge.max_reply_bytes {
             return Err(Failure::new(
@@ -654,11 +622,8 @@ async fn batch(
         let loaded_shas = prepared.into_iter().map(|(_, loaded_sha, _)| loaded_sha).collect();
         return Ok(Json(bridge.render_batch(results, loaded_shas, wants_base64(headers))));
     }
-    // A transaction is written out as MULTI, the commands, EXEC, and its replies read here rather than by the redis
-    // crate's atomic mode, which turns an EXEC answered by an error (a reply the cap refused) into a parse failure.
-    // One request's commands are written to the connection together, so no other request's fall in between. Its
-    // replies arrive as one, EXEC's, which the cap holds as it does any reply: only a pipeline's are announced as
-    // sharing the cap (shared_budget.rs).
+    // MULTI…EXEC is written out by hand: the redis crate's atomic mode turns an EXEC answered by an error (a reply
+    // the cap refused) into a parse failure. Only a pipeline's replies are announced as sharing the cap.
     let (mut pipe, announced) = shared_budget::pipeline(if atomic { 0 } else { count });
     if atomic {
         pipe.cmd("MULTI");
@@ -719,9 +684,8 @@ impl ReplyBudget {
 impl Bridge {
     /// The items of a `/pipeline` or `/multi-exec` answer, in order.
     fn render_batch(&self, results: Vec<BatchResult>, loaded_shas: Vec<Option<String>>, base64: bool) -> JsonValue {
-        // Each reply is within the cap already (the reply cap refused larger ones as they arrived), and together
-        // within it too when the pipeline was announced (shared_budget.rs). Held to the budget here as well: for a
-        // cluster, whose nodes each kept their part of a pipeline to the budget, and when Redis refused the marker.
+        // The reply cap held each reply, and a pipeline's together when announced (shared_budget.rs); held here
+        // too for a cluster's pieces and when Redis refused the marker.
         let mut budget = ReplyBudget::new(self.max_reply_bytes);
         let items = results
             .into_iter()
@@ -734,8 +698,8 @@ impl Bridge {
         JsonValue::Array(items)
     }
 
-    /// The per-command results of `MULTI`, `count` commands, `EXEC`; or why the transaction failed as a whole: a
-    /// command Redis refused to queue (EXECABORT, naming each), or an EXEC reply the reply cap refused.
+    /// The per-command results of `MULTI`, the commands, `EXEC`; or why the transaction failed as a whole
+    /// (EXECABORT naming each refused command, or an EXEC reply the cap refused).
     fn transaction_results(
         &self,
         mut replies: Vec<redis::RedisResult<redis::Value>>,
@@ -769,7 +733,7 @@ impl Bridge {
                 refused.join("; ")
             ))),
             Some(Err(e)) => Err(self.failure(&e)),
-            // Not an outage (a 502 would be one to clients): a reply the bridge cannot read is reported.
+            // Not an outage (clients would take a 502 for one): an unreadable reply is reported as a bug.
             _ => Err(Failure::new(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 format!("Redis answered EXEC of {count} commands with something else than their {count} results"),
@@ -812,8 +776,7 @@ mod tests {
         assert!(check(&config).is_ok());
     }
 
-    /// The bridge's own layers around a route that panics (it exists only here: the bridge has no way to panic on
-    /// purpose). Test builds unwind, as `--profile bridge` does.
+    /// The bridge's layers around a route that panics on purpose; test builds unwind, as `--profile bridge` does.
     #[tokio::test]
     async fn a_panicking_handler_answers_500_in_json_and_the_bridge_keeps_serving() {
         let config = BridgeConfig::new("redis://127.0.0.1:1", "test-admin-token");

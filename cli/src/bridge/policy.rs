@@ -1,8 +1,8 @@
 //! Commands the bridge refuses, and why.
 //!
-//! Every REST request shares one multiplexed Redis connection, so a command that changes the *connection's* state
-//! (MULTI, SELECT, SUBSCRIBE, …) or blocks it (BLPOP, WAIT, …) would leak into, or stall, every other client's
-//! requests. Upstash refuses these over REST for the same reason; `/multi-exec` is the way to get a transaction.
+//! Every REST request shares one multiplexed Redis connection, so commands that change the connection's state
+//! (MULTI, SELECT, SUBSCRIBE, …) or block it (BLPOP, WAIT, …) would leak into or stall other clients' requests.
+//! Upstash refuses them too; `/multi-exec` is the way to a transaction.
 
 /// The reason `words` may not run over the shared connection, or `None` when it may.
 pub fn refusal(words: &[Vec<u8>]) -> Option<String> {

@@ -6,14 +6,10 @@
 //! | `readonly` | dashboards, `state()` | commands Redis files as `@read` (not `@dangerous`), the read-only `inspect` script | `edgelimit-readonly`: `+@read -@dangerous` and no command that writes |
 //! | `admin` | operators, `edgelimit admin` | everything the bridge serves | the user of `--redis` |
 //!
-//! Why two fences: Redis checks each `redis.call` of a script against the user's ACL, so a user that may run the
-//! limiter's scripts may write the limiter's keys, and with `EVAL` any script body could; and the scripts trust their
-//! arguments (an explicit time, a refund's receipt). Redis's ACL cannot say "only these scripts, with these
-//! arguments", so the bridge does ([`super::fence`]), and the ACL user bounds what a bug in that fence could reach.
-//!
-//! The bridge creates (or updates) each profile's user itself, with `ACL SETUSER` over the `--redis` connection, when
-//! it first connects for that profile; see [`RedisAcl`]. The user's password is derived from the `--redis` URL
-//! ([`password`]), so every bridge in front of the same Redis sets the same one and none locks another out.
+//! Why two fences: Redis's ACL checks each `redis.call`, so a user that may run the scripts may write their keys, and
+//! with `EVAL` any script could; and the scripts trust their arguments. The ACL cannot say "only these scripts, with
+//! these arguments", so the bridge does ([`super::fence`]); the ACL user bounds what a bug in that fence could reach.
+//! The bridge creates each user with `ACL SETUSER` ([`RedisAcl`]), its password derived from the `--redis` URL.
 
 use std::fmt;
 use std::str::FromStr;
@@ -83,20 +79,17 @@ pub enum RedisAcl {
     /// It creates the users and runs each profile's requests as its user (the default).
     #[default]
     Provision,
-    /// Every request runs as the `--redis` URL's user: for a Redis whose ACL the bridge may not change (some managed
-    /// services). The bridge's own fence still applies to `limiter` tokens; `readonly` tokens are then refused at
-    /// start-up, because without its ACL user nothing confines them.
+    /// Every request runs as the `--redis` URL's user, for a Redis whose ACL the bridge may not change. The fence
+    /// still holds `limiter` tokens; `readonly` tokens are refused, since nothing would confine them.
     Off,
 }
 
-/// The key patterns of the `limiter` user when none are given: the family's default prefix (`edgelimit:{name}:…`)
-/// and Redisson-layout limiters named under it (`edgelimit:x`, `{edgelimit:x}:value`, …).
+/// The `limiter` user's key patterns by default: the family's prefix (`edgelimit:{name}:…`) and Redisson-layout
+/// limiters under it (`{edgelimit:x}:value`).
 pub const DEFAULT_LIMITER_KEYS: [&str; 2] = ["edgelimit:*", "{edgelimit:*"];
 
-/// What a user needs to run scripts at all (the bridge's fence decides which ones), and `PING`; the `ECHO` that the
-/// bridge starts a pipeline with (`shared_budget.rs`); and the transaction the bridge wraps a `/multi-exec` in.
-/// Without `MULTI`, Redis refused it and then ran the commands one by one, outside any transaction, and the request
-/// answered an error after they had run.
+/// What a user needs to run scripts at all (the fence decides which), `PING`, the `ECHO` a pipeline starts with
+/// (`shared_budget.rs`), and `MULTI`/`EXEC`: without them Redis would run a `/multi-exec`'s commands one by one.
 const SCRIPT_RUNNING: &[&str] = &[
     "echo",
     "multi",
@@ -111,8 +104,7 @@ const SCRIPT_RUNNING: &[&str] = &[
     "script|exists",
 ];
 
-/// Every command edgelimit's scripts call, which the `limiter` user must hold for Redis to let the scripts run (a
-/// test checks the list against the `redis.call`s in `lua/`).
+/// Every command edgelimit's scripts call, which the `limiter` user must hold (a test checks it against `lua/`).
 pub const SCRIPT_COMMANDS: &[&str] = &[
     "decrby",
     "del",
@@ -137,8 +129,8 @@ pub const SCRIPT_COMMANDS: &[&str] = &[
     "zremrangebyscore",
 ];
 
-/// The rules after `ACL SETUSER <user>` for `profile`'s user, its password first: a fresh start (`reset`) so that a
-/// rule dropped from this list is dropped from Redis too.
+/// The rules after `ACL SETUSER <user>` for `profile`, its password first, from a fresh `reset` so that a rule
+/// dropped here is dropped from Redis too.
 pub fn acl_rules(profile: Profile, password: &str, limiter_keys: &[String]) -> Vec<String> {
     let mut rules = vec![
         "reset".to_owned(),
@@ -152,9 +144,8 @@ pub fn acl_rules(profile: Profile, password: &str, limiter_keys: &[String]) -> V
             [SCRIPT_RUNNING, SCRIPT_COMMANDS].concat()
         }
         Profile::Readonly => {
-            // Every key, read or write: Redis counts the keys of EVALSHA as written to, so read-only key
-            // permissions (`%R~*`) would refuse the inspect script. No write is possible all the same: the user
-            // holds no command that writes, and Redis checks each `redis.call` of a script too.
+            // Every key: Redis counts EVALSHA's keys as written, so `%R~*` would refuse the inspect script. The user
+            // still cannot write: it holds no writing command, and Redis checks each `redis.call`.
             rules.push("~*".to_owned());
             rules.push("+@read".to_owned());
             rules.push("-@dangerous".to_owned());
@@ -166,9 +157,8 @@ pub fn acl_rules(profile: Profile, password: &str, limiter_keys: &[String]) -> V
     rules
 }
 
-/// The password of `user` on the Redis at `redis_url`: SHA-256 of both, so it is as secret as the URL's own
-/// password, the same for every bridge configured with that URL, and never stored. When the URL holds no password,
-/// anyone who reaches Redis is its default user already, and the derived password protects nothing more.
+/// The password of `user` on the Redis at `redis_url`: SHA-256 of both, as secret as the URL's own password, the
+/// same for every bridge with that URL, never stored.
 pub fn password(redis_url: &str, user: &str) -> String {
     let mut hasher = Sha256::new();
     hasher.update(b"edgelimit bridge ACL user password, v1\0");

@@ -1,10 +1,8 @@
 //! The bridge's one multiplexed connection to Redis, made on first use and remade after it breaks.
 //!
-//! One `MultiplexedConnection` pipelines every request over one socket. The bridge opens the socket itself so that
-//! everything Redis answers passes through the reply cap ([`super::reply_cap`]) before the redis crate reads it; the
-//! crate's `ConnectionManager` cannot be given such a socket, so reconnecting is done here: when the connection's
-//! driver ends (Redis closed the socket, or the socket failed), the next request connects anew. A bridge started
-//! before Redis (or while it is down) answers 503 until Redis is reachable, and then works without a restart.
+//! The bridge opens the socket itself so that everything Redis sends passes through the reply cap
+//! ([`super::reply_cap`]); the redis crate's `ConnectionManager` cannot take such a socket, so reconnecting is done
+//! here: when the driver ends, the next request connects anew. A bridge started before Redis answers 503 until then.
 
 use std::io;
 use std::pin::Pin;
@@ -24,9 +22,8 @@ use super::write_batch::WriteBatching;
 pub(super) trait Socket: AsyncRead + AsyncWrite + Send + Unpin {}
 impl<S: AsyncRead + AsyncWrite + Send + Unpin> Socket for S {}
 
-/// A new socket to the Redis `info` names, read through the reply cap (`cap` bytes): what every connection of the
-/// bridge to Redis is made of, so that nothing Redis sends reaches the redis crate unbounded. Its writes are batched
-/// ([`WriteBatching`]).
+/// A new socket to the Redis `info` names, read through the reply cap (`cap` bytes) and with batched writes
+/// ([`WriteBatching`]): what every connection of the bridge is made of.
 pub(super) async fn open_capped(
     info: &ConnectionInfo,
     cap: u64,
@@ -73,8 +70,8 @@ impl Drop for ClearOnDrop {
 }
 
 impl RedisLink {
-    /// A link to the Redis `info` names, as the user it names; connects on first use. `timeout` bounds both
-    /// connecting and each reply; no reply larger than `max_reply_bytes` reaches the bridge.
+    /// A link to the Redis `info` names, as its user; connects on first use. `timeout` bounds connecting and each
+    /// reply; no reply larger than `max_reply_bytes` reaches the bridge.
     pub fn new(info: ConnectionInfo, timeout: Duration, max_reply_bytes: u64) -> Self {
         RedisLink {
             info,
@@ -89,8 +86,8 @@ impl RedisLink {
         self.connection_after(|| async { Ok(()) }).await
     }
 
-    /// [`RedisLink::connection`], running `before_connecting` first whenever a connection must be made (under the
-    /// link's lock, so once however many requests wait). Its error is the request's, and nothing connects.
+    /// [`RedisLink::connection`], running `before_connecting` first whenever a connection must be made (once, under
+    /// the lock). Its error is the request's, and nothing connects.
     pub async fn connection_after<F, Fut>(&self, before_connecting: F) -> redis::RedisResult<MultiplexedConnection>
     where
         F: FnOnce() -> Fut,

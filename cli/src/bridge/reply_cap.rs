@@ -1,25 +1,10 @@
 //! The reply cap: a bounded reader between the Redis socket and the redis crate.
 //!
-//! The redis crate reads each reply whole into memory before the bridge sees it, and the bridge then renders it as
-//! JSON (up to six times larger: `"\u0001"` for one byte). A 50-byte `SETRANGE k 199999999 x` followed by `GET k` once
-//! drove the bridge to 1.5 GB. So the bridge reads Redis through [`CappedStream`], which follows the RESP framing of
-//! everything Redis sends and holds each top-level reply until it is complete:
-//!
-//! - a reply of at most the cap passes on to the redis crate unchanged;
-//! - a reply that grows past the cap is dropped as it streams in (its bytes are read and discarded, never held), and
-//!   the redis crate receives an error reply in its place, starting with [`REPLY_TOO_LARGE`]; a bulk string whose
-//!   announced length is already too large is discarded from its header on;
-//! - a reply nested deeper than [`MAX_DEPTH`] levels is replaced the same way (the redis crate's parser refuses more
-//!   than 100 levels by dropping the connection, which would fail every request in flight);
-//! - a status or error line that is not UTF-8 (a Lua `redis.status_reply("\xff")`) is passed on with the invalid bytes
-//!   replaced by U+FFFD, because the redis crate's parser would otherwise drop the connection.
-//!
-//! The replies of one `/pipeline` share one budget of the cap when the bridge announces them ([`shared_budget`]):
-//! a reply that would take their total past the cap is discarded the same way, and its command answers
-//! [`over_budget`].
-//!
-//! The command itself has run in Redis: only its reply is discarded. Memory held here is at most the cap (plus one
-//! read buffer), whatever Redis sends.
+//! The redis crate holds each reply whole, and the bridge renders it up to six times larger as JSON, so the bridge
+//! reads Redis through [`CappedStream`]: it follows RESP and replaces with an error reply ([`REPLY_TOO_LARGE`]) any
+//! reply past the cap, or past what its pipeline left ([`shared_budget`]), discarding it as it arrives. It also
+//! replaces replies nested past [`MAX_DEPTH`] and makes status lines UTF-8, either of which would make the redis crate
+//! drop the connection. The command has run all the same. More in docs/design/bridge-memory.md.
 
 use std::io;
 use std::pin::Pin;
@@ -38,8 +23,7 @@ pub const REPLY_TOO_DEEP: &str = "ERR reply nested too deeply";
 /// The deepest nesting passed on; the redis crate itself refuses more than 100 levels.
 pub const MAX_DEPTH: usize = 64;
 
-/// Past this nesting the peer is not a Redis server (Redis's Lua conversion stops far earlier): the connection is
-/// dropped rather than tracked, so even a hostile peer cannot grow the nesting stack without bound.
+/// Past this nesting the peer is not Redis: the connection is dropped, so the nesting stack stays bounded.
 const ABSURD_DEPTH: usize = 100_000;
 
 /// The longest header line (`$123\r\n`, `*2\r\n`): a sign, 19 digits and CRLF fit.
@@ -128,8 +112,8 @@ impl Scanner {
         }
     }
 
-    /// The most bytes the current reply may have: the cap, or less of it when earlier replies of its request took
-    /// some; and why a larger one is refused.
+    /// The most bytes the current reply may have (the cap, or what its request's earlier replies left) and why a
+    /// larger one is refused.
     fn limit(&self) -> (u64, Refusal) {
         match self.shared {
             Some(shared) if shared.bytes < self.cap => (shared.bytes, Refusal::OverBudget),

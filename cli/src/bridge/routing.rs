@@ -1,10 +1,8 @@
 //! Which node of a Redis Cluster a command goes to: the hash slot of its keys ([`edgelimit::limit::hash_slot`]).
 //!
-//! The redis crate has such a table (`cluster_routing`), but keeps it private to its cluster client, which the bridge
-//! does not use (see [`super::cluster`]); this is the part of it the bridge needs. Where the table does not know a
-//! command's keys, the first argument is taken as its key, as Redis Cluster clients do: a command routed to the wrong
-//! node is answered `MOVED` (or `CROSSSLOT`) by Redis and never runs there, so a wrong guess costs a round trip, never
-//! a wrong result.
+//! The redis crate's routing table is private to its cluster client, which the bridge does not use. Where a
+//! command's keys are unknown, its first argument is taken as the key: a wrong guess is answered `MOVED` (or
+//! `CROSSSLOT`) and never runs, so it costs a round trip, never a wrong result.
 
 use edgelimit::limit::hash_slot;
 
@@ -17,8 +15,8 @@ pub enum Route {
     Slot(u16),
     /// Any master: the command names no key (`PING`, `TIME`, `SCRIPT EXISTS`, a script of no keys).
     AnyMaster,
-    /// Every master, one reply for all ([`Combine`]): commands that change each node's own state (`SCRIPT LOAD`,
-    /// `FLUSHALL`) or count over all of them (`DBSIZE`, `KEYS`).
+    /// Every master, one reply for all: commands on each node's own state (`SCRIPT LOAD`, `FLUSHALL`) or counting
+    /// over all (`DBSIZE`, `KEYS`).
     EveryMaster(Combine),
 }
 
@@ -36,8 +34,7 @@ pub enum Combine {
 /// The error Redis gives for keys in different slots, with what to do, as the bridge answers it before sending.
 pub const CROSSSLOT: &str = "CROSSSLOT Keys in request don't hash to the same slot";
 
-/// Where `words` goes, or the `CROSSSLOT` error when its keys lie in different slots (a script's declared keys, the
-/// keys of `MGET`, `DEL`, `MSET`, …): on a cluster such a command could not run on any one node.
+/// Where `words` goes, or `CROSSSLOT` when its keys lie in different slots (no one node could run it).
 pub fn route(words: &Words) -> Result<Route, String> {
     let Some(name) = words.first() else {
         return Ok(Route::AnyMaster);
@@ -67,8 +64,8 @@ pub fn route(words: &Words) -> Result<Route, String> {
     Ok(Route::Slot(first))
 }
 
-/// The slot of one transaction's commands, `None` when none names a key, or the `CROSSSLOT` error: a transaction
-/// runs on one node, so all its keys must share a slot.
+/// The slot of one transaction's commands (`None` when none names a key), or `CROSSSLOT`: a transaction runs on one
+/// node.
 pub fn transaction_slot(commands: &[&Words]) -> Result<Option<u16>, String> {
     let mut slot = None;
     for (i, words) in commands.iter().enumerate() {
@@ -86,8 +83,8 @@ pub fn transaction_slot(commands: &[&Words]) -> Result<Option<u16>, String> {
     Ok(slot)
 }
 
-/// The keys of a command that the bridge knows how to find (all of them for scripts and the common multi-key
-/// commands, the first one otherwise); empty for commands without keys.
+/// The keys of a command the bridge knows how to find (all for scripts and common multi-key commands, else the
+/// first); empty for commands without keys.
 fn keys<'a>(name: &[u8], sub: Option<&[u8]>, words: &'a Words) -> Vec<&'a [u8]> {
     let from = |start: usize| words.get(start..).unwrap_or_default();
     let one = |at: usize| words.get(at).map(Vec::as_slice).into_iter().collect::<Vec<_>>();

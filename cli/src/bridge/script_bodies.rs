@@ -1,12 +1,7 @@
-//! The bodies of the scripts the bridge has seen, by SHA1, so that an `EVALSHA` answered `NOSCRIPT` by a cluster node
-//! can be loaded there and sent again ([`super::cluster`]).
-//!
-//! `SCRIPT LOAD` reaches the masters of the moment; a replica promoted after a failover never got it (Redis does not
-//! replicate `SCRIPT LOAD`), nor does a master added later. A client that meets `NOSCRIPT` falls back to `EVAL` (all of
-//! edgelimit's do), but the bridge can spare it the round trip when it knows the body: edgelimit's own scripts always,
-//! and any other the bridge saw in `EVAL` or `SCRIPT LOAD`, as Redis runs it (after [`super::shebang`]'s rewrite, so
-//! that the SHA1 it is found by is the one Redis knows). `NOSCRIPT` proves the script did not run, so sending it again
-//! once loaded cannot run it twice.
+//! The bodies of the scripts the bridge has seen, by SHA1, so that an `EVALSHA` a cluster node answers `NOSCRIPT`
+//! (a replica promoted after failover never got `SCRIPT LOAD`) can be loaded there and sent again
+//! ([`super::cluster`]). Bodies are kept as Redis runs them (after [`super::shebang`]'s rewrite). `NOSCRIPT` proves
+//! the script did not run, so resending cannot run it twice.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};

@@ -1,15 +1,10 @@
 //! Stopping a script that runs too long, so that one request cannot stall every other.
 //!
-//! Redis runs one command at a time: while a script runs, every other client waits (a pool of connections would not
-//! help). When a request times out or Redis answers `BUSY`, the bridge sends `SCRIPT KILL` on a connection of its
-//! own, as the `--redis` URL's user (which must hold `+script|kill`), or `FUNCTION KILL` when Redis says a function
-//! (`FCALL`) is what runs (`+function|kill`). Redis reads other clients only once the script
-//! has run `busy-reply-threshold` ms (5000 by default), so that is when the kill lands and the requests waiting
-//! behind the script go on: the recovery bound is that threshold plus one connect, whatever the bridge's timeout.
-//!
-//! A script that has written cannot be killed (Redis would lose atomicity): Redis answers `UNKILLABLE`, and only
-//! `SHUTDOWN NOSAVE` ends it, which the bridge will not do on its own (it loses every write since the last save).
-//! The bridge then says so on stderr and in each 503 until the script ends by itself.
+//! Redis runs one command at a time, so a long script stalls every client. When a request times out or Redis answers
+//! `BUSY`, the bridge sends `SCRIPT KILL` (or `FUNCTION KILL` for an `FCALL`) on a connection of its own, as the
+//! `--redis` URL's user. Redis reads it only after `busy-reply-threshold` (5 s by default): that is the recovery bound.
+//! A script that has written is `UNKILLABLE` (only `SHUTDOWN NOSAVE` ends it, which the bridge will not do): the
+//! bridge says so on stderr and in each 503 until it ends.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -17,8 +12,8 @@ use std::time::Duration;
 
 use redis::{AsyncConnectionConfig, ConnectionInfo};
 
-/// How long the kill may wait for Redis to read it: far above the default `busy-reply-threshold` of 5 s. A Redis
-/// configured with a longer threshold answers later than this; the next timed-out request then tries again.
+/// How long the kill may wait for Redis to read it, far above the default `busy-reply-threshold`; past it the next
+/// timed-out request tries again.
 const KILL_WAIT: Duration = Duration::from_secs(60);
 
 /// What the bridge tells a client while an unkillable script holds Redis.
@@ -85,7 +80,7 @@ impl ScriptKiller {
                 eprintln!("edgelimit bridge: a script or function ran past the timeout; stopped it");
                 false
             }
-            // Nothing ran: the timeout had another cause (Redis slow or unreachable), or the script ended.
+            // Nothing ran: the timeout had another cause, or the script ended.
             Err(e) if e.code() == Some("NOTBUSY") => false,
             Err(e) if e.code() == Some("UNKILLABLE") => {
                 eprintln!("edgelimit bridge: ERROR: {UNKILLABLE_NOTE}");

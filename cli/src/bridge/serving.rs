@@ -1,20 +1,9 @@
-//! The bridge's accept loop: what `axum::serve` does for the bridge (HTTP/1.1 with keep-alive, a graceful shutdown
-//! that lets requests in flight finish), plus a deadline for a request's head.
+//! The bridge's accept loop: HTTP/1.1 with keep-alive and a graceful shutdown, as `axum::serve`, plus deadlines.
 //!
-//! Why not `axum::serve`: it runs hyper without a timer, so a connection that sends the first bytes of a request and
-//! then nothing is held open forever. Enough of them (one client opening a few thousand, "slowloris") took every file
-//! descriptor the bridge had, and every other client was locked out until they let go. Here each connection must
-//! send a whole request head within [`HEADER_READ_TIMEOUT`], an idle keep-alive connection its next one too, or
-//! hyper closes it. What a request does after its head (its body, capped in size; the handler, bounded by the Redis
-//! timeout; an event stream, which writes a heartbeat) is not affected.
-//!
-//! A connection whose client stops reading is closed once a write has waited [`WRITE_STALL_TIMEOUT`] (the clock
-//! starts again whenever a write makes progress): a response held for a client that never reads it is memory the
-//! bridge never gets back ([`super::memory_budget`]). A slow reader is not cut off, only one that reads nothing.
-//!
-//! HTTP/1.1 only: every client of the REST protocol speaks it, and serving HTTP/2 as well first reads a
-//! connection's opening bytes to tell the two apart, with no deadline, so a connection that sent nothing (or part of
-//! HTTP/2's preface) was held forever all the same; HTTP/2 has no header timer either.
+//! `axum::serve` runs hyper without a timer, so a connection that sends part of a request head and then nothing is
+//! held forever (slowloris: enough of them take every file descriptor). Here a request head must arrive within
+//! [`HEADER_READ_TIMEOUT`], and a connection whose client stops reading is closed after [`WRITE_STALL_TIMEOUT`]
+//! without progress, freeing what its response held. HTTP/1.1 only: telling HTTP/2 apart reads bytes with no deadline.
 
 use std::future::Future;
 use std::io;
@@ -28,8 +17,7 @@ use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio_io_timeout::TimeoutStream;
 
-/// How long a connection may take to send a request's head (the request line and headers), and an idle keep-alive
-/// connection its next one. A REST client sends its request at once; 10 s leaves room for a slow network.
+/// How long a connection may take to send a request's head, and an idle keep-alive connection its next one.
 pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How long a write to a client may wait without any progress before the connection is closed.
@@ -70,8 +58,8 @@ pub async fn serve(listener: TcpListener, app: Router, shutdown: impl Future<Out
     Ok(())
 }
 
-/// After a failed accept, as `axum::serve` does: out of file descriptors (EMFILE, ENFILE) waits a second for
-/// connections to close rather than spinning; a connection reset before it was accepted is tried again at once.
+/// After a failed accept, as `axum::serve` does: out of file descriptors waits a second rather than spin; a
+/// connection reset before it was accepted is tried again at once.
 async fn wait_after_accept_error(error: io::Error) {
     if !matches!(
         error.kind(),

@@ -1,27 +1,10 @@
 //! One reply budget for all the replies of one `/pipeline`, kept as they stream in.
 //!
-//! The reply cap ([`super::reply_cap`]) holds each reply to `--max-reply-bytes`, but a pipeline of N commands is one
-//! message to the redis crate, which collects all N replies before the bridge sees any of them (and keeps collecting
-//! after the request gave up). So 400 `GET`s of an 8 MiB value held 400 × 8 MiB and killed a 2 GB bridge, although
-//! only the first replies within the request's budget were ever answered.
-//!
-//! The reply cap cannot tell by itself which replies belong to one request: every request shares one multiplexed
-//! connection, and the redis crate decides the order of writes. So the bridge tells it in-band: it starts each
-//! pipeline of two or more commands with `ECHO <marker><count>`, and the reply cap, reading that echo, holds the
-//! next `count` replies to one budget of the cap together. A reply that would take the budget past the cap is
-//! discarded as it arrives, like a reply above the cap, and its command answers [`super::reply_cap::over_budget`].
-//!
-//! Each marker is 128 random bits drawn for its pipeline, registered (with the pipeline's count) before the pipeline
-//! is sent, and good once: the reply cap takes it out of the register when it reads it, and so does the pipeline
-//! when it ends. A client cannot forge one: its own command's reply would have to name a marker still waiting, which
-//! it cannot know before Redis has run it (what Redis logs, SLOWLOG or MONITOR for an admin, shows markers already
-//! used). Should Redis refuse the echo (a `--redis-acl off` user without `ECHO`), nothing is announced, and the bridge
-//! still holds the replies to the budget when it renders them, only no longer as they arrive.
-//!
-//! (A cap below the echo's size, some 60 bytes, refuses the echo as it does any reply, and nothing is announced: with
-//! no reply larger than that, the replies held until the budget is checked are small too.)
-//!
-//! A `/multi-exec` needs none of this: its commands' replies arrive as one reply, `EXEC`'s, held to the cap.
+//! A pipeline's N replies are one message to the redis crate, which collects them all before the bridge sees any, so
+//! the reply cap alone would let N capped replies pile up. The bridge starts each pipeline of two or more commands
+//! with `ECHO <marker><count>`; the reply cap, reading that echo, holds the next `count` replies to one cap together.
+//! A marker is 128 random bits, registered before sending and good once, so a client cannot forge one. Why and how:
+//! docs/design/bridge-memory.md.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
@@ -38,9 +21,8 @@ fn waiting<T>(act: impl FnOnce(&mut HashMap<u128, u64>) -> T) -> T {
     act(lock.get_or_insert_with(HashMap::new))
 }
 
-/// A pipeline of `count` commands, as the bridge sends it: errors kept per command, and for two or more commands the
-/// marker first, which [`Announced::replies`] takes out again. (Without random bytes from the operating system, the
-/// pipeline goes unannounced.)
+/// A pipeline of `count` commands, errors kept per command, and for two or more commands the marker first, which
+/// [`Announced::replies`] takes out again (no marker without OS randomness).
 pub(super) fn pipeline(count: usize) -> (redis::Pipeline, Announced) {
     let mut pipe = redis::pipe();
     pipe.ignore_errors();
@@ -55,8 +37,7 @@ pub(super) fn pipeline(count: usize) -> (redis::Pipeline, Announced) {
     (pipe, Announced(marker))
 }
 
-/// The marker a pipeline starts with, if any; dropping it forgets the marker, read or not (a pipeline whose
-/// connection failed before the echo arrived leaves nothing behind).
+/// The marker a pipeline starts with, if any; dropping it forgets the marker, read or not.
 #[derive(Debug)]
 pub(super) struct Announced(Option<u128>);
 
@@ -78,8 +59,8 @@ impl Drop for Announced {
     }
 }
 
-/// The count a marker's echo announces, when `reply` (one whole RESP reply) is the echo of a marker still waiting,
-/// which it then no longer is; `None` for any other reply.
+/// The count a marker's echo announces, when `reply` is the echo of a marker still waiting (which it then no longer
+/// is); `None` for any other reply.
 pub(super) fn announced_count(reply: &[u8]) -> Option<u64> {
     let body = reply.strip_prefix(b"$")?;
     let header_end = body.iter().position(|&b| b == b'\n')?;

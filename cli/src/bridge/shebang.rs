@@ -1,10 +1,8 @@
 //! Running scripts written for Upstash on stock Redis.
 //!
-//! Upstash's clients (e.g. `@upstash/ratelimit`) may start a script with `#!lua flags=allow-key-locking`. Stock
-//! Redis rejects that flag, so the bridge strips it before Redis sees the script. The client, however, computed the
-//! script's SHA1 from the *original* text and will later send `EVALSHA <original sha>`; the bridge remembers which
-//! SHA1 Redis knows the rewritten script by and translates. After a bridge restart the memory is empty: Redis
-//! answers `NOSCRIPT`, the client falls back to `EVAL`, and the mapping is learnt again.
+//! Upstash's clients may start a script with `#!lua flags=allow-key-locking`, which stock Redis rejects, so the
+//! bridge strips it. The client will send `EVALSHA <sha of the original>`, so the bridge remembers which SHA1 Redis
+//! knows the rewritten script by; after a restart, `NOSCRIPT` makes the client `EVAL` again and the pair is relearnt.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -14,8 +12,7 @@ use super::json::Words;
 /// Flags Upstash accepts that stock Redis does not know.
 const UPSTASH_ONLY_FLAGS: &[&str] = &["allow-key-locking"];
 
-/// Forget everything past this many scripts rather than grow without bound; a forgotten mapping only costs a
-/// `NOSCRIPT` and one `EVAL`.
+/// Forget everything past this many scripts; a forgotten pair only costs a `NOSCRIPT` and one `EVAL`.
 const MAX_REMEMBERED: usize = 10_000;
 
 /// The SHA1 translations learnt from rewritten scripts.
@@ -27,8 +24,8 @@ pub struct ScriptAliases {
 
 /// The script text with Upstash-only flags removed, or `None` when it needs no change.
 pub fn strip_upstash_flags(script: &[u8]) -> Option<Vec<u8>> {
-    // The first line, without its LF and, on a CRLF line, without its CR: the CR stays with the rest of the text, so
-    // the body stays byte-for-byte the same. Slices are taken with checked calls only: no script can panic here.
+    // The first line without its LF; a CR stays with the rest, so the body stays byte for byte the same. Checked
+    // slicing only: no script can panic here.
     let line = script.split(|&b| b == b'\n').next().unwrap_or_default();
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     let body = script.get(line.len()..)?;
@@ -70,12 +67,9 @@ pub(super) fn sha1_hex(bytes: &[u8]) -> String {
 }
 
 impl ScriptAliases {
-    /// Rewrites the script-carrying commands (EVAL, EVALSHA, their `_RO` forms, SCRIPT LOAD/EXISTS) in place.
-    /// Returns the client's SHA1 when the command was a `SCRIPT LOAD` of a rewritten script: the reply must then
-    /// name that SHA1, not the one Redis computed.
-    ///
-    /// A command too short to carry its script or SHA1 is left as it is, for Redis to refuse ("wrong number of
-    /// arguments"): every word is reached through `get_mut`, never by index, so no request can panic here.
+    /// Rewrites the script-carrying commands (EVAL, EVALSHA, their `_RO` forms, SCRIPT LOAD/EXISTS) in place; for a
+    /// `SCRIPT LOAD` of a rewritten script, returns the client's SHA1, which the reply must name. A command too short
+    /// is left for Redis to refuse (`get_mut` only: no request can panic here).
     pub fn rewrite(&self, words: &mut Words) -> Option<String> {
         let name = String::from_utf8_lossy(words.first()?).to_ascii_uppercase();
         let sub = words.get(1).map(|w| String::from_utf8_lossy(w).to_ascii_uppercase());
@@ -117,9 +111,8 @@ impl ScriptAliases {
         }
     }
 
-    /// The map, even after a panic in another request while it held the lock: every change to the map is a single
-    /// `clear` or `insert`, so a poisoned map is still a consistent one, and refusing it would fail every later script
-    /// command.
+    /// The map, even after a panic elsewhere held the lock: each change is one `clear` or `insert`, so it is still
+    /// consistent, and refusing it would fail every later script command.
     fn aliases(&self) -> MutexGuard<'_, HashMap<String, String>> {
         self.redis_sha_of.lock().unwrap_or_else(PoisonError::into_inner)
     }

@@ -1,7 +1,6 @@
-//! `POST /subscribe/<channel>` and `POST /psubscribe/<pattern>`: Redis pub/sub as server-sent events, the way
-//! Upstash serves it (its REST API docs, "Subscribe & Publish Commands") and `@upstash/redis`'s `subscribe()` and
-//! `psubscribe()` read it: one `data:` line per event, its fields separated by commas, the payload as it was
-//! published (not base64, whatever `Upstash-Encoding` says):
+//! `POST /subscribe/<channel>` and `POST /psubscribe/<pattern>`: Redis pub/sub as server-sent events, as Upstash
+//! serves it and `@upstash/redis` reads it: one `data:` line per event, fields separated by commas, the payload as
+//! published (never base64):
 //!
 //! ```text
 //! data: subscribe,chat,1
@@ -10,23 +9,11 @@
 //! data: pmessage,chat:*,chat:room1,hello
 //! ```
 //!
-//! Each path segment after the route is one channel (or pattern), percent-decoded: `/subscribe/a/b` subscribes to
-//! `a` and `b`, as the REST API maps path segments to arguments; a `/` inside a name is `%2F`.
-//!
-//! Only admin tokens may subscribe (403 `NOPERM` for the others). Every request subscribes on a Redis connection of
-//! its own (never the bridge's shared ones), as the `--redis` URL's user, read through the reply cap like every other
-//! reply. The subscription, and that connection, end when:
-//!
-//! - the HTTP client goes away (the body is dropped);
-//! - the client reads too slowly: at most [`MAX_QUEUED_EVENTS`] events and the reply cap's worth of bytes wait for
-//!   it, and past that the bridge drops the subscription rather than buffer more, with a last `event: error`;
-//! - Redis goes away, or sends a message above the reply cap (refused, never held): a last `event: error`;
-//! - the bridge shuts down: a last `event: error`, so that graceful shutdown is not held up by open streams.
-//!
-//! A `: keep-alive` comment every [`HEARTBEAT`] keeps proxies from closing an idle stream (SSE clients ignore it).
-//! Events are UTF-8 text: bytes that are not UTF-8 arrive as U+FFFD, and a payload's line breaks split its event
-//! over several `data:` lines, as the SSE format has it (an SSE client joins them with `\n`; `@upstash/redis` reads
-//! each line as an event of its own, so payloads with line breaks do not reach it whole: its JSON never has any).
+//! Each path segment is one name, percent-decoded (`/subscribe/a/b`; a `/` inside a name is `%2F`). Only admin
+//! tokens may subscribe. Each request has a Redis connection of its own, read through the reply cap; it ends when the
+//! client goes away, reads too slowly ([`MAX_QUEUED_EVENTS`]), Redis fails or the bridge shuts down (the last three
+//! with an `event: error`). A `: keep-alive` comment every [`HEARTBEAT`] keeps proxies from closing idle streams.
+//! A payload's line breaks split its event over several `data:` lines, as SSE has it.
 
 use std::collections::HashSet;
 use std::convert::Infallible;
@@ -86,8 +73,7 @@ impl Kind {
 pub struct Limits {
     /// Bound on connecting to Redis and on its confirming the subscription.
     pub timeout: Duration,
-    /// The reply cap: the largest message read from Redis, in bytes as Redis sends it; also the most bytes of events
-    /// waiting for a slow subscriber.
+    /// The reply cap: the largest message read from Redis; also the most bytes of events waiting for a subscriber.
     pub max_bytes: u64,
 }
 
@@ -134,8 +120,7 @@ pub(super) async fn patterns(
 }
 
 async fn respond(bridge: &Bridge, profile: Profile, kind: Kind, uri: &Uri) -> Response {
-    // Only admin tokens, which run as the --redis URL's user: the profiles' Redis ACL users hold no pub/sub commands
-    // and no channels (super::profile), and a limiter token runs edgelimit's scripts only.
+    // Only admin tokens: the profiles' ACL users hold no pub/sub commands, and a limiter token runs scripts only.
     if profile != Profile::Admin {
         return Failure::new(
             StatusCode::FORBIDDEN,
@@ -208,9 +193,8 @@ fn percent_decode(segment: &str) -> Option<Vec<u8>> {
     Some(out)
 }
 
-/// Subscribes to `names` on a connection of its own to `info` and answers with their events, until one of the ends in
-/// the module's documentation. A failure to connect or to subscribe is answered as every other route answers it:
-/// 503 when Redis cannot be reached, 400 with Redis's text when it refused (an ACL's `NOPERM`, say).
+/// Subscribes to `names` on a connection of its own and answers with their events until the stream ends. A failure
+/// to connect or subscribe is answered as on other routes: 503 when Redis is out of reach, 400 when it refused.
 pub(super) async fn event_stream(
     info: &ConnectionInfo,
     kind: Kind,
@@ -231,8 +215,8 @@ pub(super) async fn event_stream(
         Ok(pubsub) => pubsub.into_on_message(),
         Err(error) => return Err(failure(info, kind, &error)),
     };
-    // Redis confirms each name with the number of subscriptions the connection then holds; the connection is this
-    // request's alone, so that is the number of distinct names so far.
+    // Redis confirms each name with the connection's subscription count; the connection is this request's alone,
+    // so that counts the distinct names so far.
     let mut seen = HashSet::new();
     let confirmations: Vec<Bytes> = names
         .iter()
@@ -279,8 +263,7 @@ async fn subscribe(info: &ConnectionInfo, kind: Kind, names: &[Vec<u8>], cap: u6
     Ok(pubsub)
 }
 
-/// Why a subscription could not start, answered as the other routes answer: Redis's refusal, or of the bridge's
-/// login, is the client's 400; Redis out of reach is 503.
+/// Why a subscription could not start: a refusal is the client's 400, Redis out of reach 503.
 fn failure(info: &ConnectionInfo, kind: Kind, error: &redis::RedisError) -> Failure {
     if let Some(text) = redis_error_text(error) {
         return Failure::bad_request(text);
@@ -323,8 +306,8 @@ impl Queue {
     }
 }
 
-/// Passes Redis's messages on to the HTTP body as events until the subscription ends; then the Redis connection is
-/// closed (dropping `messages` ends the connection's task and its socket) before the last event is queued.
+/// Passes Redis's messages on as events until the subscription ends; the Redis connection is closed before the last
+/// event is queued.
 async fn forward(mut messages: PubSubStream, queue: Queue, mut closing: watch::Receiver<bool>) {
     let mut heartbeat = tokio::time::interval_at(tokio::time::Instant::now() + HEARTBEAT, HEARTBEAT);
     let last = loop {

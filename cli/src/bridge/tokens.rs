@@ -1,7 +1,7 @@
 //! Bearer tokens and the profile each one grants.
 //!
-//! A token is given inline (`--token`, the admin token; [`super::BridgeConfig::tokens`]) or in a tokens file
-//! (`--tokens-file`), one entry per line or separated by blanks, each `<profile>:<token>`, `#` starting a comment:
+//! A token is given inline (`--token`, [`super::BridgeConfig::tokens`]) or in a tokens file (`--tokens-file`, or
+//! `EDGELIMIT_TOKENS`), entries `<profile>:<token>` separated by newlines or blanks, `#` starting a comment:
 //!
 //! ```text
 //! # the Workers' token: decisions only
@@ -10,14 +10,9 @@
 //! admin:77d1…
 //! ```
 //!
-//! The same text may come from the environment instead (`EDGELIMIT_TOKENS`, newlines or blanks between entries).
-//! The file is read again whenever it changes (checked every [`RELOAD_EVERY`]), so tokens rotate without a restart:
-//! add the new token, move the clients over, remove the old one. A file that no longer parses is reported on stderr
-//! and the tokens read before stay in force, so a typo cannot lock every client out (or let anyone in).
-//!
-//! Tokens are kept only as SHA-256 digests and compared in constant time over all of them, so neither the position
-//! of the first differing byte, nor a token's length, nor which entry matched shows in the response time. No token
-//! is ever logged: errors name the file and the line.
+//! The file is read again when it changes, so tokens rotate without a restart; a file that no longer parses is
+//! reported and the tokens read before stay in force. Tokens are kept as SHA-256 digests and compared in constant
+//! time against all entries, so response times reveal nothing; no token is ever logged.
 
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
@@ -31,11 +26,11 @@ use super::profile::Profile;
 /// How often the tokens file is checked for changes.
 pub const RELOAD_EVERY: Duration = Duration::from_secs(1);
 
-/// The shortest token accepted. A floor against a token typed by hand (`x`, `secret`), not a strength: real
-/// tokens should be random, e.g. 32 bytes of base64 (`openssl rand -base64 32`), which no rate of guesses reaches.
+/// The shortest token accepted: a floor against tokens typed by hand, not a strength (use e.g.
+/// `openssl rand -base64 32`).
 pub const MIN_TOKEN_LEN: usize = 8;
 
-/// The longest token accepted; longer ones are surely a mistake (a whole file pasted as a token).
+/// The longest token accepted; longer is surely a mistake (a whole file pasted).
 const MAX_TOKEN_LEN: usize = 1024;
 
 type TokenDigest = [u8; 32];
@@ -80,8 +75,8 @@ impl TokenTable {
         profiles
     }
 
-    /// The profile of the bearer token in an `Authorization` header value, or `None` when it carries no known token.
-    /// Every entry is compared, in constant time: when two entries hold the same token, the last one counts.
+    /// The profile of the bearer token in an `Authorization` header value, or `None`. Every entry is compared, in
+    /// constant time; of two entries with one token, the last counts.
     pub fn profile_of(&self, authorization: Option<&[u8]>) -> Option<Profile> {
         let presented = digest(authorization?.strip_prefix(b"Bearer ")?);
         let mut found = None;
@@ -100,8 +95,8 @@ impl std::fmt::Debug for TokenTable {
     }
 }
 
-/// The entries of a text in the tokens file format (see the module's docs), each checked; `origin` names the text
-/// in errors, which never show a token.
+/// The entries of a text in the tokens file format, each checked; `origin` names the text in errors, which never show
+/// a token.
 pub fn entries(text: &str, origin: &str) -> Result<Vec<(Profile, String)>, String> {
     let mut tokens = Vec::new();
     for (number, line) in text.lines().enumerate() {
@@ -123,8 +118,8 @@ pub fn entries(text: &str, origin: &str) -> Result<Vec<(Profile, String)>, Strin
     Ok(tokens)
 }
 
-/// Refuses a token that is too short to be secret, too long to be meant, or holds anything but printable ASCII
-/// (a header value could not carry it, or a blank would split it in the file).
+/// Refuses a token too short to be secret, too long to be meant, or with anything but printable ASCII (a header
+/// could not carry it).
 pub fn check_token(token: &str) -> Result<(), String> {
     if token.len() < MIN_TOKEN_LEN || token.len() > MAX_TOKEN_LEN {
         return Err(format!(
@@ -179,9 +174,7 @@ impl Tokens {
         let Some(path) = &self.file else {
             return Ok(());
         };
-        // The text itself, not its modification time and length, says whether it changed: a rotation that keeps
-        // both (`cp -p`, two writes within one tick of a coarse clock) would otherwise leave the old tokens in force.
-        // The file is small, and read once per RELOAD_EVERY; only its digest is kept, as the tokens' are.
+        // The text's digest, not mtime and length, tells a change: a rotation may keep both (`cp -p`, a coarse clock).
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("cannot read the tokens file {}: {e}", path.display()))?;
         let text_digest = digest(text.as_bytes());
@@ -203,8 +196,7 @@ impl Tokens {
         let mut reported = None;
         loop {
             tokio::time::sleep(RELOAD_EVERY).await;
-            // On the blocking pool: a file system may stall (a network one), and the worker threads serving
-            // requests are few (one by default, see `crate::runtime`).
+            // On the blocking pool: a file system may stall, and the request workers are few (`crate::runtime`).
             let tokens = self.clone();
             let reloaded = tokio::task::spawn_blocking(move || tokens.reload())
                 .await

@@ -1,17 +1,9 @@
-//! Batching the bridge's writes to Redis: many requests' commands in one write, as a client of its own would send
-//! them in one pipeline.
+//! Batching the bridge's writes to Redis: many requests' commands in one write.
 //!
-//! Every request of a profile shares one multiplexed connection ([`super::redis_link`]). Its driver task writes what
-//! the requests queued as soon as it runs, so with many requests in flight it used to run once per command or two:
-//! one `writev` to Redis, and one read in Redis, per decision. On loopback a write costs the sender the receiver's
-//! side of TCP too (and a wake-up of Redis), and these writes were the largest cost the bridge added to HTTP (a fifth
-//! of its CPU time at 16 requests in flight; see `bench/PROFILE.md`).
-//!
-//! [`WriteBatching`] makes the driver yield once before each batch's first write: the tasks that are ready to run
-//! (other requests, each about to queue its command) run first, and the driver then writes everything queued in one
-//! go. A yield is one pass of the scheduler's queue, not a timer, so a lone request waits microseconds, and Redis
-//! sees exactly the bytes it would have seen, in the same order; only how they are cut into writes changes. The
-//! replies of a batch come back together and are read together.
+//! All requests of a profile share one multiplexed connection ([`super::redis_link`]), whose driver would otherwise
+//! write once per command, and each write costs a syscall on both ends. [`WriteBatching`] makes the driver yield one
+//! scheduler turn before each batch's first write, so the requests ready to run queue their commands first. Redis sees
+//! the same bytes in the same order; only how they are cut into writes changes.
 
 use std::io;
 use std::pin::Pin;
@@ -31,8 +23,8 @@ impl<S> WriteBatching<S> {
         WriteBatching { inner, yielded: false }
     }
 
-    /// `Pending` (with this task woken at once, behind the tasks already ready) the first time in a batch; then
-    /// `Ready` until the batch is flushed.
+    /// `Pending` (woken at once, behind the tasks already ready) the first time in a batch; then `Ready` until the
+    /// batch is flushed.
     fn yield_once(&mut self, cx: &mut Context<'_>) -> Poll<()> {
         if self.yielded {
             return Poll::Ready(());
