@@ -1,9 +1,7 @@
 //! `edgelimit dev`: the whole local stack in one command.
 //!
-//! Starts a private `redis-server` (nothing on disk; with `--cluster` a private 6-node Redis Cluster instead, see
-//! [`crate::redis_cluster`]), the REST bridge in front of it and, from a checkout, the
-//! playground page ([`crate::playground`]) and, with wrangler installed, the Worker under `wrangler dev` in front of
-//! a demo origin ([`crate::worker_dev`]); prints how to reach them, and stops them all on Ctrl-C or SIGTERM.
+//! Starts a private `redis-server` (or, with `--cluster`, a 6-node cluster), the REST bridge in front of it and, from
+//! a checkout, the playground page and the Worker under `wrangler dev`; stops them all on Ctrl-C or SIGTERM.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -23,8 +21,7 @@ pub struct DevConfig {
     pub redis_port: u16,
     /// A private Redis Cluster of 3 masters and 3 replicas instead of one Redis, the bridge in front of it.
     pub cluster: bool,
-    /// The admin token: for the developer's clients, the CLI and the playground (whose browser talks to this stack's
-    /// own throwaway Redis).
+    /// The admin token, for the developer's clients, the CLI and the playground.
     pub token: String,
     /// The `limiter` token, which the Worker gets: what a deployed Worker should hold.
     pub limiter_token: String,
@@ -77,8 +74,7 @@ pub async fn run(config: DevConfig, shutdown: impl Future<Output = ()> + Send + 
         "  limiter  token {}   (limiter profile: decisions only; the Worker's)",
         config.limiter_token
     );
-    // The playground is a view on the stack, not part of it: if it cannot start (the package not built, the port
-    // taken), say why and run the rest.
+    // The playground is a view on the stack: if it cannot start, say why and run the rest.
     let playground = match &config.playground {
         Some(playground_config) => match playground::start(playground_config, &url, &config.token).await {
             Ok(playground) => Some(playground),
@@ -113,8 +109,7 @@ pub async fn run(config: DevConfig, shutdown: impl Future<Output = ()> + Send + 
     say!("Ctrl-C stops everything.");
     let mut bridge_config = BridgeConfig::new(redis.url(), config.token);
     bridge_config.tokens.push((Profile::Limiter, config.limiter_token));
-    // Local pages (the playground, a developer's app) call the dev bridge from the browser; it holds nothing but
-    // throwaway state behind a dev token.
+    // Local pages call the dev bridge from the browser; it holds only throwaway state behind a dev token.
     bridge_config.cors_origins = CorsOrigins(vec!["*".to_owned()]);
     bridge::serve(listener, bridge_config, shutdown)
         .await
@@ -171,8 +166,7 @@ impl DevRedis {
     }
 }
 
-/// Loads every edgelimit script into the fresh Redis, so that no call meets `NOSCRIPT`: the playground's browser
-/// would log each of those HTTP 400s as a console error, although the client recovers from them with `EVAL`.
+/// Loads every edgelimit script into the fresh Redis, so the playground's browser logs no `NOSCRIPT` HTTP 400s.
 async fn load_scripts(redis_url: &str) -> Result<(), String> {
     let mut connection = redis::Client::open(redis_url)
         .map_err(|e| e.to_string())?

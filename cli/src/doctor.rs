@@ -1,10 +1,9 @@
 //! `edgelimit doctor`: checks that a REST endpoint and the Redis behind it can hold limits safely, and says how to
 //! fix what cannot. The bridge runs the one check it can make itself, the eviction policy, when it starts.
 //!
-//! The eviction policy is the check that matters most: every limiter key has a TTL, so under a `volatile-*` or
-//! `allkeys-*` `maxmemory-policy` a full Redis silently drops limiter state, and a dropped state is a fresh limit:
-//! requests past the limit are admitted. Under `noeviction` a full Redis refuses writes instead (`OOM`), which the
-//! failure policy sees and decides.
+//! The eviction policy matters most: every limiter key has a TTL, so under a `volatile-*` or `allkeys-*` policy a
+//! full Redis drops limiter state, and a dropped state is a fresh limit. Under `noeviction` it refuses writes (`OOM`)
+//! instead, which the failure policy sees.
 
 use edgelimit::{Command, Error, RestClient};
 use serde_json::{json, Value as Json};
@@ -87,8 +86,7 @@ async fn reach(client: &RestClient) -> Check {
     }
 }
 
-/// `maxmemory-policy` is `noeviction` (see the module's docs). Managed endpoints may refuse CONFIG: then it is
-/// unknown, and their documentation must say it.
+/// `maxmemory-policy` is `noeviction`. Managed endpoints may refuse CONFIG: then it is unknown.
 async fn eviction_policy(client: &RestClient) -> Check {
     const NAME: &str = "maxmemory-policy";
     let asked = client
@@ -121,8 +119,7 @@ async fn eviction_policy(client: &RestClient) -> Check {
     }
 }
 
-/// Every edgelimit script loads, under the SHA1 edgelimit computes for it: decisions then go by EVALSHA from the
-/// first call on.
+/// Every edgelimit script loads under the SHA1 edgelimit computes for it, so decisions go by EVALSHA at once.
 async fn scripts(client: &RestClient) -> Check {
     const NAME: &str = "scripts";
     for script in edgelimit::lua::every_script() {

@@ -1,12 +1,8 @@
 //! Which limiter a command acts on, and the commands for the algorithm family.
 //!
-//! `--algorithm` takes the npm package's names: `--algorithm sliding-log --limit 10 --interval 10s` decides exactly
-//! as npm's `Ratelimit.slidingLog(10, "10 s")` on the same keys. Besides npm's algorithms it names `concurrency`,
-//! `stored` (the quota `configure` saved in Redis) and `redisson`, the limiter in Redisson's `RRateLimiter` layout
-//! that `set-rate` configures ([`crate::admin`]). [`AlgorithmArgs::target`] turns the flags into a [`Target`],
-//! refusing flags the chosen limiter would ignore, and `acquire`, `permits`, `config`, `release` and `delete` are
-//! each written once over it. `configure` stores a quota that every stored limiter (the CLI's, Rust's
-//! `Limiter::stored`) uses from its next decision on. Each command prints one JSON line.
+//! `--algorithm` takes the npm package's names (`--algorithm sliding-log --limit 10 --interval 10s` decides as npm's
+//! `Ratelimit.slidingLog(10, "10 s")` on the same keys), plus `concurrency`, `stored` and `redisson`.
+//! [`AlgorithmArgs::target`] turns the flags into a [`Target`], on which each limiter command is written once.
 
 use std::time::Duration;
 
@@ -159,8 +155,8 @@ fn key_layout(text: &str) -> Result<KeyLayout, String> {
 }
 
 impl AlgorithmArgs {
-    /// The limiter `name` these flags choose, on the endpoint `client` gives. Flags the chosen limiter has no use
-    /// for are refused, before the endpoint is looked up and before any request.
+    /// The limiter `name` these flags choose, on the endpoint `client` gives. Flags it has no use for are refused
+    /// before any request.
     pub fn target(self, name: &str, client: impl FnOnce() -> Result<RestClient, String>) -> Result<Target, String> {
         let algorithm = self.quota.algorithm.ok_or_else(no_algorithm)?;
         match algorithm {
@@ -346,9 +342,8 @@ pub async fn permits(limiter: &Limiter, id: &str) -> edgelimit::Result<Outcome> 
     })
 }
 
-/// `edgelimit release --receipt R` on the family: give back the grant whose receipt acquire printed (a concurrency
-/// lease: release it). Exit 1 when nothing was given back (the grant's permits had freed, refilled or left the
-/// counted windows, or the lease was released). Sent once, never again after a timeout.
+/// `edgelimit release --receipt R` on the family: give back the grant (a concurrency lease: release it). Exit 1 when
+/// nothing was given back. Sent once, never again after a timeout.
 pub async fn release(limiter: &Limiter, id: &str, receipt: Option<&str>) -> edgelimit::Result<Outcome> {
     let receipt: Receipt = receipt
         .ok_or_else(|| {

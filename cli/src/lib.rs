@@ -7,17 +7,17 @@
 //!
 //! | module | concept |
 //! |---|---|
-//! | [`admin`] | the operator commands on every limiter: set-rate (the Redisson layout), configure, acquire, permits, config, release, delete |
-//! | [`family`] | the same commands for the algorithm family (`--algorithm`), and `configure` to store a quota in Redis |
-//! | [`bridge`] | the REST bridge: routes, tokens and their profiles (the bridge's fence, a Redis ACL user per profile), JSON<->RESP, script shebang compatibility, the Redis links (one Redis, or a Redis Cluster routed by key slot), SCRIPT KILL of a script that runs too long |
+//! | [`admin`] | the operator commands on the Redisson-layout limiter, and what every command shares |
+//! | [`family`] | the limiter commands for the algorithm family (`--algorithm`), and `configure` |
+//! | [`bridge`] | the REST bridge: routes, tokens and profiles, JSON<->RESP, the Redis links (one Redis or a cluster) |
 //! | [`redis_server`] | a real `redis-server` child process on a loopback port (dev stack and tests) |
-//! | [`redis_cluster`] | a real Redis Cluster of such processes, joined by `redis-cli --cluster create` (dev stack, tests, benchmarks) |
+//! | [`redis_cluster`] | a real Redis Cluster of such processes (dev stack, tests, benchmarks) |
 //! | [`dev`] | `edgelimit dev`: Redis + bridge (+ the playground and the Worker) in one command |
 //! | [`doctor`] | `edgelimit doctor`: can this endpoint hold limits safely (eviction policy, scripts, clock) |
 //! | [`playground`] | the playground page in the dev stack: `www/` and the npm package it imports, served locally |
 //! | [`worker_dev`] | the Worker in the dev stack: `wrangler dev` in front of a demo origin |
 //! | [`signals`] | graceful shutdown on SIGINT/SIGTERM |
-//! | [`runtime`] | how the binary runs: the async runtime's worker threads (`--threads`, half the cores by default), the allocator (mimalloc) |
+//! | [`runtime`] | the async runtime's worker threads and the allocator |
 
 #![warn(missing_docs)]
 

@@ -1,9 +1,8 @@
 //! The playground in the dev stack: a static file server for the checkout's page (`www/`) and the npm package it
 //! imports (`pkg/`, wasm included), plus `/playground.json`, which tells the page where the bridge is and its token.
 //!
-//! The page runs the wasm core in the browser and calls the bridge itself (the dev bridge answers any origin); this
-//! server only hands out files, so what the page shows comes from Redis, not from here. Nothing is built on the fly:
-//! `www/` is plain ES modules and `pkg/` is what `scripts/build-wasm` made.
+//! The page runs the wasm core in the browser and calls the bridge itself; this server only hands out files, built
+//! beforehand by `scripts/build-wasm`.
 
 use std::net::SocketAddr;
 use std::path::{Component, Path, PathBuf};
@@ -103,8 +102,8 @@ pub async fn start(config: &PlaygroundConfig, bridge_url: &str, token: &str) -> 
     })
 }
 
-/// Refuses requests for any other host name: a web page elsewhere could point a name of its own at 127.0.0.1 (DNS
-/// rebinding) and read `/playground.json`, token included.
+/// Refuses requests for any other host name: a page elsewhere could point its own name at 127.0.0.1 (DNS rebinding)
+/// and read `/playground.json`, token included.
 async fn own_host_only(State(site): State<Site>, request: Request, next: Next) -> Response {
     let host = request.headers().get(header::HOST).and_then(|host| host.to_str().ok());
     if host.is_some_and(|host| site.hosts.iter().any(|own| own == host)) {
@@ -130,8 +129,7 @@ async fn package_file(State(site): State<Site>, UrlPath(path): UrlPath<String>) 
     file(&site.pkg, &path).await
 }
 
-/// `path` under `folder`, with its content type. Only plain names are followed: `..`, absolute paths and the like
-/// are not found, so nothing outside the folder is ever served.
+/// `path` under `folder`, with its content type. Only plain names are followed, so nothing outside is served.
 async fn file(folder: &Path, path: &str) -> Response {
     let relative = Path::new(path);
     let plain = relative.components().all(|part| matches!(part, Component::Normal(_)));
@@ -144,8 +142,8 @@ async fn file(folder: &Path, path: &str) -> Response {
     }
 }
 
-/// The content types of what the page is made of; anything else is not served. `application/wasm` matters:
-/// browsers compile a module while it downloads only with it.
+/// The content types of the page's files; anything else is not served. Browsers stream-compile wasm only with
+/// `application/wasm`.
 fn content_type(path: &Path) -> Option<&'static str> {
     Some(match path.extension()?.to_str()? {
         "html" => "text/html; charset=utf-8",
@@ -163,8 +161,7 @@ fn not_found(path: &str) -> Response {
     (StatusCode::NOT_FOUND, format!("not found: /{path}\n")).into_response()
 }
 
-/// The files change as the developer edits and rebuilds: never let the browser keep a stale copy. And never let it
-/// guess a type other than the one sent.
+/// Never let the browser keep a stale copy (the files change as the developer rebuilds), nor guess another type.
 fn no_store(mut response: Response) -> Response {
     let headers = response.headers_mut();
     headers.insert(header::CACHE_CONTROL, header::HeaderValue::from_static("no-store"));

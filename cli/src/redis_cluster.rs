@@ -1,10 +1,8 @@
 //! A real Redis Cluster of `redis-server` child processes on loopback ports, for the dev stack (`edgelimit dev
 //! --cluster`), the tests and the benchmarks.
 //!
-//! Each node is a [`RedisServer`] in cluster mode (nothing on disk, killed with its owner); `redis-cli --cluster
-//! create` joins them, as an operator would, and the cluster is handed out only once every node reports
-//! `cluster_state:ok`, every node agrees on the slot map, and every replica has synced with its master (so a failover
-//! test starts from replicas that can take over).
+//! Each node is a [`RedisServer`] in cluster mode; `redis-cli --cluster create` joins them, and the cluster is handed
+//! out once every node agrees on the slot map and every replica has synced (so failover tests can start at once).
 
 use std::io;
 use std::time::{Duration, Instant};
@@ -134,10 +132,8 @@ impl RedisCluster {
         Err(last_error)
     }
 
-    /// Moves `slots` slots (the lowest of `from`'s) from the master on `from` to the master on `to` with `redis-cli
-    /// --cluster reshard`, as an operator would: keys move `pipeline` at a time with `MIGRATE` (redis-cli's default
-    /// is 10), clients meet `ASK` for the keys that moved while their slot is still migrating. Waits until the nodes
-    /// agree.
+    /// Moves the lowest `slots` slots of the master on `from` to the master on `to` with `redis-cli --cluster
+    /// reshard`, `pipeline` keys per `MIGRATE`; clients meet `ASK` meanwhile. Waits until the nodes agree.
     pub async fn reshard(&self, from: u16, to: u16, slots: u32, pipeline: u32) -> io::Result<()> {
         let (from_id, to_id) = (self.node_id(from).await?, self.node_id(to).await?);
         let output = tokio::process::Command::new("redis-cli")
@@ -157,8 +153,8 @@ impl RedisCluster {
         self.wait_until_formed().await
     }
 
-    /// `CLUSTER FAILOVER` on the replica on `replica` (a manual failover: its master stops taking writes until the
-    /// replica has caught up, then the two swap roles), and waits until the replica is a master and the nodes agree.
+    /// `CLUSTER FAILOVER` on the replica on `replica` (a manual failover), and waits until it is a master and the
+    /// nodes agree.
     pub async fn failover(&self, replica: u16) -> io::Result<()> {
         command(replica, &["CLUSTER", "FAILOVER"]).await?;
         let deadline = Instant::now() + FORM_TIMEOUT;

@@ -1,7 +1,6 @@
 //! A real `redis-server` child process on a loopback port, for the dev stack and the tests.
 //!
-//! It keeps nothing on disk (no RDB, no AOF) and dies with its owner (`kill_on_drop`), so a crashed test leaves no
-//! server behind.
+//! It keeps nothing on disk and dies with its owner (`kill_on_drop`), so a crashed test leaves no server behind.
 
 use std::io;
 use std::path::PathBuf;

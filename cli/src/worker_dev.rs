@@ -1,8 +1,7 @@
 //! The Worker in the dev stack: `wrangler dev` on the repository's `wrangler.toml` (real workerd), pointed at the
 //! dev bridge, in front of a small demo origin that echoes what reaches it.
 //!
-//! It is part of `edgelimit dev` when run from a checkout where `scripts/setup` installed wrangler; elsewhere (or
-//! with `--no-worker`) the stack is Redis and the bridge only.
+//! Part of `edgelimit dev` in a checkout where `scripts/setup` installed wrangler, unless `--no-worker`.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -32,10 +31,8 @@ pub struct WorkerConfig {
 }
 
 impl WorkerConfig {
-    /// The Worker of the checkout at `root`, if it has `wrangler.toml` and wrangler installed, run with the Node
-    /// wrangler needs (22; the workspace installs one from npm where the machine's is older). The script is
-    /// wrangler's CLI itself, not its `bin` wrapper, which would run it as a grandchild that outlives a stopped
-    /// wrapper.
+    /// The Worker of the checkout at `root`, if it has `wrangler.toml` and wrangler, with the Node wrangler needs.
+    /// It runs wrangler's CLI script, not its `bin` wrapper, whose grandchild would outlive a stopped wrapper.
     pub fn in_checkout(root: &Path, port: u16, origin_port: u16) -> Option<WorkerConfig> {
         let wrangler = root.join("node_modules/wrangler/wrangler-dist/cli.js");
         if !root.join("wrangler.toml").is_file() || !wrangler.is_file() {
@@ -69,8 +66,8 @@ pub struct WorkerDev {
 }
 
 impl WorkerDev {
-    /// Stops wrangler with SIGTERM, so that it stops its workerd processes too (a SIGKILL would orphan them), and
-    /// kills it if it has not exited within 5 s; then stops the origin.
+    /// Stops wrangler with SIGTERM so it stops its workerd processes (SIGKILL would orphan them), killing it after
+    /// 5 s; then stops the origin.
     pub async fn stop(mut self) {
         if let Some(pid) = self.wrangler.id() {
             let _ = Command::new("kill").args(["-TERM", &pid.to_string()]).status().await;
