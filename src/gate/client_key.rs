@@ -1,6 +1,5 @@
-//! Who a request is counted against: the client IP (IPv6 grouped by /64, or a wider prefix), an API-key header, a
-//! cookie, or the path,
-//! and the allow/deny list entries those keys are compared with.
+//! Who a request is counted against (the client IP, IPv6 by /64 or a wider prefix; an API-key header; a cookie; the
+//! path), and the allow/deny list entries those keys are compared with.
 
 use std::fmt;
 use std::net::{IpAddr, Ipv6Addr};
@@ -8,17 +7,15 @@ use std::str::FromStr;
 
 use crate::error::{Error, Result};
 
-/// The header Cloudflare puts the client's address in. Only Cloudflare can set it on a request that reaches a
-/// Worker, unlike `X-Forwarded-For`, which the client writes.
+/// The header Cloudflare puts the client's address in; unlike `X-Forwarded-For`, a client cannot set it.
 pub const CLIENT_IP_HEADER: &str = "cf-connecting-ip";
 
 /// Where a rule reads its key from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum KeySource {
-    /// The client IP (`CF-Connecting-IP`). An IPv6 client is counted by its network of `ipv6_prefix` bits, /64
-    /// unless the rule says `ip/<bits>`: one subscriber usually holds a whole /64 and can pick any address in it, so
-    /// counting single addresses would let it multiply its limit by 2^64. Some hold more (a tunnel broker hands out a
-    /// /48 for free, 65,536 /64s): `ip/48` counts those as one, and with them everyone behind one site.
+    /// The client IP (`CF-Connecting-IP`), IPv6 by its network of `ipv6_prefix` bits: a subscriber can pick any
+    /// address in its /64 (or a wider prefix, e.g. a tunnel broker's /48, hence `ip/<bits>`), and must not multiply
+    /// its limit by picking.
     Ip {
         /// How many leading bits of an IPv6 address name its client: 1 to 64 (others are read as the nearest).
         ipv6_prefix: u8,
@@ -41,8 +38,8 @@ impl FromStr for KeySource {
 
     /// `ip`, `ip/<IPv6 prefix bits>`, `path`, `header:<name>` or `cookie:<name>`.
     fn from_str(text: &str) -> Result<KeySource> {
-        // Header and cookie names are HTTP tokens (RFC 9110 and 6265): anything else, e.g. a trailing comma, would
-        // make `Headers.get` throw on every request, refused here instead when the Worker starts.
+        // Header and cookie names are HTTP tokens (RFC 9110, 6265): anything else would make `Headers.get` throw on
+        // every request, so it is refused at start.
         let token_byte = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
         let named = |kind: &str, name: &str| {
             if name.is_empty() || !name.bytes().all(token_byte) {
@@ -54,8 +51,7 @@ impl FromStr for KeySource {
             Ok(name.to_owned())
         };
         if let Some(bits) = text.strip_prefix("ip/") {
-            // Finer than a /64 is refused: a subscriber picks any address in its /64, and would get 2^(bits - 64)
-            // limits.
+            // Finer than a /64 is refused: a subscriber would get 2^(bits - 64) limits.
             return match bits.parse::<u8>() {
                 Ok(ipv6_prefix @ 1..=64) if !bits.starts_with(['+', '0']) => Ok(KeySource::Ip { ipv6_prefix }),
                 _ => Err(Error::InvalidConfig(format!(
@@ -92,19 +88,16 @@ impl fmt::Display for KeySource {
 /// The key a request was counted under, before and after it is made fit for a Redis key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClientKey {
-    /// What the request carried (the IP, the header's or cookie's value, the path): what allow and deny lists are
-    /// compared with.
+    /// What the request carried (the IP, the header's or cookie's value, the path), which lists are compared with.
     pub raw: String,
     /// The identifier in Redis: `ip:<ip or IPv6 network>`, `path:<path>`, or `header:<name>:<sha1>` /
-    /// `cookie:<name>:<sha1>`. Header and cookie values are hashed so that API keys and sessions never sit in
-    /// Redis key names.
+    /// `cookie:<name>:<sha1>` (hashed so API keys and sessions never sit in key names).
     pub id: String,
 }
 
-/// Reads a request's key. A request without the header or cookie is counted by its IP instead, so leaving out the
-/// API key never escapes the limit; so is one that carries several different values for it (see
-/// `claimed_values`): origins read such a request by one of them, and which one differs between frameworks, so
-/// counting it by any one would let a client add a fresh value to every request and be a new identity each time.
+/// Reads a request's key. A request without the header or cookie counts by its IP, so leaving out the API key never
+/// escapes the limit; so does one with several different values, since origins differ in which one they read and a
+/// client could otherwise be a new identity each time.
 pub fn client_key(source: &KeySource, path: &str, header: impl Fn(&str) -> Option<String>) -> ClientKey {
     key_of(source, path, &claimed_values(source, &header), &header)
 }
@@ -136,23 +129,16 @@ pub(crate) fn key_of(
     }
 }
 
-/// A normalised path as a path key counts it: without a trailing `/` (a pattern matches `/report/7/` as
-/// `/report/7`, and most origins route both alike) and in lower case (rules match paths whatever their letters'
-/// case: RequestMatch::matches), so that neither spelling is a fresh limit beside the other.
+/// A normalised path as a path key counts it: without a trailing `/` and in lower case, as rules match it, so that
+/// neither spelling is a fresh limit.
 fn path_key(path: &str) -> String {
     let trimmed = path.strip_suffix('/').filter(|trimmed| !trimmed.is_empty());
     trimmed.unwrap_or(path).to_ascii_lowercase()
 }
 
-/// The values a request carries for a header or cookie key (none for the others), each spelt as origins
-/// read it, so that spellings one origin takes for one value count as one:
-/// - a header's lines: `Headers.get` joins several with `, `, so a value is split at commas (a key holding a comma,
-///   such as a Digest `Authorization`, then counts by the IP); spaces and tabs around each are dropped; the scheme
-///   of an `Authorization` is case-insensitive (RFC 9110), so it is lower-cased and one space put after it;
-/// - a cookie: every pair with its name (several `Cookie` headers are joined with `, `, so pairs are split at
-///   commas too, which a cookie value may not hold: RFC 6265), spaces around the name and value dropped, a quoted
-///   value unquoted (with its backslash escapes, as Python reads it) and percent-decoded (as Node, PHP and Rack do).
-///
+/// The values a request carries for a header or cookie key, each spelt as origins read it, so spellings one origin
+/// takes for one value count as one: a header split at commas (`Headers.get` joins lines with `, `), trimmed, an
+/// `Authorization` scheme lower-cased; a cookie's pairs split at `;` and `,`, trimmed, unquoted and percent-decoded.
 /// Two different values make the request count by its IP ([`client_key`]); a deny list refuses each of them.
 pub(crate) fn claimed_values(source: &KeySource, header: &impl Fn(&str) -> Option<String>) -> Vec<String> {
     let mut values: Vec<String> = match source {
@@ -245,15 +231,13 @@ pub(crate) fn percent_decoded(bytes: &[u8]) -> Vec<u8> {
 }
 
 /// The client IP as a key, an IPv6 address by its network of `ipv6_prefix` bits (1 to 64). Without a readable
-/// `CF-Connecting-IP` (only outside Cloudflare, e.g. a local test that does not set it) every such request shares
-/// the key `ip:unknown`.
+/// `CF-Connecting-IP` (only outside Cloudflare) every request shares `ip:unknown`.
 pub(crate) fn ip_key(header: &impl Fn(&str) -> Option<String>, ipv6_prefix: u8) -> ClientKey {
     let raw = header(CLIENT_IP_HEADER).unwrap_or_default();
     let id = match raw.trim().parse::<IpAddr>().map(unmapped) {
         Ok(IpAddr::V4(v4)) => format!("ip:{v4}"),
         Ok(IpAddr::V6(v6)) => {
-            // Held to 1..=64 here too: the variant's field is public, and a prefix of 0 would shift by 128 (a panic, or
-            // every address its own key), one above 64 count a subscriber's addresses apart.
+            // Held to 1..=64 here too (the field is public): 0 would shift by 128, above 64 would split a subscriber.
             let ipv6_prefix = ipv6_prefix.clamp(1, 64);
             let network = u128::from(v6) & (u128::MAX << (128 - u32::from(ipv6_prefix)));
             format!("ip:{}/{ipv6_prefix}", Ipv6Addr::from(network))
@@ -263,8 +247,7 @@ pub(crate) fn ip_key(header: &impl Fn(&str) -> Option<String>, ipv6_prefix: u8) 
     ClientKey { raw, id }
 }
 
-/// An IPv4 client that Cloudflare reports IPv4-mapped (`::ffff:203.0.113.7`) as its IPv4 address: counted, and
-/// listed, as one.
+/// An IPv4 client reported IPv4-mapped (`::ffff:203.0.113.7`) as its IPv4 address, so both count and list as one.
 fn unmapped(address: IpAddr) -> IpAddr {
     match address {
         IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(address, IpAddr::V4),
@@ -272,8 +255,8 @@ fn unmapped(address: IpAddr) -> IpAddr {
     }
 }
 
-/// An allow or deny list entry: an IP range (a rule keyed by IP, or a header or cookie rule's requests without one,
-/// which count by their IP), or an exact header, cookie or path value.
+/// An allow or deny list entry: an IP range (for IP keys, and header or cookie requests counted by IP), or an exact
+/// header, cookie or path value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ListEntry {
     /// An address range in CIDR form; a single address is a /32 or /128. It matches keys that are IPs only.
@@ -283,8 +266,8 @@ pub enum ListEntry {
         /// How many leading bits must match.
         prefix_len: u8,
     },
-    /// A header, cookie or path value, compared exactly; never an IP key (a client could otherwise send an
-    /// allow-listed monitor's address as its API key).
+    /// A header, cookie or path value, compared exactly; never an IP key (a client could send an allow-listed
+    /// address as its API key).
     Exact(String),
 }
 
@@ -321,8 +304,7 @@ impl ListEntry {
                 _ => ListEntry::Range { network, prefix_len },
             })
         };
-        // An exact value is spelt as requests' values are read (see `claimed_values`), so that it lists the value
-        // however a client spells it: `Bearer bad` lists `bearer bad`, a cookie `s%3Abad` lists `s:bad`.
+        // An exact value is spelt as requests' values are read (`claimed_values`), so it lists every spelling.
         let value = match source {
             KeySource::Header(name) => header_value(name, text),
             KeySource::Cookie(_) => cookie_value(text),

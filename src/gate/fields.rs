@@ -72,8 +72,7 @@ pub fn limit_item(policy: &Policy, decision: &Decision, now_ms: u64) -> String {
     )
 }
 
-/// A problem-details body (`application/problem+json`). Members in alphabetical order, as serde_json wrote them
-/// before: the body is byte for byte what it was (README, "Why the wasm is this size").
+/// A problem-details body (`application/problem+json`), members in alphabetical order.
 pub fn problem(status: u16, title: &str, detail: &str, retry_after_ms: Option<u64>) -> String {
     // Writing to a String cannot fail.
     let mut body = String::from(r#"{"detail":"#);

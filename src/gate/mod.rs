@@ -1,11 +1,9 @@
 //! The gate: what the Cloudflare Worker decides for each HTTP request in front of an origin.
 //!
-//! The Worker's JS shim (`worker/index.js`) only moves requests and responses; everything that decides is here.
-//! Rules are tried in order and the first whose [`RequestMatch`] holds applies, in one round trip; a request that
-//! may also reach other handlers (a method override, a path spelt with `%2F`, a format suffix) adds the first rule each of those
-//! matches, one round trip each (see [`Gate::route`]). The rule reads the request's [`ClientKey`], checks its deny
-//! and allow lists, then takes one permit under all of its limits at once with a [`Ratelimit`], and the outcome
-//! becomes a [`Verdict`]: proxy with RateLimit fields, or refuse with 429 / 403 / 503 and a problem body.
+//! The Worker's JS shim (`worker/index.js`) only moves requests and responses; everything that decides is here. The
+//! first rule whose [`RequestMatch`] holds applies ([`Gate::route`]); it reads the request's [`ClientKey`], checks its
+//! allow and deny lists, then takes one permit under all its limits at once with a [`Ratelimit`]. The outcome is a
+//! [`Verdict`]: proxy with RateLimit fields, or refuse with 429 / 403 / 503 and a problem body.
 //!
 //! | module | concept |
 //! |---|---|
@@ -110,8 +108,8 @@ impl ArmedRule {
                     .into(),
             ));
         }
-        // Limits are stored under the rule's name unless named, so two rules never share state by accident, and
-        // two rules that name a limit alike share it on purpose. The stored name is the advertised policy's name.
+        // Limits are stored under the rule's name unless named, so rules share state only on purpose. The stored name
+        // is the advertised policy's name.
         let mut policies = Vec::with_capacity(rule.limits.len());
         for limit in &mut rule.limits {
             let name = limit
@@ -161,12 +159,10 @@ pub struct Gate {
 
 impl Gate {
     /// Checks every rule (a broken rule is an [`Error::InvalidConfig`] naming it) and readies its limiter. Keys
-    /// start with `prefix` and follow `layout` (a rule's limits all count one client key, so in the per-identifier
-    /// layout each request is still one script on a Redis Cluster).
+    /// start with `prefix` and follow `layout`.
     pub fn new(client: RestClient, rules: Vec<Rule>, prefix: &str, layout: KeyLayout) -> Result<Gate> {
-        // A request makes one decision, one script call, so coalescing would only cost it a yield, and the code of
-        // the queue on the first decision's path (compiled on first use on wasm). And in workerd each request has
-        // its own context: a request must not wait for a call another request's code sent.
+        // One decision per request gains nothing from coalescing, and in workerd a request must not wait for a call
+        // another request's context sent.
         let client = client.without_coalescing();
         let mut armed: Vec<Arc<ArmedRule>> = Vec::with_capacity(rules.len());
         for rule in rules {
@@ -178,9 +174,8 @@ impl Gate {
             }
             armed.push(Arc::new(ArmedRule::new(&client, rule, prefix, layout)?));
         }
-        // Rules that name a limit alike share its state on purpose, whatever their limits: one state of one
-        // algorithm over one interval. Under another algorithm or interval, each rule would read the other's state
-        // as none, or as another window, and overwrite it: neither would limit anything.
+        // Rules that name a limit alike share its state, so it must be one algorithm over one interval: otherwise each
+        // would read the other's state as none or as another window, and neither would limit anything.
         let state = |limit: &Limit| (limit.quota.algorithm(), limit.quota.interval_ms());
         // Each stored name (every limit has one by now: see ArmedRule::new) and the first rule and limit under it.
         let mut first_under: HashMap<&str, (&str, &Limit)> = HashMap::new();
@@ -215,20 +210,12 @@ impl Gate {
     }
 
     /// The rule that applies to this request and the key it counts under; `None` when no rule matches (the request
-    /// goes to the origin untouched). `target` is the request's path and query (`/items/1?_method=DELETE`), `header`
-    /// reads a request header by its lower-case name. Rules match, and a path key counts, the path as
-    /// [`request_match::normalize_path`] spells it, so that spellings an origin reads as one path are limited as one.
-    /// When the first rule that matches is a dry run, its route carries the first matching rule after it that is not
-    /// ([`Route::next`]): a rule on trial lifts no rule behind it.
+    /// goes to the origin untouched). `target` is the path and query, `header` reads a header by lower-case name.
     ///
-    /// The rule the request's own method (or GET's, for a HEAD) matches on the normalised path decides it; what else
-    /// may reach a handler only adds rules, never takes the request out of its own: each method the request names as
-    /// an override (see `override_methods`), the path spelt with `%2F` kept
-    /// ([`request_match::normalize_path_keeping_slashes`]) and the path without its format suffix
-    /// ([`request_match::without_format_suffix`]: `/users/sign_in.json`), adds the first rule it matches, which is
-    /// also decided ([`Route::decide`]); the request passes only if all allow it. A path key counts the path in lower case.
-    /// (Matched as one of the request's methods, `POST /items/1` with `X-HTTP-Method-Override: GET` fell under an
-    /// earlier, looser rule on `GET /items/**` and escaped the one on `POST`.)
+    /// The request's own method on the normalised path picks its rule; method overrides, the `%2F` spelling and the
+    /// path without a format suffix only add rules ([`Route::decide`] decides them all), so none can take a request
+    /// out of its own. A dry run carries the first enforcing rule behind it ([`Route::next`]). Why:
+    /// docs/design/gate-routing.md.
     pub fn route(
         &self,
         method: &str,
@@ -242,8 +229,7 @@ impl Gate {
         let kept = Some(request_match::normalize_path_keeping_slashes(raw_path)).filter(|kept| *kept != path);
         let backslashes =
             Some(request_match::normalize_path_reading_backslashes(raw_path)).filter(|read| *read != path);
-        // A path key counts the spelling its rule matched (a rule added for `/users/sign_in.json` counts
-        // `/users/sign_in`: by the suffixed path, each new suffix was a fresh count).
+        // A path key counts the spelling its rule matched, so a new format suffix is not a fresh count.
         let route_of = |armed: &Arc<ArmedRule>, path: &str| {
             let claimed = client_key::claimed_values(&armed.rule.key, &header);
             Route {
@@ -272,11 +258,8 @@ impl Gate {
         if method.eq_ignore_ascii_case("HEAD") {
             own.push("GET".to_owned());
         }
-        // The own methods on the normalised path give the request its rule. What else may reach a handler adds the
-        // first rule it matches, each on its own (a rule the first matches must not hide one another matches): the
-        // own methods on the other spellings (`%2F` kept, `%5C` read, no format suffix), and each method an override names on
-        // every spelling. Of those, only the methods some rule names, and one that none names (for the rules that
-        // name no method), so junk names cost nothing and crowd none out.
+        // The own methods on the normalised path give the request its rule; the other spellings and each override
+        // method add the first rule each matches. Only methods some rule names are tried, plus one no rule names.
         let overrides = override_methods(method, query, &header);
         let mut method_sets = vec![own];
         method_sets.extend(
@@ -307,18 +290,14 @@ impl Gate {
     }
 }
 
-/// The methods a request names besides its own, which many frameworks route it by: those of a method override
-/// header (`X-HTTP-Method-Override` and its variants), and for a POST, `_method` in its query (Laravel, Symfony,
-/// Express's method-override); GET's beside a HEAD. They are the client's, any number of any words: only those some
-/// rule names are matched one by one (`Gate::route`). (`_method` in a form body is not read: the Worker does not
-/// read bodies.)
+/// The methods a request names besides its own, which many frameworks route it by: a method override header, and for
+/// a POST `_method` in its query; GET's beside a HEAD. Any number of any words: `Gate::route` filters them.
 fn override_methods(method: &str, query: &str, header: &impl Fn(&str) -> Option<String>) -> Vec<String> {
     let headers = ["x-http-method-override", "x-http-method", "x-method-override"]
         .into_iter()
         .filter_map(header)
         .flat_map(|value| value.split(',').map(|name| name.trim().to_owned()).collect::<Vec<_>>());
-    // The query's names and values as PHP reads them, the most forgiving reader: `+` a space, percent-decoded,
-    // leading spaces of a name dropped, and `.` and ` ` in it read as `_` (`?+_method=`, `?.method=`, `%5Fmethod`).
+    // Names and values as PHP reads them, the most forgiving reader (`?+_method=`, `?.method=`, `%5Fmethod`).
     let decoded = |text: &str| {
         let text = text.replace('+', " ");
         String::from_utf8_lossy(&client_key::percent_decoded(text.as_bytes())).into_owned()
@@ -341,13 +320,12 @@ pub struct Route {
     key: ClientKey,
     /// The client's address as a key, which a deny list's IP entries refuse whatever the rule counts by.
     address: ClientKey,
-    /// Every value the request carries for a header or cookie key, which a deny list refuses each of (with two, it
-    /// counts by its IP: a denied session must not pass by adding a second one).
+    /// Every value the request carries for a header or cookie key, each of which a deny list refuses (a denied
+    /// session must not pass by adding a second one).
     claimed: Vec<String>,
     /// For a dry-run rule, the first matching rule after it that enforces.
     next: Option<Box<Route>>,
-    /// Other rules that enforce on this request, decided after this one: those its method overrides, or its path
-    /// spelt with `%2F` kept, matched.
+    /// Other enforcing rules this request's method overrides or other spellings matched, decided after this one.
     also: Vec<Route>,
 }
 
@@ -391,8 +369,7 @@ pub struct Verdict {
     /// The error the limit failed with, to log: an unavailable store that the rule's `onError` decided for, or any
     /// other error (then the verdict is a 500).
     pub error: Option<Error>,
-    /// The rule the refusal or the error is of, when it is not the route's own: one a method override or the `%2F`
-    /// spelling added.
+    /// The rule the refusal or the error is of, when it is not the route's own but an added one.
     pub rule: Option<String>,
 }
 
@@ -412,15 +389,13 @@ impl Route {
         &self.key
     }
 
-    /// For a dry-run rule, the route of the first rule after it that matches the request and is no dry run: what
-    /// decides the request while this one only counts. (A dry run put before a rule that already limits these
-    /// requests, to try a new limit, must not lift that one.)
+    /// For a dry-run rule, the first enforcing rule after it that matches: a rule on trial must not lift it.
     pub fn next(&self) -> Option<&Route> {
         self.next.as_deref()
     }
 
-    /// Adds the route a method override or the `%2F` spelling matched: its enforcing rule is decided after this
-    /// route's (or instead, when this route is a dry run with nothing behind it), unless it is one already decided.
+    /// Adds a route a method override or another spelling matched: decided after this one (or instead, for a dry run
+    /// with nothing behind it), unless already decided.
     fn add(&mut self, overridden: Route) {
         let Some(enforcing) = overridden.enforcing() else {
             return;
@@ -446,13 +421,9 @@ impl Route {
         }
     }
 
-    /// Decides: the lists first (no round trip), then one permit under every limit of the rule; then each rule a
-    /// method override or the `%2F` spelling added, while all before it allowed (the request passes only if all
-    /// do). Never fails: a failure of the store, or any other error, is decided by the rule's `onError` and carried
-    /// in [`Verdict::error`].
-    ///
-    /// A request an added rule refuses has still taken its permit under the rules decided before it (each rule is
-    /// its own call): that costs the client, never admits it.
+    /// Decides: the lists first (no round trip), then one permit under every limit of the rule, then each added rule
+    /// while all before it allowed. Never fails: an error is decided by the rule's `onError` and carried in
+    /// [`Verdict::error`]. A refusal by an added rule still spends the permits taken before: it never admits.
     pub async fn decide(&self, now_ms: u64) -> Verdict {
         let mut verdict = self.decide_rule(now_ms).await;
         for also in &self.also {
@@ -474,8 +445,7 @@ impl Route {
 
     async fn decide_rule(&self, now_ms: u64) -> Verdict {
         let rule = &self.armed.rule;
-        // An address on the deny list is refused however its request counts: on a header or cookie rule, sending
-        // any value (a made-up API key) would otherwise get a denied address past it.
+        // A denied address is refused however its request counts: a made-up API key must not get it past.
         let denied = |entry: &ListEntry| {
             entry.contains(&self.key) || entry.contains(&self.address) || self.claimed.iter().any(|v| entry.names(v))
         };
@@ -508,8 +478,7 @@ impl Route {
                 .into_iter()
                 .collect()
         };
-        // From reserved permits, `r` is what this isolate has left of its own: other clients hold theirs, so it is an
-        // estimate, and each item says so in a boolean parameter (a client that does not know it ignores it).
+        // From reserved permits `r` is this isolate's own share, an estimate; each item says so in a parameter.
         let mark = if outcome.reason == Reason::Reserved {
             ";estimate"
         } else {
@@ -534,9 +503,8 @@ impl Route {
     }
 
     /// The verdict when the limit could not be decided. Only an unavailable store is the rule's `onError` to decide
-    /// (pass, or 503); any other error (the store's set-up, foreign state in a limit's key, a reply that does not
-    /// parse, …) is a 500 that never reaches the origin: letting it through would admit requests past the limit by
-    /// accident, and it is no passing outage to ride out.
+    /// (pass, or 503); any other error is a 500 that never reaches the origin, since passing it could admit requests
+    /// past the limit.
     fn failed(&self, error: Error) -> Verdict {
         let reason = VerdictReason::Limit(Reason::of_failure(&error));
         let mut verdict = if !error.is_store_unavailable() {
@@ -661,9 +629,8 @@ mod tests {
             gate.route("GET", "h", "/Report/7", ip).unwrap().key().id,
             "path:/report/7"
         );
-        // A decoded `%2F` makes dot segments an origin that keeps it never sees: the rule the spelling that keeps it
-        // matches is added to the one the decoded spelling matches (first-match on either would let one hide the
-        // other: review, `/*` before `/auth/login` took `/auth%2Flogin` from it).
+        // A decoded `%2F` makes dot segments an origin that keeps it never sees: the rule the kept spelling matches
+        // is added to the decoded spelling's (first-match on either would let `/*` hide `/auth%2Flogin`).
         for path in ["/login;x%2F..%2Fadmin", "/login%2F..%2Fadmin"] {
             let route = gate.route("POST", "h", path, ip).unwrap();
             let decided: Vec<&str> = [route.rule()]
@@ -717,7 +684,7 @@ mod tests {
         );
         sign_in.request_match = RequestMatch::new(vec![], None, Some("/users/sign_in".into()), vec![]).unwrap();
         let gate = gate(vec![api, sign_in]).unwrap();
-        // `%2F` decoded with `%5C` kept (WSGI, nginx): `/api/x%5Cy`, under `/api/*` (review: decoding both escaped it).
+        // `%2F` decoded with `%5C` kept (WSGI, nginx): `/api/x%5Cy`, under `/api/*`.
         for path in ["/api%2Fx%5Cy", "/api/x%5Cy", "/api%5Cx"] {
             assert_eq!(gate.route("GET", "h", path, ip).unwrap().rule(), "api", "{path}");
         }
@@ -800,8 +767,8 @@ mod tests {
         // With no rule on its own method, the override's rule is the request's.
         let route = gate.route("PUT", "h", "/items/1", override_get).unwrap();
         assert_eq!((route.rule(), also(&route).is_empty()), ("reads", true));
-        // Every method an override names adds its rule, and junk names crowd none out (review: a DELETE named
-        // beside a GET, or after four made-up names, had escaped a rule on DELETE).
+        // Every method an override names adds its rule, and junk names crowd none out (a DELETE beside a GET, or
+        // after four made-up names).
         let gate = self::gate(vec![
             rule("reads", "GET", 1000),
             rule("writes", "POST", 2),
@@ -821,8 +788,7 @@ mod tests {
             let route = gate.route("POST", "h", target, |_| None).unwrap();
             assert_eq!(also(&route), ["deletes"], "{target}");
         }
-        // A rule naming no method holds a request an override sends to a method no rule names (review: a DELETE
-        // named over a POST escaped the rule every method but POST fell under).
+        // A rule naming no method holds a request an override sends to a method no rule names.
         let mut any = rule("any", "GET", 60);
         any.request_match = RequestMatch::new(vec![], None, Some("/items/**".into()), vec![]).unwrap();
         let gate = self::gate(vec![rule("writes", "POST", 1000), any]).unwrap();

@@ -38,9 +38,8 @@ impl RequestMatch {
                     "paths and patterns match the path alone, without \"?\" (the query) or \"#\", got {path:?}"
                 )));
             }
-            // Nor any spelling a request's path never has: the Worker's URL parser percent-encodes what a path may
-            // not hold as it is (spaces, non-ASCII, `<`, …), and `normalize_path` decodes unreserved `%XX` and merges
-            // slashes. Such a rule would never apply, and its limit would be off unseen.
+            // Nor a spelling a request's path never has (what the URL parser percent-encodes, what `normalize_path`
+            // decodes or merges): the rule would never apply, its limit off unseen.
             let encoded = as_requests_spell(path);
             if encoded != *path {
                 return Err(Error::InvalidConfig(format!(
@@ -75,9 +74,7 @@ impl RequestMatch {
     }
 
     /// Whether a request with this method, host and path (as [`normalize_path`] gives it) is one the rule applies
-    /// to. A pattern also matches the path without a trailing `/`: most origins route `/login/` as `/login`. Paths
-    /// match whatever their letters' case: Express, ASP.NET and IIS route `/LOGIN` to the handler of `/login` (a
-    /// case-sensitive origin answers it 404, and counting it only limits more).
+    /// to. Paths match in any case, and a pattern also without a trailing `/`, as most origins route them.
     pub fn matches(&self, method: &str, host: &str, path: &str) -> bool {
         // A fully qualified name's trailing dot (`api.example.com.`) names the same host: a rule must not miss it.
         let host = host.strip_suffix('.').unwrap_or(host).to_ascii_lowercase();
@@ -94,38 +91,26 @@ impl RequestMatch {
     }
 }
 
-/// The characters besides letters, digits and `/` whose escapes [`normalize_path`] decodes: the unreserved ones, and
-/// those a path holds as they are, with no meaning to a router (RFC 3986's sub-delimiters, `:` and `@`, save `;`,
-/// which starts parameters). `%3F` (`?`), `%23` (`#`), `%25` (`%`) and `%3B` (`;`) stay escaped: decoded, they would
-/// change what the path says.
+/// The characters besides letters, digits and `/` whose escapes [`normalize_path`] decodes: unreserved ones and
+/// those with no meaning to a router. `%3F`, `%23`, `%25` and `%3B` stay escaped: decoded, they change the path.
 const DECODED: &[u8] = b"-._~!$&'()*+,=:@";
 
-/// The path a rule matches and a path key counts: the request's with every `%XX` that spells an unreserved
-/// character (letters, digits, `-`, `.`, `_`, `~`), `/` or one of `DECODED` decoded, every other escape in upper
-/// case, each segment's `;parameters` dropped, every run of `/` made one, and the dot segments this makes resolved.
-/// Origins read these spellings as the same path (RFC 3986 says the unreserved escapes are equivalent; nginx, WSGI
-/// servers and most routers decode them and merge slashes; WSGI and others decode `%2F` too, and Java servlet
-/// containers route `/login;x=1` as `/login`), so a rule matched on the raw text would let `/%6Cogin`, `//login`,
-/// `/api%2Flogin` or `/login;x=1` past a rule on `/login` to the same handler. (`%5C` stays escaped here: IIS reads
-/// it as a separator, [`normalize_path_reading_backslashes`], and most others do not.) Reading more spellings as one path
-/// can only limit more: an origin that tells them apart has them counted together. Case is kept here; rules match
-/// it either way ([`RequestMatch::matches`]). (Dot segments of the request itself the URL parser has resolved:
-/// `new URL` in the Worker reads `%2e` as `.` there.)
+/// The path a rule matches and a path key counts: unreserved escapes decoded, other escapes upper-cased,
+/// `;parameters` dropped, slashes merged, dot segments resolved. Origins read these spellings as one path, so a rule
+/// on the raw text could be bypassed; counting them together only limits more. `%5C` stays escaped (see
+/// [`normalize_path_reading_backslashes`]); case is kept. Why each: docs/design/gate-routing.md.
 pub fn normalize_path(path: &str) -> Cow<'_, str> {
     normalize(path, b"/")
 }
 
-/// [`normalize_path`] with `%5C` read as `/` too, as IIS reads an escaped `\` (and the URL parser a bare one): the
-/// first rule this spelling matches is added to the request's (`Gate::route`). (Decoded in every spelling, a review
-/// found, `/api%2Fx%5Cy` escaped a rule on `/api/*` that held it with `%5C` kept.)
+/// [`normalize_path`] with `%5C` read as `/` too, as IIS reads it: the first rule this spelling matches is added to
+/// the request's (`Gate::route`).
 pub fn normalize_path_reading_backslashes(path: &str) -> Cow<'_, str> {
     normalize(path, b"/\\")
 }
 
-/// [`normalize_path`] but for `%2F` and `%5C`, which stay escaped: the path as an origin reads it that does not
-/// take them for separators (Express's route parameters, servlet containers). Decoded, `/api/expensive%2F..%2Fcheap` is
-/// `/api/cheap`, while such an origin runs the handler of `/api/expensive…`: the first rule this spelling matches
-/// is added to the request's (`Gate::route`).
+/// [`normalize_path`] but for `%2F` and `%5C`, which stay escaped, as an origin reads the path that does not take
+/// them for separators: the first rule this spelling matches is added to the request's (`Gate::route`).
 pub fn normalize_path_keeping_slashes(path: &str) -> Cow<'_, str> {
     normalize(path, b"")
 }
@@ -200,10 +185,8 @@ fn resolve_dot_segments(path: &str) -> String {
 }
 
 /// `path` without its format suffix, when its last segment has one: `/users/sign_in` for `/users/sign_in.json`,
-/// `/users/sign_in.json/` or `/users/sign_in.`. Rails routes these to one action (a route's `(.:format)` is
-/// optional, and the format is anything up to the next `/`, `.` or `?`, a trailing `/` ignored), and so did Spring
-/// MVC's suffix pattern matching, so a rule on `/users/sign_in` must also hold them (`Gate::route` adds the rule
-/// this spelling matches). The name before the suffix is not empty (`/.env` has none).
+/// `/users/sign_in.json/` or `/users/sign_in.`, which Rails routes to one action. The name before the suffix is not
+/// empty (`/.env` has none).
 pub fn without_format_suffix(path: &str) -> Option<&str> {
     let path = path.strip_suffix('/').unwrap_or(path);
     let segment_start = path.rfind('/').map_or(0, |slash| slash + 1);
@@ -215,9 +198,8 @@ fn has_dot_segment(path: &str) -> bool {
     path.split('/').any(|segment| segment == "." || segment == "..")
 }
 
-/// `path` as a request's path is matched: percent-encoded as the WHATWG URL parser encodes a path (controls, space,
-/// `"`, `<`, `>`, `` ` ``, `{`, `}` and every non-ASCII byte, as `%XX` in upper case; `\` read as `/`), then
-/// [`normalize_path`] (which resolves the dot segments, `%2e` spelt or not, that a rule is asked to write out).
+/// `path` as a request's path is matched: percent-encoded as the WHATWG URL parser encodes a path (`\` read as `/`),
+/// then [`normalize_path`].
 fn as_requests_spell(path: &str) -> String {
     let path = path.replace('\\', "/");
     let mut encoded = String::with_capacity(path.len());
@@ -240,10 +222,8 @@ fn host_matches(pattern: &str, host: &str) -> bool {
     }
 }
 
-/// `*` matches within a segment, `**` across segments; letters match in either case. The pattern is the operator's
-/// and the path the client's, so this is one pass over the path per character of the pattern (O(pattern × path)):
-/// which lengths of the path the pattern read so far can match. (Backtracking over the stars, the obvious way, takes
-/// time exponential in their number on a long path a client chooses: `/**a**a**b` against 2 KB of `a` took 15 s.)
+/// `*` matches within a segment, `**` across segments; letters match in either case. One pass over the path per
+/// pattern character, O(pattern × path): backtracking would be exponential on a path the client chooses.
 fn glob(pattern: &[u8], path: &[u8]) -> bool {
     // matched[n]: the pattern read so far matches path[..n].
     let mut matched = vec![false; path.len() + 1];
@@ -367,7 +347,7 @@ mod tests {
 
     #[test]
     fn many_stars_against_a_long_path_a_client_chose_take_one_pass_each() {
-        // Backtracking took 15 s on 2 KB of this; a pass per pattern character takes a moment on 64 KB.
+        // Backtracking would take seconds on 2 KB of this; a pass per pattern character takes a moment on 64 KB.
         let path = format!("/{}", "a".repeat(65_536));
         assert!(!with_pattern("/**a**a**a**a**b").matches("GET", "h", &path));
         assert!(with_pattern("/**a**a**a**a**").matches("GET", "h", &path));
