@@ -28,7 +28,7 @@
 //! | [`report`] | `results.json`, `results.md`, `plot.svg` and `bench/RESULTS.md` |
 //! | [`contender`], `peers` | who is measured: edgelimit's limiters, the peers' scripts as their libraries send them |
 //! | [`redis_stats`] | Redis's own counters: `INFO commandstats`, `MEMORY USAGE` |
-//! | `stack`, `progress`, `plot` | the private Redis + bridges, the progress bar, the hand-written SVG |
+//! | `stack`, `progress`, `plot` | the private Redis + bridges, the progress bar, `plot.svg` (plotters) |
 //! | `support` | helpers every scenario shares: error context, ratios, seeded draws, the explicit-time origin |
 
 #![warn(missing_docs)]

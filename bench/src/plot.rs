@@ -1,386 +1,157 @@
-//! `plot.svg`, written by hand: two panels, no plotting dependency.
-//!
-//! - left: the sliding log's Redis µs per decision against the grants in its window (log scale), edgelimit's two
-//!   sliding logs against Redisson's script (scenario 2): flat lines scale, a rising one does not;
-//! - right: Redis µs per decision per algorithm, one bar per contender, with the `INCR`-in-a-script floor as a
-//!   dashed line (scenario 1).
-//!
-//! A panel whose scenario did not run says so instead of drawing.
+//! `plot.svg`, drawn with plotters: the sliding logs' Redis µs per decision as the log grows (scenario 2), and Redis
+//! µs per decision per algorithm and contender against the `INCR`-in-a-script floor (scenario 1).
 
-use std::fmt::Write as _;
+use std::error::Error;
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
 
 use crate::contender::ContenderKind;
 use crate::harness::BenchResults;
-use crate::redis_cost::RedisCost;
+use crate::redis_cost::{AlgorithmCost, RedisCost};
 use crate::scaling::{Scaling, ScalingRow};
 
-const WIDTH: f64 = 1200.0;
-const HEIGHT: f64 = 470.0;
-/// Inside a panel: room for the axes' labels.
-const MARGIN_LEFT: f64 = 64.0;
-const MARGIN_TOP: f64 = 48.0;
-const MARGIN_BOTTOM: f64 = 92.0;
+type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
+type Drawn = Result<(), Box<dyn Error>>;
 
-/// Colours per contender (colour-blind-safe, after Okabe and Ito).
-const EDGELIMIT_SERVER: &str = "#0072b2";
-const EDGELIMIT_EXPLICIT: &str = "#56b4e9";
-const EDGELIMIT_LAYOUT: &str = "#009e73";
-const UPSTASH: &str = "#e69f00";
-const REDISSON: &str = "#d55e00";
+// Colour-blind-safe colours (Okabe and Ito).
+const SERVER: RGBColor = RGBColor(0x00, 0x72, 0xb2);
+const EXPLICIT: RGBColor = RGBColor(0x56, 0xb4, 0xe9);
+const LAYOUT: RGBColor = RGBColor(0x00, 0x9e, 0x73);
+const UPSTASH: RGBColor = RGBColor(0xe6, 0x9f, 0x00);
+const REDISSON: RGBColor = RGBColor(0xd5, 0x5e, 0x00);
 
-/// The SVG text.
-pub fn svg(results: &BenchResults) -> String {
-    let mut svg = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{WIDTH}\" height=\"{HEIGHT}\" viewBox=\"0 0 {WIDTH} \
-         {HEIGHT}\" font-family=\"sans-serif\" font-size=\"12\" role=\"img\" aria-label=\"edgelimit benchmark: \
-         sliding-log scaling and Redis cost per algorithm\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-    );
-    let left = Panel { x: 0.0, width: 500.0 };
-    let right = Panel {
-        x: 520.0,
-        width: WIDTH - 520.0,
-    };
+/// The SVG text: two panels; one whose scenario did not run says so.
+pub fn svg(results: &BenchResults) -> Result<String, String> {
+    let mut svg = String::new();
+    draw(&mut svg, results).map_err(|e| format!("could not draw plot.svg: {e}"))?;
+    Ok(svg)
+}
+
+fn draw(svg: &mut String, results: &BenchResults) -> Drawn {
+    let root = SVGBackend::with_string(svg, (1200, 470)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let (left, right) = root.split_horizontally(500);
     match &results.scaling {
-        Some(scaling) => scaling_panel(&mut svg, &left, scaling),
-        None => left.not_measured(&mut svg, "Sliding-log scaling"),
+        Some(scaling) => scaling_panel(&left, scaling)?,
+        None => not_measured(&left, "Sliding-log scaling")?,
     }
     match &results.redis_cost {
-        Some(cost) => cost_panel(&mut svg, &right, cost),
-        None => right.not_measured(&mut svg, "Redis cost per decision"),
+        Some(cost) => cost_panel(&right, cost)?,
+        None => not_measured(&right, "Redis cost per decision")?,
     }
-    svg.push_str("</svg>\n");
-    svg
+    root.present()?;
+    Ok(())
 }
 
-/// A panel's horizontal place in the picture.
-struct Panel {
-    x: f64,
-    width: f64,
+fn not_measured(area: &Area, title: &str) -> Drawn {
+    let area = area.titled(title, ("sans-serif", 16))?;
+    area.draw(&Text::new("not measured in this run", (60, 200), ("sans-serif", 13)))?;
+    Ok(())
 }
 
-impl Panel {
-    fn plot_left(&self) -> f64 {
-        self.x + MARGIN_LEFT
-    }
-
-    fn plot_right(&self) -> f64 {
-        self.x + self.width - 12.0
-    }
-
-    fn plot_bottom(&self) -> f64 {
-        HEIGHT - MARGIN_BOTTOM
-    }
-
-    /// The y of `value` on an axis from 0 to `top`.
-    fn y(&self, value: f64, top: f64) -> f64 {
-        self.plot_bottom() - value / top * (self.plot_bottom() - MARGIN_TOP)
-    }
-
-    fn title(&self, svg: &mut String, title: &str) {
-        let _ = writeln!(
-            svg,
-            "<text x=\"{}\" y=\"22\" font-size=\"15\" font-weight=\"bold\">{}</text>",
-            self.x + 12.0,
-            escape(title)
-        );
-    }
-
-    fn not_measured(&self, svg: &mut String, title: &str) {
-        self.title(svg, title);
-        let _ = writeln!(
-            svg,
-            "<text x=\"{}\" y=\"{}\" fill=\"#666\">not measured in this run</text>",
-            self.plot_left(),
-            HEIGHT / 2.0
-        );
-    }
-
-    /// The y axis from 0 to `top` with horizontal grid lines, and its label.
-    fn y_axis(&self, svg: &mut String, top: f64, step: f64, label: &str) {
-        let mut value = 0.0;
-        while value <= top + step / 2.0 {
-            let y = self.y(value, top);
-            let _ = writeln!(
-                svg,
-                "<line x1=\"{}\" y1=\"{y:.1}\" x2=\"{}\" y2=\"{y:.1}\" stroke=\"#ddd\"/>\
-                 <text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
-                self.plot_left(),
-                self.plot_right(),
-                self.plot_left() - 6.0,
-                y + 4.0,
-                trim_number(value)
-            );
-            value += step;
-        }
-        let (x, y) = (self.x + 16.0, (MARGIN_TOP + self.plot_bottom()) / 2.0);
-        let _ = writeln!(
-            svg,
-            "<text x=\"{x}\" y=\"{y}\" text-anchor=\"middle\" transform=\"rotate(-90 {x} {y})\">{}</text>",
-            escape(label)
-        );
-        let _ = writeln!(
-            svg,
-            "<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"#333\"/>\
-             <line x1=\"{0}\" y1=\"{2}\" x2=\"{3}\" y2=\"{2}\" stroke=\"#333\"/>",
-            self.plot_left(),
-            MARGIN_TOP,
-            self.plot_bottom(),
-            self.plot_right()
-        );
-    }
-
-    /// A row of legend entries under the plot.
-    fn legend(&self, svg: &mut String, entries: &[(&str, &str)]) {
-        let y = HEIGHT - 22.0;
-        let mut x = self.plot_left();
-        for (label, colour) in entries {
-            let _ = writeln!(
-                svg,
-                "<rect x=\"{x}\" y=\"{}\" width=\"12\" height=\"12\" fill=\"{colour}\"/>\
-                 <text x=\"{}\" y=\"{y}\">{}</text>",
-                y - 10.0,
-                x + 16.0,
-                escape(label)
-            );
-            x += 24.0 + 7.0 * label.chars().count() as f64;
-        }
-    }
-}
-
-/// One line of the scaling panel: (grants in the window, µs per decision) per rate.
-struct Series {
-    label: &'static str,
-    colour: &'static str,
-    points: Vec<(u64, f64)>,
-}
-
-fn scaling_panel(svg: &mut String, panel: &Panel, scaling: &Scaling) {
-    panel.title(svg, "Sliding log: Redis µs per decision as the log grows");
-    let line = |label, colour, micros: fn(&ScalingRow) -> f64| Series {
-        label,
-        colour,
-        points: scaling.rows.iter().map(|row| (row.rate, micros(row))).collect(),
-    };
-    let series = [
-        line("edgelimit (family)", EDGELIMIT_SERVER, |row| {
-            row.family.micros_per_decision
-        }),
-        line("edgelimit (Redisson layout)", EDGELIMIT_LAYOUT, |row| {
+fn scaling_panel(area: &Area, scaling: &Scaling) -> Drawn {
+    type Micros = fn(&ScalingRow) -> f64;
+    let series: [(&str, RGBColor, Micros); 3] = [
+        ("edgelimit (family)", SERVER, |row| row.family.micros_per_decision),
+        ("edgelimit (Redisson layout)", LAYOUT, |row| {
             row.redisson_layout.micros_per_decision
         }),
-        line("Redisson", REDISSON, |row| row.redisson.micros_per_decision),
+        ("Redisson", REDISSON, |row| row.redisson.micros_per_decision),
     ];
-    let highest = series
-        .iter()
-        .flat_map(|line| line.points.iter().map(|&(_, micros)| micros))
-        .fold(0.0, f64::max);
-    let (top, step) = nice_axis(highest);
-    panel.y_axis(svg, top, step, "Redis µs per decision");
-    // Log x axis over whole decades around the rates measured.
     let rates = || scaling.rows.iter().map(|row| row.rate.max(1) as f64);
-    let first_decade = rates().fold(f64::INFINITY, f64::min).log10().floor();
-    let last_decade = rates().fold(1.0, f64::max).log10().ceil().max(first_decade + 1.0);
-    let x = |rate: f64| {
-        let share = (rate.log10() - first_decade) / (last_decade - first_decade);
-        panel.plot_left() + 16.0 + share * (panel.plot_right() - panel.plot_left() - 32.0)
-    };
-    let mut decade = first_decade;
-    while decade <= last_decade {
-        let tick = x(10f64.powf(decade));
-        let _ = writeln!(
-            svg,
-            "<line x1=\"{tick:.1}\" y1=\"{0}\" x2=\"{tick:.1}\" y2=\"{1}\" stroke=\"#333\"/>\
-             <text x=\"{tick:.1}\" y=\"{2}\" text-anchor=\"middle\">{3}</text>",
-            panel.plot_bottom(),
-            panel.plot_bottom() + 5.0,
-            panel.plot_bottom() + 19.0,
-            trim_number(10f64.powf(decade))
-        );
-        decade += 1.0;
+    let (low, high) = (rates().fold(f64::INFINITY, f64::min), rates().fold(1.0, f64::max));
+    let top = (scaling.rows.iter())
+        .flat_map(|row| series.map(|(_, _, micros)| micros(row)))
+        .fold(1e-3, f64::max);
+    let mut chart = ChartBuilder::on(area)
+        .caption(
+            "Sliding log: Redis µs per decision as the log grows",
+            ("sans-serif", 16),
+        )
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(50)
+        .build_cartesian_2d((low.min(high / 10.0)..high).log_scale(), 0.0..top * 1.1)?;
+    chart
+        .configure_mesh()
+        .light_line_style(WHITE)
+        .x_desc("grants in the window (rate per interval, log scale)")
+        .y_desc("Redis µs per decision")
+        .x_label_formatter(&|rate| format!("{rate:.0}"))
+        .draw()?;
+    for (label, colour, micros) in series {
+        let points = scaling.rows.iter().map(|row| (row.rate.max(1) as f64, micros(row)));
+        chart
+            .draw_series(LineSeries::new(points, colour.stroke_width(2)).point_size(4))?
+            .label(label)
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], colour.filled()));
     }
-    let _ = writeln!(
-        svg,
-        "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">grants in the window (rate per interval, log scale)</text>",
-        (panel.plot_left() + panel.plot_right()) / 2.0,
-        panel.plot_bottom() + 38.0
-    );
-    for Series { colour, points, .. } in &series {
-        let path: Vec<String> = points
-            .iter()
-            .map(|&(rate, micros)| format!("{:.1},{:.1}", x(rate as f64), panel.y(micros, top)))
-            .collect();
-        let _ = writeln!(
-            svg,
-            "<polyline points=\"{}\" fill=\"none\" stroke=\"{colour}\" stroke-width=\"2.5\"/>",
-            path.join(" ")
-        );
-        for &(rate, micros) in points {
-            let _ = writeln!(
-                svg,
-                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"4\" fill=\"{colour}\">\
-                 <title>{rate}: {micros:.2} µs</title></circle>",
-                x(rate as f64),
-                panel.y(micros, top)
-            );
-        }
-    }
-    let legend: Vec<(&str, &str)> = series.iter().map(|line| (line.label, line.colour)).collect();
-    panel.legend(svg, &legend);
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.8))
+        .draw()?;
+    Ok(())
 }
 
-fn cost_panel(svg: &mut String, panel: &Panel, cost: &RedisCost) {
-    panel.title(svg, "Redis µs per decision, per algorithm and contender");
-    // Per algorithm: edgelimit on both clocks, then the peer where there is one.
-    let groups: Vec<(&str, Vec<(f64, &str)>)> = cost
-        .algorithms
-        .iter()
-        .map(|row| {
-            let mut bars = vec![
-                (row.server_clock.decision.micros_per_decision, EDGELIMIT_SERVER),
-                (row.explicit_time.decision.micros_per_decision, EDGELIMIT_EXPLICIT),
-            ];
-            if let Some(peer) = &row.peer {
-                bars.push((peer.cost.decision.micros_per_decision, peer_colour(peer.kind)));
-            }
-            (row.algorithm.as_str(), bars)
-        })
-        .collect();
+/// Horizontal bars, one group per algorithm from the top: edgelimit on both clocks, then its peer if it has one.
+fn cost_panel(area: &Area, cost: &RedisCost) -> Drawn {
+    let rows = cost.algorithms.len();
     let floor = cost.floor.script.decision.micros_per_decision;
-    let highest = groups
-        .iter()
-        .flat_map(|(_, bars)| bars.iter().map(|&(micros, _)| micros))
-        .fold(floor, f64::max);
-    let (top, step) = nice_axis(highest);
-    panel.y_axis(svg, top, step, "Redis µs per decision");
-    let group_width = (panel.plot_right() - panel.plot_left()) / groups.len().max(1) as f64;
-    let bar_width = (group_width - 14.0) / 3.0;
-    for (i, (algorithm, bars)) in groups.iter().enumerate() {
-        let group_left = panel.plot_left() + i as f64 * group_width + 7.0;
-        for (j, &(micros, colour)) in bars.iter().enumerate() {
-            let y = panel.y(micros, top);
-            let _ = writeln!(
-                svg,
-                "<rect x=\"{:.1}\" y=\"{y:.1}\" width=\"{bar_width:.1}\" height=\"{:.1}\" fill=\"{colour}\">\
-                 <title>{}: {micros:.2} µs</title></rect>",
-                group_left + j as f64 * bar_width,
-                panel.plot_bottom() - y,
-                escape(algorithm)
-            );
-        }
-        let centre = group_left + 1.5 * bar_width;
-        for (line, words) in wrap(algorithm, 15).iter().enumerate() {
-            let _ = writeln!(
-                svg,
-                "<text x=\"{centre:.1}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"middle\">{}</text>",
-                panel.plot_bottom() + 16.0 + 13.0 * line as f64,
-                escape(words)
-            );
-        }
-    }
-    let floor_y = panel.y(floor, top);
-    let _ = writeln!(
-        svg,
-        "<line x1=\"{}\" y1=\"{floor_y:.1}\" x2=\"{}\" y2=\"{floor_y:.1}\" stroke=\"#000\" stroke-dasharray=\"6 4\"/>\
-         <text x=\"{}\" y=\"38\" font-size=\"11\">dashed: the floor, INCR in a one-line script ({floor:.2} µs)</text>",
-        panel.plot_left(),
-        panel.plot_right(),
-        panel.x + 12.0
-    );
-    panel.legend(
-        svg,
-        &[
-            ("edgelimit, server clock", EDGELIMIT_SERVER),
-            ("edgelimit, explicit time", EDGELIMIT_EXPLICIT),
-            ("@upstash/ratelimit", UPSTASH),
-            ("Redisson", REDISSON),
-        ],
-    );
-}
-
-fn peer_colour(kind: ContenderKind) -> &'static str {
-    match kind {
-        ContenderKind::Redisson => REDISSON,
-        _ => UPSTASH,
-    }
-}
-
-/// An axis top above `highest` and a tick step of 1, 2 or 5 × 10ⁿ giving about five ticks.
-fn nice_axis(highest: f64) -> (f64, f64) {
-    let highest = if highest.is_finite() && highest > 0.0 {
-        highest
-    } else {
-        1.0
+    let micros = |row: &AlgorithmCost, kind| match kind {
+        ContenderKind::EdgelimitServerClock => Some(row.server_clock.decision.micros_per_decision),
+        ContenderKind::EdgelimitExplicitTime => Some(row.explicit_time.decision.micros_per_decision),
+        _ => (row.peer.as_ref())
+            .filter(|peer| peer.kind == kind)
+            .map(|peer| peer.cost.decision.micros_per_decision),
     };
-    let rough = highest / 5.0;
-    let magnitude = 10f64.powf(rough.log10().floor());
-    let step = [1.0, 2.0, 5.0, 10.0]
-        .into_iter()
-        .map(|factor| factor * magnitude)
-        .find(|&step| step >= rough)
-        .unwrap_or(10.0 * magnitude);
-    ((highest / step).ceil() * step, step)
-}
-
-/// `value` without a trailing `.0`, with thin grouping for thousands.
-fn trim_number(value: f64) -> String {
-    if value >= 1000.0 && value.fract() == 0.0 {
-        let digits = format!("{value:.0}");
-        let mut grouped = String::new();
-        for (i, digit) in digits.chars().enumerate() {
-            if i > 0 && (digits.len() - i) % 3 == 0 {
-                grouped.push('\u{2009}');
-            }
-            grouped.push(digit);
-        }
-        grouped
-    } else {
-        let text = format!("{value:.2}");
-        text.trim_end_matches('0').trim_end_matches('.').to_owned()
+    let series = [
+        (ContenderKind::EdgelimitServerClock, SERVER),
+        (ContenderKind::EdgelimitExplicitTime, EXPLICIT),
+        (ContenderKind::Upstash, UPSTASH),
+        (ContenderKind::Redisson, REDISSON),
+    ];
+    let top = (cost.algorithms.iter())
+        .flat_map(|row| series.map(|(kind, _)| micros(row, kind).unwrap_or(0.0)))
+        .fold(floor.max(1e-3), f64::max);
+    let names: Vec<&str> = cost.algorithms.iter().rev().map(|row| row.algorithm.as_str()).collect();
+    // The y axis in hundredths of a group, so that integer key points can label the groups' centres.
+    let height = 100 * rows as i32;
+    let centres = (0..height).step_by(100).map(|y| y + 50).collect();
+    let mut chart = ChartBuilder::on(area)
+        .caption("Redis µs per decision, per algorithm and contender", ("sans-serif", 16))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(180)
+        .build_cartesian_2d(0.0..top * 1.1, (0..height).with_key_points(centres))?;
+    chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .light_line_style(WHITE)
+        .x_desc("Redis µs per decision")
+        .y_label_formatter(&|y| names.get(*y as usize / 100).copied().unwrap_or_default().to_owned())
+        .draw()?;
+    for (slot, (kind, colour)) in series.into_iter().enumerate() {
+        let bars = cost.algorithms.iter().enumerate().filter_map(|(i, row)| {
+            let top = 100 * (rows - i) as i32 - 10 - 27 * slot.min(2) as i32;
+            let bar = [(0.0, top - 25), (micros(row, kind)?, top)];
+            Some(Rectangle::new(bar, colour.filled()))
+        });
+        chart
+            .draw_series(bars)?
+            .label(kind.label())
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], colour.filled()));
     }
-}
-
-/// `text` in lines of at most about `width` characters, broken at spaces.
-fn wrap(text: &str, width: usize) -> Vec<String> {
-    let mut lines: Vec<String> = Vec::new();
-    for word in text.split_whitespace() {
-        match lines.last_mut() {
-            Some(line) if line.chars().count() + 1 + word.chars().count() <= width => {
-                line.push(' ');
-                line.push_str(word);
-            }
-            _ => lines.push(word.to_owned()),
-        }
-    }
-    lines
-}
-
-/// `text` safe inside XML.
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn axes_end_on_round_numbers() {
-        assert_eq!(nice_axis(47.0), (50.0, 10.0));
-        assert_eq!(nice_axis(0.9), (1.0, 0.2));
-        assert_eq!(nice_axis(0.0), (1.0, 0.2));
-    }
-
-    #[test]
-    fn labels_wrap_and_numbers_read_well() {
-        assert_eq!(
-            wrap("sliding log, Redisson layout", 13),
-            ["sliding log,", "Redisson", "layout"]
-        );
-        assert_eq!(trim_number(100_000.0), "100\u{2009}000");
-        assert_eq!(trim_number(2.5), "2.5");
-        assert_eq!(escape("a<b & \"c\""), "a&lt;b &amp; &quot;c&quot;");
-    }
+    let dashed = BLACK.stroke_width(1);
+    chart
+        .draw_series(DashedLineSeries::new([(floor, 0), (floor, height)], 6, 4, dashed))?
+        .label(format!("floor: INCR in a one-line script ({floor:.2} µs)"))
+        .legend(move |(x, y)| PathElement::new([(x, y), (x + 10, y)], dashed));
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.8))
+        .draw()?;
+    Ok(())
 }

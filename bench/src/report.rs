@@ -33,7 +33,7 @@ pub fn write(results: &BenchResults, checkout: &Path, out: &Path) -> Result<Vec<
     let files = [
         (out.join("results.json"), json + "\n"),
         (out.join("results.md"), results_markdown(results)),
-        (out.join("plot.svg"), plot::svg(results)),
+        (out.join("plot.svg"), plot::svg(results)?),
         (page.path, results_page(results, &page.plot_link)),
     ];
     let mut written = Vec::new();
