@@ -7,10 +7,12 @@
 //! epoll, as `redis-benchmark` is on Redis's side, so the two generators cost their sides alike and the ratios
 //! compare the servers.
 
-use std::path::{Path, PathBuf};
+use std::io::Write;
+use std::path::PathBuf;
 use std::process::Stdio;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
+
+use serde::Deserialize;
 
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
@@ -93,174 +95,73 @@ fn hello_binary() -> Result<PathBuf, String> {
         })
 }
 
-/// `wrk -t1 -c<concurrency> -d<seconds>` (wrk takes whole seconds) sending `request` to `url`; fails when any answer
-/// was not 2xx or a socket failed, since an error is answered fast and would be measured as a fast answer.
+/// Makes `wrk` send the request in `BENCH_*` as edgelimit's Rust client does, and print its numbers as a last
+/// line of JSON.
+const WRK_SCRIPT: &str = r#"
+wrk.method = "POST"
+wrk.body = os.getenv("BENCH_BODY")
+wrk.headers["Authorization"] = "Bearer " .. os.getenv("BENCH_TOKEN")
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Upstash-Encoding"] = "base64"
+wrk.headers[os.getenv("BENCH_DEADLINE_HEADER")] = "30000"
+function done(summary, latency)
+  local e = summary.errors
+  io.write(string.format('\n{"requests":%d,"micros":%.0f,"p50":%.0f,"p99":%.0f,"non2xx":%d,"socketErrors":%d}\n',
+    summary.requests, summary.duration, latency:percentile(50), latency:percentile(99), e.status,
+    e.connect + e.read + e.write + e.timeout))
+end
+"#;
+
+/// The JSON line `WRK_SCRIPT` prints; times in µs.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WrkReport {
+    requests: u64,
+    micros: f64,
+    p50: f64,
+    p99: f64,
+    non2xx: u64,
+    socket_errors: u64,
+}
+
+/// `wrk -t1 -c<concurrency> -d<seconds>` (whole seconds) sending `request` to `url`. Fails on any non-2xx answer
+/// or socket error: an error is answered fast and would be measured as a fast answer.
 pub(crate) async fn wrk(url: &str, concurrency: u32, seconds: u64, request: &Request) -> Result<RunStats, String> {
-    let script = WrkScript::write(request)?;
+    let mut script = tempfile::Builder::new()
+        .suffix(".lua")
+        .tempfile()
+        .context("could not create wrk's script")?;
+    script
+        .write_all(WRK_SCRIPT.as_bytes())
+        .context("could not write wrk's script")?;
     let output = Command::new("wrk")
-        .args(["-t1", &format!("-c{concurrency}"), &format!("-d{seconds}s")])
-        .args(["--latency", "-s"])
+        .args(["-t1", &format!("-c{concurrency}"), &format!("-d{seconds}s"), "-s"])
         .arg(script.path())
         .arg(format!("{url}/"))
+        .env("BENCH_BODY", &request.body)
+        .env("BENCH_TOKEN", &request.token)
+        .env("BENCH_DEADLINE_HEADER", edgelimit::rest::DEADLINE_HEADER)
         .output()
         .await
         .context("could not run wrk (Debian's wrk; run scripts/setup)")?;
     let text = String::from_utf8_lossy(&output.stdout);
     if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        return Err(format!("wrk failed ({}): {stderr}{text}", output.status));
+    }
+    let report: WrkReport = (text.lines().last())
+        .and_then(|line| serde_json::from_str(line).ok())
+        .ok_or_else(|| format!("wrk printed no report: {text}"))?;
+    if report.non2xx + report.socket_errors > 0 {
         return Err(format!(
-            "wrk failed ({}): {}{text}",
-            output.status,
-            String::from_utf8_lossy(&output.stderr)
+            "wrk met {} error answers and {} socket errors: {text}",
+            report.non2xx, report.socket_errors
         ));
     }
-    parse_wrk(&text)
-}
-
-/// The Lua script that makes `wrk` send one request; deleted when dropped.
-struct WrkScript(PathBuf);
-
-impl WrkScript {
-    fn write(request: &Request) -> Result<WrkScript, String> {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let path = std::env::temp_dir().join(format!(
-            "edgelimit-bench-wrk-{}-{}.lua",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::write(&path, wrk_script(request)?).context(format_args!("could not write {}", path.display()))?;
-        Ok(WrkScript(path))
-    }
-
-    fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for WrkScript {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
-
-/// The script's text: the body and the token as Lua long strings (`[==[…]==]`), which need no escaping; one that
-/// holds the closing bracket cannot be written so and is refused.
-fn wrk_script(request: &Request) -> Result<String, String> {
-    let long = |text: &str| {
-        if text.contains("]==]") {
-            Err(format!("cannot pass {text:?} to wrk as a Lua long string"))
-        } else {
-            Ok(format!("[==[{text}]==]"))
-        }
-    };
-    Ok(format!(
-        "wrk.method = \"POST\"\n\
-         wrk.body = {}\n\
-         wrk.headers[\"Authorization\"] = {}\n\
-         wrk.headers[\"Content-Type\"] = \"application/json\"\n\
-         wrk.headers[\"Upstash-Encoding\"] = \"base64\"\n\
-         wrk.headers[\"{}\"] = \"30000\"\n",
-        long(&request.body)?,
-        long(&format!("Bearer {}", request.token))?,
-        edgelimit::rest::DEADLINE_HEADER,
-    ))
-}
-
-/// Reads `wrk --latency`'s report: `N requests in …`, `Requests/sec: R`, the 50 % and 99 % lines of its latency
-/// distribution; and refuses a run with non-2xx answers or socket errors.
-fn parse_wrk(text: &str) -> Result<RunStats, String> {
-    let line_after = |prefix: &str| {
-        text.lines()
-            .map(str::trim)
-            .find_map(|line| line.strip_prefix(prefix).map(str::trim))
-    };
-    if let Some(count) = line_after("Non-2xx or 3xx responses:") {
-        return Err(format!("{count} of wrk's requests were answered with an error: {text}"));
-    }
-    if let Some(errors) = line_after("Socket errors:") {
-        return Err(format!("wrk met socket errors ({errors}): {text}"));
-    }
-    let requests = text
-        .lines()
-        .find_map(|line| line.trim().split_once(" requests in ").map(|(n, _)| n.parse::<u64>()))
-        .and_then(Result::ok)
-        .ok_or_else(|| format!("wrk printed no request count: {text}"))?;
-    let per_second = line_after("Requests/sec:")
-        .and_then(|rate| rate.parse().ok())
-        .ok_or_else(|| format!("wrk printed no Requests/sec: {text}"))?;
-    let quantile = |label: &str| {
-        line_after(label)
-            .and_then(wrk_millis)
-            .ok_or_else(|| format!("wrk printed no {label} latency: {text}"))
-    };
     Ok(RunStats {
-        requests,
-        per_second,
-        p50_ms: quantile("50%")?,
-        p99_ms: quantile("99%")?,
+        requests: report.requests,
+        per_second: report.requests as f64 / (report.micros / 1e6),
+        p50_ms: report.p50 / 1000.0,
+        p99_ms: report.p99 / 1000.0,
     })
-}
-
-/// A duration as `wrk` prints it (`562.00us`, `2.01ms`, `1.10s`, `3.00m`), in ms.
-fn wrk_millis(text: &str) -> Option<f64> {
-    let split = text.find(|c: char| c.is_ascii_alphabetic())?;
-    let (number, unit) = text.split_at(split);
-    let number: f64 = number.parse().ok()?;
-    let factor = match unit {
-        "us" => 0.001,
-        "ms" => 1.0,
-        "s" => 1000.0,
-        "m" => 60_000.0,
-        _ => return None,
-    };
-    Some(number * factor)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    const REPORT: &str = "Running 2s test @ http://127.0.0.1:8501/\n  1 threads and 16 connections\n  Thread Stats   \
-                          Avg      Stdev     Max   +/- Stdev\n    Latency   682.35us  300.00us   8.77ms   88.37%\n    \
-                          Req/Sec    24.00k     1.00k   26.00k    70.00%\n  Latency Distribution\n     50%  \
-                          562.00us\n     75%  700.00us\n     90%    1.00ms\n     99%    2.01ms\n  48123 requests in \
-                          2.00s, 6.84MB read\nRequests/sec:  24061.50\nTransfer/sec:      3.42MB\n";
-
-    #[test]
-    fn reads_wrk_reports() {
-        let stats = parse_wrk(REPORT).unwrap();
-        assert_eq!((stats.requests, stats.per_second), (48123, 24061.5));
-        assert!(
-            (stats.p50_ms - 0.562).abs() < 1e-9 && (stats.p99_ms - 2.01).abs() < 1e-9,
-            "{stats:?}"
-        );
-        let failed = REPORT.replace("Requests/sec", "  Non-2xx or 3xx responses: 12\nRequests/sec");
-        assert!(parse_wrk(&failed).unwrap_err().contains("12 of wrk's requests"));
-        let broken = REPORT.replace(
-            "Requests/sec",
-            "  Socket errors: connect 0, read 3, write 0, timeout 0\nRequests/sec",
-        );
-        assert!(parse_wrk(&broken).unwrap_err().contains("socket errors"));
-        assert!(parse_wrk("nothing").is_err());
-        assert_eq!(wrk_millis("1.5s"), Some(1500.0));
-        assert_eq!(wrk_millis("7"), None);
-    }
-
-    #[test]
-    fn scripts_carry_the_body_and_token_verbatim_or_refuse_them() {
-        let request = Request {
-            body: r#"["EVALSHA","abc","1","edgelimit:{k}","1:2"]"#.to_owned(),
-            token: "bench-token".to_owned(),
-        };
-        let script = wrk_script(&request).unwrap();
-        assert!(
-            script.contains(r#"wrk.body = [==[["EVALSHA","abc","1","edgelimit:{k}","1:2"]]==]"#),
-            "{script}"
-        );
-        assert!(script.contains("[==[Bearer bench-token]==]"), "{script}");
-        let hostile = Request {
-            body: "]==] os.exit()".to_owned(),
-            token: "t".to_owned(),
-        };
-        assert!(wrk_script(&hostile).is_err());
-    }
 }
