@@ -567,33 +567,27 @@ async fn redis_benchmark(
     parse_redis_benchmark_csv(&String::from_utf8_lossy(&output.stdout), requests)
 }
 
-/// Reads `redis-benchmark --csv`: a header, then `"test","rps","avg_latency_ms","min_latency_ms",
-/// "p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"`.
-fn parse_redis_benchmark_csv(csv: &str, requests: u64) -> Result<RunStats, String> {
-    let mut lines = csv.lines().filter(|line| !line.trim().is_empty());
-    let header: Vec<String> = lines.next().map(csv_fields).unwrap_or_default();
-    let values: Vec<String> = lines.next().map(csv_fields).unwrap_or_default();
-    let field = |name: &str| -> Result<f64, String> {
-        header
-            .iter()
-            .position(|column| column == name)
-            .and_then(|i| values.get(i))
-            .and_then(|value| value.parse().ok())
-            .ok_or_else(|| format!("redis-benchmark --csv printed no {name}: {csv}"))
-    };
-    Ok(RunStats {
-        requests,
-        per_second: field("rps")?,
-        p50_ms: field("p50_latency_ms")?,
-        p99_ms: field("p99_latency_ms")?,
-    })
+/// The columns of `redis-benchmark --csv` that count.
+#[derive(Deserialize)]
+struct RedisBenchmarkRow {
+    rps: f64,
+    p50_latency_ms: f64,
+    p99_latency_ms: f64,
 }
 
-/// The fields of one CSV line whose fields are all quoted and contain no quotes or commas (`redis-benchmark`'s).
-fn csv_fields(line: &str) -> Vec<String> {
-    line.split("\",\"")
-        .map(|field| field.trim().trim_matches('"').to_owned())
-        .collect()
+/// Reads `redis-benchmark --csv`: a header line, then one line per test.
+fn parse_redis_benchmark_csv(csv: &str, requests: u64) -> Result<RunStats, String> {
+    let row: RedisBenchmarkRow = csv::Reader::from_reader(csv.as_bytes())
+        .deserialize()
+        .next()
+        .ok_or_else(|| format!("redis-benchmark --csv printed no result: {csv}"))?
+        .context(format_args!("could not read redis-benchmark --csv: {csv}"))?;
+    Ok(RunStats {
+        requests,
+        per_second: row.rps,
+        p50_ms: row.p50_latency_ms,
+        p99_ms: row.p99_latency_ms,
+    })
 }
 
 #[cfg(test)]
