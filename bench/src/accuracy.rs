@@ -1,22 +1,12 @@
-//! Scenario 5: over-admission. Does a limit of N per interval let more than N through in some interval-long span?
+//! Scenario 5: over-admission, the most grants in any interval-long span divided by the limit, next to what each
+//! algorithm promises (1.0 for a permit log, 2.0 for the others here). Nothing is asserted.
 //!
-//! The measure is the same everywhere: the most grants in any interval-long span of time, divided by the limit.
-//! Each algorithm promises a bound on it (the sliding log and concurrency with never-released leases: 1.0; the
-//! fixed window: the limit per *aligned* window, so up to 2.0 across a boundary; the token bucket and GCRA: the
-//! burst plus the refill over the span, here 2.0; the sliding window counter: an approximation, up to 2.0), and the
-//! table shows the bound next to what was measured. Nothing is asserted: this prints what it measures.
+//! (a) Boundary bursts at explicit times: `limit` requests 1 ms before a window boundary, `limit` more at it or half
+//! an interval later; exact for edgelimit and its peer.
 //!
-//! (a) Window-boundary bursts at explicit times: `limit` requests 1 ms before a window boundary, then `limit` more
-//! at the boundary, or half an interval after it. Grant times are the explicit times, so the count is exact, for
-//! edgelimit and for its peer (`@upstash/ratelimit` with the same algorithm, Redisson for the sliding logs).
-//!
-//! (b) Concurrent clients: 8 clients hammer one limit for about 2 s of real time. edgelimit decides on the Redis
-//! server's clock. The peers decide on each client's clock, as their libraries do (`Date.now()`,
-//! `System.currentTimeMillis()`); real clients' clocks differ, so each client's clock is this machine's plus a skew
-//! drawn from ±250 ms (seeded, so runs are repeatable, and recorded in the results). Grant times are read on one
-//! common clock: where the algorithm makes it exact, from edgelimit's reply (a sliding-log or lease grant's `reset`
-//! is its server time plus the interval, checked to fall between sending and receiving); otherwise this machine's
-//! clock when the reply arrives (the same clock Redis reads: one machine).
+//! (b) 8 concurrent clients for about 2 s. edgelimit decides on the Redis server's clock, the peers on each client's
+//! clock (this machine's plus a seeded skew of up to ±250 ms, as real clocks differ). Grant times come from
+//! edgelimit's reply where it names them exactly (a permit log's `reset`), else from this machine's clock at the reply.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 

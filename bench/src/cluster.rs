@@ -1,16 +1,10 @@
-//! Scenario 8: one Redis against a Redis Cluster of three masters, each behind one bridge.
+//! Scenario 8: one Redis against a 3-master Redis Cluster (no replicas), each behind a bridge, taking turns at 16 and
+//! 64 in flight; every decision allowed, over [`IDENTIFIERS`] identifiers in the per-identifier layout so that they
+//! spread over the slots.
 //!
-//! The Rust client decides through a bridge in front of one `redis-server`, then through a bridge in front of a
-//! 3-master cluster (no replicas: they would only add replication work to the same two cores), taking turns, at 16
-//! and 64 requests in flight. Every decision is allowed (a GCRA limit of a billion per hour) on one of
-//! [`IDENTIFIERS`] identifiers in the per-identifier key layout, so that the decisions spread over the cluster's
-//! slots as real traffic does.
-//!
-//! What it can show on a 2-core machine, and what not: the client, the bridge and every Redis share two cores, so
-//! the cluster cannot decide more per second than one Redis here; its masters mostly compete for the same cores.
-//! What does carry over to a real cluster is Redis's own cost per decision on each master (`INFO commandstats`) and
-//! how evenly the decisions spread: with a core per master, the Redis-bound capacity is the masters' sum, which the
-//! report computes from those two numbers and labels as a prediction.
+//! On a shared 2-core machine the cluster cannot decide more per second than one Redis. What carries over is Redis's
+//! µs per decision on each master and how evenly decisions spread; the report's Redis-bound capacity with a core per
+//! master is computed from those and labelled a prediction.
 
 use std::sync::Arc;
 use std::time::Duration;

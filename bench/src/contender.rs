@@ -1,9 +1,6 @@
 //! Who is measured: one interface over edgelimit's limiters, the peers' scripts and the `INCR` floor, so that every
-//! scenario runs each of them through the same loop, with the same identifiers, times and counters.
-//!
-//! An identifier is what a limit is kept for (an IP, an API key). The algorithm family keeps one key per identifier
-//! under one limiter; the Redisson layout (edgelimit's [`RateLimiter`] and Redisson's own script) keeps one named
-//! limiter per identifier, so there the identifier names the limiter.
+//! scenario runs them through the same loop. The family keeps one key per identifier under one limiter; the Redisson
+//! layout (edgelimit's [`RateLimiter`] and Redisson's script) one named limiter per identifier.
 
 use std::time::Duration;
 
@@ -408,13 +405,9 @@ pub struct Memory {
 const IDLE: &str = "idle";
 
 impl Plan<'_> {
-    /// Decides the plan's requests back to back, between a reset and a read of Redis's counters; then, if asked,
-    /// the memory at once. The script cache must be warm.
-    ///
-    /// Back to back, with no pause: the peers' state expires in real time (`@upstash/ratelimit` sets `PEXPIRE` once,
-    /// when a window's key is created; a sliding log's state lives a few intervals after its last grant), so an
-    /// explicit-time workload that paused, or was sliced between other contenders' turns, would lose state mid-way
-    /// and measure another workload.
+    /// Decides the plan's requests between a reset and a read of Redis's counters, then reads the memory if asked.
+    /// The script cache must be warm. Back to back: the peers' state expires in real time, so a paused explicit-time
+    /// workload would lose state mid-way.
     pub async fn measure(&self) -> Result<Measured, String> {
         let contender = self.contender;
         redis_stats::reset(&contender.client).await?;

@@ -1,5 +1,5 @@
-//! The run: which scenarios ([`Scenario`], [`BenchConfig`]), run one after the other on one private Redis and
-//! bridge, and everything they measured ([`BenchResults`]).
+//! The run: the [`Scenario`]s a [`BenchConfig`] asks for, one after the other on one Redis and bridge, into
+//! [`BenchResults`].
 
 use std::path::PathBuf;
 use std::time::Instant;

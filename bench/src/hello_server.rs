@@ -1,11 +1,6 @@
-//! `edgelimit-bench-hello`: a hello-world HTTP server, the baseline of scenario 3 that says what HTTP costs on this
-//! machine without the bridge. It runs as a process of its own (the bridge it stands beside runs in the benchmark's
-//! process, idle but for it while the load generator runs), on the same stack (the `edgelimit` binary's runtime and
-//! worker threads, its allocator, its accept loop, axum, hyper), and answers every `POST /` with what the bridge
-//! answers to `PING`, at once: no token, no body read, no Redis.
-//!
-//! Usage: `edgelimit-bench-hello [ADDR]` (default `127.0.0.1:0`); prints `listening on http://ADDR` once it listens,
-//! then serves until killed.
+//! `edgelimit-bench-hello [ADDR]`: a hello-world HTTP server, scenario 3's baseline for what HTTP alone costs. It
+//! runs on the bridge's stack (the `edgelimit` binary's runtime, allocator, axum and hyper) and answers every
+//! `POST /` at once with the bridge's answer to `PING`. Prints `listening on http://ADDR`, then serves until killed.
 
 use std::io::Write;
 use std::process::ExitCode;

@@ -1,11 +1,6 @@
-//! HTTP load from outside the benchmark's process: `wrk` (Debian's, installed by `scripts/setup`) sending one request
-//! over and over with a number of connections, and the hello-world server (`edgelimit-bench-hello`,
-//! `src/hello_server.rs`) it is pointed at besides the bridge.
-//!
-//! Why not the Rust client here: a client in the same process as what it measures shares that process's runtime
-//! and cores, and reqwest costs about as much per request as the server it drives; `wrk` is a single C thread on
-//! epoll, as `redis-benchmark` is on Redis's side, so the two generators cost their sides alike and the ratios
-//! compare the servers.
+//! HTTP load from outside the benchmark's process: `wrk` sending one request over and over, to the bridge and to the
+//! hello-world server (`src/hello_server.rs`). `wrk` is one C thread, as `redis-benchmark` is on Redis's side, so the
+//! two generators cost their sides alike; an in-process Rust client would share the cores of what it measures.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -72,9 +67,8 @@ impl HelloServer {
     }
 }
 
-/// Where `edgelimit-bench-hello` is: `EDGELIMIT_BENCH_HELLO` when set; else beside this executable (the benchmark
-/// binary, in `target/<profile>/`), or one directory up (a test binary, in `target/<profile>/deps/`), where cargo
-/// builds the package's binaries.
+/// Where `edgelimit-bench-hello` is: `EDGELIMIT_BENCH_HELLO`, else beside this executable or one directory up (a
+/// test binary, in `deps/`).
 fn hello_binary() -> Result<PathBuf, String> {
     if let Some(path) = std::env::var_os("EDGELIMIT_BENCH_HELLO") {
         return Ok(path.into());

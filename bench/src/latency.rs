@@ -1,6 +1,4 @@
-//! What a caller sees of a run of requests: how many per second, and how long each took. One shape for every
-//! driver that times requests (the Rust client through the bridge, `redis-benchmark`, and the npm package from
-//! Node), so that the reports put them side by side.
+//! What a caller sees of a run of requests: requests per second and latency, one shape for every driver.
 
 use std::future::Future;
 use std::time::{Duration, Instant};

@@ -1,35 +1,13 @@
 //! # edgelimit-bench
 //!
-//! The benchmark driver: every benchmark of the project in one run, on one Redis, with the peers next to edgelimit.
+//! Every benchmark of the project in one run: edgelimit and its peers (`@upstash/ratelimit`'s scripts, Redisson's
+//! `RRateLimiter` script, `INCR` as the floor, `redis-benchmark` as the ceiling) on one private `redis-server` and
+//! bridge, so that their ratios can be compared. Redis's own counters measure a script's work; wall-clock timings
+//! only what a caller sees.
 //!
-//! Why one harness: numbers measured on different days, machines or Redis instances cannot be compared, and a
-//! shared 2-core machine moves absolute numbers from one run to the next. So each scenario runs edgelimit and the
-//! peers it competes with (`@upstash/ratelimit`'s scripts, Redisson's `RRateLimiter` script, a plain `INCR` as the
-//! floor, `redis-benchmark` as the ceiling) in the same process, against the same private `redis-server` and the
-//! same in-process bridge, and reports ratios next to the absolute numbers. Redis's own counters (`INFO
-//! commandstats`, `MEMORY USAGE`) measure the work a script does; wall-clock timings only measure what a caller
-//! sees (throughput, latency).
-//!
-//! ## Layout
-//!
-//! | module | concept |
-//! |---|---|
-//! | `harness` | the run ([`run`]): the [`Scenario`]s a [`BenchConfig`] asks for, on one stack, into [`BenchResults`] |
-//! | [`redis_cost`] | Redis µs, commands and memory per decision, per algorithm, per contender (scenarios 1 and 4) |
-//! | [`scaling`] | the sliding log's cost as its log grows, against Redisson's script (scenario 2) |
-//! | [`throughput`] | decisions/s and latency through the bridge, `redis-benchmark` as the ceiling (scenario 3) |
-//! | [`accuracy`] | over-admission: boundary bursts, concurrent clients with skewed clocks (scenario 5) |
-//! | [`weighted`] | the permit log's cost by grant weight, and a denied request's wait over 10^5 grants (scenario 7) |
-//! | [`cluster`] | one Redis against a 3-master Redis Cluster behind the bridge: decisions/s, Redis µs per decision (scenario 8) |
-//! | [`latency`] | what a caller sees of a run: requests/s, median and p99 latency ([`latency::RunStats`]) |
-//! | `http_load` | HTTP load from outside the process: `wrk`, and the hello-world server it is compared with (scenario 3) |
-//! | [`node`] | the Node drivers `bench/npm.mjs` and `bench/worker.mjs` (scenarios 3 and 6) |
-//! | [`machine`] | what the numbers were measured on |
-//! | [`report`] | `results.json`, `results.md`, `plot.svg` and `bench/RESULTS.md` |
-//! | [`contender`], `peers` | who is measured: edgelimit's limiters, the peers' scripts as their libraries send them |
-//! | [`redis_stats`] | Redis's own counters: `INFO commandstats`, `MEMORY USAGE` |
-//! | `stack`, `progress`, `plot` | the private Redis + bridges, the progress bar, `plot.svg` (plotters) |
-//! | `support` | helpers every scenario shares: error context, ratios, seeded draws, the explicit-time origin |
+//! Scenarios: [`redis_cost`] (1 and 4), [`scaling`] (2), [`throughput`] (3, with `http_load`), [`accuracy`] (5),
+//! [`node`] (3 and 6, the Node drivers), [`weighted`] (7), [`cluster`] (8). [`run`] runs them into
+//! [`BenchResults`]; [`report`] writes the outputs.
 
 #![warn(missing_docs)]
 

@@ -1,5 +1,4 @@
-//! What the numbers were measured on. Benchmark numbers mean nothing without the machine, the versions and the
-//! commit they came from, so every result file carries them.
+//! What the numbers were measured on: the machine, the tools and the commit, carried by every result file.
 
 use std::path::Path;
 use std::time::SystemTime;

@@ -9,8 +9,8 @@ use edgelimit_bench::{report, BenchConfig, Scenario};
 use edgelimit_cli::say;
 
 /// Run the benchmarks: edgelimit next to @upstash/ratelimit, Redisson and the floor, on a private redis-server and
-/// bridge. Run from the repository root (it reads node_modules/ and bench/); writes results.json, results.md and
-/// plot.svg to --out, and bench/RESULTS.md when --out is the default.
+/// bridge. Run from the repository root; writes results.json, results.md and plot.svg to --out, and bench/RESULTS.md
+/// when --out is the default.
 #[derive(Parser)]
 #[command(name = "edgelimit-bench", version)]
 struct Cli {
@@ -28,9 +28,7 @@ struct Cli {
     no_node: bool,
 }
 
-// The benchmark's bridge runs in this process (src/stack.rs), so it runs as the `edgelimit` binary does: on its
-// runtime's worker threads and its allocator (`edgelimit_cli::runtime`), which the hello-world server beside it
-// shares too.
+// The in-process bridge runs on the `edgelimit` binary's runtime and allocator, as in production.
 fn main() -> ExitCode {
     let ran = edgelimit_cli::runtime::build(None)
         .map_err(|e| e.to_string())

@@ -1,10 +1,6 @@
-//! The Node drivers: `bench/npm.mjs` (the npm package: size, cold start, decisions/s against `@upstash/ratelimit`)
-//! and `bench/worker.mjs` (the Worker in local workerd: added latency, cold start, bundle size).
-//!
-//! They measure what only JavaScript can: the wasm package and the Worker as users run them. The harness runs them
-//! with `--json` against its own bridge (`--url`, `--token`), so their numbers come from the same Redis as
-//! everything else, and reads the one JSON object each prints into the typed reports below; a report of another
-//! shape is an error that names the script.
+//! The Node drivers `bench/npm.mjs` (the npm package: size, cold start, decisions/s next to `@upstash/ratelimit`) and
+//! `bench/worker.mjs` (the Worker in local workerd). Run with `--json` against the bench's bridge; each prints one JSON
+//! object, read into the reports below.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;

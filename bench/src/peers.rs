@@ -1,11 +1,6 @@
-//! The peers edgelimit is measured against, run as their own libraries run them.
-//!
-//! - `@upstash/ratelimit`: its scripts are read from the installed npm package (`node_modules/`), so the benchmark
-//!   measures the exact text that library sends, with the keys and arguments it sends (its `Date.now()` as the
-//!   time). They go through the bridge, which strips the Upstash-only `allow-key-locking` flag stock Redis rejects.
-//! - Redisson's `RRateLimiter`: its acquire script (`bench/peers/redisson_acquire.lua`), with the client time and
-//!   random id a Java client passes. Its Redis layout is the one edgelimit's [`edgelimit::RateLimiter`] keeps, so
-//!   both are set up (and their memory read) the same way.
+//! The peers, called as their libraries call them: `@upstash/ratelimit`'s scripts read from the installed npm package
+//! (with its keys, arguments and `Date.now()`), and Redisson's `RRateLimiter` acquire script
+//! (`bench/peers/redisson_acquire.lua`) with a Java client's time and random id.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};

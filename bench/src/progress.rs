@@ -1,5 +1,4 @@
-//! The progress bar on stderr: which scenario runs, how far it is, and the time so far. A full run takes minutes,
-//! so it should say what it is doing; when stderr is not a terminal (CI logs, a pipe) it draws nothing at all.
+//! The progress bar on stderr; draws nothing when stderr is not a terminal.
 
 use std::time::Duration;
 

@@ -1,15 +1,9 @@
-//! Scenario 1 (and 4): what one decision costs the Redis server, per algorithm, per contender.
+//! Scenario 1 (and 4): Redis CPU per decision (`INFO commandstats`), commands per decision, and `MEMORY USAGE` of an
+//! identifier's keys after one request (idle) and after the workload (busy), per algorithm and contender.
 //!
-//! Redis is the shared, single-threaded resource every edge location talks to, so its CPU per decision is the cost
-//! that decides how many decisions one Redis can serve. Read from `INFO commandstats` (µs per `EVALSHA`, and the
-//! commands each script ran), with `MEMORY USAGE` of an identifier's keys after one request (idle) and after the
-//! workload (busy).
-//!
-//! Workload: a limit of 1000 per second on one identifier. At explicit times (edgelimit's `Limiter::at`, the peers'
-//! caller time): two requests every ms for 2000 ms, so about half are denied (the token bucket: its burst, then one
-//! per ms). On the Redis server's clock, times cannot be chosen: the same number of requests is sent as fast as one
-//! client can. The floor: `INCR` as a command, and inside a one-line script, the same number of times. Each
-//! contender's requests run back to back ([`crate::contender::Plan::measure`] says why), in [`ROUNDS`] rounds.
+//! Workload: 1000 per second on one identifier. At explicit times, two requests per ms for 2000 ms (about half
+//! denied); on the server's clock the same number as fast as one client can. Floor: `INCR` as a command and in a
+//! one-line script. Requests run back to back ([`crate::contender::Plan::measure`]), in `ROUNDS` rounds.
 
 use std::time::Duration;
 
@@ -218,9 +212,8 @@ pub(crate) async fn run(
     })
 }
 
-/// The workload for each contender in turn, [`ROUNDS`] times: script cache warmed, a fresh busy identifier's
-/// requests back to back, then at once one request of the idle identifier and both identifiers' memory. Each
-/// contender's cheapest round (with the first round's memory), in the contenders' order.
+/// The workload for each contender in turn, [`ROUNDS`] times, on a fresh identifier each round; each contender's
+/// cheapest round, with the first round's memory.
 async fn measure(workload: &Workload, contenders: &[Contender], progress: &Progress) -> Result<Vec<Cost>, String> {
     let mut cheapest: Vec<Option<Cost>> = vec![None; contenders.len()];
     for round in 0..ROUNDS {

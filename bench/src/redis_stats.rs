@@ -1,9 +1,5 @@
-//! What Redis itself reports about the work a script does: `INFO commandstats` and `MEMORY USAGE`.
-//!
-//! Redis times each command it runs (`usec` in `INFO commandstats`), scripts included, and counts the commands a
-//! script runs inside it under their own names. That is the cost a decision puts on the Redis server, free of the
-//! HTTP, JSON and scheduling noise a wall-clock measurement of the same call carries, and it is what a Redis shared
-//! by many edge locations runs out of first.
+//! Redis's own account of a script's work: `INFO commandstats` (µs and calls per command, including those a script
+//! runs) and `MEMORY USAGE`. Free of HTTP and scheduling noise, and what a shared Redis runs out of first.
 
 use std::collections::BTreeMap;
 

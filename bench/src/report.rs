@@ -1,8 +1,5 @@
-//! The run's outputs: `results.json` (every number, with the machine), `results.md` (the tables), `plot.svg`, and
-//! the page `bench/RESULTS.md` that presents them in the repository.
-//!
-//! The page is rewritten only when the outputs go to the checkout's `bench/results` (the default): a run elsewhere
-//! (`--out /tmp/x`) writes its page as `<out>/RESULTS.md` and leaves the repository's alone.
+//! The outputs: `results.json`, `results.md` (the tables), `plot.svg`, and the page `bench/RESULTS.md`, which is
+//! rewritten only when the outputs go to `bench/results` (the default); elsewhere the page is `<out>/RESULTS.md`.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};

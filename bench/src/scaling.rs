@@ -1,16 +1,9 @@
-//! Scenario 2: the sliding log's Redis cost as the log grows, next to Redisson's script.
+//! Scenario 2: the sliding log's Redis cost as the log grows, edgelimit's two sliding logs (the family's and the
+//! Redisson layout's) next to Redisson's script.
 //!
-//! A sliding log keeps one entry per grant in the window, so what matters is how a decision's cost grows with the
-//! entries held. edgelimit removes expired grants by score range and reads one bounded range for the exact wait;
-//! Redisson's script expires grants by listing them (and rescans the whole log when its counter overflows). Both
-//! of edgelimit's sliding logs are measured: the family's (`Quota::sliding_log`, one key per identifier) and the
-//! Redisson-compatible [`edgelimit::RateLimiter`] (Redisson's layout).
-//!
-//! Workload at rate R: interval = R ms and one grant per ms, so the log holds R grants in steady state. Warm-up
-//! fills the window (16 requests in flight); then, for 2000 ms of explicit time, each ms gets one request that is
-//! granted (and expires the oldest grant) and one that is denied. Explicit times, on every side, are what makes the
-//! steady state exact: the server's clock would not give one grant per ms. Each contender shows its cheapest of
-//! [`ROUNDS`] rounds, each on a fresh identifier.
+//! At rate R the interval is R ms and one grant is made per ms, so the log holds R grants. The log is filled first,
+//! then each ms of explicit time gets one granted and one denied request. Each contender keeps its cheapest of
+//! `ROUNDS` rounds, each on a fresh identifier.
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,6 +1,5 @@
-//! The benchmark's own Redis and bridges: a private `redis-server` and the bridge in this process, both on free
-//! loopback ports, so that every contender meets the same Redis and nothing else touches it. A second bridge, with
-//! its Redis ACL users off, is there for the one comparison that needs it ([`Access::LimiterAclOff`]).
+//! The benchmark's own Redis and bridges on free loopback ports: a private `redis-server`, the bridge in this process,
+//! and a second bridge with Redis ACL users off for [`Access::LimiterAclOff`].
 
 use std::time::Duration;
 
@@ -56,13 +55,8 @@ pub struct BenchStack {
 }
 
 impl BenchStack {
-    /// Starts Redis, then the bridges.
-    ///
-    /// Two bridges, not one per [`Access`] variant: the main one serves the admin token and a `limiter` token with
-    /// its ACL user (the default), as one bridge in production serves both, so [`Access::Admin`] and
-    /// [`Access::LimiterAclUser`] differ by the token alone. `--redis-acl off` is a setting of a whole bridge, so
-    /// [`Access::LimiterAclOff`] needs a second one; it runs in this process like the first and idles while not
-    /// measured.
+    /// Starts Redis, then the bridges: the main one serves the admin and the `limiter` token (with its ACL user);
+    /// `--redis-acl off` is a whole bridge's setting, so [`Access::LimiterAclOff`] has a second one.
     pub async fn start() -> Result<BenchStack, String> {
         let redis = RedisServer::start().await.context("could not start redis-server")?;
         let bridge = start_bridge(&redis, RedisAcl::Provision).await?;

@@ -1,16 +1,12 @@
-//! Small helpers every scenario shares: errors that say what was being done ([`Context`]), ratios that are numbers,
-//! seeded draws, the time explicit-time workloads start at, and the rounds of the Redis-cost workloads.
+//! Helpers every scenario shares.
 
 use std::fmt::Display;
 
 /// Unix ms where explicit-time workloads start: a whole second, so that windows begin where the workloads expect.
 pub(crate) const EXPLICIT_T0: u64 = 1_700_000_000_000;
 
-/// The rounds of a Redis-cost workload (scenarios 1 and 2): the contenders take turns, and each keeps its cheapest
-/// round. Redis shares the machine's two cores with the bridge, the client and whatever else runs there, so one
-/// round of a contender can land on a busy moment (in one run Redisson's script measured 27 µs in scenario 1 and
-/// 47 µs a minute later in scenario 2); the cheapest of several, taken alike for every contender, is the least
-/// disturbed.
+/// Rounds of a Redis-cost workload (scenarios 1 and 2): the contenders take turns and each keeps its cheapest, the
+/// round least disturbed by other load on the shared cores.
 pub(crate) const ROUNDS: usize = 3;
 
 /// `numerator / denominator` when that is a number (the denominator measured above zero).
@@ -19,8 +15,7 @@ pub(crate) fn ratio(numerator: f64, denominator: f64) -> Option<f64> {
     (denominator > 0.0 && ratio.is_finite()).then_some(ratio)
 }
 
-/// The next number of the splitmix64 sequence from `state`: seeded draws (clock skews, grant weights) that every
-/// run repeats, with no dependency for a dozen lines.
+/// The next number of the splitmix64 sequence: seeded draws (clock skews, grant weights) every run repeats.
 pub(crate) fn splitmix64(state: &mut u64) -> u64 {
     *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
     let mut z = *state;
@@ -29,7 +24,7 @@ pub(crate) fn splitmix64(state: &mut u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// Adds what was being done to an error, so that a message says what failed, not only why.
+/// Adds what was being done to an error's message.
 pub(crate) trait Context<T> {
     /// `self`, with an error's message prefixed by `doing` ("could not write x: …").
     fn context(self, doing: impl Display) -> Result<T, String>;

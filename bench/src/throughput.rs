@@ -1,23 +1,13 @@
-//! Scenario 3: decisions per second and latency as a caller sees them, through the bridge, next to the ceiling.
+//! Scenario 3: decisions/s and latency as a caller sees them, through the bridge, next to the ceiling.
 //!
-//! The Rust client (`Limiter::limit` over `RestClient`) decides through the bridge with 1 and with 16 requests in
-//! flight, for a few seconds each; every request is allowed (a limit of a billion per hour), so this measures the
-//! round trip, not denials. The ceiling is `redis-benchmark` sending the very same `EVALSHA` (the words the client
-//! sends, recorded, with the same key and arguments) straight to Redis over RESP, with the same concurrency; a
-//! `PING` through the bridge next to `redis-benchmark`'s `PING` shows what the bridge itself adds (HTTP, JSON,
-//! auth). From Node, `bench/npm.mjs` measures the npm package against `@upstash/ratelimit` through the same bridge.
-//! Everything shares this machine's cores (client, bridge and Redis): read the ratios, not the absolutes.
+//! - The Rust client (`Limiter::limit`, every request allowed) at 1 and 16 in flight, next to `redis-benchmark`
+//!   sending the same `EVALSHA` straight to Redis; `PING` shows what the bridge itself adds.
+//! - [`LoadComparison`]: `wrk` to the bridge and to a hello-world server, next to `redis-benchmark`; the Rust
+//!   client costs about as much per request as the bridge, so a C load generator measures what the bridge serves.
+//! - [`Scoping`]: the same decisions with the admin token and with `limiter` tokens, with and without Redis ACL users.
+//! - From Node, `bench/npm.mjs`: the npm package next to `@upstash/ratelimit`.
 //!
-//! The Rust client costs about as much per request as the bridge, in the benchmark's own process, so what the
-//! bridge can serve is measured with a load generator besides ([`LoadComparison`]): `wrk` sends the same requests at
-//! 16 and 64 in flight to the bridge and to a hello-world HTTP server of its own process
-//! (`edgelimit-bench-hello`), next to `redis-benchmark` at the same concurrency: *bridge / direct* is what the
-//! bridge serves of what Redis does, *hello-world / direct* what HTTP alone would, *bridge / hello-world* what of
-//! HTTP's rate the bridge keeps.
-//!
-//! What scoping a token costs ([`Scoping`]): the same decisions with the admin token, with a `limiter` token on a
-//! bridge whose ACL users are off (the fence's checks alone), and with a `limiter` token that runs as its own Redis
-//! ACL user (the fence, and a connection of its own), taking turns in the same run.
+//! Everything shares this machine's cores: read the ratios, not the absolutes.
 
 use std::future::Future;
 use std::sync::{Arc, Mutex};
@@ -53,12 +43,10 @@ const CONCURRENCIES: [u32; 2] = [1, 16];
 /// Requests in flight for each run of the load generators (`wrk`, `redis-benchmark`).
 const LOAD_CONCURRENCIES: [u32; 2] = [16, 64];
 
-/// How many times each target of the load generators runs at each operation and concurrency, taking turns (see
-/// [`load_comparison`]).
+/// Runs of each load-generator target per operation and concurrency.
 const LOAD_ROUNDS: u32 = 3;
 
-/// How many times each token variant runs at each concurrency (see [`scoping`] for why so many, so short, and why
-/// the fastest counts): a multiple of the three variants, so that each goes first, second and third equally often.
+/// Runs of each token variant per concurrency: a multiple of three, so each goes first equally often.
 const SCOPING_ROUNDS: u32 = 9;
 
 /// Scenario 3's numbers.
@@ -98,9 +86,8 @@ pub struct ThroughputRow {
     pub redis_benchmark: RunStats,
     /// Requests/s: bridge / `redis-benchmark`.
     pub bridge_to_direct: Option<f64>,
-    /// `PING` only: the same client against the hello-world HTTP server (`edgelimit-bench-hello`, a process of its
-    /// own) that answers every request at once (no Redis, no token, no JSON read): what HTTP and the client cost on
-    /// their own. (In results written before the hello-world server: a server inside the client's process.)
+    /// `PING` only: the same client against the hello-world server, which answers at once: what HTTP and the client
+    /// cost on their own.
     #[serde(default)]
     pub plain_http: Option<RunStats>,
     /// Requests/s: bridge / plain HTTP server; what is left below 1.00 is the bridge's own work.
@@ -108,8 +95,7 @@ pub struct ThroughputRow {
     pub bridge_to_plain_http: Option<f64>,
 }
 
-/// The bridge next to Redis and to a hello-world HTTP server, each driven by a load generator that costs its side
-/// alike: `wrk` for HTTP, `redis-benchmark` for Redis, both one C thread.
+/// The bridge next to Redis and to a hello-world server, under `wrk` and `redis-benchmark` (both one C thread).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LoadComparison {
@@ -121,8 +107,7 @@ pub struct LoadComparison {
     pub redis_benchmark_requests: u64,
     /// Runs of each target per row, taking turns; each row shows each target's fastest.
     pub rounds: u32,
-    /// Worker threads of the bridge's runtime and the hello-world server's (the `edgelimit` binary's default);
-    /// `None` in results written before the benchmark ran on that runtime.
+    /// Worker threads of the bridge's and the hello-world server's runtime; `None` in older results.
     #[serde(default)]
     pub worker_threads: Option<usize>,
     /// Per operation and concurrency.
@@ -281,10 +266,8 @@ pub(crate) async fn run(
     })
 }
 
-/// Each operation of `operations` (a name and the words it sends) at each of [`LOAD_CONCURRENCIES`]: `wrk` through
-/// the bridge, `redis-benchmark` straight to Redis and `wrk` to the hello-world server, [`LOAD_ROUNDS`] runs each.
-/// The three take turns and who goes first rotates, and each shows its fastest run, for the reasons [`scoping`]
-/// gives: other processes' load comes and goes within seconds on a shared machine, and only ever slows a run down.
+/// Each operation (a name and its words) at each of [`LOAD_CONCURRENCIES`]: `wrk` to the bridge, `redis-benchmark`
+/// to Redis and `wrk` to the hello-world server, taking turns as in [`scoping`]; each keeps its fastest run.
 async fn load_comparison(
     stack: &BenchStack,
     hello_world: &HelloServer,
@@ -371,16 +354,10 @@ async fn wrk_version() -> Result<String, String> {
     Ok(first.split(" Copyright").next().unwrap_or(first).trim().to_owned())
 }
 
-/// The decisions of `quota` with each [`Access`] variant, runs of `seconds`, [`SCOPING_ROUNDS`] of each at each
-/// concurrency.
+/// The decisions of `quota` with each [`Access`] variant, [`SCOPING_ROUNDS`] runs of `seconds` per concurrency.
 ///
-/// The variants take turns, and who goes first rotates from round to round (a, b, c; b, c, a; c, a, b; …), so that
-/// none always meets the machine warmer or busier than the others. Many short runs rather than a few long ones: on
-/// a shared machine other processes' load comes and goes within seconds (one variant's runs a second apart have
-/// differed by 30 % here), so short turns put every variant through the same spells of it, and give each more
-/// chances at a quiet one. Each variant's fastest run counts, whole (its p50 and p99 with
-/// it): such noise only ever slows a run down, so the fastest is the least disturbed, the closest to what the
-/// variant itself costs (as `bench/npm.mjs` takes its best round too); a median would keep a share of the noise.
+/// The variants take turns and who goes first rotates, so none always meets a busier machine. Other load only ever
+/// slows a run down, so each variant's fastest run (with its p50 and p99) is the least disturbed.
 async fn scoping(stack: &BenchStack, quota: Quota, seconds: f64, progress: &Progress) -> Result<Scoping, String> {
     let run_time = Duration::from_secs_f64(seconds);
     let mut variants = Vec::new();

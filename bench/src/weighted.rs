@@ -1,25 +1,14 @@
-//! Scenario 7: weighted decisions on the permit log that the sliding log and concurrency keep, whose cost must not
-//! grow with a grant's permits.
+//! Scenario 7: weighted decisions on the permit log (sliding log, concurrency). The log keeps one member per grant,
+//! whatever its permits, so a decision's cost must not grow with the weight.
 //!
-//! The log holds one member per grant, whatever its permits, named with the position of its first permit: the
-//! permits held are at most two ranked reads, and a denied request's exact wait is the grant holding one position,
-//! found by a search over ranks (one read when every grant weighs the same, O(log grants) otherwise). The layout
-//! before it held one member per permit, and a decision cost O(permits): one grant of 4294967295 permits with 3e6
-//! held kept Redis busy for 11 s. Two measurements, on one Redis in one run:
+//! - By weight: a limit never reached; one grant of k permits (1, 10^3, 10^6) per ms of explicit time, so the log
+//!   holds a full interval of grants and each decision frees the oldest. Ratios are to the 1-permit row.
+//! - Denied: a log full to its limit, asked for permit counts spread over it, so the grant whose freeing would admit
+//!   the request lies anywhere: 10 grants (the baseline), 10^5 of equal weight (the rank search's first guess hits),
+//!   10^5 of seeded mixed weights (a binary search). Ratios are to the 10-grant log.
 //!
-//! - **By weight**: a limit of 4294967295 permits per second, which no workload here comes near (every request is
-//!   granted); one grant of k permits per ms of explicit time after a full interval of them, so the log holds 1000
-//!   grants in steady state and each decision frees the oldest and logs one. k = 1, 1000 and 10^6, on the sliding
-//!   log and on concurrency (leases of 1 s, never released). Ratios are to the 1-permit row of the same run.
-//! - **Denied**: a log full to its limit (the limit is the sum of its grants' permits), asked for permit counts
-//!   spread over the whole log, so that the grant whose freeing would admit a request lies anywhere in it: 10
-//!   grants of seeded weights 1–1000 (the baseline), 10^5 grants of 500 permits each (the search's first guess
-//!   hits), and 10^5 grants of seeded weights 1–1000 (a binary search over ranks). Nothing frees while they are
-//!   measured, so every decision sees the same log. Ratios are to the 10-grant log.
-//!
-//! Explicit times everywhere: the server's clock would not give one grant per ms, nor a log that stays put. Every
-//! log is filled first; then the measurements take turns, in rounds, and each row keeps its cheapest round: this
-//! machine's two cores are shared, and a burst of other work lands on one round of every row, not on a whole row.
+//! Explicit times throughout, so the logs stay put. Logs are filled first; the rows then take turns in rounds and
+//! each keeps its cheapest.
 
 use std::time::Duration;
 
@@ -295,9 +284,8 @@ async fn denied(
     Ok(rows)
 }
 
-/// Grants `weights` in order to the limiter's [`ID`], `FILL_LANES` at a time, each batch at the ms after the last
-/// one: grants of one time never move each other, so the positions are the appended ones. Returns the ms after the
-/// last batch.
+/// Grants `weights` in order to [`ID`], `FILL_LANES` at a time, each batch one ms after the last; returns the ms
+/// after the last batch.
 async fn fill(limiter: &Limiter, weights: &[u32]) -> Result<u64, String> {
     let mut now = EXPLICIT_T0;
     for batch in weights.chunks(FILL_LANES as usize) {
@@ -316,9 +304,8 @@ async fn fill(limiter: &Limiter, weights: &[u32]) -> Result<u64, String> {
     Ok(now)
 }
 
-/// Measures the rows in `ROUNDS` rounds, each row taking its next requests in every round. A row's µs and commands
-/// per decision are its cheapest round's; its requests and granted count every round's (so a grant or a denial
-/// anywhere shows).
+/// Measures the rows in `ROUNDS` rounds. A row's µs and commands per decision are its cheapest round's; its
+/// requests and granted count every round.
 async fn cheapest_rounds(
     client: &RestClient,
     measurements: &[Measurement],
