@@ -1,10 +1,7 @@
 //! What a client is told: the IETF RateLimit header fields (draft-ietf-httpapi-ratelimit-headers-10, Structured
 //! Field lists), `Retry-After`, and the problem-details body (RFC 9457) of a refused request.
 
-use std::fmt::Write as _;
-
 use crate::decision::Decision;
-use crate::rest::json;
 
 /// A quota policy as advertised: its name, quota and window.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,16 +71,12 @@ pub fn limit_item(policy: &Policy, decision: &Decision, now_ms: u64) -> String {
 
 /// A problem-details body (`application/problem+json`), members in alphabetical order.
 pub fn problem(status: u16, title: &str, detail: &str, retry_after_ms: Option<u64>) -> String {
-    // Writing to a String cannot fail.
-    let mut body = String::from(r#"{"detail":"#);
-    let _ = json::write_string(&mut body, detail);
+    // serde_json's objects keep their keys sorted.
+    let mut body = serde_json::json!({ "detail": detail, "status": status, "title": title, "type": "about:blank" });
     if let Some(ms) = retry_after_ms {
-        let _ = write!(body, r#","retryAfterMs":{ms}"#);
+        body["retryAfterMs"] = ms.into();
     }
-    let _ = write!(body, r#","status":{status},"title":"#);
-    let _ = json::write_string(&mut body, title);
-    body.push_str(r#","type":"about:blank"}"#);
-    body
+    body.to_string()
 }
 
 #[cfg(test)]
@@ -133,11 +126,12 @@ mod tests {
 
     #[test]
     fn problems_are_json() {
-        let body = json::Json::parse(&problem(429, "Too Many Requests", "a \"quoted\"\nline", Some(5))).unwrap();
-        assert_eq!(body.get("status"), Some(&json::Json::Number("429".into())));
-        assert_eq!(body.get("retryAfterMs"), Some(&json::Json::Number("5".into())));
+        let body: serde_json::Value =
+            serde_json::from_str(&problem(429, "Too Many Requests", "a \"quoted\"\nline", Some(5))).unwrap();
+        assert_eq!(body.get("status"), Some(&serde_json::Value::from(429)));
+        assert_eq!(body.get("retryAfterMs"), Some(&serde_json::Value::from(5)));
         assert_eq!(
-            body.get("detail").and_then(json::Json::as_str),
+            body.get("detail").and_then(serde_json::Value::as_str),
             Some("a \"quoted\"\nline")
         );
         assert_eq!(

@@ -1,18 +1,7 @@
-//! HTTP in wasm: the runtime's global `fetch` (Workers, Node, browsers), called directly.
+//! HTTP in wasm: the runtime's global `fetch` (Workers, Node, browsers), one call of `fetch.js` per request.
 //!
-//! Not reqwest's wasm backend, measured against this one (2026-11-23, the same `bench/npm.mjs` run on each build,
-//! `http_native.rs` compiled for wasm with reqwest 0.12 and no default features):
-//!
-//! | | this `fetch` | reqwest |
-//! |---|---|---|
-//! | `core_bg.wasm` raw / gzip | 450,605 / 179,272 B | 705,022 / 278,096 B |
-//! | workerd cold start, vs a Worker without a limiter | 1.40× | 1.50× |
-//! | decisions/s vs `@upstash/ratelimit` (8 in flight) | 0.81–0.83× | 0.79–0.86× |
-//!
-//! Speed is the same within noise; reqwest adds 99 KB gzip to every isolate's download, more than the whole
-//! budget the bundle is held to. It also builds a `Request` object, an `AbortController` and a timer per request.
-//! Here a request is one call of `fetch.js` (beside this file; it says why it is JS): one `fetch(url, init)`, its
-//! timer cleared once the body is read as text.
+//! Not reqwest's wasm client: it always follows redirects (reqwest#2071), and a followed redirect would read
+//! whatever answered elsewhere as the store's decision. `fetch.js` asks for `redirect: "manual"`.
 
 use std::fmt;
 use std::time::Duration;
