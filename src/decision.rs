@@ -31,7 +31,7 @@ pub struct Decision {
 /// flat reply) and the Redisson layout's (`lua/redisson/`) alike. `last` names what changed hands: a grant's
 /// receipt (text, empty when nothing was granted), or what a Redisson release gave back (a number).
 #[derive(Debug)]
-pub(crate) struct Verdict {
+pub(crate) struct ScriptReply {
     pub status: Status,
     pub limit: u64,
     pub remaining: u64,
@@ -60,12 +60,12 @@ pub(crate) enum Status {
 }
 
 /// Entries per decision in a script's reply.
-pub(crate) const VERDICT_FIELDS: usize = 6;
+pub(crate) const REPLY_FIELDS: usize = 6;
 
-impl Verdict {
+impl ScriptReply {
     /// Decodes one limit's six entries, checking every one: another shape, an unknown status or a negative number
     /// is [`Error::MalformedReply`](crate::Error::MalformedReply).
-    pub fn from_fields(fields: [Value; VERDICT_FIELDS]) -> Result<Verdict> {
+    pub fn from_fields(fields: [Value; REPLY_FIELDS]) -> Result<ScriptReply> {
         let [status, limit, remaining, reset, retry_after, last] = fields;
         let status = match status.into_string()?.as_str() {
             "granted" => Status::Granted,
@@ -77,7 +77,7 @@ impl Verdict {
             "not_configured" => Status::NotConfigured,
             other => return Err(crate::Error::malformed("a known limit status", other)),
         };
-        Ok(Verdict {
+        Ok(ScriptReply {
             status,
             limit: limit.into_u64()?,
             remaining: remaining.into_u64()?,
@@ -91,7 +91,7 @@ impl Verdict {
     /// replies (a proxy's invention would otherwise reach callers, and RateLimit headers, as if Redis had said it).
     /// Not for the Redisson layout: a log a Redisson client left may hold more than the rate allows, and a release
     /// that ran must not read as failed.
-    pub(crate) fn checked(self) -> Result<Verdict> {
+    pub(crate) fn checked(self) -> Result<ScriptReply> {
         if self.remaining > self.limit {
             return Err(crate::Error::malformed(
                 format!("at most the limit ({}) remaining", self.limit),
@@ -102,8 +102,8 @@ impl Verdict {
     }
 
     /// Decodes a reply that is one limit's six entries.
-    pub fn decode(value: Value) -> Result<Verdict> {
-        Verdict::from_fields(value.into_tuple::<VERDICT_FIELDS>()?)
+    pub fn decode(value: Value) -> Result<ScriptReply> {
+        ScriptReply::from_fields(value.into_tuple::<REPLY_FIELDS>()?)
     }
 
     /// The numbers as a decision, with no receipt.
@@ -129,7 +129,7 @@ mod tests {
 
     #[test]
     fn decodes_the_six_entry_shape() {
-        let decoded = Verdict::decode(Value::Array(vec![
+        let decoded = ScriptReply::decode(Value::Array(vec![
             text("denied"),
             Value::Int(5),
             Value::Int(0),
@@ -171,10 +171,10 @@ mod tests {
             with(2, Value::Int(-1)),
         ] {
             assert_eq!(
-                Verdict::decode(Value::Array(bad)).unwrap_err().code(),
+                ScriptReply::decode(Value::Array(bad)).unwrap_err().code(),
                 "EDGELIMIT_MALFORMED_REPLY"
             );
         }
-        assert!(Verdict::decode(Value::Nil).is_err());
+        assert!(ScriptReply::decode(Value::Nil).is_err());
     }
 }

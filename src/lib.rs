@@ -22,7 +22,7 @@
 //! | [`duration`] | human durations: `"10 s"`, `"250ms"`, `"1m"` |
 //! | [`time`] | waiting on every target (`acquire`) |
 //! | `unique_id` | ids for log grants and concurrency leases, unique per process; unguessable ids for local receipts |
-//! | `cold` | paths most calls never take, compiled apart on wasm (a Worker's cold start compiles what it runs) |
+//! | `rare_paths` | paths most calls never take, compiled apart on wasm (a Worker's cold start compiles what it runs) |
 //! | [`error`] | the one error enum, with stable `EDGELIMIT_…` codes |
 //! | [`value`] | Redis replies as the REST protocol carries them, and their checked decoding |
 //! | [`rest`] | the REST client: one command, pipeline, multi-exec, base64, per-request timeout, coalescing concurrent commands into one request |
@@ -44,7 +44,6 @@
 #![warn(missing_docs)]
 
 pub mod block_cache;
-mod cold;
 pub mod decision;
 pub mod duration;
 pub mod error;
@@ -52,6 +51,7 @@ pub mod gate;
 pub mod identifier;
 pub mod limit;
 pub mod lua;
+mod rare_paths;
 pub mod ratelimit;
 pub mod receipt;
 pub mod redisson;
@@ -69,7 +69,7 @@ pub use duration::parse_duration;
 pub use error::{Error, Result};
 pub use identifier::Identifier;
 pub use limit::{Algorithm, Decisions, KeyLayout, Lease, Limiter, Quota, Receipt};
-pub use redisson::{Mode, Rate, RateConfig, RateLimiter};
+pub use redisson::{Mode, Rate, RateConfig, RedissonLimiter};
 pub use rest::{Command, RestClient};
 pub use script::Script;
 pub use value::Value;

@@ -1,6 +1,6 @@
 //! Waiting, on every target: tokio-free natively, `setTimeout` in wasm (Workers, Node, browsers).
 //!
-//! Only the waiting calls ([`acquire`](crate::redisson::RateLimiter::acquire),
+//! Only the waiting calls ([`acquire`](crate::redisson::RedissonLimiter::acquire),
 //! [`block_until_ready`](crate::limit::Limiter::block_until_ready)) read the local clock, and only to bound the wait.
 //! Decisions never read it: they use the Redis server's, unless a caller passes an explicit time.
 

@@ -1,11 +1,11 @@
 //! Who is measured: one interface over edgelimit's limiters, the peers' scripts and the `INCR` floor, so that every
 //! scenario runs them through the same loop. The family keeps one key per identifier under one limiter; the Redisson
-//! layout (edgelimit's [`RateLimiter`] and Redisson's script) one named limiter per identifier.
+//! layout (edgelimit's [`RedissonLimiter`] and Redisson's script) one named limiter per identifier.
 
 use std::time::Duration;
 
 use edgelimit::limit::{Algorithm, Limiter, Quota};
-use edgelimit::{Command, Mode, Rate, RateLimiter, RestClient, Script};
+use edgelimit::{Command, Mode, Rate, RedissonLimiter, RestClient, Script};
 use serde::{Deserialize, Serialize};
 
 use crate::peers::{RedissonClient, UpstashAlgorithm, UpstashLimiter, UpstashScripts};
@@ -58,7 +58,7 @@ pub enum Clock {
 pub enum Ours {
     /// `Limiter` with this quota.
     Family(Quota),
-    /// `RateLimiter` with this rate.
+    /// `RedissonLimiter` with this rate.
     RedissonLayout(Rate),
 }
 
@@ -220,7 +220,7 @@ impl Contender {
         Ok(Contender::new(client, clock, Decider::Family(limiter)))
     }
 
-    /// edgelimit's Redisson-layout sliding log ([`RateLimiter`]): a limiter `<name_prefix>-<id>` per identifier.
+    /// edgelimit's Redisson-layout sliding log ([`RedissonLimiter`]): a limiter `<name_prefix>-<id>` per identifier.
     pub fn redisson_layout(client: &RestClient, name_prefix: &str, rate: Rate, clock: Clock) -> Contender {
         let name_prefix = name_prefix.to_owned();
         Contender::new(client, clock, Decider::RedissonLayout { name_prefix, rate })
@@ -301,7 +301,7 @@ impl Contender {
             _ => return Ok(()),
         };
         let name = format!("{name_prefix}-{id}");
-        RateLimiter::new(self.client.clone(), &name)
+        RedissonLimiter::new(self.client.clone(), &name)
             .context(format_args!("invalid limiter name {name}"))?
             .set_rate(*rate, Mode::Overall)
             .await
@@ -324,7 +324,7 @@ impl Contender {
                 })
             }
             Decider::RedissonLayout { name_prefix, .. } => {
-                let limiter = RateLimiter::new(self.client.clone(), &format!("{name_prefix}-{id}"))
+                let limiter = RedissonLimiter::new(self.client.clone(), &format!("{name_prefix}-{id}"))
                     .context("invalid limiter name")?;
                 let limiter = match self.clock {
                     Clock::Server => limiter,

@@ -155,7 +155,7 @@ impl UpstashLimiter {
 }
 
 /// Redisson's five keys for the limiter `name` (config hash, value and permits, overall and per client): the layout
-/// Redisson and [`edgelimit::RateLimiter`] share.
+/// Redisson and [`edgelimit::RedissonLimiter`] share.
 pub fn redisson_keys(name: &str, client_id: &str) -> Vec<String> {
     vec![
         name.to_owned(),
@@ -183,7 +183,7 @@ impl RedissonClient {
         redisson_keys(name, REDISSON_CLIENT_ID)
     }
 
-    /// `tryAcquire(1)` on the limiter `name` (its rate set first: [`edgelimit::RateLimiter::set_rate`] writes
+    /// `tryAcquire(1)` on the limiter `name` (its rate set first: [`edgelimit::RedissonLimiter::set_rate`] writes
     /// Redisson's config) at the caller's time `now`; whether it was granted (Redisson answers nil, or the wait).
     pub async fn try_acquire(&self, client: &RestClient, name: &str, now: u64) -> Result<bool, String> {
         let request = self.requests.fetch_add(1, Ordering::Relaxed);

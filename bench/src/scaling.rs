@@ -40,7 +40,7 @@ pub struct ScalingRow {
     pub rate: u64,
     /// edgelimit's family sliding log (`Quota::sliding_log`).
     pub family: DecisionCost,
-    /// edgelimit's Redisson-layout sliding log (`RateLimiter`).
+    /// edgelimit's Redisson-layout sliding log (`RedissonLimiter`).
     pub redisson_layout: DecisionCost,
     /// Redisson's `RRateLimiter` script.
     pub redisson: DecisionCost,

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use edgelimit::{Decision, Mode, Rate, RateLimiter, RestClient};
+use edgelimit::{Decision, Mode, Rate, RedissonLimiter, RestClient};
 use serde_json::{json, Value as Json};
 
 /// How a command ended: the process exit code and the line to print.
@@ -74,7 +74,7 @@ pub enum SetHow {
 }
 
 /// `edgelimit set-rate`: configure the Redisson-layout limiter.
-pub async fn set_rate(limiter: &RateLimiter, rate: Rate, mode: Mode, how: SetHow) -> edgelimit::Result<Outcome> {
+pub async fn set_rate(limiter: &RedissonLimiter, rate: Rate, mode: Mode, how: SetHow) -> edgelimit::Result<Outcome> {
     let applied = match how {
         SetHow::IfAbsent => limiter.try_set_rate(rate, mode).await?,
         SetHow::Replace => limiter.set_rate(rate, mode).await.map(|()| true)?,
@@ -104,7 +104,7 @@ pub enum Lifetime {
 
 /// `edgelimit keep-alive` and `edgelimit expire`: change an existing limiter's lifetime (`None`: no keep-alive, no
 /// expiry). Exit 1 when no rate is set.
-pub async fn lifetime(limiter: &RateLimiter, what: Lifetime, to: Option<Duration>) -> edgelimit::Result<Outcome> {
+pub async fn lifetime(limiter: &RedissonLimiter, what: Lifetime, to: Option<Duration>) -> edgelimit::Result<Outcome> {
     let applied = match what {
         Lifetime::KeepAlive => limiter.set_keep_alive(to).await?,
         Lifetime::Expire => limiter.expire(to).await?,
@@ -116,7 +116,7 @@ pub async fn lifetime(limiter: &RateLimiter, what: Lifetime, to: Option<Duration
 }
 
 /// `edgelimit acquire --algorithm redisson`: exit 0 when granted, 1 when denied.
-pub async fn acquire(limiter: &RateLimiter, permits: u32, timeout: Option<Duration>) -> edgelimit::Result<Outcome> {
+pub async fn acquire(limiter: &RedissonLimiter, permits: u32, timeout: Option<Duration>) -> edgelimit::Result<Outcome> {
     let decision = match timeout {
         Some(timeout) => limiter.acquire(permits, timeout).await?,
         None => limiter.try_acquire(permits).await?,
@@ -128,12 +128,12 @@ pub async fn acquire(limiter: &RateLimiter, permits: u32, timeout: Option<Durati
 }
 
 /// `edgelimit permits --algorithm redisson`.
-pub async fn permits(limiter: &RateLimiter) -> edgelimit::Result<Outcome> {
+pub async fn permits(limiter: &RedissonLimiter) -> edgelimit::Result<Outcome> {
     Ok(Outcome::ok(json!({ "available": limiter.available_permits().await? })))
 }
 
 /// `edgelimit config --algorithm redisson`: exit 1 with `null` when no rate is set.
-pub async fn config(limiter: &RateLimiter) -> edgelimit::Result<Outcome> {
+pub async fn config(limiter: &RedissonLimiter) -> edgelimit::Result<Outcome> {
     Ok(match limiter.config().await? {
         Some(config) => Outcome::ok(json!({
             "rate": config.rate.permits(),
@@ -149,11 +149,11 @@ pub async fn config(limiter: &RateLimiter) -> edgelimit::Result<Outcome> {
 }
 
 /// `edgelimit release --algorithm redisson [PERMITS]`: newest grants first.
-pub async fn release(limiter: &RateLimiter, permits: u32) -> edgelimit::Result<Outcome> {
+pub async fn release(limiter: &RedissonLimiter, permits: u32) -> edgelimit::Result<Outcome> {
     Ok(Outcome::ok(json!({ "released": limiter.release(permits).await? })))
 }
 
 /// `edgelimit delete --algorithm redisson`: the limiter's rate and state.
-pub async fn delete(limiter: &RateLimiter) -> edgelimit::Result<Outcome> {
+pub async fn delete(limiter: &RedissonLimiter) -> edgelimit::Result<Outcome> {
     Ok(Outcome::ok(json!({ "deleted": limiter.delete().await? })))
 }

@@ -8,7 +8,7 @@
 //! | module | concept |
 //! |---|---|
 //! | [`admin`] | the operator commands on the Redisson-layout limiter, and what every command shares |
-//! | [`family`] | the limiter commands for the algorithm family (`--algorithm`), and `configure` |
+//! | [`limiter_commands`] | the limiter commands for the algorithm family (`--algorithm`), and `configure` |
 //! | [`bridge`] | the REST bridge: routes, tokens and profiles, JSON<->RESP, the Redis links (one Redis or a cluster) |
 //! | [`redis_server`] | a real `redis-server` child process on a loopback port (dev stack and tests) |
 //! | [`redis_cluster`] | a real Redis Cluster of such processes (dev stack, tests, benchmarks) |
@@ -34,7 +34,7 @@ pub mod admin;
 pub mod bridge;
 pub mod dev;
 pub mod doctor;
-pub mod family;
+pub mod limiter_commands;
 pub mod playground;
 pub mod redis_cluster;
 pub mod redis_server;

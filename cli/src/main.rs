@@ -7,12 +7,12 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use edgelimit::limit::Limiter;
-use edgelimit::{Mode, Rate, RateLimiter, RestClient};
+use edgelimit::{Mode, Rate, RedissonLimiter, RestClient};
 use edgelimit_cli::admin::{self, duration, Outcome, SetHow};
 use edgelimit_cli::bridge::{self, BridgeConfig, CorsOrigins, Profile, RedisAcl};
 use edgelimit_cli::dev::{self, DevConfig};
 use edgelimit_cli::doctor;
-use edgelimit_cli::family::{self, AlgorithmArgs, QuotaArgs, Target};
+use edgelimit_cli::limiter_commands::{self, AlgorithmArgs, QuotaArgs, Target};
 use edgelimit_cli::playground::PlaygroundConfig;
 use edgelimit_cli::say;
 use edgelimit_cli::signals::shutdown_requested;
@@ -397,13 +397,13 @@ async fn run(command: Commands) -> Result<Option<Outcome>, String> {
         Commands::Scripts { name, out } => return print_scripts(name, out).map(|()| None),
         Commands::Doctor { url, token, timeout_ms } => doctor::run(&admin::endpoint(url, token, timeout_ms)?).await,
         Commands::KeepAlive { named, keep_alive } => {
-            let limiter = RateLimiter::new(named.client()?, &named.name).map_err(|e| e.to_string())?;
+            let limiter = RedissonLimiter::new(named.client()?, &named.name).map_err(|e| e.to_string())?;
             admin::lifetime(&limiter, admin::Lifetime::KeepAlive, keep_alive.0)
                 .await
                 .map_err(|e| e.to_string())?
         }
         Commands::Expire { named, ttl } => {
-            let limiter = RateLimiter::new(named.client()?, &named.name).map_err(|e| e.to_string())?;
+            let limiter = RedissonLimiter::new(named.client()?, &named.name).map_err(|e| e.to_string())?;
             admin::lifetime(&limiter, admin::Lifetime::Expire, ttl.0)
                 .await
                 .map_err(|e| e.to_string())?
@@ -427,7 +427,7 @@ async fn run(command: Commands) -> Result<Option<Outcome>, String> {
                 (_, true) => SetHow::KeepState,
                 _ => SetHow::Replace,
             };
-            let limiter = RateLimiter::new(named.client()?, &named.name).map_err(|e| e.to_string())?;
+            let limiter = RedissonLimiter::new(named.client()?, &named.name).map_err(|e| e.to_string())?;
             admin::set_rate(&limiter, rate, mode, how)
                 .await
                 .map_err(|e| e.to_string())?
@@ -450,7 +450,9 @@ async fn run(command: Commands) -> Result<Option<Outcome>, String> {
         Commands::Configure { named, quota, remove } => {
             let quota = if remove { None } else { Some(quota.quota()?) };
             let limiter = Limiter::stored(named.client()?, &named.name).map_err(|e| e.to_string())?;
-            family::configure(&limiter, quota).await.map_err(|e| e.to_string())?
+            limiter_commands::configure(&limiter, quota)
+                .await
+                .map_err(|e| e.to_string())?
         }
     };
     Ok(Some(outcome))

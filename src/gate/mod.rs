@@ -3,7 +3,7 @@
 //! The Worker's JS shim (`worker/index.js`) only moves requests and responses; everything that decides is here. The
 //! first rule whose [`RequestMatch`] holds applies ([`Gate::route`]); it reads the request's [`ClientKey`], checks its
 //! allow and deny lists, then takes one permit under all its limits at once with a [`Ratelimit`]. The outcome is a
-//! [`Verdict`]: proxy with RateLimit fields, or refuse with 429 / 403 / 503 and a problem body.
+//! [`Admission`]: proxy with RateLimit fields, or refuse with 429 / 403 / 503 and a problem body.
 //!
 //! | module | concept |
 //! |---|---|
@@ -329,10 +329,10 @@ pub struct Route {
     also: Vec<Route>,
 }
 
-/// Why a [`Verdict`] is what it is.
+/// Why an [`Admission`] is what it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum VerdictReason {
+pub enum AdmissionReason {
     /// Redis decided, or the block cache did (see [`Reason`]).
     Limit(Reason),
     /// The key is on the rule's allow list.
@@ -341,24 +341,24 @@ pub enum VerdictReason {
     DenyList,
 }
 
-impl VerdictReason {
+impl AdmissionReason {
     /// `decided`, `cache`, `timeout`, `error`, `allow-list` or `deny-list`.
     pub fn as_str(self) -> &'static str {
         match self {
-            VerdictReason::Limit(reason) => reason.as_str(),
-            VerdictReason::AllowList => "allow-list",
-            VerdictReason::DenyList => "deny-list",
+            AdmissionReason::Limit(reason) => reason.as_str(),
+            AdmissionReason::AllowList => "allow-list",
+            AdmissionReason::DenyList => "deny-list",
         }
     }
 }
 
 /// What to do with a request.
 #[derive(Debug)]
-pub struct Verdict {
+pub struct Admission {
     /// Whether the rule lets it through (for a dry-run rule: whether it would).
     pub allowed: bool,
     /// Why.
-    pub reason: VerdictReason,
+    pub reason: AdmissionReason,
     /// The status to answer with when refused: 429 (limit), 403 (deny list), 503 (store unavailable, rule fails
     /// closed) or 500 (any other error: never absorbed); 200 when allowed.
     pub status: u16,
@@ -367,7 +367,7 @@ pub struct Verdict {
     /// The problem body (`application/problem+json`) of a refusal.
     pub body: Option<String>,
     /// The error the limit failed with, to log: an unavailable store that the rule's `onError` decided for, or any
-    /// other error (then the verdict is a 500).
+    /// other error (then the admission is a 500).
     pub error: Option<Error>,
     /// The rule the refusal or the error is of, when it is not the route's own but an added one.
     pub rule: Option<String>,
@@ -423,11 +423,11 @@ impl Route {
 
     /// Decides: the lists first (no round trip), then one permit under every limit of the rule, then each added rule
     /// while all before it allowed. Never fails: an error is decided by the rule's `onError` and carried in
-    /// [`Verdict::error`]. A refusal by an added rule still spends the permits taken before: it never admits.
-    pub async fn decide(&self, now_ms: u64) -> Verdict {
-        let mut verdict = self.decide_rule(now_ms).await;
+    /// [`Admission::error`]. A refusal by an added rule still spends the permits taken before: it never admits.
+    pub async fn decide(&self, now_ms: u64) -> Admission {
+        let mut admission = self.decide_rule(now_ms).await;
         for also in &self.also {
-            if !verdict.allowed {
+            if !admission.allowed {
                 break;
             }
             let mut added = also.decide_rule(now_ms).await;
@@ -435,15 +435,15 @@ impl Route {
                 added.rule = Some(also.rule().to_owned());
                 return added;
             }
-            if verdict.error.is_none() && added.error.is_some() {
+            if admission.error.is_none() && added.error.is_some() {
                 // Passed by its onError: logged as that rule's.
-                (verdict.error, verdict.rule) = (added.error, Some(also.rule().to_owned()));
+                (admission.error, admission.rule) = (added.error, Some(also.rule().to_owned()));
             }
         }
-        verdict
+        admission
     }
 
-    async fn decide_rule(&self, now_ms: u64) -> Verdict {
+    async fn decide_rule(&self, now_ms: u64) -> Admission {
         let rule = &self.armed.rule;
         // A denied address is refused however its request counts: a made-up API key must not get it past.
         let denied = |entry: &ListEntry| {
@@ -451,10 +451,10 @@ impl Route {
         };
         if rule.deny.iter().any(denied) {
             let detail = format!("refused by the deny list of rule {:?}", rule.name);
-            return refusal(VerdictReason::DenyList, 403, "Forbidden", &detail, Vec::new(), None);
+            return refusal(AdmissionReason::DenyList, 403, "Forbidden", &detail, Vec::new(), None);
         }
         if rule.allow.iter().any(|entry| entry.contains(&self.key)) {
-            return passage(VerdictReason::AllowList, Vec::new());
+            return passage(AdmissionReason::AllowList, Vec::new());
         }
         match self.armed.ratelimit.limit(&self.key.id, 1).await {
             Ok(outcome) => self.limited(outcome, now_ms),
@@ -462,7 +462,7 @@ impl Route {
         }
     }
 
-    fn limited(&self, outcome: Outcome, now_ms: u64) -> Verdict {
+    fn limited(&self, outcome: Outcome, now_ms: u64) -> Admission {
         let policies = &self.armed.policies;
         let mut headers = vec![("RateLimit-Policy".to_owned(), policy_field(policies))];
         let items: Vec<String> = if outcome.limits.len() == policies.len() {
@@ -486,7 +486,7 @@ impl Route {
         };
         let items: Vec<String> = items.into_iter().map(|item| item + mark).collect();
         headers.push(("RateLimit".to_owned(), items.join(", ")));
-        let reason = VerdictReason::Limit(outcome.reason);
+        let reason = AdmissionReason::Limit(outcome.reason);
         if outcome.decision.success {
             return passage(reason, headers);
         }
@@ -502,12 +502,12 @@ impl Route {
         refusal(reason, 429, "Too Many Requests", &detail, headers, Some(retry_after))
     }
 
-    /// The verdict when the limit could not be decided. Only an unavailable store is the rule's `onError` to decide
+    /// The admission when the limit could not be decided. Only an unavailable store is the rule's `onError` to decide
     /// (pass, or 503); any other error is a 500 that never reaches the origin, since passing it could admit requests
     /// past the limit.
-    fn failed(&self, error: Error) -> Verdict {
-        let reason = VerdictReason::Limit(Reason::of_failure(&error));
-        let mut verdict = if !error.is_store_unavailable() {
+    fn failed(&self, error: Error) -> Admission {
+        let reason = AdmissionReason::Limit(Reason::of_failure(&error));
+        let mut admission = if !error.is_store_unavailable() {
             let detail = format!(
                 "rule {:?} could not decide ({}); the request was not let through",
                 self.armed.rule.name,
@@ -523,13 +523,13 @@ impl Route {
             );
             refusal(reason, 503, "Service Unavailable", &detail, Vec::new(), None)
         };
-        verdict.error = Some(error);
-        verdict
+        admission.error = Some(error);
+        admission
     }
 }
 
-fn passage(reason: VerdictReason, headers: Vec<(String, String)>) -> Verdict {
-    Verdict {
+fn passage(reason: AdmissionReason, headers: Vec<(String, String)>) -> Admission {
+    Admission {
         allowed: true,
         reason,
         status: 200,
@@ -541,14 +541,14 @@ fn passage(reason: VerdictReason, headers: Vec<(String, String)>) -> Verdict {
 }
 
 fn refusal(
-    reason: VerdictReason,
+    reason: AdmissionReason,
     status: u16,
     title: &str,
     detail: &str,
     headers: Vec<(String, String)>,
     retry_after_ms: Option<u64>,
-) -> Verdict {
-    Verdict {
+) -> Admission {
+    Admission {
         allowed: false,
         reason,
         status,

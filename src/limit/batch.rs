@@ -4,7 +4,7 @@
 //! limit script with fewer (see `lua/limits/single.lua`); both become the same checked decisions.
 
 use super::{stored_copy, Decisions, LimitRequest, Limiter, Quota};
-use crate::decision::{Decision, Status, Verdict, VERDICT_FIELDS};
+use crate::decision::{Decision, ScriptReply, Status, REPLY_FIELDS};
 use crate::error::{Error, Result};
 use crate::lua;
 use crate::receipt::{self, Receipt};
@@ -192,7 +192,7 @@ impl<'a> Batch<'a> {
         if copies.is_empty() {
             return self.decode(self.send(call, client).await?);
         }
-        crate::cold::out_of_line(self.run_reading_copies(call, client, copies)).await
+        crate::rare_paths::out_of_line(self.run_reading_copies(call, client, copies)).await
     }
 
     /// [`run`](Batch::run) for requests that sent stored quotas' copies: the configs read after the script.
@@ -232,9 +232,9 @@ impl<'a> Batch<'a> {
     }
 
     /// A single-limit script's reply, `{status, remaining, reset, x}` (see `lua/limits/single.lua`), as a
-    /// [`Verdict`]: the limit is the caller's (the quota came with the request), and the receipt is what a grant's
+    /// [`ScriptReply`]: the limit is the caller's (the quota came with the request), and the receipt is what a grant's
     /// mark `x` makes (with the grant id for a log).
-    fn single_verdict(&self, reply: Value) -> Result<Verdict> {
+    fn single_reply(&self, reply: Value) -> Result<ScriptReply> {
         let request = &self.requests[0];
         let quota = self.quotas[0].expect("a single-limit script runs a quota sent with it");
         let [status, remaining, reset, x] = reply.into_tuple::<SINGLE_REPLY_FIELDS>()?;
@@ -257,7 +257,7 @@ impl<'a> Batch<'a> {
             Status::Refunded | Status::NotHeld => (0, String::new()),
             _ => (x, String::new()),
         };
-        Verdict {
+        ScriptReply {
             status,
             limit: u64::from(quota.limit()),
             remaining: remaining.into_u64()?,
@@ -268,14 +268,14 @@ impl<'a> Batch<'a> {
         .checked()
     }
 
-    /// The driver's flat reply, six entries per request, as one [`Verdict`] each.
-    fn driver_verdicts(&self, reply: Value) -> Result<Vec<Verdict>> {
+    /// The driver's flat reply, six entries per request, as one [`ScriptReply`] each.
+    fn driver_replies(&self, reply: Value) -> Result<Vec<ScriptReply>> {
         let entries = reply.into_array()?;
-        if entries.len() != VERDICT_FIELDS * self.requests.len() {
+        if entries.len() != REPLY_FIELDS * self.requests.len() {
             return Err(Error::malformed(
                 format!(
-                    "{} entries ({VERDICT_FIELDS} per decision)",
-                    VERDICT_FIELDS * self.requests.len()
+                    "{} entries ({REPLY_FIELDS} per decision)",
+                    REPLY_FIELDS * self.requests.len()
                 ),
                 entries.len(),
             ));
@@ -283,22 +283,21 @@ impl<'a> Batch<'a> {
         let mut entries = entries.into_iter();
         (0..self.requests.len())
             .map(|_| {
-                let fields: Vec<Value> = entries.by_ref().take(VERDICT_FIELDS).collect();
-                let fields = <[Value; VERDICT_FIELDS]>::try_from(fields).map_err(|fields| {
-                    Error::malformed(format!("{VERDICT_FIELDS} entries per decision"), fields.len())
-                })?;
-                Verdict::from_fields(fields)?.checked()
+                let fields: Vec<Value> = entries.by_ref().take(REPLY_FIELDS).collect();
+                let fields = <[Value; REPLY_FIELDS]>::try_from(fields)
+                    .map_err(|fields| Error::malformed(format!("{REPLY_FIELDS} entries per decision"), fields.len()))?;
+                ScriptReply::from_fields(fields)?.checked()
             })
             .collect()
     }
 
-    /// Checks the reply decision by decision (see [`Verdict`]); a status that means an error becomes its typed
+    /// Checks the reply decision by decision (see [`ScriptReply`]); a status that means an error becomes its typed
     /// error.
     pub(super) fn decode(&self, reply: Value) -> Result<Decisions> {
         let verdicts = if self.single {
-            vec![self.single_verdict(reply)?]
+            vec![self.single_reply(reply)?]
         } else {
-            self.driver_verdicts(reply)?
+            self.driver_replies(reply)?
         };
         let mut success = true;
         let mut decisions = Vec::with_capacity(self.requests.len());

@@ -83,7 +83,7 @@ pub(super) async fn refresh<'a>(limiters: impl IntoIterator<Item = &'a Limiter>)
     let Some(first) = stale.first() else {
         return Ok(());
     };
-    crate::cold::out_of_line(read_copies(&first.client, &stale)).await
+    crate::rare_paths::out_of_line(read_copies(&first.client, &stale)).await
 }
 
 /// Reads the stored configs of `stale` through `client` in one round trip and keeps them as their copies.

@@ -286,7 +286,7 @@ impl Ratelimit {
     pub async fn limit<'i>(&self, id: impl Into<Identifier<'i>>, permits: u32) -> Result<Outcome> {
         let id = id.into();
         match &self.reserved {
-            Some(reserved) => crate::cold::out_of_line(self.decide_reserved(reserved, &id, permits)).await,
+            Some(reserved) => crate::rare_paths::out_of_line(self.decide_reserved(reserved, &id, permits)).await,
             None => self.decide(&self.limiters, &id, permits).await,
         }
     }

@@ -6,18 +6,18 @@
 //! Redisson's Redis layout exactly, so a Java service using Redisson and an edge Worker using edgelimit can share
 //! one limiter. What it fixes, compared with Redisson:
 //!
-//! - time is the Redis server's (an explicit time only on request, see [`RateLimiter::at`]);
+//! - time is the Redis server's (an explicit time only on request, see [`RedissonLimiter::at`]);
 //! - a denied request's `retry_after` is the wait until enough permits are free for *this* request;
 //! - missing or evicted state is rebuilt, never a Lua error; bad input is a typed error;
-//! - permits are counted by amount; [`release`](RateLimiter::release) can never push availability above the rate;
+//! - permits are counted by amount; [`release`](RedissonLimiter::release) can never push availability above the rate;
 //! - expired grants are removed by score range, never by rescanning the whole log;
 //! - every state a Redisson client can leave (a counter without its log, a log without its counter, a counter above
 //!   the rate) is read without over-admitting or sticking, and the counter Java reads is never negative.
 //!
 //! Lifetimes are Redisson's, exactly, so that a Java client and edgelimit never disagree on when a key vanishes:
-//! with a keep-alive ([`Rate::with_keep_alive`], [`RateLimiter::set_keep_alive`]) every key lives that long past
+//! with a keep-alive ([`Rate::with_keep_alive`], [`RedissonLimiter::set_keep_alive`]) every key lives that long past
 //! the last use; without one the state lives as long as the configuration, which is forever unless given an expiry
-//! ([`RateLimiter::expire`]). An idle limiter without either keeps its few keys (at most one log member per permit
+//! ([`RedissonLimiter::expire`]). An idle limiter without either keeps its few keys (at most one log member per permit
 //! of the rate), as Redisson's does: an expiry of edgelimit's own would be unsafe against a Redisson writer, which
 //! never renews a TTL it did not set.
 
@@ -26,7 +26,7 @@ mod rate;
 use std::time::Duration;
 
 pub use self::rate::{Mode, Rate, RateConfig};
-use crate::decision::{Decision, Status, Verdict};
+use crate::decision::{Decision, ScriptReply, Status};
 use crate::error::{Error, Result};
 use crate::lua;
 use crate::rest::{Command, RestClient};
@@ -35,19 +35,19 @@ use crate::time::{sleep, Instant};
 
 /// A handle on one named limiter. Cheap to clone.
 #[derive(Debug, Clone)]
-pub struct RateLimiter {
+pub struct RedissonLimiter {
     client: RestClient,
     name: String,
     client_id: String,
     now_ms: Option<u64>,
 }
 
-impl RateLimiter {
+impl RedissonLimiter {
     /// A handle on the limiter `name` (shared with Redisson's `getRateLimiter(name)`). Names may not contain `{` or
     /// `}`: the name is the hash tag that keeps the limiter's keys in one Redis Cluster slot.
-    pub fn new(client: RestClient, name: &str) -> Result<RateLimiter> {
+    pub fn new(client: RestClient, name: &str) -> Result<RedissonLimiter> {
         crate::limit::slot::check_tag_part("limiter name", name)?;
-        Ok(RateLimiter {
+        Ok(RedissonLimiter {
             client,
             name: name.to_owned(),
             client_id: "edgelimit".to_owned(),
@@ -56,14 +56,14 @@ impl RateLimiter {
     }
 
     /// The id whose budget this handle uses in [`Mode::PerClient`] (Redisson uses its client's id).
-    pub fn with_client_id(mut self, client_id: &str) -> RateLimiter {
+    pub fn with_client_id(mut self, client_id: &str) -> RedissonLimiter {
         self.client_id = client_id.to_owned();
         self
     }
 
     /// Decide at this explicit time (unix ms) instead of the Redis server's: for deterministic tests and for clients
     /// that must share a limiter with a clock-based client. Production code should leave time to the server.
-    pub fn at(mut self, now_ms: u64) -> RateLimiter {
+    pub fn at(mut self, now_ms: u64) -> RedissonLimiter {
         self.now_ms = Some(now_ms);
         self
     }
@@ -259,8 +259,14 @@ impl RateLimiter {
     }
 
     /// Runs a decision-shaped script and decodes its reply; a status outside `expected` becomes its typed error.
-    async fn verdict(&self, script: &Script, args: &[String], permits: u32, expected: &[Status]) -> Result<Verdict> {
-        let verdict = Verdict::decode(self.run(script, args).await?)?;
+    async fn verdict(
+        &self,
+        script: &Script,
+        args: &[String],
+        permits: u32,
+        expected: &[Status],
+    ) -> Result<ScriptReply> {
+        let verdict = ScriptReply::decode(self.run(script, args).await?)?;
         match verdict.status {
             status if expected.contains(&status) => Ok(verdict),
             Status::NotConfigured => Err(Error::NotInitialized {

@@ -31,7 +31,7 @@ impl Rate {
 
     /// Lets the limiter (its configuration and state) vanish after `keep_alive` without any use (Redisson's
     /// keepAliveTime, renewed by every use from either side). Without it the limiter stays until deleted or given an
-    /// expiry ([`RateLimiter::expire`](super::RateLimiter::expire)), as Redisson's.
+    /// expiry ([`RedissonLimiter::expire`](super::RedissonLimiter::expire)), as Redisson's.
     pub fn with_keep_alive(mut self, keep_alive: Duration) -> Result<Rate> {
         let keep_alive_ms = whole_ms(keep_alive, "keep-alive")?;
         if keep_alive_ms < self.interval_ms {

@@ -7,7 +7,7 @@ use wasm_bindgen::prelude::*;
 use super::limits::{as_config_error, limits_of};
 use super::{describe, duration, field, given, items, known_fields, object, string, to_js_error};
 use crate::error::{Error, Result};
-use crate::gate::{Gate, KeySource, ListEntry, RequestMatch, Route, Rule, Verdict};
+use crate::gate::{Admission, Gate, KeySource, ListEntry, RequestMatch, Route, Rule};
 use crate::limit::{KeyLayout, DEFAULT_PREFIX};
 use crate::rest::RestClient;
 
@@ -231,25 +231,25 @@ impl JsRoute {
     }
 }
 
-fn verdict_object(verdict: Verdict) -> JsValue {
-    let headers: js_sys::Array = verdict
+fn verdict_object(admission: Admission) -> JsValue {
+    let headers: js_sys::Array = admission
         .headers
         .iter()
         .map(|(name, value)| js_sys::Array::of2(&name.into(), &value.into()))
         .collect();
     let mut properties = vec![
-        ("allowed", verdict.allowed.into()),
-        ("reason", verdict.reason.as_str().into()),
-        ("status", verdict.status.into()),
+        ("allowed", admission.allowed.into()),
+        ("reason", admission.reason.as_str().into()),
+        ("status", admission.status.into()),
         ("headers", headers.into()),
     ];
-    if let Some(body) = verdict.body {
+    if let Some(body) = admission.body {
         properties.push(("body", body.into()));
     }
-    if let Some(error) = verdict.error {
+    if let Some(error) = admission.error {
         properties.push(("error", to_js_error(error)));
     }
-    if let Some(rule) = verdict.rule {
+    if let Some(rule) = admission.rule {
         properties.push(("rule", rule.into()));
     }
     object(&properties)

@@ -4,7 +4,7 @@
 use wasm_bindgen::prelude::*;
 
 use super::limits::{as_config_error, limits_of};
-use super::redisson::JsRateLimiter;
+use super::redisson::JsRedissonLimiter;
 use super::values::{self, decision_object, milliseconds, number, permits_in};
 use super::{describe, duration, field, given, items, known_fields, object, string, to_js_error, whole};
 use crate::error::{Error, Result};
@@ -281,7 +281,7 @@ impl JsRatelimit {
 
     /// The Redisson-style handle on the sliding log `name`, through the same endpoint.
     #[wasm_bindgen(js_name = rateLimiter)]
-    pub fn rate_limiter(&self, name: JsValue, options: JsValue) -> Result<JsRateLimiter, JsValue> {
-        JsRateLimiter::new(self.inner.client().clone(), &name, &options).map_err(to_js_error)
+    pub fn rate_limiter(&self, name: JsValue, options: JsValue) -> Result<JsRedissonLimiter, JsValue> {
+        JsRedissonLimiter::new(self.inner.client().clone(), &name, &options).map_err(to_js_error)
     }
 }

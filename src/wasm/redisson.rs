@@ -6,7 +6,7 @@ use wasm_bindgen::prelude::*;
 use super::values::{decision_object, milliseconds, number, permits};
 use super::{duration, field, given, object, string, to_js_error};
 use crate::error::{Error, Result};
-use crate::redisson::{Mode, Rate, RateLimiter};
+use crate::redisson::{Mode, Rate, RedissonLimiter};
 use crate::rest::RestClient;
 
 /// How long `acquire` waits when the caller gives no timeout.
@@ -42,27 +42,27 @@ fn rate_of(rate: &JsValue, interval: &JsValue, options: &JsValue) -> Result<(Rat
 
 /// A handle on one named sliding log.
 #[wasm_bindgen(js_name = RateLimiterCore)]
-pub struct JsRateLimiter {
-    inner: RateLimiter,
+pub struct JsRedissonLimiter {
+    inner: RedissonLimiter,
 }
 
-impl JsRateLimiter {
+impl JsRedissonLimiter {
     /// `rateLimiter(name, options)`: `options` is `{ clientId }`, checked as every option object is (a misspelt
     /// `clientID` left out would share one per-client state among every client).
-    pub(super) fn new(client: RestClient, name: &JsValue, options: &JsValue) -> Result<JsRateLimiter> {
-        let mut inner = RateLimiter::new(client, &string(name, "limiter name")?)?;
+    pub(super) fn new(client: RestClient, name: &JsValue, options: &JsValue) -> Result<JsRedissonLimiter> {
+        let mut inner = RedissonLimiter::new(client, &string(name, "limiter name")?)?;
         if given(options).is_some() {
             super::known_fields(options, &["clientId"], "options")?;
         }
         if let Some(client_id) = given(&field(options, "clientId")?) {
             inner = inner.with_client_id(&string(client_id, "clientId")?);
         }
-        Ok(JsRateLimiter { inner })
+        Ok(JsRedissonLimiter { inner })
     }
 }
 
 #[wasm_bindgen(js_class = RateLimiterCore)]
-impl JsRateLimiter {
+impl JsRedissonLimiter {
     /// Sets the rate only if none is set; resolves to whether this call set it.
     #[wasm_bindgen(js_name = trySetRate)]
     pub async fn try_set_rate(&self, rate: JsValue, interval: JsValue, options: JsValue) -> Result<bool, JsValue> {

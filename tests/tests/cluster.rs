@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use edgelimit::limit::{hash_slot, Limiter, Quota};
-use edgelimit::{Command, Error, Mode, Rate, RateLimiter, Value};
+use edgelimit::{Command, Error, Mode, Rate, RedissonLimiter, Value};
 use edgelimit_cli::redis_cluster::{command, RedisCluster, Role};
 use edgelimit_tests::{Stack, LIMITER_TOKEN};
 
@@ -174,7 +174,7 @@ async fn run_limiters_scripts_and_acl(stack: &Stack, masters: &[u16]) {
     }
     // The Redisson layout: its own keys ({edgelimit:name}:…), exact as well.
     for i in 0..12 {
-        let limiter = RateLimiter::new(stack.client(), &format!("edgelimit:redisson-{i}")).unwrap();
+        let limiter = RedissonLimiter::new(stack.client(), &format!("edgelimit:redisson-{i}")).unwrap();
         let rate = Rate::new(4, Duration::from_secs(3600)).unwrap();
         assert!(limiter.try_set_rate(rate, Mode::Overall).await.unwrap());
         let limiter = limiter.at(at);

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use edgelimit::{Command, Decision, Error, Mode, Rate, RateLimiter, Script, Value};
+use edgelimit::{Command, Decision, Error, Mode, Rate, RedissonLimiter, Script, Value};
 use edgelimit_tests::Stack;
 
 const T0: u64 = 1_700_000_000_000;
@@ -13,8 +13,8 @@ fn rate(permits: u32, interval_ms: u64) -> Rate {
     Rate::new(permits, Duration::from_millis(interval_ms)).unwrap()
 }
 
-async fn limiter(stack: &Stack, name: &str, permits: u32, interval_ms: u64) -> RateLimiter {
-    let limiter = RateLimiter::new(stack.client(), name).unwrap();
+async fn limiter(stack: &Stack, name: &str, permits: u32, interval_ms: u64) -> RedissonLimiter {
+    let limiter = RedissonLimiter::new(stack.client(), name).unwrap();
     assert!(limiter
         .try_set_rate(rate(permits, interval_ms), Mode::Overall)
         .await
@@ -22,18 +22,18 @@ async fn limiter(stack: &Stack, name: &str, permits: u32, interval_ms: u64) -> R
     limiter
 }
 
-async fn take(limiter: &RateLimiter, at: u64, permits: u32) -> Decision {
+async fn take(limiter: &RedissonLimiter, at: u64, permits: u32) -> Decision {
     limiter.clone().at(at).try_acquire(permits).await.unwrap()
 }
 
-async fn available(limiter: &RateLimiter, at: u64) -> u64 {
+async fn available(limiter: &RedissonLimiter, at: u64) -> u64 {
     limiter.clone().at(at).available_permits().await.unwrap()
 }
 
 #[tokio::test]
 async fn first_set_wins_and_config_reads_back() {
     let stack = Stack::start().await;
-    let limiter = RateLimiter::new(stack.client(), "first").unwrap();
+    let limiter = RedissonLimiter::new(stack.client(), "first").unwrap();
     assert_eq!(limiter.config().await.unwrap(), None);
     let first = rate(5, 1000).with_keep_alive(Duration::from_secs(60)).unwrap();
     assert!(limiter.try_set_rate(first, Mode::Overall).await.unwrap());
@@ -100,7 +100,7 @@ async fn permits_are_counted_by_amount_and_denials_consume_nothing() {
 #[tokio::test]
 async fn bad_requests_are_typed_errors_not_lua_errors() {
     let stack = Stack::start().await;
-    let unset = RateLimiter::new(stack.client(), "unset").unwrap();
+    let unset = RedissonLimiter::new(stack.client(), "unset").unwrap();
     let err = unset.try_acquire(1).await.unwrap_err();
     assert!(
         matches!(&err, Error::NotInitialized { name } if name == "unset"),
@@ -119,7 +119,7 @@ async fn bad_requests_are_typed_errors_not_lua_errors() {
     let err = limiter.try_acquire(0).await.unwrap_err();
     assert_eq!(err.code(), "EDGELIMIT_INVALID_ARGUMENT", "{err}");
     assert_eq!(limiter.available_permits().await.unwrap(), 5, "nothing was consumed");
-    assert!(RateLimiter::new(stack.client(), "a{b}").is_err());
+    assert!(RedissonLimiter::new(stack.client(), "a{b}").is_err());
     assert!(limiter.acquire(1, Duration::from_secs(1)).await.is_ok());
     assert!(limiter.clone().at(T0).acquire(1, Duration::from_secs(1)).await.is_err());
 }
@@ -215,7 +215,7 @@ async fn rate_changes_keep_or_clear_state_as_asked() {
     assert_eq!(available(&limiter, T0 + 1001).await, 4, "set_rate starts a full window");
 
     // Redisson's updateRate: only a limiter that exists; nothing is created.
-    let none = RateLimiter::new(stack.client(), "change-none").unwrap();
+    let none = RedissonLimiter::new(stack.client(), "change-none").unwrap();
     assert!(!none.update_rate(rate(4, 1000), Mode::Overall).await.unwrap());
     assert_eq!(none.config().await.unwrap(), None);
 }
@@ -262,7 +262,7 @@ async fn per_client_mode_gives_each_client_its_own_budget() {
 async fn idle_limiters_vanish_after_their_keep_alive() {
     let stack = Stack::start().await;
     let client = stack.client();
-    let idle = RateLimiter::new(stack.client(), "idle").unwrap();
+    let idle = RedissonLimiter::new(stack.client(), "idle").unwrap();
     // Long enough that a loaded machine reads every TTL before the first key expires (20 ms once was not).
     let short = rate(5, 500).with_keep_alive(Duration::from_millis(1_000)).unwrap();
     idle.set_rate(short, Mode::Overall).await.unwrap();
@@ -513,7 +513,7 @@ async fn state_keys_live_as_long_as_redisson_gives_them() {
                 .unwrap()
         }
     };
-    let limiter = RateLimiter::new(stack.client(), "ttl").unwrap();
+    let limiter = RedissonLimiter::new(stack.client(), "ttl").unwrap();
     let with_keep_alive = rate(2, 1000).with_keep_alive(Duration::from_secs(60)).unwrap();
     assert!(limiter.try_set_rate(with_keep_alive, Mode::Overall).await.unwrap());
     // Grants, denials and reads: every key of the pair keeps the keep-alive's lifetime.
@@ -564,7 +564,7 @@ async fn state_keys_live_as_long_as_redisson_gives_them() {
         assert_eq!(pttl(key).await, -1, "{key}");
     }
     // Nothing to change on a limiter that does not exist.
-    let none = RateLimiter::new(stack.client(), "ttl-none").unwrap();
+    let none = RedissonLimiter::new(stack.client(), "ttl-none").unwrap();
     assert!(!none.expire(Some(Duration::from_secs(1))).await.unwrap());
     assert!(!none.set_keep_alive(None).await.unwrap());
 }
@@ -684,7 +684,7 @@ async fn a_counter_redissons_release_raised_frees_no_permit_twice() {
 #[tokio::test]
 async fn lowering_a_per_client_rate_holds_every_clients_grants_to_it() {
     let stack = Stack::start().await;
-    let limiter = RateLimiter::new(stack.client(), "lowered").unwrap();
+    let limiter = RedissonLimiter::new(stack.client(), "lowered").unwrap();
     limiter.set_rate(rate(10, 1000), Mode::PerClient).await.unwrap();
     let alice = limiter.clone().with_client_id("alice");
     let before: Vec<u64> = (0..10).map(|i| T0 + i * 100).collect();

@@ -1,5 +1,5 @@
 //! The Redisson layout against real Redisson: Java's `RRateLimiter` (tests/java/RedissonDriver, for every version in
-//! tests/java/redisson-versions) and edgelimit's `RateLimiter` on one real Redis, edgelimit through the real bridge.
+//! tests/java/redisson-versions) and edgelimit's `RedissonLimiter` on one real Redis, edgelimit through the real bridge.
 //!
 //! The Java program is built once per test run (Maven gives the classpath, offline once scripts/setup fetched the
 //! jars; javac compiles the driver). Without `java`, `javac` or `mvn` every test here is skipped with a message that
@@ -11,7 +11,7 @@ use std::process::Stdio;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use edgelimit::{Command, Mode, Rate, RateLimiter, RestClient};
+use edgelimit::{Command, Mode, Rate, RedissonLimiter, RestClient};
 use edgelimit_tests::Stack;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout};
@@ -239,8 +239,8 @@ fn rate(permits: u32, interval_ms: u64) -> Rate {
     Rate::new(permits, Duration::from_millis(interval_ms)).unwrap()
 }
 
-fn edge(stack: &Stack, name: &str) -> RateLimiter {
-    RateLimiter::new(stack.client(), name).unwrap()
+fn edge(stack: &Stack, name: &str) -> RedissonLimiter {
+    RedissonLimiter::new(stack.client(), name).unwrap()
 }
 
 /// The Redis server's clock, in ms.

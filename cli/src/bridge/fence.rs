@@ -14,7 +14,7 @@ use edgelimit::Algorithm;
 use super::json::Words;
 use super::key_pattern;
 use super::profile::Profile;
-use super::shebang::sha1_hex;
+use super::upstash_scripts::sha1_hex;
 
 /// What one of edgelimit's scripts is, as far as the fence cares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -31,9 +31,9 @@ mod script_bodies;
 pub mod script_kill;
 pub mod serving;
 mod shared_budget;
-mod shebang;
 mod subscribe;
 pub mod tokens;
+mod upstash_scripts;
 mod write_batch;
 
 use std::any::Any;
@@ -62,8 +62,8 @@ pub use self::profile::{Profile, RedisAcl};
 use self::reply_cap::over_budget;
 pub use self::reply_cap::REPLY_TOO_LARGE;
 use self::script_kill::ScriptKiller;
-use self::shebang::ScriptAliases;
 use self::tokens::{TokenTable, Tokens};
+use self::upstash_scripts::ScriptAliases;
 
 /// How the bridge is set up.
 #[derive(Debug, Clone)]

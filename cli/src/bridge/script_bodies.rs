@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use super::json::Words;
-use super::shebang::sha1_hex;
+use super::upstash_scripts::sha1_hex;
 
 /// The most bytes of other scripts' bodies kept; past that, the seen ones are forgotten (edgelimit's are kept).
 const MAX_BYTES: usize = 16 << 20;

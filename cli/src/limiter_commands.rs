@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 use edgelimit::limit::{Algorithm, KeyLayout, Limiter, Quota, Receipt};
-use edgelimit::{RateLimiter, RestClient};
+use edgelimit::{RedissonLimiter, RestClient};
 use serde_json::{json, Value as Json};
 
 use crate::admin::{self, decision_json, duration, Outcome};
@@ -38,7 +38,7 @@ pub enum AlgorithmName {
     /// the quota `edgelimit configure NAME` stored in Redis, read at every decision (Rust's Limiter::stored)
     Stored,
     /// the limiter in Redisson's RRateLimiter layout that `set-rate` configures, shared with Java services using
-    /// Redisson (npm's ratelimit.rateLimiter(name), Rust's RateLimiter)
+    /// Redisson (npm's ratelimit.rateLimiter(name), Rust's RedissonLimiter)
     Redisson,
 }
 
@@ -179,7 +179,7 @@ impl AlgorithmArgs {
                     );
                 }
                 let client_id = self.client_id.as_deref().unwrap_or("edgelimit");
-                let limiter = RateLimiter::new(client()?, name).map_err(|e| e.to_string())?;
+                let limiter = RedissonLimiter::new(client()?, name).map_err(|e| e.to_string())?;
                 Ok(Target::Redisson(limiter.with_client_id(client_id)))
             }
             family => {
@@ -220,7 +220,7 @@ impl AlgorithmArgs {
 /// The limiter a command acts on: each limiter command is one method here.
 pub enum Target {
     /// The Redisson-layout limiter (`--algorithm redisson`), with the client id it uses.
-    Redisson(RateLimiter),
+    Redisson(RedissonLimiter),
     /// A limiter of the family (npm's algorithms, concurrency, or a stored quota) and the identifier it limits.
     Family {
         /// The limiter.
