@@ -1,16 +1,13 @@
--- Several decisions of one algorithm in one call: what concurrent callers of one limiter decide at once
--- (src/limit/merged.rs), each as lua/<algorithm>.lua decides its common call (operation 'limit', one limit whose
--- quota comes with the request, on the server's clock), one after the other, each on the state the ones before it
--- left. What the call costs besides the decisions (the call itself, reading its arguments, TIME) is paid once for
--- all of them, which is most of a single call's cost for the cheap algorithms (bench/instructions.mjs).
+-- The `batch/<algorithm>` scripts: several decisions of one algorithm in one call, for concurrent callers of one
+-- limiter (src/rest/coalesce.rs). Each is the `<algorithm>` script's common call (operation 'limit', server clock),
+-- in turn, on the state the ones before it left; the call's fixed cost (arguments, TIME) is paid once.
 --
 --   KEYS[i]            the i-th decision's state key
---   ARGV[i]            its request and quota, as lua/<algorithm>.lua's ARGV[1]
+--   ARGV[i]            its request and quota, as the `<algorithm>` script's ARGV[1]
 --   ARGV[#KEYS + i]    its grant id, for an algorithm that logs grants (concurrency, sliding log); absent otherwise
 --
--- The reply has one entry per decision: what lua/<algorithm>.lua replies to that call, or for a decision the script
--- refuses (a request no client sends, state in no known layout) the text '!' followed by the error: a decision's
--- error is its own, and the others are still decided.
+-- Reply: one entry per decision, the `<algorithm>` script's reply, or '!' and the error for a decision refused (a
+-- request no client sends, state in no known layout): its error is its own, the others are still decided.
 
 local server_time = redis.call('TIME')
 local now = server_time[2] + 0
@@ -24,8 +21,7 @@ local function decide(key, request, lease)
     if permits > limit then
         return { 5, 0, 0, 0 }
     end
-    -- The verdict, set by the decision, and the grant's mark, set by the grant (see single.lua); not every reply
-    -- reads each.
+    -- Set by the decision and the grant (see single.lua); not every reply reads each.
     -- luacheck: push ignore token held
     local allowed, retry_after, remaining, reset, reset_after, held, granted_mark, token
     -- luacheck: pop

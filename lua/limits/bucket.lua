@@ -1,12 +1,9 @@
--- What token bucket and GCRA share: after prelude.lua, before those algorithms' files (see build.rs).
---
--- They are one decision over "units": a permit is `interval` units, `rate` units come back per ms (so refill is
--- continuous and exact: no step quantisation, no rounding drift), and the limit holds limit × interval units. With
--- `available` units at `now` (negative when the limit was lowered under existing state) and `left` = available −
--- permits × interval:
+-- Token bucket and GCRA decide alike over "units": a permit is `interval` units, `rate` units come back per ms
+-- (refill is continuous and exact), the limit holds limit × interval (`full`). With `available` units at `now`
+-- (negative after the limit was lowered) and `left` = available − permits × interval:
 --   allowed      left >= 0
 --   retry_after  ceil(−left / rate) when not allowed, else 0
 --   remaining    floor(available / interval), at least 0
 --   reset        now + ceil((full − available) / rate); reset_after the same with `left`
--- Each algorithm writes this out inline, ceil(a / b) as (a + b − 1 − (a + b − 1) % b) / b: a function would be a
--- closure made on every call (see prelude.lua).
+-- Each file writes this inline, ceil(a / b) as (a + b − 1 − (a + b − 1) % b) / b: a function would be a closure per
+-- call.

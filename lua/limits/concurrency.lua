@@ -2,11 +2,9 @@
 -- holder gives back with release; a lease not given back expires `interval` ms after it was granted, so a crashed
 -- holder cannot leak capacity.
 --
--- State: a log of grants (zset_member.lua, zset_log.lua) where each lease frees when it expires, unless released
--- sooner.
--- The lease token given to the holder is its receipt, '<permits>:<expiry>-<lease id>'. The wait for a denied request
--- is an upper bound: holders may release sooner. After the interval was lowered, older leases still run to their
--- own expiry (log_grant keeps the log in expiry order).
+-- State: a log of grants (zset_member.lua) where each lease frees at its expiry unless released sooner. The lease's
+-- receipt, '<permits>:<expiry>-<lease id>', releases it. The wait for a denied request is an upper bound: holders
+-- may release sooner. After the interval is lowered, older leases still run to their own expiry.
 
 --@decision
 

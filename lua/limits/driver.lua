@@ -1,7 +1,6 @@
--- The algorithm family's driver, for several limits in one call or a quota stored in Redis (one limit with its quota
--- in the arguments runs single.lua instead); the algorithms are spliced in at the marker, each wrapped by entry.lua.
--- One call decides them atomically: every limit gives a verdict first, and only if all allow are all of them
--- recorded. A request denied by one limit consumes from none.
+-- The `limits` script: several limits in one call, or a quota stored in Redis; each algorithm is wrapped by
+-- entry.lua. Every limit gives a verdict first, and only if all allow are all recorded: a request denied by one
+-- limit consumes from none.
 --
 --   KEYS     two per limit: its config hash (read only when the limit's algorithm argument is ''), its state key
 --   ARGV[1]  'limit' (decide and record), 'peek' (decide, record nothing), 'refund' (give a grant back)
@@ -10,8 +9,8 @@
 --     lease: for a concurrency or sliding log limit, a fresh random id naming the grant ('limit'); the receipt of
 --            the grant to give back ('refund', permits then being the receipt's)
 --
--- The reply is flat, six entries per limit, in order: status, limit, remaining, reset, retry_after, receipt or ''
--- (one array, not one per limit: each table costs Redis an allocation and a conversion).
+-- The reply is flat (one table is cheaper than one per limit), six entries per limit: status, limit, remaining,
+-- reset, retry_after, receipt or ''.
 --   granted        allowed and recorded; its receipt names the grant for a refund (see prelude.lua)
 --   allowed        would be allowed, recorded nothing (a peek, or another limit denied)
 --   denied         not allowed; retry_after is the exact wait (an upper bound for concurrency)
@@ -28,11 +27,10 @@ end
 local now = clock(ARGV[2])
 local grace = ARGV[2] ~= '' and EXPLICIT_TIME_GRACE_MS or 0
 
--- The request's permits and quota as numbers, checked with one test (each check is a call, and calls cost); when
--- it fails, a clean error names the first bad field and where it came from: `stored_in`, the config hash, or nil
--- for arguments. On a refund it also checks the receipt (`lease`) and returns its mark (see `mark` above): a receipt
--- of another form, of other permits than the refund's or of more than the limit was not made by a grant of this
--- limit, and is refused before anything is written.
+-- The request's permits and quota as numbers, checked in one test (calls cost); on failure a clean error names the
+-- first bad field and its source (`stored_in`, the config hash, or nil for arguments). On a refund it also checks
+-- the receipt and returns its mark: one of another form, other permits or more than the limit is no grant of this
+-- limit, refused before anything is written.
 local function request_of(permits, limit, interval, rate, lease, stored_in)
     local n_permits, n_limit, n_interval, n_rate = tonumber(permits), tonumber(limit), tonumber(interval),
         tonumber(rate)
@@ -110,14 +108,10 @@ local function limit_of(i)
         reject((stored_in and 'stored ' or '') .. 'algorithm (not in this script)', name)
     end
     if stored_in then
-        -- A stored quota whose algorithm changed may find another algorithm's state: a permit log (a zset) under a
-        -- string algorithm, a string under a log, or another string algorithm's value (each is tagged with its
-        -- algorithm). It means nothing to the new algorithm, so it starts fresh. The one write before every check:
-        -- if the call then fails, that state is gone a little sooner, which is what the next grant would have
-        -- done. Any other type (hash, list, ...) or untagged string was written by no edgelimit algorithm: foreign
-        -- state, left as it is for Redis's WRONGTYPE (or foreign_value.lua) to report. Only this path forgives
-        -- another algorithm's state: under a quota in the arguments it is two limits sharing a name with different
-        -- algorithms, which would reset each other on every call, and is refused (foreign_value.lua).
+        -- A stored quota whose algorithm changed may find another algorithm's state (a log under a string
+        -- algorithm, a string under a log, another tag): it means nothing now, so it is dropped, the one write
+        -- before every check (if the call then fails, it is only gone sooner). Anything untagged is foreign state,
+        -- left for WRONGTYPE or foreign_value.lua to report. A quota in the arguments never forgives it.
         local kind = redis.call('TYPE', KEYS[2 * i]).ok
         local logs = name == 'concurrency' or name == 'sliding_log'
         local other_string = false
@@ -126,8 +120,7 @@ local function limit_of(i)
             other_string = tag and tag ~= STRING_TAGS[name]
         end
         -- Dropped only by a decision (a peek writes nothing), and only when the state key is this config's limiter's
-        -- (`<prefix>:{<name>}:<id>`, or `<prefix>:v2{<id>}:<name>`): a caller pairing any stored config of another
-        -- algorithm with any state key had wiped sliding logs, GCRA and leases with one peek (review).
+        -- (`<prefix>:{<name>}:<id>`, or `<prefix>:v2{<id>}:<name>`), so no config can wipe another limiter's state.
         local prefix, limiter_name = string.match(stored_in, '^(.*):{([^{}]*)}$')
         local state = KEYS[2 * i]
         local own = prefix and (string.sub(state, 1, #stored_in + 1) == stored_in .. ':'
@@ -146,7 +139,7 @@ local function limit_of(i)
 end
 
 -- Every limit is read and checked before any is decided. A state key named twice is refused: both would be decided
--- on one reading of it and both granted, twice its permits past one check (20 permits on a limit of 10).
+-- on one reading and both granted, twice the permits past one check.
 local limits, commit, named = {}, operation == 'limit', {}
 for i = 1, count do
     if named[KEYS[2 * i]] then

@@ -1,6 +1,5 @@
--- How driver.lua runs an algorithm: its file's two sections (see prelude.lua) spliced into one function per
--- algorithm (build.rs names it). The function returns the verdict and the grant, as a closure over the
--- decision's locals, for the driver to call once every limit of the call allows.
+-- driver.lua's wrapper of an algorithm: its two sections in one function, returning the verdict and the grant as a
+-- closure over the decision's locals, which the driver calls once every limit allows.
 ALGORITHMS.__ALGORITHM__ = function(operation, key, permits, limit, interval, rate, lease, mark, now, grace)
     local allowed, retry_after, remaining, reset, reset_after, held, granted_mark, token -- luacheck: ignore token
 

@@ -1,7 +1,5 @@
--- GCRA's state write (see gcra.lua), one piece for every writer, spliced at each line
--- `--@inline limits/gcra_write.lua` (see build.rs). From `debt` (units owed, more than 0)
--- and `floor` (the reserved slots' end, or 0): TAT = now + debt / rate, the slots' end marked in the
--- remainder while ahead; the key expires when TAT passes.
+-- Inline piece: GCRA's state write (gcra.lua) from `debt` (units owed, > 0) and `floor` (reserved slots' end, or 0):
+-- TAT = now + debt / rate, the floor marked in the remainder while ahead. The key expires when TAT passes.
 local part = debt % rate
 local whole_ms = now + (debt - part) / rate
 if floor > now then

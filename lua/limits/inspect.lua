@@ -1,6 +1,5 @@
--- Reads limits' state, writing nothing: for tools that show it (the playground, through Ratelimit.state). One call
--- reads the clock and every key together, so what it returns is one consistent moment of the server's time. It
--- comes after lua/limits/zset_member.lua, whose member layout it reads.
+-- The `inspect` script: reads limits' state, writing nothing, for tools that show it (Ratelimit.state). The clock
+-- and every key are read in one call: one consistent moment of the server's time.
 --
 --   KEYS     one state key per limit
 --   ARGV[1]  unix ms, or '' for the Redis server's clock (the default)
@@ -24,7 +23,7 @@ for i, key in ipairs(KEYS) do
     if kind == 'value' then
         entry[2] = redis.call('GET', key) or ''
     elseif kind == 'log' then
-        -- A grant freeing at exactly `now` is free (zset_log.lua drops scores <= now), hence the open bound.
+        -- A grant freeing at exactly `now` is free (zset_log.lua drops scores <= now): an open bound.
         local listed = redis.call('ZRANGEBYSCORE', key, '(' .. now, '+inf', 'WITHSCORES', 'LIMIT', 0,
             math.max(most, 1))
         local held = 0

@@ -1,8 +1,6 @@
--- One limit whose quota comes with the request: the common call, and the cheapest script of the family. The
--- algorithm's file is spliced in at the markers (build.rs), so its code runs straight through. What a call
--- costs Redis is mostly per argument, per C call (tonumber, string functions, redis.call), per table and per
--- closure (bench/instructions.mjs counts it), so the common call (a decision on the server's clock) sends one
--- argument, or two for a log's grant id, and gets back four whole numbers:
+-- The `<algorithm>` scripts: one limit whose quota comes with the request, the common call. The algorithm's file is
+-- spliced in at the markers, so it runs straight through; the common call sends one or two arguments (cost:
+-- docs/design/scripts.md).
 --
 --   KEYS[1]  the state key
 --   ARGV[1]  the request and its quota, '<permits>:<limit>:<interval ms>' and, for token bucket and GCRA, ':<rate>'
@@ -10,11 +8,10 @@
 --   ARGV[3]  the operation: 'limit' (decide and record; the default when absent), 'peek' (decide only), 'refund'
 --   ARGV[4]  unix ms, or '' (the default when absent) for the Redis server's clock
 --
--- The reply is {status, remaining, reset, x}: status 1 granted, 0 denied, 2 allowed (a peek), 3 refunded,
--- 4 not_held (a refund that gave nothing back), 5 exceeds_limit (more permits than the limit); remaining and
--- reset as driver.lua's (after the grant, when granted); x is the grant's mark (see prelude.lua: its receipt is
--- '<permits>:<x>', with '-<grant id>' after it for a log) when granted, else retry_after (0 for a refund). The
--- caller knows the limit.
+-- Reply {status, remaining, reset, x}: status 1 granted, 0 denied, 2 allowed (a peek), 3 refunded, 4 not_held (a
+-- refund that gave nothing back), 5 exceeds_limit (more permits than the limit); remaining and reset as driver.lua's
+-- (after the grant, when granted); x is the grant's mark when granted (the receipt is '<permits>:<x>', with
+-- '-<grant id>' after it for a log), else retry_after (0 for a refund). The caller knows the limit.
 
 local key, request, lease = KEYS[1], ARGV[1], ARGV[2]
 local operation, time, extra = 'limit', '', nil
@@ -54,8 +51,8 @@ elseif operation ~= 'limit' and operation ~= 'peek' then
 elseif permits > limit then
     return { 5, 0, 0, 0 }
 end
--- The verdict, set by the decision (held only on a refund: unset, it reads as nothing given back), and the grant's
--- mark, set by the grant (a log's grant also sets its whole receipt, token, which the caller builds itself).
+-- Set by the decision (held only on a refund; unset reads as nothing given back) and by the grant (token: a log's
+-- whole receipt, which this reply does not carry: the caller builds it).
 -- luacheck: push ignore token
 local allowed, retry_after, remaining, reset, reset_after, held, granted_mark, token
 -- luacheck: pop

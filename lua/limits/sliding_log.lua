@@ -2,10 +2,9 @@
 -- these stay within `limit`. Exact over every interval-long span, at the cost of one zset member per grant in the
 -- window, whatever its permits.
 --
--- State: a log of grants (zset_member.lua, zset_log.lua) where every grant frees at exactly grant time + interval: a
--- concurrency lease that is never released early. So the wait for a denied request is exact, and the key expires
--- when the newest grant leaves the window. Unlike src/redisson (Redisson's layout, one config shared by name),
--- the quota comes with each request, so one script limits any identifier next to the other algorithms.
+-- State: a log of grants (zset_member.lua) where every grant frees at exactly grant time + interval, so the wait
+-- for a denied request is exact; the key expires when the newest grant leaves the window. Unlike src/redisson, the
+-- quota comes with each request.
 
 --@decision
 

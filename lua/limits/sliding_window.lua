@@ -1,27 +1,22 @@
--- Sliding window counter (Cloudflare's and Upstash's approximation): the previous fixed window's count, weighted
--- by how much of it the sliding window still covers, plus the current window's count, must stay within `limit`.
--- O(1) memory whatever the rate. It assumes the previous window's requests were spread evenly: under steady
--- overload it holds the limit exactly, but a burst at the very end of one window followed by steady traffic lets
--- up to nearly twice the limit through in one interval-long span (measured: 1.95×, tests/tests/over_admission.rs).
--- Use GCRA or the sliding log where that matters.
---
--- Exactness of the arithmetic itself: with e ms elapsed in the current window, a request is allowed when
+-- Sliding window counter (Cloudflare's and Upstash's approximation): the previous window's count, weighted by how
+-- much of it the sliding window still covers, plus the current window's, must stay within `limit`. O(1) memory. It
+-- assumes the previous window's requests were spread evenly: a burst at a window's end then steady traffic lets up
+-- to nearly twice the limit through in one interval (tests/tests/over_admission.rs). Use GCRA or the sliding log
+-- where that matters. With e ms elapsed in the current window, a request is allowed when
 --   previous × (interval − e) + (current + permits) × interval <= limit × interval
--- all in whole numbers, so there is no rounding (Upstash floors the weighted count, which admits a little more).
+-- in whole numbers: no rounding (Upstash floors the weighted count, which admits a little more).
 --
--- State: one string 'sw:<k>:<current>:<previous>': both windows in one key, so in one Cluster slot by construction,
--- read with one GET and written with one SET (… PX when it starts a window, else KEEPTTL: the expiry only moves with
--- the window). The key expires when its current window stops counting, at the end of the next window. The tag 'sw:'
--- says whose value it is: another algorithm's value, or one of no edgelimit algorithm, is refused (foreign_value.lua;
--- a stored quota that changed its algorithm has the old state dropped first, by driver.lua).
+-- State: string 'sw:<k>:<current>:<previous>', both windows in one key: one GET, one SET (PX when it starts a
+-- window, else KEEPTTL). The key expires at the end of the next window, when its current count stops counting. The
+-- tag 'sw:' marks the layout; any other value is refused (foreign_value.lua).
 --
--- A grant's receipt is '<permits>:<k>', its window. A refund gives the permits back to that window's count while it
--- still counts: the current window, or the previous one (whose count is weighted); never to another window.
+-- A grant's receipt is '<permits>:<k>'. A refund gives the permits back to window k's count while it still counts
+-- (the current or the previous window), never to another window.
 
 --@decision
 
--- The window, elapsed ms in it, the two counts at `now`, and whether the stored window is this one. A stored
--- window after `now`'s (a caller's clock behind Redis's) stays the current one.
+-- The window, elapsed ms in it, the two counts at `now`, and whether the stored window is this one. A stored window
+-- after `now`'s (a caller's clock behind Redis's) stays current.
 local window = now / interval
 window = window - window % 1
 local elapsed = now - window * interval
@@ -99,8 +94,7 @@ end
 --@grant
 
 if stored then
-    -- The stored window and previous count as they were read: only the current count is printed (a concatenated
-    -- number prints as '%.14g', exact for counts below 2^32), which costs less than string.format.
+    -- Only the current count is printed, by concatenation ('%.14g', exact below 2^32): cheaper than string.format.
     redis.call('SET', key, 'sw:' .. stored_text .. ':' .. current + permits .. ':' .. previous_text, 'KEEPTTL')
 else
     redis.call('SET', key, string.format('sw:%d:%d:%d', window, current + permits, previous), 'PX',

@@ -1,22 +1,18 @@
 -- Token bucket: `limit` tokens of capacity, refilled continuously at `rate` tokens per `interval` ms; a new bucket
 -- starts full. A request takes `permits` tokens if the bucket holds them; tokens never go negative.
 --
--- State: string 'tb:<units>:<at>', units = tokens × interval as of unix ms `at`: one GET to read, one SET … PX to
--- write (Redis commands dominate a script's cost). A missing key is a full bucket, so the key expires exactly when
--- the bucket would be full again. The tag 'tb:' says whose value it is: another algorithm's value, or one of no
--- edgelimit algorithm, is refused (foreign_value.lua; a stored quota that changed its algorithm has the old state
--- dropped first, by driver.lua).
+-- State: string 'tb:<units>:<at>', units = tokens × interval (bucket.lua) as of unix ms `at`: one GET, one SET … PX.
+-- A missing key is a full bucket, so the key expires when the bucket would be full again. The tag 'tb:' marks the
+-- layout; any other value is refused (foreign_value.lua).
 --
--- A grant's receipt is '<permits>:<unix ms of the grant>'. A refund of it at `now` gives back what the grant took
--- less what has refilled since, permits × interval − (now − granted) × rate units, when that is positive: those
--- are the units the grant still keeps out of the bucket, so a refund never lets through more than if the grant had
--- never been made (the full permits × interval, refunded after a refill, would).
+-- A grant's receipt is '<permits>:<unix ms of the grant>'. A refund gives back only what the grant still keeps out
+-- of the bucket, permits × interval − (now − granted) × rate units when positive: never more than if the grant had
+-- not been made.
 
 --@decision
 
 -- Units in the bucket at `now`, refilled since `at`. A stored `at` after `now` (a caller's clock behind Redis's)
--- refills nothing and keeps the later time. ceil(a / b) is written out as (a + b - 1 - (a + b - 1) % b) / b: a
--- function for it would be a closure made on every call (see prelude.lua).
+-- refills nothing and keeps the later time. ceil(a / b) is written out (bucket.lua).
 local full = limit * interval
 local value = redis.call('GET', key) or ''
 local units, at = string.match(value, '^tb:(%d+):(%d+)$')
@@ -78,7 +74,7 @@ end
 
 --@grant
 
--- The key expires when the bucket is full again: at `reset_after` from `at` (later than now on a caller's clock
--- behind Redis's). A grant takes at least one permit, so the bucket is never full after it.
+-- The key expires when the bucket is full again, `reset_after` counted from `at` (later than now on a caller's
+-- clock behind Redis's). A grant takes at least one permit, so the bucket is never full after it.
 redis.call('SET', key, string.format('tb:%d:%d', left, at), 'PX', at - now + reset_after - now + grace)
 granted_mark = now

@@ -1,19 +1,7 @@
--- A log of grants in a zset, shared by the algorithms that keep one (concurrency, sliding log): after
--- zset_member.lua, before those algorithms' files (see build.rs).
---
--- Its layout, one member per grant, is in zset_member.lua, which comes first.
---
--- Positions stay gapless: a grant removed before it frees (a refund, a released lease) moves the positions of the
--- grants after it down, and a grant that frees before some already logged (an explicit clock that went back, a
--- lowered interval) moves theirs up. Each costs O(grants moved); on the server clock with a steady quota only a
--- refund or a release moves any, and only those granted after it.
---
--- Every function defined here is a closure made on every call (see lua/common.lua), so code that only some calls
--- need (the removal of a grant) is written inline where it runs, and the readers that only a denial or a log with
--- tranches booked ahead needs are made when first needed (log_readers). And a number that
--- becomes text by itself (an argument of redis.call, a concatenation) is printed as a double ('%.14g'), the most
--- expensive step of a decision here: constant arguments are written as text, and numbers as text go through one
--- string.format('%d'), which prints integers.
+-- Writing and deciding on a log of grants (concurrency, sliding log; layout in zset_member.lua). Positions stay
+-- gapless: removing a grant early moves the later ones down, logging one that frees before others moves those up,
+-- O(grants moved). Readers only a denial or a booked-ahead log needs are made on first use (log_readers), and
+-- numbers go to Redis as text via string.format('%d'): both for cost (docs/design/scripts.md, "Cost").
 
 -- Positions stay below this (13 digits; see log_grant).
 local MAX_POSITION = 8e12
@@ -22,20 +10,17 @@ local function member_of(position, permits, run, id)
     return string.format('%013d:%d:%d:%s', position, permits, run, id)
 end
 
--- The name a grant is logged under (zset_member.lua): the grant id its receipt carries, sealed (the first 16 hex digits
--- of its SHA-1), then the rest of the name as it is (a tranche's '+<start>', a returned group's '.'). A receipt is all
--- a refund needs, so a log holding the ids themselves would hand every grant's receipt to whoever reads the state
--- (a read-only token, the state view): a holder of one lease could read the others' and release them. Refunds and
--- returns seal the id they are given and look for that.
+-- The name a grant is logged under: its id sealed (the first 16 hex digits of its SHA-1), then the rest as it is (a
+-- tranche's '+<start>', a returned group's '.'). A receipt is all a refund needs, so the log must not show ids to
+-- whoever reads the state; refunds and returns seal the id they are given and look for that.
 local function sealed(name)
     local id, rest = string.match(name, '^([%w_%-]+)(.*)$')
-    -- (A name of no id, which only a hand-made call sends, names no grant: left as it is, it matches none.)
+    -- A name with no id (only a hand-made call sends one) is left as it is: it matches no grant.
     return id and string.sub(redis.sha1hex(id), 1, 16) .. rest or name
 end
 
--- Moves the grants from rank `from` on by `delta` positions, renaming their members: O(grants moved). What that
--- does to their runs depends on why they move: a grant of -delta permits at position `at` was removed, a grant of
--- delta permits was put at `at` before them, or (`at` nil) every grant moves down to start from 0.
+-- Moves the grants from rank `from` on by `delta` positions, renaming them. Their runs follow why they move: a grant
+-- of -delta permits at `at` was removed, one of delta permits was put at `at`, or (`at` nil) all restart from 0.
 local function shift_positions(key, from, delta, at)
     local items = redis.call('ZRANGE', key, from, '-1', 'WITHSCORES')
     local old, new = {}, {}
@@ -56,8 +41,8 @@ local function shift_positions(key, from, delta, at)
         new[#new + 1] = items[i + 1]
         new[#new + 1] = member_of(position + delta, permits, run, id)
     end
-    -- All removed before any is added (a new name may be the old name of a grant further on), in batches: unpack
-    -- has a stack limit.
+    -- All removed before any is added (a new name may be a later grant's old name), in batches: unpack has a stack
+    -- limit.
     for first = 1, #old, 1000 do
         redis.call('ZREM', key, unpack(old, first, math.min(first + 999, #old)))
     end
@@ -66,33 +51,21 @@ local function shift_positions(key, from, delta, at)
     end
 end
 
--- Tranches booked ahead. A client reserving permits on a full sliding log books tranches that start later, as the
--- grants before them free (lua/reserve/log.lua), each named '<grant id>+<start>' (unix ms). A tranche's permits
--- are used from its start on, so they count in a window (t - interval, t] only when t is at or after the start: a
--- grant's use keeps every window within the limit if, in each window its use may fall in, the permits that may be
--- used there (every grant logged whose start is at or before the window's end and which frees after it) stay within
--- the limit. Counted at a time t: the permits freeing after t less those of the tranches starting after t. That count
--- only falls between two starts (grants free) and rises at a start, so its most over the windows a use from `f` on
--- falls in is at `f` or at a tranche's start after `f` (every start is within a reservation's horizon, at most half an
--- interval, so all fall before such a window ends).
---
--- Every grant but a tranche frees at most one interval after `now` (a plain grant at its time + interval, a returned
--- group one interval after its last use), so only the grants freeing later are read to find the tranches, and a log
--- with none (the last grant frees within an interval) is decided as if every grant counted from now, with no read
--- more. A grant found there without a start (an edgelimit from before, a quota whose interval grew) counts from now:
--- counted for longer, never shorter.
+-- Tranches booked ahead (the `reserve/sliding_log` script) are named '<grant id>+<start>' and count in a window
+-- (t - interval, t] only from their start. A window counts the permits freeing after t less those of tranches
+-- starting after t, so the most any window counts from `f` on is at `f` or at a later start. Only grants freeing
+-- more than an interval after now can be tranches; one without a start counts from now (longer, never shorter).
+-- The argument: docs/design/reserve.md, "Tranches".
 
--- The readers of a log with tranches booked ahead, and of a denied request's wait, made on the first call that needs
--- them (`log_readers().future`, `.fit`): a function defined at the top of a script is a closure made on every call,
--- and most decisions need none of these.
+-- The readers a denial or a log with tranches needs (`log_readers().future`, `.fit`), made on first use: most
+-- decisions need none, and a function defined at the top would be a closure on every call.
 local readers
 local function log_readers()
     if readers then
         return readers
     end
 
-    -- The permits that free after unix ms `t` (at or after now): those from the position of the first grant freeing
-    -- after `t` to the end of the log.
+    -- The permits that free after unix ms `t` (at or after now): from the first grant freeing after `t` to the end.
     local function held_after(key, t, first_position, held)
         local item = redis.call('ZRANGEBYSCORE', key, string.format('(%d', t), '+inf', 'LIMIT', '0', '1')[1]
         return item and first_position + held - parse_member(item) or 0
@@ -138,9 +111,8 @@ local function log_readers()
         return future
     end
 
-    -- The unix ms at which the grant holding `position` frees (first_position <= position < first_position + held): the
-    -- first guess is where it would be if every grant had the same weight, then it is the answer; otherwise a binary
-    -- search over ranks.
+    -- The unix ms at which the grant holding `position` frees (first_position <= position < first_position + held).
+    -- The first guess assumes equal weights (then it is right at once); otherwise a binary search over ranks.
     local function frees_at(key, position, first_position, held, count)
         local low, high = 0, count - 1
         local rank = (position - first_position) * count / held
@@ -159,10 +131,10 @@ local function log_readers()
         end
     end
 
-    -- The earliest unix ms from `from` (at or after now) at which `need` permits (at most the limit) fit: when every
-    -- window a use from then on falls in counts at most limit - need. After the last tranche starting from `from` on
-    -- whose window has no such room (none: `from` itself), it is when enough of the soonest-freeing grants have freed,
-    -- or the next tranche's start, whose window has room. Exact if nothing frees early.
+    -- The earliest unix ms from `from` (at or after now) at which `need` permits (at most the limit) fit: every window
+    -- a use from then on falls in counts at most limit - need. After the last tranche from `from` on whose window
+    -- has no room (none: `from`), it is when enough grants have freed, or the next tranche's start. Exact if nothing
+    -- frees early.
     local function log_fit(key, need, limit, from, now, first_position, held, count, future)
         -- counted: what the window ending at `start` counts, once known (a tranche's is; it has no room).
         local room, start, counted, next_start, waiting = limit - need, from, nil, nil, 0
@@ -195,12 +167,10 @@ local function log_readers()
     return readers
 end
 
--- The verdict on `permits` (at most the limit) at `now` (allowed, retry_after, remaining, reset, reset_after), and the
--- log's standing that log_grant and log_fit take (permits held, the first grant's position, the last grant's run, the
--- tranches starting later, the number of grants), after dropping the grants that have freed: allowed while every
--- window the use falls in counts at most the limit with these (see above; with no tranche starting later, while the
--- permits held plus these stay within the limit). The wait for a denied request is log_fit's. `reset` is when the
--- last grant frees.
+-- After dropping freed grants: the verdict on `permits` (at most the limit) at `now` (allowed, retry_after,
+-- remaining, reset, reset_after), then the standing log_grant and log_fit take (permits held, the first position,
+-- the last run, the tranches starting later, the number of grants). Allowed while every window the use falls in
+-- stays within the limit (with no tranche ahead: held + permits <= limit). `reset` is when the last grant frees.
 local function log_verdict(key, permits, limit, interval, now)
     redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
     local count = redis.call('ZCARD', key)
@@ -231,10 +201,8 @@ local function log_verdict(key, permits, limit, interval, now)
         first_position, last_run, future, count
 end
 
--- Logs a grant of `permits` named `id` (sealed), freeing at now + interval, after the log's standing at `now`
--- (log_verdict's: `held` permits from `first_position`, the last grant's run `last_run` (-1 when none is held), the
--- last freeing at `last_expiry`); the key then expires at `reset_after`. Returns the grant's receipt,
--- '<permits>:<expiry>-<id>', which finds it again (log_decision).
+-- Logs a grant of `permits` named `id` (sealed), freeing at now + interval, on log_verdict's standing (`last_run`
+-- -1 when nothing is held); the key then expires at `reset_after`. Returns the receipt '<permits>:<expiry>-<id>'.
 local function log_grant(key, permits, interval, id, now, grace, reset_after, held, first_position, last_run,
                          last_expiry)
     local expiry = now + interval
@@ -246,14 +214,14 @@ local function log_grant(key, permits, interval, id, now, grace, reset_after, he
         shift_positions(key, rank, permits, position)
         last_run = -1
     elseif position + permits > MAX_POSITION then
-        -- Positions grow with every grant while the key lives: they start again from 0, once per 8 * 10^12 permits.
+        -- Positions grow while the key lives: they restart from 0 once per 8 * 10^12 permits.
         shift_positions(key, 0, -first_position, nil)
         position, last_run = held, math.max(last_run - first_position, 0)
     end
     -- A grant of one permit continues the last grant's run (or starts one); a larger grant ends any run.
     local run = permits > 1 and position + permits or last_run >= 0 and last_run or position
     local receipt = string.format('%d:%d-%s', permits, expiry, id)
-    -- The score is the expiry as the receipt already prints it: the number itself would be printed again, as a double.
+    -- The score is the expiry as the receipt prints it: the number would be printed again, as a double.
     redis.call('ZADD', key, string.match(receipt, ':(%d+)'), member_of(position, permits, run, sealed(id)))
     redis.call('PEXPIRE', key, reset_after - now + grace)
     return receipt
@@ -267,16 +235,14 @@ local function check_grant_id(id)
     end
 end
 
--- Removes the grant of `permits` logged as '<expiry>-<id>' if it is still held (its expiry after `now`), moving the
--- grants after it down so that what is held stays exact. Returns whether it was held. (A refund's and a reserved
--- tranche's return, lua/reserve/log.lua.)
+-- Removes the grant of `permits` logged as '<expiry>-<id>' if still held (expiry after `now`), moving later grants
+-- down. Returns whether it was held. For refunds and reserved tranches' returns (lua/reserve/log.lua).
 local function remove_grant(key, expiry, id, permits, now)
     if expiry > now then
         id = sealed(id)
         for _, member in ipairs(redis.call('ZRANGEBYSCORE', key, expiry, expiry)) do
             local position, member_permits, _, member_id = parse_member(member)
-            -- A tranche booked ahead is named with its start after the '+' (see log_future); a return names it
-            -- without (a refund's id has no '+', so it never names a tranche).
+            -- A tranche is logged as '<id>+<start>', and a return names it '<id>+' (a refund's id has no '+').
             member_id = string.match(member_id, '^([%w_%-]+%+)%d+$') or member_id
             if member_id == id and member_permits == permits then
                 local rank = redis.call('ZRANK', key, member)
@@ -289,11 +255,9 @@ local function remove_grant(key, expiry, id, permits, now)
     return false
 end
 
--- The decision of an algorithm that keeps a log (the --@decision section, see prelude.lua). A grant's `lease` is
--- its fresh id: letters, digits, _ or -, checked before anything is written. A refund's `mark` (from its receipt,
--- '<permits>:<expiry>-<id>', whose permits are `permits`) names the grant to give back: it is removed if it is still
--- held (`held`: whether it was), the grants after it move down so that what is held stays exact, and the decision
--- is then on one permit. Returns held, the permits decided on, and log_verdict's values.
+-- The --@decision of a log algorithm (prelude.lua). A grant's `lease` is its fresh id, checked before any write. A
+-- refund's `mark`, '<expiry>-<id>', names the grant to remove if still held; the decision is then on one permit.
+-- Returns held, the permits decided on, and log_verdict's values.
 local function log_decision(operation, key, permits, limit, interval, lease, mark, now)
     local held = true
     if operation == 'refund' then

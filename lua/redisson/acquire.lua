@@ -25,10 +25,8 @@ if available >= permits then
     log_grant(limiter, now, id, permits)
     available = redis.call('DECRBY', limiter.value_key, permits)
 else
-    -- Exact wait: the expiring grants, oldest first, must free what this request lacks; each frees its permits at
-    -- score + interval. Every grant but a Redisson tryAcquire(0)'s carries at least one permit, so the oldest
-    -- `missing` grants suffice: one bounded read, whatever the size of the log (past a grant of 0, the full interval
-    -- below, never too short).
+    -- Exact wait: the oldest grants must free what this request lacks, each at score + interval. Every grant but
+    -- a tryAcquire(0)'s holds a permit, so the oldest `missing` grants suffice: one bounded read.
     status = 'denied'
     local missing = permits - available
     local oldest = redis.call('ZRANGE', limiter.log_key, 0, missing - 1, 'WITHSCORES')
@@ -40,8 +38,7 @@ else
             break
         end
     end
-    -- The invariant (refresh() restores it) guarantees the log frees enough; should it not, a full interval is a
-    -- safe answer.
+    -- The invariant says the log frees enough; should it not (grants of 0), a full interval is safe.
     if missing > 0 then
         retry_after = limiter.interval
     end

@@ -1,9 +1,8 @@
 -- Redisson's layout, the log of grants: after prelude.lua, for every script that reads or rewrites the log.
 
--- A log member's grant id and permits, as log_grant() and Redisson write them: struct.pack('Bc0I', #id, id,
--- permits). Redisson logs a grant of 0 permits too (its tryAcquire(0) succeeds), which counts nothing. A member of
--- any other shape (written by hand, or damaged) is refused as state no Redisson client wrote, the caller's
--- EDGELIMIT_FOREIGN_STATE, before the call changes anything it read it for.
+-- A log member's grant id and permits, struct.pack('Bc0I', #id, id, permits) as Redisson writes them (a grant of 0
+-- from tryAcquire(0) counts nothing). Any other shape is refused as foreign state (EDGELIMIT_FOREIGN_STATE) before
+-- the call changes anything.
 local function grant_of(member)
     local length = string.byte(member, 1)
     local id, permits
@@ -27,13 +26,10 @@ local function log_grant(limiter, now, id, permits)
     end
 end
 
--- The counter rebuilt from the log (the log must hold only grants still in the window): rate - permits logged. When
--- the log holds more than the rate (the rate was lowered below what is in use), the oldest permits beyond the rate
--- leave the log and the counter is 0, never negative (Redisson reads it as is): while any of those permits would
--- still be in the window, the rest alone fill the rate, so nothing is granted either way, and once they would have
--- expired the log is what it would have been. Returns the counter, and what left the log as 'score:permits' texts
--- (set_rate.lua keeps them, so that raising the rate again still counts them). O(log), for the rare cases that
--- need it.
+-- The counter rebuilt from the log (only grants still in the window): rate - permits logged. Past a lowered rate
+-- the oldest permits beyond it leave the log and the counter is 0, never negative: while they would still count,
+-- the rest fill the rate anyway. Returns the counter and what left, as 'score:permits' texts (set_rate.lua keeps
+-- them for a later raise). O(log), for rare cases.
 local function rebuild(limiter)
     local members = redis.call('ZRANGE', limiter.log_key, 0, -1, 'WITHSCORES')
     local used = 0

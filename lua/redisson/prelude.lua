@@ -1,9 +1,5 @@
--- Redisson's layout, shared prelude: every script of lua/redisson/ starts with lua/common.lua and this; those
--- that read or rewrite the log follow with log.lua, those that read the window with window.lua, those that take or
--- give back permits with grants.lua too (see build.rs).
---
--- Redisson RRateLimiter's layout, kept exactly so Java services using Redisson and edge Workers using edgelimit
--- can share one limiter:
+-- The `redisson/*` scripts' prelude, after common.lua (then log.lua, window.lua, grants.lua as needed). Redisson
+-- RRateLimiter's layout, kept exactly so Java services and edgelimit can share one limiter:
 --   KEYS[1]  `name`                    config hash {rate, interval (ms), type (0 overall, 1 per client), keepAliveTime}
 --   KEYS[2]  `{name}:value`            permits available now (overall mode)
 --   KEYS[3]  `{name}:value:<client>`   the same, per client
@@ -11,21 +7,17 @@
 --   KEYS[5]  `{name}:permits:<client>`   member = struct.pack('Bc0I', #id, id, permits)
 -- All five share the hash tag `name`, so they live in one Redis Cluster slot.
 --
--- ARGV[1] is the time in ms, or '' to use the Redis server's clock (the default: callers' clocks are skewed).
+-- ARGV[1] is the time in ms, or '' for the Redis server's clock (the default).
 --
--- Invariant kept by every script: value = rate - (permits in the log), with value never negative (Redisson reads it
--- as is). It is what makes a decision O(expired grants) instead of O(log), and what keeps available permits from
--- ever exceeding the rate. window.lua repairs what a Redisson client may leave otherwise.
---
--- Lifetimes are Redisson's, exactly (see touch()): a Java client and edgelimit must agree on when keys vanish, or
--- one side forgets grants the other still counts.
+-- Invariant: value = rate - (permits in the log), never negative (Redisson reads it as is). It makes a decision
+-- O(expired grants) and keeps available permits within the rate; window.lua repairs what a Redisson client leaves.
+-- Lifetimes are Redisson's exactly (touch()): otherwise one side forgets grants the other still counts.
 
 if #KEYS ~= 5 then
     reject('number of keys (expected 5: name, value, client value, permits, client permits)', #KEYS)
 end
--- The other four keys are the name's, spelt as Redisson spells them, one client's id in both client keys. With any
--- other key in their place (an empty log in the same slot), a call would rebuild the counter from a log that is not
--- the limiter's: a full rate again (review: 17 grants in 60 s on a rate of 5, by a holder of a limiter token).
+-- The other four keys must be the name's, spelt as Redisson spells them, one client's id in both client keys: a
+-- counter rebuilt from another log (an empty one in the same slot) would grant the full rate again.
 local client = string.sub(KEYS[3], #KEYS[1] + 10)
 if KEYS[2] ~= '{' .. KEYS[1] .. '}:value' or KEYS[3] ~= KEYS[2] .. ':' .. client
     or KEYS[4] ~= '{' .. KEYS[1] .. '}:permits' or KEYS[5] ~= KEYS[4] .. ':' .. client then
@@ -40,9 +32,8 @@ local function load_limiter()
     if not rate or not interval or not config[3] then
         return nil
     end
-    -- A config no Redisson client writes (a rate or an interval that is not a whole number of at least 1: 0, -1000,
-    -- 1.5, nan, inf) would let every grant expire at once, or decide on numbers of no meaning: refused as state
-    -- edgelimit did not write (the caller's EDGELIMIT_FOREIGN_STATE), never decided on.
+    -- A rate or interval that is not a whole number of at least 1 (0, 1.5, nan, inf) was written by no Redisson
+    -- client and would decide on meaningless numbers: refused as foreign state (EDGELIMIT_FOREIGN_STATE).
     if not (rate >= 1 and interval >= 1 and rate % 1 == 0 and interval % 1 == 0) then
         error({ err = 'WRONGTYPE edgelimit: the rate limiter\'s config holds rate ' .. tostring(config[1])
             .. ' and interval ' .. tostring(config[2]) .. ', not whole numbers of at least 1' })
@@ -56,13 +47,9 @@ local function load_limiter()
     return limiter
 end
 
--- The lifetimes Redisson gives the keys after every use, so that both sides' keys vanish together:
---   - with a keep-alive, the config and both state keys live that long past the last use (at least one interval:
---     no grant in the window is forgotten);
---   - without, the state keys live as long as the config: forever, unless the config was given an expiry
---     (Redisson's expire(), edgelimit's RateLimiter::expire), when they vanish with it.
--- No other expiry is safe while a Redisson client may write: Redisson never renews a TTL it did not set, and its
--- plain SET drops one, so an edgelimit-only TTL on one key of the pair would outlive or cut short the other.
+-- The lifetimes Redisson gives the keys after every use: with a keep-alive, all live that long past the last use
+-- (at least one interval); without, the state keys live as long as the config (Redisson's expire(), edgelimit's
+-- RateLimiter::expire). No other expiry is safe: Redisson never renews a TTL it did not set, and its SET drops one.
 local function touch(limiter)
     if limiter.keep_alive > 0 then
         redis.call('PEXPIRE', KEYS[1], limiter.keep_alive)

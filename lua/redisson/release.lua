@@ -1,6 +1,5 @@
 -- Sliding log: give back up to ARGV[2] permits (a refund), newest grants first.
--- The permits leave the log, so available permits can never exceed the rate, and the next acquire cannot undo the
--- release (Redisson's release only bumped the counter, which the next expiry then corrected away).
+-- The permits leave the log, so available permits never exceed the rate and the next expiry cannot undo the release.
 -- Reply: the family's decision shape, {status, limit, remaining, reset_ms, 0, released}, status 'refunded' or
 -- 'not_configured'; the last field, which names what a grant took (its receipt), here is what was given back: a
 -- number of permits, less than asked when the log held less. Releasing 0 is Redisson's no-op: the clients answer

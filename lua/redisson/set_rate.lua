@@ -31,18 +31,16 @@ redis.call('HSET', KEYS[1], 'rate', rate, 'interval', interval, 'type', mode, 'k
 if keep_alive > 0 then
     redis.call('PEXPIRE', KEYS[1], keep_alive)
 elseif previous and previous.keep_alive > 0 then
-    -- The keep-alive is dropped, and so is the lifetime it gave the keys, which may be shorter than the new interval
-    -- (Redisson keeps it): updateRate(2, 30 s) after a keep-alive of 1 s let the config and the grants in the window
-    -- vanish after an idle second, and a start-up trySetRate then began from a full window: 4 grants in 2 s.
+    -- The keep-alive is dropped, and so is the lifetime it gave the keys (Redisson keeps it): it may be shorter than
+    -- the new interval, and grants still in the window would vanish with the config.
     redis.call('PERSIST', KEYS[1])
     redis.call('PERSIST', previous.value_key)
     redis.call('PERSIST', previous.log_key)
 end
 
 local limiter = load_limiter()
--- Permits a lowered rate held back from the log (see rebuild()), per log, in a config field Redisson ignores: as
--- 'score:permits' texts joined by ',' ('' for none: the scripts call only the commands the bridge's limiter user is
--- granted, cli/src/bridge/profile.rs, which has no HDEL).
+-- Permits a lowered rate held back from the log (rebuild()), per log, in a config field Redisson ignores:
+-- 'score:permits' joined by ',', '' for none (no HDEL: the bridge's limiter user lacks it, cli/src/bridge/profile.rs).
 local held_field = 'edgelimitHeld:' .. limiter.log_key
 if how == 'update' and previous and previous.log_key == limiter.log_key then
     -- Keep the state: permits in use stay in use under the new rate. Drop what left the window under the new

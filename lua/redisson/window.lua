@@ -11,20 +11,10 @@ local function permits_in(members)
     return total
 end
 
--- Permits available at `now`, after dropping grants that left the window. Every state a Redisson client can leave is
--- read without failing, over-admitting or sticking:
---   - no counter (first use, or deleted) while the log holds grants: rebuilt from the log (Redisson would take the
---     whole rate again);
---   - a counter above what the log leaves free, i.e. counter + expiring permits + grants still logged above the
---     rate (Redisson's release only bumps the counter, and then the expiring grants would free its permits a second
---     time; a per-client log another client's lowering of the rate did not trim): rebuilt from the log, at most the
---     rate. The count of grants (ZCARD) stands for the permits they hold: exact when every grant is of one permit,
---     a lower bound when some carry several, which may then go unseen;
---   - a negative counter (older edgelimit's lowered rates): rebuilt;
---   - a counter below the rate with no log at all (the log expired or was deleted under it; Redisson then denies
---     forever, or fails on a nil): nothing is in use, so the full rate.
--- Otherwise O(expired grants), plus one ZCARD. Permits a rebuild holds back from the log (it holds more than the
--- rate) are kept as set_rate.lua keeps them, so that raising the rate again still counts them.
+-- Permits available at `now`, after dropping grants that left the window. The counter is rebuilt from the log when
+-- missing, negative, above what the log leaves free (ZCARD stands for the permits held: a lower bound), or below
+-- the rate with no log at all; so no state a Redisson client leaves fails, over-admits or sticks. Otherwise
+-- O(expired grants) plus one ZCARD. The cases: docs/design/scripts.md, "Redisson's layout".
 local function refresh(limiter, now)
     local horizon = now - limiter.interval
     local value = tonumber(redis.call('GET', limiter.value_key))
@@ -39,8 +29,8 @@ local function refresh(limiter, now)
         or (value + released < limiter.rate and logged == 0) then
         local rebuilt, trimmed = rebuild(limiter)
         if #trimmed > 0 then
-            -- Held permits that have left the window are dropped: they count for nothing any more, and kept, the
-            -- field would grow with every trim (a review grew it to 1 MB, 5 ms of Redis per trimming call).
+            -- Held permits that have left the window count for nothing: dropped, so the field does not grow with
+            -- every trim.
             local field = 'edgelimitHeld:' .. limiter.log_key
             for score, permits in string.gmatch(redis.call('HMGET', KEYS[1], field)[1] or '', '(%d+):(%d+)') do
                 if tonumber(score) > horizon then

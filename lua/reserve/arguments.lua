@@ -1,6 +1,5 @@
--- The arguments every script that reserves permits reads alike (src/limit/reserved.rs): after the family's prelude,
--- before the script's own file. Reserving runs on a small share of decisions (a client asks again only when its
--- permits run out), so these may be functions.
+-- The arguments every reserve script reads alike (src/limit/reserved.rs). Reserving is a small share of calls, so
+-- these may be functions.
 
 -- Raises a clean error unless the call has one key and `least` to `most` arguments.
 local function check_call(least, most)
@@ -10,9 +9,8 @@ local function check_call(least, most)
     end
 end
 
--- A reserve script's request, read and checked as the single-limit scripts read theirs (lua/limits/request.lua,
--- spliced in at the script's --@request line), is also at most the limit: the client refuses a larger one before
--- sending, where a single-limit script answers it as exceeds_limit.
+-- A reserve script's request (checked by limits/request.lua) is also at most the limit: the client refuses a larger
+-- one before sending, where the `<algorithm>` script answers exceeds_limit.
 local function check_within_limit(request, permits, limit)
     if permits > limit then
         error({ err = 'ERR edgelimit: invalid request (permits at most the limit, ' .. limit .. '): '
@@ -20,15 +18,12 @@ local function check_within_limit(request, permits, limit)
     end
 end
 
--- The block a client asks for with its request, ARGV[2]: '<block>:<lead ms>:<horizon ms>[:<pace ms>[:only]]', the
--- permits to reserve besides the request's (0 to the limit), the least time from now that a reserved permit must
--- leave the client to use it (1 to the horizon: a round trip at least), how far from now reserved permits may reach
--- (at most 60000 ms): the client asks for what it expects to use in that time, and (a sliding log's, else 0) the time
--- between this client's requests (at most the horizon), the pace at which permits booked ahead start. With ':only' the
--- call reserves and does not take the request: a request under several limits is decided by lua/limits.lua, all
--- or nothing, in the same round trip before this call (src/limit/reserved/several.rs), and the request here only
--- sizes the block (tranches of whole requests). Returns the four numbers and whether the call reserves only, or
--- raises a clean error.
+-- ARGV[2], '<block>:<lead ms>:<horizon ms>[:<pace ms>[:only]]': the permits to reserve besides the request's (0 to
+-- the limit); the least time from now a reserved permit must leave the client (1 to the horizon: a round trip at
+-- least); how far from now reserved permits may reach (at most 60000); for a sliding log, the time between this
+-- client's requests (at most the horizon, else 0). ':only' reserves without taking the request, which the `limits`
+-- script decided in the same round trip (src/limit/reserved/several.rs); the request then only sizes the block.
+-- Returns the four numbers and whether the call reserves only, or raises a clean error.
 local function block_of(text, limit)
     local block, lead, horizon, rest = string.match(text, '^(%d+):(%d+):(%d+)(.*)$')
     local pace, only = '0', ''
