@@ -1,7 +1,6 @@
-// edgelimit as a Cloudflare Worker in front of an origin. This shim only moves requests and responses: which rule
-// applies, whose key a request counts under, the lists, the one round trip to Redis and the RateLimit fields are
-// all decided by the wasm core (src/gate, src/wasm/gate.rs). Configuration: wrangler.toml [vars] ORIGIN,
-// EDGELIMIT_URL, RULES (and EDGELIMIT_PREFIX), the secret EDGELIMIT_TOKEN. See the README's "The Worker" section.
+// edgelimit as a Cloudflare Worker in front of an origin. This shim only moves requests and responses; the wasm
+// core (src/gate, src/wasm/gate.rs) decides everything else. Configuration: wrangler.toml [vars] ORIGIN,
+// EDGELIMIT_URL, RULES (and EDGELIMIT_PREFIX), the secret EDGELIMIT_TOKEN (README, "The Worker").
 import { env } from "cloudflare:workers";
 // The Worker's own build of the core (scripts/build-wasm): the npm package's classes left out.
 import wasmModule from "./wasm/core_bg.wasm";
@@ -21,17 +20,16 @@ function originOf(value) {
   }
 }
 
-// Both are built when the isolate starts, so a malformed RULES (or a missing setting) stops the Worker from starting
-// with the reason — `wrangler dev` prints it, and Cloudflare refuses to deploy it — instead of failing requests.
+// Built when the isolate starts, so a bad RULES or a missing setting stops the Worker from starting (and deploying)
+// with the reason, instead of failing requests.
 const origin = originOf(env.ORIGIN);
 // Request paths are appended to the origin's own path, if it has one.
 const originPath = origin.pathname.replace(/\/$/, "");
 let gate = new GateCore(env);
 
 /**
- * After the wasm instance traps (a Rust panic aborts), its memory can no longer be trusted, and objects made by it
- * are stale: start a fresh instance from the same compiled module, as workers-rs does, and a fresh gate on it.
- * Returns whether `error` was such a trap.
+ * After a wasm trap (a Rust panic) the instance's memory cannot be trusted: start a fresh instance and gate, as
+ * workers-rs does. Returns whether `error` was such a trap.
  */
 function recovered(error) {
   if (!(error instanceof WebAssembly.RuntimeError)) return false;
@@ -42,9 +40,8 @@ function recovered(error) {
 }
 
 /**
- * The rule for this request and the verdict of the rule that enforces: the rule itself, or for a dry run the first
- * matching rule after it that is none (`enforcing`, undefined when there is none); once more on a fresh core after a
- * trap.
+ * The rule for this request and the verdict of the rule that enforces (`enforcing`: for a dry run, the next matching
+ * rule that is not one, or undefined); retried once on a fresh core after a trap.
  */
 async function judged(request, url) {
   const attempt = async () => {
@@ -87,10 +84,9 @@ function refusal(verdict) {
 }
 
 /**
- * Logs what an operator needs to know: a dry run's would-be refusals, every unavailability of the store a rule's
- * onError decided for, and every other error (answered 500, never let through: see the README's "Errors"). A
- * read-only Redis is absorbed like an outage, but it is also a health warning: if it lasts, the endpoint reaches a
- * replica, and only an operator ends that.
+ * Logs what an operator needs: a dry run's would-be refusals, store unavailability (decided by the rule's onError)
+ * and every other error (answered 500: README, "Errors"). A read-only Redis is also a health warning: if it lasts,
+ * the endpoint reaches a replica.
  */
 function report(route, verdict) {
   // verdict.rule: a rule a method override added, when its refusal or error is what is reported.

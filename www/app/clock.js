@@ -1,6 +1,5 @@
-// The Redis server's clock, as the page estimates it between reads. Every state read carries the server's `now`;
-// between reads, drawings move on with the browser's monotonic clock from the latest reading. Only the animation
-// uses this estimate: every number the page shows comes from Redis.
+// The Redis server's clock, estimated between state reads (each carries the server's `now`) with the browser's
+// monotonic clock. Only the animation uses it: every number the page shows comes from Redis.
 
 let offset = null;
 

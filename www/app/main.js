@@ -117,9 +117,8 @@ async function start() {
     const rate = traffic.elements["stream-rate"].valueAsNumber;
     if (!(rate >= 0.1 && rate <= 200)) throw new Error("the stream's rate must be from 0.1 to 200 per second");
     const permits = wholeField("permits", 1, 1_000_000);
-    // Requests are spaced by the browser's monotonic clock; a tick that comes late sends what is due, so the rate
-    // holds on average, but never more than a second's worth at once (a throttled background tab must not flood
-    // the bridge when it wakes).
+    // A late tick sends what is due, so the rate holds on average, but at most a second's worth: a throttled
+    // background tab must not flood the bridge when it wakes.
     const begun = performance.now();
     let sent = 0;
     stream = {

@@ -85,8 +85,8 @@ export class Panel {
   identifiers = [];
 
   /**
-   * Builds the limiter from the settings. Invalid settings (a limit of 0, an interval without a unit) are refused by
-   * the package with a message that says what is wrong; the panel shows it and keeps the limiter it had.
+   * Builds the limiter from the settings. Invalid settings are refused by the package with a message, which the panel
+   * shows, keeping the limiter it had.
    */
   async configure() {
     const elements = this.#form.elements;
@@ -119,8 +119,7 @@ export class Panel {
     error.textContent = "";
     // Settings changed again while this one was resetting: the later call applies its own.
     const generation = ++this.#generation;
-    // A new limit starts from a clean slate: the old limiter's state would mislead (and another algorithm's key
-    // has another layout), and the new one's keys may hold an earlier session's state (a reload).
+    // A new limit starts clean: the old state would mislead, and the new keys may hold an earlier session's state.
     await this.#forget(this.#ratelimit);
     await this.#forget(ratelimit);
     if (generation !== this.#generation) return;
@@ -135,10 +134,7 @@ export class Panel {
     this.element.dataset.generation = generation;
   }
 
-  /**
-   * Permits per second the limit allows in the long run: the chart's dashed line. The interval in ms is the one the
-   * package parsed, as the state carries it; 0 until a state has been read.
-   */
+  /** Permits per second the limit allows in the long run (the chart's dashed line); 0 until a state is read. */
   get ratePerSecond() {
     const intervalMs = [...this.#states.values()].find((state) => state.interval)?.interval;
     return intervalMs ? (this.#settings.rate * 1000) / intervalMs : 0;

@@ -40,9 +40,7 @@ const DRAW = {
 
 /**
  * The sliding log as a timeline from `now − interval` to `now + interval`: the shaded band is the window, each grant
- * a bar from when it was granted to when it frees (freesAt, from Redis). As time passes the bars slide left, and a
- * grant leaves the window (its permits free) when its bar's end crosses "now". Denials are marked where they
- * happened, with a dashed line to when they could retry.
+ * a bar from its grant to when it frees (from Redis). Denials are marked, with a dashed line to when they could retry.
  */
 function slidingLog(state, now, denials) {
   const { interval, limit, held, grants } = state;
