@@ -42,9 +42,9 @@ export interface Quota {
   /** Permits refilled per interval (token bucket, GCRA). Default: `limit`. */
   rate?: number;
   /**
-   * The name this limit's keys live under: `<prefix>:{<name>}:<identifier>` (see {@link RatelimitConfig.layout}). Default: the algorithm and the
-   * interval, e.g. `sliding_log-10000ms`, so that changing the limit keeps the state, and two limiters with the same
-   * algorithm and interval share it. Give distinct names to keep them apart. May not contain `{` or `}`.
+   * The name this limit's keys live under: `<prefix>:{<name>}:<identifier>` (see {@link RatelimitConfig.layout}).
+   * Default: the algorithm and the interval, e.g. `sliding_log-10000ms`, so changing the limit keeps the state and two
+   * limiters with the same algorithm and interval share it; give distinct names to keep them apart. No `{` or `}`.
    */
   name?: string;
 }
@@ -79,39 +79,29 @@ export interface RatelimitConfig {
    */
   layout?: "per-limiter" | "per-identifier";
   /**
-   * How long to wait for the store, in ms, before the request is aborted and `onError` decides. Default 1000
-   * (@upstash/ratelimit waits 5000): a rate limiter must not add seconds to a request. At most 2147483647 (about
-   * 24.8 days, the longest a JS timer waits; a longer one would fire at once): above it, an `EDGELIMIT_INVALID_CONFIG`
-   * error.
+   * How long to wait for the store, in ms, before the request is aborted and `onError` decides. Default 1000: a rate
+   * limiter must not add seconds to a request. At most 2147483647, the longest a JS timer waits; more is an
+   * `EDGELIMIT_INVALID_CONFIG` error.
    */
   timeout?: number;
   /**
-   * Whether decisions made at once share one HTTP request (default `true`): the commands of every `limit`, `peek`,
-   * … that start in the same turn of the event loop go as one `/pipeline` request, and each caller still gets its
-   * own exact decision (each script runs on its own, atomically). Like `@upstash/redis`'s auto-pipelining. `false`
-   * makes each a request of its own: no call waits for the turn's others (one turn of the event loop), and none
-   * shares a failed request with them, at the price of one HTTP request per call.
+   * Whether calls started in the same turn of the event loop share one `/pipeline` request (default `true`, like
+   * `@upstash/redis`'s auto-pipelining); each still gets its own exact decision. `false`: one HTTP request per call,
+   * none waiting for the turn's others or sharing their failure.
    */
   coalesce?: boolean;
   /**
-   * Reserve permits for identifiers this client sees often, and answer from them with no round trip
-   * (`reason: "reserved"`): a duration with its unit, the length of a reservation, e.g. `"500 ms"`: at most half the
-   * time a GCRA limit takes to refill from empty, or half a fixed window's, sliding log's or concurrency limit's
-   * interval. For `Ratelimit.gcra`, `Ratelimit.fixedWindow` and `Ratelimit.slidingLog` limits, one or several
-   * (with several, a request is answered locally when every limit has a reserved permit for it; else Redis decides
-   * it under the limits that have none, all or nothing, the others' permits are taken once it grants, and the limits
-   * with no reserved permit left reserve in the same round trip), or one `Ratelimit.concurrency` limit alone.
-   * Exact: Redis gives each reserved permit a span in which its use keeps every window within the limit (a GCRA slot;
-   * the rest of the current fixed window; a sliding log's permits as they free, at the pace this client's
-   * requests come, held until the client returns them; concurrency leases this client lends, each again once it is
-   * refunded: their receipts,
-   * `"<permits>:local-<id>"`, go back to this client's permits with no round trip). What it trades: reserved
-   * permits not used within their span are lost until the limit refills, the window ends or they free
-   * (under-admission, never over); on a busy sliding log, a permit's use is known only within a round trip, so it
-   * admits a few percent below its limit (about 95% with `"500 ms"` and a 20 ms round trip in bench/reserved.mjs;
-   * GCRA about 99%); `remaining` from reserved permits is how many this client has left
-   * (an estimate); and `reset(identifier)` or a lowered limit reaches permits already reserved only when their spans
-   * end. Default: off, every decision asks Redis.
+   * Reserve permits for identifiers this client sees often and answer from them with no round trip
+   * (`reason: "reserved"`). The value is a reservation's length, e.g. `"500 ms"`: at most half the time a GCRA limit
+   * takes to refill from empty, or half a fixed window's, sliding log's or concurrency limit's interval. For `gcra`,
+   * `fixedWindow` and `slidingLog` limits, one or several (a request is answered locally when every limit has a
+   * reserved permit for it; else Redis decides it under the others, all or nothing), or one `concurrency` limit
+   * alone (leases lent locally; their receipts, `"<permits>:local-<id>"`, are refunded with no round trip).
+   * Exact: each reserved permit may be used only within a span that keeps every window within the limit. The price:
+   * permits not used within their span are lost until they free (under-admission, never over); a busy sliding log
+   * admits a few percent below its limit; `remaining` from reserved permits is this client's estimate; and
+   * `reset(identifier)` or a lowered limit reaches reserved permits only when their spans end.
+   * Default: off, every decision asks Redis.
    */
   reserve?: string;
   /**
@@ -123,10 +113,8 @@ export interface RatelimitConfig {
    * - `"throw"`: reject with the {@link EdgelimitError}.
    *
    * With `"allow"`/`"deny"` the result's `reason` is `"timeout"` or `"error"`, `error` holds the failure, and
-   * `remaining`, `reset` and `retryAfter` are 0 (nothing is known). Every other error always rejects, whatever this
-   * says: invalid arguments, permits above the limit, a request too large, a wrong token or Redis user, state
-   * another program wrote under a limit's key, a reply that cannot be read, an unknown Redis error. Failing open on
-   * those would let requests past the limit by accident.
+   * `remaining`, `reset` and `retryAfter` are 0. Every other error rejects whatever this says (invalid arguments, a
+   * wrong token, foreign state, an unreadable reply, …): failing open on those would pass requests by accident.
    */
   onError?: "allow" | "deny" | "throw";
   /**
@@ -141,7 +129,8 @@ export interface RatelimitConfig {
 
 /** Options of a single decision. */
 export interface LimitOptions {
-  /** Permits this request takes: a whole number from 1. Default 1. More than the limit rejects with `EDGELIMIT_PERMITS_EXCEED_RATE`. */
+  /** Permits this request takes: a whole number from 1. Default 1. More than the limit rejects with
+   * `EDGELIMIT_PERMITS_EXCEED_RATE`. */
   permits?: number;
 }
 
@@ -331,14 +320,12 @@ export declare class Ratelimit {
   blockUntilReady(identifier: string, timeout: number, options?: LimitOptions): Promise<RatelimitResponse>;
 
   /**
-   * Gives back a grant, e.g. when the work it paid for failed: exactly what that grant took and its limit's rule
-   * still allows, never more: a token bucket or GCRA the part that has not refilled since the grant, a fixed window
-   * the permits while the grant's window is current, a sliding window while it is current or the previous one, a
-   * sliding log the grant while it is in the window. Sent once: never retried after a timeout. A receipt is good
-   * for one refund. Refund only receipts your own code kept: a token bucket, GCRA or window receipt is not signed
-   * or tied to its identifier, so one written by hand (another permit count, another identifier, used twice) gives
-   * back what it names, up to the limit; a sliding-log or concurrency receipt names a logged grant and cannot be
-   * made up.
+   * Gives back a grant, e.g. when the work it paid for failed: what it took and its limit's rule still allows, never
+   * more (token bucket, GCRA: the part not refilled since; fixed window: while its window is current; sliding window:
+   * while its window is current or the previous one; sliding log: while it is in the window). Sent once, never
+   * retried after a timeout; a receipt is good for one refund. Refund only receipts your own code kept: token bucket,
+   * GCRA and window receipts are not signed or tied to an identifier, so a hand-written one gives back what it names,
+   * up to the limit; sliding-log and concurrency receipts name a logged grant and cannot be made up.
    * @param receipt The response's `receipt` (one limit), or every `results[i].receipt`, one per limit, in order.
    * @param limiters The limiters `limitAll` was given, when the grant came from `limitAll`.
    * @throws {@link EdgelimitError} `EDGELIMIT_INVALID_ARGUMENT` for a receipt no grant of the limit could have
@@ -354,10 +341,8 @@ export declare class Ratelimit {
 
   /**
    * Ends the leases of a grant whose work is done: of its receipts (taken as {@link Ratelimit.refund} takes them),
-   * only the concurrency limits' are given back; the other limits go on counting the grant, as its request ran.
-   * (Refunding every receipt would give their permits back too: with `[concurrency(2, "30 s"), slidingLog(3, "1 m")]`
-   * each request, refunded when done, left room for the next, and 10 got through in a minute.) `results` are the
-   * concurrency limits', in order.
+   * only the concurrency limits' are given back; the other limits go on counting the grant, as its request ran
+   * (refunding those too would let later requests past them). `results` are the concurrency limits', in order.
    * @throws {@link EdgelimitError} `EDGELIMIT_INVALID_ARGUMENT` when no limit is a concurrency limit, and as `refund`.
    * @example
    * ```ts
@@ -417,8 +402,7 @@ export interface LimitStateBase {
 
 /** A grant in a sliding log: permits taken together, freeing together. */
 export interface HeldGrant {
-  /** The grant's id as the log holds it: sealed (16 hex digits of the SHA-1 of the id its receipt carries), so that
-   * whoever reads the state cannot refund or release the grant; a receipt's holder can find it by the same hash. */
+  /** The grant's id, sealed (16 hex digits of the SHA-1 of its receipt's id): reading the state cannot refund it. */
   id: string;
   /** Permits it holds. */
   permits: number;
