@@ -22,17 +22,11 @@ wasm_target_dir() {
     if has_rustup_wasm_target; then echo target; else echo target/debian-wasm; fi
 }
 
-# `cargo SUBCOMMAND --target wasm32-unknown-unknown ARGS...` (build, clippy) on the route this machine has: rustup's
-# wasm32 target where one is installed (users' machines), else Debian's rustc-web with -Zbuild-std, which builds std
-# for wasm from source (rustup cannot download targets on every machine).
-#
-# On Debian's route std is built from source, so it is built for size too (each flag measured in the README, "Why
-# the wasm is this size"): panics abort at once without formatting a message (none is shown on wasm32 anyway: there
-# is no panic hook; the Worker logs the trap and starts a fresh instance); no file/line strings; #[derive(Debug)]
-# prints only names (no message prints a derived Debug: the `{:?}` in messages are strings and Durations, whose
-# Debug is written by hand and unchanged); std's smaller algorithms (optimize_for_size); and no reference types,
-# because Debian's wasm-opt (binaryen 108) cannot read the table.fill that wasm-bindgen emits for them. Clippy
-# gets the same flags, so it checks the code that ships.
+# `cargo SUBCOMMAND --target wasm32-unknown-unknown ARGS...` (build, clippy): rustup's wasm32 target where one is
+# installed, else Debian's rustc-web with -Zbuild-std (rustup cannot download targets on every machine).
+# There std is built for size too (README, "Why the wasm is this size"): panics abort without a message, no
+# file/line strings, shallow derived Debug, optimize_for_size, and no reference types (Debian's wasm-opt cannot
+# read the table.fill wasm-bindgen emits for them). Clippy gets the same flags, so it checks the code that ships.
 wasm_cargo() {
     local subcommand=$1
     shift
