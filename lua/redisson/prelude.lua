@@ -48,8 +48,8 @@ local function load_limiter()
 end
 
 -- The lifetimes Redisson gives the keys after every use: with a keep-alive, all live that long past the last use
--- (at least one interval); without, the state keys live as long as the config (Redisson's expire(), edgelimit's
--- RateLimiter::expire). No other expiry is safe: Redisson never renews a TTL it did not set, and its SET drops one.
+-- (at least one interval); without, the state keys live as long as the config (Redisson's and edgelimit's
+-- expire). No other expiry is safe: Redisson never renews a TTL it did not set, and its SET drops one.
 local function touch(limiter)
     if limiter.keep_alive > 0 then
         redis.call('PEXPIRE', KEYS[1], limiter.keep_alive)

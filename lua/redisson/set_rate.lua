@@ -6,8 +6,8 @@
 -- Reply: 1 when the rate was written, 0 when 'try' found one already set or 'update' found none (and wrote
 -- nothing).
 --
--- A keep-alive of 0 leaves the config's lifetime as it was (RateLimiter::expire changes it), as Redisson does, but for
--- one given by the keep-alive it replaces, which goes with it (see below).
+-- A keep-alive of 0 leaves the config's lifetime as it was (the handle's expire changes it), as Redisson does, but
+-- for one given by the keep-alive it replaces, which goes with it (see below).
 
 local rate = whole(ARGV[2], 'rate', 1, 2 ^ 32 - 1)
 local interval = whole(ARGV[3], 'interval (ms)', 1, 2 ^ 53)
