@@ -1,5 +1,5 @@
-//! Limits spread over Redis Cluster slots, decided in one pipeline: [`limit_all_across_slots`], and the give-back of
-//! the grants of a request that is not admitted.
+//! Limits spread over Redis Cluster slots, decided in one pipeline, and the give-back of the grants of a request
+//! that is not admitted.
 
 use std::collections::BTreeMap;
 
@@ -9,14 +9,11 @@ use crate::decision::Decision;
 use crate::error::{Error, Result};
 use crate::script::Script;
 
-/// [`limit_all`] for limits whose keys live in different Redis Cluster slots, still in one round trip when the
-/// request is admitted.
+/// [`limit_all`] for limits whose keys live in different Redis Cluster slots, in one round trip when admitted.
 ///
-/// The requests are grouped by hash slot and each group is decided by its own script, all in one pipeline. Each
-/// group is all-or-nothing; across groups, if one denies (or its reply is an error) while others grant, those grants
-/// are given back exactly, each by its receipt, in a second round trip (none when nothing was granted). Between the
-/// two round trips another request may see those permits as taken and be denied: this errs toward under-admission,
-/// never over-admission. A denial stays a denial whatever becomes of the give-back (see [`AcrossSlots`]).
+/// Each slot's group is decided by its own script, all in one pipeline, each all-or-nothing. If one group denies or
+/// fails while others grant, those grants are given back by their receipts in a second round trip; in between,
+/// another request may be denied: under-admission, never over-admission.
 pub async fn limit_all_across_slots(requests: &[LimitRequest<'_>]) -> Result<AcrossSlots> {
     let first = requests
         .first()
@@ -51,8 +48,8 @@ pub async fn limit_all_across_slots(requests: &[LimitRequest<'_>]) -> Result<Acr
         })
         .collect::<Result<Vec<_>>>()?;
     let client = &first.limiter.client;
-    // If this round trip fails as a whole (a timeout, the store down), nothing is known of what ran: groups that
-    // granted keep their permits until they free (under-admission), and nothing is sent again.
+    // If the round trip fails as a whole, nothing is known of what ran: nothing is sent again, and any grants keep
+    // their permits until they free (under-admission).
     let replies = Script::run_many(client, &batches.iter().map(Batch::call).collect::<Vec<_>>()).await?;
     let mut decided = AcrossSlots {
         success: true,
@@ -83,17 +80,14 @@ pub async fn limit_all_across_slots(requests: &[LimitRequest<'_>]) -> Result<Acr
     Ok(decided)
 }
 
-/// What [`limit_all_across_slots`] decided. The request is admitted only when `success` is true; otherwise it is not,
-/// whatever `failed` and `give_back` say: a group's denial is a denial even if the give-back failed, and a group
-/// whose reply was an error admitted nothing the caller may use (its grants, if any, were given back).
+/// What [`limit_all_across_slots`] decided. The request is admitted only when `success` is true, whatever `failed`
+/// and `give_back` say.
 #[derive(Debug)]
 pub struct AcrossSlots {
     /// True when every group granted (nothing was given back).
     pub success: bool,
-    /// One per request, in order; `None` for the requests of a group whose reply was an error. Each one's `success`
-    /// says whether *that* limit allowed the request. After a give-back, a grant shows the standing after its refund
-    /// and has no receipt if the refund gave it back; it keeps its receipt if its refund found nothing to give back
-    /// (its window had passed, its tokens refilled, its lease expired: spent where the receipt says).
+    /// One per request, in order; `None` for a group whose reply was an error. After a give-back a grant shows the
+    /// standing after its refund, and keeps its receipt only if the refund found nothing to give back.
     pub decisions: Vec<Option<Decision>>,
     /// The groups whose reply was an error (a partial failure when other groups decided).
     pub failed: Vec<FailedGroup>,
@@ -136,16 +130,13 @@ pub enum GiveBack {
     NotNeeded,
     /// Every grant was given back by its receipt.
     Done,
-    /// Some grants may not have been given back (the first failure is here). Never retried, since a refund that
-    /// timed out may have run: those grants keep their permits until they free (a window ends, the bucket refills,
-    /// a lease expires). Under-admission, never over-admission.
+    /// Some grants may not have been given back (the first failure is here). Never retried, since a refund that timed
+    /// out may have run: those permits stay taken until they free (under-admission).
     Failed(Error),
 }
 
-/// Gives back every grant among `decisions` by its receipt, in one pipeline (none when there is no grant); a decision
-/// shows the standing after its refund, and loses its receipt if the refund gave it back. Sent once: after an I/O
-/// error or a timeout the refunds may have run, and a refund run twice would give back twice. If it never runs, the
-/// grants keep their permits until they free: under-admission until then.
+/// Gives back every grant among `decisions` by its receipt, in one pipeline; a decision shows the standing after,
+/// and loses its receipt if given back. Sent once: a refund run twice would give back twice.
 async fn give_back(requests: &[LimitRequest<'_>], decisions: &mut [Option<Decision>]) -> GiveBack {
     let granted: Vec<(usize, Receipt)> = (decisions.iter().enumerate())
         .filter_map(|(i, decision)| Some((i, (*decision)?.receipt?)))
@@ -168,8 +159,7 @@ async fn give_back(requests: &[LimitRequest<'_>], decisions: &mut [Option<Decisi
                 if let Some(decision) = &mut decisions[i] {
                     decision.remaining = after.remaining;
                     decision.reset = after.reset;
-                    // Given back: nothing left to hold. A grant that gave nothing back (its window passed, its
-                    // tokens refilled, its lease expired) keeps its receipt: it was spent where it says.
+                    // Given back: nothing left to hold. A grant that gave nothing back keeps its receipt: it was spent.
                     decision.receipt = decision.receipt.filter(|_| !after.success);
                 }
             }

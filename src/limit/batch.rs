@@ -1,7 +1,5 @@
-//! The wire protocol of the algorithm family: how requests become one script call (keys and arguments) and how
-//! the flat reply becomes checked [`Decisions`]. One request with its quota in code runs its algorithm's script
-//! (`lua/<algorithm>.lua`); anything else runs `lua/limits.lua`. The driver replies with six fields per limit, a single-
-//! limit script with fewer (see `lua/limits/single.lua`); both become the same checked decisions.
+//! How limit requests become one script call and its reply checked [`Decisions`]. One request with its quota in
+//! code runs its algorithm's script (`edgelimit scripts <algorithm>`); anything else runs the driver (`limits`).
 
 use super::{stored_copy, Decisions, LimitRequest, Limiter, Quota};
 use crate::decision::{Decision, ScriptReply, Status, REPLY_FIELDS};
@@ -34,21 +32,19 @@ impl Operation {
 const SINGLE_REPLY_FIELDS: usize = 4;
 
 /// One script call deciding some requests: its keys and arguments. One request with its quota in code runs its
-/// algorithm's single-limit script (`lua/limits/single.lua`: one key, the state key, and few arguments: the
-/// common call sends one); anything else runs the driver (`lua/limits/driver.lua`: two keys and six arguments
+/// algorithm's single-limit script (one key, few arguments); anything else the driver (two keys and six arguments
 /// per request).
 pub(super) struct Batch<'a> {
     operation: Operation,
     requests: Vec<LimitRequest<'a>>,
     script: &'static Script,
     keys: Vec<String>,
-    /// The driver's ARGV from index 2 on, or the single-limit script's first two arguments (the request, the lease);
-    /// the grant id or receipt (or '') is each request's last.
+    /// The driver's ARGV from index 2 on, or the single-limit script's request and lease; each request's last argument
+    /// is its grant id or receipt (or '').
     args: Vec<String>,
     /// Whether this runs a single-limit script.
     single: bool,
-    /// Each request's quota as sent: in code, a stored quota's copy (per-identifier layout), or `None` for a
-    /// stored quota the script reads.
+    /// Each request's quota as sent: in code, a stored quota's copy, or `None` for one the script reads.
     quotas: Vec<Option<Quota>>,
 }
 
@@ -57,8 +53,7 @@ impl<'a> Batch<'a> {
         let first = requests
             .first()
             .ok_or_else(|| Error::InvalidArgument("no limits to decide: pass at least one request".into()))?;
-        // One request with its quota in code runs its algorithm's single-limit script, which knows its algorithm
-        // and reads no config: it takes neither the config key nor the algorithm's name.
+        // A single-limit script knows its algorithm and reads no config: it takes neither the config key nor the name.
         let quotas: Vec<Option<Quota>> = requests.iter().map(|request| request.limiter.quota_to_send()).collect();
         let (script, single) = match (requests, quotas[0]) {
             ([_], Some(quota)) => (quota.algorithm().script(), true),
@@ -84,8 +79,8 @@ impl<'a> Batch<'a> {
                     (_, error) => error,
                 })?;
             let state_key = limiter.state_key(&request.id);
-            // The driver decides every limit before it grants any: one state twice would be decided on one reading
-            // and granted twice (it refuses this too).
+            // The driver decides every limit before it grants any: one state named twice would be granted twice on
+            // one reading.
             if keys.iter().skip(1).step_by(2).any(|key| *key == state_key) {
                 return Err(Error::InvalidArgument(format!(
                     "one limit and identifier is named twice in the limits decided together (state {state_key}): \
@@ -93,9 +88,8 @@ impl<'a> Batch<'a> {
                 )));
             }
             if !single {
-                // The config hash is read only for a stored quota. A quota in the arguments names the state key in
-                // its place: a call must name only keys of its decision's slot, and in the per-identifier layout the
-                // config hash lives in another (see KeyLayout).
+                // A quota in the arguments names the state key in the config key's place: a call may only name keys
+                // of its slot, and in the per-identifier layout the config lives in another.
                 keys.push(match quota {
                     Some(_) => state_key.clone(),
                     None => limiter.config_key(),
@@ -103,7 +97,7 @@ impl<'a> Batch<'a> {
             }
             keys.push(state_key);
             match (single, quota) {
-                // The request and its quota in one argument (see lua/limits/single.lua).
+                // The request and its quota in one argument (lua/limits/single.lua).
                 (true, Some(quota)) => args.push(quota.request_argument(request.permits)),
                 (_, quota) => {
                     // '' for a stored quota: the script reads the algorithm from the config.
@@ -119,8 +113,7 @@ impl<'a> Batch<'a> {
                     });
                 }
             }
-            // A grant logged as zset members (concurrency, sliding log; maybe a stored quota) needs a fresh id to
-            // name them, which its receipt then carries.
+            // A grant logged as zset members needs a fresh id to name them, which its receipt carries.
             let names_grant =
                 operation == Operation::Limit && quota.is_none_or(|quota| quota.algorithm().names_grants());
             args.push(if names_grant {
@@ -140,15 +133,14 @@ impl<'a> Batch<'a> {
         })
     }
 
-    /// The refund of the grant `receipt` names, under `request`'s limiter and identifier (its permits: the
-    /// receipt's).
+    /// The refund of the grant `receipt` names, under `request`'s limiter and identifier.
     pub(super) fn refund(request: LimitRequest<'a>, receipt: &Receipt) -> Result<Batch<'a>> {
         let request = LimitRequest {
             permits: receipt.permits(),
             ..request
         };
         let mut batch = Batch::new(Operation::Refund, &[request])?;
-        // The request's last argument: the receipt (see lua/limits/prelude.lua).
+        // The request's last argument: the receipt (lua/limits/prelude.lua).
         *batch.args.last_mut().expect("a request has arguments") = receipt.to_string();
         Ok(batch)
     }
@@ -168,8 +160,8 @@ impl<'a> Batch<'a> {
             args.extend([self.operation.word().to_owned(), time]);
             args
         } else {
-            // The common call: a decision on the server's clock, the operation and the time left to their defaults,
-            // and the lease too when it is '' (every argument costs Redis).
+            // The common call: server clock and `limit` are the defaults, so they are left out, and the lease when
+            // it is '' (every argument costs Redis).
             let lease = self.args.len() - 1;
             self.args[..lease + usize::from(!self.args[lease].is_empty())].to_vec()
         };
@@ -180,8 +172,7 @@ impl<'a> Batch<'a> {
         }
     }
 
-    /// Runs the call. Requests that sent a stored quota's copy (per-identifier layout) read their config again in
-    /// the same round trip, after the script: a changed config drops the copy (see `stored_copy.rs`).
+    /// Runs the call. Requests that sent a stored quota's copy re-read their config in the same round trip.
     pub(super) async fn run(&self) -> Result<Decisions> {
         let call = self.call();
         let client = &self.requests[0].limiter.client;
@@ -213,8 +204,8 @@ impl<'a> Batch<'a> {
         self.decode(decided?)
     }
 
-    /// Runs `call` on `client`. The common call (one limit in code, a decision on the server's clock) may share a
-    /// call of its algorithm's batch script with other callers' in this turn (`src/rest/coalesce.rs`).
+    /// Runs `call` on `client`. The common call (one limit in code, on the server's clock) may share one batch script
+    /// call with other callers' (`src/rest/coalesce.rs`).
     async fn send(&self, call: ScriptCall<'_>, client: &RestClient) -> Result<Value> {
         let common = self.single && self.operation == Operation::Limit && self.requests[0].limiter.now_ms.is_none();
         if let Some(algorithm) = self.quotas[0].filter(|_| common).map(|quota| quota.algorithm()) {
@@ -231,9 +222,8 @@ impl<'a> Batch<'a> {
         call.script.run(client, &call.keys, &call.args).await
     }
 
-    /// A single-limit script's reply, `{status, remaining, reset, x}` (see `lua/limits/single.lua`), as a
-    /// [`ScriptReply`]: the limit is the caller's (the quota came with the request), and the receipt is what a grant's
-    /// mark `x` makes (with the grant id for a log).
+    /// A single-limit script's reply, `{status, remaining, reset, x}`, as a [`ScriptReply`]: the limit is the quota's,
+    /// and a grant's receipt is made from its mark `x` (with the grant id for a log).
     fn single_reply(&self, reply: Value) -> Result<ScriptReply> {
         let request = &self.requests[0];
         let quota = self.quotas[0].expect("a single-limit script runs a quota sent with it");
@@ -291,8 +281,7 @@ impl<'a> Batch<'a> {
             .collect()
     }
 
-    /// Checks the reply decision by decision (see [`ScriptReply`]); a status that means an error becomes its typed
-    /// error.
+    /// Checks the reply decision by decision (see [`ScriptReply`]); an error status becomes its typed error.
     pub(super) fn decode(&self, reply: Value) -> Result<Decisions> {
         let verdicts = if self.single {
             vec![self.single_reply(reply)?]
@@ -302,8 +291,7 @@ impl<'a> Batch<'a> {
         let mut success = true;
         let mut decisions = Vec::with_capacity(self.requests.len());
         for (request, verdict) in self.requests.iter().zip(verdicts) {
-            // Each operation has its own statuses: a status another operation replies (a `refunded` to a call that
-            // asked for permits) is a malformed reply, never a grant.
+            // A status of another operation (a `refunded` to a call asking for permits) is malformed, never a grant.
             let allowed = match (self.operation, verdict.status) {
                 (Operation::Limit, Status::Granted) | (Operation::Refund, Status::Refunded) => true,
                 // A peek's verdict, or one limit of several that would allow when another denies.
@@ -423,8 +411,7 @@ mod tests {
             batch.decode(numbers(5)).unwrap_err(),
             Error::PermitsExceedRate { permits: 2, rate: 10 }
         ));
-        // A status of another operation: a refund's `refunded` or `not_held` to a call that asked for permits, a
-        // grant to a peek. Read as its own operation's, a `refunded` would have been a grant with no receipt.
+        // A status of another operation: `refunded` or `not_held` to a limit call, a grant to a peek.
         for status in [3, 4] {
             let error = batch.decode(numbers(status)).unwrap_err();
             assert!(matches!(error, Error::MalformedReply { .. }), "{status}: {error}");

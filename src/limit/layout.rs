@@ -7,37 +7,22 @@ use std::str::FromStr;
 use crate::error::{Error, Result};
 use crate::identifier::Identifier;
 
-/// Key layouts: where a limit's state lives, and so which keys share a Redis Cluster slot.
+/// Where a limit's state lives, and so which keys share a Redis Cluster slot (the hash tag between `{` and `}`).
 ///
-/// On one Redis (Upstash, the bridge over one `redis-server`) every layout decides alike. On a Redis Cluster the
-/// hash tag (the part of a key between `{` and `}`) picks the slot, so it picks what one script can decide together
-/// and how the load spreads:
+/// | layout | state key | one slot holds | spreads over masters |
+/// |---|---|---|---|
+/// | [`KeyLayout::PerLimiter`] (1, default) | `<prefix>:{<name>}:<id>` | every identifier of one limiter | no |
+/// | [`KeyLayout::PerIdentifier`] (2) | `<prefix>:v2{<id>}:<name>` | every limiter of one identifier | yes |
 ///
-/// | layout | state key | one slot holds | several limits in one script | spreads over masters |
-/// |---|---|---|---|---|
-/// | [`KeyLayout::PerLimiter`] (layout 1, the default) | `<prefix>:{<name>}:<id>` | every identifier of one limiter | limits of one name only | no: one limiter is one slot |
-/// | [`KeyLayout::PerIdentifier`] (layout 2) | `<prefix>:v2{<id>}:<name>` | every limiter of one identifier | every limit of one identifier (an npm `Ratelimit`'s limits, a Worker rule's) | yes, by identifier |
+/// In the per-identifier layout a stored config lives in another slot than the state, so the client keeps a copy
+/// and a change reaches it one decision late (`stored_copy.rs`).
 ///
-/// The per-identifier layout is what scales out. What it cannot spread is a limit every identifier shares (one
-/// global identifier): that stays one key on one master. A stored quota's config lives in the limiter's slot, not
-/// the identifier's, so no script can read it with the state: the client keeps a copy, sends it as a quota in code,
-/// and reads the config again in the same round trip as each decision, so that a change reaches each client one
-/// decision late (`stored_copy.rs`); in the default layout the script reads it, and a change applies at once.
-///
-/// **The two layouts never read each other's keys.** Prefixes and names hold no brace, so a key's first `{` is the
-/// one its layout put there: in a per-limiter key (and a stored config's, `<prefix>:{<name>}`) it follows a `:`, in
-/// a per-identifier key it follows `v2`. So no text is a key of both, whatever the prefixes, names and identifiers,
-/// and clients of either layout share one Redis during a rolling change without misreading: moving a
-/// limiter from one layout to the other starts its identifiers afresh (each layout counts only its own keys), so a
-/// change of layout is a change of limiter, to make when a fresh window is acceptable.
-///
-/// Identifiers holding `{` or `}`, and the empty one, would end the tag early or leave it empty, and scatter one
-/// identifier's limits over slots: in the per-identifier layout they are keyed by their hash (see
-/// [`crate::identifier`]), as long ones are.
+/// The two layouts never read each other's keys: prefixes and names hold no brace, so a key's first `{` follows `:`
+/// in layout 1 and `v2` in layout 2. Switching a limiter's layout starts its identifiers afresh. Identifiers that are
+/// empty or hold a brace are hashed in layout 2, so one identifier's limits stay in one slot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
 pub enum KeyLayout {
-    /// Layout 1: `<prefix>:{<name>}:<id>`, tagged by the limiter's name. The default, and what every edgelimit
-    /// before layouts wrote.
+    /// Layout 1: `<prefix>:{<name>}:<id>`, tagged by the limiter's name. The default.
     #[default]
     PerLimiter,
     /// Layout 2: `<prefix>:v2{<id>}:<name>`, tagged by the identifier, for Redis Cluster.
@@ -84,8 +69,8 @@ impl fmt::Display for KeyLayout {
     }
 }
 
-/// The identifier's key part, hashed when it holds a brace or is empty (an empty tag `{}` is no tag: Redis would
-/// hash the whole key, name included). A hash is neither.
+/// The identifier's key part, hashed when it holds a brace or is empty (`{}` is no tag: Redis would hash the whole
+/// key).
 fn tag_safe<'a>(id: &'a Identifier<'_>) -> Cow<'a, str> {
     let part = id.key_part();
     if part.is_empty() || part.contains(['{', '}']) {

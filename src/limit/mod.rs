@@ -1,19 +1,9 @@
-//! The algorithm family: token bucket, fixed window, sliding window counter, GCRA, concurrency and sliding log, each
+//! The algorithm family (token bucket, fixed window, sliding window counter, GCRA, concurrency, sliding log), each
 //! decided by one atomic script on the Redis server's clock, and several limits decided together in one round trip.
 //!
-//! The family's sliding log ([`Algorithm::SlidingLog`]) is exact like the Redisson-compatible
-//! [`crate::redisson`], but takes its quota inline (or stored) and limits each identifier on its own key, like the
-//! other algorithms here; [`crate::redisson`] keeps Redisson's layout, one named config shared by every caller.
-//!
-//! A [`Limiter`] is a named limit, with its [`Quota`] given in code or stored in Redis (so operators change it at
-//! runtime, without redeploying anything). It limits many identifiers (an IP, an API key, a user): each has its own
-//! state key. Keys are `<prefix>:{<name>}` for the stored config and `<prefix>:{<name>}:<id>` for state, all under
-//! the hash tag `{<name>}`, so one limiter's keys share a Redis Cluster slot.
-//!
-//! Denied is a [`Decision`] with the exact `retry_after`, never an error. Errors are for what no waiting fixes:
-//! permits above the limit ([`Error::PermitsExceedRate`]), no stored config ([`Error::NotInitialized`]), and the
-//! transport's failures.
-//!
+//! A [`Limiter`] is a named limit whose [`Quota`] is given in code or stored in Redis (changed at runtime). Each
+//! identifier has its own state key; all keys share the hash tag `{<name>}` (see [`KeyLayout`]). A denial is a
+//! [`Decision`] with the exact `retry_after`, never an error; errors are for what no waiting fixes.
 //! ```no_run
 //! # async fn demo() -> edgelimit::Result<()> {
 //! use std::time::Duration;
@@ -80,9 +70,8 @@ impl Limiter {
         Limiter::with_quota(client, name, Some(quota))
     }
 
-    /// A limiter `name` whose quota is stored in Redis ([`Limiter::store_quota`], `edgelimit configure`) and read by
-    /// the script at every decision, so a change applies at once everywhere. Deciding before a quota is stored is
-    /// [`Error::NotInitialized`].
+    /// A limiter `name` whose quota is stored in Redis ([`Limiter::store_quota`], `edgelimit configure`), so a change
+    /// applies at once everywhere. Deciding before a quota is stored is [`Error::NotInitialized`].
     pub fn stored(client: RestClient, name: &str) -> Result<Limiter> {
         Limiter::with_quota(client, name, None)
     }
@@ -107,10 +96,8 @@ impl Limiter {
         Ok(self)
     }
 
-    /// Keeps state in `layout` instead of [`KeyLayout::PerLimiter`]: [`KeyLayout::PerIdentifier`] for a Redis
-    /// Cluster. A stored quota is then read by the client, not the script (its config lives in the limiter's slot,
-    /// the state in the identifier's), and a change of it reaches each client one decision late: see
-    /// [`KeyLayout`].
+    /// Keeps state in `layout` instead of [`KeyLayout::PerLimiter`], e.g. [`KeyLayout::PerIdentifier`] for a Redis
+    /// Cluster, where a stored quota is read by the client and a change reaches it one decision late.
     pub fn with_layout(mut self, layout: KeyLayout) -> Result<Limiter> {
         self.layout = layout;
         Ok(self)
@@ -130,8 +117,8 @@ impl Limiter {
         self.layout
     }
 
-    /// Decides at this explicit time (unix ms) instead of the Redis server's: for deterministic tests. Keys written
-    /// at an explicit time live a minute longer than they matter, since that clock may lag Redis's.
+    /// Decides at this explicit time (unix ms) instead of the Redis server's, for deterministic tests. Such keys live a
+    /// minute longer, since that clock may lag Redis's.
     pub fn at(mut self, now_ms: u64) -> Limiter {
         self.now_ms = Some(now_ms);
         self
@@ -152,8 +139,7 @@ impl Limiter {
         format!("{}:{{{}}}", self.prefix, self.name)
     }
 
-    /// The state key of identifier `id`: `<prefix>:{<name>}:<key part>` in the default layout, the key part being
-    /// the identifier itself when it is short text, else a hash of its exact bytes (see [`Identifier`] and
+    /// The state key of identifier `id`: `<prefix>:{<name>}:<key part>` in the default layout (see [`Identifier`] and
     /// [`KeyLayout`]).
     pub fn state_key<'i>(&self, id: impl Into<Identifier<'i>>) -> String {
         self.layout.state_key(&self.prefix, &self.name, &id.into())
@@ -168,16 +154,14 @@ impl Limiter {
         }
     }
 
-    /// Takes `permits` for `id` if the limit allows it now. A granted request carries its [`Receipt`] in
-    /// [`Decision::receipt`] (for a concurrency limit, the lease to release).
+    /// Takes `permits` for `id` if the limit allows it now. A grant carries its [`Receipt`] in [`Decision::receipt`].
     pub async fn limit<'i>(&self, id: impl Into<Identifier<'i>>, permits: u32) -> Result<Decision> {
         let id = id.into();
         Ok(single(limit_all(&[self.request(&id, permits)]).await?))
     }
 
-    /// Takes `permits` for `id`, waiting as long as needed up to `timeout`: it sleeps the exact `retry_after` (for
-    /// a concurrency limit, at most 20 ms at a time, since leases are usually released before they expire) and asks
-    /// again, and asks once more when the time is up. Returns the last decision (denied if the timeout ran out).
+    /// Takes `permits` for `id`, sleeping the exact `retry_after` between attempts (20 ms at most for a concurrency
+    /// limit, whose leases often free early) until `timeout`. Returns the last decision.
     pub async fn block_until_ready<'i>(
         &self,
         id: impl Into<Identifier<'i>>,
@@ -193,10 +177,8 @@ impl Limiter {
         retry_until_granted(timeout, longest_sleep([self]), || self.limit(&id, permits)).await
     }
 
-    /// Refuses a request of no permits, which no decision means (a peek reads what is left), and with a quota in
-    /// code one of more permits than its limit, which no decision can grant. Both are refused before any I/O: sent
-    /// to a store that is down, the caller's mistake would meet the failure policy (`onError`) instead, and a
-    /// policy that fails open would let it through.
+    /// Refuses zero permits, and more than a quota in code can ever grant, before any I/O: sent to a store that is
+    /// down, the caller's mistake would meet the failure policy, and a fail-open policy would let it through.
     pub(crate) fn check_permits(&self, permits: u32) -> Result<()> {
         if permits == 0 {
             return Err(Error::InvalidArgument(format!(
@@ -213,9 +195,8 @@ impl Limiter {
         }
     }
 
-    /// True when capacity may come back before a denial's `retry_after`: a concurrency lease is usually released
-    /// before it expires (and a stored quota may be a concurrency one). Such denials are upper bounds, to poll
-    /// rather than sleep through, and never to cache.
+    /// True when capacity may come back before a denial's `retry_after` (a concurrency lease, or a stored quota that
+    /// may be one): such denials are to poll, not sleep through, and never to cache.
     pub(crate) fn frees_early(&self) -> bool {
         self.quota
             .is_none_or(|quota| quota.algorithm() == Algorithm::Concurrency)
@@ -227,16 +208,11 @@ impl Limiter {
         Ok(single(peek_all(&[self.request(&id, permits)]).await?))
     }
 
-    /// Gives back the grant `receipt` names (from [`Decision::receipt`]), e.g. when the request it paid for failed:
-    /// exactly what that grant took and the algorithm's rule still allows (see [`Receipt`]), never more, never above
-    /// the limit. The decision's `success` says whether anything was given back (false when the grant's permits have
-    /// freed, refilled or left the counted windows, or the lease was released); `remaining` and `reset` are the
-    /// standing after. A receipt of another form, of more permits than the limit or from the server clock's future
-    /// is [`Error::InvalidArgument`] (malformed text before any I/O, the rest refused by the script), never a store
-    /// failure a fail-open policy could absorb, and nothing is written.
+    /// Gives back exactly the grant `receipt` names, as far as the algorithm still allows, never above the limit.
+    /// `success` says whether anything was given back. A bad receipt is [`Error::InvalidArgument`], never a store
+    /// failure a fail-open policy could absorb.
     ///
-    /// Runs once: it is never sent again after a timeout or an I/O error (it may have run), so a failed refund gives
-    /// back nothing twice, at worst nothing at all (under-admission until the grant frees).
+    /// Never resent after a timeout or I/O error (it may have run): a refund gives back at most once.
     pub async fn refund<'i>(&self, id: impl Into<Identifier<'i>>, receipt: &Receipt) -> Result<Decision> {
         let id = id.into();
         stored_copy::refresh([self]).await?;
@@ -246,8 +222,7 @@ impl Limiter {
         Ok(single(reply))
     }
 
-    /// Releases a concurrency lease: [`refund`](Limiter::refund) of its receipt. Returns `false` if it was not held
-    /// any more (released before, or expired).
+    /// Releases a concurrency lease (a [`refund`](Limiter::refund)). `false` if it was no longer held.
     pub async fn release<'i>(&self, id: impl Into<Identifier<'i>>, lease: &Lease) -> Result<bool> {
         Ok(self.refund(id, lease).await?.success)
     }
@@ -264,11 +239,9 @@ impl Limiter {
         Ok(states.pop().expect("one limit, one state"))
     }
 
-    /// Stores `quota` as this limiter's config in Redis; limiters built with [`Limiter::stored`] use it from their
-    /// next decision on. State is kept while the algorithm stays (a fixed-window count stays counted under the new
-    /// limit, a bucket keeps its debt); a new algorithm starts fresh, since the old state means nothing to it (each
-    /// string state is tagged with its algorithm, and a permit log found under a string algorithm, or a string
-    /// under a log, is dropped), except between concurrency and the sliding log, which keep the same permit log.
+    /// Stores `quota` as this limiter's config; [`Limiter::stored`] limiters use it from their next decision. State
+    /// is kept while the algorithm stays; a new algorithm starts fresh (state is tagged with its algorithm), except
+    /// between concurrency and the sliding log, which share one permit log.
     pub async fn store_quota(&self, quota: Quota) -> Result<()> {
         let command = Command::new("HSET").arg(self.config_key()).args([
             "algorithm".to_owned(),
@@ -296,8 +269,7 @@ impl Limiter {
     }
 }
 
-/// The longest a waiting call on these limiters sleeps between attempts: a denial's exact `retry_after`, unless one
-/// of them [frees early](Limiter::frees_early): then it asks again every 20 ms.
+/// How long a waiting call sleeps at most between attempts: 20 ms if a limiter [frees early](Limiter::frees_early).
 pub(crate) fn longest_sleep<'a>(limiters: impl IntoIterator<Item = &'a Limiter>) -> Duration {
     if limiters.into_iter().any(Limiter::frees_early) {
         Duration::from_millis(20)
@@ -329,9 +301,8 @@ impl Decisions {
         self.decisions.iter().map(|d| d.retry_after).max().unwrap_or(0)
     }
 
-    /// The one decision that speaks for all: when denied, the denying limit that frees last (its `retry_after` is
-    /// when all could allow); when granted, the limit with the fewest permits left. (With no decisions at all, one
-    /// of nothing: no limit, nothing left, no wait.)
+    /// The one decision that speaks for all: when denied, the denying limit that frees last; when granted, the one with
+    /// the fewest permits left.
     pub fn speaking_for_all(&self) -> Decision {
         let all = self.decisions.iter().copied();
         let speaker = if self.success {
@@ -358,9 +329,8 @@ impl Decisions {
 
 /// Decides several limits in one round trip, all or nothing: a request denied by one limit consumes from none.
 ///
-/// One script runs all of them atomically, so every key must be on one Redis node: a single Redis (Upstash, the
-/// bridge) or keys in one Cluster slot. For limits spread over a Redis Cluster, use [`limit_all_across_slots`]. The
-/// requests go through the first limiter's client (and its explicit time, if it has one).
+/// One script runs them all, so every key must be on one Redis node; across a Redis Cluster use
+/// [`limit_all_across_slots`]. Requests go through the first limiter's client.
 pub async fn limit_all(requests: &[LimitRequest<'_>]) -> Result<Decisions> {
     stored_copy::refresh(requests.iter().map(|request| request.limiter)).await?;
     Batch::new(Operation::Limit, requests)?.run().await
@@ -372,10 +342,8 @@ pub async fn peek_all(requests: &[LimitRequest<'_>]) -> Result<Decisions> {
     Batch::new(Operation::Peek, requests)?.run().await
 }
 
-/// Gives back several grants in one round trip, each by its receipt under its request's limiter and identifier (the
-/// request's permits are ignored: the receipt's count), as [`Limiter::refund`] does for one. One result per refund,
-/// in order: each refund is its own script call, so one can fail while others give back. Sent once: after a timeout
-/// or an I/O error (the `Err` of the whole) nothing is sent again, since the refunds may have run.
+/// Gives back several grants in one round trip, each by its receipt (the request's permits are ignored). One result
+/// per refund, in order; sent once, never again after a timeout or I/O error.
 pub async fn refund_all(refunds: &[(LimitRequest<'_>, Receipt)]) -> Result<Vec<Result<Decision>>> {
     let Some((first, _)) = refunds.first() else {
         return Ok(Vec::new());

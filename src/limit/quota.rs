@@ -13,34 +13,28 @@ use crate::script::Script;
 /// The scripts do exact whole-number arithmetic in Lua's doubles; `limit × interval` must stay below this.
 const MAX_LIMIT_TIMES_INTERVAL: u64 = 1 << 52;
 
-/// The rate-limiting algorithms of the family. The Redisson-compatible sliding log, whose config is stored once under
-/// its name, is a separate module, [`crate::redisson`]; [`Algorithm::SlidingLog`] is the family's own.
+/// The rate-limiting algorithms of the family. The Redisson-compatible sliding log is [`crate::redisson`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Algorithm {
     /// Capacity `limit`, refilled continuously at `rate` per interval; starts full. Allows bursts up to the
     /// capacity, then the refill rate.
     TokenBucket,
-    /// At most `limit` per aligned window of `interval`. Cheapest to explain; allows up to 2 × limit across a window
-    /// boundary.
+    /// At most `limit` per aligned window of `interval`; up to 2 × limit can pass across a window boundary.
     FixedWindow,
-    /// The weighted two-window approximation: O(1) memory, smooth, and exact under steady traffic; a burst timed at
-    /// a window's end lets up to nearly 2 × limit through in one interval-long span.
+    /// The weighted two-window approximation: O(1) memory, exact under steady traffic; a burst at a window's end lets
+    /// up to nearly 2 × limit through in one interval.
     SlidingWindow,
-    /// Generic cell rate algorithm: a burst of `limit`, then `rate` per interval; one timestamp per key. Decides
-    /// exactly as a token bucket with the same numbers.
+    /// Generic cell rate algorithm: a burst of `limit`, then `rate` per interval; one timestamp per key. Decides as a
+    /// token bucket with the same numbers.
     Gcra,
     /// At most `limit` permits held at once; leases expire after `interval` if not released.
     Concurrency,
-    /// At most `limit` permits granted in any interval-long span: every grant is logged and frees its permits
-    /// exactly `interval` after it was made. Exact, with an exact `retry_after`, at the cost of one zset member per
-    /// grant in the window (whatever its permits: a weighted decision costs what a single permit does).
+    /// At most `limit` permits in any interval-long span: every grant is logged and frees `interval` after it was made.
+    /// Exact, with an exact `retry_after`, at the cost of one zset member per grant in the window.
     ///
-    /// It decides exactly as [`crate::redisson`] does, but is shaped like the rest of the family: the quota comes
-    /// with each request (or from a stored quota) and each identifier has its own state key, so it limits any
-    /// identifier and combines with other limits in [`limit_all`](super::limit_all). [`crate::redisson`] keeps
-    /// Redisson's `RRateLimiter` layout instead (a named config shared by every caller, state under that name), so
-    /// that Java services using Redisson can share its limiters.
+    /// Decides as [`crate::redisson`] does, but per identifier with the quota per request, so it combines with other
+    /// limits; [`crate::redisson`] keeps Redisson's layout for sharing with Java services.
     SlidingLog,
 }
 
@@ -68,7 +62,7 @@ impl Algorithm {
         }
     }
 
-    /// The script that decides one limit of this algorithm whose quota comes with the request: `lua/<name>.lua`.
+    /// The script deciding one limit of this algorithm (`edgelimit scripts <name>`).
     pub fn script(self) -> &'static Script {
         match self {
             Algorithm::TokenBucket => &lua::TOKEN_BUCKET,
@@ -80,8 +74,7 @@ impl Algorithm {
         }
     }
 
-    /// The script that decides several common calls of this algorithm in one call (merged decisions):
-    /// `lua/batch/<name>.lua`.
+    /// The script deciding several calls of this algorithm in one call (`edgelimit scripts batch/<name>`).
     pub fn batch_script(self) -> &'static Script {
         match self {
             Algorithm::TokenBucket => &lua::BATCH_TOKEN_BUCKET,
@@ -93,10 +86,9 @@ impl Algorithm {
         }
     }
 
-    /// Whether a grant is logged as zset members that need a fresh id to name them (concurrency, sliding log). A
-    /// refund of such a grant must name a member that is still logged, so its receipt cannot be made up or used
-    /// twice; the other algorithms' receipts name a time or a window, which anyone can write (the bridge lets a
-    /// `limiter` token refund only grants that name members).
+    /// Whether a grant is logged as zset members named by a fresh id (concurrency, sliding log): a refund must name a
+    /// member still logged, so its receipt cannot be made up or used twice. Other receipts name a time or window,
+    /// which anyone can write, so the bridge lets a `limiter` token refund only these.
     pub fn names_grants(self) -> bool {
         matches!(self, Algorithm::Concurrency | Algorithm::SlidingLog)
     }
@@ -176,8 +168,8 @@ impl Quota {
         Quota::new(Algorithm::SlidingLog, limit, interval, limit)
     }
 
-    /// Any algorithm from its three numbers (as the CLI and stored configs carry them). `rate` matters only for
-    /// token bucket and GCRA; the others ignore it.
+    /// Any algorithm from its three numbers (as the CLI and stored configs carry them); `rate` matters only for token
+    /// bucket and GCRA.
     pub fn new(algorithm: Algorithm, limit: u32, interval: Duration, rate: u32) -> Result<Quota> {
         let limit = NonZeroU32::new(limit)
             .ok_or_else(|| Error::InvalidArgument(format!("the {algorithm} limit must be at least 1")))?;
@@ -219,15 +211,14 @@ impl Quota {
         self.interval_ms
     }
 
-    /// Permits refilled per interval (token bucket, GCRA); equal to the limit for the window algorithms and the
-    /// sliding log and 1 for concurrency, where it is unused.
+    /// Permits refilled per interval (token bucket, GCRA); the limit for the window algorithms and the sliding log, 1
+    /// for concurrency.
     pub fn rate(&self) -> u32 {
         self.rate.get()
     }
 
-    /// A request of `permits` under this quota as the algorithm's single-limit script reads it, and the script that
-    /// reserves permits too (`ARGV[1]`): `<permits>:<limit>:<interval ms>`, then `:<rate>` for the token bucket and
-    /// GCRA.
+    /// The request as the scripts read it (`ARGV[1]`): `<permits>:<limit>:<interval ms>`, then `:<rate>` for the token
+    /// bucket and GCRA.
     pub(crate) fn request_argument(&self, permits: u32) -> String {
         let (limit, interval) = (self.limit(), self.interval_ms);
         match self.algorithm {

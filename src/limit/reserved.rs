@@ -1,72 +1,13 @@
 //! Reserved permits: decisions with no round trip for the identifiers a client sees often, exact by construction
 //! (GCRA, fixed window, sliding log, concurrency).
 //!
-//! A [`Reserved`] limiter sends each request it cannot answer itself to Redis (`lua/reserve/<algorithm>.lua`), which
-//! decides it as the algorithm's plain decision and reserves, along with it, permits for the identifier: as many as
-//! the client asked for in the last span of the block's length. Each reserved permit has a span of the server's
-//! clock in which its use keeps every window within the limit (each script's comment has the argument):
-//! - **GCRA**: each permit is a slot, usable from its slot's end less the burst (so permits start on the pace the
-//!   limit refills at when the bucket is empty, at once when it has room) until its slot's start; slots start within
-//!   the block's length. When the bucket is busy a permit can wait almost the burst's whole time for its use. The
-//!   script marks where its slots end in the state, and a refund of a plain grant never moves TAT back over them.
-//! - **Fixed window**: the permits are counted in the current window, and usable until its last ms (at most 60 s).
-//!   A window with less than a quarter of the length left reserves nothing.
-//! - **Sliding log**: the permits are logged in tranches (up to 8 grants), each usable for the block's length from its
-//!   start (within the length, else fewer are reserved), and freeing one interval after that use may end. The permits
-//!   free now start at once; on a busy identifier the others start as grants free, each tranche no sooner than this
-//!   client's requests reach it at the pace they came lately (the client sends the pace). A tranche counts against the
-//!   limit from its start only, so the grants that free between this client's tranches go to other clients' decisions
-//!   instead of waiting unused for this client's requests. When this client is done with a tranche (used up, or its
-//!   span over), its next call for the identifier returns it: the unused permits free at once, the used ones one
-//!   interval after their use, in groups by the latest server time each use may have had (a return is idempotent: it
-//!   names the tranche's grant and absolute numbers). A tranche never returned (its identifier went cold) is held for
-//!   the length plus the interval.
+//! A [`Reserved`] limiter sends each request it cannot answer itself to the algorithm's reserve script, which
+//! decides it and reserves, along with it, permits for the identifier sized to this client's recent demand. Each
+//! permit has a span of the server's clock in which its use keeps every window within the limit; the client moves
+//! it to local time conservatively and loses what it does not use in time (under-admission, never over). Denials
+//! are remembered as the block cache does. [`ReservedAll`] does the same under several limits (`several.rs`).
 //!
-//! - **Concurrency**: the permits are logged as one grant (`lua/reserve/concurrency.lua`, the sliding log's script
-//!   with concurrency's decision), of the permits free now only (a lease is mostly released well before its expiry,
-//!   so booking the ones after it would hold permits idle), freeing one interval after the block's length. Within
-//!   the length the client lends them as leases: a lease given back with [`Reserved::release`] (or held for the
-//!   interval) is lent again, so at most the block's permits are out at once, each for at most the interval, all
-//!   within the grant's life. The block is returned as a sliding log's tranche is, naming the leases still out
-//!   (each frees one interval after it was lent; the others at once). A lease lent from the block has a local
-//!   receipt (`<permits>:local-<id>`) that only this client's [`Reserved::release`] knows; a request Redis decided
-//!   has its lease's usual receipt.
-//!
-//! The other algorithms reserve nothing: the token bucket's limit is GCRA's (use GCRA, whose state says where each
-//! slot lies); the sliding window is an estimate whose stated error a reservation would widen.
-//!
-//! What the client must keep, and how:
-//! - **Use within the span.** The spans are on the server's clock. A permit's start moves to local time from when
-//!   the reply arrived (after the server's `now`, so the local start falls after the server's), its end from when
-//!   the request left (before the server's `now`, so the local end falls before the server's), and the end less a
-//!   margin of a tenth of the span: clocks' rates drift, and in Workers the clock stands still between I/O.
-//! - **Size to demand.** What this client asked for the identifier in the last span of the block's length: a
-//!   client that sees an identifier once never reserves. A sliding log reserves a quarter of that, and no more than
-//!   the client was granted lately (see `SLIDING_LOG_SHARE`). Concurrency reserves the most permits this client held
-//!   at once lately (its leases lent and those Redis granted, with the request) besides the request, since a lease
-//!   is lent again: a client that holds one lease at a time reserves nothing.
-//! - **One reservation at a time.** A request that finds no permit while another request of this client is asking
-//!   Redis for the identifier waits for that reply (for two at most, none after a failed call) and looks again:
-//!   reservations made at once would each be sized to the whole demand. In Cloudflare Workers it asks Redis itself,
-//!   without reserving, instead: there a request that waits for another request's call is cancelled when that
-//!   request ends.
-//! - **What it costs.** A permit not used by its end is lost until the limit refills (GCRA), its window ends (fixed
-//!   window) or it frees (sliding log); a sliding log's permit is held from its start to its use; and on a GCRA
-//!   bucket that is not busy, a reservation skips the refill up to a quarter of the block's length from now, so
-//!   that its first permits have time to be used. `bench/reserved.mjs`
-//!   measures the grants against the limit's capacity. Only a sliding log's blocks are returned (see above): a GCRA
-//!   or fixed-window return would have to prove that no decision since was made against the permits it gives back.
-//! - **Denials** are answered locally too: until the next reserved permit starts, or as the block cache answers them
-//!   ([`BlockCache`]: until a denial's `retry_after`, for requests at least as large).
-//!
-//! Under several limits at once, [`ReservedAll`] keeps each limit's blocks as this module does, and grants locally
-//! when every limit has a permit (see `several.rs`).
-//!
-//! A decision from reserved permits carries how many are left as `remaining` (an estimate: other clients hold
-//! theirs), the `reset` of the reply that reserved them, and no receipt (a reserved grant is not refunded), but for
-//! a concurrency lease: its local receipt, to release it.
-//! `reset()` on the identifier, or a lowered quota, does not recall reserved permits: they run out within the burst's
-//! time (GCRA) or the block's length.
+//! The client's rules: docs/design/reserved-client.md; why each script is exact: docs/design/reserve.md.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -92,47 +33,43 @@ use crate::value::Value;
 mod several;
 pub use several::{ReservedAll, ReservedDecisions};
 
-/// The identifiers a client tracks at most (and the denials it remembers); past it, a new identifier is decided
-/// without reserving.
+/// The identifiers a client tracks at most (and the denials it remembers); past it, new ones are decided without
+/// reserving.
 const MAX_TRACKED: usize = 10_000;
 
-/// A reservation's call under way for this long was abandoned (see [`Pool::is_reserving`]): longer than any call
-/// lasts (a client's timeout is at most what a JS timer waits, but a reservation waited on so long helps no one).
+/// A reservation's call under way for this long was abandoned (see [`Pool::is_reserving`]).
 const ABANDONED_AFTER: Duration = Duration::from_secs(60);
 
-/// The returns one call carries at most, and the groups of uses one return names at most, as
-/// `lua/reserve/sliding_log.lua` accepts them.
+/// The returns one call carries at most, and the groups of uses one return names at most (the script's bounds).
 const MAX_RETURNS: usize = 100;
 const MAX_GROUPS: usize = 16;
 
 /// The times a request waits for another request's reservation at most (see [`Reserved::limit`]).
 const MAX_WAITS: u32 = 2;
 
-/// A sliding log reserves this part of what a client asked for in the last span of the block's length (see where
-/// it is used).
+/// A sliding log reserves this part of the recent demand on a contended log (see [`Reserved::block_and_pace`]).
 const SLIDING_LOG_SHARE: u32 = 4;
 
-/// The tranches one sliding-log reply holds at most (`lua/reserve/sliding_log.lua`).
+/// The tranches one sliding-log reply holds at most (the script's bound).
 const MAX_TRANCHES: usize = 8;
 
-/// How the mark of a lease lent from reserved permits begins (`<permits>:local-<id>`): no script's receipt begins
-/// so (theirs start with a digit), so such a receipt sent to Redis is refused, never taken for a grant.
+/// How a lease lent from reserved permits is marked (`<permits>:local-<id>`): script receipts start with a digit,
+/// so Redis refuses such a receipt, never takes it for a grant.
 const LOCAL_MARK: &str = "local-";
 
-/// A GCRA, fixed-window, sliding-log or concurrency limiter that reserves permits for the identifiers it sees often:
-/// see the module's docs.
+/// A GCRA, fixed-window, sliding-log or concurrency limiter that reserves permits for the identifiers it sees often
+/// (see the module's docs).
 #[derive(Debug, Clone)]
 pub struct Reserved {
     limiter: Limiter,
     quota: Quota,
-    /// The algorithm's script that decides and reserves (`lua/reserve/<algorithm>.lua`).
+    /// The algorithm's script that decides and reserves (`edgelimit scripts reserve/<algorithm>`).
     script: &'static Script,
     length: Duration,
     memory: Arc<Mutex<Memory>>,
 }
 
-/// What a client remembers: its reserved permits and demand per identifier (by state key), and the denials Redis
-/// gave it, which answer again until their `retry_after` as the block cache's rule allows.
+/// What a client remembers: reserved permits and demand per identifier (by state key), and Redis's denials.
 #[derive(Debug)]
 struct Memory {
     pools: HashMap<String, Pool>,
@@ -155,11 +92,9 @@ pub struct ReservedDecision {
     pub decision: Decision,
     /// True when it was made locally (from reserved permits, or a denial remembered): no round trip.
     pub local: bool,
-    /// For a grant, the span on the server's clock (unix ms) within which it is used: a reserved GCRA permit's span
-    /// (see the module's docs); for a fixed window's or sliding log's reserved permit, where this use falls on the
-    /// server's clock, from the local times the reservation left and arrived; or `[now, now]` for a request Redis
-    /// decided. (0, 0) for a denial, and for a request decided without reserving after Redis refused a reservation
-    /// (its receipt names when). What an exactness check counts it in.
+    /// For a grant, its span on the server's clock (unix ms): a GCRA slot's span, where a block's use falls given when
+    /// the reservation left and arrived, or `[now, now]` for a request Redis decided. (0, 0) for a denial and for a
+    /// plain decision after a refused reservation. What an exactness check counts it in.
     pub span: (u64, u64),
 }
 
@@ -168,27 +103,23 @@ pub struct ReservedDecision {
 struct Pool {
     /// Blocks not used up: more than one when this client's tasks asked Redis at the same time.
     blocks: Vec<Block>,
-    /// Returns of blocks this client is done with, for the next call to Redis for the identifier (sliding log: see
-    /// [`Block::grant`]).
+    /// Returns of blocks this client is done with, for its next call to Redis for the identifier.
     returns: Vec<String>,
-    /// Since when a request of this client is asking Redis for the identifier, if one is (see
-    /// [`Pool::is_reserving`]), and the requests waiting for its reply (see [`Reserved::limit`]).
+    /// Since when a request of this client is asking Redis for the identifier, and the requests waiting for its reply.
     reserving: Option<Instant>,
     waiters: Vec<oneshot::Sender<bool>>,
-    /// Permits asked in the current span of the block's length (from `span_started`), and in the one before; and
-    /// permits granted in the same spans.
+    /// Permits asked in the current span of the block's length (from `span_started`) and the one before; and permits
+    /// granted in the same spans.
     asked: u32,
     asked_before: u32,
     granted: u32,
     granted_before: u32,
     span_started: Option<Instant>,
-    /// The permits the limit had left for the identifier after this client's last call to Redis for it, if it made
-    /// one: a sliding log with room for more than this client asks is not contended (see
-    /// [`Reserved::block_and_pace`]).
+    /// The permits left for the identifier after this client's last call: a sliding log with room for more than this
+    /// client asks is not contended (see [`Reserved::block_and_pace`]).
     room: Option<u64>,
-    /// Concurrency: the most permits this client held at once in the current span and the one before (see
-    /// [`Pool::hold`]), and the leases Redis granted it that it has not released: their receipts, and when they
-    /// expire locally.
+    /// Concurrency: the most permits held at once in this span and the one before (see [`Pool::hold`]), and the
+    /// unreleased leases Redis granted, with when they expire locally.
     peak: u32,
     peak_before: u32,
     leases: Vec<(Receipt, Instant)>,
@@ -206,19 +137,17 @@ enum Schedule {
 /// What a block's permits were used for.
 #[derive(Debug, Clone)]
 enum Uses {
-    /// Grants (GCRA, fixed window, sliding log), in groups: how many, and the latest server time (unix ms) at which
-    /// the last of them may have been used, in the order used; at most [`MAX_GROUPS`], the last one taking in later
-    /// uses (a later time only frees them later).
+    /// Grants (GCRA, fixed window, sliding log), in at most [`MAX_GROUPS`] groups: how many, and the latest server time
+    /// (unix ms) the last of them may have been used (the last group takes in later uses).
     Grants(Vec<(u64, u64)>),
-    /// Concurrency: the leases lent out and not given back (released, or held for the interval). Only a build
-    /// with the `lend` feature has any (see [`Lending`]).
+    /// Concurrency: the leases lent out and not given back. Only a build with the `lend` feature has any.
     #[cfg_attr(not(feature = "lend"), allow(dead_code))]
     Loans(Vec<Loan>, Lending),
 }
 
-/// Whether this build lends reserved concurrency permits: `()` with the `lend` feature. Without it (the Worker's
-/// module: its rules have no concurrency limits) an empty type, so that no [`Uses::Loans`] can exist and the
-/// compiler leaves out every path that handles one (2.3 KB of the module, gzipped), with no `cfg` on each of them.
+/// Whether this build lends reserved concurrency permits: `()` with the `lend` feature, else an empty type, so no
+/// [`Uses::Loans`] can exist and the compiler drops every path handling one without a `cfg` on each (the Worker's
+/// rules have no concurrency limits).
 #[cfg(feature = "lend")]
 type Lending = ();
 #[cfg(not(feature = "lend"))]
@@ -247,20 +176,17 @@ struct Loan {
     lent: Instant,
 }
 
-/// Reserved permits: `next..=last` (counted from 1 as the script counts them) are the client's, each usable in its
-/// own span (see [`Block::span`]). For concurrency `next - 1` are lent out, and go back to the block as their
-/// leases are given back.
+/// Reserved permits: `next..=last` (counted from 1, as the script counts them) are the client's, each usable in its
+/// own span (see [`Block::span`]). For concurrency `next - 1` are lent out.
 #[derive(Debug, Clone)]
 struct Block {
     next: u64,
     last: u64,
     /// What the block's permits were used for: what a return says (see `grant`).
     uses: Uses,
-    /// Whether its span has ended: it lends nothing more (a concurrency block's permits come back while it lasts).
+    /// Whether its span has ended: it lends nothing more.
     ended: bool,
-    /// For a block that frees earlier when returned (a sliding log's tranche), the grant that logged it,
-    /// '<expiry>-<id>': when the client is done with the block, the next call for the identifier says when it used
-    /// its permits (`lua/reserve/log.lua`).
+    /// For a block returned when done (a sliding log's tranche), the grant that logged it, '<expiry>-<id>'.
     grant: Option<String>,
     /// Local times when the request left and the reply arrived, and the server's `now` between them.
     sent: Instant,
@@ -279,8 +205,8 @@ struct Reservation {
 }
 
 impl Block {
-    /// The `i`-th permit's span on the server's clock, in ms after `now`: for a GCRA slot, from its end less the
-    /// burst to its start (see `lua/reserve/gcra.lua`); else the block's one span, shared by its permits.
+    /// The `i`-th permit's span on the server's clock, in ms after `now`: for a GCRA slot, from its end less the burst
+    /// to its start; else the block's one span.
     fn span(&self, i: u64, quota: &Quota) -> (u64, u64) {
         match self.schedule {
             Schedule::Slots { charged } => {
@@ -293,8 +219,8 @@ impl Block {
         }
     }
 
-    /// Counts `count` permits used, the last of them at `latest` on the server's clock at the latest: a grant, or
-    /// for concurrency a lease lent (its local receipt is returned).
+    /// Counts `count` permits used, the last at `latest` (server clock) at the latest; for concurrency a lease lent,
+    /// whose local receipt is returned.
     fn record_use(&mut self, count: u64, latest: u64, now: Instant) -> Option<Receipt> {
         match &mut self.uses {
             Uses::Grants(groups) => {
@@ -347,15 +273,14 @@ impl Block {
         found
     }
 
-    /// What the client says when it is done with a block that is returned: '<grant>:<permits>' then each group of
-    /// uses, '<used>:<last use>' ('0:<now>' when none was used; for concurrency, when no lease is out).
+    /// What the client says when done with a returned block: '<grant>:<permits>' then each group of uses,
+    /// '<used>:<last use>' ('0:<now>' when none).
     fn return_of(&self, grant: &str) -> String {
         let mut text = format!("{grant}:{}", self.last);
         let groups = match &self.uses {
             Uses::Grants(groups) => groups.clone(),
             Uses::Loans(loans, _) => {
-                // The leases still out in at most MAX_GROUPS groups, in the order lent (which is the order of the
-                // latest time each may have been lent), each with the latest of its leases: later only frees later.
+                // The leases still out in at most MAX_GROUPS groups, in the order lent, each with its latest time.
                 let per_group = loans.len().div_ceil(MAX_GROUPS).max(1);
                 (loans.chunks(per_group))
                     .map(|chunk| {
@@ -374,10 +299,8 @@ impl Block {
         text
     }
 
-    /// The `i`-th permit's span in local time: its start from when the reply arrived (after the server's `now`),
-    /// plus a millisecond for a clock that reads whole milliseconds (a permit usable at the server's `now` is usable
-    /// from the reply on: that moment has passed); its end from when the request left (before the server's `now`),
-    /// less a margin of a tenth of the span.
+    /// The `i`-th permit's span in local time: start from the reply's arrival (+1 ms for a clock of whole ms), end from
+    /// the request's departure less a tenth of the span (clocks drift; a Worker's clock stands still between I/O).
     fn local_span(&self, i: u64, quota: &Quota) -> (Instant, Instant) {
         let (start, end) = self.span(i, quota);
         let margin = (end.saturating_sub(start) / 10).max(1);
@@ -405,8 +328,7 @@ impl Pool {
         self.asked = self.asked.saturating_add(permits);
     }
 
-    /// Concurrency: the permits this client holds now (leases lent from its blocks and those Redis granted it that
-    /// it has not released nor seen expire) with `permits` more, counted in the current span's peak.
+    /// Concurrency: counts the permits this client holds now, with `permits` more, in the current span's peak.
     fn hold(&mut self, permits: u32, now: Instant) {
         self.leases.retain(|(_, expires)| now < *expires);
         let lent = (self.blocks.iter())
@@ -417,17 +339,15 @@ impl Pool {
         self.peak = self.peak.max(holding);
     }
 
-    /// Concurrency: how many permits to reserve besides a request of `permits`: the most this client held at once
-    /// lately, with that request, less the request (a lease is lent again once given back, so what it needs is how
-    /// many it holds at once, not how many it asks). A client that holds one lease at a time reserves nothing.
+    /// Concurrency: how many to reserve besides a request of `permits`: the most held at once lately, less the request
+    /// (a lease is lent again once given back).
     fn held_at_once(&self, permits: u32) -> u32 {
         self.peak.max(self.peak_before).saturating_sub(permits)
     }
 
     /// How many permits to reserve besides a request of `permits`: what was asked lately, but for this request.
     fn demand(&self, permits: u32) -> u32 {
-        // Saturating: a request that waited for another's reply was counted in the span it came in, and `asked` may
-        // have started a new span since (with less).
+        // Saturating: a request that waited was counted in its span, and a new span may have started since.
         (self.asked.saturating_sub(permits)).max(self.asked_before)
     }
 
@@ -449,8 +369,7 @@ impl Pool {
         })
     }
 
-    /// What the block at `index`, whose permits for a request are usable from `usable_from` (see [`Pool::soonest`]),
-    /// answers now without taking them: allowed once they are usable, and how many it holds.
+    /// What the block at `index` answers now without taking its permits (usable from `usable_from`).
     fn standing(&self, index: usize, quota: &Quota, usable_from: Instant, now: Instant) -> Decision {
         let block = &self.blocks[index];
         Decision {
@@ -463,12 +382,11 @@ impl Pool {
         }
     }
 
-    /// The block whose `permits` next can be used soonest, from when and until when (local time), and its index:
-    /// after dropping the permits whose span has ended, and the blocks done (a sliding log's to be returned). `None`
-    /// when no block holds them.
+    /// The block whose next `permits` can be used soonest, from when and until when (local time), and its index, after
+    /// dropping ended permits and done blocks (queueing their returns).
     fn soonest(&mut self, permits: u32, quota: &Quota, now: Instant) -> Option<(Instant, Instant, usize)> {
         let count = u64::from(permits);
-        // Permits whose span has ended are lost (see the module's docs); a block that cannot give `permits` is done.
+        // Permits whose span has ended are lost; a block that cannot give `permits` is done.
         for block in &mut self.blocks {
             block.give_back(Duration::from_millis(quota.interval_ms()), None, now);
             match block.schedule {
@@ -478,8 +396,8 @@ impl Pool {
                         block.next += 1;
                     }
                 }
-                // One span for every permit: all have ended, or none (a block may hold many permits). A concurrency
-                // block with every permit lent out still lends each again when its lease is given back.
+                // One span for every permit: all have ended, or none. A concurrency block still lends permits given
+                // back.
                 Schedule::Span { .. } => {
                     if block.local_span(block.next, quota).1 <= now {
                         block.ended = true;
@@ -494,9 +412,8 @@ impl Pool {
         self.blocks.retain(|block| {
             let keep = match &block.uses {
                 Uses::Grants(_) => block.next + count - 1 <= block.last,
-                // A concurrency block whose span has ended lends nothing more, but while leases are still out it
-                // waits for them (for as long again as its span): returned then, the permits of leases given back
-                // free at once, instead of one interval after they were lent.
+                // An ended concurrency block waits for its leases (as long again as its span), so that returned then,
+                // the permits of leases given back free at once.
                 Uses::Loans(loans, _) => {
                     let (start, end) = block.local_span(1, quota);
                     !block.ended || (!loans.is_empty() && now < end + end.saturating_duration_since(start))
@@ -507,8 +424,7 @@ impl Pool {
             }
             keep
         });
-        // The `permits` next of each block are used at one moment: after the last one's start, before the first
-        // one's end. The block whose moment comes soonest answers.
+        // The next `permits` of a block are used at one moment: after the last one's start, before the first one's end.
         (self.blocks.iter().enumerate())
             .filter(|(_, block)| !block.ended && block.next + count - 1 <= block.last)
             .map(|(index, block)| {
@@ -531,18 +447,15 @@ impl Pool {
         let (start, end) = (block.span(last, quota).0, block.span(first, quota).1);
         let span = match block.schedule {
             Schedule::Slots { .. } => (start, end),
-            // Every permit of the block shares its span: the one of this use is narrower, from when it is on the
-            // server's clock at the earliest (measured from the reply's arrival) to the latest (from the request's
-            // departure). A return frees this use one interval after the latest (and a margin), so it is what a
-            // check must count.
+            // The block's permits share one span; this use's is narrower: from its earliest server time (since the
+            // reply arrived) to its latest (since the request left), which a return frees it after.
             Schedule::Span { .. } => (
                 (now.saturating_duration_since(block.received).as_millis() as u64).max(start),
                 ceil_ms(now.saturating_duration_since(block.sent)).min(end),
             ),
         };
-        // A return frees the use one interval after this (see `lua/reserve/log.lua`): the latest server time
-        // it may have had, with a margin for a clock that runs slow (1 ms and a hundredth of the time since the
-        // reservation left), as the span's end has its own.
+        // A return frees the use one interval after its latest server time, with a margin for a slow clock (1 ms and a
+        // hundredth of the time since the reservation left).
         let receipt = block.record_use(count, block.now + span.1 + 1 + span.1 / 100, now);
         let decision = Decision {
             success: true,
@@ -559,11 +472,8 @@ impl Pool {
         }
     }
 
-    /// Nothing worth keeping: no demand for two spans of `length` (what it asked then would no longer size a
-    /// block), no call under way, and no lease out that its holder may still release here. (Counting what it asked
-    /// instead kept every pool: a request always asks.) Its blocks and returns go with it: their unused permits are
-    /// lost and its tranches free by themselves, under-admission only. (Keeping every pool that holds a block kept,
-    /// for good, each identifier that asked twice and never came back: after 10,000 of them no new one reserved.)
+    /// Nothing worth keeping: no demand for two spans of `length`, no call under way, and no lease its holder may still
+    /// release here. Its blocks go with it: unused permits are lost, tranches free by themselves (under-admission).
     fn idle(&self, now: Instant, length: Duration) -> bool {
         let quiet = (self.span_started).is_none_or(|started| now.saturating_duration_since(started) >= 2 * length);
         let lending = self.leases.iter().any(|(_, expires)| now < *expires)
@@ -572,16 +482,14 @@ impl Pool {
     }
 
     /// Whether a request of this client is asking Redis for the identifier. A call under way for longer than
-    /// [`ABANDONED_AFTER`] was abandoned: its request's future was neither run to its end nor dropped (workerd may
-    /// leave a cancelled request's so), and its guard would then never say it ended: the identifier would never
-    /// reserve again, and its pool never be dropped.
+    /// [`ABANDONED_AFTER`] was abandoned (workerd may leave a cancelled request's future neither finished nor dropped);
+    /// else the identifier would never reserve again.
     fn is_reserving(&self, now: Instant) -> bool {
         (self.reserving).is_some_and(|since| now.saturating_duration_since(since) < ABANDONED_AFTER)
     }
 }
 
-/// The pool of the identifier whose state key is `key`, made if new; `None` when this client tracks
-/// [`MAX_TRACKED`] identifiers already, none of them idle (that identifier is then decided without reserving).
+/// The pool of `key`'s identifier, made if new; `None` when [`MAX_TRACKED`] identifiers are tracked, none idle.
 fn pool_of<'p>(
     pools: &'p mut HashMap<String, Pool>,
     key: &str,
@@ -594,9 +502,8 @@ fn pool_of<'p>(
     (pools.len() < MAX_TRACKED || pools.contains_key(key)).then(|| pools.entry(key.to_owned()).or_default())
 }
 
-/// A request asking Redis for an identifier's permits: when it ends, however (a reply, an error, or the call
-/// dropped), the pool is no longer reserving and the requests that waited for it are woken, told whether a reply
-/// came, to look again. Dropped after the reply's blocks are in the pool.
+/// A request asking Redis for an identifier's permits: when it ends, however, the pool is no longer reserving and
+/// its waiters are woken, told whether a reply came.
 struct Reserving<'a> {
     memory: &'a Mutex<Memory>,
     key: &'a str,
@@ -617,10 +524,9 @@ impl Drop for Reserving<'_> {
 }
 
 impl Reserved {
-    /// Reserves permits used within `length` (1 ms to 60 s; at most half the time a GCRA bucket takes to refill
-    /// from empty, or half a fixed window's, sliding log's or concurrency limit's interval) for `limiter`, whose
-    /// quota must be a GCRA, fixed-window, sliding-log or concurrency quota given in code, decided on the server's
-    /// clock.
+    /// Reserves permits used within `length` for `limiter`, whose quota must be a GCRA, fixed-window, sliding-log or
+    /// concurrency quota in code, on the server's clock. `length` is 1 ms to 60 s and at most half the bucket's refill
+    /// time (GCRA) or the interval.
     pub fn new(limiter: Limiter, length: Duration) -> Result<Reserved> {
         let (quota, script) = match limiter
             .quota
@@ -646,11 +552,8 @@ impl Reserved {
                 length.as_millis()
             )));
         }
-        // GCRA: on an idle bucket a reservation skips the refill of a quarter of its length (see the script): at most
-        // half the time the bucket takes to refill from empty keeps that to an eighth of the burst. A sliding log
-        // (and a concurrency block) holds reserved permits for the length beyond the interval, and a fixed window's
-        // reservations end with it: at most half the interval keeps what unused permits cost below half the limit's
-        // time.
+        // At most half the refill time keeps a GCRA reservation's skipped refill to an eighth of the burst; at most
+        // half the interval keeps what unused permits cost below half the limit's time.
         let (span_ms, why) = match quota.algorithm() {
             Algorithm::Gcra => (
                 quota.interval_ms() * u64::from(quota.limit()) / u64::from(quota.rate()),
@@ -676,8 +579,7 @@ impl Reserved {
         })
     }
 
-    /// The script that decides a request and reserves permits for `algorithm`, if it reserves any (see the module's
-    /// docs for why the others do not).
+    /// The script that decides a request and reserves permits for `algorithm`, if it reserves any.
     fn script_of(algorithm: Algorithm) -> Option<&'static Script> {
         match algorithm {
             Algorithm::Gcra => Some(&RESERVE_GCRA),
@@ -689,8 +591,7 @@ impl Reserved {
         }
     }
 
-    /// A client of the same limit that shares nothing with this one (no reserved permit, no remembered denial):
-    /// what another process or isolate would be. Clones share their reserved permits.
+    /// A client of the same limit sharing nothing with this one, as another process would be. Clones share permits.
     pub fn fresh(&self) -> Reserved {
         Reserved {
             memory: Arc::default(),
@@ -698,14 +599,13 @@ impl Reserved {
         }
     }
 
-    /// Takes `permits` for `id`: from permits this client reserved when it can (no round trip), else from Redis,
+    /// Takes `permits` for `id`: from this client's reserved permits when it can (no round trip), else from Redis,
     /// which may reserve more along with it.
     pub async fn limit<'i>(&self, id: impl Into<Identifier<'i>>, permits: u32) -> Result<ReservedDecision> {
         self.limiter.check_permits(permits)?;
         let identifier = id.into();
         let key = self.limiter.state_key(&identifier);
-        // How many times this request waited for another's reply (see below; then it has been counted already), and
-        // whether the last of those calls failed.
+        // How many times this request waited for another's reply (it was counted already), and whether the last failed.
         let (mut waits, mut failed) = (0, false);
         let (block, pace, returns, reserving) = loop {
             let reply_in = {
@@ -731,13 +631,9 @@ impl Reserved {
                     });
                 }
                 match pool {
-                    // Another request of this client is asking Redis for the identifier: its reply may answer this
-                    // one too. Two reservations at once would each be sized to the whole demand, and a block twice
-                    // too large leaves its permits idle (a sliding log's) or lost. A request waits for two calls
-                    // at most (the first may have left before this request's demand was seen), and for none after
-                    // one that failed (a store that times out); then it asks Redis itself, without reserving. So
-                    // no request waits for more than three calls' time, or two timeouts. In Cloudflare Workers
-                    // a request never waits for another's call (see `requests_may_wait_on_each_other`).
+                    // Another request of this client is asking Redis for the identifier: its reply may answer this one
+                    // too (two reservations at once would each be sized to the whole demand). Wait for two calls at
+                    // most, none after a failure; never in Workers (see `requests_may_wait_on_each_other`).
                     Some(pool)
                         if pool.is_reserving(now)
                             && waits < MAX_WAITS
@@ -751,7 +647,7 @@ impl Reserved {
                     Some(pool) if pool.is_reserving(now) => break (0, 0, Vec::new(), false),
                     Some(pool) => {
                         pool.reserving = Some(now);
-                        // Returns go with this call; at most 100 (the script's bound), the rest free by themselves.
+                        // Returns go with this call, at most MAX_RETURNS; the rest free by themselves.
                         let returns = pool.returns.drain(..).take(MAX_RETURNS).collect();
                         let (block, pace) = self.block_and_pace(pool, permits);
                         break (block, pace, returns, true);
@@ -763,8 +659,8 @@ impl Reserved {
             failed = !reply_in.await.unwrap_or(false);
             waits += 1;
         };
-        // However this call ends, the requests waiting for it look again (see `Reserving`).
-        // (Built only when reserving: a guard built and dropped would end another request's reservation.)
+        // However this call ends, the requests waiting for it look again. Built only when reserving: a guard built
+        // and dropped would end another request's reservation.
         let mut reserving = reserving.then(|| Reserving {
             memory: &self.memory,
             key: &key,
@@ -775,12 +671,8 @@ impl Reserved {
         let call = self.reserve_call(&key, permits, (block, pace, false), id.as_deref(), returns);
         let sent = Instant::now();
         let reply = match call.script.run(&self.limiter.client, &call.keys, &call.args).await {
-            // Redis refused the call (out of memory, loading, …): a reservation writes even when the request is
-            // denied, where a plain denial mostly writes nothing (a log's drops what has freed, which out of memory
-            // still allows) and may still be answered. Asked plainly then (one more round trip, only on this
-            // failure), so that a denial Redis can give is not left to the failure policy, which may admit. (A
-            // concurrency lease it grants is not counted in this client's next block's size: a smaller block,
-            // nothing else.)
+            // Redis refused the call (out of memory, loading, …): ask plainly, so that a denial Redis can give is not
+            // left to the failure policy, which may admit.
             Err(Error::Unavailable { .. } | Error::StoreFull(_)) => {
                 let decision = self.limiter.limit(&identifier, permits).await?;
                 return Ok(ReservedDecision {
@@ -805,7 +697,7 @@ impl Reserved {
             Some(block) if !decision.success => {
                 decision.retry_after = block.span(u64::from(permits), &self.quota).0 + 1
             }
-            // A concurrency denial's wait is an upper bound (leases are released sooner): never remembered.
+            // A concurrency denial's wait is an upper bound: never remembered.
             _ if algorithm == Algorithm::Concurrency => {}
             _ => memory.denials.block(&key, permits, sent, decision),
         }
@@ -815,7 +707,7 @@ impl Reserved {
             if decision.success {
                 pool.granted = pool.granted.saturating_add(permits);
             }
-            // A concurrency lease Redis granted: this client holds it until it releases it or it expires.
+            // A concurrency lease Redis granted: held until released or expired.
             if let Some(lease) = decision.receipt.filter(|_| algorithm == Algorithm::Concurrency) {
                 let expires = sent + Duration::from_millis(self.quota.interval_ms());
                 pool.leases.push((lease, expires));
@@ -828,16 +720,13 @@ impl Reserved {
         })
     }
 
-    /// What a reservation asks besides a request of `permits`, from this client's demand in `pool`: the block, and
-    /// for a sliding log the pace (see lua/reserve/log.lua, Pacing).
+    /// What a reservation asks besides a request of `permits`, from this client's demand: the block, and for a sliding
+    /// log the pace (ms between this client's requests).
     fn block_and_pace(&self, pool: &Pool, permits: u32) -> (u32, u64) {
         let (demand, pace) = match self.quota.algorithm() {
-            // A sliding log's tranches start as permits free, no sooner than this client's requests reach them at
-            // the pace they came lately (ms apart), but a tranche of several requests waits for the last of them. On
-            // a contended log a quarter of the demand keeps tranches to a request or two (eight at most), for more
-            // round trips (bench/reserved.mjs measures both): a permit held waiting for this client's requests is
-            // one no other client may use. A log that had room for all of it after this client's last call is not
-            // contended: the whole demand, which its room holds at once.
+            // On a contended log a quarter of the demand keeps tranches to a request or two: a permit held waiting for
+            // this client's requests is one no other client may use. A log that had room for all of it is not
+            // contended.
             Algorithm::SlidingLog => {
                 let asked = pool.demand(permits);
                 let lately = u64::from(asked) + u64::from(permits);
@@ -854,8 +743,7 @@ impl Reserved {
     }
 
     /// How far from now reserved permits may be used: the block's length, but a fixed window's until the window ends
-    /// (they are counted in it whenever they are used, and a block sized for the length need not be lost at its end:
-    /// at most 60 s, the scripts' bound).
+    /// (they are counted in it whenever used), at most 60 s.
     fn horizon(&self) -> u64 {
         let length = self.length.as_millis() as u64;
         match self.quota.algorithm() {
@@ -864,10 +752,8 @@ impl Reserved {
         }
     }
 
-    /// The call of the algorithm's reserve script for a request of `permits` on `key`, reserving `block` more with
-    /// the sliding log's `pace`, and taking the request too unless `only` (a request under several limits is decided
-    /// by all of them together: see [`ReservedAll`]). `id` is a log's fresh grant id; `returns`, its tranches this
-    /// client is done with.
+    /// The call of the reserve script for `permits` on `key`, reserving `block` more at the sliding log's `pace`, and
+    /// taking the request too unless `only` (see [`ReservedAll`]). `id` is a log's grant id; `returns`, its returns.
     fn reserve_call(
         &self,
         key: &str,
@@ -876,8 +762,7 @@ impl Reserved {
         id: Option<&str>,
         returns: Vec<String>,
     ) -> ScriptCall<'static> {
-        // Each reserved permit has at least a quarter of the length (the lead) to be used in: a round trip and the
-        // margin must fit.
+        // Each reserved permit has at least a quarter of the length (the lead) to be used in.
         let lead = (self.length.as_millis() as u64 / 4).max(1);
         let horizon = self.horizon();
         let only = if only { ":only" } else { "" };
@@ -897,8 +782,7 @@ impl Reserved {
         }
     }
 
-    /// The reply of [`reserve_call`](Reserved::reserve_call), sent at `sent` (local time), checked: the request's
-    /// decision and the blocks reserved with it.
+    /// The reply of [`reserve_call`](Reserved::reserve_call), sent at `sent`, checked: the decision and the blocks.
     fn read_reply(
         &self,
         reply: Value,
@@ -927,9 +811,8 @@ impl Reserved {
                 format!("{} numbers", numbers.len()),
             ));
         }
-        // The tranches, (permits, the fourth number): the first holds what the later ones leave of `reserved`. The
-        // fourth number is GCRA's slots' start (in units), a fixed window's end of use, a sliding log's start of use
-        // (its end is the horizon after it).
+        // The tranches as (permits, fourth number); the first holds what the later ones leave of `reserved`. The fourth
+        // number is GCRA's slots' start (units), a fixed window's end of use, or a sliding log's start of use.
         let mut tranches = vec![(reserved, fourth)];
         for pair in pairs.chunks(2) {
             tranches[0].0 = tranches[0].0.saturating_sub(pair[0]);
@@ -944,13 +827,13 @@ impl Reserved {
                 until: fourth.saturating_add(horizon),
             },
         };
-        // Uses past the horizon would be uses Redis did not count (a window's end past it; a log's start past it).
+        // Uses past the horizon would be uses Redis did not count.
         let well_formed = |&(count, fourth): &(u64, u64)| {
             (count > 0 || reserved == 0)
                 && !matches!(schedule_of(fourth), Schedule::Span { from, until } if from > horizon || until > from + horizon)
         };
-        // The server's clock within JS's exact integers, and GCRA's slots starting within what the script reserves
-        // from (the limit's units and the horizon's): bounds that keep every span's arithmetic far from overflow.
+        // Bounds that keep every span's arithmetic far from overflow: the clock within JS's exact integers, GCRA's
+        // slots within what the script reserves from.
         let rate = u64::from(self.quota.rate());
         let bounded = now <= 1 << 53
             && (algorithm != Algorithm::Gcra
@@ -978,8 +861,7 @@ impl Reserved {
                 ),
             ));
         }
-        // A concurrency lease Redis granted has the receipt the single-limit script would give it (its grant was
-        // logged by the same code: see lua/reserve/log.lua), to release it.
+        // A concurrency lease Redis granted has the receipt the single-limit script would give it.
         let lease = match (&id, algorithm) {
             (Some(id), Algorithm::Concurrency) if granted > 0 => {
                 let expiry = now.saturating_add(self.quota.interval_ms());
@@ -1002,7 +884,7 @@ impl Reserved {
                 last: count,
                 uses: Uses::none(algorithm),
                 ended: false,
-                // A tranche was logged to free one interval after its span (lua/reserve/log.lua).
+                // A tranche frees one interval after its span.
                 grant: id.as_ref().map(|id| {
                     let expiry = now.saturating_add(fourth + horizon + self.quota.interval_ms());
                     receipt::log_mark(expiry, id)
@@ -1017,18 +899,16 @@ impl Reserved {
         Ok(Reservation { now, decision, blocks })
     }
 
-    /// Forgets the denials Redis gave this client for `id`, which it would answer again until their `retry_after`:
-    /// after a reset of the identifier's state. Its reserved permits stay (see the module's docs).
+    /// Forgets the denials Redis gave this client for `id` (after a reset of its state). Reserved permits stay.
     pub fn forget_denials<'i>(&self, id: impl Into<Identifier<'i>>) {
         let key = self.limiter.state_key(id);
         let memory = &mut *self.memory.lock().unwrap_or_else(PoisonError::into_inner);
         memory.denials.forget(|denied| denied == key);
     }
 
-    /// Releases a concurrency lease this limiter granted: one lent from reserved permits goes back to them (no round
-    /// trip); one Redis granted is released there ([`Limiter::release`]). Returns `false` if it was not held any
-    /// more: released before, expired, or lent from a block this client has returned since (its permits then stay
-    /// held in Redis until the lease would expire: under-admission, never over).
+    /// Releases a concurrency lease this limiter granted: a lent one goes back to its block (no round trip), one Redis
+    /// granted is released there. `false` if it was no longer held (a lease from a block returned since stays held in
+    /// Redis until it would expire: under-admission).
     pub async fn release<'i>(&self, id: impl Into<Identifier<'i>>, lease: &Lease) -> Result<bool> {
         let id = id.into();
         match self.take_back(&id, lease) {
@@ -1037,10 +917,8 @@ impl Reserved {
         }
     }
 
-    /// The local part of [`release`](Reserved::release): for a lease lent from reserved permits, the release's
-    /// decision (`success`: whether it was out; `remaining`: the permits its block has to lend now, an estimate);
-    /// for a lease Redis granted, `None` (after forgetting it here: this client no longer holds it), to be released
-    /// in Redis.
+    /// The local part of [`release`](Reserved::release): for a lent lease, the release's decision (`remaining`: what
+    /// its block can lend now); for one Redis granted, `None` after forgetting it here.
     pub(crate) fn take_back(&self, id: &Identifier<'_>, lease: &Lease) -> Option<Decision> {
         let key = self.limiter.state_key(id);
         let memory = &mut *self.memory.lock().unwrap_or_else(PoisonError::into_inner);

@@ -2,14 +2,12 @@
 
 use crate::error::{Error, Result};
 
-/// The longest limiter name or key prefix, in bytes: names are chosen by operators, not by clients, and every key
-/// of every decision carries them.
+/// The longest limiter name or key prefix, in bytes: operators choose them, and every key carries them.
 pub(crate) const MAX_TAG_PART_BYTES: usize = 256;
 
-/// Checks a limiter name (or key prefix) that goes into a key's hash tag `{…}`: non-empty and free of braces, which
-/// would end the tag early and scatter a limiter's keys over several slots; free of NUL and at most
-/// [`MAX_TAG_PART_BYTES`] long, since a name is configuration, never a client's input (identifiers are that, and
-/// any identifier works: see [`crate::identifier`]).
+/// Checks a limiter name or key prefix, which goes into a key's hash tag `{…}`: non-empty and brace-free (a brace
+/// would scatter a limiter's keys over slots), NUL-free and at most [`MAX_TAG_PART_BYTES`] (a name is configuration,
+/// never a client's input).
 pub(crate) fn check_tag_part(what: &str, text: &str) -> Result<()> {
     if text.is_empty() || text.contains(['{', '}']) {
         return Err(Error::InvalidArgument(format!(

@@ -1,10 +1,8 @@
 //! A limit's state as Redis holds it, decoded: what the playground draws (through the npm package's `state`).
 //!
-//! One script (`lua/limits/inspect.lua`) reads the server's clock and every key in one atomic call, writing nothing,
-//! so the state of several limits is one consistent moment. The stored values are decoded here through checked
-//! parsers (a value in no known layout is [`Error::MalformedReply`], never a guess) and shown as they stand at that
-//! moment: a window that has ended counts nothing, a bucket has refilled, a permit that has freed is gone, exactly as
-//! the next decision would see them.
+//! One script (`inspect`) reads the server's clock and every key atomically, writing nothing, so several limits are
+//! read at one moment. Values are decoded by checked parsers (an unknown layout is [`Error::MalformedReply`]) and
+//! shown as the next decision would see them.
 
 use super::model::stored::{self, StoredView};
 use super::quota::{Algorithm, Quota};
@@ -14,8 +12,7 @@ use crate::identifier::Identifier;
 use crate::lua::INSPECT;
 use crate::value::Value;
 
-/// At most this many grants are listed for a sliding log or concurrency limit ([`StateDetail::Log`] still counts
-/// every permit held): enough to draw any window a person looks at, bounded for a limit of 100 000.
+/// At most this many grants are listed for a log ([`StateDetail::Log`] still counts every permit held).
 pub const LISTED_GRANTS: u32 = 1000;
 
 /// One identifier's state under one limit, at one moment of the Redis server's clock.
@@ -29,9 +26,8 @@ pub struct LimitState {
     pub key: String,
     /// The moment read: unix ms on the Redis server's clock (or the limiter's explicit time).
     pub now: u64,
-    /// Unix ms when the key expires: `now` plus Redis's `PTTL`, so on the server's clock only when `now` is, and to
-    /// within a millisecond (`PTTL` counts from the command's clock, `TIME` from the moment it is called). `None`
-    /// when there is no key (a fresh identifier) or it never expires.
+    /// Unix ms when the key expires (`now` plus `PTTL`, to within a millisecond); `None` when there is no key or it
+    /// never expires.
     pub expires_at: Option<u64>,
     /// The key's value as stored, for the algorithms that keep a string; `None` for a permit log or no key.
     pub stored: Option<String>,
@@ -64,8 +60,7 @@ pub enum StateDetail {
         window_start: u64,
         /// Permits granted in the current window.
         current: u64,
-        /// Permits granted in the previous window (its full count; [`StateDetail::weighted_count`] weighs it by how
-        /// much of it the sliding window still covers).
+        /// Permits granted in the previous window (its full count; see [`StateDetail::weighted_count`]).
         previous: u64,
     },
     /// Token bucket: the tokens in the bucket (fractional: it refills continuously).
@@ -75,8 +70,7 @@ pub enum StateDetail {
     },
     /// GCRA: the theoretical arrival time and the burst capacity it leaves.
     Gcra {
-        /// Unix ms (fractional: the emission interval need not be whole ms) when the limit is whole again; `now`
-        /// when it already is.
+        /// Unix ms (fractional) when the limit is whole again; `now` when it already is.
         tat: f64,
         /// Permits a burst could take now (fractional, as a token bucket's tokens).
         tokens: f64,
@@ -86,9 +80,8 @@ pub enum StateDetail {
 /// Permits one grant holds in a permit log.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HeldGrant {
-    /// The grant's id (for concurrency, the lease's) as the log holds it: sealed, the first 16 hex digits of the
-    /// SHA-1 of the id its receipt carries (`lua/limits/zset_log.lua`), so that whoever reads the state cannot
-    /// refund or release the grant.
+    /// The grant's id as the log holds it: sealed (the first 16 hex digits of the SHA-1 of the receipt's id), so
+    /// whoever reads the state cannot refund or release the grant.
     pub id: String,
     /// Permits it holds.
     pub permits: u32,
@@ -114,8 +107,8 @@ impl StateDetail {
     }
 }
 
-/// Reads the state of several limits, each for its identifier, in one round trip and at one moment. Limiters with
-/// a stored quota cost one more round trip each, to read it; without one it is [`Error::NotInitialized`].
+/// Reads the state of several limits, each for its identifier, in one round trip at one moment. A stored quota costs
+/// one more round trip each; a missing one is [`Error::NotInitialized`].
 pub async fn state_all<'i, I>(requests: &[(&Limiter, I)]) -> Result<Vec<LimitState>>
 where
     I: Into<Identifier<'i>> + Clone,
@@ -230,8 +223,7 @@ fn grants(flat: Vec<Value>) -> Result<Vec<HeldGrant>> {
     Ok(grants)
 }
 
-/// A string state brought to `now` by the model that decides (see [`model::stored`](super::model)), in the units a
-/// person reads.
+/// A string state brought to `now` by the model (see [`model::stored`](super::model)), in the units a person reads.
 fn decode_value(quota: &Quota, text: &str, now: u64) -> Result<StateDetail> {
     let (interval, rate) = (quota.interval_ms(), u64::from(quota.rate()));
     let full = u64::from(quota.limit()) * interval;

@@ -1,17 +1,10 @@
 //! A stored quota in the per-identifier layout: the client's copy of it, sent with each request as a quota in code.
 //!
-//! In the default layout the script reads a stored quota from the limiter's config hash, in the same slot as the
-//! state, atomically with the decision. In the per-identifier layout the state lives in the identifier's slot and
-//! the config hash in the limiter's, which on a Redis Cluster are different masters: no script can read both. So the
-//! client reads the config (`HMGET`) and keeps a copy, decides with the copy's numbers, and reads the config again
-//! **in the same round trip** as every decision ([`Batch`](super::batch) pipelines the `HMGET` after the script):
-//! when the config read there differs from the copy, the copy is dropped and the next decision reads afresh.
-//!
-//! What that costs in exactness: a decision may use the quota as it stood at this client's previous decision, so a
-//! change reaches each client one decision late (on a single Redis, or in the default layout, it applies at once).
-//! The comparison is of the config itself rather than of a version number, so that a change written by any client,
-//! of any release, is seen. A copy also expires after [`STALE_AFTER`], for the calls that do not pipeline the check
-//! (decisions across slots, refunds in bulk).
+//! There the config hash and the state live in different slots, so no script can read both. The client keeps a copy
+//! and re-reads the config in the same round trip as every decision ([`Batch`](super::batch) pipelines the `HMGET`);
+//! a difference drops the copy, so a change reaches each client one decision late. The config itself is compared,
+//! not a version, so a change by any client is seen. A copy also expires after [`STALE_AFTER`], for the calls that
+//! do not pipeline the check.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -53,8 +46,8 @@ impl StoredCopy {
         *self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = copy.map(|quota| (quota, Instant::now()));
     }
 
-    /// Compares the config read alongside a decision with the copy the decision used; a difference (or a config
-    /// gone) drops the copy. A reply that is not a config is left alone: the script's own reply says what failed.
+    /// Drops the copy when the config read alongside a decision differs from it (or is gone). A reply that is not a
+    /// config is left alone: the script's own reply says what failed.
     pub fn check(&self, used: Quota, read: Result<Value>) {
         if let Ok(Ok(read)) = read.map(|value| parse(value, "")) {
             if read != Some(used) {
@@ -74,8 +67,7 @@ pub(super) fn read_command(limiter: &Limiter) -> Command {
     Command::new("HMGET").arg(limiter.config_key()).args(FIELDS)
 }
 
-/// Makes sure every limiter that decides with a copy has a fresh one: reads the missing and stale ones, all in one
-/// round trip. No stored config is [`Error::NotInitialized`].
+/// Reads, in one round trip, the copies that are missing or stale. No stored config is [`Error::NotInitialized`].
 pub(super) async fn refresh<'a>(limiters: impl IntoIterator<Item = &'a Limiter>) -> Result<()> {
     let stale: Vec<&Limiter> = (limiters.into_iter())
         .filter(|limiter| uses_copy(limiter) && limiter.stored_copy.fresh().is_none())

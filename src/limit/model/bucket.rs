@@ -1,6 +1,5 @@
-//! Token bucket and GCRA: one decision over "units" (a permit is `interval` units; `rate` units return per ms; the
-//! limit holds limit × interval units), two ways to store it. A grant's receipt mark is its time; a refund gives back
-//! what the grant took less what has refilled since (see [`credit`]).
+//! Token bucket and GCRA: one decision over "units" (a permit is `interval` units; `rate` units return per ms),
+//! stored two ways. A grant's receipt mark is its time; a refund gives back what is still missing (see [`credit`]).
 
 use super::{Standing, Verdict};
 use crate::limit::Quota;
@@ -26,10 +25,8 @@ fn verdict(q: &Quota, now: u64, available: i128, permits: u64) -> Verdict {
     Verdict::new(allowed, retry_after, standing(available), standing(available - need))
 }
 
-/// Units a refund at `now` gives back for a grant of `permits` at `granted`: the grant took permits × interval units
-/// and `rate` units have come back every ms since, so at most permits × interval − (now − granted) × rate are still
-/// missing because of it (fewer if the bucket was full meanwhile). Crediting no more keeps the bucket at or below
-/// where it would be had the grant never been made.
+/// Units a refund at `now` gives back for a grant of `permits` at `granted`: what it took less what has refilled
+/// since, so the bucket never rises above where it would be had the grant never been made.
 fn credit(q: &Quota, now: u64, granted: u64, permits: u64) -> u64 {
     let taken = u128::from(permits) * u128::from(q.interval_ms());
     let refilled = u128::from(now - granted) * u128::from(q.rate());
@@ -80,8 +77,8 @@ impl TokenBucket {
     }
 }
 
-/// GCRA state: the theoretical arrival time as (whole ms, remainder in 1/rate ms); `None` is no debt. A remainder of
-/// 2^32 or more also marks where slots reserved for a client end (see [`Gcra::floor`]).
+/// GCRA state: the theoretical arrival time as (whole ms, remainder in 1/rate ms); `None` is no debt. A remainder
+/// of 2^32 or more also marks where slots reserved for a client end (see [`Gcra::floor`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Gcra(pub(super) Option<(u64, u64)>);
 

@@ -18,8 +18,7 @@ impl Concurrency {
         let held: u64 = self.0.iter().map(|&(_, permits, _)| permits).sum();
         let last_expiry = self.0.last().map_or(now, |&(expiry, _, _)| expiry);
         Verdict::of_log(q, now, permits, held, last_expiry, || {
-            // Until the soonest-expiring leases free the excess (never, for more than the limit: the scripts refuse
-            // such a request before deciding).
+            // Until the soonest-expiring leases free the excess (requests above the limit are refused before this).
             let (mut freed, excess) = (0, held + permits - u64::from(q.limit()));
             let enough = self.0.iter().find(|&&(_, lease_permits, _)| {
                 freed += lease_permits;

@@ -1,10 +1,6 @@
-//! Reference model: each algorithm's decision function in plain Rust, with time passed in (the injectable clock),
-//! written from the algorithm's definition rather than from the Lua.
-//!
-//! The property tests run the same random schedules through this model and through the scripts on a real Redis
-//! (with explicit time) and require identical decisions. The model keeps state forever where Redis lets a key
-//! expire; the scripts only expire state that no longer changes any decision, which is exactly what those tests
-//! check.
+//! Reference model: each algorithm's decision in plain Rust with time passed in, written from the algorithm's
+//! definition rather than from the Lua. The property tests require it and the scripts on a real Redis to decide
+//! alike on random schedules (which also checks that the scripts only expire state that no longer matters).
 
 mod bucket;
 mod concurrency;
@@ -49,9 +45,8 @@ impl Verdict {
         }
     }
 
-    /// The verdict of a limit whose grants hold their permits until they free (concurrency, sliding log): `held`
-    /// permits at `now`, the last of them freeing at `last_free` (`now` when none); `retry_after` is asked only when
-    /// the request does not fit.
+    /// The verdict of a limit whose grants hold permits until they free (concurrency, sliding log): `held` permits at
+    /// `now`, the last freeing at `last_free`; `retry_after` is asked only when the request does not fit.
     fn of_log(q: &Quota, now: u64, permits: u64, held: u64, last_free: u64, retry_after: impl FnOnce() -> u64) -> Self {
         let limit = u64::from(q.limit());
         let allowed = held + permits <= limit;
@@ -103,8 +98,7 @@ impl ModelLimit {
         self.quota
     }
 
-    /// The verdict on `permits` at `now`; changes nothing that matters (concurrency and the sliding log forget what
-    /// has expired).
+    /// The verdict on `permits` at `now`; changes nothing that matters (logs forget what has expired).
     pub fn decide(&mut self, now: u64, permits: u32) -> Verdict {
         let (q, n) = (&self.quota, u64::from(permits));
         match &mut self.state {
@@ -117,8 +111,8 @@ impl ModelLimit {
         }
     }
 
-    /// Records a grant of `permits` at `now` (call only after an allowing [`decide`](ModelLimit::decide) at the same
-    /// time) and returns its receipt, as the scripts do. `grant_id` names a concurrency or sliding log grant.
+    /// Records a grant of `permits` at `now` (after an allowing [`decide`](ModelLimit::decide) at the same time) and
+    /// returns its receipt, as the scripts do. `grant_id` names a log's grant.
     pub fn grant(&mut self, now: u64, permits: u32, grant_id: u64) -> Receipt {
         let (q, n) = (&self.quota, u64::from(permits));
         let mark = match &mut self.state {
@@ -146,9 +140,8 @@ impl ModelLimit {
             .expect("a receipt of whole numbers or hex digits")
     }
 
-    /// Gives back the grant `receipt` names at `now`, by the rules of [`Receipt`]. Returns whether anything was given
-    /// back, or [`Error::InvalidArgument`] for a receipt no grant of this limit made (more permits than the limit, a
-    /// time or window after `now`'s, a mark that is no number where one is expired), as the scripts refuse them.
+    /// Gives back the grant `receipt` names at `now` (see [`Receipt`]). Returns whether anything was given back, or
+    /// [`Error::InvalidArgument`] for a receipt no grant of this limit made, as the scripts refuse them.
     pub fn refund(&mut self, now: u64, receipt: &Receipt) -> Result<bool> {
         let (q, n) = (&self.quota, u64::from(receipt.permits()));
         let forged = || Error::InvalidArgument(format!("receipt {receipt} names no grant of this limit"));
@@ -184,8 +177,8 @@ impl ModelLimit {
     }
 }
 
-/// Removes the logged grant `grant` (expiry, permits, id) from `grants` if it is still held at `now`, as the scripts
-/// remove the one member that names it: a receipt with other permits or another expiry names no grant held.
+/// Removes the logged grant (expiry, permits, id) if still held at `now`, as the scripts remove the one member that
+/// names it.
 fn give_back_grant(grants: &mut Vec<(u64, u64, u64)>, now: u64, grant: (u64, u64, u64)) -> bool {
     let Some(index) = grants.iter().position(|&logged| logged == grant && grant.0 > now) else {
         return false;
@@ -194,9 +187,8 @@ fn give_back_grant(grants: &mut Vec<(u64, u64, u64)>, now: u64, grant: (u64, u64
     true
 }
 
-/// Decides several limits together, all or nothing, as the driver script does: each entry is a limit, the permits
-/// asked of it, and the id its grant gets if it is a concurrency or sliding log limit. Returns each limit's verdict
-/// and, when the request was granted, each one's receipt.
+/// Decides several limits together, all or nothing, as the driver script does: each entry is a limit, its permits
+/// and its grant id. Returns each verdict and, when granted, each receipt.
 pub fn decide_all(limits: &mut [(&mut ModelLimit, u32, u64)], now: u64) -> (Vec<Verdict>, Option<Vec<Receipt>>) {
     let verdicts: Vec<Verdict> = limits
         .iter_mut()

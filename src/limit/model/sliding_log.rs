@@ -28,9 +28,8 @@ impl SlidingLog {
         let fits = |at: u64| self.held(at) + permits <= u64::from(q.limit());
         let newest = self.0.iter().map(|&(free_at, _, _)| free_at).max().unwrap_or(now);
         Verdict::of_log(q, now, permits, self.held(now), newest, || {
-            // Nothing changes between the moments grants free, so the first of those at which the request fits is
-            // the exact wait, by the definition (there is one unless the request is above the limit, which the
-            // scripts refuse before deciding).
+            // Nothing changes between the moments grants free, so the first of those at which the request fits is the
+            // exact wait (one exists: the scripts refuse requests above the limit).
             let first = self
                 .0
                 .iter()

@@ -63,8 +63,8 @@ impl SlidingWindow {
         self.counts(q, now).0
     }
 
-    /// Gives back a grant of `permits` in `granted_in` (not after the current window) to that window's count, while
-    /// it counts (the current or the previous window); false when that gives nothing back.
+    /// Gives back a grant of `permits` in `granted_in` to that window's count while it counts (current or previous);
+    /// false when that gives nothing back.
     pub(super) fn refund(&mut self, q: &Quota, now: u64, granted_in: u64, permits: u64) -> bool {
         let (window, _, mut current, mut previous) = self.counts(q, now);
         let count = if granted_in == window {
@@ -83,8 +83,8 @@ impl SlidingWindow {
     }
 }
 
-/// The first ms at which `permits` fit, by search rather than algebra: scan this window, the next, then the start of
-/// the one after (where both counts have left). Slow, obviously right, and only used by the model.
+/// The first ms at which `permits` fit, by search rather than algebra: this window, the next, then the start of the
+/// one after. Slow, obviously right, used only by the model.
 fn first_fit(q: &Quota, window: u64, current: u64, previous: u64, permits: u64) -> u64 {
     let (limit, interval) = (u64::from(q.limit()), q.interval_ms());
     let fits = |weighted: u64, counted: u64, elapsed: u64| {

@@ -1,6 +1,6 @@
 //! The string states as the scripts store them (`tb:<units>:<at>`, `gcra:<ms>:<rem>`, `fw:<window>:<count>`,
-//! `sw:<window>:<current>:<previous>`; see each `lua/limits/<algorithm>.lua`), read back into the model's own
-//! state, so that [`limit::state`](crate::limit::state) shows a stored value through the same code that decides.
+//! `sw:<window>:<current>:<previous>`), read into the model's state, so [`limit::state`](crate::limit::state) shows
+//! a stored value through the code that decides.
 
 use super::bucket::{Gcra, TokenBucket};
 use super::fixed_window::FixedWindow;
@@ -33,8 +33,8 @@ pub(crate) enum StoredView {
 }
 
 /// Reads `text` (the key's value, '' for no key) as `quota`'s algorithm stores it and brings it to `now`. Another
-/// string algorithm's state is [`Error::ForeignState`], as the scripts refuse it; a value in no known layout is
-/// [`Error::MalformedReply`], never a guess (the scripts refuse such a value as foreign state too).
+/// algorithm's state is [`Error::ForeignState`] and an unknown layout [`Error::MalformedReply`], as the scripts
+/// refuse both.
 pub(crate) fn view(quota: &Quota, text: &str, now: u64) -> Result<StoredView> {
     let algorithm = quota.algorithm();
     let (_, tag, layout) = TAGS
@@ -70,10 +70,8 @@ pub(crate) fn view(quota: &Quota, text: &str, now: u64) -> Result<StoredView> {
     })
 }
 
-/// The numbers of `text` (the key's value, '' for none) as `algorithm`'s state, read as the scripts read it
-/// (lua/limits/foreign_value.lua): in its own layout, its state; no value is none; another string algorithm's
-/// state (two limits sharing a name with different algorithms) is foreign state, as the scripts refuse it; anything
-/// else is in no known layout, an error too.
+/// The numbers of `text` as `algorithm`'s state, read as the scripts read it: '' is none; another string
+/// algorithm's state (two limits sharing a name) is foreign; anything else is malformed.
 fn fields_of(algorithm: Algorithm, text: &str) -> Result<Option<Vec<u64>>> {
     match TAGS.iter().find(|(_, tag, _)| text.starts_with(tag)) {
         Some((tagged, tag, layout)) => {
@@ -95,8 +93,7 @@ fn no_string_state(algorithm: Algorithm) -> Error {
     Error::malformed("a string state", format!("a {algorithm} limit, which keeps a log"))
 }
 
-/// The whole numbers of `text`, separated by `:`, as many as `layout` names, as the scripts write them and read
-/// them back (Lua's `%d+`: digits only, so no sign), each below 2^53 as the scripts' arithmetic keeps them.
+/// The `:`-separated whole numbers of `text`, as many as `layout` names: digits only (Lua's `%d+`), below 2^53.
 fn numbers(text: &str, tag: &str, layout: &str) -> Result<Vec<u64>> {
     let malformed = || Error::malformed(format!("a stored state {tag}{layout}"), format!("{tag}{text}"));
     let numbers: Vec<u64> = text

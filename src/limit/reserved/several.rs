@@ -1,40 +1,11 @@
 //! Reserved permits under several limits at once ([`ReservedAll`]): a request granted with no round trip holds a
 //! reserved permit of every limit, all used at one moment.
 //!
-//! Each limit keeps its own blocks, reserved by its own script (`lua/reserve/<algorithm>.lua`) as a single limit's
-//! are and counted as that script counts them, so each limit stays exact whatever the others do: a use within a
-//! permit's span keeps every window of that limit within it (see [`Reserved`]). A request is granted locally only when
-//! every limit has its permits usable now; they are taken together, under every limit's lock (taken in order). Else
-//! Redis decides it under the limits that have none usable now (`lua/limits.lua`: all or nothing among them, as
-//! without reserving), and in the same round trip, right after that decision, each limit that has no reserved permit
-//! left for the request, now or to come, reserves (its reserve script with `:only`, which reserves without taking
-//! the request), sized to this client's demand as a single limit's are. When Redis grants, the other limits' permits
-//! are taken then, at the grant's moment: each limit's permit is a grant Redis counted or a reserved one used within
-//! its span. Only permits that stay usable for a round trip more (the one their block's reservation took) count as
-//! usable: should they run out meanwhile all the same, the request is denied, and what Redis granted is held unused
-//! until it frees (under-admission, never over).
-//!
-//! Denials are answered here too: until every limit's permits are usable, when that comes before any of them ends,
-//! and as Redis's last denial for the identifier said, until its `retry_after` (for requests at least as large).
-//!
-//! What it costs beyond a single limit's reservations: the permits of one limit left over while another's are
-//! decided by Redis wait for their use, and are lost when their span ends first (a sliding log's are returned). A
-//! limit whose reservation is under way is not asked again meanwhile: the requests that come meanwhile wait for its
-//! reply, as a single limit's do (for two calls at most, none after a failed one, and not in Cloudflare Workers), and
-//! then look again.
-//!
-//! Partial failure: the calls of one round trip are each atomic, not together. When the decision ran and a
-//! reservation failed because the store refused it or did not answer it (out of memory; a resend after `NOSCRIPT`
-//! that timed out), the decision stands and that limit has no block:
-//! a denial is a denial even while Redis cannot write, where handing the error to the failure policy would admit.
-//! Any other error of a reservation is the call's error (never absorbed by the policy), the other reservations'
-//! blocks are kept, and the decision stays recorded in Redis: a grant the caller never hears of holds its permits
-//! until they free (under-admission, never over). A reservation whose reply is lost (a timeout) holds its permits
-//! until its span ends or they free (a sliding log's tranches are never returned then).
-//!
-//! Concurrency limits do not reserve here: a lease lent from reserved permits goes back with its local receipt,
-//! and a grant under several limits has a receipt per limit, some lent and some Redis's; a [`Reserved`] with one
-//! concurrency limit lends them.
+//! Each limit keeps its own blocks, reserved and counted as a single limit's (see [`Reserved`]), so each stays exact
+//! whatever the others do. When not every limit has permits usable now, Redis decides the request under the limits
+//! that have none, all or nothing, and limits out of permits reserve in the same round trip. Concurrency limits do
+//! not reserve here (a grant would have one receipt per limit, some lent). The rules, costs and partial failures:
+//! docs/design/reserved-client.md.
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -53,38 +24,33 @@ use crate::rest;
 use crate::script::Script;
 use crate::time::Instant;
 
-/// GCRA, fixed-window and sliding-log limits that reserve permits together for the identifiers a client sees often:
-/// see the module's docs.
+/// GCRA, fixed-window and sliding-log limits that reserve permits together for the identifiers a client sees often.
 #[derive(Debug, Clone)]
 pub struct ReservedAll {
     /// One per limit, in order: each keeps that limit's blocks.
     parts: Vec<Reserved>,
-    /// The denials Redis gave this client, by the first limit's state key, which answer again until their
-    /// `retry_after` as the block cache's rule allows.
+    /// The denials Redis gave this client, by the first limit's state key.
     denials: Arc<Mutex<BlockCache>>,
 }
 
 /// One decision of a [`ReservedAll`], and where it was made.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReservedDecisions {
-    /// The decision speaking for every limit ([`Decisions::speaking_for_all`]): granted when every limit granted.
-    /// From reserved permits, `remaining` is the fewest a limit has left here (an estimate: other clients hold
-    /// theirs), and a grant has no receipt: a grant taken from reserved permits is not refunded.
+    /// The decision speaking for every limit ([`Decisions::speaking_for_all`]). From reserved permits, `remaining` is
+    /// the fewest a limit has left here (an estimate), and a grant has no receipt (it is not refunded).
     pub decision: Decision,
-    /// Each limit's part, in order: its decision, whether it was made here, and where its permit was used (see
-    /// [`ReservedDecision::span`]; a limit Redis decided has the span (0, 0) and, granted, its receipt, which names
-    /// when). Empty for a denial Redis gave before, answered again here.
+    /// Each limit's part, in order: its decision, whether it was made here, and its span (see
+    /// [`ReservedDecision::span`]; (0, 0) for a limit Redis decided). Empty for a remembered denial.
     pub limits: Vec<ReservedDecision>,
     /// True when it was made here, with no round trip.
     pub local: bool,
 }
 
-/// What [`ReservedAll::look`] found in this client's reserved permits: an answer, or what to ask Redis: which limits
-/// take their permits here once Redis grants the others', and the reservations to make.
+/// What [`ReservedAll::look`] found in the reserved permits: an answer, a reservation to wait for, or what to ask
+/// Redis (which limits take their permits here once Redis grants the others', and the reservations to make).
 enum Look {
     Answer(ReservedDecisions),
-    /// Another request of this client is reserving for the identifier: its reply may answer this one too (told
-    /// whether a reply came).
+    /// Another request of this client is reserving for the identifier: its reply may answer this one too.
     Wait(oneshot::Receiver<bool>),
     Ask {
         here: Vec<bool>,
@@ -92,8 +58,7 @@ enum Look {
     },
 }
 
-/// A reservation to make with a decision: the limit's index, the block, the pace and the returns (see
-/// [`Reserved::reserve_call`]).
+/// A reservation to make with a decision: the limit's index, the block, the pace and the returns.
 #[derive(Clone)]
 struct Plan {
     index: usize,
@@ -103,10 +68,9 @@ struct Plan {
 }
 
 impl ReservedAll {
-    /// Reserves permits used within `length` for every one of `limiters` (at least one), each with a GCRA,
-    /// fixed-window or sliding-log quota given in code and within the length's bound of [`Reserved::new`]. Requests
-    /// go through the first limiter's client, and in a Redis Cluster every limit's key must be in one slot (as for
-    /// [`limit_all`](crate::limit::limit_all)).
+    /// Reserves permits used within `length` for every one of `limiters` (at least one), each with a GCRA, fixed-window
+    /// or sliding-log quota in code (see [`Reserved::new`]). Requests go through the first limiter's client, and on a
+    /// Redis Cluster every key must be in one slot (as for [`limit_all`](crate::limit::limit_all)).
     pub fn new(limiters: Vec<Limiter>, length: Duration) -> Result<ReservedAll> {
         if limiters.is_empty() {
             return Err(Error::InvalidConfig(
@@ -123,7 +87,7 @@ impl ReservedAll {
                 limiter.name
             )));
         }
-        // One limit twice would be reserved and granted twice from one reading (see Batch::new).
+        // One limit twice would be reserved and granted twice from one reading.
         for (i, limiter) in limiters.iter().enumerate() {
             if (limiters[..i].iter()).any(|other| other.state_key("") == limiter.state_key("")) {
                 return Err(Error::InvalidConfig(format!(
@@ -141,8 +105,7 @@ impl ReservedAll {
         })
     }
 
-    /// A client of the same limits that shares nothing with this one: what another process or isolate would be.
-    /// Clones share their reserved permits.
+    /// A client of the same limits sharing nothing with this one, as another process would be. Clones share permits.
     pub fn fresh(&self) -> ReservedAll {
         ReservedAll {
             parts: self.parts.iter().map(Reserved::fresh).collect(),
@@ -150,17 +113,15 @@ impl ReservedAll {
         }
     }
 
-    /// Takes `permits` for `id` under every limit: from permits this client reserved when every limit has them
-    /// usable now (no round trip), else from Redis for the limits that have none, all or nothing, which may reserve
-    /// more for them.
+    /// Takes `permits` for `id` under every limit: locally when every limit has permits usable now, else from Redis for
+    /// the limits that have none, all or nothing, which may reserve more for them.
     pub async fn limit<'i>(&self, id: impl Into<Identifier<'i>>, permits: u32) -> Result<ReservedDecisions> {
         let id = id.into();
         for part in &self.parts {
             part.limiter.check_permits(permits)?;
         }
         let keys: Vec<String> = self.parts.iter().map(|part| part.limiter.state_key(&id)).collect();
-        // How many times this request waited for another's reservation (as a single limit's do: see
-        // `Reserved::limit`), and whether the last of those calls failed.
+        // How many times this request waited for another's reservation, and whether the last of those calls failed.
         let (mut waits, mut failed) = (0, false);
         let (here, plans) = loop {
             match self.look(&keys, permits, (waits, failed)) {
@@ -172,7 +133,7 @@ impl ReservedAll {
                 }
             }
         };
-        // However this call ends, each limit it reserves for is no longer reserving (see `Reserving`).
+        // However this call ends, each limit it reserves for is no longer reserving.
         let mut reserving: Vec<Reserving> = (plans.iter())
             .map(|plan| Reserving {
                 memory: &self.parts[plan.index].memory,
@@ -214,16 +175,14 @@ impl ReservedAll {
                         pool.room = Some(reservation.decision.remaining);
                     }
                 }
-                // The store refused the reservation or did not answer it (out of memory; a resend after NOSCRIPT that
-                // timed out): no block, and the decision stands (a denial made while the store cannot write is still
-                // a denial; as an error, the failure policy would admit it). Any other error is reported, never
-                // absorbed.
+                // The store refused the reservation or did not answer it: no block, and the decision stands (as an
+                // error, the failure policy could admit a denial). Any other error is reported, never absorbed.
                 Err(Error::StoreFull(_)) => {}
                 Err(error) if error.is_store_unavailable() => {}
                 Err(error) => failure = failure.or(Some(error)),
             }
         }
-        // (A reservation's error the policy never absorbs goes first: an unavailable decision must not hide it.)
+        // A reservation's error the policy never absorbs goes first: an unavailable decision must not hide it.
         if let Some(error) = failure {
             return Err(error);
         }
@@ -235,15 +194,13 @@ impl ReservedAll {
         Ok(answer)
     }
 
-    /// Looks for `permits` in every limit's reserved permits for the identifier whose state keys are `keys`: a grant
-    /// or a denial made here, a reservation to wait for, or what to ask Redis. `waits` is how many times this request
-    /// waited already (it was counted in the demand the first time), and `failed` whether the last call it waited
-    /// for failed.
+    /// Looks for `permits` in every limit's reserved permits: a local grant or denial, a reservation to wait for, or
+    /// what to ask Redis. `waits`: how many times this request waited already (counted in the demand the first time);
+    /// `failed`: whether the last call waited for failed.
     fn look(&self, keys: &[String], permits: u32, (waits, failed): (u32, bool)) -> Look {
         let mut memories = self.lock_all();
         let now = Instant::now();
-        // Each limit's permits for the request (from when, until when, in which block), and whether they stay
-        // usable for a round trip more.
+        // Each limit's permits (from when, until when, in which block), and whether they stay usable a round trip more.
         let mut found = Vec::with_capacity(self.parts.len());
         let mut lasting = Vec::with_capacity(self.parts.len());
         for ((part, memory), key) in self.parts.iter().zip(&mut memories).zip(keys) {
@@ -266,9 +223,8 @@ impl ReservedAll {
             .map(|(found, lasting)| *lasting && found.is_some_and(|(from, ..)| from <= now))
             .collect();
         if let Some(found) = found.iter().copied().collect::<Option<Vec<_>>>() {
-            // Every limit has permits for the request: taken now when all are usable; else a denial until they all
-            // are, if that comes before any of them ends (else Redis decides: a limit's permits would be gone by the
-            // time another's start).
+            // Every limit has permits: taken now when all are usable; else a denial until they all are, if that comes
+            // before any of them ends (else Redis decides).
             let everywhere = vec![true; self.parts.len()];
             if let Some(taken) = self.take_here(&mut memories, keys, permits, &everywhere, now) {
                 return Look::Answer(ReservedDecisions::made_here(taken.into_iter().flatten().collect()));
@@ -295,10 +251,8 @@ impl ReservedAll {
                 local: true,
             });
         }
-        // Another request of this client reserving for the identifier: as a single limit's requests do, this one
-        // waits for its reply (for two at most, none after a failed call, and never in Cloudflare Workers) rather
-        // than ask Redis at once: without it, a client whose reservation is under way sends every request meanwhile
-        // to Redis, and under load the calls that queue up time out before any reservation lands.
+        // Another request of this client is reserving for the identifier: wait for its reply, as a single limit's
+        // requests do; else under load the calls that queue up time out before any reservation lands.
         if waits < MAX_WAITS && !failed && rest::requests_may_wait_on_each_other() {
             let reserving = (self.parts.iter().zip(&mut memories).zip(keys))
                 .filter_map(|((_, memory), key)| memory.pools.get_mut(key))
@@ -316,13 +270,13 @@ impl ReservedAll {
             let Some(pool) = memory.pools.get_mut(key) else {
                 continue;
             };
-            // A limit with permits for the request, usable now or later (a GCRA slot or a sliding log's tranche
-            // still to start), has its block: reserving again would hold twice what this client uses.
+            // A limit with permits for the request, now or later, has its block: reserving again would hold twice what
+            // this client uses.
             if found.is_some() || pool.is_reserving(now) {
                 continue;
             }
             let (block, pace) = part.block_and_pace(pool, permits);
-            // Returns go with this call; at most 100 (the script's bound), the rest free by themselves.
+            // Returns go with this call, at most MAX_RETURNS; the rest free by themselves.
             let returns: Vec<String> = pool.returns.drain(..).take(super::MAX_RETURNS).collect();
             if block > 0 || !returns.is_empty() {
                 pool.reserving = Some(now);
@@ -337,8 +291,7 @@ impl ReservedAll {
         Look::Ask { here: usable, plans }
     }
 
-    /// Forgets the denial Redis gave this client for `id`, which it would answer again until its `retry_after`:
-    /// after a reset of the identifier's state. Its reserved permits stay (see [`Reserved`]).
+    /// Forgets the denial Redis gave this client for `id` (after a reset of its state). Reserved permits stay.
     pub fn forget_denials<'i>(&self, id: impl Into<Identifier<'i>>) {
         let key = self.parts[0].limiter.state_key(id);
         lock(&self.denials).forget(|denied| denied == key);
@@ -351,8 +304,8 @@ impl ReservedAll {
             .collect()
     }
 
-    /// Takes `permits` now from the reserved permits of each limit marked `here`, all of them or none: each one's
-    /// part of the grant (`None` for a limit not marked), or `None` when one has no permits usable now.
+    /// Takes `permits` now from each limit marked `here`, all or none: each one's part (`None` for one not marked), or
+    /// `None` when one has no permits usable now.
     fn take_here(
         &self,
         memories: &mut [MutexGuard<'_, Memory>],
@@ -380,9 +333,8 @@ impl ReservedAll {
         )
     }
 
-    /// The answer once Redis `decided` the limits not taken `here`: when it granted them, the others' permits are
-    /// taken now, all of them or none (then the request is denied, and Redis's grants are held unused until they
-    /// free).
+    /// The answer once Redis `decided` the limits not taken `here`: when it granted, the others' permits are taken now,
+    /// all or none (else the request is denied and Redis's grants are held unused until they free).
     fn complete(&self, keys: &[String], permits: u32, here: &[bool], decided: Decisions) -> ReservedDecisions {
         let taken = decided.success.then(|| {
             let mut memories = self.lock_all();
@@ -398,8 +350,8 @@ impl ReservedAll {
                 match taken.next().flatten() {
                     Some(taken) => taken,
                     None => ReservedDecision {
-                        // Not taken here: Redis's part; or permits held here for a request another limit denied, or
-                        // that ran out during the round trip.
+                        // Not taken here: Redis's part; or permits held for a request another limit denied, or that ran
+                        // out.
                         decision: decided.unwrap_or_else(|| untaken(part, !redis_granted)),
                         local: false,
                         span: (0, 0),
@@ -428,9 +380,8 @@ impl ReservedAll {
     }
 }
 
-/// A limit's part of a request that Redis did not decide and its reserved permits did not grant: `allowed` when they
-/// were there but another limit denied the request, else denied (they ran out while Redis decided the others: ask
-/// again). No standing or wait is known.
+/// A limit's part of a request that neither Redis nor its reserved permits decided: `allowed` when its permits were
+/// there but another limit denied, else denied (they ran out meanwhile). No standing or wait is known.
 fn untaken(part: &Reserved, allowed: bool) -> Decision {
     Decision {
         success: allowed,
