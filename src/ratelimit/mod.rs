@@ -1,10 +1,6 @@
 //! `Ratelimit`: the npm package's main class, in Rust. One or several limits per identifier decided in one round
-//! trip, an in-memory [`BlockCache`] of identifiers known to be denied, and a policy ([`OnError`]) for when the store
-//! is slow or down.
-//!
-//! The JS class of the same name is a thin wrapper over this type (see `js/ratelimit.js`): the decisions, the
-//! scripts, the protocol, the cache and the failure policy all live here, so the Worker, the npm package and the
-//! Rust API behave the same.
+//! trip, a [`BlockCache`] of identifiers known to be denied, and a policy ([`OnError`]) for when the store is down.
+//! The JS class (`js/ratelimit.js`) is a thin wrapper, so the Worker, the npm package and Rust behave the same.
 //!
 //! ```no_run
 //! # async fn demo() -> edgelimit::Result<()> {
@@ -32,12 +28,11 @@ use crate::limit::{self, KeyLayout, LimitState, Limiter, Quota, Receipt, DEFAULT
 use crate::rest::{Command, RestClient};
 use crate::time::{retry_until_granted, Attempt, Instant};
 
-/// What to answer when the store is unavailable (times out, is unreachable, answers 502–504 or 520–524, or Redis cannot
-/// serve now): see [`Error::is_store_unavailable`]. Every other error is returned, whatever the policy.
+/// What to answer when the store is unavailable (see [`Error::is_store_unavailable`]). Every other error is
+/// returned, whatever the policy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum OnError {
-    /// Fail open: allow the request (the default, as rate limiters usually should: an outage of the limiter must
-    /// not become an outage of the service).
+    /// Fail open: allow the request (the default: an outage of the limiter must not become one of the service).
     #[default]
     Allow,
     /// Fail closed: deny the request.
@@ -69,13 +64,12 @@ pub enum Reason {
     Decided,
     /// The block cache answered: the identifier was denied moments ago and cannot succeed yet. No round trip.
     Cache,
-    /// Permits this client reserved answered (see [`Options::reserve`]): no round trip; or, under several limits,
-    /// took part (one limit's reserved permit beside Redis's grant of the others). Its `remaining` is how many this
-    /// client has left, an estimate of the limit's.
+    /// Permits this client reserved answered, with no round trip (see [`Options::reserve`]), or took part beside
+    /// Redis's grant under several limits. `remaining` is an estimate.
     Reserved,
     /// The store did not answer in time; [`OnError`] decided.
     Timeout,
-    /// The store was unavailable otherwise (unreachable, HTTP 502–504 or 520–524, Redis loading, busy, failing over,
+    /// The store was otherwise unavailable (unreachable, 502–504 or 520–524, Redis loading, busy, failing over,
     /// read-only or out of memory); [`OnError`] decided.
     Error,
 }
@@ -89,7 +83,7 @@ impl Reason {
         }
     }
 
-    /// The JS spelling: `decided`, `cache`, `timeout`, `error`.
+    /// The JS spelling: `decided`, `cache`, `reserved`, `timeout`, `error`.
     pub fn as_str(self) -> &'static str {
         match self {
             Reason::Decided => "decided",
@@ -112,9 +106,8 @@ impl fmt::Display for Reason {
 pub struct Limit {
     /// What the limit allows.
     pub quota: Quota,
-    /// The name its keys are under (`<prefix>:{<name>}:<id>`); by default the algorithm and the interval, e.g.
-    /// `sliding_window-1000ms`, so that changing the limit keeps the state while changing the algorithm (whose state
-    /// has another shape) starts afresh.
+    /// The name its keys are under; by default the algorithm and interval (e.g. `sliding_window-1000ms`), so changing
+    /// the limit keeps the state while changing the algorithm starts afresh.
     pub name: Option<String>,
 }
 
@@ -143,22 +136,16 @@ impl Limit {
 pub struct Options {
     /// Before every key; default `edgelimit`.
     pub prefix: String,
-    /// Where state lives: [`KeyLayout::PerLimiter`] by default; [`KeyLayout::PerIdentifier`] on a Redis Cluster,
-    /// so that identifiers spread over its masters while all limits of one identifier stay one script.
+    /// Where state lives: [`KeyLayout::PerLimiter`] by default; [`KeyLayout::PerIdentifier`] on a Redis Cluster.
     pub layout: KeyLayout,
     /// What to answer when the store fails; default [`OnError::Allow`].
     pub on_error: OnError,
     /// How many denied identifiers the block cache remembers; 0 turns it off. Default 10 000.
     pub cache_entries: usize,
-    /// Reserve permits starting within this long for identifiers this client sees often, and grant them with no
-    /// round trip: for one GCRA, fixed-window, sliding-log or concurrency limit ([`limit::Reserved`]; leases lent
-    /// from reserved permits [`refund`](Ratelimit::refund) gives back to them), or for several GCRA, fixed-window
-    /// and sliding-log limits ([`limit::ReservedAll`]: a request is granted locally when every limit has a reserved
-    /// permit for it, else Redis decides it under the limits that have none, and the others' permits are taken once
-    /// it grants; a grant that took a reserved permit cannot be refunded). What it trades: reserved
-    /// permits not used within their spans are lost until the limit refills, their window ends or they free
-    /// (under-admission, never over), and `remaining` from reserved permits is an estimate. Default `None`: every
-    /// decision asks Redis.
+    /// Reserve permits usable within this long for identifiers this client sees often, and grant them with no round
+    /// trip ([`limit::Reserved`] for one limit, [`limit::ReservedAll`] for several). The price: unused reserved permits
+    /// are lost (under-admission, never over), `remaining` is an estimate, and a grant from reserved permits cannot be
+    /// refunded. Default `None`: every decision asks Redis.
     pub reserve: Option<Duration>,
 }
 
@@ -177,9 +164,8 @@ impl Default for Options {
 /// A decision and where it came from.
 #[derive(Debug)]
 pub struct Outcome {
-    /// The decision that speaks for all limits: when denied, the denying limit that frees last; when granted, the
-    /// limit with the fewest permits left. It carries the grant's receipt only when one limit decided: with several,
-    /// each limit's receipt is in its own decision in `limits`.
+    /// The decision that speaks for all limits (see [`limit::Decisions::speaking_for_all`]); with several limits, each
+    /// one's receipt is in its own decision in `limits`.
     pub decision: Decision,
     /// Who decided.
     pub reason: Reason,
@@ -281,8 +267,7 @@ impl Ratelimit {
         Ok(limiters)
     }
 
-    /// Takes `permits` for `id` under every limit, all or nothing, in one round trip (none when the block cache
-    /// knows the answer).
+    /// Takes `permits` for `id` under every limit, all or nothing, in one round trip (none when cached or reserved).
     pub async fn limit<'i>(&self, id: impl Into<Identifier<'i>>, permits: u32) -> Result<Outcome> {
         let id = id.into();
         match &self.reserved {
@@ -293,8 +278,7 @@ impl Ratelimit {
 
     /// A decision through reserved permits (which remember denials themselves): one limit's, or several limits'.
     async fn decide_reserved(&self, reserved: &Reservations, id: &Identifier<'_>, permits: u32) -> Result<Outcome> {
-        // The decision, whether it took reserved permits, and each limit's when Redis made any (none when it was
-        // made here; a limit whose permit was taken here has no receipt).
+        // The decision, whether it took reserved permits, and each limit's decision when Redis made any.
         let decided = match reserved {
             Reservations::One(reserved) => (reserved.limit(id, permits).await).map(|decided| {
                 let limits = if decided.local {
@@ -304,8 +288,7 @@ impl Ratelimit {
                 };
                 (decided.decision, decided.local, limits)
             }),
-            // A decision that took a limit's reserved permit is marked as one (its `remaining` is an estimate), even
-            // when Redis decided the others.
+            // A decision that took any reserved permit is marked as one (its `remaining` is an estimate).
             Reservations::All(reserved) => (reserved.limit(id, permits).await).map(|decided| {
                 let took = decided.limits.iter().any(|limit| limit.local && limit.decision.success);
                 let limits = match decided.local {
@@ -348,13 +331,11 @@ impl Ratelimit {
         retry_until_granted(timeout, longest_sleep, || self.limit(&id, permits)).await
     }
 
-    /// Gives back the grant of [`limit`](Ratelimit::limit) whose receipts are `receipts`: one per limit, in order,
-    /// as each limit's decision in [`Outcome::limits`] carries it. Each limit gives back exactly what its grant took
-    /// and its rule still allows (see [`Receipt`]); the decisions, one per limit, say whether it gave anything back
-    /// (`success`) and what is left. In one round trip, sent once: never again after a timeout or an I/O error.
-    /// A receipt no grant of that limit made is [`Error::InvalidArgument`] and credits nothing; if one limit's
-    /// refund fails, its error is returned and the others have given back. For a request that did not run: to end
-    /// the lease of one that did, [`release`](Ratelimit::release).
+    /// Gives back the grant of [`limit`](Ratelimit::limit) whose receipts are `receipts` (one per limit, in order, as
+    /// in [`Outcome::limits`]): each limit gives back exactly what its grant took, as far as its rule allows (see
+    /// [`Receipt`]). One round trip, sent once. A receipt no grant made is [`Error::InvalidArgument`]; if one limit's
+    /// refund fails, its error is returned and the others have given back. For a request that did not run; to end a
+    /// lease of one that did, [`release`](Ratelimit::release).
     pub async fn refund<'i>(&self, id: impl Into<Identifier<'i>>, receipts: &[Receipt]) -> Result<Vec<Decision>> {
         self.give_back(&id.into(), None, receipts, Returned::Grant).await
     }
@@ -370,12 +351,9 @@ impl Ratelimit {
             .await
     }
 
-    /// Ends the leases of a grant of [`limit`](Ratelimit::limit) whose work is done: of its receipts (as for
-    /// [`refund`](Ratelimit::refund), one per limit), only the concurrency limits' are given back, and the other
-    /// limits go on counting the grant, as the request it let through ran. (Refunding every receipt to end a lease
-    /// gave back the rate limits' permits too: each request, released, left room for another, and a limit of 3 per
-    /// minute let 10 through.) The decisions are the concurrency limits', in order; with none among the limits it
-    /// is [`Error::InvalidArgument`].
+    /// Ends the leases of a grant whose work is done: only the concurrency limits' receipts are given back, and the
+    /// other limits go on counting the grant, since its request ran. Returns the concurrency limits' decisions; with
+    /// none among the limits it is [`Error::InvalidArgument`].
     pub async fn release<'i>(&self, id: impl Into<Identifier<'i>>, receipts: &[Receipt]) -> Result<Vec<Decision>> {
         self.give_back(&id.into(), None, receipts, Returned::Leases).await
     }
@@ -392,7 +370,7 @@ impl Ratelimit {
     }
 
     /// Refunds and releases: what `returned` names of the grant `receipts` name, under this limiter's limits or
-    /// (for a grant of `limit_all`) `limits`.
+    /// `limits`.
     pub(crate) async fn give_back(
         &self,
         id: &Identifier<'_>,
@@ -429,7 +407,7 @@ impl Ratelimit {
                     .into(),
             ));
         }
-        // A concurrency lease lent from this limiter's reserved permits goes back to them, with no round trip.
+        // A lease lent from this limiter's reserved permits goes back to them, with no round trip.
         if let (Some(Reservations::One(reserved)), [receipt], None) = (&self.reserved, receipts, limits) {
             if let Some(released) = reserved.take_back(id, receipt) {
                 return Ok(vec![released]);
@@ -452,15 +430,14 @@ impl Ratelimit {
         limit::state_all(&requests).await
     }
 
-    /// Forgets `id`'s state under every limit (one `DEL`) and its cached denials. Returns whether there was any
-    /// state.
+    /// Forgets `id`'s state under every limit (one `DEL`) and its cached denials. Returns whether there was any.
     pub async fn reset<'i>(&self, id: impl Into<Identifier<'i>>) -> Result<bool> {
         let id = id.into();
         let keys = self.limiters.iter().map(|limiter| limiter.state_key(&id));
         let deleted = self.client.command(&Command::new("DEL").args(keys)).await?.into_int()? > 0;
-        // After the DEL: a denial Redis gave before it, remembered while it was under way, is forgotten too.
+        // After the DEL, so that a denial remembered while it was under way is forgotten too.
         if let Some(cache) = &self.cache {
-            // Every cached denial of this identifier, under any set of limits: their keys start with it.
+            // Every cached denial of this identifier, under any set of limits, starts with its key part.
             let identifier = cache_key_part(id.key_part());
             lock(cache).forget(|key| key.starts_with(&identifier));
         }
@@ -519,7 +496,7 @@ impl Ratelimit {
             .map(|quota| u64::from(quota.limit()))
             .min()
             .unwrap_or(0);
-        // Nothing is known of the store's state: no permits are promised and no wait is made up.
+        // Nothing is known of the store's state: no permits promised, no wait made up.
         let decision = Decision {
             success: self.on_error == OnError::Allow,
             limit,
@@ -537,9 +514,8 @@ impl Ratelimit {
     }
 }
 
-/// The block cache's key: the identifier's key part, then the limits' names (a denial under one set of limits says
-/// nothing of another set), each length-prefixed: no identifier or name, whatever it holds (NUL included), can make
-/// the key of another identifier or set of limits.
+/// The block cache's key: the identifier's key part, then the limits' names (a denial under one set says nothing
+/// of another), each length-prefixed so no text can make another identifier's or set's key.
 fn cache_key(limiters: &[Limiter], id: &Identifier<'_>) -> String {
     let mut key = cache_key_part(id.key_part());
     for limiter in limiters {

@@ -1,25 +1,14 @@
 //! The Redisson layout: Redisson's `RRateLimiter`, a sliding log under a named config that Java services share,
-//! done right. (The algorithm family's own sliding log, on any identifier, is `limit::Algorithm::SlidingLog`.)
+//! done right. (The family's own sliding log, per identifier, is `limit::Algorithm::SlidingLog`.)
 //!
-//! Every grant is logged with its time; a request is granted when the permits logged within the last interval plus
-//! the request stay within the rate. It is the most exact limiter (no boundary bursts, no approximation) and it keeps
-//! Redisson's Redis layout exactly, so a Java service using Redisson and an edge Worker using edgelimit can share
-//! one limiter. What it fixes, compared with Redisson:
+//! It keeps Redisson's Redis layout and key lifetimes exactly, so a Java service and edgelimit can share one limiter
+//! and never disagree on when a key vanishes. Unlike Redisson: time is the Redis server's; `retry_after` is the wait
+//! for *this* request's permits; missing or evicted state is rebuilt and bad input is a typed error; permits are
+//! counted by amount and [`release`](RedissonLimiter::release) never pushes availability above the rate; expired
+//! grants are removed by score range; any state a Redisson client can leave is read without over-admitting.
 //!
-//! - time is the Redis server's (an explicit time only on request, see [`RedissonLimiter::at`]);
-//! - a denied request's `retry_after` is the wait until enough permits are free for *this* request;
-//! - missing or evicted state is rebuilt, never a Lua error; bad input is a typed error;
-//! - permits are counted by amount; [`release`](RedissonLimiter::release) can never push availability above the rate;
-//! - expired grants are removed by score range, never by rescanning the whole log;
-//! - every state a Redisson client can leave (a counter without its log, a log without its counter, a counter above
-//!   the rate) is read without over-admitting or sticking, and the counter Java reads is never negative.
-//!
-//! Lifetimes are Redisson's, exactly, so that a Java client and edgelimit never disagree on when a key vanishes:
-//! with a keep-alive ([`Rate::with_keep_alive`], [`RedissonLimiter::set_keep_alive`]) every key lives that long past
-//! the last use; without one the state lives as long as the configuration, which is forever unless given an expiry
-//! ([`RedissonLimiter::expire`]). An idle limiter without either keeps its few keys (at most one log member per permit
-//! of the rate), as Redisson's does: an expiry of edgelimit's own would be unsafe against a Redisson writer, which
-//! never renews a TTL it did not set.
+//! Without a keep-alive or an expiry an idle limiter keeps its few keys, as Redisson's does: an expiry of
+//! edgelimit's own would be unsafe against a Redisson writer, which never renews a TTL it did not set.
 
 mod rate;
 
@@ -43,8 +32,8 @@ pub struct RedissonLimiter {
 }
 
 impl RedissonLimiter {
-    /// A handle on the limiter `name` (shared with Redisson's `getRateLimiter(name)`). Names may not contain `{` or
-    /// `}`: the name is the hash tag that keeps the limiter's keys in one Redis Cluster slot.
+    /// A handle on the limiter `name` (Redisson's `getRateLimiter(name)`). The name is the hash tag, so it may not
+    /// contain `{` or `}`.
     pub fn new(client: RestClient, name: &str) -> Result<RedissonLimiter> {
         crate::limit::slot::check_tag_part("limiter name", name)?;
         Ok(RedissonLimiter {
@@ -61,8 +50,8 @@ impl RedissonLimiter {
         self
     }
 
-    /// Decide at this explicit time (unix ms) instead of the Redis server's: for deterministic tests and for clients
-    /// that must share a limiter with a clock-based client. Production code should leave time to the server.
+    /// Decide at this explicit time (unix ms) instead of the Redis server's: for deterministic tests and for sharing a
+    /// limiter with a clock-based client.
     pub fn at(mut self, now_ms: u64) -> RedissonLimiter {
         self.now_ms = Some(now_ms);
         self
@@ -117,10 +106,9 @@ impl RedissonLimiter {
         self.write_rate(rate, mode, "set").await.map(drop)
     }
 
-    /// Changes the rate of an existing limiter and keeps the state (Redisson 4's
-    /// `updateRate(args.keepState(true))`): permits in use stay in use under the new rate, so raising the rate frees
-    /// the difference at once and lowering it denies until enough grants expire. Returns `false`, and writes
-    /// nothing, when no rate is set. A change of mode starts a full window (the state lives under other keys).
+    /// Changes the rate and keeps the state (Redisson 4's `updateRate(args.keepState(true))`): raising it frees the
+    /// difference at once, lowering it denies until enough grants expire. Returns `false`, writing nothing, when no
+    /// rate is set. A change of mode starts a full window (its state lives under other keys).
     pub async fn update_rate(&self, rate: Rate, mode: Mode) -> Result<bool> {
         self.write_rate(rate, mode, "update").await
     }
@@ -134,9 +122,9 @@ impl RedissonLimiter {
         }
     }
 
-    /// Changes the keep-alive of an existing limiter: with `Some`, the configuration and the state vanish after
-    /// that long without use (at least the interval), renewed by every use from either side; with `None`, they stay
-    /// until deleted (their expiry is cleared). Returns `false`, writing nothing, when no rate is set.
+    /// Changes the keep-alive: with `Some`, config and state vanish after that long unused (at least the interval),
+    /// renewed by every use from either side; with `None`, they stay. Returns `false`, writing nothing, when no rate is
+    /// set.
     pub async fn set_keep_alive(&self, keep_alive: Option<Duration>) -> Result<bool> {
         let ms = match keep_alive {
             Some(keep_alive) => crate::duration::whole_ms(keep_alive, "keep-alive")?.max(1),
@@ -145,9 +133,8 @@ impl RedissonLimiter {
         self.write_lifetime("keep_alive", ms).await
     }
 
-    /// Redisson's `expire`/`clearExpire`: with `Some`, every key of the limiter (its configuration and state)
-    /// vanishes at once after that long, unless a keep-alive renews it first; with `None`, the expiry is cleared.
-    /// Returns `false`, writing nothing, when no rate is set.
+    /// Redisson's `expire`/`clearExpire`: with `Some`, every key of the limiter vanishes after that long unless a
+    /// keep-alive renews it; with `None`, the expiry is cleared. Returns `false`, writing nothing, when no rate is set.
     pub async fn expire(&self, ttl: Option<Duration>) -> Result<bool> {
         let ms = match ttl {
             Some(ttl) => crate::duration::whole_ms(ttl, "expiry")?.max(1),
@@ -156,8 +143,7 @@ impl RedissonLimiter {
         self.write_lifetime("expire", ms).await
     }
 
-    /// Takes `permits` now if they are available. Denied is a [`Decision`] with `success == false` and the exact
-    /// `retry_after`; it consumes nothing.
+    /// Takes `permits` now if available. A denial has the exact `retry_after` and consumes nothing.
     pub async fn try_acquire(&self, permits: u32) -> Result<Decision> {
         let args = [permits.to_string(), crate::unique_id::next()];
         let verdict = self
@@ -171,9 +157,8 @@ impl RedissonLimiter {
         Ok(verdict.decision(verdict.status == Status::Granted))
     }
 
-    /// Takes `permits`, waiting as long as needed up to `timeout`: each denial says exactly when enough permits
-    /// free, so it sleeps that long and asks again. When that moment is already past the timeout it returns the
-    /// denial at once instead of waiting for nothing. Returns the last decision.
+    /// Takes `permits`, sleeping each denial's exact `retry_after`, up to `timeout`; returns a denial at once when its
+    /// wait is past the timeout. Returns the last decision.
     pub async fn acquire(&self, permits: u32, timeout: Duration) -> Result<Decision> {
         if self.now_ms.is_some() {
             return Err(Error::InvalidArgument(
@@ -200,8 +185,8 @@ impl RedissonLimiter {
         Ok(verdict.remaining)
     }
 
-    /// Gives back up to `permits` (newest grants first) and returns how many were given back: fewer than asked
-    /// when fewer are in use. Availability never exceeds the rate. Releasing 0 is a no-op, as Redisson's.
+    /// Gives back up to `permits` (newest grants first) and returns how many were given back. Availability never
+    /// exceeds the rate. Releasing 0 is a no-op, as Redisson's.
     pub async fn release(&self, permits: u32) -> Result<u64> {
         if permits == 0 {
             return Ok(0);

@@ -1,5 +1,5 @@
-//! Validated limiter settings: a rate that cannot be zero, an interval of whole milliseconds, a keep-alive that
-//! cannot be shorter than the interval.
+//! Validated Redisson limiter settings: a non-zero rate, whole-millisecond intervals, a keep-alive no shorter than
+//! the interval.
 
 use std::num::NonZeroU32;
 use std::time::Duration;
@@ -7,8 +7,7 @@ use std::time::Duration;
 use crate::duration::whole_ms;
 use crate::error::{Error, Result};
 
-/// How many permits a limiter grants per interval. Redisson packs permit counts as 32-bit unsigned integers, so
-/// that is the range here too.
+/// How many permits a limiter grants per interval (a u32, as Redisson packs permit counts).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Rate {
     permits: NonZeroU32,
@@ -29,9 +28,8 @@ impl Rate {
         })
     }
 
-    /// Lets the limiter (its configuration and state) vanish after `keep_alive` without any use (Redisson's
-    /// keepAliveTime, renewed by every use from either side). Without it the limiter stays until deleted or given an
-    /// expiry ([`RedissonLimiter::expire`](super::RedissonLimiter::expire)), as Redisson's.
+    /// Lets the limiter vanish after `keep_alive` unused (Redisson's keepAliveTime, renewed by every use from either
+    /// side). Without it the limiter stays until deleted or given an expiry, as Redisson's.
     pub fn with_keep_alive(mut self, keep_alive: Duration) -> Result<Rate> {
         let keep_alive_ms = whole_ms(keep_alive, "keep-alive")?;
         if keep_alive_ms < self.interval_ms {
