@@ -1,17 +1,9 @@
 //! The block cache: identifiers known to be denied until a time, kept in memory so that repeated denied requests
 //! cost no round trip.
 //!
-//! A denial for `permits` at time `t` with `retry_after` says that no request of `permits` or more can succeed
-//! before `t + retry_after` unless someone gives permits back. The cache remembers that until the deadline and
-//! answers such requests itself. Two choices keep it from ever denying what Redis would allow:
-//!
-//! - the deadline is counted from when the request was *sent*, not when the reply came back: Redis decided at some
-//!   moment in between, so the true deadline is no earlier, and the cache lets requests through to Redis a little
-//!   early rather than late;
-//! - a smaller request than the one denied is not answered from the cache: it may fit where the larger one did not.
-//!
-//! Limits whose capacity comes back before the deadline (concurrency leases released early) are never cached; see
-//! [`crate::ratelimit::Ratelimit`]. [`crate::limit::Reserved`] keeps one too, for the denials Redis gives it.
+//! It never denies what Redis would allow: a denial's deadline counts from when the request was *sent* (Redis
+//! decided later, so the true deadline is no earlier), and a smaller request than the one denied still goes to Redis
+//! (it may fit). Limits whose capacity can come back early (concurrency) are never cached.
 
 use std::collections::HashMap;
 use std::time::Duration;

@@ -1,6 +1,5 @@
-//! A rate-limiting decision: a value, whether the request was granted or not.
-//!
-//! Being denied is not an error. It is a [`Decision`] with `success == false` and the exact time to wait.
+//! A rate-limiting decision as a value: a denial is not an error but a [`Decision`] with `success == false` and the
+//! exact time to wait.
 
 use crate::error::Result;
 use crate::receipt::Receipt;
@@ -15,21 +14,18 @@ pub struct Decision {
     pub limit: u64,
     /// Permits still available after this decision.
     pub remaining: u64,
-    /// Unix time in ms when the limit is whole again if no further request comes (for the sliding log: when every
-    /// current grant has expired).
+    /// Unix ms when the limit is whole again if no further request comes.
     pub reset: u64,
     /// Milliseconds until this request could succeed; 0 when it did.
     pub retry_after: u64,
-    /// For a granted request, its receipt: what [`Limiter::refund`](crate::Limiter::refund) takes to give exactly
-    /// this grant back (for a concurrency limit, the lease to release). `None` when nothing was granted (or the
-    /// grant was given back already).
+    /// A grant's receipt: what [`Limiter::refund`](crate::Limiter::refund) takes to give exactly this grant back (for a
+    /// concurrency limit, the lease to release). `None` when nothing was granted.
     pub receipt: Option<Receipt>,
 }
 
 /// What every script replies per limit, the one wire shape of a decision: `{status, limit, remaining, reset,
-/// retry_after, last}`, in the algorithm family's scripts (`lua/limits/driver.lua`, six entries per limit of a
-/// flat reply) and the Redisson layout's (`lua/redisson/`) alike. `last` names what changed hands: a grant's
-/// receipt (text, empty when nothing was granted), or what a Redisson release gave back (a number).
+/// retry_after, last}`, from the family's and the Redisson layout's scripts alike. `last` is a grant's receipt (text,
+/// empty when none) or what a Redisson release gave back (a number).
 #[derive(Debug)]
 pub(crate) struct ScriptReply {
     pub status: Status,
@@ -63,8 +59,8 @@ pub(crate) enum Status {
 pub(crate) const REPLY_FIELDS: usize = 6;
 
 impl ScriptReply {
-    /// Decodes one limit's six entries, checking every one: another shape, an unknown status or a negative number
-    /// is [`Error::MalformedReply`](crate::Error::MalformedReply).
+    /// Decodes one limit's six entries, checking each: an unknown status or a negative number is
+    /// [`Error::MalformedReply`](crate::Error::MalformedReply).
     pub fn from_fields(fields: [Value; REPLY_FIELDS]) -> Result<ScriptReply> {
         let [status, limit, remaining, reset, retry_after, last] = fields;
         let status = match status.into_string()?.as_str() {
@@ -87,10 +83,9 @@ impl ScriptReply {
         })
     }
 
-    /// The verdict, unless it has more permits remaining than its limit, which no script of the algorithm family
-    /// replies (a proxy's invention would otherwise reach callers, and RateLimit headers, as if Redis had said it).
-    /// Not for the Redisson layout: a log a Redisson client left may hold more than the rate allows, and a release
-    /// that ran must not read as failed.
+    /// The verdict, unless it has more remaining than its limit, which no family script replies (a proxy's invention
+    /// would otherwise reach callers and RateLimit headers). Not for the Redisson layout, whose logs a Redisson client
+    /// may leave over the rate.
     pub(crate) fn checked(self) -> Result<ScriptReply> {
         if self.remaining > self.limit {
             return Err(crate::Error::malformed(

@@ -4,9 +4,8 @@ use std::time::Duration;
 
 use crate::error::{Error, Result};
 
-/// Parses a number followed by a unit: `ms`, `s`, `m`, `h` or `d` (spaces allowed between them; `sec`, `min`,
-/// `hour`, `day` and plurals are accepted too). A bare number is an error: milliseconds or seconds is exactly what
-/// a rate limit must not leave to a guess.
+/// Parses a number followed by a unit: `ms`, `s`, `m`, `h` or `d` (spaces allowed; `sec`, `min`, `hour`, `day` and
+/// plurals too). A bare number is an error: ms or s is what a rate limit must not leave to a guess.
 pub fn parse_duration(text: &str) -> Result<Duration> {
     let trimmed = text.trim();
     let split = trimmed
@@ -14,7 +13,7 @@ pub fn parse_duration(text: &str) -> Result<Duration> {
         .unwrap_or(trimmed.len());
     let (number, unit) = trimmed.split_at(split);
     let invalid = || {
-        // At most 100 bytes of the text, as the scripts' reject() quotes what they refuse.
+        // At most 100 bytes of the text, as the scripts quote what they refuse.
         let shown = crate::error::prefix(text, 100);
         Error::InvalidArgument(format!(
             "invalid duration {shown:?}: write a number and a unit, like \"250ms\", \"10 s\", \"1m\", \"2h\""
@@ -37,9 +36,9 @@ pub fn parse_duration(text: &str) -> Result<Duration> {
     Ok(Duration::new((ns / 1_000_000_000) as u64, (ns % 1_000_000_000) as u32))
 }
 
-/// `number` (digits with at most one `.`, and at least one digit) times `unit`, rounded to the nearest whole: exact
-/// decimal arithmetic, so `"0.3s"` is 300 ms to the nanosecond, and no float parser is linked into the wasm module
-/// (its tables were 10 KB of it). `None` for anything else, or a value past u128.
+/// `number` (digits with at most one `.`) times `unit`, rounded to the nearest whole, in exact decimal arithmetic:
+/// `"0.3s"` is 300 ms to the nanosecond, and no float parser is linked into the wasm module. `None` for anything
+/// else, or a value past u128.
 fn decimal_times(number: &str, unit: u128) -> Option<u128> {
     let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
     if whole.len() + fraction.len() == 0 || fraction.contains('.') {

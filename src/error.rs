@@ -1,13 +1,10 @@
-//! The one error type of the core.
-//!
-//! Every failure a caller can meet is a variant here, with a message that says what went wrong and what to do about
-//! it, and a stable [`Error::code`] that the JS surface exposes as `err.code`. A *denied* request is not an error:
-//! it is a decision value.
+//! The one error type of the core: every failure a caller can meet, with a message saying what to do and a stable
+//! [`Error::code`] (`err.code` in JS). A denied request is not an error but a decision.
 
 use std::time::Duration;
 
-/// Everything that can go wrong between the caller and Redis. `Clone`, because one failed request that carried
-/// several callers' commands (see `RestClient::command`) fails each of them alike.
+/// Everything that can go wrong between the caller and Redis. `Clone`: one failed request carrying several callers'
+/// commands fails each of them alike.
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -69,9 +66,8 @@ pub enum Error {
         source: std::sync::Arc<dyn std::error::Error + Send + Sync>,
     },
 
-    /// The endpoint answered with an HTTP error that is not a Redis command error: a 502, 503 or 504 while Redis is
-    /// down (the store is unavailable), or another status (500: the endpoint failed on this request; 413: the
-    /// request is too large for it; 404: a wrong URL), which no waiting fixes.
+    /// The endpoint answered an HTTP error that is not a Redis command error: 502–504 while Redis is down (the store is
+    /// unavailable), or another status (500, 413, 404, …) that no waiting fixes.
     #[error("the REST endpoint answered HTTP {status}: {message}{}", endpoint_advice(*.status))]
     Endpoint {
         /// HTTP status.
@@ -80,10 +76,9 @@ pub enum Error {
         message: String,
     },
 
-    /// Redis cannot serve now: it is loading its data (LOADING), running a long script (BUSY), failing over
-    /// (MASTERDOWN, TRYAGAIN, CLUSTERDOWN, READONLY: the endpoint reached a replica). The store is unavailable: a
-    /// failure policy (`onError`) may absorb it. READONLY has its own code, to alert on: a Redis that stays read-only
-    /// is a misrouted endpoint, not a passing failover.
+    /// Redis cannot serve now: loading (LOADING), running a long script (BUSY), failing over (MASTERDOWN, TRYAGAIN,
+    /// CLUSTERDOWN, READONLY). A failure policy may absorb it. READONLY has its own code, to alert on: a Redis that
+    /// stays read-only is a misrouted endpoint.
     #[error("the store cannot serve now: {}; {}", .message, unavailable_advice(.code))]
     Unavailable {
         /// Redis's error code word (`LOADING`, `BUSY`, …).
@@ -92,9 +87,9 @@ pub enum Error {
         message: String,
     },
 
-    /// The store is set up so that edgelimit cannot work with it: the token's Redis user may not run what the limiter
-    /// needs (NOPERM, NOAUTH, WRONGPASS), or the endpoint is a Redis Cluster node that does not route (MOVED, ASK,
-    /// CROSSSLOT). No waiting fixes it, so it is reported, never absorbed.
+    /// The store is set up so edgelimit cannot work with it: the token's user may not run what it needs (NOPERM,
+    /// NOAUTH, WRONGPASS), or the endpoint is a Cluster node that does not route (MOVED, ASK, CROSSSLOT). Never
+    /// absorbed.
     #[error("the store refused the call: {}; {}", .message, store_config_advice(.code))]
     StoreConfig {
         /// Redis's error code word (`NOPERM`, `MOVED`, …).
@@ -103,10 +98,9 @@ pub enum Error {
         message: String,
     },
 
-    /// Redis is out of memory and refuses writes (`OOM`): a grant cannot be recorded. Reported, never absorbed,
-    /// although the store answers no better than an outage: anyone who can send made-up identifiers (an invented API
-    /// key, a fresh IPv6 address) makes new keys, so a client could fill the store and then, were this absorbed by a
-    /// policy that fails open, pass every limit. Denials write nothing and are still answered.
+    /// Redis is out of memory and refuses writes (`OOM`), so no grant can be recorded. Never absorbed: anyone sending
+    /// made-up identifiers can fill the store, and a fail-open policy would then pass every limit. Denials are still
+    /// answered.
     #[error(
         "the store is out of memory and refuses writes, so no grant can be recorded: {0}; raise Redis's maxmemory (and \
          keep maxmemory-policy noeviction, which edgelimit needs); not absorbed by the failure policy, since clients \
@@ -114,9 +108,8 @@ pub enum Error {
     )]
     StoreFull(String),
 
-    /// A limit's key holds state edgelimit did not write there (Redis's WRONGTYPE, or a value in no layout the
-    /// scripts know): another program, or another limit with the same name and prefix, uses the key. Reported, never
-    /// absorbed: deciding on state of unknown meaning could admit anything.
+    /// A limit's key holds state edgelimit did not write (WRONGTYPE, or a value in no known layout): another program or
+    /// limit uses the key. Never absorbed: deciding on state of unknown meaning could admit anything.
     #[error(
         "a limit's key holds state edgelimit did not write ({0}): another program or another limit uses it; give the \
          limit another name or prefix, or delete the key"
@@ -165,19 +158,15 @@ impl Error {
         }
     }
 
-    /// True when the store is unavailable: it did not answer in time, could not be reached, answered HTTP 502, 503
-    /// or 504 (a gateway that could not reach it, or the endpoint saying it cannot serve) or 520 to 524 (Cloudflare
-    /// in front of an endpoint it could not reach), or Redis said it cannot serve now ([`Error::Unavailable`]).
-    /// These, and only these, are what a failure policy (`onError`) may absorb, failing open or closed. Every other
-    /// error is reported: a caller's mistake (an invalid argument, a request too large), a wrong token or store
-    /// set-up, foreign state in a limit's key, a reply that does not parse (a proxy's garbled answer is no proof the
-    /// store is down), a 500 or another 5xx (the endpoint failed on this request: the bridge answers its own bugs and
-    /// replies it cannot read so), a redirect, and any error edgelimit does not know. Turning those into "allowed"
-    /// would let requests past a limit by accident.
+    /// True when the store is unavailable: a timeout, a transport failure, HTTP 502–504 or 520–524 (Cloudflare could
+    /// not reach the endpoint), or Redis saying it cannot serve now ([`Error::Unavailable`]). Only these may a failure
+    /// policy absorb; every other error (a caller's mistake, a wrong token or set-up, foreign state, an unparsable
+    /// reply, another 5xx, a redirect, anything unknown) is reported, since turning it into "allowed" would let
+    /// requests past a limit by accident.
     pub fn is_store_unavailable(&self) -> bool {
         match self {
             Error::Timeout { .. } | Error::Transport { .. } | Error::Unavailable { .. } => true,
-            // 520–524: Cloudflare's answers for an origin it could not reach (an endpoint behind it, as Upstash's is).
+            // 520–524: Cloudflare's answers for an origin it could not reach.
             Error::Endpoint { status, .. } => matches!(status, 502..=504 | 520..=524),
             _ => false,
         }
@@ -188,10 +177,9 @@ impl Error {
         matches!(self, Error::Redis { code, .. } if code == "NOSCRIPT")
     }
 
-    /// Classifies an error reply from Redis (through the REST endpoint) by its code word, after removing what Redis
-    /// adds to an error raised inside a script: Redis 7 appends ` script: <sha1>, on @user_script:<line>.`, Redis 6
-    /// prefixes `ERR Error running script (call to f_<sha1>): @user_script:<line>: `, and a Lua runtime error
-    /// names `user_script:<line>: `.
+    /// Classifies an error reply from Redis by its code word, after removing what Redis adds to an error raised inside
+    /// a script (Redis 7's ` script: <sha1>, on @user_script:<line>.`, Redis 6's `ERR Error running script (call to
+    /// f_<sha1>): @user_script:<line>: `, a Lua runtime error's `user_script:<line>: `).
     pub(crate) fn from_redis_reply(reply: &str) -> Error {
         let message = without_script_location(reply);
         let code = message.split_whitespace().next().unwrap_or_default().to_owned();
@@ -224,8 +212,8 @@ impl Error {
     }
 }
 
-/// The longest start of `text` of at most `max_bytes` bytes that ends on a character boundary: how a message quotes
-/// a value it refuses without growing with it (a 1 MiB input must not make a 1 MiB message).
+/// The longest start of `text` of at most `max_bytes` bytes ending on a character boundary, so a message quoting a
+/// refused value does not grow with it.
 pub(crate) fn prefix(text: &str, max_bytes: usize) -> &str {
     let cut = (0..=max_bytes.min(text.len()))
         .rev()
@@ -247,8 +235,8 @@ fn without_script_location(reply: &str) -> String {
             message = &message[..at];
         }
     }
-    // Redis 6: `@user_script:<line>: ` before a Redis error, `user_script:<line>: ` before a Lua runtime error
-    // (which has no code word of its own: Redis calls it ERR, as Redis 7 does).
+    // Redis 6: `@user_script:<line>: ` before a Redis error, `user_script:<line>: ` before a Lua runtime error (which
+    // Redis calls ERR).
     if let Some(rest) = message.strip_prefix("ERR Error running script (call to f_") {
         if let Some((_, inner)) = rest.split_once("): ") {
             if let Some(located) = inner.strip_prefix("@user_script:") {
@@ -266,8 +254,7 @@ fn without_script_location(reply: &str) -> String {
     }
 }
 
-/// The text of a Lua runtime error after the line it names, `user_script:<line>: `, or `None`. No edgelimit script
-/// raises one on purpose, and its line means nothing to the caller.
+/// The text of a Lua runtime error after its `user_script:<line>: `, or `None`: the line means nothing to callers.
 fn after_lua_line(text: &str) -> Option<&str> {
     let (line, rest) = text.strip_prefix("user_script:")?.split_once(": ")?;
     line.bytes().all(|b| b.is_ascii_digit()).then_some(rest)
@@ -305,7 +292,7 @@ fn store_config_advice(code: &str) -> &'static str {
 fn endpoint_advice(status: u16) -> &'static str {
     match status {
         413 => "; the request is too large for the endpoint: send fewer or smaller commands",
-        // The bridge's answer when its memory for large responses is taken (a busy endpoint, not an outage).
+        // The bridge's answer when its memory for large responses is taken: busy, not an outage.
         429 => "; the endpoint is busy with other clients' large responses: retry shortly; not absorbed",
         // A browser's fetch shows a redirect it did not follow as status 0.
         0 | 300..=399 => {

@@ -1,18 +1,10 @@
 //! Identifiers: who a limit counts (an IP, an API key, a user), keyed by their exact bytes.
 //!
-//! An identifier becomes the last part of its state key, `<prefix>:{<name>}:<key part>`. Any identifier works, of
-//! any size and content, and two different identifiers never share a key:
-//!
-//! - the key part is the identifier itself when it is text (valid Unicode) of at most [`MAX_RAW_BYTES`] bytes that
-//!   does not start with `#`: readable keys for the common case (`edgelimit:{api}:203.0.113.7`);
-//! - otherwise it is `#` and 64 lowercase hex digits: the SHA-256 of a domain separator and the identifier's exact
-//!   bytes. A long identifier (a 1 MiB header) costs a fixed-size key and a small request, instead of a request the
-//!   endpoint refuses; an identifier starting with `#` is hashed so that no raw key part can ever equal a hashed one.
-//! - A JS string with lone surrogates (`"\uD800"`) is not valid Unicode: it is keyed by the SHA-256 of its exact
-//!   code units in WTF-8, under another domain separator than text, so it is neither confused with `"\uFFFD"` (what a
-//!   lossy conversion would make of it) nor with any text whose bytes happen to be the same.
-//!
-//! Key parts that start with `#` and are anything but `#` and 64 hex digits are free for edgelimit's own keys.
+//! Any identifier works, and two different ones never share a key. Text of at most [`MAX_RAW_BYTES`] bytes not
+//! starting with `#` is its own key part (readable keys); anything else is `#` and the SHA-256 of a domain separator
+//! and its exact bytes, so a huge identifier costs a fixed-size key. A JS string with lone surrogates is hashed as
+//! WTF-8 under another domain, so it is neither `"\uFFFD"` nor any text with the same bytes. Other key parts starting
+//! with `#` are free for edgelimit's own keys.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -29,9 +21,8 @@ const HASHED: char = '#';
 const TEXT_DOMAIN: &[u8] = b"edgelimit identifier, text\0";
 const WTF8_DOMAIN: &[u8] = b"edgelimit identifier, wtf-8\0";
 
-/// An identifier, as the key part it is stored under (see the module's docs). Build one from text with `From<&str>`
-/// (every method that takes an identifier takes `impl Into<Identifier>`, so `"203.0.113.7"` works as it is) or
-/// from a JS string's UTF-16 code units with [`Identifier::from_utf16`].
+/// An identifier, as the key part it is stored under (see the module's docs): from text with `From<&str>` (so
+/// `"203.0.113.7"` works as it is), or from a JS string's code units with [`Identifier::from_utf16`].
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Identifier<'a>(Cow<'a, str>);
 
@@ -48,8 +39,8 @@ impl<'a> Identifier<'a> {
 }
 
 impl Identifier<'static> {
-    /// The identifier a JS string names, from its UTF-16 code units, exactly: valid text is text (as `From<&str>`),
-    /// and a string with lone surrogates is keyed by its WTF-8 bytes, distinct from every other string.
+    /// The identifier a JS string names, from its UTF-16 code units: valid text is text, and a string with lone
+    /// surrogates is keyed by its WTF-8 bytes.
     pub fn from_utf16(units: &[u16]) -> Identifier<'static> {
         match String::from_utf16(units) {
             Ok(text) => Identifier::from(text.as_str()).into_owned(),
@@ -86,8 +77,7 @@ impl fmt::Display for Identifier<'_> {
     }
 }
 
-/// The hashed key part of `text` (what a text too long to be its own key part gets), for layouts that cannot take
-/// some raw text (see [`crate::limit::KeyLayout`]).
+/// The hashed key part of `text`, for layouts that cannot take some raw text (see [`crate::limit::KeyLayout`]).
 pub(crate) fn hashed_text(text: &str) -> String {
     hashed(TEXT_DOMAIN, text.as_bytes())
 }
@@ -103,8 +93,8 @@ fn hashed(domain: &[u8], bytes: &[u8]) -> String {
     key
 }
 
-/// WTF-8: UTF-8, except that a lone surrogate is encoded as the 3 bytes UTF-8 would give its code point. Written by
-/// hand because it is a dozen lines: no maintained crate of the registry does only this.
+/// WTF-8: UTF-8, except that a lone surrogate is encoded as the 3 bytes UTF-8 would give its code point. By hand:
+/// a dozen lines, and no maintained crate does only this.
 fn wtf8(units: &[u16]) -> Vec<u8> {
     let mut bytes = Vec::with_capacity(units.len() * 3);
     for unit in char::decode_utf16(units.iter().copied()) {

@@ -1,32 +1,30 @@
 //! # edgelimit
 //!
 //! Exact distributed rate limiting for the edge. Every decision is one HTTP round trip: an atomic Lua script sent
-//! with `EVALSHA` (falling back to `EVAL` on `NOSCRIPT`) to an Upstash-compatible Redis REST endpoint, so every edge
-//! location shares one exact limit, timed by the Redis server's clock.
-//!
-//! The same crate compiles natively (the `edgelimit` CLI, the tests) and to `wasm32-unknown-unknown` (the npm
-//! package and the Cloudflare Worker). It carries no server-side dependencies: the REST bridge lives in the CLI crate.
+//! with `EVALSHA` (`EVAL` on `NOSCRIPT`) to an Upstash-compatible Redis REST endpoint, so every edge location shares
+//! one exact limit, timed by the Redis server's clock. The crate compiles natively (the CLI, the tests) and to
+//! `wasm32-unknown-unknown` (the npm package, the Cloudflare Worker); the REST bridge lives in the CLI crate.
 //!
 //! ## Layout
 //!
 //! | module | concept |
 //! |---|---|
-//! | [`redisson`] | the Redisson layout: Redisson's `RRateLimiter` (a named sliding log shared with Java services), fixed: rates, the limiter handle |
-//! | [`limit`] | the algorithm family (token bucket, fixed and sliding window, GCRA, concurrency, sliding log), several limits in one round trip, the key layouts ([`limit::KeyLayout`]: per limiter, or per identifier for a Redis Cluster), reserved permits granted with no round trip ([`limit::Reserved`], and under several limits [`limit::ReservedAll`]), one limiter's concurrent decisions merged into one script call, and their reference [`limit::model`] |
+//! | [`redisson`] | Redisson's `RRateLimiter` layout (a named sliding log shared with Java services), fixed |
+//! | [`limit`] | the algorithm family, several limits in one round trip, key layouts, reserved permits, the model |
 //! | [`gate`] | the Cloudflare Worker's decisions: rules, request matching, client keys, RateLimit fields |
-//! | [`ratelimit`] | what the npm package's `Ratelimit` does: limits per identifier, the block cache, the failure policy |
+//! | [`ratelimit`] | the npm package's `Ratelimit`: limits per identifier, block cache, failure policy |
 //! | [`block_cache`] | denials remembered until their `retry_after`, so repeated denied requests cost no round trip |
 //! | [`decision`] | a decision as a value: `{success, limit, remaining, reset, retry_after}` |
 //! | [`receipt`] | what a grant returns and a refund names: `<permits>:<mark>` |
 //! | [`identifier`] | identifiers keyed by their exact bytes: raw when short text, else SHA-256 |
 //! | [`duration`] | human durations: `"10 s"`, `"250ms"`, `"1m"` |
 //! | [`time`] | waiting on every target (`acquire`) |
-//! | `unique_id` | ids for log grants and concurrency leases, unique per process; unguessable ids for local receipts |
-//! | `rare_paths` | paths most calls never take, compiled apart on wasm (a Worker's cold start compiles what it runs) |
+//! | `unique_id` | ids for grants and leases; unguessable ids for local receipts |
+//! | `rare_paths` | paths most calls never take, compiled apart on wasm (cold start compiles what it runs) |
 //! | [`error`] | the one error enum, with stable `EDGELIMIT_…` codes |
 //! | [`value`] | Redis replies as the REST protocol carries them, and their checked decoding |
-//! | [`rest`] | the REST client: one command, pipeline, multi-exec, base64, per-request timeout, coalescing concurrent commands into one request |
-//! | [`lua`] | every script Redis runs, each a whole file under `lua/` |
+//! | [`rest`] | the REST client: command, pipeline, multi-exec, timeouts, coalescing concurrent commands |
+//! | [`lua`] | every script Redis runs, built from `lua/` |
 //! | [`script`] | Lua scripts by SHA1: `EVALSHA`, then `EVAL` on `NOSCRIPT` |
 //! | `wasm` (wasm32 only) | the wasm-bindgen surface that JavaScript sees |
 //!

@@ -1,12 +1,9 @@
-//! Paths that many calls never take (an option of some configurations, a rare reply), compiled apart from the path
-//! they do take.
+//! Paths that many calls never take (an option of some configurations, a rare reply), compiled apart on wasm.
 //!
-//! V8 compiles a wasm function when it is first called, and then runs it unoptimised for a while, so a Worker's
-//! cold start pays for the bytes of code its first decision runs (README, "Why the wasm is this size"). An `async fn`
-//! awaited inside another is inlined into the caller's state machine, and so is compiled with it whether it runs or
-//! not. [`out_of_line`] boxes such a future as a trait object on wasm: its state machine becomes a function of its own,
-//! compiled only when that path is taken. Natively it is the future itself (nothing is compiled at run time there, and
-//! the caller's future stays `Send`).
+//! V8 compiles a wasm function on its first call, so a Worker's cold start pays for the code its first decision
+//! runs, and an awaited `async fn` is compiled into its caller's state machine whether it runs or not.
+//! [`out_of_line`] boxes such a future on wasm, making it a function of its own; natively it is the future itself
+//! (nothing compiles at run time, and the caller stays `Send`).
 
 use std::future::Future;
 

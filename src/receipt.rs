@@ -8,25 +8,22 @@ use crate::error::{Error, Result};
 /// The longest mark a receipt carries (the scripts refuse longer ones).
 const MAX_MARK: usize = 64;
 
-/// The receipt of a granted request: its permits and a mark naming the grant in its algorithm's terms. Give the
-/// grant back with [`Limiter::refund`](super::Limiter::refund), which gives back exactly what that grant took and
-/// the algorithm's rule still allows (see the README's "Refunds"), never more:
+/// The receipt of a granted request: its permits and a mark naming the grant.
+/// [`Limiter::refund`](super::Limiter::refund) gives back exactly what that grant took, as far as the algorithm's
+/// rule still allows:
 ///
-/// - token bucket, GCRA: the mark is the grant's server time `t0` (unix ms); a refund at server time `t` gives back
-///   `max(0, permits × T − (t − t0))` permits' worth, `T` = interval / rate (what has not refilled since);
-/// - fixed window: the mark is the grant's window index; the permits go back while that window is the current one;
-/// - sliding window: the window index too; the permits go back while it is the current or the previous window;
-/// - sliding log, concurrency: the mark is the grant's id (16 hex digits); the grant's permits go back while it
-///   still holds them (for a concurrency lease: it is released).
+/// - token bucket, GCRA: the mark is the grant's server time `t0`; a refund at `t` gives back what has not refilled
+///   since, `max(0, permits × T − (t − t0))` with `T` = interval / rate;
+/// - fixed window: the grant's window index; given back while that window is current;
+/// - sliding window: the window index; given back while it is the current or the previous window;
+/// - sliding log, concurrency: `<expiry>-<grant id>`; given back while the grant still holds its permits.
 ///
-/// Its text form, `<permits>:<mark>` (the mark of letters, digits, `_` or `-`, at most 64), is what the scripts
-/// return and take; parse it back with [`str::parse`] (the CLI prints and reads it, the npm package hands it out as
-/// a string). A receipt is good for one refund: it is not a bearer token the scripts remember, so a time or window
-/// receipt refunded twice gives back twice (each time within the rule); a log's grant is given back once.
+/// Its text form is `<permits>:<mark>` (a mark of at most 64 letters, digits, `_` or `-`). The scripts remember no
+/// receipts: a time or window receipt refunded twice gives back twice (each within the rule); a log's grant once.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Receipt {
     permits: u32,
-    /// The mark's bytes (ASCII), `mark_len` of them: inline, so that a [`Decision`](crate::Decision) stays `Copy`.
+    /// The mark's ASCII bytes, inline, so that a [`Decision`](crate::Decision) stays `Copy`.
     mark: [u8; MAX_MARK],
     mark_len: u8,
 }
@@ -40,23 +37,20 @@ impl Receipt {
         self.permits
     }
 
-    /// The mark naming the grant (see the table above).
+    /// The mark naming the grant (see [`Receipt`]).
     pub fn mark(&self) -> &str {
         // Only ASCII is ever stored (see `from_str`).
         std::str::from_utf8(&self.mark[..usize::from(self.mark_len)]).expect("an ASCII mark")
     }
 }
 
-/// How a log (concurrency, sliding log) names a grant, as its scripts do: `<expiry>-<grant id>`, its receipt's mark
-/// (and what a reserved tranche's return names).
+/// How a log names a grant, as its scripts do: `<expiry>-<grant id>`, its receipt's mark.
 pub(crate) fn log_mark(expiry: u64, id: &str) -> String {
     format!("{expiry}-{id}")
 }
 
-/// A fresh random id naming a grant the scripts log as zset members (concurrency, sliding log): 16 hex digits that
-/// no one can work out from other grants' ids. A refund needs only the receipt, so an id that could be guessed
-/// (it was a per-process prefix plus a counter: one receipt gave away the next) let a holder of one lease refund
-/// another's, and take a third lease over a limit of two.
+/// A fresh random id naming a logged grant: 16 hex digits no one can work out from other ids, since a refund needs
+/// only the receipt (a guessable id would let one lease's holder release another's).
 pub(crate) fn fresh_grant_id() -> String {
     format!("{:016x}", crate::unique_id::unguessable_u64())
 }
@@ -76,8 +70,7 @@ impl fmt::Debug for Receipt {
 impl FromStr for Receipt {
     type Err = Error;
 
-    /// Checks the form only (permits 1 to 2^32 − 1 in decimal, a mark of 1 to 64 letters, digits, `_` or `-`);
-    /// whether it names a grant of the limit is the script's to check, before it writes anything.
+    /// Checks the form only; whether it names a grant of the limit is the script's to check, before it writes anything.
     fn from_str(text: &str) -> Result<Receipt> {
         let invalid = || {
             let shown: String = text.chars().take(100).collect();

@@ -1,9 +1,6 @@
-//! Lua scripts and how they are run: `EVALSHA` first, `EVAL` only when Redis answers `NOSCRIPT`.
-//!
-//! A decision is one round trip in the steady state: the crate's scripts carry their SHA1 from the build (a
-//! script made with [`Script::new`] computes it once), and Redis keeps the text in its script cache after the
-//! first `EVAL`. After a restart, a `SCRIPT FLUSH` or a fail-over the cache is empty; the `NOSCRIPT` reply costs one
-//! extra round trip, once, and loses nothing because `EVALSHA` did not run.
+//! Lua scripts and how they are run: `EVALSHA` first, `EVAL` only when Redis answers `NOSCRIPT`. The crate's
+//! scripts carry their SHA1 from the build, so a decision is one round trip once Redis has cached the text; a
+//! `NOSCRIPT` (after a restart, a flush or a failover) costs one more, and loses nothing since nothing ran.
 
 use std::borrow::Cow;
 
@@ -76,8 +73,8 @@ impl Script {
         }
     }
 
-    /// Runs the script as [`run`](Script::run) does, with `then` sent behind it in the same pipeline (one round trip):
-    /// the script's reply, and theirs in order. On `NOSCRIPT` only the script is sent again, with its text.
+    /// Runs the script as [`run`](Script::run) does, with `then` behind it in the same pipeline: the script's reply,
+    /// and theirs in order. On `NOSCRIPT` only the script is sent again, with its text.
     pub async fn run_then<K: ToString, A: ToString>(
         &self,
         client: &RestClient,
@@ -98,9 +95,8 @@ impl Script {
         Ok((reply, replies.collect()))
     }
 
-    /// Runs several script calls in one pipeline (one round trip), each atomic on its own but not together. Calls
-    /// whose script was not cached are sent again with the full text, in a second pipeline; if that one fails, its
-    /// error is each of those calls' reply, and the other replies stand.
+    /// Runs several script calls in one pipeline, each atomic on its own but not together. Calls whose script was not
+    /// cached are resent with the text in a second pipeline; if that fails, its error is those calls' reply alone.
     pub async fn run_many(client: &RestClient, calls: &[ScriptCall<'_>]) -> Result<Vec<Result<Value>>> {
         let evalsha: Vec<Command> = calls
             .iter()
@@ -115,8 +111,7 @@ impl Script {
                 .iter()
                 .map(|&i| calls[i].script.eval_command(&calls[i].keys, &calls[i].args))
                 .collect();
-            // A second round trip that fails is the error of the calls it carried only: the others' replies are
-            // known, and a caller may act on them (a decision Redis made stands when a reservation beside it fails).
+            // The others' replies are known and stand: a decision Redis made stands when a reservation beside it fails.
             match client.pipeline(&eval).await {
                 Ok(resent) => {
                     for (i, reply) in missing.into_iter().zip(resent) {

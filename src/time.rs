@@ -1,8 +1,5 @@
-//! Waiting, on every target: tokio-free natively, `setTimeout` in wasm (Workers, Node, browsers).
-//!
-//! Only the waiting calls ([`acquire`](crate::redisson::RedissonLimiter::acquire),
-//! [`block_until_ready`](crate::limit::Limiter::block_until_ready)) read the local clock, and only to bound the wait.
-//! Decisions never read it: they use the Redis server's, unless a caller passes an explicit time.
+//! Waiting, on every target: tokio-free natively, `setTimeout` in wasm. Only the waiting calls read the local clock,
+//! to bound the wait; decisions use the Redis server's.
 
 use std::future::Future;
 use std::time::Duration;
@@ -25,8 +22,7 @@ impl Attempt for Decision {
 }
 
 /// Asks `attempt` until its answer is final or `timeout` runs out, sleeping each answer's wait (at most
-/// `longest_sleep`) in between. It never waits past the timeout and never gives up while time remains: after the last
-/// wait it asks once more. Returns the last answer (denied if the timeout ran out).
+/// `longest_sleep`) in between, and asking once more after the last wait. Returns the last answer.
 pub(crate) async fn retry_until_granted<T: Attempt, F: Future<Output = Result<T>>>(
     timeout: Duration,
     longest_sleep: Duration,
@@ -45,8 +41,8 @@ pub(crate) async fn retry_until_granted<T: Attempt, F: Future<Output = Result<T>
 
 /// Completes after `duration`.
 pub async fn sleep(duration: Duration) {
-    // A JS timer waits at most 2^31 - 1 ms and fires at once when given more (futures-timer passes the ms on), which
-    // would turn a long wait into a loop asking Redis a thousand times a second: a longer sleep is several.
+    // A JS timer given more than 2^31 - 1 ms fires at once, which would turn a long wait into a busy loop on Redis: a
+    // longer sleep is several.
     let mut left = duration;
     loop {
         let step = left.min(crate::rest::MAX_TIMEOUT);

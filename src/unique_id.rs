@@ -1,9 +1,6 @@
-//! Ids unique per process (a random prefix) and per id (a counter), for the Redisson layout's grants; and ids that
-//! cannot be guessed, for the family's logged grants (sliding log, concurrency) and lent leases, whose receipts are
-//! all a refund needs.
-//!
-//! Uniqueness matters: two equal members in one zset collapse into one, and the limiter would under-count. The
-//! scripts also guard against a collision (`ZADD NX`, `ZSCORE`), so 64 random bits suffice.
+//! Ids unique per process (a random prefix and a counter) for the Redisson layout's grants, and unguessable ids for
+//! the family's logged grants and lent leases, whose receipts are all a refund needs. Two equal members in one zset
+//! would collapse and under-count; the scripts also guard against collisions (`ZADD NX`), so 64 bits suffice.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
@@ -17,8 +14,7 @@ pub fn next() -> String {
     format!("{prefix:016x}:{}", COUNTER.fetch_add(1, Ordering::Relaxed))
 }
 
-/// An id that no one can work out from the ids before it: for a receipt, which one holder must not be able to forge
-/// for another's.
+/// An id no one can work out from the ids before it: one holder must not forge another's receipt.
 #[cfg(not(target_arch = "wasm32"))]
 pub fn unguessable_u64() -> u64 {
     use std::hash::BuildHasher;
@@ -27,9 +23,8 @@ pub fn unguessable_u64() -> u64 {
     (KEYS.get_or_init(Default::default)).hash_one(COUNTER.fetch_add(1, Ordering::Relaxed))
 }
 
-/// An id that no one can work out from the ids before it (see the native one): 64 bits of `crypto.getRandomValues`,
-/// which every JS runtime has (in a Worker, within a request, where leases are lent). Not `Math.random`, whose
-/// generator (V8's xorshift128+) can be worked out from a few of its outputs, which such receipts would show.
+/// An unguessable id (see the native one): 64 bits of `crypto.getRandomValues` (in a Worker, only within a
+/// request, where leases are lent). Not `Math.random`, whose generator can be worked out from a few outputs.
 #[cfg(target_arch = "wasm32")]
 pub fn unguessable_u64() -> u64 {
     let words = js_sys::Uint32Array::new_with_length(2);

@@ -1,9 +1,5 @@
-//! Redis replies as they arrive over the REST protocol, and their checked decoding.
-//!
-//! The REST endpoint maps RESP to JSON: integers become numbers, bulk and simple strings become strings (base64 when
-//! the client asked for `Upstash-Encoding: base64`), nil and a Lua `false` become `null`, arrays nest. [`Value`] is
-//! that mapping, and every accessor checks the shape instead of assuming it, so a reply that is not what a script
-//! promises becomes [`Error::MalformedReply`], never a panic.
+//! Redis replies as the REST protocol carries them (RESP mapped to JSON, strings base64), and their checked
+//! decoding: a reply not of the promised shape is [`Error::MalformedReply`], never a panic.
 
 use crate::error::{Error, Result};
 

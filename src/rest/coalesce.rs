@@ -1,20 +1,12 @@
 //! Coalescing: the commands and decisions that concurrent callers send through one client (and its clones) within
-//! one turn of the executor go to the endpoint as one `/pipeline` request, and each caller gets its own reply.
+//! one turn of the executor go as one `/pipeline` request, each caller getting its own reply. Common decisions of
+//! one algorithm and cluster slot share one call of its batch script (`batch/<algorithm>`), which decides them in
+//! order: through a REST endpoint a decision's price is mostly the request and the call, not the decision.
 //!
-//! Why: a decision is one script call, and its price through a REST endpoint is mostly the HTTP request, not the
-//! script; what a script call costs Redis beyond its decision (the call, its arguments, `TIME`) is most of a cheap
-//! algorithm's. So callers that decide at once (a burst in one Node process, `Promise.all` over identifiers) share
-//! one request, and their common decisions of one algorithm and cluster slot share one call of its batch script
-//! (`lua/limits/batch.lua`), which decides them one after the other, each on the state the ones before it left.
-//!
-//! How: the first entry of a turn starts a flush task, which yields once and then takes every entry queued by then.
-//! One command alone goes as `POST /`, exactly as without coalescing; a decision alone runs its single-limit script.
-//!
-//! Partial failure: a request that fails as a whole (timeout, transport, HTTP error) fails each of its commands with
-//! the same error, as each would have failed alone. One command's error is that command's alone, and so is one
-//! decision's inside a batch call (the script replies `'!'` and the error in its place). A batch call refused with
-//! `TRYAGAIN` (a slot being migrated holds some of its keys: nothing ran) is sent again as one call per decision,
-//! which Redis serves during the whole move. A caller that stops waiting loses only its reply.
+//! The first entry of a turn starts a flush task, which yields once and takes everything queued by then; one entry
+//! alone goes exactly as without coalescing. A request that fails as a whole fails each of its commands with that
+//! error; one command's or decision's error is its own. A batch refused with `TRYAGAIN` (a slot migrating; nothing
+//! ran) is resent as one call per decision.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -28,17 +20,17 @@ use crate::error::{Error, Result};
 use crate::script::Script;
 use crate::value::Value;
 
-/// The most bytes of commands (their JSON) one coalesced request carries: endpoints cap a request's body (the
-/// bridge at 1 MiB, Upstash at 1 MB on small plans), and a request above the cap fails every command in it.
+/// The most bytes of commands one coalesced request carries: endpoints cap a request's body (the bridge at 1 MiB,
+/// Upstash at 1 MB on small plans), and one above the cap fails every command in it.
 const MAX_REQUEST_BYTES: usize = 256 * 1024;
 
-/// A batch call decides at most this many decisions, of at most this many bytes of keys and arguments: one call
-/// holds Redis for all its decisions, and must fit in a request.
+/// A batch call's most decisions and bytes of keys and arguments: one call holds Redis for all of them, and must fit
+/// in a request.
 const MAX_DECISIONS_PER_CALL: usize = 256;
 const MAX_BYTES_PER_CALL: usize = 64 * 1024;
 
 /// A common decision (one limit with its quota in the request, on the server's clock), which may share a call of
-/// its algorithm's batch script with others.
+/// its algorithm's batch script.
 #[derive(Debug)]
 pub(crate) struct MergeableDecision {
     /// The algorithm's single-limit script, which decides it alone.
@@ -69,7 +61,7 @@ pub(super) struct Queue(Mutex<Vec<(Entry, Reply)>>);
 impl Queue {
     /// Queues an entry; true when it is the first of its request, whose caller starts the flush.
     fn push(&self, entry: Entry, reply: Reply) -> bool {
-        // A panic never happens while the lock is held (a push or a take), so a poisoned queue is still whole.
+        // Nothing panics while the lock is held, so a poisoned queue is still whole.
         let mut queue = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         queue.push((entry, reply));
         queue.len() == 1
@@ -91,8 +83,8 @@ enum Call {
 }
 
 impl Call {
-    /// The command sent, by SHA1 or (`eval`) with its script's text: a batch call names its decisions' keys, then
-    /// their requests, then a log's grant ids.
+    /// The command sent, by SHA1 or (`eval`) with the script's text: a batch call names its keys, then the requests,
+    /// then a log's grant ids.
     fn command(&self, eval: bool) -> Command {
         let (script, keys, args): (&Script, Vec<&str>, Vec<&str>) = match self {
             Call::Command(command, _) => return command.clone(),
@@ -115,8 +107,8 @@ impl Call {
         }
     }
 
-    /// Hands each caller its reply. A script Redis did not have (`NOSCRIPT`) is sent again with its text; a batch
-    /// call refused with `TRYAGAIN` as one call per decision; each in a task of its own.
+    /// Hands each caller its reply. `NOSCRIPT` is resent with the script's text; a batch refused with `TRYAGAIN` as one
+    /// call per decision; each in a task of its own.
     fn answer(self, client: &RestClient, reply: Result<Value>) {
         match (self, reply) {
             (call @ (Call::Alone(..) | Call::Batch(_)), Err(error)) if error.is_noscript() => {
@@ -151,8 +143,7 @@ impl Call {
 }
 
 impl RestClient {
-    /// Runs `entry` in the next request this client sends, with the entries of other callers queued in the same turn
-    /// on `queue` (the client's).
+    /// Runs `entry` in the next request this client sends, with the other callers' entries queued this turn.
     pub(super) async fn coalesced(&self, queue: &Arc<Queue>, entry: Entry) -> Result<Value> {
         let (sender, reply) = oneshot::channel();
         if queue.push(entry, sender) {
@@ -169,8 +160,8 @@ impl RestClient {
         })
     }
 
-    /// After one yield, sends what is queued on `queue` in requests of at most [`MAX_REQUEST_BYTES`] (a command
-    /// larger than that alone), and hands each caller its reply.
+    /// After one yield, sends what is queued in requests of at most [`MAX_REQUEST_BYTES`] (a larger command alone) and
+    /// hands each caller its reply.
     async fn flush(self, queue: &Queue) {
         yield_once().await;
         let mut request: Vec<(String, Call)> = Vec::new();
@@ -204,8 +195,8 @@ impl RestClient {
     }
 }
 
-/// The queued entries as calls, in order: decisions of one batch script and cluster slot (one script may touch only
-/// one slot) grouped into batch calls within the bounds above, a decision alone as its single-limit script.
+/// The queued entries as calls, in order: decisions of one batch script and slot (a script touches one slot) grouped
+/// within the bounds above; a group of one as its single-limit script.
 fn calls(queued: Vec<(Entry, Reply)>) -> Vec<Call> {
     let mut calls = Vec::new();
     // The group each batch script and slot is filling: its index in `calls`, its decisions and bytes.
@@ -254,8 +245,7 @@ fn calls(queued: Vec<(Entry, Reply)>) -> Vec<Call> {
         .collect()
 }
 
-/// A batch script's reply as each decision's: one entry per decision, its single-limit script's reply or `'!'` and
-/// the error the script caught for it.
+/// A batch reply as each decision's: its single-limit script's reply, or `'!'` and the error caught for it.
 fn split(reply: Value, count: usize) -> Result<Vec<Result<Value>>> {
     let entries = reply.into_array()?;
     if entries.len() != count {

@@ -10,17 +10,16 @@ pub(crate) struct Http {
 }
 
 impl Default for Http {
-    /// A pool that never follows a redirect: the endpoint's answer is its own, or an error. Followed, a 30x would send
-    /// the call elsewhere (as a GET, without the token), and whatever answered there be read as the store's decision.
+    /// A pool that never follows a redirect: followed, a 30x would send the call elsewhere (as a GET, without the
+    /// token), and whatever answered there would be read as the store's decision.
     fn default() -> Self {
         let client = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
-            // Below the bridge's 10 s for an idle connection's next request (cli/src/bridge/serving.rs): a request
-            // sent on a connection the server is closing fails, as a transport error that a policy failing open
-            // would absorb.
+            // Below the bridge's 10 s idle timeout: a request sent on a connection the server is closing fails as a
+            // transport error, which a fail-open policy would absorb.
             .pool_idle_timeout(Duration::from_secs(5))
             .build()
-            // As `reqwest::Client::new()` does on the one failure it has: no TLS backend could start.
+            // As `reqwest::Client::new()` does on its one failure: no TLS backend could start.
             .expect("an HTTP client (reqwest's TLS backend starts)");
         Http { client }
     }

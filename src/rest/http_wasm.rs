@@ -24,8 +24,7 @@ extern "C" {
         deadline_header: &str,
     ) -> Result<js_sys::Promise, JsValue>;
 
-    /// Why `url` is not a URL a request can go to, if it is not: the runtime's own `URL` reads it, as `fetch` will
-    /// (fetch.js).
+    /// Why `url` is not a URL a request can go to, if it is not, read by the runtime's own `URL` as `fetch` will.
     #[wasm_bindgen(js_name = urlProblem)]
     pub(crate) fn url_problem(url: &str) -> Option<String>;
 }
@@ -64,11 +63,9 @@ impl Http {
     }
 }
 
-/// False in Cloudflare Workers, true in Node and browsers: in workerd each incoming request has its own context, and
-/// a request whose code runs on because another request settled what it waited for is cancelled when that other
-/// request ends. So there one request must not wait for another's call (see `limit::Reserved`).
-/// Workers are known by `WebSocketPair`, a global of theirs alone that every compatibility date has (their
-/// `navigator.userAgent`, "Cloudflare-Workers", needs a date from 2022 on).
+/// False in Cloudflare Workers, true in Node and browsers: in workerd a request whose code runs on because another
+/// request settled what it waited for is cancelled when that other request ends (see `limit::Reserved`). Workers
+/// are known by `WebSocketPair` (every compatibility date) or their user agent.
 pub(crate) fn requests_may_wait_on_each_other() -> bool {
     let global = js_sys::global();
     let agent = js_sys::Reflect::get(&global, &"navigator".into())

@@ -1,9 +1,6 @@
-//! The client side of the Upstash REST protocol: reqwest (hyper) natively, the runtime's own `fetch` in wasm
-//! (`http_native.rs`, `http_wasm.rs`).
-//!
-//! `POST /` carries one command as a JSON array and answers `{"result": …}` (HTTP 200) or `{"error": …}` (HTTP 400);
-//! `POST /pipeline` and `POST /multi-exec` carry an array of commands and answer an array of such objects. The
-//! client always asks for `Upstash-Encoding: base64`, so binary strings (script members, packed ids) arrive intact.
+//! The client side of the Upstash REST protocol: reqwest natively, the runtime's `fetch` in wasm (`http_native.rs`,
+//! `http_wasm.rs`). `POST /` carries one command as a JSON array; `/pipeline` and `/multi-exec` carry several. The
+//! client always asks for `Upstash-Encoding: base64`, so binary strings arrive intact.
 
 mod coalesce;
 pub(crate) use coalesce::MergeableDecision;
@@ -24,20 +21,17 @@ use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
 use serde_json::Value as Json;
 
-/// The header that tells the endpoint how many ms the client waits for this request (its timeout): the bridge in
-/// front of a Redis Cluster stops sending a command again (after `MOVED`, `TRYAGAIN`, …) once it has passed, since
-/// the client has answered without it by then (its failure policy decided). Other endpoints ignore it. Browsers (pages
-/// and their Web Workers) do not send it: there it would take a CORS preflight's approval, which an endpoint may not
-/// give.
+/// The header telling the endpoint how many ms the client waits (its timeout): the cluster bridge stops resending a
+/// command (after `MOVED`, `TRYAGAIN`, …) once it has passed. Browsers do not send it: it would need a CORS
+/// preflight's approval.
 pub const DEADLINE_HEADER: &str = "edgelimit-deadline-ms";
 
-/// How long a request may take when the caller does not say. Well under Upstash's own 5 s limit: a rate limiter
-/// that makes an edge request wait seconds has already failed at its job.
+/// How long a request may take when the caller does not say: a rate limiter that makes an edge request wait
+/// seconds has already failed at its job.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_millis(1_000);
 
-/// The longest per-request timeout: 2^31 - 1 ms (about 24.8 days), the longest wait a JS timer keeps. A longer one
-/// fires at once in Node and browsers, so on wasm every request would time out, and a fail-open policy would then
-/// admit every request for a caller's typo: refused on every target instead.
+/// The longest per-request timeout: 2^31 - 1 ms, the longest a JS timer waits. A longer one fires at once on wasm,
+/// so every request would time out and fail open: refused on every target instead.
 pub const MAX_TIMEOUT: Duration = Duration::from_millis(i32::MAX as u64);
 
 /// Why a request got no HTTP reply (from either HTTP backend).
@@ -82,8 +76,8 @@ impl Command {
     }
 }
 
-/// A connection to one Upstash-compatible REST endpoint. Cheap to clone; clones share the HTTP connection pool and
-/// coalesce their commands together (see [`RestClient::command`]).
+/// A connection to one Upstash-compatible REST endpoint. Cheap to clone; clones share the connection pool and
+/// coalesce their commands (see [`RestClient::command`]).
 #[derive(Debug, Clone)]
 pub struct RestClient {
     http: Http,
@@ -97,7 +91,7 @@ pub struct RestClient {
 impl RestClient {
     /// A client for the endpoint at `url` (e.g. `https://eu1-xyz.upstash.io` or `http://127.0.0.1:8079`),
     /// authenticating with the bearer `token`, with [`DEFAULT_TIMEOUT`].
-    // `Http::default()` is a connection pool natively and a unit struct on wasm (the global fetch): one call for both.
+    // `Http::default()` is a pool natively and a unit struct on wasm (the global fetch): one call for both.
     #[cfg_attr(target_arch = "wasm32", allow(clippy::default_constructed_unit_structs))]
     pub fn new(url: &str, token: &str) -> Result<Self> {
         let base_url = url.trim().trim_end_matches('/');
@@ -107,8 +101,7 @@ impl RestClient {
                  UPSTASH_REDIS_REST_URL"
             )));
         }
-        // Caught here, not by the first request: a request that cannot be sent fails as a transport error, which a
-        // fail-open policy would absorb, admitting every request for a mistake in the configuration.
+        // Caught here: a request that cannot be sent fails as a transport error, which a fail-open policy would absorb.
         if let Some(problem) = http::url_problem(base_url) {
             return Err(Error::InvalidConfig(format!(
                 "the REST URL {url:?} is not a URL a request can go to ({problem}); set EDGELIMIT_URL or \
@@ -120,8 +113,7 @@ impl RestClient {
                 "the REST token is empty; set EDGELIMIT_TOKEN or UPSTASH_REDIS_REST_TOKEN".into(),
             ));
         }
-        // A header value that HTTP cannot carry (a space, a pasted non-ASCII character, a line break) would fail every
-        // request the same way. REST tokens (Upstash's, the bridge's) are visible ASCII.
+        // A token HTTP cannot carry in a header would fail every request alike. REST tokens are visible ASCII.
         if let Some(bad) = token.chars().find(|c| !c.is_ascii_graphic()) {
             return Err(Error::InvalidConfig(format!(
                 "the REST token holds {bad:?}, which an HTTP header cannot carry: a token is visible ASCII (letters, \
@@ -138,9 +130,8 @@ impl RestClient {
         })
     }
 
-    /// The same client with every command a request of its own: no caller's command waits for the turn's others
-    /// (one yield of the executor), and none shares a request's failure with them, at the price of one HTTP request
-    /// per command. Coalescing is on by default (see [`RestClient::command`]).
+    /// The same client with every command a request of its own: none waits for the turn's others or shares their
+    /// request's failure, at the price of one HTTP request per command.
     pub fn without_coalescing(mut self) -> Self {
         self.queue = None;
         self
@@ -148,8 +139,7 @@ impl RestClient {
 
     /// The same client with another per-request timeout: from 1 ms to [`MAX_TIMEOUT`].
     pub fn with_timeout(mut self, timeout: Duration) -> Result<Self> {
-        // Timers count whole milliseconds: less than one would time every request out at once, and a fail-open
-        // policy would then admit every request.
+        // Under 1 ms every request would time out at once, and a fail-open policy would admit every request.
         if timeout < Duration::from_millis(1) {
             return Err(Error::InvalidConfig(format!(
                 "the request timeout must be at least 1 ms, got {timeout:?}"
@@ -179,9 +169,8 @@ impl RestClient {
 
     /// Runs one command. A Redis error reply becomes the error its code means (`Error::from_redis_reply`).
     ///
-    /// Commands that concurrent callers send within one turn of the executor share one HTTP request (a
-    /// `/pipeline`), each still getting its own reply; one command alone is a request as before. See
-    /// `src/rest/coalesce.rs`, and [`RestClient::without_coalescing`].
+    /// Commands that concurrent callers send within one turn of the executor share one `/pipeline` request, each
+    /// getting its own reply (`src/rest/coalesce.rs`; see [`RestClient::without_coalescing`]).
     pub async fn command(&self, command: &Command) -> Result<Value> {
         match &self.queue {
             Some(queue) => self.coalesced(queue, coalesce::Entry::Command(command.clone())).await,
@@ -189,8 +178,8 @@ impl RestClient {
         }
     }
 
-    /// Runs a common decision: with the decisions of its batch script and cluster slot queued in this turn, in one
-    /// call of that script, when the client coalesces; else alone.
+    /// Runs a common decision: in one call of its batch script with the others queued this turn for that script and
+    /// slot, when the client coalesces; else alone.
     pub(crate) async fn decide(&self, decision: MergeableDecision) -> Result<Value> {
         match &self.queue {
             Some(queue) => self.coalesced(queue, coalesce::Entry::Decision(decision)).await,
@@ -289,9 +278,8 @@ fn decode_item(item: &Json) -> Result<Value> {
     }
 }
 
-/// Decodes one JSON reply value into a [`Value`]. With `base64` every string but the literal `OK` is base64, as
-/// Upstash sends it (`OK` is never valid base64 output, whose length is a multiple of four, so the exception is
-/// unambiguous).
+/// Decodes one JSON reply value. With `base64` every string but the literal `OK` is base64, as Upstash sends it
+/// (`OK` is never valid base64, whose length is a multiple of four).
 fn decode_value(json: &Json, base64: bool) -> Result<Value> {
     match json {
         Json::Null => Ok(Value::Nil),

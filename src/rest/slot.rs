@@ -1,8 +1,7 @@
 //! Redis Cluster hash slots: which keys a single script may touch together.
 
-/// The hash slot of `key` (0..16384): CRC16 (XMODEM) of its hash tag, the text between the first `{` and the next
-/// `}` when that is non-empty, else of the whole key. Keys are bytes to Redis: any bytes, UTF-8 or not (the REST
-/// bridge routes whatever keys its clients send).
+/// The hash slot of `key` (0..16384): CRC16 (XMODEM) of its non-empty hash tag (between the first `{` and the next
+/// `}`), else of the whole key. Keys are any bytes, UTF-8 or not.
 pub fn hash_slot(key: impl AsRef<[u8]>) -> u16 {
     let bytes = key.as_ref();
     let tagged = bytes.iter().position(|&b| b == b'{').and_then(|open| {

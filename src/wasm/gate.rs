@@ -1,6 +1,5 @@
-//! `GateCore`: the Cloudflare Worker's engine (see [`crate::gate`]). It reads the Worker's `env` (`EDGELIMIT_URL`,
-//! `EDGELIMIT_TOKEN`, `EDGELIMIT_PREFIX`, `RULES`) with the same checked readers as the package's options, so a
-//! broken rule is refused when the Worker starts, with the path of the offending field in the message.
+//! `GateCore`: the Cloudflare Worker's engine (see [`crate::gate`]). It reads the Worker's `env` with the same
+//! checked readers as the package's options, so a broken rule is refused at start, naming the offending field.
 
 use wasm_bindgen::prelude::*;
 
@@ -131,7 +130,7 @@ fn rules(value: &JsValue) -> Result<Vec<Rule>> {
         .map(|(i, item)| rule(item, &format!("RULES[{i}]")))
         .collect::<Result<_>>()?;
     if rules.is_empty() {
-        // A Worker with no rule limits nothing: far more often a RULES lost on the way than a wish.
+        // A Worker with no rule limits nothing: far more often RULES lost on the way than a wish.
         return Err(Error::InvalidConfig(
             "RULES is empty: every request would reach the origin unlimited; give at least one rule (a rule with \
              \"dryRun\": true limits nothing but counts)"

@@ -1,24 +1,21 @@
 //! The wasm-bindgen surface: what JavaScript (Workers, Node, browsers) sees of the core. The npm package's public
-//! API is the hand-written layer in `js/` over these classes; their JS names end in `Core` where that layer wraps
-//! them.
+//! API is the hand-written layer in `js/` over these classes; JS names end in `Core` where that layer wraps them.
 //!
 //! | module | JS class |
 //! |---|---|
 //! | [`rest_client`] | `RestClient`: raw commands and scripts |
 //! | [`gate`] | `GateCore`, `RouteCore`: the Cloudflare Worker's rules and verdicts |
 //! | [`limits`] | (no class) limits as JS describes them, for `Ratelimit` and the Worker's rules |
-//! | [`values`] | (no class) the package's conversions: replies, commands, permits, decisions (built by `objects.js`) |
+//! | [`values`] | (no class) the package's conversions: replies, commands, permits, decisions |
 //! | [`ratelimit`] | `RatelimitCore`: `Ratelimit`'s decisions, cache and failure policy |
-//! | [`redisson`] | `RateLimiterCore`: the Redisson-style handle on a named sliding log |
+//! | [`redisson`] | `RateLimiterCore`: the Redisson-layout handle on a named sliding log |
 //!
-//! Errors cross into JS as `Error` objects whose `name` is `EdgelimitError` and whose `code` is [`Error::code`], so
-//! JS callers branch on a stable string rather than on message text. Values from JS are read through the checked
-//! readers below: a wrong type or range is an `EDGELIMIT_INVALID_ARGUMENT` naming the option, never a panic.
+//! Errors cross into JS as `Error`s named `EdgelimitError` with a stable `code` ([`Error::code`]). Values from JS go
+//! through the checked readers below: a wrong type or range is an `EDGELIMIT_INVALID_ARGUMENT`, never a panic.
 
 mod gate;
 mod limits;
-// The npm package's classes. The Worker's build (scripts/build-wasm, `--no-default-features`) leaves them out: it
-// needs only the gate, and every isolate downloads the module.
+// The npm package's classes. The Worker's build (`--no-default-features`) leaves them out: it needs only the gate.
 #[cfg(feature = "package")]
 mod ratelimit;
 #[cfg(feature = "package")]
@@ -35,15 +32,13 @@ use wasm_bindgen::prelude::*;
 use crate::duration::parse_duration;
 use crate::error::{Error, Result};
 
-/// Runs when the module is instantiated, and again in each fresh instance after a trap. It has nothing to do: it
-/// exists because wasm-bindgen's reset-state function (`__wbg_reset_state`, which the Worker calls after a trap)
-/// always calls the module's start export, and a module built without reference types (scripts/build-wasm, for
-/// Debian's wasm-opt) has one only when the crate declares a start function.
+/// Does nothing, but must exist: wasm-bindgen's reset after a trap (`__wbg_reset_state`) calls the start export,
+/// which a module built without reference types (scripts/build-wasm) has only when the crate declares one.
 #[wasm_bindgen(start)]
 fn start() {}
 
-/// Turns a core error into a JS `Error` with a stable `code`, and `storeUnavailable`: whether it is one of the
-/// failures a failure policy may absorb ([`Error::is_store_unavailable`]).
+/// Turns a core error into a JS `Error` with a stable `code`, and `storeUnavailable`: whether a failure policy may
+/// absorb it ([`Error::is_store_unavailable`]).
 fn to_js_error(error: Error) -> JsValue {
     let js_error = js_sys::Error::new(&error.to_string());
     js_error.set_name("EdgelimitError");
@@ -57,10 +52,10 @@ fn to_js_error(error: Error) -> JsValue {
     js_error.into()
 }
 
-/// `object[name]`, `undefined` when absent. A getter (or a Proxy) that throws is the caller's error, never read as
-/// "absent": `{ get permits() { throw … } }` would otherwise take one permit.
+/// `object[name]`, `undefined` when absent. A getter (or Proxy) that throws is the caller's error, never read as
+/// absent: `{ get permits() { throw … } }` would otherwise take one permit.
 fn field(object: &JsValue, name: &str) -> Result<JsValue> {
-    // Not an object (options left out, a primitive): no fields, as before; the callers check the types they need.
+    // Not an object (options left out, a primitive): no fields; the callers check the types they need.
     if !object.is_object() && !object.is_function() {
         return Ok(JsValue::UNDEFINED);
     }
@@ -73,14 +68,12 @@ fn field(object: &JsValue, name: &str) -> Result<JsValue> {
 }
 
 /// Arrays claiming more items than this are refused before any is read: a Proxy may claim 2^32 − 1, and reading
-/// each would hang the caller. (Nothing edgelimit takes needs as many: a raw command's words are held far below
-/// this by the endpoint's request cap.)
+/// each would hang the caller.
 const MAX_ARRAY_ITEMS: u64 = 1 << 20;
 
-/// `value`'s items if it is an array (a Proxy of one included), `None` if it is not, read one by one through
-/// `Reflect`. A `length` or item getter that throws, or a revoked Proxy, is the caller's error naming `what`, never
-/// an exception escaping the module: in an async call the module runs in a microtask, where an escaping exception
-/// is uncaught (it ends a Node process) and the caller's promise never settles.
+/// `value`'s items if it is an array (a Proxy of one included), read one by one through `Reflect`. A getter that
+/// throws, or a revoked Proxy, is the caller's error: an exception escaping an async call is uncaught (it ends a
+/// Node process) and the caller's promise never settles.
 fn items(value: &JsValue, what: &str) -> Result<Option<Vec<JsValue>>> {
     let threw = |thrown: JsValue| Error::InvalidArgument(format!("reading {what} threw: {}", printed(&thrown)));
     if !is_array(value).map_err(threw)? {
@@ -93,8 +86,8 @@ fn items(value: &JsValue, what: &str) -> Result<Option<Vec<JsValue>>> {
         .map(Some)
 }
 
-/// `String(value)`, or a placeholder when that throws (an object whose `toString` throws), cut to 200 characters:
-/// for error messages, which must not throw themselves.
+/// `String(value)` cut to 200 characters, or a placeholder when that throws: for error messages, which must not
+/// throw.
 fn printed(value: &JsValue) -> String {
     js_string(value)
         .unwrap_or_else(|_| "a value String() cannot print".into())
@@ -110,8 +103,7 @@ fn given(value: &JsValue) -> Option<&JsValue> {
 
 #[wasm_bindgen]
 extern "C" {
-    /// JS's `String(value)`. A number in a message is written by JS, as the caller would write it: Rust's float
-    /// printer (with its tables, 8 KB of the Worker's module) is then linked in by nothing.
+    /// JS's `String(value)`: numbers in messages are printed by JS, so Rust's float printer is not linked in.
     #[wasm_bindgen(catch, js_name = String)]
     fn js_string(value: &JsValue) -> std::result::Result<String, JsValue>;
 
@@ -124,8 +116,8 @@ extern "C" {
     fn own_keys(value: &JsValue) -> std::result::Result<js_sys::Array, JsValue>;
 }
 
-/// Refuses anything but an object whose fields are all in `known`: a misspelt or foreign field (`refillRate`, the
-/// name @upstash/ratelimit gives the rate) would otherwise be ignored, and its limit not be the one meant.
+/// Refuses anything but an object whose fields are all in `known`: a misspelt or foreign field (`refillRate`,
+/// @upstash/ratelimit's name for the rate) would otherwise be ignored, and the limit not be the one meant.
 pub(super) fn known_fields(value: &JsValue, known: &[&str], what: &str) -> Result<()> {
     let threw = |thrown: JsValue| Error::InvalidConfig(format!("reading {what} threw: {}", printed(&thrown)));
     if !value.is_object() || is_array(value).map_err(threw)? {
@@ -165,15 +157,13 @@ fn string(value: &JsValue, what: &str) -> Result<String> {
         .ok_or_else(|| Error::InvalidArgument(format!("{what} must be a string, got {}", describe(value))))
 }
 
-/// `value`'s text if it is a string. A string holding a lone surrogate is refused, named by `what` (made only then:
-/// a raw command reads every word through here): Rust's text can only hold it as U+FFFD, which would make it another
-/// string's spelling (two limiter names or prefixes sharing one state). (Identifiers are read apart, as their UTF-16
-/// code units, so that every JS string is an identifier of its own.)
+/// `value`'s text if it is a string. A lone surrogate is refused (`what` is made only then): Rust would hold it as
+/// U+FFFD, another string's spelling (two names sharing one state). Identifiers are read apart, as UTF-16.
 fn text(value: &JsValue, what: impl FnOnce() -> String) -> Result<Option<String>> {
     let Some(text) = value.as_string() else {
         return Ok(None);
     };
-    // Only a string whose text has U+FFFD may have had a lone surrogate: the code-unit check runs on those alone.
+    // Only a string with U+FFFD may have held a lone surrogate: the code-unit check runs on those alone.
     if text.contains('\u{FFFD}') && !value.unchecked_ref::<js_sys::JsString>().is_valid_utf16() {
         return Err(Error::InvalidArgument(format!(
             "{} holds a lone surrogate (it is not well-formed UTF-16), which would be read as U+FFFD and name \
@@ -195,8 +185,7 @@ fn whole(value: &JsValue, what: &str, low: u64, high: u64) -> Result<u64> {
     }
 }
 
-/// A duration written with its unit (`"10 s"`, `"250ms"`). Numbers are refused: ms or s is what a rate limit must
-/// not leave to a guess.
+/// A duration written with its unit (`"10 s"`, `"250ms"`). Numbers are refused: ms or s must not be a guess.
 fn duration(value: &JsValue, what: &str) -> Result<Duration> {
     match value.as_string() {
         Some(text) => parse_duration(&text).map_err(|e| Error::InvalidArgument(format!("{what}: {e}"))),

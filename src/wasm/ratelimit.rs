@@ -1,5 +1,5 @@
-//! `RatelimitCore`: the JS `Ratelimit` class's engine. It reads the user's options itself (so every check and its
-//! message is the same wherever the package runs) and answers plain JS objects.
+//! `RatelimitCore`: the JS `Ratelimit` class's engine. It reads the user's options itself, so every check and
+//! message is the same wherever the package runs, and answers plain JS objects.
 
 use wasm_bindgen::prelude::*;
 
@@ -39,7 +39,7 @@ fn ratelimit_of(options: &JsValue) -> Result<Ratelimit> {
     known_fields(options, &RATELIMIT_OPTIONS, "new Ratelimit(options)")?;
     let url = string(&field(options, "url")?, "url")?;
     let token = string(&field(options, "token")?, "token")?;
-    // Without a timeout option the client keeps its own default (rest::DEFAULT_TIMEOUT, 1 s).
+    // Without a timeout option the client keeps its default (rest::DEFAULT_TIMEOUT).
     let mut client = RestClient::new(&url, &token)?;
     if let Some(timeout) = given(&field(options, "timeout")?) {
         client = client.with_timeout(milliseconds(timeout, "timeout")?)?;
@@ -174,14 +174,13 @@ fn receipts_of(value: &JsValue) -> Result<Vec<Receipt>> {
     }
 }
 
-/// An identifier from JS, exactly: read as the string's UTF-16 code units, never through a lossy conversion, so
-/// `"\uD800"`, `"\uDC00"` and `"\uFFFD"` are three identifiers (see [`Identifier::from_utf16`]). Anything but a
-/// string is refused before any I/O.
+/// An identifier from JS, exactly: as the string's UTF-16 code units, so `"\uD800"`, `"\uDC00"` and `"\uFFFD"` are
+/// three identifiers (see [`Identifier::from_utf16`]). Anything but a string is refused before any I/O.
 fn identifier(id: &JsValue) -> Result<Identifier<'static>> {
     match id.dyn_ref::<js_sys::JsString>() {
         Some(text) => Ok(match text.as_string() {
-            // The common case, in one conversion rather than a call into JS per code unit: the conversion turns a
-            // lone surrogate into U+FFFD, so a result without U+FFFD was well formed and converted exactly.
+            // The common case in one conversion: it turns a lone surrogate into U+FFFD, so a result without U+FFFD is
+            // exact.
             Some(converted) if !converted.contains('\u{FFFD}') => Identifier::from(converted.as_str()).into_owned(),
             _ => Identifier::from_utf16(&text.iter().collect::<Vec<u16>>()),
         }),
@@ -241,9 +240,8 @@ impl JsRatelimit {
         Ok(outcome_object(outcome.map_err(to_js_error)?))
     }
 
-    /// Gives back a grant by its receipts (see `receipts_of`), under this limiter's limits or `limiters` (those
-    /// `limitAll` was given): `{success, results}`, `success` when every limit gave something back, `results` each
-    /// limit's standing after its refund.
+    /// Gives back a grant by its receipts, under this limiter's limits or `limiters` (those `limitAll` was given):
+    /// `{success, results}`, `results` being each limit's standing after its refund.
     pub async fn refund(&self, id: JsValue, receipts: JsValue, limiters: JsValue) -> Result<JsValue, JsValue> {
         self.give_back(id, receipts, limiters, Returned::Grant).await
     }

@@ -1,5 +1,4 @@
-//! `RateLimiterCore`: the Redisson-style handle on a named sliding log (`ratelimit.rateLimiter(name)`), sharing its
-//! layout with Redisson's `RRateLimiter`.
+//! `RateLimiterCore`: the Redisson-layout handle on a named sliding log (`ratelimit.rateLimiter(name)`).
 
 use wasm_bindgen::prelude::*;
 
@@ -16,8 +15,7 @@ const DEFAULT_ACQUIRE_TIMEOUT_MS: u64 = 10_000;
 fn rate_of(rate: &JsValue, interval: &JsValue, options: &JsValue) -> Result<(Rate, Mode)> {
     let permits = super::whole(rate, "rate", 1, u32::MAX.into())? as u32;
     let mut rate = Rate::new(permits, duration(interval, "interval")?)?;
-    // `field` of an absent options object is `undefined` too: every option is then left out. A misspelt one
-    // (`keepalive`) would be left out unseen.
+    // `field` of absent options is `undefined`: every option left out. A misspelt one would be left out unseen.
     if given(options).is_some() {
         super::known_fields(options, &["mode", "keepAlive"], "options")?;
     }
@@ -47,8 +45,8 @@ pub struct JsRedissonLimiter {
 }
 
 impl JsRedissonLimiter {
-    /// `rateLimiter(name, options)`: `options` is `{ clientId }`, checked as every option object is (a misspelt
-    /// `clientID` left out would share one per-client state among every client).
+    /// `rateLimiter(name, options)`, `options` being `{ clientId }`: a misspelt `clientID` left out would share one
+    /// per-client state among every client.
     pub(super) fn new(client: RestClient, name: &JsValue, options: &JsValue) -> Result<JsRedissonLimiter> {
         let mut inner = RedissonLimiter::new(client, &string(name, "limiter name")?)?;
         if given(options).is_some() {

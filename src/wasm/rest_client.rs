@@ -10,9 +10,8 @@ use crate::error::Result;
 use crate::rest;
 use crate::script::Script;
 
-/// A client for an Upstash-compatible Redis REST endpoint. Its methods take every parameter as a JS value and check
-/// it: with typed parameters, wasm-bindgen's glue would read a `null` or a number before Rust sees it, throwing
-/// outside the returned promise (a crash of a Node process), or hand a non-string's bytes to the allocator (a trap).
+/// A client for an Upstash-compatible Redis REST endpoint. Every parameter is a checked JS value: with typed ones,
+/// wasm-bindgen's glue would throw outside the returned promise (crashing Node) or trap on a non-string.
 #[wasm_bindgen(js_name = RestClient)]
 pub struct JsRestClient {
     inner: rest::RestClient,
@@ -25,7 +24,7 @@ impl JsRestClient {
     pub fn new(url: JsValue, token: JsValue, timeout_ms: JsValue) -> Result<JsRestClient, JsValue> {
         let client = || -> Result<rest::RestClient> {
             let inner = rest::RestClient::new(&string(&url, "url")?, &string(&token, "token")?)?;
-            // `null` too leaves the default, as `undefined` does (and as the typed parameter read it before).
+            // `null` leaves the default too, as `undefined` does.
             match given(&timeout_ms).filter(|ms| !ms.is_null()) {
                 None => Ok(inner),
                 Some(ms) => {

@@ -1,5 +1,5 @@
 //! The npm package's conversions between JS values and the core's: replies as `@upstash/redis` returns them,
-//! commands, permits, durations in ms, decisions. Only the package's classes use them (the Worker's build has none).
+//! commands, permits, durations in ms, decisions. The Worker's build has none.
 
 use std::time::Duration;
 
@@ -42,8 +42,8 @@ pub(super) fn words(value: &JsValue, what: &str) -> Result<Vec<String>, Error> {
         .map(
             |(i, word)| match (text(word, || format!("{what}[{i}]"))?, word.as_f64()) {
                 (Some(text), _) => Ok(text),
-                // A whole number within ±2^53 converts to i64 exactly (and -0 to "0", as JS's String(-0)); printing it
-                // as an integer keeps Rust's float printer out of the module.
+                // A whole number within ±2^53 converts to i64 exactly (-0 to "0", as JS's String(-0)), and printing an
+                // integer keeps Rust's float printer out of the module.
                 (None, Some(n)) if n.fract() == 0.0 && n.abs() <= MAX_SAFE_INTEGER as f64 => Ok((n as i64).to_string()),
                 _ => Err(Error::InvalidArgument(format!(
                     "{what}[{i}] must be a string or an integer, got {}",
@@ -86,8 +86,7 @@ pub(super) fn permits_in(options: &JsValue) -> Result<u32> {
             describe(options)
         )));
     }
-    // A misspelt `permit: 5` would otherwise take 1 permit. (A call's argument: INVALID_ARGUMENT, as the check
-    // above.)
+    // A misspelt `permit: 5` would otherwise take 1 permit. A call's argument: INVALID_ARGUMENT.
     super::known_fields(options, &["permits"], "options").map_err(|error| match error {
         Error::InvalidConfig(message) => Error::InvalidArgument(message),
         other => other,
