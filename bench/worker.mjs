@@ -13,7 +13,9 @@
 // Run: `edgelimit-bench` (scripts/bench) runs it with --json against its own bridge and tabulates the numbers.
 // Alone: scripts/build-wasm && cargo build --release -p edgelimit-cli && node bench/worker.mjs   (a Markdown table)
 //   --json, --quick (1 round of 20 requests, 1 launch), --url U --token T: as bench/npm.mjs; ROUNDS, REQUESTS and
-//   COLD_STARTS override.
+//   COLD_STARTS override. BASELINE_WORKER=DIR adds the Worker in DIR (index.js and wasm/, e.g. another commit's
+//   worker/ after its scripts/build-wasm) as "edgelimit (baseline)", measured in the same rounds: before/after.
+import { resolve } from "node:path";
 import { benchOptions, connectOrStartStack, quantile } from "./options.mjs";
 
 const { bundleWorker, startOrigin, startWorker, varsFor } = await import("../tests/js/worker-harness.mjs");
@@ -23,6 +25,7 @@ const ROUNDS = Number(process.env.ROUNDS ?? (options.quick ? 1 : 5));
 const REQUESTS = Number(process.env.REQUESTS ?? (options.quick ? 20 : 200));
 const WARM_UP = options.quick ? 5 : 20;
 const COLD_STARTS = Number(process.env.COLD_STARTS ?? (options.quick ? 1 : 15));
+const BASELINE = process.env.BASELINE_WORKER;
 
 /** `Total Upload: 515.64 KiB / gzip: 160.82 KiB` from wrangler's report, as numbers. */
 function bundleSize(report) {
@@ -118,7 +121,10 @@ const workers = [
   // The same proxy with edgelimit's wasm module compiled and instantiated, never called: the part of edgelimit's
   // cold start that is workerd loading a wasm module of this size.
   { name: "edgelimit's wasm module, unused", entry: "bench/workers/wasm-only.js" },
-  { name: "edgelimit", entry: undefined },
+  // The bridge's fence knows this build's scripts only: a baseline Worker gets the admin token, and so, like for
+  // like, does edgelimit when a baseline runs beside it.
+  { name: "edgelimit", entry: undefined, admin: Boolean(BASELINE) },
+  ...(BASELINE ? [{ name: "edgelimit (baseline)", entry: resolve(BASELINE, "index.js"), admin: true }] : []),
   // Its scripts are not edgelimit's, which a limiter token may not run (the bridge's fence): it gets the admin token.
   { name: "@upstash/ratelimit", entry: "bench/workers/upstash.js", admin: true },
 ];

@@ -17,12 +17,14 @@ export function wranglerCommand() {
 
 /**
  * `wrangler deploy --dry-run --outdir` of `entry` (default: wrangler.toml's `main`): the deployable bundle. Returns
- * its folder, its Miniflare modules, and wrangler's own report ("Total Upload: … / gzip: …").
+ * its folder, its Miniflare modules, and wrangler's own report ("Total Upload: … / gzip: …"). The repository's
+ * wrangler.toml is named: wrangler looks for one from the entry's folder, and an entry may lie outside the repository.
  */
 export function bundleWorker(entry) {
   const outdir = mkdtempSync(join(tmpdir(), "edgelimit-worker-"));
   const [node, wrangler] = wranglerCommand();
-  const report = execFileSync(node, [wrangler, "deploy", "--dry-run", "--outdir", outdir, ...(entry ? [entry] : [])], {
+  const args = ["deploy", "--dry-run", "--config", join(ROOT, "wrangler.toml"), "--outdir", outdir];
+  const report = execFileSync(node, [wrangler, ...args, ...(entry ? [entry] : [])], {
     cwd: ROOT,
     env: { ...process.env, WRANGLER_SEND_METRICS: "false", NO_COLOR: "1" },
     encoding: "utf8",
