@@ -23,9 +23,8 @@
 //! | `rare_paths` | paths most calls never take, compiled apart on wasm (cold start compiles what it runs) |
 //! | [`error`] | the one error enum, with stable `EDGELIMIT_…` codes |
 //! | [`value`] | Redis replies as the REST protocol carries them, and their checked decoding |
-//! | [`rest`] | the REST client: command, pipeline, multi-exec, timeouts, coalescing concurrent commands |
+//! | [`rest`] | the REST client: command, pipeline, multi-exec, timeouts, scripts by SHA1 (`EVALSHA`, `EVAL` on `NOSCRIPT`), coalescing concurrent commands and decisions |
 //! | [`lua`] | every script Redis runs, built from `lua/` |
-//! | [`script`] | Lua scripts by SHA1: `EVALSHA`, then `EVAL` on `NOSCRIPT` |
 //! | `wasm` (wasm32 only) | the wasm-bindgen surface that JavaScript sees |
 //!
 //! ## Example
@@ -54,7 +53,6 @@ pub mod ratelimit;
 pub mod receipt;
 pub mod redisson;
 pub mod rest;
-pub mod script;
 pub mod time;
 mod unique_id;
 pub mod value;
@@ -68,6 +66,6 @@ pub use error::{Error, Result};
 pub use identifier::Identifier;
 pub use limit::{Algorithm, Decisions, KeyLayout, Lease, Limiter, Quota, Receipt};
 pub use redisson::{Mode, Rate, RateConfig, RedissonLimiter};
+pub use rest::Script;
 pub use rest::{Command, RestClient};
-pub use script::Script;
 pub use value::Value;

@@ -84,7 +84,9 @@ pub fn results_page(results: &BenchResults, plot_link: &str) -> String {
          acquire script), with a plain `INCR` as the floor and `redis-benchmark` as the ceiling. Every scenario runs \
          all contenders in one run, on one private `redis-server` and one bridge, so the **ratios** between them are \
          what to read: absolute numbers move with the machine and its load. This page is written by `scripts/bench` \
-         (`edgelimit-bench`); do not edit it by hand.\n\n",
+         (`edgelimit-bench`); do not edit it by hand.\n\n\
+         Before/after figures of single changes, measured by hand in one run each: \
+         [BEFORE-AFTER.md](BEFORE-AFTER.md).\n\n",
     );
     page.push_str(&machine_section(results));
     page.push_str(

@@ -7,7 +7,7 @@ use super::batch::{Batch, Operation};
 use super::{hash_slot, limit_all, refund_all, LimitRequest, Receipt};
 use crate::decision::Decision;
 use crate::error::{Error, Result};
-use crate::script::Script;
+use crate::rest::Script;
 
 /// [`limit_all`] for limits whose keys live in different Redis Cluster slots, in one round trip when admitted.
 ///

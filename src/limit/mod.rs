@@ -44,7 +44,7 @@ use crate::identifier::Identifier;
 pub use crate::receipt::{Lease, Receipt};
 pub use crate::rest::hash_slot;
 use crate::rest::{Command, RestClient};
-use crate::script::{Script, ScriptCall};
+use crate::rest::{Script, ScriptCall};
 use crate::time::retry_until_granted;
 
 /// The default key prefix.

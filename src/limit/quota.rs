@@ -8,7 +8,7 @@ use std::time::Duration;
 use crate::duration::whole_ms;
 use crate::error::{Error, Result};
 use crate::lua;
-use crate::script::Script;
+use crate::rest::Script;
 
 /// The scripts do exact whole-number arithmetic in Lua's doubles; `limit × interval` must stay below this.
 const MAX_LIMIT_TIMES_INTERVAL: u64 = 1 << 52;

@@ -26,7 +26,7 @@ use crate::lua::RESERVE_CONCURRENCY;
 use crate::lua::{RESERVE_FIXED_WINDOW, RESERVE_GCRA, RESERVE_SLIDING_LOG};
 use crate::receipt::{self, Lease, Receipt};
 use crate::rest;
-use crate::script::{Script, ScriptCall};
+use crate::rest::{Script, ScriptCall};
 use crate::time::Instant;
 use crate::value::Value;
 

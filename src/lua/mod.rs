@@ -1,7 +1,7 @@
 //! Every script the crate sends to Redis, built by `build.rs` from the readable sources under `lua/`
 //! (`lua/README.md` says how). `edgelimit scripts NAME` prints one; `lua/SHA1SUMS` pins each one's hash.
 
-use crate::script::Script;
+use crate::rest::Script;
 
 // `sha1_of!("<name>")`: the SHA1 of the built script, from build.rs.
 include!(concat!(env!("OUT_DIR"), "/scripts.rs"));

@@ -18,8 +18,8 @@ pub use self::rate::{Mode, Rate, RateConfig};
 use crate::decision::{Decision, ScriptReply, Status};
 use crate::error::{Error, Result};
 use crate::lua;
+use crate::rest::Script;
 use crate::rest::{Command, RestClient};
-use crate::script::Script;
 use crate::time::{sleep, Instant};
 
 /// A handle on one named limiter. Cheap to clone.

@@ -15,9 +15,9 @@ use std::task::{Context, Poll};
 
 use futures_channel::oneshot;
 
+use super::Script;
 use super::{hash_slot, http, Command, RestClient};
 use crate::error::{Error, Result};
-use crate::script::Script;
 use crate::value::Value;
 
 /// The most bytes of commands one coalesced request carries: endpoints cap a request's body (the bridge at 1 MiB,

@@ -8,6 +8,8 @@ pub(crate) use coalesce::MergeableDecision;
 #[cfg_attr(target_arch = "wasm32", path = "http_wasm.rs")]
 mod http;
 pub(crate) use http::requests_may_wait_on_each_other;
+mod script;
+pub use script::{Script, ScriptCall};
 mod slot;
 pub use slot::hash_slot;
 

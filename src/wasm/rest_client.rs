@@ -8,7 +8,7 @@ use super::values::{command, to_js_value, words};
 use super::{given, string, to_js_error, whole};
 use crate::error::Result;
 use crate::rest;
-use crate::script::Script;
+use crate::rest::Script;
 
 /// A client for an Upstash-compatible Redis REST endpoint. Every parameter is a checked JS value: with typed ones,
 /// wasm-bindgen's glue would throw outside the returned promise (crashing Node) or trap on a non-string.

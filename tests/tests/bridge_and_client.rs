@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use edgelimit::script::ScriptCall;
+use edgelimit::rest::ScriptCall;
 use edgelimit::{Command, Error, RestClient, Script, Value};
 use edgelimit_tests::{relay_stalling_on, Stack, TOKEN};
 

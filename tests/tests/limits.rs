@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use edgelimit::limit::{self, Algorithm, GiveBack, Limiter, Quota, Receipt};
 use edgelimit::ratelimit::{Limit, Options, Ratelimit};
-use edgelimit::script::Script;
+use edgelimit::rest::Script;
 use edgelimit::{Command, Decision, Error, Value};
 use edgelimit_tests::Stack;
 

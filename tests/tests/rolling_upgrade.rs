@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use edgelimit::limit::{Algorithm, Limiter, Quota};
-use edgelimit::script::Script;
+use edgelimit::rest::Script;
 use edgelimit::RestClient;
 use edgelimit_tests::Stack;
 

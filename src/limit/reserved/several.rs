@@ -21,7 +21,7 @@ use crate::limit::batch::{Batch, Operation};
 use crate::limit::{Algorithm, Decisions, Limiter};
 use crate::receipt;
 use crate::rest;
-use crate::script::Script;
+use crate::rest::Script;
 use crate::time::Instant;
 
 /// GCRA, fixed-window and sliding-log limits that reserve permits together for the identifiers a client sees often.
