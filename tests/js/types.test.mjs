@@ -1,5 +1,4 @@
-// js/index.d.ts is written by hand (the wasm boundary is hand-written to keep the bundle small: see README), so this
-// test holds it to what the package really returns: every object the API hands out, made by real calls against
+// js/index.d.ts is written by hand, so this test holds it to what the package really returns: every object the API hands out, made by real calls against
 // real Redis behind the real bridge, has exactly the fields its declared type names (no undeclared field, no
 // required field missing, each of the declared JS type), and the ErrorCode union lists exactly the codes the Rust
 // core can give (src/error.rs).
