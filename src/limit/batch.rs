@@ -6,8 +6,7 @@ use crate::decision::{Decision, ScriptReply, Status, REPLY_FIELDS};
 use crate::error::{Error, Result};
 use crate::lua;
 use crate::receipt::{self, Receipt};
-use crate::rest::{Command, MergeableDecision, RestClient};
-use crate::rest::{Script, ScriptCall};
+use crate::rest::{Command, MergeableDecision, RestClient, Script, ScriptCall};
 use crate::value::Value;
 
 /// What a script call does (the driver's ARGV[1]).

@@ -8,6 +8,7 @@
 //! error; one command's or decision's error is its own. A batch refused with `TRYAGAIN` (a slot migrating; nothing
 //! ran) is resent as one call per decision.
 
+use std::borrow::Cow;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -85,9 +86,9 @@ enum Call {
 impl Call {
     /// The command sent, by SHA1 or (`eval`) with the script's text: a batch call names its keys, then the requests,
     /// then a log's grant ids.
-    fn command(&self, eval: bool) -> Command {
+    fn command(&self, eval: bool) -> Cow<'_, Command> {
         let (script, keys, args): (&Script, Vec<&str>, Vec<&str>) = match self {
-            Call::Command(command, _) => return command.clone(),
+            Call::Command(command, _) => return Cow::Borrowed(command),
             Call::Alone(decision, _) => {
                 let args = decision.args.iter().map(String::as_str).collect();
                 (decision.alone, vec![&decision.key], args)
@@ -101,10 +102,10 @@ impl Call {
                 (group[0].0.batch, keys, args)
             }
         };
-        match eval {
+        Cow::Owned(match eval {
             true => script.eval_command(&keys, &args),
             false => script.evalsha_command(&keys, &args),
-        }
+        })
     }
 
     /// Hands each caller its reply. `NOSCRIPT` is resent with the script's text; a batch refused with `TRYAGAIN` as one
