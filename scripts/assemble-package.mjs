@@ -11,12 +11,14 @@ for (const file of readdirSync(new URL("js/", root))) {
   copyFileSync(new URL(`js/${file}`, root), new URL(file, pkg));
 }
 
-// The package's README is the root README's npm section: one text, so the two cannot drift apart.
-const readme = readFileSync(new URL("README.md", root), "utf8");
-const section = readme.match(/^## The npm package\n([\s\S]*?)^## /m)[1];
-writeFileSync(new URL("README.md", pkg), `# edgelimit\n${section.replace(/<!--.*?-->\n/g, "")}`);
-
+// The package's README is docs/npm.md, its links to the other guides made absolute (they are not in the package).
 const cargo = readFileSync(new URL("Cargo.toml", root), "utf8");
+const repository = cargo.match(/^repository = "([^"]+)"/m)[1];
+const guide = readFileSync(new URL("docs/npm.md", root), "utf8")
+  .replace(/<!--.*?-->\n/g, "")
+  .replace(/\]\((?!https?:|#)([^)]+)\)/g, (_, link) => `](${new URL(link, `${repository}/blob/main/docs/`)})`);
+writeFileSync(new URL("README.md", pkg), guide);
+
 const version = cargo.match(/^\[workspace\.package\][^[]*?^version = "([^"]+)"/ms)[1];
 const entry = (file) => ({ types: "./index.d.ts", default: file });
 

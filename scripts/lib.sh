@@ -24,7 +24,7 @@ wasm_target_dir() {
 
 # `cargo SUBCOMMAND --target wasm32-unknown-unknown ARGS...` (build, clippy): rustup's wasm32 target where one is
 # installed, else Debian's rustc-web with -Zbuild-std (rustup cannot download targets on every machine).
-# There std is built for size too (README, "Why the wasm is this size"): panics abort without a message, no
+# There std is built small too: panics abort without a message, no
 # file/line strings, shallow derived Debug, optimize_for_size, and no reference types (Debian's wasm-opt cannot
 # read the table.fill wasm-bindgen emits for them). Clippy gets the same flags, so it checks the code that ships.
 wasm_cargo() {

@@ -1,6 +1,6 @@
 // edgelimit as a Cloudflare Worker in front of an origin. This shim only moves requests and responses; the wasm
 // core (src/gate, src/wasm/gate.rs) decides everything else. Configuration: wrangler.toml [vars] ORIGIN,
-// EDGELIMIT_URL, RULES (and EDGELIMIT_PREFIX), the secret EDGELIMIT_TOKEN (README, "The Worker").
+// EDGELIMIT_URL, RULES (and EDGELIMIT_PREFIX), the secret EDGELIMIT_TOKEN (docs/worker.md).
 import { env } from "cloudflare:workers";
 // The Worker's own build of the core (scripts/build-wasm): the npm package's classes left out.
 import wasmModule from "./wasm/core_bg.wasm";
@@ -85,7 +85,7 @@ function refusal(verdict) {
 
 /**
  * Logs what an operator needs: a dry run's would-be refusals, store unavailability (decided by the rule's onError)
- * and every other error (answered 500: README, "Errors"). A read-only Redis is also a health warning: if it lasts,
+ * and every other error (answered 500: docs/errors.md). A read-only Redis is also a health warning: if it lasts,
  * the endpoint reaches a replica.
  */
 function report(route, verdict) {

@@ -145,7 +145,7 @@ pub struct AlgorithmArgs {
     #[arg(long)]
     pub client_id: Option<String>,
     /// Where the identifier's state lives, as npm's `layout` and the Worker's EDGELIMIT_LAYOUT: per-identifier for
-    /// limiters on a Redis Cluster (README, "Scaling out"); not with redisson [default: per-limiter].
+    /// limiters on a Redis Cluster (docs/cluster.md); not with redisson [default: per-limiter].
     #[arg(long, value_parser = key_layout)]
     pub layout: Option<KeyLayout>,
 }

@@ -22,12 +22,16 @@ after(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-/** The README's npm example: the ```js block after its marker comment. */
+/** The npm example: the ```js block after its marker comment, the same in README.md and docs/npm.md (the
+ * package's README). */
 function readmeExample() {
-  const readme = readFileSync(join(ROOT, "README.md"), "utf8");
-  const match = readme.match(/<!-- npm-example[^>]*-->\n```js\n([\s\S]*?)```/);
-  assert.ok(match, "README.md has the npm example block after its <!-- npm-example --> marker");
-  return match[1];
+  const [readme, guide] = ["README.md", "docs/npm.md"].map((file) => {
+    const match = readFileSync(join(ROOT, file), "utf8").match(/<!-- npm-example[^>]*-->\n```js\n([\s\S]*?)```/);
+    assert.ok(match, `${file} has the npm example block after its <!-- npm-example --> marker`);
+    return match[1];
+  });
+  assert.equal(readme, guide, "README.md and docs/npm.md show the same npm example");
+  return readme;
 }
 
 test("a fresh Node project installs the packed package and runs the README example unchanged", async () => {
