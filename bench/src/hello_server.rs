@@ -29,5 +29,5 @@ async fn serve(address: &str) -> std::io::Result<()> {
     writeln!(stdout, "listening on http://{}", listener.local_addr()?)?;
     stdout.flush()?;
     let app = Router::new().route("/", post(|| async { PONG }));
-    edgelimit_cli::bridge::serving::serve(listener, app, std::future::pending()).await
+    edgelimit_cli::bridge::serving::serve(listener, app, Default::default(), std::future::pending()).await
 }

@@ -65,7 +65,7 @@ enum Commands {
     /// Serve the Upstash-compatible REST protocol over a real Redis.
     Bridge {
         /// Address to listen on (port 0 picks a free one; the chosen address is printed).
-        #[arg(long, default_value = "127.0.0.1:8079")]
+        #[arg(long, env = "EDGELIMIT_LISTEN", default_value = "127.0.0.1:8079")]
         listen: SocketAddr,
         /// Redis to forward to: one Redis, `redis://[user:password@]host:port` (or `unix:///path`); or a Redis
         /// Cluster, `redis+cluster://[user:password@]host:port[,host:port…]`, any of its nodes (the bridge reads the
@@ -94,10 +94,11 @@ enum Commands {
         redis_acl: RedisAcl,
         /// A key pattern a limiter token's scripts may be given, held by the bridge's fence and by the limiter
         /// profile's Redis user (`*` and `?`; repeat for several).
-        #[arg(long = "limiter-keys", default_values_t = bridge::profile::DEFAULT_LIMITER_KEYS.map(str::to_owned))]
+        #[arg(long = "limiter-keys", env = "EDGELIMIT_LIMITER_KEYS", value_delimiter = ',',
+              default_values_t = bridge::profile::DEFAULT_LIMITER_KEYS.map(str::to_owned))]
         limiter_keys: Vec<String>,
         /// Largest request body accepted, in bytes.
-        #[arg(long, default_value_t = 1 << 20)]
+        #[arg(long, env = "EDGELIMIT_MAX_REQUEST_BYTES", default_value_t = 1 << 20)]
         max_request_bytes: usize,
         /// Largest Redis reply passed on, in bytes as Redis sends them: a larger one is discarded as it arrives and
         /// answered HTTP 413, never buffered (the command has run all the same).
@@ -113,12 +114,18 @@ enum Commands {
         /// Bound on connecting to Redis and on each reply, in milliseconds; on a cluster also how long a request
         /// keeps trying while the cluster moves a slot or fails over (a command is sent again only on replies that
         /// prove it did not run).
-        #[arg(long, default_value_t = 2000)]
+        #[arg(long, env = "EDGELIMIT_REDIS_TIMEOUT_MS", default_value_t = 2000)]
         redis_timeout_ms: u64,
         /// A web page origin allowed to call the bridge from a browser, e.g. http://127.0.0.1:8080 (repeat for
         /// several; `*` for any). None by default.
-        #[arg(long = "cors-origin")]
+        #[arg(long = "cors-origin", env = "EDGELIMIT_CORS_ORIGINS", value_delimiter = ',')]
         cors_origins: Vec<String>,
+        /// A token that may read GET /metrics and nothing else (admin tokens may too).
+        #[arg(long, env = "EDGELIMIT_METRICS_TOKEN", hide_env_values = true)]
+        metrics_token: Option<String>,
+        /// How refused requests are logged on stderr: `text` or `json` (one object per line).
+        #[arg(long, env = "EDGELIMIT_LOG_FORMAT", default_value = "text", value_parser = ["text", "json"])]
+        log_format: String,
     },
     /// Start the local stack: a private redis-server, the bridge in front of it, the playground page, and the Worker
     /// (wrangler dev) in front of a demo origin.
@@ -348,7 +355,10 @@ async fn run(command: Commands) -> Result<Option<Outcome>, String> {
             max_memory_in_flight,
             redis_timeout_ms,
             cors_origins,
+            metrics_token,
+            log_format,
         } => {
+            bridge::init_logs(log_format == "json");
             let config = BridgeConfig {
                 redis_url,
                 token: token.unwrap_or_default(),
@@ -361,6 +371,7 @@ async fn run(command: Commands) -> Result<Option<Outcome>, String> {
                 max_memory_in_flight,
                 redis_timeout: Duration::from_millis(redis_timeout_ms),
                 cors_origins: CorsOrigins(cors_origins),
+                metrics_token,
             };
             return run_bridge(listen, config).await.map(|()| None);
         }

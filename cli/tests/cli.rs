@@ -525,3 +525,151 @@ fn scripts_lists_prints_and_refuses_unknown_names() {
     assert_eq!(unknown.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&unknown.stderr).contains("the scripts are token_bucket"));
 }
+
+/// Refused requests are logged on stderr, as JSON with `--log-format json`, never with the token; at most 10 lines a
+/// second, the rest counted in the next line, so every refusal is logged or counted.
+#[test]
+fn the_bridge_logs_refused_requests_and_bounds_the_lines() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let redis = runtime
+        .block_on(edgelimit_cli::redis_server::RedisServer::start())
+        .unwrap();
+    let mut bridge = Command::new(BIN)
+        .args([
+            "bridge",
+            "--listen",
+            "127.0.0.1:0",
+            "--redis",
+            &redis.url(),
+            "--token",
+            "cli-token",
+        ])
+        .args(["--log-format", "json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut listening = String::new();
+    BufReader::new(bridge.stdout.take().unwrap())
+        .read_line(&mut listening)
+        .unwrap();
+    let address = listening
+        .split("http://")
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_owned();
+    let refuse = || {
+        use std::io::{Read, Write};
+        let mut stream = std::net::TcpStream::connect(&address).unwrap();
+        let request = "POST / HTTP/1.1\r\nHost: b\r\nAuthorization: Bearer wrong-token-123\r\nContent-Length: 8\r\n\
+                       Connection: close\r\n\r\n[\"PING\"]";
+        stream.write_all(request.as_bytes()).unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).unwrap();
+        assert!(response.starts_with("HTTP/1.1 401"), "{response}");
+    };
+    let started = std::time::Instant::now();
+    (0..30).for_each(|_| refuse());
+    let seconds = started.elapsed().as_secs();
+    // After a quiet second the next refusal first reports how many went unlogged.
+    std::thread::sleep(Duration::from_millis(1100));
+    refuse();
+    let _ = bridge.kill();
+    bridge.wait().unwrap();
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut bridge.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(!stderr.contains("wrong-token-123"), "{stderr}");
+    let lines: Vec<Json> = stderr
+        .lines()
+        .filter(|line| line.starts_with('{'))
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let logged = lines
+        .iter()
+        .filter(|line| line["fields"]["message"] == "refused")
+        .count() as u64;
+    let left_out: u64 = lines
+        .iter()
+        .filter_map(|line| line["fields"]["left_out"].as_u64())
+        .sum();
+    assert_eq!(logged + left_out, 31, "{stderr}");
+    assert!(logged <= 10 * (seconds + 2), "{logged} lines in {seconds} s:\n{stderr}");
+    let first = &lines[0]["fields"];
+    assert_eq!(
+        (&first["status"], &first["route"], &first["profile"]),
+        (&Json::from(401), &Json::from("/"), &Json::from("none")),
+        "{stderr}"
+    );
+    assert!(
+        first["reason"].as_str().unwrap().starts_with("Unauthorized"),
+        "{stderr}"
+    );
+    runtime.block_on(redis.stop()).unwrap();
+}
+
+/// deploy/edgelimit-bridge.service's command line, run as the unit would run it (with this build, a test Redis, a
+/// free port and a tokens file of its own), serves: `GET /healthz` answers 200.
+#[test]
+fn the_systemd_units_command_line_serves() {
+    let unit = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../deploy/edgelimit-bridge.service"
+    ))
+    .unwrap();
+    let exec = unit.lines().find_map(|line| line.strip_prefix("ExecStart=")).unwrap();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let redis = runtime
+        .block_on(edgelimit_cli::redis_server::RedisServer::start())
+        .unwrap();
+    let tokens = std::env::temp_dir().join(format!("edgelimit-unit-tokens-{}", std::process::id()));
+    std::fs::write(&tokens, "admin:unit-admin-token\n").unwrap();
+    let mut words: Vec<String> = exec.split_whitespace().map(str::to_owned).collect();
+    assert_eq!(words[0], "/usr/local/bin/edgelimit", "{exec}");
+    for (flag, value) in [
+        ("--listen", "127.0.0.1:0".to_owned()),
+        ("--redis", redis.url()),
+        ("--tokens-file", tokens.display().to_string()),
+    ] {
+        let at = words
+            .iter()
+            .position(|word| word == flag)
+            .unwrap_or_else(|| panic!("{flag} in {exec}"));
+        words[at + 1] = value;
+    }
+    let mut bridge = Command::new(BIN)
+        .args(&words[1..])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut listening = String::new();
+    BufReader::new(bridge.stdout.take().unwrap())
+        .read_line(&mut listening)
+        .unwrap();
+    let address = listening
+        .split("http://")
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_owned();
+    let mut stream = std::net::TcpStream::connect(&address).unwrap();
+    std::io::Write::write_all(
+        &mut stream,
+        b"GET /healthz HTTP/1.1\r\nHost: b\r\nConnection: close\r\n\r\n",
+    )
+    .unwrap();
+    let mut response = String::new();
+    std::io::Read::read_to_string(&mut stream, &mut response).unwrap();
+    let _ = bridge.kill();
+    bridge.wait().unwrap();
+    std::fs::remove_file(&tokens).unwrap();
+    assert!(
+        response.starts_with("HTTP/1.1 200") && response.ends_with(r#"{"status":"ok"}"#),
+        "{response}"
+    );
+    runtime.block_on(redis.stop()).unwrap();
+}

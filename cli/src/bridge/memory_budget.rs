@@ -34,6 +34,7 @@ const CHUNK: usize = 16 * 1024;
 /// The budget: a semaphore of KiB, so that any budget a machine can hold fits its `u32` permits.
 pub(super) struct MemoryBudget {
     kib: Arc<Semaphore>,
+    total_kib: usize,
     budget_bytes: u64,
     max_request_bytes: u64,
 }
@@ -47,9 +48,15 @@ impl MemoryBudget {
             .min(u32::MAX as usize);
         MemoryBudget {
             kib: Arc::new(Semaphore::new(kib)),
+            total_kib: kib,
             budget_bytes,
             max_request_bytes: u64::try_from(max_request_bytes).unwrap_or(u64::MAX),
         }
+    }
+
+    /// The bytes held now, to the KiB.
+    pub(super) fn in_use(&self) -> u64 {
+        (self.total_kib.saturating_sub(self.kib.available_permits()) as u64) * 1024
     }
 
     /// A share of `bytes` for `what` ("request", "response"), or the answer that replaces it: 413 when more than the

@@ -6,8 +6,9 @@
 //! | `POST /pipeline` | `[["CMD", …], …]` | HTTP 200 `[{"result": …} or {"error": …}, …]` |
 //! | `POST /multi-exec` | the same | the same, run inside MULTI/EXEC |
 //! | `POST /subscribe/<channel>`, `/psubscribe/<pattern>` | ignored | server-sent events (`subscribe.rs`) |
+//! | `GET /healthz`, `GET /metrics` | | Redis's health (no token), Prometheus text (`observe.rs`) |
 //!
-//! Every request needs `Authorization: Bearer <token>`; the token's [`profile`] decides what it may run (`limiter`
+//! Every other request needs `Authorization: Bearer <token>`; the token's [`profile`] decides what it may run (`limiter`
 //! tokens only edgelimit's scripts, see [`fence`]), each profile as its own Redis ACL user. When Redis is out of reach
 //! the answer is HTTP 503 and the bridge keeps reconnecting. A handler's panic is that request's HTTP 500 (with
 //! `--profile bridge`, which unwinds); a reply above [`BridgeConfig::max_reply_bytes`] is dropped as it streams in.
@@ -22,6 +23,7 @@ mod json;
 mod key_pattern;
 mod links;
 mod memory_budget;
+mod observe;
 mod policy;
 pub mod profile;
 mod redis_link;
@@ -48,7 +50,7 @@ use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use axum::routing::{get, post};
 use axum::{Extension, Json, Router};
 use serde_json::{json, Value as JsonValue};
 use tower_http::catch_panic::CatchPanicLayer;
@@ -58,6 +60,7 @@ pub use self::cors::CorsOrigins;
 pub use self::in_process::InProcessBridge;
 use self::json::Words;
 use self::links::{LinkConfig, Links};
+pub use self::observe::init_logs;
 pub use self::profile::{Profile, RedisAcl};
 use self::reply_cap::over_budget;
 pub use self::reply_cap::REPLY_TOO_LARGE;
@@ -93,6 +96,8 @@ pub struct BridgeConfig {
     pub redis_timeout: Duration,
     /// Web page origins allowed to call the bridge from a browser (`*`: any); none by default.
     pub cors_origins: CorsOrigins,
+    /// A token that may read `/metrics` and nothing else (admin tokens may too).
+    pub metrics_token: Option<String>,
 }
 
 impl BridgeConfig {
@@ -110,6 +115,7 @@ impl BridgeConfig {
             max_memory_in_flight: DEFAULT_MAX_MEMORY_IN_FLIGHT,
             redis_timeout: Duration::from_secs(2),
             cors_origins: CorsOrigins::default(),
+            metrics_token: None,
         }
     }
 }
@@ -155,6 +161,33 @@ struct Bridge {
     subscriptions: subscribe::Subscriptions,
     /// The `limiter` profile's key patterns, which the fence holds its scripts' keys to.
     limiter_keys: Vec<String>,
+    memory: Arc<memory_budget::MemoryBudget>,
+    observer: observe::Observer,
+}
+
+impl Bridge {
+    fn new(
+        config: &BridgeConfig,
+        redis: Links,
+        killer: Option<Arc<ScriptKiller>>,
+        tokens: Arc<Tokens>,
+    ) -> Result<Bridge, BridgeError> {
+        Ok(Bridge {
+            killer,
+            redis,
+            acl: config.redis_acl,
+            tokens,
+            aliases: ScriptAliases::default(),
+            max_reply_bytes: config.max_reply_bytes,
+            subscriptions: subscribe::Subscriptions::new(config),
+            limiter_keys: config.limiter_keys.clone(),
+            memory: Arc::new(memory_budget::MemoryBudget::new(
+                config.max_memory_in_flight,
+                config.max_request_bytes,
+            )),
+            observer: observe::Observer::new(config.metrics_token.as_deref())?,
+        })
+    }
 }
 
 /// Serves the bridge on `listener` until `shutdown` completes, then finishes the requests in flight and returns.
@@ -192,25 +225,17 @@ pub async fn serve(
             None
         }
     };
-    let bridge = Arc::new(Bridge {
-        killer,
-        redis,
-        acl: config.redis_acl,
-        tokens: tokens.clone(),
-        aliases: ScriptAliases::default(),
-        max_reply_bytes: config.max_reply_bytes,
-        subscriptions: subscribe::Subscriptions::new(&config),
-        limiter_keys: config.limiter_keys.clone(),
-    });
+    let bridge = Arc::new(Bridge::new(&config, redis, killer, tokens.clone())?);
     let reloading = tokio::spawn(tokens.keep_reloading());
     tokio::spawn(check_redis_at_start(bridge.clone()));
     let app = app(routes(), bridge.clone(), &config);
+    let connections = bridge.observer.connections.clone();
     // Event streams never end by themselves; close them so the graceful shutdown completes.
     let shutdown = async move {
         shutdown.await;
         bridge.subscriptions.close_all();
     };
-    let served = serving::serve(listener, app, shutdown).await;
+    let served = serving::serve(listener, app, connections, shutdown).await;
     reloading.abort();
     Ok(served?)
 }
@@ -218,6 +243,7 @@ pub async fn serve(
 /// Checks what [`serve`] would refuse in `config` (its tokens, its limits), without serving.
 pub fn check(config: &BridgeConfig) -> Result<(), BridgeError> {
     tokens_of(config)?;
+    observe::Observer::new(config.metrics_token.as_deref())?;
     check_limits(config)
 }
 
@@ -291,22 +317,26 @@ fn routes() -> Router<Arc<Bridge>> {
         .route("/psubscribe/{*patterns}", post(subscribe::patterns))
 }
 
-/// `routes` behind the bridge's layers, innermost first: JSON fallbacks, memory budget, token check, body cap,
-/// panic catch, CORS.
+/// `routes` behind the bridge's layers, innermost first: JSON fallbacks, memory budget, token check (beside the
+/// routes without a token: `/healthz`, `/metrics`), body cap, panic catch, metrics and refusal log, CORS.
 fn app(routes: Router<Arc<Bridge>>, bridge: Arc<Bridge>, config: &BridgeConfig) -> Router {
-    let memory_budget = Arc::new(memory_budget::MemoryBudget::new(
-        config.max_memory_in_flight,
-        config.max_request_bytes,
-    ));
-    routes
+    let with_token = routes
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         // Inside the token check: a request without a valid token takes nothing from the budget.
-        .layer(middleware::from_fn_with_state(memory_budget, memory_budget::hold))
-        .layer(middleware::from_fn_with_state(bridge.clone(), authenticate))
+        .layer(middleware::from_fn_with_state(
+            bridge.memory.clone(),
+            memory_budget::hold,
+        ))
+        .layer(middleware::from_fn_with_state(bridge.clone(), authenticate));
+    Router::new()
+        .route("/healthz", get(observe::healthz))
+        .route("/metrics", get(observe::metrics))
+        .merge(with_token)
         .layer(DefaultBodyLimit::max(config.max_request_bytes))
         // A panic is that request's HTTP 500; inside CORS so a page can read it.
         .layer(CatchPanicLayer::custom(panic_response))
+        .layer(middleware::from_fn_with_state(bridge.clone(), observe::count))
         // Outermost, so that preflights are answered before the token check.
         .layer(middleware::from_fn_with_state(
             Arc::new(config.cors_origins.clone()),
@@ -384,7 +414,9 @@ impl Failure {
 
 impl IntoResponse for Failure {
     fn into_response(self) -> Response {
-        (self.status, Json(json!({ "error": self.message }))).into_response()
+        let mut response = (self.status, Json(json!({ "error": &self.message }))).into_response();
+        response.extensions_mut().insert(observe::Refusal(self.message));
+        response
     }
 }
 
@@ -393,7 +425,10 @@ async fn authenticate(State(bridge): State<Arc<Bridge>>, mut request: Request, n
     let authorization = request.headers().get("authorization").map(|value| value.as_bytes());
     if let Some(profile) = bridge.tokens.table().profile_of(authorization) {
         request.extensions_mut().insert(profile);
-        next.run(request).await
+        let mut response = next.run(request).await;
+        // For the metrics' labels (observe.rs).
+        response.extensions_mut().insert(profile);
+        response
     } else {
         Failure::new(
             StatusCode::UNAUTHORIZED,
@@ -559,7 +594,10 @@ async fn single(
     };
     if let Links::Cluster(cluster) = &bridge.redis {
         let budget = retry_budget(cluster, &headers)?;
-        let value = clustered::single(cluster, profile, &prepared, budget).await?;
+        let value = bridge
+            .observer
+            .redis_round_trip(clustered::single(cluster, profile, &prepared, budget))
+            .await?;
         // A reply combined from every master (KEYS) is held to the cap as a whole.
         let combined = matches!(routing::route(&prepared.2), Ok(routing::Route::EveryMaster(_)));
         if combined && json::wire_size(&value) > bridge.max_reply_bytes {
@@ -574,8 +612,9 @@ async fn single(
     }
     let (command, loaded_sha, _) = prepared;
     let mut connection = bridge.connection(profile).await?;
-    let value = connection
-        .send_packed_command(&command)
+    let value = bridge
+        .observer
+        .redis_round_trip(connection.send_packed_command(&command))
         .await
         .and_then(json::top_level_error)
         .map_err(|e| bridge.failure(&e))?;
@@ -615,9 +654,11 @@ async fn batch(
     if let Links::Cluster(cluster) = &bridge.redis {
         let budget = retry_budget(cluster, headers)?;
         let results = if atomic {
-            clustered::transaction(bridge, cluster, profile, &prepared, budget).await?
+            let transaction = clustered::transaction(bridge, cluster, profile, &prepared, budget);
+            bridge.observer.redis_round_trip(transaction).await?
         } else {
-            clustered::pipeline(cluster, profile, &prepared, budget).await
+            let pipeline = clustered::pipeline(cluster, profile, &prepared, budget);
+            bridge.observer.redis_round_trip(pipeline).await
         };
         let loaded_shas = prepared.into_iter().map(|(_, loaded_sha, _)| loaded_sha).collect();
         return Ok(Json(bridge.render_batch(results, loaded_shas, wants_base64(headers))));
@@ -638,7 +679,9 @@ async fn batch(
     }
     let mut connection = bridge.connection(profile).await?;
     let replies = announced.replies(
-        pipe.query_async::<Vec<redis::RedisResult<redis::Value>>>(&mut connection)
+        bridge
+            .observer
+            .redis_round_trip(pipe.query_async::<Vec<redis::RedisResult<redis::Value>>>(&mut connection))
             .await
             .map_err(|e| bridge.failure(&e))?,
     );
@@ -779,7 +822,8 @@ mod tests {
     /// The bridge's layers around a route that panics on purpose; test builds unwind, as `--profile bridge` does.
     #[tokio::test]
     async fn a_panicking_handler_answers_500_in_json_and_the_bridge_keeps_serving() {
-        let config = BridgeConfig::new("redis://127.0.0.1:1", "test-admin-token");
+        let mut config = BridgeConfig::new("redis://127.0.0.1:1", "test-admin-token");
+        config.max_reply_bytes = 1024;
         let redis = Links::new(&LinkConfig {
             redis_url: &config.redis_url,
             acl: config.redis_acl,
@@ -788,19 +832,9 @@ mod tests {
             max_reply_bytes: 1024,
         })
         .unwrap();
-        let bridge = Arc::new(Bridge {
-            killer: Some(Arc::new(ScriptKiller::new(
-                redis.admin_info(),
-                Duration::from_millis(200),
-            ))),
-            redis,
-            acl: config.redis_acl,
-            tokens: Arc::new(tokens_of(&config).unwrap()),
-            aliases: ScriptAliases::default(),
-            max_reply_bytes: 1024,
-            subscriptions: subscribe::Subscriptions::new(&config),
-            limiter_keys: config.limiter_keys.clone(),
-        });
+        let killer = Arc::new(ScriptKiller::new(redis.admin_info(), Duration::from_millis(200)));
+        let tokens = Arc::new(tokens_of(&config).unwrap());
+        let bridge = Arc::new(Bridge::new(&config, redis, Some(killer), tokens).unwrap());
         let routes = routes().route(
             "/panic",
             post(|| async {
@@ -812,7 +846,6 @@ mod tests {
         );
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();
-        let mut config = config;
         config.max_request_bytes = 1024;
         let server = tokio::spawn(axum::serve(listener, app(routes, bridge, &config)).into_future());
         for _ in 0..3 {

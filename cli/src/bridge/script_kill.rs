@@ -78,6 +78,7 @@ impl ScriptKiller {
         let unkillable = match reply {
             Ok(()) => {
                 eprintln!("edgelimit bridge: a script or function ran past the timeout; stopped it");
+                super::observe::SCRIPTS_KILLED.inc();
                 false
             }
             // Nothing ran: the timeout had another cause, or the script ended.

@@ -14,6 +14,7 @@ use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
+use prometheus_client::metrics::gauge::Gauge;
 use tokio::net::TcpListener;
 use tokio_io_timeout::TimeoutStream;
 
@@ -24,7 +25,13 @@ pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 pub const WRITE_STALL_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Serves `app` on `listener` until `shutdown` completes, then lets the requests in flight finish.
-pub async fn serve(listener: TcpListener, app: Router, shutdown: impl Future<Output = ()>) -> io::Result<()> {
+/// `connections` counts the connections open.
+pub async fn serve(
+    listener: TcpListener,
+    app: Router,
+    connections: Gauge,
+    shutdown: impl Future<Output = ()>,
+) -> io::Result<()> {
     let graceful = GracefulShutdown::new();
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
@@ -48,8 +55,11 @@ pub async fn serve(listener: TcpListener, app: Router, shutdown: impl Future<Out
             .serve_connection(TokioIo::new(Box::pin(stream)), service);
         // A connection's own failure (a client gone, a head too slow) ends that connection only.
         let served = graceful.watch(connection);
+        connections.inc();
+        let connections = connections.clone();
         tokio::spawn(async move {
             let _ = served.await;
+            connections.dec();
         });
     }
     // Refuse new connections at once while the ones open finish, rather than leave them in the backlog unserved.

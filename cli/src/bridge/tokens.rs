@@ -33,10 +33,17 @@ pub const MIN_TOKEN_LEN: usize = 8;
 /// The longest token accepted; longer is surely a mistake (a whole file pasted).
 const MAX_TOKEN_LEN: usize = 1024;
 
-type TokenDigest = [u8; 32];
+pub(super) type TokenDigest = [u8; 32];
 
-fn digest(token: &[u8]) -> TokenDigest {
+pub(super) fn digest(token: &[u8]) -> TokenDigest {
     Sha256::digest(token).into()
+}
+
+/// Whether `authorization` (a header value) bears the token of `expected`, compared in constant time.
+pub(super) fn bearer_is(expected: &TokenDigest, authorization: Option<&[u8]>) -> bool {
+    authorization
+        .and_then(|value| value.strip_prefix(b"Bearer "))
+        .is_some_and(|token| bool::from(digest(token).ct_eq(expected)))
 }
 
 /// Which token grants which profile.
