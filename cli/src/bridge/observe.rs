@@ -45,6 +45,8 @@ pub(super) struct Observer {
     memory_in_flight: Gauge,
     metrics_token: Option<TokenDigest>,
     log_window: Mutex<LogWindow>,
+    /// The last health check: when, and what it found.
+    last_health: tokio::sync::Mutex<Option<(Instant, Result<(), String>)>>,
 }
 
 /// The refusals logged in the current second, and those left out.
@@ -99,6 +101,7 @@ impl Observer {
                 logged: 0,
                 left_out: 0,
             }),
+            last_health: tokio::sync::Mutex::default(),
         })
     }
 
@@ -192,8 +195,20 @@ pub(super) async fn count(State(bridge): State<Arc<Bridge>>, request: Request, n
 }
 
 /// `GET /healthz`: 200 when Redis (every master of a cluster) answers `PING` within the Redis timeout, else 503.
+/// One check a second at most, whoever asks: a flood of health checks (no token needed) queues no `PING`s before
+/// other clients' commands.
 pub(super) async fn healthz(State(bridge): State<Arc<Bridge>>) -> Response {
-    match ping(&bridge).await {
+    let mut last = bridge.observer.last_health.lock().await;
+    let health = match &*last {
+        Some((checked, health)) if checked.elapsed() < Duration::from_secs(1) => health.clone(),
+        _ => {
+            let health = ping(&bridge).await;
+            *last = Some((Instant::now(), health.clone()));
+            health
+        }
+    };
+    drop(last);
+    match health {
         Ok(()) => Json(json!({ "status": "ok" })).into_response(),
         Err(why) => (
             StatusCode::SERVICE_UNAVAILABLE,
