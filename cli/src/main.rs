@@ -22,12 +22,17 @@ use edgelimit_cli::worker_dev::WorkerConfig;
 #[derive(Parser)]
 #[command(name = "edgelimit", version, about)]
 struct Cli {
-    /// Worker threads of the async runtime, which runs the bridge's requests [default: half the machine's cores,
-    /// at least 1: the bridge's Redis and clients often share its host].
-    #[arg(long, global = true, env = "EDGELIMIT_THREADS", value_parser = clap::value_parser!(u16).range(1..=1024))]
-    threads: Option<u16>,
     #[command(subcommand)]
     command: Commands,
+}
+
+/// The servers' runtime (bridge, dev).
+#[derive(Args)]
+struct Threads {
+    /// Worker threads of the async runtime, which runs the bridge's requests [default: half the machine's cores,
+    /// at least 1: the bridge's Redis and clients often share its host].
+    #[arg(long, env = "EDGELIMIT_THREADS", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    threads: Option<u16>,
 }
 
 /// The limiter a command acts on, by name, and the REST endpoint it lives behind.
@@ -126,6 +131,8 @@ enum Commands {
         /// How refused requests are logged on stderr: `text` or `json` (one object per line).
         #[arg(long, env = "EDGELIMIT_LOG_FORMAT", default_value = "text", value_parser = ["text", "json"])]
         log_format: String,
+        #[command(flatten)]
+        threads: Threads,
     },
     /// Start the local stack: a private redis-server, the bridge in front of it, the playground page, and the Worker
     /// (wrangler dev) in front of a demo origin.
@@ -158,6 +165,8 @@ enum Commands {
         /// Leave out the playground page (it is served when the current directory is a checkout with `www/`).
         #[arg(long)]
         no_playground: bool,
+        #[command(flatten)]
+        threads: Threads,
         /// Port of the playground page.
         #[arg(long, default_value_t = 8080)]
         playground_port: u16,
@@ -316,7 +325,11 @@ fn print_scripts(name: Option<String>, out: Option<PathBuf>) -> Result<(), Strin
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match edgelimit_cli::runtime::build(cli.threads) {
+    let threads = match &cli.command {
+        Commands::Bridge { threads, .. } | Commands::Dev { threads, .. } => threads.threads,
+        _ => None,
+    };
+    match edgelimit_cli::runtime::build(threads) {
         Ok(runtime) => runtime.block_on(run_to_exit(cli.command)),
         Err(e) => {
             eprintln!("edgelimit: {e}");
@@ -357,6 +370,7 @@ async fn run(command: Commands) -> Result<Option<Outcome>, String> {
             cors_origins,
             metrics_token,
             log_format,
+            threads: _,
         } => {
             bridge::init_logs(log_format == "json");
             let config = BridgeConfig {
@@ -386,6 +400,7 @@ async fn run(command: Commands) -> Result<Option<Outcome>, String> {
             origin_port,
             no_playground,
             playground_port,
+            threads: _,
         } => {
             let root = std::env::current_dir().map_err(|e| format!("no current directory: {e}"))?;
             let worker = (!no_worker)

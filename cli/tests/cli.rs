@@ -673,3 +673,31 @@ fn the_systemd_units_command_line_serves() {
     );
     runtime.block_on(redis.stop()).unwrap();
 }
+
+/// A bridge whose Redis URL cannot be parsed exits 2 before it listens (nothing announces an address that will not
+/// serve), and `--threads` belongs to the servers alone.
+#[test]
+fn an_invalid_redis_url_is_refused_before_listening_and_threads_are_the_servers() {
+    let output = Command::new(BIN)
+        .args([
+            "bridge",
+            "--redis",
+            "not-a-url",
+            "--token",
+            "cli-token",
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains(r#"invalid Redis URL "not-a-url""#), "{stderr}");
+    let output = Command::new(BIN)
+        .args(["permits", "api", "--threads", "2"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("unexpected argument '--threads'"));
+}

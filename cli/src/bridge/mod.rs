@@ -198,17 +198,7 @@ pub async fn serve(
 ) -> Result<(), BridgeError> {
     let tokens = Arc::new(tokens_of(&config)?);
     check_limits(&config)?;
-    let redis = Links::new(&LinkConfig {
-        redis_url: &config.redis_url,
-        acl: config.redis_acl,
-        limiter_keys: &config.limiter_keys,
-        timeout: config.redis_timeout,
-        max_reply_bytes: config.max_reply_bytes,
-    })
-    .map_err(|source| BridgeError::RedisUrl {
-        url: config.redis_url.clone(),
-        source,
-    })?;
+    let redis = links_of(&config)?;
     if cfg!(panic = "abort") {
         eprintln!(
             "edgelimit bridge: WARNING: built with panic = \"abort\" (cargo --release): a bug that panics on one \
@@ -242,9 +232,25 @@ pub async fn serve(
 
 /// Checks what [`serve`] would refuse in `config` (its tokens, its limits), without serving.
 pub fn check(config: &BridgeConfig) -> Result<(), BridgeError> {
+    links_of(config)?;
     tokens_of(config)?;
     observe::Observer::new(config.metrics_token.as_deref())?;
     check_limits(config)
+}
+
+/// The links to the Redis of `config`, its URL checked; nothing is connected yet.
+fn links_of(config: &BridgeConfig) -> Result<Links, BridgeError> {
+    Links::new(&LinkConfig {
+        redis_url: &config.redis_url,
+        acl: config.redis_acl,
+        limiter_keys: &config.limiter_keys,
+        timeout: config.redis_timeout,
+        max_reply_bytes: config.max_reply_bytes,
+    })
+    .map_err(|source| BridgeError::RedisUrl {
+        url: config.redis_url.clone(),
+        source,
+    })
 }
 
 fn check_limits(config: &BridgeConfig) -> Result<(), BridgeError> {
