@@ -125,6 +125,11 @@ enum Commands {
         /// several; `*` for any). None by default.
         #[arg(long = "cors-origin", env = "EDGELIMIT_CORS_ORIGINS", value_delimiter = ',')]
         cors_origins: Vec<String>,
+        /// The most HTTP connections open at once; past it new ones wait in the listen backlog. Keep it below the
+        /// file descriptors the bridge may open (`ulimit -n`).
+        #[arg(long, env = "EDGELIMIT_MAX_CONNECTIONS", default_value_t = bridge::DEFAULT_MAX_CONNECTIONS as u32,
+              value_parser = clap::value_parser!(u32).range(1..))]
+        max_connections: u32,
         /// A token that may read GET /metrics and nothing else (admin tokens may too).
         #[arg(long, env = "EDGELIMIT_METRICS_TOKEN", hide_env_values = true)]
         metrics_token: Option<String>,
@@ -370,6 +375,7 @@ async fn run(command: Commands) -> Result<Option<Outcome>, String> {
             cors_origins,
             metrics_token,
             log_format,
+            max_connections,
             threads: _,
         } => {
             bridge::init_logs(log_format == "json");
@@ -386,6 +392,7 @@ async fn run(command: Commands) -> Result<Option<Outcome>, String> {
                 redis_timeout: Duration::from_millis(redis_timeout_ms),
                 cors_origins: CorsOrigins(cors_origins),
                 metrics_token,
+                max_connections: max_connections as usize,
             };
             return run_bridge(listen, config).await.map(|()| None);
         }

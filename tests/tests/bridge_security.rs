@@ -7,7 +7,7 @@ use edgelimit::limit::{Limiter, Quota};
 use edgelimit::{Command, Error, RestClient, Script, Value};
 use edgelimit_cli::bridge::{BridgeConfig, InProcessBridge, Profile, RedisAcl};
 use edgelimit_cli::redis_server::RedisServer;
-use edgelimit_tests::{Stack, LIMITER_TOKEN, READONLY_TOKEN};
+use edgelimit_tests::{Stack, LIMITER_TOKEN, READONLY_TOKEN, TOKEN};
 
 fn cmd(words: &[&str]) -> Command {
     Command::new(words[0]).args(&words[1..])
@@ -329,6 +329,64 @@ async fn a_request_head_that_never_ends_is_closed_and_others_are_served() {
         .await;
         assert!(read.is_ok(), "a stalled connection stayed open");
     }
+}
+
+/// Sends `request` on a fresh connection and reads until the bridge closes it (within `wait`): what it answered.
+async fn answer_to(address: &str, request: &[u8], wait: std::time::Duration) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut connection = tokio::net::TcpStream::connect(address).await.unwrap();
+    connection.write_all(request).await.unwrap();
+    let mut answer = Vec::new();
+    let _ = tokio::time::timeout(wait, connection.read_to_end(&mut answer)).await;
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+/// A body announced above the cap is refused before any of it arrives; a body that trickles is cut off at
+/// `BODY_READ_TIMEOUT`, so token holders cannot hold connections (and their share of memory) by sending slowly.
+#[tokio::test]
+async fn bodies_announced_too_large_or_sent_too_slowly_are_refused_and_the_connection_closed() {
+    let stack = Stack::start().await;
+    let address = stack.url().trim_start_matches("http://").to_owned();
+    let head = format!("POST / HTTP/1.1\r\nHost: b\r\nAuthorization: Bearer {TOKEN}\r\n");
+    let huge = format!("{head}Content-Length: 10000000000\r\n\r\n");
+    let answer = answer_to(&address, huge.as_bytes(), Duration::from_secs(5)).await;
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    assert!(answer.contains("announces 10000000000 bytes"), "{answer}");
+    let trickle = format!("{head}Content-Length: 8\r\n\r\n[\"PI");
+    let started = Instant::now();
+    let timeout = edgelimit_cli::bridge::BODY_READ_TIMEOUT;
+    let answer = answer_to(&address, trickle.as_bytes(), timeout * 3).await;
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(started.elapsed() >= timeout, "answered after {:?}", started.elapsed());
+}
+
+/// Past `max_connections` a new connection waits in the backlog, unserved, until one closes.
+#[tokio::test]
+async fn connections_past_the_bound_wait_until_one_closes() {
+    use tokio::io::AsyncWriteExt;
+    let stack = Stack::start_with(|config| config.max_connections = 2).await;
+    let address = stack.url().trim_start_matches("http://").to_owned();
+    let mut idle = Vec::new();
+    for _ in 0..2 {
+        idle.push(tokio::net::TcpStream::connect(&address).await.unwrap());
+    }
+    let ping = format!(
+        "POST / HTTP/1.1\r\nHost: b\r\nAuthorization: Bearer {TOKEN}\r\nContent-Length: 8\r\nConnection: close\r\n\r\n[\"PING\"]"
+    );
+    let waiting = tokio::spawn(async move { answer_to(&address, ping.as_bytes(), Duration::from_secs(20)).await });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        !waiting.is_finished(),
+        "a third connection was served past a bound of 2"
+    );
+    let mut first = idle.remove(0);
+    first.shutdown().await.unwrap();
+    drop(first);
+    let answer = waiting.await.unwrap();
+    assert!(
+        answer.starts_with("HTTP/1.1 200") && answer.ends_with(r#"{"result":"PONG"}"#),
+        "{answer}"
+    );
 }
 
 /// A fixed window's decision for `id` as a limiter token sends it (EVALSHA), its script loaded by a first decision.

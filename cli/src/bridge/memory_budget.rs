@@ -22,6 +22,10 @@ use tokio::time::Instant;
 
 use super::Failure;
 
+/// How long a request's body may take to arrive once its head is in: a client trickling bodies holds no
+/// connection longer.
+pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Requests and responses up to this size are not counted.
 pub const SMALL: u64 = 64 * 1024;
 
@@ -102,8 +106,19 @@ impl MemoryBudget {
     }
 }
 
-/// Middleware: holds each large request, then each large response, to the budget.
+/// Middleware: holds each large request, then each large response, to the budget. A request's body is read here,
+/// whole, within [`BODY_READ_TIMEOUT`]; one announced above the body cap is refused before any of it is read.
 pub(super) async fn hold(State(memory): State<Arc<MemoryBudget>>, request: Request, next: Next) -> Response {
+    let announced = http_body::Body::size_hint(request.body()).lower();
+    if announced > memory.max_request_bytes {
+        return closing(Failure::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!(
+                "the request body announces {announced} bytes, more than the bridge accepts ({}, --max-request-bytes)",
+                memory.max_request_bytes
+            ),
+        ));
+    }
     let request_bytes = memory.request_bytes(&request);
     let request_share = match memory.share(request_bytes, "request", "retry in a second") {
         Ok(share) => share,
@@ -112,7 +127,27 @@ pub(super) async fn hold(State(memory): State<Arc<MemoryBudget>>, request: Reque
             return refused(refusal);
         }
     };
-    let response = next.run(request).await;
+    let (parts, body) = request.into_parts();
+    let limit = usize::try_from(memory.max_request_bytes).unwrap_or(usize::MAX);
+    let body = match tokio::time::timeout(BODY_READ_TIMEOUT, axum::body::to_bytes(body, limit)).await {
+        Ok(Ok(body)) => body,
+        Ok(Err(e)) if over_limit(&e) => {
+            let cap = memory.max_request_bytes;
+            let message = format!("the request body is larger than the bridge accepts ({cap}, --max-request-bytes)");
+            return closing(Failure::new(StatusCode::PAYLOAD_TOO_LARGE, message));
+        }
+        Ok(Err(e)) => return Failure::bad_request(format!("could not read the request body: {e}")).into_response(),
+        Err(_) => {
+            return closing(Failure::new(
+                StatusCode::REQUEST_TIMEOUT,
+                format!(
+                    "the request body did not arrive within {} s of its head: send it whole",
+                    BODY_READ_TIMEOUT.as_secs()
+                ),
+            ))
+        }
+    };
+    let response = next.run(Request::from_parts(parts, Body::from(body))).await;
     // Event streams have no size; what waits for each subscriber is bounded by subscribe.rs.
     let Some(size) = http_body::Body::size_hint(response.body()).exact() else {
         return response;
@@ -147,6 +182,27 @@ pub(super) async fn hold(State(memory): State<Arc<MemoryBudget>>, request: Reque
         )
         .into_response(),
     }
+}
+
+/// Whether reading a body failed on its length limit (ours, or axum's `DefaultBodyLimit` under it).
+fn over_limit(error: &axum::Error) -> bool {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(error) = cause {
+        if error.is::<http_body_util::LengthLimitError>() {
+            return true;
+        }
+        cause = error.source();
+    }
+    false
+}
+
+/// `failure`'s answer, closing the connection: the rest of the request's body is never read.
+fn closing(failure: Failure) -> Response {
+    let mut response = failure.into_response();
+    response
+        .headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    response
 }
 
 /// The answer to a request or response the budget refused; one that may pass later says when to retry.

@@ -60,6 +60,7 @@ pub use self::cors::CorsOrigins;
 pub use self::in_process::InProcessBridge;
 use self::json::Words;
 use self::links::{LinkConfig, Links};
+pub use self::memory_budget::BODY_READ_TIMEOUT;
 pub use self::observe::init_logs;
 pub use self::profile::{Profile, RedisAcl};
 use self::reply_cap::over_budget;
@@ -98,6 +99,8 @@ pub struct BridgeConfig {
     pub cors_origins: CorsOrigins,
     /// A token that may read `/metrics` and nothing else (admin tokens may too).
     pub metrics_token: Option<String>,
+    /// The most HTTP connections open at once; past it new ones wait in the listen backlog.
+    pub max_connections: usize,
 }
 
 impl BridgeConfig {
@@ -116,12 +119,16 @@ impl BridgeConfig {
             redis_timeout: Duration::from_secs(2),
             cors_origins: CorsOrigins::default(),
             metrics_token: None,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
         }
     }
 }
 
 /// The default reply cap, 8 MiB. As JSON a reply may grow sixfold (`\u0001`), so one reply costs at most some 60 MB.
 pub const DEFAULT_MAX_REPLY_BYTES: u64 = 8 << 20;
+
+/// The default bound on open connections: each holds a file descriptor (raise `ulimit -n` above it).
+pub const DEFAULT_MAX_CONNECTIONS: usize = 4096;
 
 /// The default memory in flight, 256 MiB: 25 default-sized requests being parsed, or five of the largest replies.
 pub const DEFAULT_MAX_MEMORY_IN_FLIGHT: u64 = 256 << 20;
@@ -219,7 +226,10 @@ pub async fn serve(
     let reloading = tokio::spawn(tokens.keep_reloading());
     tokio::spawn(check_redis_at_start(bridge.clone()));
     let app = app(routes(), bridge.clone(), &config);
-    let connections = bridge.observer.connections.clone();
+    let connections = serving::Connections {
+        open: bridge.observer.connections.clone(),
+        max: Some(config.max_connections),
+    };
     // Event streams never end by themselves; close them so the graceful shutdown completes.
     let shutdown = async move {
         shutdown.await;

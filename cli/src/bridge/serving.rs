@@ -7,6 +7,7 @@
 
 use std::future::Future;
 use std::io;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
@@ -16,6 +17,7 @@ use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use prometheus_client::metrics::gauge::Gauge;
 use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
 use tokio_io_timeout::TimeoutStream;
 
 /// How long a connection may take to send a request's head, and an idle keep-alive connection its next one.
@@ -24,17 +26,30 @@ pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a write to a client may wait without any progress before the connection is closed.
 pub const WRITE_STALL_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// The connections the accept loop counts and bounds.
+#[derive(Clone, Default)]
+pub struct Connections {
+    /// Open now.
+    pub open: Gauge,
+    /// At most this many at once; past it new ones wait in the listen backlog. `None`: no bound.
+    pub max: Option<usize>,
+}
+
 /// Serves `app` on `listener` until `shutdown` completes, then lets the requests in flight finish.
-/// `connections` counts the connections open.
 pub async fn serve(
     listener: TcpListener,
     app: Router,
-    connections: Gauge,
+    connections: Connections,
     shutdown: impl Future<Output = ()>,
 ) -> io::Result<()> {
     let graceful = GracefulShutdown::new();
     let mut shutdown = std::pin::pin!(shutdown);
+    let slots = Arc::new(Semaphore::new(connections.max.unwrap_or(Semaphore::MAX_PERMITS)));
     loop {
+        let slot = tokio::select! {
+            slot = slots.clone().acquire_owned() => slot.map_err(io::Error::other)?,
+            () = &mut shutdown => break,
+        };
         let stream = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => stream,
@@ -55,11 +70,12 @@ pub async fn serve(
             .serve_connection(TokioIo::new(Box::pin(stream)), service);
         // A connection's own failure (a client gone, a head too slow) ends that connection only.
         let served = graceful.watch(connection);
-        connections.inc();
-        let connections = connections.clone();
+        let open = connections.open.clone();
+        open.inc();
         tokio::spawn(async move {
             let _ = served.await;
-            connections.dec();
+            open.dec();
+            drop(slot);
         });
     }
     // Refuse new connections at once while the ones open finish, rather than leave them in the backlog unserved.

@@ -58,20 +58,35 @@ impl TokenTable {
         let mut table = TokenTable::default();
         for (profile, token) in tokens {
             check_token(token)?;
-            table.entries.push((digest(token.as_bytes()), profile));
+            table.add(digest(token.as_bytes()), profile)?;
         }
         Ok(table)
+    }
+
+    /// Adds one entry, unless its token is in the table already: which profile it grants would be a guess.
+    fn add(&mut self, token: TokenDigest, profile: Profile) -> Result<(), String> {
+        if let Some((_, first)) = self.entries.iter().find(|(listed, _)| *listed == token) {
+            return Err(format!(
+                "a token is listed twice (as {first} and as {profile}): each token must grant one profile"
+            ));
+        }
+        self.entries.push((token, profile));
+        Ok(())
     }
 
     /// Parses the tokens file format (see the module's docs); `origin` names the text in errors.
     pub fn parse(text: &str, origin: &str) -> Result<TokenTable, String> {
         let entries = entries(text, origin)?;
         TokenTable::new(entries.iter().map(|(profile, token)| (*profile, token.as_str())))
+            .map_err(|e| format!("{origin}: {e}"))
     }
 
-    /// Adds the entries of `other`.
-    pub fn extend(&mut self, other: TokenTable) {
-        self.entries.extend(other.entries);
+    /// Adds the entries of `other`, none of whose tokens may be in this table.
+    pub fn extend(&mut self, other: TokenTable) -> Result<(), String> {
+        other
+            .entries
+            .into_iter()
+            .try_for_each(|(token, profile)| self.add(token, profile))
     }
 
     /// The profiles that some token grants, each once.
@@ -83,7 +98,7 @@ impl TokenTable {
     }
 
     /// The profile of the bearer token in an `Authorization` header value, or `None`. Every entry is compared, in
-    /// constant time; of two entries with one token, the last counts.
+    /// constant time.
     pub fn profile_of(&self, authorization: Option<&[u8]>) -> Option<Profile> {
         let presented = digest(authorization?.strip_prefix(b"Bearer ")?);
         let mut found = None;
@@ -188,8 +203,16 @@ impl Tokens {
         if *self.seen.read().unwrap_or_else(|e| e.into_inner()) == Some(text_digest) {
             return Ok(());
         }
+        let origin = path.display().to_string();
         let mut table = self.inline.clone();
-        table.extend(TokenTable::parse(&text, &path.display().to_string())?);
+        table
+            .extend(TokenTable::parse(&text, &origin)?)
+            .map_err(|e| format!("{origin} and --token/--tokens: {e}"))?;
+        if table.entries.is_empty() {
+            return Err(format!(
+                "the tokens file {origin} holds no token, and no --token or --tokens is given"
+            ));
+        }
         *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(table);
         *self.seen.write().unwrap_or_else(|e| e.into_inner()) = Some(text_digest);
         Ok(())
@@ -297,5 +320,33 @@ mod tests {
             .table()
             .profile_of(Some(&bearer("limiter-NEW-token-2")))
             .is_some());
+    }
+
+    #[test]
+    fn a_token_listed_twice_is_refused_whatever_its_profiles() {
+        let twice = format!("limiter:{LIMITER}\nadmin:{LIMITER}\n");
+        let refusal = TokenTable::parse(&twice, "tokens").unwrap_err();
+        assert_eq!(
+            refusal,
+            "tokens: a token is listed twice (as limiter and as admin): each token must grant one profile"
+        );
+        assert!(!refusal.contains(LIMITER));
+        let mut inline = TokenTable::new([(Profile::Admin, ADMIN)]).unwrap();
+        assert!(inline
+            .extend(TokenTable::new([(Profile::Limiter, ADMIN)]).unwrap())
+            .is_err());
+    }
+
+    #[test]
+    fn a_tokens_file_emptied_while_the_bridge_runs_leaves_the_tokens_before_in_force() {
+        let path = std::env::temp_dir().join(format!("edgelimit-tokens-emptied-{}", std::process::id()));
+        std::fs::write(&path, format!("admin:{ADMIN}\n")).unwrap();
+        let tokens = Tokens::load(TokenTable::default(), Some(path.clone())).unwrap();
+        std::fs::write(&path, "# all gone\n").unwrap();
+        let refusal = tokens.reload().unwrap_err();
+        std::fs::remove_file(&path).unwrap();
+        assert!(refusal.contains("holds no token"), "{refusal}");
+        let bearer = format!("Bearer {ADMIN}").into_bytes();
+        assert_eq!(tokens.table().profile_of(Some(&bearer)), Some(Profile::Admin));
     }
 }
