@@ -1,13 +1,17 @@
 //! `GateCore`: the Cloudflare Worker's engine (see [`crate::gate`]). It reads the Worker's `env` with the same
 //! checked readers as the package's options, so a broken rule is refused at start, naming the offending field.
 
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
 
-use super::limits::{as_config_error, limits_of};
-use super::{describe, duration, field, given, items, known_fields, object, string, to_js_error};
+use super::de::{field_of, read, Dur, Flag, OneOrMany, Parsed};
+use super::limits::{as_config_error, Limits};
+use super::{is_array, to_js, to_js_error};
 use crate::error::{Error, Result};
 use crate::gate::{Admission, Gate, KeySource, ListEntry, RequestMatch, Route, Rule};
 use crate::limit::{KeyLayout, DEFAULT_PREFIX};
+use crate::ratelimit::OnError;
 use crate::rest::RestClient;
 
 #[wasm_bindgen]
@@ -19,41 +23,35 @@ extern "C" {
     fn get(this: &Headers, name: &str) -> Option<String>;
 }
 
-/// The fields a rule may have: anything else is a typo to report, not to ignore.
-const RULE_FIELDS: [&str; 10] = [
-    "name", "match", "key", "limits", "allow", "deny", "dryRun", "onError", "timeout", "reserve",
-];
-const MATCH_FIELDS: [&str; 4] = ["host", "path", "pattern", "methods"];
-
-/// A string, or an array of strings (`"GET"` or `["GET", "HEAD"]`); empty when absent.
-fn strings(value: &JsValue, what: &str) -> Result<Vec<String>> {
-    match given(value) {
-        None => Ok(Vec::new()),
-        Some(value) => match items(value, what)? {
-            Some(items) => (items.iter().enumerate())
-                .map(|(i, item)| string(item, &format!("{what}[{i}]")))
-                .collect(),
-            None => Ok(vec![string(value, what)?]),
-        },
-    }
+/// A rule as `RULES` gives it (README, "Rules").
+#[derive(Deserialize)]
+#[serde(
+    rename_all = "camelCase",
+    deny_unknown_fields,
+    expecting = "a rule like {\"name\": \"site\", \"limits\": […]}"
+)]
+struct RuleFields {
+    name: String,
+    #[serde(rename = "match")]
+    request_match: Option<MatchFields>,
+    key: Option<Parsed<KeySource>>,
+    limits: Limits,
+    allow: Option<OneOrMany<String>>,
+    deny: Option<OneOrMany<String>>,
+    dry_run: Option<Flag>,
+    on_error: Option<Parsed<OnError>>,
+    timeout: Option<Dur>,
+    reserve: Option<Dur>,
 }
 
-fn optional_string(value: &JsValue, what: &str) -> Result<Option<String>> {
-    given(value).map(|value| string(value, what)).transpose()
-}
-
-fn request_match(value: &JsValue, what: &str) -> Result<RequestMatch> {
-    let Some(value) = given(value) else {
-        return Ok(RequestMatch::default());
-    };
-    known_fields(value, &MATCH_FIELDS, what)?;
-    RequestMatch::new(
-        strings(&field(value, "host")?, &format!("{what}.host"))?,
-        optional_string(&field(value, "path")?, &format!("{what}.path"))?,
-        optional_string(&field(value, "pattern")?, &format!("{what}.pattern"))?,
-        strings(&field(value, "methods")?, &format!("{what}.methods"))?,
-    )
-    .map_err(|e| in_field(e, what))
+/// Which requests a rule applies to; strings or arrays of them.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "an object like {\"path\": \"/api/\"}")]
+struct MatchFields {
+    host: Option<OneOrMany<String>>,
+    path: Option<String>,
+    pattern: Option<String>,
+    methods: Option<OneOrMany<String>>,
 }
 
 /// Prefixes a config error's message with where it was found.
@@ -64,50 +62,40 @@ fn in_field(error: Error, what: &str) -> Error {
     }
 }
 
-fn rule(value: &JsValue, what: &str) -> Result<Rule> {
-    known_fields(value, &RULE_FIELDS, what)?;
-    let name = string(&field(value, "name")?, &format!("{what}.name"))?;
-    let key: KeySource = match given(&field(value, "key")?) {
-        None => KeySource::IP,
-        Some(key) => string(key, &format!("{what}.key"))?
-            .parse()
-            .map_err(|e| in_field(e, &format!("{what}.key")))?,
-    };
-    let list = |name: &str| -> Result<Vec<ListEntry>> {
-        let what = format!("{what}.{name}");
-        strings(&field(value, name)?, &what)?
-            .iter()
-            .map(|entry| ListEntry::parse(entry, &key).map_err(|e| in_field(e, &what)))
-            .collect()
-    };
-    let mut rule = Rule::new(
-        &name,
-        key.clone(),
-        limits_of(&field(value, "limits")?, &format!("{what}.limits"))?,
-    );
-    rule.request_match = request_match(&field(value, "match")?, &format!("{what}.match"))?;
-    rule.allow = list("allow")?;
-    rule.deny = list("deny")?;
-    if let Some(dry_run) = given(&field(value, "dryRun")?) {
-        rule.dry_run = dry_run.as_bool().ok_or_else(|| {
-            Error::InvalidConfig(format!(
-                "{what}.dryRun must be true or false, got {}",
-                describe(dry_run)
-            ))
-        })?;
+/// The strings of an optional string-or-array.
+fn strings(value: Option<OneOrMany<String>>) -> Vec<String> {
+    value.map_or_else(Vec::new, |strings| strings.0)
+}
+
+impl RuleFields {
+    /// The rule, checked; `what` names it in errors (`RULES[0]`).
+    fn rule(self, what: &str) -> Result<Rule> {
+        let key = self.key.map_or(KeySource::IP, |key| key.0);
+        let list = |entries: Option<OneOrMany<String>>, name: &str| -> Result<Vec<ListEntry>> {
+            (strings(entries).iter())
+                .map(|entry| ListEntry::parse(entry, &key).map_err(|e| in_field(e, &format!("{what}.{name}"))))
+                .collect()
+        };
+        let mut rule = Rule::new(&self.name, key.clone(), self.limits.0);
+        rule.allow = list(self.allow, "allow")?;
+        rule.deny = list(self.deny, "deny")?;
+        if let Some(fields) = self.request_match {
+            rule.request_match = RequestMatch::new(
+                strings(fields.host),
+                fields.path,
+                fields.pattern,
+                strings(fields.methods),
+            )
+            .map_err(|e| in_field(e, &format!("{what}.match")))?;
+        }
+        rule.dry_run = self.dry_run.is_some_and(|flag| flag.0);
+        if let Some(policy) = self.on_error {
+            rule.on_error = policy.0;
+        }
+        rule.timeout = self.timeout.map(|timeout| timeout.0);
+        rule.reserve = self.reserve.map(|length| length.0);
+        Ok(rule)
     }
-    if let Some(policy) = given(&field(value, "onError")?) {
-        rule.on_error = string(policy, &format!("{what}.onError"))?
-            .parse()
-            .map_err(|e| in_field(e, what))?;
-    }
-    if let Some(timeout) = given(&field(value, "timeout")?) {
-        rule.timeout = Some(duration(timeout, &format!("{what}.timeout"))?);
-    }
-    if let Some(length) = given(&field(value, "reserve")?) {
-        rule.reserve = Some(duration(length, &format!("{what}.reserve"))?);
-    }
-    Ok(rule)
 }
 
 /// `RULES`: a JSON array of rules as a string (a `[vars]` string), or the array itself (a `[vars]` table).
@@ -119,16 +107,16 @@ fn rules(value: &JsValue) -> Result<Vec<Rule>> {
         })?,
         None => value.clone(),
     };
-    let Some(items) = items(&parsed, "RULES")? else {
-        return Err(Error::InvalidConfig(format!(
-            "RULES must be a JSON array of rules, like [{{\"name\": \"site\", \"limits\": [{{\"algorithm\": \
-             \"slidingLog\", \"limit\": 5, \"interval\": \"10 s\"}}]}}], got {}",
-            describe(&parsed)
-        )));
-    };
-    let rules: Vec<Rule> = (items.iter().enumerate())
-        .map(|(i, item)| rule(item, &format!("RULES[{i}]")))
-        .collect::<Result<_>>()?;
+    if !is_array(&parsed).unwrap_or(false) {
+        return Err(Error::InvalidConfig(
+            "RULES must be a JSON array of rules, like [{\"name\": \"site\", \"limits\": [{\"algorithm\": \
+             \"slidingLog\", \"limit\": 5, \"interval\": \"10 s\"}]}]"
+                .into(),
+        ));
+    }
+    let rules = (read::<Vec<RuleFields>>(&parsed, "RULES")?.into_iter().enumerate())
+        .map(|(i, rule)| rule.rule(&format!("RULES[{i}]")))
+        .collect::<Result<Vec<_>>>()?;
     if rules.is_empty() {
         // A Worker with no rule limits nothing: far more often RULES lost on the way than a wish.
         return Err(Error::InvalidConfig(
@@ -140,31 +128,38 @@ fn rules(value: &JsValue) -> Result<Vec<Rule>> {
     Ok(rules)
 }
 
-/// `env[name]`, or a config error saying how to set it.
-fn setting(env: &JsValue, name: &str, hint: &str) -> Result<JsValue> {
-    given(&field(env, name)?)
-        .cloned()
-        .ok_or_else(|| Error::InvalidConfig(format!("{name} is not set: {hint}")))
+/// `env[name]` as a `T`, `None` when not set.
+fn setting<T: DeserializeOwned>(env: &JsValue, name: &str) -> Result<Option<T>> {
+    read(&field_of(env, name)?, name)
+}
+
+/// `env[name]` as a `T`, or a config error saying how to set it.
+fn required<T: DeserializeOwned>(env: &JsValue, name: &str, hint: &str) -> Result<T> {
+    setting(env, name)?.ok_or_else(|| Error::InvalidConfig(format!("{name} is not set: {hint}")))
 }
 
 fn gate_of(env: &JsValue) -> Result<Gate> {
-    let url = setting(
+    let url: String = required(
         env,
         "EDGELIMIT_URL",
         "put the REST endpoint's URL in wrangler.toml [vars]",
     )?;
-    let token = setting(
+    let token: String = required(
         env,
         "EDGELIMIT_TOKEN",
         "store the endpoint's token as a secret (`wrangler secret put EDGELIMIT_TOKEN`, or .dev.vars locally)",
     )?;
-    let rules = rules(&setting(env, "RULES", "add the rules to wrangler.toml [vars]")?)?;
-    let prefix = optional_string(&field(env, "EDGELIMIT_PREFIX")?, "EDGELIMIT_PREFIX")?;
-    let layout = match optional_string(&field(env, "EDGELIMIT_LAYOUT")?, "EDGELIMIT_LAYOUT")? {
-        Some(layout) => layout.parse()?,
-        None => KeyLayout::default(),
+    let rules = match field_of(env, "RULES")? {
+        value if value.is_undefined() => {
+            return Err(Error::InvalidConfig(
+                "RULES is not set: add the rules to wrangler.toml [vars]".into(),
+            ))
+        }
+        value => rules(&value)?,
     };
-    let client = RestClient::new(&string(&url, "EDGELIMIT_URL")?, &string(&token, "EDGELIMIT_TOKEN")?)?;
+    let prefix: Option<String> = setting(env, "EDGELIMIT_PREFIX")?;
+    let layout = setting::<Parsed<KeyLayout>>(env, "EDGELIMIT_LAYOUT")?.map_or_else(KeyLayout::default, |l| l.0);
+    let client = RestClient::new(&url, &token)?;
     Gate::new(client, rules, prefix.as_deref().unwrap_or(DEFAULT_PREFIX), layout)
 }
 
@@ -230,26 +225,33 @@ impl JsRoute {
     }
 }
 
+/// A verdict as the Worker's script reads it.
+#[derive(Serialize)]
+struct Verdict<'a> {
+    allowed: bool,
+    reason: &'static str,
+    status: u16,
+    /// `[name, value]` pairs, as `new Headers(…)` takes them.
+    headers: &'a [(String, String)],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    body: Option<&'a str>,
+    #[serde(
+        skip_serializing_if = "JsValue::is_undefined",
+        serialize_with = "serde_wasm_bindgen::preserve::serialize"
+    )]
+    error: JsValue,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rule: Option<&'a str>,
+}
+
 fn verdict_object(admission: Admission) -> JsValue {
-    let headers: js_sys::Array = admission
-        .headers
-        .iter()
-        .map(|(name, value)| js_sys::Array::of2(&name.into(), &value.into()))
-        .collect();
-    let mut properties = vec![
-        ("allowed", admission.allowed.into()),
-        ("reason", admission.reason.as_str().into()),
-        ("status", admission.status.into()),
-        ("headers", headers.into()),
-    ];
-    if let Some(body) = admission.body {
-        properties.push(("body", body.into()));
-    }
-    if let Some(error) = admission.error {
-        properties.push(("error", to_js_error(error)));
-    }
-    if let Some(rule) = admission.rule {
-        properties.push(("rule", rule.into()));
-    }
-    object(&properties)
+    to_js(&Verdict {
+        allowed: admission.allowed,
+        reason: admission.reason.as_str(),
+        status: admission.status,
+        headers: &admission.headers,
+        body: admission.body.as_deref(),
+        error: admission.error.map_or(JsValue::UNDEFINED, to_js_error),
+        rule: admission.rule.as_deref(),
+    })
 }

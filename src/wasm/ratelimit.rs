@@ -1,142 +1,238 @@
 //! `RatelimitCore`: the JS `Ratelimit` class's engine. It reads the user's options itself, so every check and
 //! message is the same wherever the package runs, and answers plain JS objects.
 
+use std::fmt::Formatter;
+
+use serde::de::{self, Visitor};
+use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
 
-use super::limits::{as_config_error, limits_of};
+use super::de::{read, refuse, Dur, Flag, OneOrMany, Parsed};
+use super::limits::{as_config_error, Limits};
 use super::redisson::JsRedissonLimiter;
-use super::values::{self, decision_object, milliseconds, number, permits_in};
-use super::{describe, duration, field, given, items, known_fields, object, string, to_js_error, whole};
-use crate::error::{Error, Result};
+use super::values::{milliseconds, permits_in, JsDecision, Milliseconds};
+use super::{to_js, to_js_error};
+use crate::error::Result;
 use crate::identifier::Identifier;
-use crate::limit::{LimitState, Receipt, StateDetail};
+use crate::limit::{KeyLayout, LimitState, Receipt, StateDetail};
 use crate::ratelimit::{OnError, Options, Outcome, Ratelimit, Returned};
 use crate::rest::RestClient;
 
-/// `cache`: `true`/absent (10 000 entries), `false`/`0` (off), or a number of entries.
-fn cache_entries(value: &JsValue) -> Result<usize> {
-    match value.as_bool() {
-        Some(true) => Ok(Options::default().cache_entries),
-        Some(false) => Ok(0),
-        None if value.is_undefined() => Ok(Options::default().cache_entries),
-        None => whole(value, "cache (entries)", 0, 10_000_000).map(|n| n as usize),
+/// The options of `new Ratelimit(options)` (index.d.ts, `RatelimitConfig`).
+#[derive(Deserialize)]
+#[serde(
+    rename_all = "camelCase",
+    deny_unknown_fields,
+    expecting = "an object: { url, token, limiter: Ratelimit.slidingWindow(10, \"1 s\") }"
+)]
+struct RatelimitOptions {
+    url: String,
+    token: String,
+    limiter: Limits,
+    prefix: Option<String>,
+    layout: Option<Parsed<KeyLayout>>,
+    /// ms; without it the client keeps its default (rest::DEFAULT_TIMEOUT).
+    timeout: Option<Milliseconds>,
+    coalesce: Option<Flag>,
+    reserve: Option<Dur>,
+    on_error: Option<Parsed<OnError>>,
+    cache: Option<Cache>,
+}
+
+/// `cache`: `true` (10 000 entries), `false` (off), or a number of entries.
+enum Cache {
+    On(bool),
+    Entries(u64),
+}
+
+impl<'de> Deserialize<'de> for Cache {
+    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Entries;
+        impl Visitor<'_> for Entries {
+            type Value = Cache;
+            fn expecting(&self, f: &mut Formatter<'_>) -> std::fmt::Result {
+                f.write_str("true, false or a whole number of entries from 0 to 10000000")
+            }
+            fn visit_bool<E: de::Error>(self, on: bool) -> Result<Cache, E> {
+                Ok(Cache::On(on))
+            }
+            fn visit_u64<E: de::Error>(self, n: u64) -> Result<Cache, E> {
+                match n <= 10_000_000 {
+                    true => Ok(Cache::Entries(n)),
+                    false => Err(E::invalid_value(de::Unexpected::Unsigned(n), &self)),
+                }
+            }
+        }
+        deserializer.deserialize_any(Entries)
     }
 }
 
-/// The options of `new Ratelimit(options)` (index.d.ts, `RatelimitConfig`): any other is refused.
-const RATELIMIT_OPTIONS: [&str; 10] = [
-    "url", "token", "limiter", "prefix", "layout", "timeout", "coalesce", "reserve", "onError", "cache",
-];
-
 fn ratelimit_of(options: &JsValue) -> Result<Ratelimit> {
-    if !options.is_object() {
-        return Err(Error::InvalidArgument(
-            "new Ratelimit(options) needs an object: { url, token, limiter: Ratelimit.slidingWindow(10, \"1 s\") }"
-                .into(),
-        ));
+    // A misspelt option is refused, never left out unseen: `onerror: "deny"` would fail open.
+    let options: RatelimitOptions = read(options, "new Ratelimit(options)")?;
+    let mut client = RestClient::new(&options.url, &options.token)?;
+    if let Some(timeout) = options.timeout {
+        client = client.with_timeout(timeout.0)?;
     }
-    // A misspelt option would otherwise be left out unseen: `onerror: "deny"` would fail open.
-    known_fields(options, &RATELIMIT_OPTIONS, "new Ratelimit(options)")?;
-    let url = string(&field(options, "url")?, "url")?;
-    let token = string(&field(options, "token")?, "token")?;
-    // Without a timeout option the client keeps its default (rest::DEFAULT_TIMEOUT).
-    let mut client = RestClient::new(&url, &token)?;
-    if let Some(timeout) = given(&field(options, "timeout")?) {
-        client = client.with_timeout(milliseconds(timeout, "timeout")?)?;
+    if options.coalesce.is_some_and(|coalesce| !coalesce.0) {
+        client = client.without_coalescing();
     }
-    if let Some(coalesce) = given(&field(options, "coalesce")?) {
-        let coalesce = coalesce.as_bool().ok_or_else(|| {
-            Error::InvalidArgument(format!("coalesce must be true or false, got {}", describe(coalesce)))
-        })?;
-        if !coalesce {
-            client = client.without_coalescing();
-        }
-    }
-    let limits = limits_of(&field(options, "limiter")?, "limiter")?;
-    let mut settings = Options {
-        cache_entries: cache_entries(&field(options, "cache")?)?,
-        ..Options::default()
+    let defaults = Options::default();
+    let settings = Options {
+        prefix: options.prefix.unwrap_or(defaults.prefix),
+        layout: options.layout.map_or(defaults.layout, |layout| layout.0),
+        on_error: options.on_error.map_or(defaults.on_error, |policy| policy.0),
+        cache_entries: match options.cache {
+            None | Some(Cache::On(true)) => defaults.cache_entries,
+            Some(Cache::On(false)) => 0,
+            Some(Cache::Entries(entries)) => entries as usize,
+        },
+        reserve: options.reserve.map(|length| length.0),
     };
-    if let Some(prefix) = given(&field(options, "prefix")?) {
-        settings.prefix = string(prefix, "prefix")?;
-    }
-    if let Some(layout) = given(&field(options, "layout")?) {
-        settings.layout = string(layout, "layout")?.parse()?;
-    }
-    if let Some(length) = given(&field(options, "reserve")?) {
-        settings.reserve = Some(duration(length, "reserve")?);
-    }
-    if let Some(policy) = given(&field(options, "onError")?) {
-        settings.on_error = string(policy, "onError")?.parse::<OnError>()?;
-    }
-    Ratelimit::new(client, &limits, settings)
+    Ratelimit::new(client, &options.limiter.0, settings)
 }
 
 /// An outcome as JS sees it: the decision, `reason`, each limit's own decision in `results`, and the absorbed
 /// `error` when the failure policy decided.
+#[derive(Serialize)]
+struct JsOutcome {
+    #[serde(flatten)]
+    decision: JsDecision,
+    reason: &'static str,
+    results: Vec<JsDecision>,
+    #[serde(
+        skip_serializing_if = "JsValue::is_undefined",
+        serialize_with = "serde_wasm_bindgen::preserve::serialize"
+    )]
+    error: JsValue,
+}
+
 fn outcome_object(outcome: Outcome) -> JsValue {
-    let results: js_sys::Array = outcome.limits.iter().map(decision_object).collect();
-    let error = outcome.error.map_or(JsValue::UNDEFINED, to_js_error);
-    values::outcome_object(&outcome.decision, outcome.reason.as_str(), results, error)
+    to_js(&JsOutcome {
+        decision: JsDecision::from(&outcome.decision),
+        reason: outcome.reason.as_str(),
+        results: outcome.limits.iter().map(JsDecision::from).collect(),
+        error: outcome.error.map_or(JsValue::UNDEFINED, to_js_error),
+    })
 }
 
 /// A limit's state as JS sees it: the limit, the key and the moment, then the algorithm's own fields (see
-/// `LimitState` in index.d.ts).
+/// `LimitState` in index.d.ts). Counts and times are JS numbers.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct JsState<'a> {
+    name: &'a str,
+    algorithm: &'static str,
+    limit: f64,
+    interval: f64,
+    rate: f64,
+    key: &'a str,
+    now: f64,
+    expires_at: Option<f64>,
+    stored: Option<&'a str>,
+    #[serde(flatten)]
+    detail: JsDetail<'a>,
+}
+
+#[derive(Serialize)]
+#[serde(untagged, rename_all_fields = "camelCase")]
+enum JsDetail<'a> {
+    Log {
+        held: f64,
+        grants: Vec<JsGrant<'a>>,
+    },
+    Window {
+        window_start: f64,
+        window_end: f64,
+        count: f64,
+    },
+    Sliding {
+        window_start: f64,
+        window_end: f64,
+        current: f64,
+        previous: f64,
+        weighted_count: f64,
+    },
+    Bucket {
+        tokens: f64,
+    },
+    Gcra {
+        tat: f64,
+        tokens: f64,
+    },
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct JsGrant<'a> {
+    id: &'a str,
+    permits: f64,
+    frees_at: f64,
+}
+
 fn state_object(state: &LimitState) -> JsValue {
     let quota = &state.quota;
-    let optional = |value: Option<JsValue>| value.unwrap_or(JsValue::NULL);
-    let mut properties = vec![
-        ("name", JsValue::from(state.name.as_str())),
-        ("algorithm", quota.algorithm().script_name().into()),
-        ("limit", number(quota.limit().into())),
-        ("interval", number(quota.interval_ms())),
-        ("rate", number(quota.rate().into())),
-        ("key", state.key.as_str().into()),
-        ("now", number(state.now)),
-        ("expiresAt", optional(state.expires_at.map(number))),
-        ("stored", optional(state.stored.as_deref().map(JsValue::from))),
-    ];
-    let window = |start: u64| {
-        [
-            ("windowStart", number(start)),
-            ("windowEnd", number(start.saturating_add(quota.interval_ms()))),
-        ]
-    };
-    match &state.detail {
-        StateDetail::Log { held, grants } => {
-            let grants: js_sys::Array = grants
-                .iter()
-                .map(|grant| {
-                    object(&[
-                        ("id", grant.id.as_str().into()),
-                        ("permits", number(grant.permits.into())),
-                        ("freesAt", number(grant.frees_at)),
-                    ])
+    let end = |start: u64| start.saturating_add(quota.interval_ms()) as f64;
+    let detail = match &state.detail {
+        StateDetail::Log { held, grants } => JsDetail::Log {
+            held: *held as f64,
+            grants: (grants.iter())
+                .map(|grant| JsGrant {
+                    id: &grant.id,
+                    permits: grant.permits.into(),
+                    frees_at: grant.frees_at as f64,
                 })
-                .collect();
-            properties.extend([("held", number(*held)), ("grants", grants.into())]);
-        }
-        StateDetail::FixedWindow { window_start, count } => {
-            properties.extend(window(*window_start));
-            properties.push(("count", number(*count)));
-        }
+                .collect(),
+        },
+        StateDetail::FixedWindow { window_start, count } => JsDetail::Window {
+            window_start: *window_start as f64,
+            window_end: end(*window_start),
+            count: *count as f64,
+        },
         detail @ StateDetail::SlidingWindow {
             window_start,
             current,
             previous,
-        } => {
-            properties.extend(window(*window_start));
-            let weighted = detail.weighted_count(quota, state.now).unwrap_or_default();
-            properties.extend([
-                ("current", number(*current)),
-                ("previous", number(*previous)),
-                ("weightedCount", weighted.into()),
-            ]);
-        }
-        StateDetail::TokenBucket { tokens } => properties.push(("tokens", (*tokens).into())),
-        StateDetail::Gcra { tat, tokens } => properties.extend([("tat", (*tat).into()), ("tokens", (*tokens).into())]),
-    }
-    object(&properties)
+        } => JsDetail::Sliding {
+            window_start: *window_start as f64,
+            window_end: end(*window_start),
+            current: *current as f64,
+            previous: *previous as f64,
+            weighted_count: detail.weighted_count(quota, state.now).unwrap_or_default(),
+        },
+        StateDetail::TokenBucket { tokens } => JsDetail::Bucket { tokens: *tokens },
+        StateDetail::Gcra { tat, tokens } => JsDetail::Gcra {
+            tat: *tat,
+            tokens: *tokens,
+        },
+    };
+    to_js(&JsState {
+        name: &state.name,
+        algorithm: quota.algorithm().script_name(),
+        limit: quota.limit().into(),
+        interval: quota.interval_ms() as f64,
+        rate: quota.rate().into(),
+        key: &state.key,
+        now: state.now as f64,
+        expires_at: state.expires_at.map(|at| at as f64),
+        stored: state.stored.as_deref(),
+        detail,
+    })
+}
+
+/// What `refund` and `release` answer: `{success, results}`.
+#[derive(Serialize)]
+struct GivenBack {
+    success: bool,
+    results: Vec<JsDecision>,
+}
+
+/// What `getRemaining` answers.
+#[derive(Serialize)]
+struct Remaining {
+    remaining: f64,
+    reset: f64,
+    limit: f64,
 }
 
 impl JsRatelimit {
@@ -148,31 +244,23 @@ impl JsRatelimit {
         returned: Returned,
     ) -> Result<JsValue, JsValue> {
         let id = identifier(&id).map_err(to_js_error)?;
-        let receipts = receipts_of(&receipts).map_err(to_js_error)?;
-        let limits = (given(&limiters).map(|limiters| limits_of(limiters, "limiters")))
-            .transpose()
-            .map_err(to_js_error)?;
+        let receipts = read::<OneOrMany<Parsed<Receipt>>>(&receipts, RECEIPT).map_err(to_js_error)?;
+        let receipts: Vec<Receipt> = receipts.0.into_iter().map(|receipt| receipt.0).collect();
+        let limits = read::<Option<Limits>>(&limiters, "limiters").map_err(to_js_error)?;
         let decisions = (self.inner)
-            .give_back(&id, limits.as_deref(), &receipts, returned)
+            .give_back(&id, limits.as_ref().map(|limits| &limits.0[..]), &receipts, returned)
             .await
             .map_err(to_js_error)?;
-        let results: js_sys::Array = decisions.iter().map(decision_object).collect();
-        Ok(object(&[
-            ("success", decisions.iter().all(|decision| decision.success).into()),
-            ("results", results.into()),
-        ]))
+        Ok(to_js(&GivenBack {
+            success: decisions.iter().all(|decision| decision.success),
+            results: decisions.iter().map(JsDecision::from).collect(),
+        }))
     }
 }
 
 /// A grant's receipts: the response's `receipt` (a string: one limit), or one per limit in order (an array of its
 /// `results[i].receipt`).
-fn receipts_of(value: &JsValue) -> Result<Vec<Receipt>> {
-    let what = "receipt (the string a grant's result carries, or an array of them, one per limit)";
-    match items(value, what)? {
-        Some(items) => items.iter().map(|item| string(item, what)?.parse()).collect(),
-        None => Ok(vec![string(value, what)?.parse()?]),
-    }
-}
+const RECEIPT: &str = "receipt (the string a grant's result carries, or an array of them, one per limit)";
 
 /// An identifier from JS, exactly: as the string's UTF-16 code units, so `"\uD800"`, `"\uDC00"` and `"\uFFFD"` are
 /// three identifiers (see [`Identifier::from_utf16`]). Anything but a string is refused before any I/O.
@@ -184,10 +272,7 @@ fn identifier(id: &JsValue) -> Result<Identifier<'static>> {
             Some(converted) if !converted.contains('\u{FFFD}') => Identifier::from(converted.as_str()).into_owned(),
             _ => Identifier::from_utf16(&text.iter().collect::<Vec<u16>>()),
         }),
-        None => Err(Error::InvalidArgument(format!(
-            "identifier must be a string, got {}",
-            super::describe(id)
-        ))),
+        None => Err(refuse(id, "identifier", "a string")),
     }
 }
 
@@ -219,7 +304,7 @@ impl JsRatelimit {
     #[wasm_bindgen(js_name = limitAll)]
     pub async fn limit_all(&self, id: JsValue, limiters: JsValue, options: JsValue) -> Result<JsValue, JsValue> {
         let id = identifier(&id).map_err(to_js_error)?;
-        let limits = limits_of(&limiters, "limiters").map_err(to_js_error)?;
+        let Limits(limits) = read(&limiters, "limiters").map_err(to_js_error)?;
         let permits = permits_in(&options).map_err(to_js_error)?;
         let outcome = self.inner.limit_all(&id, &limits, permits).await.map_err(to_js_error)?;
         Ok(outcome_object(outcome))
@@ -257,11 +342,11 @@ impl JsRatelimit {
     pub async fn get_remaining(&self, id: JsValue) -> Result<JsValue, JsValue> {
         let id = identifier(&id).map_err(to_js_error)?;
         let decision = self.inner.remaining(&id).await.map_err(to_js_error)?;
-        Ok(object(&[
-            ("remaining", number(decision.remaining)),
-            ("reset", number(decision.reset)),
-            ("limit", number(decision.limit)),
-        ]))
+        Ok(to_js(&Remaining {
+            remaining: decision.remaining as f64,
+            reset: decision.reset as f64,
+            limit: decision.limit as f64,
+        }))
     }
 
     /// `id`'s state under every limit, read from Redis at one moment, writing nothing.

@@ -1,41 +1,76 @@
 //! `RateLimiterCore`: the Redisson-layout handle on a named sliding log (`ratelimit.rateLimiter(name)`).
 
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
 
-use super::values::{decision_object, milliseconds, number, permits};
-use super::{duration, field, given, object, string, to_js_error};
-use crate::error::{Error, Result};
+use super::de::{read, Count, Dur};
+use super::values::{decision_object, permits, Milliseconds};
+use super::{to_js, to_js_error};
+use crate::error::Result;
 use crate::redisson::{Mode, Rate, RedissonLimiter};
 use crate::rest::RestClient;
 
 /// How long `acquire` waits when the caller gives no timeout.
 const DEFAULT_ACQUIRE_TIMEOUT_MS: u64 = 10_000;
 
-/// `(rate, interval, {mode?, keepAlive?})` as the three setters take them.
+/// The setters' options.
+#[derive(Deserialize)]
+#[serde(
+    rename_all = "camelCase",
+    deny_unknown_fields,
+    expecting = "an object like { mode: \"perClient\" }"
+)]
+struct RateOptions {
+    mode: Option<JsMode>,
+    keep_alive: Option<Dur>,
+}
+
+/// [`Mode`] as JS spells it.
+#[derive(Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", expecting = "\"overall\" or \"perClient\"")]
+enum JsMode {
+    Overall,
+    PerClient,
+}
+
+/// `(rate, interval, {mode?, keepAlive?})` as the three setters take them. A misspelt option would be left out
+/// unseen: it is refused.
 fn rate_of(rate: &JsValue, interval: &JsValue, options: &JsValue) -> Result<(Rate, Mode)> {
-    let permits = super::whole(rate, "rate", 1, u32::MAX.into())? as u32;
-    let mut rate = Rate::new(permits, duration(interval, "interval")?)?;
-    // `field` of absent options is `undefined`: every option left out. A misspelt one would be left out unseen.
-    if given(options).is_some() {
-        super::known_fields(options, &["mode", "keepAlive"], "options")?;
+    let permits = read::<Count>(rate, "rate")?.0 as u32;
+    let mut rate = Rate::new(permits, read::<Dur>(interval, "interval")?.0)?;
+    let options = read::<Option<RateOptions>>(options, "options")?;
+    let (mode, keep_alive) = options.map_or((None, None), |options| (options.mode, options.keep_alive));
+    if let Some(keep_alive) = keep_alive {
+        rate = rate.with_keep_alive(keep_alive.0)?;
     }
-    if let Some(keep_alive) = given(&field(options, "keepAlive")?) {
-        rate = rate.with_keep_alive(duration(keep_alive, "keepAlive")?)?;
-    }
-    let mode = match given(&field(options, "mode")?) {
-        None => Mode::Overall,
-        Some(mode) => match mode.as_string().as_deref() {
-            Some("overall") => Mode::Overall,
-            Some("perClient") => Mode::PerClient,
-            _ => {
-                return Err(Error::InvalidArgument(format!(
-                    "mode must be \"overall\" or \"perClient\", got {}",
-                    super::describe(mode)
-                )))
-            }
-        },
+    let mode = match mode {
+        None | Some(JsMode::Overall) => Mode::Overall,
+        Some(JsMode::PerClient) => Mode::PerClient,
     };
     Ok((rate, mode))
+}
+
+/// A handle's options: `{ clientId }`.
+#[derive(Deserialize)]
+#[serde(
+    rename_all = "camelCase",
+    deny_unknown_fields,
+    expecting = "an object like { clientId: \"worker-1\" }"
+)]
+struct HandleOptions {
+    client_id: Option<String>,
+}
+
+/// What `getConfig` answers: times in ms, `keepAlive` `null` when none.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct JsConfig {
+    rate: f64,
+    interval: f64,
+    mode: JsMode,
+    keep_alive: Option<f64>,
 }
 
 /// A handle on one named sliding log.
@@ -48,12 +83,10 @@ impl JsRedissonLimiter {
     /// `rateLimiter(name, options)`, `options` being `{ clientId }`: a misspelt `clientID` left out would share one
     /// per-client state among every client.
     pub(super) fn new(client: RestClient, name: &JsValue, options: &JsValue) -> Result<JsRedissonLimiter> {
-        let mut inner = RedissonLimiter::new(client, &string(name, "limiter name")?)?;
-        if given(options).is_some() {
-            super::known_fields(options, &["clientId"], "options")?;
-        }
-        if let Some(client_id) = given(&field(options, "clientId")?) {
-            inner = inner.with_client_id(&string(client_id, "clientId")?);
+        let mut inner = RedissonLimiter::new(client, &read::<String>(name, "limiter name")?)?;
+        let options = read::<Option<HandleOptions>>(options, "options")?;
+        if let Some(client_id) = options.and_then(|options| options.client_id) {
+            inner = inner.with_client_id(&client_id);
         }
         Ok(JsRedissonLimiter { inner })
     }
@@ -94,10 +127,8 @@ impl JsRedissonLimiter {
     /// Takes `permits` (default 1), waiting up to `timeout_ms` (default 10 000).
     pub async fn acquire(&self, permits_wanted: JsValue, timeout_ms: JsValue) -> Result<JsValue, JsValue> {
         let permits = permits(&permits_wanted).map_err(to_js_error)?;
-        let timeout = match given(&timeout_ms) {
-            None => std::time::Duration::from_millis(DEFAULT_ACQUIRE_TIMEOUT_MS),
-            Some(ms) => milliseconds(ms, "timeout").map_err(to_js_error)?,
-        };
+        let timeout = read::<Option<Milliseconds>>(&timeout_ms, "timeout").map_err(to_js_error)?;
+        let timeout = timeout.map_or(Duration::from_millis(DEFAULT_ACQUIRE_TIMEOUT_MS), |ms| ms.0);
         let decision = self.inner.acquire(permits, timeout).await.map_err(to_js_error)?;
         Ok(decision_object(&decision))
     }
@@ -125,17 +156,16 @@ impl JsRedissonLimiter {
         let Some(config) = self.inner.config().await.map_err(to_js_error)? else {
             return Ok(JsValue::NULL);
         };
-        let ms = |d: std::time::Duration| number(d.as_millis() as u64);
-        let mode = match config.mode {
-            Mode::Overall => "overall",
-            Mode::PerClient => "perClient",
-        };
-        Ok(object(&[
-            ("rate", config.rate.permits().into()),
-            ("interval", ms(config.rate.interval())),
-            ("mode", mode.into()),
-            ("keepAlive", config.rate.keep_alive().map_or(JsValue::NULL, ms)),
-        ]))
+        let ms = |d: Duration| d.as_millis() as f64;
+        Ok(to_js(&JsConfig {
+            rate: config.rate.permits().into(),
+            interval: ms(config.rate.interval()),
+            mode: match config.mode {
+                Mode::Overall => JsMode::Overall,
+                Mode::PerClient => JsMode::PerClient,
+            },
+            keep_alive: config.rate.keep_alive().map(ms),
+        }))
     }
 
     /// Deletes the limiter; resolves to whether it existed.

@@ -4,11 +4,15 @@ use std::time::Duration;
 
 use wasm_bindgen::prelude::*;
 
-use super::values::{command, to_js_value, words};
-use super::{given, string, to_js_error, whole};
+use super::de::{read, Whole};
+use super::to_js_error;
+use super::values::{command, to_js_value, Words};
 use crate::error::Result;
 use crate::rest;
 use crate::rest::Script;
+
+/// The longest timeout a client takes, in ms.
+const MAX_TIMEOUT_MS: u64 = rest::MAX_TIMEOUT.as_millis() as u64;
 
 /// A client for an Upstash-compatible Redis REST endpoint. Every parameter is a checked JS value: with typed ones,
 /// wasm-bindgen's glue would throw outside the returned promise (crashing Node) or trap on a non-string.
@@ -23,14 +27,14 @@ impl JsRestClient {
     #[wasm_bindgen(constructor)]
     pub fn new(url: JsValue, token: JsValue, timeout_ms: JsValue) -> Result<JsRestClient, JsValue> {
         let client = || -> Result<rest::RestClient> {
-            let inner = rest::RestClient::new(&string(&url, "url")?, &string(&token, "token")?)?;
+            let inner = rest::RestClient::new(&read::<String>(&url, "url")?, &read::<String>(&token, "token")?)?;
             // `null` leaves the default too, as `undefined` does.
-            match given(&timeout_ms).filter(|ms| !ms.is_null()) {
-                None => Ok(inner),
-                Some(ms) => {
-                    let max = rest::MAX_TIMEOUT.as_millis() as u64;
-                    inner.with_timeout(Duration::from_millis(whole(ms, "timeoutMs", 1, max)?))
-                }
+            match timeout_ms.is_null() {
+                true => Ok(inner),
+                false => match read::<Option<Whole<1, MAX_TIMEOUT_MS>>>(&timeout_ms, "timeoutMs")? {
+                    None => Ok(inner),
+                    Some(ms) => inner.with_timeout(Duration::from_millis(ms.0)),
+                },
             }
         };
         Ok(JsRestClient {
@@ -42,19 +46,23 @@ impl JsRestClient {
     pub async fn command(&self, command_words: JsValue) -> Result<JsValue, JsValue> {
         let command = command(&command_words).map_err(to_js_error)?;
         let reply = self.inner.command(&command).await.map_err(to_js_error)?;
-        Ok(to_js_value(reply))
+        Ok(to_js_value(&reply))
     }
 
     /// Runs a script with `EVALSHA`, falling back to `EVAL` when Redis does not have it cached.
     pub async fn eval(&self, script: JsValue, keys: JsValue, args: JsValue) -> Result<JsValue, JsValue> {
         let call = || -> Result<(String, Vec<String>, Vec<String>)> {
-            Ok((string(&script, "script")?, words(&keys, "keys")?, words(&args, "args")?))
+            Ok((
+                read::<String>(&script, "script")?,
+                read::<Words>(&keys, "keys")?.0,
+                read::<Words>(&args, "args")?.0,
+            ))
         };
         let (script, keys, args) = call().map_err(to_js_error)?;
         let reply = Script::new(&script)
             .run(&self.inner, &keys, &args)
             .await
             .map_err(to_js_error)?;
-        Ok(to_js_value(reply))
+        Ok(to_js_value(&reply))
     }
 }

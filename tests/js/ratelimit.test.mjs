@@ -222,7 +222,7 @@ test("bad configuration and arguments: a clear EDGELIMIT_ error naming what was 
     [{ ...base, timeout: 0 }, /timeout/],
     [{ ...base, onError: "ignore" }, /onError must be "allow", "deny" or "throw", got "ignore"/],
     [{ ...base, prefix: "a{b}" }, /key prefix "a\{b\}" must be non-empty and free of/],
-    [{ ...base, cache: -1 }, /cache \(entries\) must be a whole number/],
+    [{ ...base, cache: -1 }, /cache must be true, false or a whole number of entries from 0 to 10000000, got the number -1/],
     // A field a limit does not have would be ignored (@upstash/ratelimit names the rate refillRate), and so would a
     // rate where the algorithm has none: the limit would not be the one meant.
     [{ ...base, limiter: { ...Ratelimit.tokenBucket(10, "1 s", 10), refillRate: 1 } }, /limiter has an unknown field "refillRate"/],
