@@ -12,6 +12,7 @@ use super::limits::{as_config_error, Limits};
 use super::redisson::JsRedissonLimiter;
 use super::values::{milliseconds, permits_in, JsDecision, Milliseconds};
 use super::{to_js, to_js_error};
+use crate::decision::Decision;
 use crate::error::Result;
 use crate::identifier::Identifier;
 use crate::limit::{KeyLayout, LimitState, Receipt, StateDetail};
@@ -92,28 +93,63 @@ fn ratelimit_of(options: &JsValue) -> Result<Ratelimit> {
     Ratelimit::new(client, &options.limiter.0, settings)
 }
 
-/// An outcome as JS sees it: the decision, `reason`, each limit's own decision in `results`, and the absorbed
-/// `error` when the failure policy decided.
-#[derive(Serialize)]
-struct JsOutcome {
-    #[serde(flatten)]
-    decision: JsDecision,
-    reason: &'static str,
-    results: Vec<JsDecision>,
-    #[serde(
-        skip_serializing_if = "JsValue::is_undefined",
-        serialize_with = "serde_wasm_bindgen::preserve::serialize"
-    )]
-    error: JsValue,
+#[wasm_bindgen(module = "/src/wasm/objects.js")]
+extern "C" {
+    /// A decision as an object literal. `limit` builds one or more per call, and building them here, one call each,
+    /// is what keeps the client's CPU per decision low (objects.js says why; bench/coalescing.mjs: serde-wasm-bindgen
+    /// built outcomes at 0.84× the decisions/s at 64 in flight).
+    #[wasm_bindgen(js_name = decision)]
+    fn decision_literal(
+        success: bool,
+        limit: f64,
+        remaining: f64,
+        reset: f64,
+        retry_after: f64,
+        receipt: Option<String>,
+    ) -> JsValue;
+
+    #[wasm_bindgen(js_name = outcome)]
+    #[allow(clippy::too_many_arguments)]
+    fn outcome_literal(
+        success: bool,
+        limit: f64,
+        remaining: f64,
+        reset: f64,
+        retry_after: f64,
+        receipt: Option<String>,
+        reason: &str,
+        results: js_sys::Array,
+        error: JsValue,
+    ) -> JsValue;
 }
 
+/// A decision as an object literal (`objects.js`).
+fn decision_object(decision: &Decision) -> JsValue {
+    decision_literal(
+        decision.success,
+        decision.limit as f64,
+        decision.remaining as f64,
+        decision.reset as f64,
+        decision.retry_after as f64,
+        decision.receipt.map(|receipt| receipt.to_string()),
+    )
+}
+
+/// An outcome as JS sees it: the decision, `reason`, each limit's own decision in `results`, and the absorbed
+/// `error` when the failure policy decided.
 fn outcome_object(outcome: Outcome) -> JsValue {
-    to_js(&JsOutcome {
-        decision: JsDecision::from(&outcome.decision),
-        reason: outcome.reason.as_str(),
-        results: outcome.limits.iter().map(JsDecision::from).collect(),
-        error: outcome.error.map_or(JsValue::UNDEFINED, to_js_error),
-    })
+    let decision = &outcome.decision;
+    outcome_literal(
+        decision.success,
+        decision.limit as f64,
+        decision.remaining as f64,
+        decision.reset as f64,
+        decision.retry_after as f64,
+        decision.receipt.map(|receipt| receipt.to_string()),
+        outcome.reason.as_str(),
+        outcome.limits.iter().map(decision_object).collect(),
+        outcome.error.map_or(JsValue::UNDEFINED, to_js_error),
+    )
 }
 
 /// A limit's state as JS sees it: the limit, the key and the moment, then the algorithm's own fields (see
