@@ -212,15 +212,27 @@ impl Reader {
     }
 }
 
-/// `object[name]`. A getter (or Proxy) that throws is the caller's error, never read as absent:
-/// `{ get permits() { throw … } }` would otherwise take one permit.
+/// `object[name]` when it is the object's own property, else `undefined`: an inherited one is not the caller's
+/// (`Object.prototype.timeout = 1` elsewhere in the process would fail every call locally). A getter (or Proxy)
+/// that throws is the caller's error, never read as absent: `{ get permits() { throw … } }` would take one permit.
 pub(super) fn field(object: &JsValue, name: &str) -> Result<JsValue, ReadError> {
-    js_sys::Reflect::get(object, &name.into()).map_err(|thrown| {
+    let threw = |thrown: JsValue| {
         de::Error::custom(format!(
             "reading {name:?} of the object given threw: {}",
             printed(&thrown)
         ))
-    })
+    };
+    if !has_own(object, name).map_err(threw)? {
+        return Ok(JsValue::UNDEFINED);
+    }
+    js_sys::Reflect::get(object, &name.into()).map_err(threw)
+}
+
+#[wasm_bindgen]
+extern "C" {
+    /// `Object.hasOwn`, which runs a Proxy's traps, and they may throw (js_sys's does not catch).
+    #[wasm_bindgen(catch, js_namespace = Object, js_name = hasOwn)]
+    fn has_own(object: &JsValue, name: &str) -> Result<bool, JsValue>;
 }
 
 /// The error for `value` given as `what` where `expected` is needed, for a value read apart (identifiers).

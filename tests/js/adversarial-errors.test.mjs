@@ -35,3 +35,17 @@ test("Redis stopped behind the bridge is absorbed: allowed, reason 'error', the 
     await stack.restartRedis();
   }
 });
+
+test("options inherited from a polluted Object.prototype are not read: decisions stay exact, nothing is absorbed", async () => {
+  // Each would fail every call locally (a 1 ms timeout) or change what a call takes, if read through the prototype.
+  const polluted = { timeout: 1, permits: 2, prefix: "polluted", onError: "allow" };
+  Object.assign(Object.prototype, polluted);
+  try {
+    const limits = new Ratelimit({ url: stack.url, token: stack.token, prefix: "own", limiter: Ratelimit.fixedWindow(2, "1 m") });
+    const results = [];
+    for (let i = 0; i < 3; i++) results.push(await limits.limit("client", {}));
+    assert.deepEqual(results.map((r) => [r.success, r.reason, r.remaining]), [[true, "decided", 1], [true, "decided", 0], [false, "decided", 0]]);
+  } finally {
+    for (const name of Object.keys(polluted)) delete Object.prototype[name];
+  }
+});
