@@ -10,12 +10,12 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use indicatif::ProgressBar;
 use serde::{Deserialize, Serialize};
 use tokio::task::JoinSet;
 
 use crate::contender::{pairings, Clock, Contender, ContenderKind, Pairing};
 use crate::peers::UpstashScripts;
-use crate::progress::Progress;
 use crate::stack::BenchStack;
 use crate::support::{splitmix64, Context, EXPLICIT_T0};
 
@@ -130,14 +130,14 @@ pub(crate) async fn run(
     stack: &BenchStack,
     upstash: &UpstashScripts,
     quick: bool,
-    progress: &Progress,
+    progress: &ProgressBar,
 ) -> Result<Accuracy, String> {
     let limit = if quick { 20 } else { 100 };
     let interval = Duration::from_millis(1000);
     let run_time = Duration::from_millis(if quick { 300 } else { 2000 });
     let cases = pairings(limit, interval, "concurrency (leases never released)")?;
     let contenders_per_case = |case: &Pairing| 1 + u64::from(case.peer.is_some());
-    progress.scenario("accuracy", 2 * cases.iter().map(contenders_per_case).sum::<u64>());
+    progress.set_length(2 * cases.iter().map(contenders_per_case).sum::<u64>());
     let client = stack.client();
     let skews = skews(CLIENTS, SKEW_SEED);
     let mut boundary_bursts = Vec::new();
@@ -151,19 +151,19 @@ pub(crate) async fn run(
         };
         let explicit = case.ours.contender(client, &format!("burst-{name}"), Clock::Caller)?;
         for contender in std::iter::once(explicit).chain(peer("burst")?) {
-            progress.doing(format!("boundary bursts: {}, {}", case.name, contender.kind().label()));
+            progress.set_message(format!("boundary bursts: {}, {}", case.name, contender.kind().label()));
             boundary_bursts.push(boundary_burst(case, &contender).await?);
-            progress.step();
+            progress.inc(1);
         }
         let server = case.ours.contender(client, &format!("clients-{name}"), Clock::Server)?;
         for contender in std::iter::once(server).chain(peer("clients")?) {
-            progress.doing(format!(
+            progress.set_message(format!(
                 "{CLIENTS} clients: {}, {}",
                 case.name,
                 contender.kind().label()
             ));
             rows.push(concurrent_clients(case, contender, &skews, run_time).await?);
-            progress.step();
+            progress.inc(1);
         }
     }
     Ok(Accuracy {

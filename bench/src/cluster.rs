@@ -14,10 +14,10 @@ use edgelimit::RestClient;
 use edgelimit_cli::bridge::{BridgeConfig, InProcessBridge};
 use edgelimit_cli::redis_cluster::{self, RedisCluster};
 use edgelimit_cli::redis_server::RedisServer;
+use indicatif::ProgressBar;
 use serde::{Deserialize, Serialize};
 
 use crate::latency::{self, RunStats};
-use crate::progress::Progress;
 use crate::redis_stats::CommandStats;
 use crate::stack::TOKEN;
 use crate::support::{ratio, Context};
@@ -139,22 +139,22 @@ impl Topology {
 }
 
 /// Runs scenario 8: starts its own Redis, cluster and bridges, and stops them before returning.
-pub(crate) async fn run(quick: bool, progress: &Progress) -> Result<ClusterScaling, String> {
+pub(crate) async fn run(quick: bool, progress: &ProgressBar) -> Result<ClusterScaling, String> {
     let seconds = if quick { 0.3 } else { 2.0 };
     let rounds = if quick { 1 } else { ROUNDS };
-    progress.scenario("cluster", 2 + (CONCURRENCIES.len() as u64) * u64::from(rounds) * 2);
+    progress.set_length(2 + (CONCURRENCIES.len() as u64) * u64::from(rounds) * 2);
     let quota = Quota::gcra(1_000_000_000, 1_000_000_000, Duration::from_secs(3600)).context("invalid quota")?;
-    progress.doing("starting one redis-server and a 3-master cluster");
+    progress.set_message("starting one redis-server and a 3-master cluster");
     let redis = RedisServer::start().await.context("could not start redis-server")?;
     let cluster = RedisCluster::start(MASTERS, 0)
         .await
         .context("could not start a Redis Cluster")?;
-    progress.step();
+    progress.inc(1);
     let single = Topology::start(redis.url(), vec![redis.port()], quota).await?;
     let seeds: Vec<String> = cluster.ports().iter().map(|port| format!("127.0.0.1:{port}")).collect();
     let clustered = Topology::start(format!("redis+cluster://{}", seeds.join(",")), cluster.ports(), quota).await?;
     // Loads the script everywhere, so that no run meets NOSCRIPT: every identifier once, on each topology.
-    progress.doing("warming the script caches");
+    progress.set_message("warming the script caches");
     for topology in [&single, &clustered] {
         for id in 0..IDENTIFIERS {
             topology
@@ -164,7 +164,7 @@ pub(crate) async fn run(quick: bool, progress: &Progress) -> Result<ClusterScali
                 .context("a warm-up decision failed")?;
         }
     }
-    progress.step();
+    progress.inc(1);
     let run_time = Duration::from_secs_f64(seconds);
     let mut rows = Vec::new();
     for concurrency in CONCURRENCIES {
@@ -174,13 +174,13 @@ pub(crate) async fn run(quick: bool, progress: &Progress) -> Result<ClusterScali
             for turn in 0..2 {
                 let which = (turn + round as usize) % 2;
                 let topology = [&single, &clustered][which];
-                progress.doing(format!(
+                progress.set_message(format!(
                     "{} at {concurrency} in flight, round {}",
                     ["one Redis", "the cluster"][which],
                     round + 1
                 ));
                 let measured = topology.run(concurrency, run_time).await?;
-                progress.step();
+                progress.inc(1);
                 if best[which]
                     .as_ref()
                     .is_none_or(|(stats, _)| measured.0.per_second > stats.per_second)

@@ -2,17 +2,18 @@
 //! [`BenchResults`].
 
 use std::path::PathBuf;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
+use clap::ValueEnum;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::{Deserialize, Serialize};
 
 use crate::node::{NodeRunner, WorkerReport};
-use crate::progress::Progress;
 use crate::stack::BenchStack;
 use crate::{accuracy, cluster, machine, peers, redis_cost, scaling, throughput, weighted};
 
 /// A part of the benchmark, runnable alone with `--only`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum Scenario {
     /// Redis µs, commands and memory per decision, per algorithm, next to the peers' scripts and the INCR floor.
@@ -33,86 +34,60 @@ pub enum Scenario {
     Cluster,
 }
 
-impl Scenario {
-    /// Every scenario, in the order a run takes them.
-    pub const ALL: [Scenario; 7] = [
-        Scenario::RedisCost,
-        Scenario::Scaling,
-        Scenario::Throughput,
-        Scenario::Accuracy,
-        Scenario::Worker,
-        Scenario::Weighted,
-        Scenario::Cluster,
-    ];
-}
-
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct BenchConfig {
-    /// The repository checkout: the peers' scripts are read from its `node_modules/`, the Node drivers from its
-    /// `bench/`.
+    /// The repository checkout: the peers' scripts and the Node drivers are read from it.
     pub checkout: PathBuf,
-    /// Small sizes everywhere (a smoke run of well under a minute) instead of the full measurements.
+    /// Small sizes everywhere: a smoke run, not numbers to read.
     pub quick: bool,
-    /// The scenarios to run.
+    /// The scenarios to run, in [`Scenario`]'s order whatever their order here.
     pub scenarios: Vec<Scenario>,
     /// Run the Node drivers (the npm package's numbers in [`Scenario::Throughput`], and [`Scenario::Worker`]).
     pub node: bool,
-    /// Draw a progress bar on stderr (pass whether stderr is a terminal).
+    /// Draw a progress bar on stderr.
     pub progress: bool,
 }
 
-impl BenchConfig {
-    fn runs(&self, scenario: Scenario) -> bool {
-        self.scenarios.contains(&scenario)
-    }
-}
-
-/// Everything one run measured. Serialised as `results.json`; a scenario that did not run is `null`.
+/// Everything one run measured, serialised as `results.json`; a scenario that did not run is `null`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct BenchResults {
-    /// What the numbers were measured on.
     pub machine: machine::Machine,
-    /// Whether this was a `--quick` run (small sizes: for smoke tests, not for reading).
     pub quick: bool,
     /// Whether the Node drivers ran.
     pub node: bool,
-    /// The scenarios asked for.
     pub scenarios: Vec<Scenario>,
-    /// Wall-clock seconds the whole run took.
+    /// Wall-clock seconds of the whole run.
     pub seconds: f64,
-    /// Scenario 1 (and 4, memory): Redis cost per decision.
+    /// Scenario 1 (and 4, memory).
     pub redis_cost: Option<redis_cost::RedisCost>,
-    /// Scenario 2: sliding-log scaling.
+    /// Scenario 2.
     pub scaling: Option<scaling::Scaling>,
-    /// Scenario 3: throughput and latency.
+    /// Scenario 3.
     pub throughput: Option<throughput::Throughput>,
-    /// Scenario 5: over-admission.
+    /// Scenario 5.
     pub accuracy: Option<accuracy::Accuracy>,
-    /// Scenario 6: the Worker (from `bench/worker.mjs`).
+    /// Scenario 6 (`bench/worker.mjs`).
     pub worker: Option<WorkerReport>,
-    /// Scenario 7: weighted decisions on the permit log.
+    /// Scenario 7.
     pub weighted: Option<weighted::Weighted>,
-    /// Scenario 8: one Redis against a Redis Cluster; `None` in results written before it was measured.
-    #[serde(default)]
+    /// Scenario 8.
     pub cluster: Option<cluster::ClusterScaling>,
 }
 
 /// Runs the scenarios `config` asks for on a private `redis-server` and bridge, which it stops before returning.
 pub async fn run(config: &BenchConfig) -> Result<BenchResults, String> {
     let started = Instant::now();
-    // Everything a scenario needs from the checkout is checked first: better to fail now than after minutes.
-    let peers = if config.runs(Scenario::RedisCost) || config.runs(Scenario::Accuracy) {
-        Some(peers::UpstashScripts::load(&config.checkout)?)
-    } else {
-        None
-    };
-    let wants_node = config.node && (config.runs(Scenario::Throughput) || config.runs(Scenario::Worker));
+    let runs = |scenario| config.scenarios.contains(&scenario);
+    // What the scenarios need from the checkout is checked first: better to fail now than after minutes.
+    let peers = (runs(Scenario::RedisCost) || runs(Scenario::Accuracy))
+        .then(|| peers::UpstashScripts::load(&config.checkout))
+        .transpose()?;
+    let wants_node = config.node && (runs(Scenario::Throughput) || runs(Scenario::Worker));
     let node = wants_node.then(|| NodeRunner::find(&config.checkout)).transpose()?;
-    let machine = machine::Machine::describe(&config.checkout).await;
     let mut results = BenchResults {
-        machine,
+        machine: machine::Machine::describe(&config.checkout).await,
         quick: config.quick,
         node: config.node,
         scenarios: config.scenarios.clone(),
@@ -126,52 +101,53 @@ pub async fn run(config: &BenchConfig) -> Result<BenchResults, String> {
         cluster: None,
     };
     let stack = BenchStack::start().await?;
-    let progress = Progress::new(config.progress);
-    let measured = run_scenarios(config, &stack, peers.as_ref(), node.as_ref(), &progress, &mut results).await;
-    progress.finish();
+    let target = if config.progress {
+        ProgressDrawTarget::stderr()
+    } else {
+        ProgressDrawTarget::hidden()
+    };
+    let style = ProgressStyle::with_template("[{elapsed_precise}] {bar:30} {pos}/{len} {prefix}: {msg}");
+    let progress = ProgressBar::with_draw_target(Some(0), target).with_style(style.expect("a valid template"));
+    // Redraws the elapsed time while one long step (a Node driver) runs.
+    progress.enable_steady_tick(Duration::from_millis(250));
+    let quick = config.quick;
+    let measured = async {
+        for scenario in Scenario::value_variants().iter().copied().filter(|&s| runs(s)) {
+            progress.set_prefix(format!("{scenario:?}"));
+            progress.set_position(0);
+            // Each scenario starts on an empty Redis, so one's keys (100 000-grant logs) do not weigh on the next.
+            stack.flush().await?;
+            match scenario {
+                Scenario::RedisCost => {
+                    let peers = peers.as_ref().ok_or("no @upstash/ratelimit scripts")?;
+                    results.redis_cost = Some(redis_cost::run(&stack, peers, quick, &progress).await?);
+                }
+                Scenario::Scaling => results.scaling = Some(scaling::run(&stack, quick, &progress).await?),
+                Scenario::Throughput => {
+                    results.throughput = Some(throughput::run(&stack, node.as_ref(), quick, &progress).await?)
+                }
+                Scenario::Accuracy => {
+                    let peers = peers.as_ref().ok_or("no @upstash/ratelimit scripts")?;
+                    results.accuracy = Some(accuracy::run(&stack, peers, quick, &progress).await?);
+                }
+                Scenario::Worker => {
+                    if let Some(node) = &node {
+                        progress.set_length(1);
+                        progress.set_message("node bench/worker.mjs");
+                        results.worker = Some(node.worker(&stack, quick).await?);
+                    }
+                }
+                Scenario::Weighted => results.weighted = Some(weighted::run(&stack, quick, &progress).await?),
+                Scenario::Cluster => results.cluster = Some(cluster::run(quick, &progress).await?),
+            }
+        }
+        Ok::<_, String>(())
+    }
+    .await;
+    progress.finish_and_clear();
     // Torn down whether or not a scenario failed.
     stack.stop().await;
     measured?;
     results.seconds = started.elapsed().as_secs_f64();
     Ok(results)
-}
-
-/// Runs each scenario asked for, filling its part of `results`.
-async fn run_scenarios(
-    config: &BenchConfig,
-    stack: &BenchStack,
-    peers: Option<&peers::UpstashScripts>,
-    node: Option<&NodeRunner>,
-    progress: &Progress,
-    results: &mut BenchResults,
-) -> Result<(), String> {
-    let quick = config.quick;
-    for scenario in Scenario::ALL.into_iter().filter(|&s| config.runs(s)) {
-        // Each scenario starts on an empty Redis, so one's keys (100 000-grant logs) do not weigh on the next.
-        stack.flush().await?;
-        match scenario {
-            Scenario::RedisCost => {
-                let peers = peers.ok_or("the Redis cost scenario needs @upstash/ratelimit's scripts")?;
-                results.redis_cost = Some(redis_cost::run(stack, peers, quick, progress).await?);
-            }
-            Scenario::Scaling => results.scaling = Some(scaling::run(stack, quick, progress).await?),
-            Scenario::Throughput => {
-                results.throughput = Some(throughput::run(stack, node, quick, progress).await?);
-            }
-            Scenario::Accuracy => {
-                let peers = peers.ok_or("the accuracy scenario needs @upstash/ratelimit's scripts")?;
-                results.accuracy = Some(accuracy::run(stack, peers, quick, progress).await?);
-            }
-            Scenario::Worker => {
-                if let Some(node) = node {
-                    progress.scenario("worker: node bench/worker.mjs", 1);
-                    results.worker = Some(node.worker(stack, quick).await?);
-                    progress.step();
-                }
-            }
-            Scenario::Weighted => results.weighted = Some(weighted::run(stack, quick, progress).await?),
-            Scenario::Cluster => results.cluster = Some(cluster::run(quick, progress).await?),
-        }
-    }
-    Ok(())
 }

@@ -12,14 +12,16 @@ use crate::support::Context;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RunStats {
-    /// Requests completed.
     pub requests: u64,
-    /// Requests per second.
     pub per_second: f64,
-    /// Median latency, ms.
     pub p50_ms: f64,
-    /// 99th percentile latency, ms.
     pub p99_ms: f64,
+}
+
+/// Whether `run` was faster than `other`: other load only ever slows a run down, so the fastest is the least
+/// disturbed.
+pub(crate) fn faster(run: &RunStats, other: &RunStats) -> bool {
+    run.per_second > other.per_second
 }
 
 /// The `q` quantile of sorted samples (the sample at rank ⌊q·n⌋, as `bench/npm.mjs` takes it); 0 for none.

@@ -9,8 +9,6 @@
 //! [`node`] (3 and 6, the Node drivers), [`weighted`] (7), [`cluster`] (8). [`run`] runs them into
 //! [`BenchResults`]; [`report`] writes the outputs.
 
-#![warn(missing_docs)]
-
 pub mod accuracy;
 pub mod cluster;
 pub mod contender;
@@ -21,7 +19,6 @@ pub mod machine;
 pub mod node;
 mod peers;
 mod plot;
-mod progress;
 pub mod redis_cost;
 pub mod redis_stats;
 pub mod report;

@@ -4,7 +4,7 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{Parser, ValueEnum};
 use edgelimit_bench::{report, BenchConfig, Scenario};
 use edgelimit_cli::say;
 
@@ -49,7 +49,7 @@ async fn run(cli: Cli) -> Result<(), String> {
         checkout: checkout.clone(),
         quick: cli.quick,
         scenarios: if cli.only.is_empty() {
-            Scenario::ALL.to_vec()
+            Scenario::value_variants().to_vec()
         } else {
             cli.only
         },

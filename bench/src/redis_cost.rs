@@ -7,11 +7,11 @@
 
 use std::time::Duration;
 
+use indicatif::ProgressBar;
 use serde::{Deserialize, Serialize};
 
 use crate::contender::{pairings, Clock, Contender, ContenderKind, Pairing, Peer, Plan};
 use crate::peers::UpstashScripts;
-use crate::progress::Progress;
 use crate::redis_stats::DecisionCost;
 use crate::stack::BenchStack;
 use crate::support::{ratio, EXPLICIT_T0, ROUNDS};
@@ -136,7 +136,7 @@ pub(crate) async fn run(
     stack: &BenchStack,
     upstash: &UpstashScripts,
     quick: bool,
-    progress: &Progress,
+    progress: &ProgressBar,
 ) -> Result<RedisCost, String> {
     let workload = Workload::new(quick);
     let client = stack.client();
@@ -170,7 +170,7 @@ pub(crate) async fn run(
         };
         places.push((ours, peer));
     }
-    progress.scenario("Redis cost per decision", (ROUNDS * contenders.len()) as u64);
+    progress.set_length((ROUNDS * contenders.len()) as u64);
     let costs = measure(&workload, &contenders, progress).await?;
     let floor_us = costs[1].decision.micros_per_decision;
     let algorithms = rows
@@ -214,14 +214,14 @@ pub(crate) async fn run(
 
 /// The workload for each contender in turn, [`ROUNDS`] times, on a fresh identifier each round; each contender's
 /// cheapest round, with the first round's memory.
-async fn measure(workload: &Workload, contenders: &[Contender], progress: &Progress) -> Result<Vec<Cost>, String> {
+async fn measure(workload: &Workload, contenders: &[Contender], progress: &ProgressBar) -> Result<Vec<Cost>, String> {
     let mut cheapest: Vec<Option<Cost>> = vec![None; contenders.len()];
     for round in 0..ROUNDS {
         // A fresh identifier each round: the explicit times start over, and a log or window left by the round
         // before would be read as the future's.
         let busy = format!("busy-{round}");
         for (contender, kept) in contenders.iter().zip(&mut cheapest) {
-            progress.doing(contender.kind().label());
+            progress.set_message(contender.kind().label());
             for id in ["warm-up", &busy, "idle"] {
                 contender.prepare(id).await?;
             }
@@ -247,7 +247,7 @@ async fn measure(workload: &Workload, contenders: &[Contender], progress: &Progr
                 Some(kept) => kept.decision = kept.decision.cheaper(cost.decision),
                 None => *kept = Some(cost),
             }
-            progress.step();
+            progress.inc(1);
         }
     }
     Ok(cheapest.into_iter().flatten().collect())

@@ -10,11 +10,11 @@ use std::time::Duration;
 
 use edgelimit::limit::Quota;
 use edgelimit::Rate;
+use indicatif::ProgressBar;
 use serde::{Deserialize, Serialize};
 use tokio::task::JoinSet;
 
 use crate::contender::{Clock, Contender, Plan};
-use crate::progress::Progress;
 use crate::redis_stats::DecisionCost;
 use crate::stack::BenchStack;
 use crate::support::{ratio, Context, EXPLICIT_T0, ROUNDS};
@@ -51,14 +51,14 @@ pub struct ScalingRow {
 }
 
 /// Runs scenario 2.
-pub(crate) async fn run(stack: &BenchStack, quick: bool, progress: &Progress) -> Result<Scaling, String> {
+pub(crate) async fn run(stack: &BenchStack, quick: bool, progress: &ProgressBar) -> Result<Scaling, String> {
     let rates: &[u64] = if quick {
         &[10, 1_000]
     } else {
         &[10, 100, 1_000, 10_000, 100_000]
     };
     let measured_ms = if quick { 50 } else { 2_000 };
-    progress.scenario("sliding-log scaling", (ROUNDS * 3 * rates.len()) as u64);
+    progress.set_length((ROUNDS * 3 * rates.len()) as u64);
     let client = stack.client();
     let mut rows = Vec::new();
     for &rate in rates {
@@ -78,7 +78,7 @@ pub(crate) async fn run(stack: &BenchStack, quick: bool, progress: &Progress) ->
             // A fresh identifier each round: the explicit times start over.
             let busy = format!("busy-{round}");
             for (contender, kept) in contenders.iter().zip(&mut cheapest) {
-                progress.doing(format!("{rate} per interval: {}", contender.kind().label()));
+                progress.set_message(format!("{rate} per interval: {}", contender.kind().label()));
                 fill_log(contender.clone(), rate, &busy).await?;
                 let steady = Plan {
                     contender,
@@ -88,7 +88,7 @@ pub(crate) async fn run(stack: &BenchStack, quick: bool, progress: &Progress) ->
                 };
                 let cost = steady.measure().await?.decision;
                 *kept = Some(kept.map_or(cost, |kept| kept.cheaper(cost)));
-                progress.step();
+                progress.inc(1);
             }
         }
         let [family, redisson_layout, redisson] = cheapest.map(|cost| cost.ok_or("no round measured"));

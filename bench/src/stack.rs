@@ -33,15 +33,6 @@ pub enum Access {
 impl Access {
     /// Every variant, the baseline first.
     pub const ALL: [Access; 3] = [Access::Admin, Access::LimiterAclOff, Access::LimiterAclUser];
-
-    /// What the variant is, for progress messages.
-    pub fn label(self) -> &'static str {
-        match self {
-            Access::Admin => "admin token",
-            Access::LimiterAclOff => "limiter token, ACL off",
-            Access::LimiterAclUser => "limiter token, ACL user",
-        }
-    }
 }
 
 /// A private `redis-server` with the bridges in front of it.

@@ -22,13 +22,14 @@ use edgelimit::{Command, RestClient};
 use serde::{Deserialize, Serialize};
 use tokio::task::JoinHandle;
 
+use indicatif::ProgressBar;
+
 use crate::http_load::{self, HelloServer};
-use crate::latency::{self, RunStats};
+use crate::latency::{self, faster, RunStats};
 use crate::node::{NodeRunner, NpmReport};
-use crate::progress::Progress;
 use crate::redis_stats;
 use crate::stack::{Access, BenchStack, TOKEN};
-use crate::support::{ratio, Context};
+use crate::support::{best_each, ratio, take_turns, Context};
 
 /// The identifier every throughput request uses (one key, as `redis-benchmark` gets it).
 const IDENTIFIER: &str = "throughput";
@@ -57,41 +58,27 @@ pub struct Throughput {
     pub limit: String,
     /// Seconds each Rust client run lasts.
     pub seconds: f64,
-    /// Requests each `redis-benchmark` run sends.
     pub redis_benchmark_requests: u64,
     /// Per operation and concurrency.
     pub rows: Vec<ThroughputRow>,
     /// The npm package from Node (`bench/npm.mjs`), when Node ran.
     pub npm: Option<NpmReport>,
-    /// What scoping a token costs; `None` in results written before it was measured.
-    #[serde(default)]
-    pub scoping: Option<Scoping>,
-    /// The bridge, Redis and a hello-world server under a load generator; `None` in results written before it was
-    /// measured.
-    #[serde(default)]
-    pub load: Option<LoadComparison>,
+    pub scoping: Scoping,
+    pub load: LoadComparison,
 }
 
-/// One operation at one concurrency, through the bridge and straight to Redis.
+/// One operation (`decision` or `PING`) at one concurrency, through the bridge and straight to Redis.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ThroughputRow {
-    /// `decision` (the limiter's `EVALSHA`) or `PING`.
     pub operation: String,
-    /// Requests in flight.
     pub concurrency: u32,
-    /// The Rust client through the bridge.
     pub bridge: RunStats,
-    /// `redis-benchmark` straight to Redis.
     pub redis_benchmark: RunStats,
-    /// Requests/s: bridge / `redis-benchmark`.
+    /// Requests/s, here and below.
     pub bridge_to_direct: Option<f64>,
-    /// `PING` only: the same client against the hello-world server, which answers at once: what HTTP and the client
-    /// cost on their own.
-    #[serde(default)]
+    /// `PING` only: the same client against the hello-world server, which answers at once.
     pub plain_http: Option<RunStats>,
-    /// Requests/s: bridge / plain HTTP server; what is left below 1.00 is the bridge's own work.
-    #[serde(default)]
     pub bridge_to_plain_http: Option<f64>,
 }
 
@@ -103,67 +90,49 @@ pub struct LoadComparison {
     pub generator: String,
     /// Seconds each `wrk` run lasts.
     pub seconds: u64,
-    /// Requests each `redis-benchmark` run sends.
     pub redis_benchmark_requests: u64,
     /// Runs of each target per row, taking turns; each row shows each target's fastest.
     pub rounds: u32,
-    /// Worker threads of the bridge's and the hello-world server's runtime; `None` in older results.
-    #[serde(default)]
-    pub worker_threads: Option<usize>,
-    /// Per operation and concurrency.
+    /// Of the bridge's and the hello-world server's runtime.
+    pub worker_threads: usize,
     pub rows: Vec<LoadRow>,
 }
 
-/// One operation at one concurrency: through the bridge, straight to Redis, and to the hello-world server.
+/// One operation at one concurrency: `wrk` through the bridge and to the hello-world server, `redis-benchmark`
+/// straight to Redis.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LoadRow {
-    /// `decision` (the limiter's `EVALSHA`, as the Rust client sends it) or `PING`.
     pub operation: String,
-    /// Requests in flight (connections).
     pub concurrency: u32,
-    /// `wrk` through the bridge.
     pub bridge: RunStats,
-    /// `redis-benchmark` straight to Redis.
     pub direct: RunStats,
-    /// `wrk` to the hello-world server, the same request (which it does not read).
     pub hello_world: RunStats,
-    /// Requests/s: bridge / direct.
+    /// Requests/s, here and below.
     pub bridge_to_direct: Option<f64>,
-    /// Requests/s: bridge / hello-world: what of HTTP's own rate the bridge keeps.
     pub bridge_to_hello_world: Option<f64>,
-    /// Requests/s: hello-world / direct: what HTTP alone would serve of what Redis does.
     pub hello_world_to_direct: Option<f64>,
 }
 
-/// The same decisions through the bridge with the admin token and with a `limiter` token, with and without its
-/// Redis ACL user, at each concurrency.
+/// The same decisions through the bridge with each [`Access`] variant, at each concurrency.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Scoping {
-    /// Seconds each run lasts.
     pub seconds: f64,
     /// Runs of each variant at each concurrency, taking turns; each row shows each variant's fastest.
     pub rounds: u32,
-    /// Per concurrency.
     pub rows: Vec<ScopingRow>,
 }
 
-/// One concurrency: the decisions with each token variant, and what the scoped ones cost relative to the admin's.
+/// One concurrency: the decisions with each token variant, and the scoped ones' requests/s over the admin's.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ScopingRow {
-    /// Requests in flight.
     pub concurrency: u32,
-    /// The admin token: no fence, on the `--redis` user's connection.
     pub admin: RunStats,
-    /// A `limiter` token with `--redis-acl off`: the fence's checks, on the `--redis` user's connection.
     pub limiter_acl_off: RunStats,
-    /// A `limiter` token with its own Redis ACL user: the fence's checks, on that user's connection.
     pub limiter_acl_user: RunStats,
-    /// Requests/s: `limiter_acl_off` / `admin`.
     pub acl_off_to_admin: Option<f64>,
-    /// Requests/s: `limiter_acl_user` / `admin`.
     pub acl_user_to_admin: Option<f64>,
 }
 
@@ -172,7 +141,7 @@ pub(crate) async fn run(
     stack: &BenchStack,
     node: Option<&NodeRunner>,
     quick: bool,
-    progress: &Progress,
+    progress: &ProgressBar,
 ) -> Result<Throughput, String> {
     let seconds = if quick { 0.3 } else { 3.0 };
     let redis_benchmark_requests = if quick { 2_000 } else { 30_000 };
@@ -180,7 +149,7 @@ pub(crate) async fn run(
     let scoping_runs = (CONCURRENCIES.len() * Access::ALL.len()) as u64 * u64::from(SCOPING_ROUNDS);
     // Two operations, each at every concurrency, three targets per round.
     let load_runs = (2 * LOAD_CONCURRENCIES.len() * 3) as u64 * u64::from(if quick { 1 } else { LOAD_ROUNDS });
-    progress.scenario("throughput", 8 + load_runs + scoping_runs + u64::from(node.is_some()));
+    progress.set_length(8 + load_runs + scoping_runs + u64::from(node.is_some()));
     let client = stack.client().clone();
     let quota = Quota::fixed_window(1_000_000_000, Duration::from_secs(3600)).context("invalid benchmark quota")?;
     let limiter = Limiter::new(client.clone(), LIMITER, quota).context("invalid limiter")?;
@@ -196,38 +165,37 @@ pub(crate) async fn run(
         }
     })
     .await?;
-    let decision = Arc::new(Operation::Decision(limiter));
-    let ping = Arc::new(Operation::Ping(client));
     let hello_world = HelloServer::start().await?;
     let plain_http_ping = Arc::new(Operation::Ping(
         RestClient::new(hello_world.url(), TOKEN)
             .map(RestClient::without_coalescing)
             .context("could not make a client for the hello-world server")?,
     ));
-    let load_words = [("decision", evalsha.clone()), ("PING", vec!["PING".to_owned()])];
+    let operations = [
+        (Arc::new(Operation::Decision(limiter)), evalsha),
+        (Arc::new(Operation::Ping(client)), vec!["PING".to_owned()]),
+    ];
     let mut rows = Vec::new();
-    for (operation, words) in [(&decision, evalsha), (&ping, vec!["PING".to_owned()])] {
+    for (operation, words) in &operations {
+        let name = operation.name();
         for concurrency in CONCURRENCIES {
-            progress.doing(format!(
-                "{} through the bridge, {concurrency} in flight",
-                operation.name()
-            ));
+            progress.set_message(format!("{name} through the bridge, {concurrency} in flight"));
             let bridge = run_clients(concurrency, run_time, operation).await?;
-            progress.step();
-            progress.doing(format!("redis-benchmark {}, {concurrency} in flight", operation.name()));
-            let direct = redis_benchmark(stack, concurrency, redis_benchmark_requests, &words).await?;
-            progress.step();
+            progress.inc(1);
+            progress.set_message(format!("redis-benchmark {name}, {concurrency} in flight"));
+            let direct = redis_benchmark(stack, concurrency, redis_benchmark_requests, words).await?;
+            progress.inc(1);
             let plain_http = match operation.as_ref() {
                 Operation::Ping(_) => {
-                    progress.doing(format!("PING to a plain HTTP server, {concurrency} in flight"));
+                    progress.set_message(format!("PING to a plain HTTP server, {concurrency} in flight"));
                     let stats = run_clients(concurrency, run_time, &plain_http_ping).await?;
-                    progress.step();
+                    progress.inc(1);
                     Some(stats)
                 }
                 Operation::Decision(_) => None,
             };
             rows.push(ThroughputRow {
-                operation: operation.name().to_owned(),
+                operation: name.to_owned(),
                 concurrency,
                 bridge_to_direct: ratio(bridge.per_second, direct.per_second),
                 bridge_to_plain_http: plain_http
@@ -239,15 +207,15 @@ pub(crate) async fn run(
             });
         }
     }
-    let load = load_comparison(stack, &hello_world, &load_words, quick, progress).await?;
+    let words = operations.map(|(operation, words)| (operation.name(), words));
+    let load = load_comparison(stack, &hello_world, &words, quick, progress).await?;
     drop(hello_world);
-    let scoping_seconds = if quick { 0.1 } else { 1.0 };
-    let scoping = scoping(stack, quota, scoping_seconds, progress).await?;
+    let scoping = scoping(stack, quota, if quick { 0.1 } else { 1.0 }, progress).await?;
     let npm = match node {
         Some(node) => {
-            progress.doing("node bench/npm.mjs");
+            progress.set_message("node bench/npm.mjs");
             let report = node.npm(stack, quick).await?;
-            progress.step();
+            progress.inc(1);
             Some(report)
         }
         None => None,
@@ -261,19 +229,19 @@ pub(crate) async fn run(
         redis_benchmark_requests,
         rows,
         npm,
-        scoping: Some(scoping),
-        load: Some(load),
+        scoping,
+        load,
     })
 }
 
 /// Each operation (a name and its words) at each of [`LOAD_CONCURRENCIES`]: `wrk` to the bridge, `redis-benchmark`
-/// to Redis and `wrk` to the hello-world server, taking turns as in [`scoping`]; each keeps its fastest run.
+/// to Redis and `wrk` to the hello-world server, taking turns; each keeps its fastest run.
 async fn load_comparison(
     stack: &BenchStack,
     hello_world: &HelloServer,
     operations: &[(&str, Vec<String>)],
     quick: bool,
-    progress: &Progress,
+    progress: &ProgressBar,
 ) -> Result<LoadComparison, String> {
     // wrk runs whole seconds: a quick run's single second is already its shortest.
     let (seconds, redis_benchmark_requests, rounds) = if quick {
@@ -282,6 +250,11 @@ async fn load_comparison(
         (2, 100_000, LOAD_ROUNDS)
     };
     let generator = wrk_version().await?;
+    let targets = [
+        "wrk through the bridge",
+        "redis-benchmark",
+        "wrk to the hello-world server",
+    ];
     let mut rows = Vec::new();
     for (operation, words) in operations {
         let request = http_load::Request {
@@ -289,36 +262,22 @@ async fn load_comparison(
             token: TOKEN.to_owned(),
         };
         for concurrency in LOAD_CONCURRENCIES {
-            let mut best: [Option<RunStats>; 3] = [None, None, None];
-            for round in 0..rounds as usize {
-                for place in 0..best.len() {
-                    let target = (place + round) % best.len();
-                    let name = [
-                        "wrk through the bridge",
-                        "redis-benchmark",
-                        "wrk to the hello-world server",
-                    ][target];
-                    progress.doing(format!(
-                        "{operation}: {name}, {concurrency} in flight, round {} of {rounds}",
-                        round + 1
-                    ));
-                    let stats = match target {
-                        0 => http_load::wrk(stack.url(), concurrency, seconds, &request).await?,
-                        1 => redis_benchmark(stack, concurrency, redis_benchmark_requests, words).await?,
-                        _ => http_load::wrk(hello_world.url(), concurrency, seconds, &request).await?,
-                    };
-                    if best[target]
-                        .as_ref()
-                        .is_none_or(|fastest| stats.per_second > fastest.per_second)
-                    {
-                        best[target] = Some(stats);
-                    }
-                    progress.step();
-                }
-            }
-            let [Some(bridge), Some(direct), Some(hello_world)] = best else {
-                return Err(format!("{operation} at {concurrency} in flight was not measured"));
-            };
+            let runs = take_turns(rounds as usize, targets.len(), true, async |target, round| {
+                progress.set_message(format!(
+                    "{operation}: {}, {concurrency} in flight, round {} of {rounds}",
+                    targets[target],
+                    round + 1
+                ));
+                let stats = match target {
+                    0 => http_load::wrk(stack.url(), concurrency, seconds, &request).await,
+                    1 => redis_benchmark(stack, concurrency, redis_benchmark_requests, words).await,
+                    _ => http_load::wrk(hello_world.url(), concurrency, seconds, &request).await,
+                };
+                progress.inc(1);
+                stats
+            })
+            .await?;
+            let [bridge, direct, hello_world] = best_each(runs, faster)?;
             rows.push(LoadRow {
                 operation: (*operation).to_owned(),
                 concurrency,
@@ -336,7 +295,7 @@ async fn load_comparison(
         seconds,
         redis_benchmark_requests,
         rounds,
-        worker_threads: Some(edgelimit_cli::runtime::default_threads()),
+        worker_threads: edgelimit_cli::runtime::default_threads(),
         rows,
     })
 }
@@ -354,48 +313,31 @@ async fn wrk_version() -> Result<String, String> {
     Ok(first.split(" Copyright").next().unwrap_or(first).trim().to_owned())
 }
 
-/// The decisions of `quota` with each [`Access`] variant, [`SCOPING_ROUNDS`] runs of `seconds` per concurrency.
-///
-/// The variants take turns and who goes first rotates, so none always meets a busier machine. Other load only ever
-/// slows a run down, so each variant's fastest run (with its p50 and p99) is the least disturbed.
-async fn scoping(stack: &BenchStack, quota: Quota, seconds: f64, progress: &Progress) -> Result<Scoping, String> {
+/// The decisions of `quota` with each [`Access`] variant, [`SCOPING_ROUNDS`] runs of `seconds` per concurrency,
+/// taking turns; each variant keeps its fastest run.
+async fn scoping(stack: &BenchStack, quota: Quota, seconds: f64, progress: &ProgressBar) -> Result<Scoping, String> {
     let run_time = Duration::from_secs_f64(seconds);
     let mut variants = Vec::new();
     for access in Access::ALL {
         let limiter = Limiter::new(stack.client_for(access).clone(), LIMITER, quota).context("invalid limiter")?;
         // Not measured: a limiter token's first request makes its bridge provision the ACL user and connect.
-        limiter
-            .limit(IDENTIFIER, 1)
-            .await
-            .context(format_args!("the first decision with the {} failed", access.label()))?;
-        variants.push((access, Arc::new(Operation::Decision(limiter))));
+        (limiter.limit(IDENTIFIER, 1).await).context(format_args!("the first decision with the {access:?} failed"))?;
+        variants.push(Arc::new(Operation::Decision(limiter)));
     }
     let mut rows = Vec::new();
     for concurrency in CONCURRENCIES {
-        let mut runs: Vec<(Access, RunStats)> = Vec::new();
-        for round in 0..SCOPING_ROUNDS as usize {
-            for place in 0..variants.len() {
-                let (access, operation) = &variants[(place + round) % variants.len()];
-                progress.doing(format!(
-                    "decision with the {}, {concurrency} in flight, round {} of {SCOPING_ROUNDS}",
-                    access.label(),
-                    round + 1
-                ));
-                runs.push((*access, run_clients(concurrency, run_time, operation).await?));
-                progress.step();
-            }
-        }
-        let fastest = |access: Access| {
-            runs.iter()
-                .filter(|(measured, _)| *measured == access)
-                .map(|(_, stats)| stats)
-                .max_by(|a, b| a.per_second.total_cmp(&b.per_second))
-                .cloned()
-                .ok_or_else(|| format!("the decisions with the {} were not measured", access.label()))
-        };
-        let admin = fastest(Access::Admin)?;
-        let limiter_acl_off = fastest(Access::LimiterAclOff)?;
-        let limiter_acl_user = fastest(Access::LimiterAclUser)?;
+        let runs = take_turns(SCOPING_ROUNDS as usize, variants.len(), true, async |which, round| {
+            progress.set_message(format!(
+                "decision with {:?}, {concurrency} in flight, round {} of {SCOPING_ROUNDS}",
+                Access::ALL[which],
+                round + 1
+            ));
+            let stats = run_clients(concurrency, run_time, &variants[which]).await;
+            progress.inc(1);
+            stats
+        })
+        .await?;
+        let [admin, limiter_acl_off, limiter_acl_user] = best_each(runs, faster)?;
         rows.push(ScopingRow {
             concurrency,
             acl_off_to_admin: ratio(limiter_acl_off.per_second, admin.per_second),
@@ -580,13 +522,5 @@ mod tests {
         assert_eq!(stats.per_second, 37593.98);
         assert_eq!((stats.p50_ms, stats.p99_ms), (0.271, 0.959));
         assert!(parse_redis_benchmark_csv("nothing", 1).is_err());
-    }
-
-    #[test]
-    fn results_from_before_the_scoping_comparison_still_read() {
-        let json = r#"{"limit": "fixed window", "seconds": 3.0, "redisBenchmarkRequests": 30000, "rows": [],
-                       "npm": null}"#;
-        let throughput: Throughput = serde_json::from_str(json).unwrap();
-        assert_eq!(throughput.scoping, None);
     }
 }

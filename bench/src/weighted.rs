@@ -14,10 +14,10 @@ use std::time::Duration;
 
 use edgelimit::limit::{Limiter, Quota};
 use edgelimit::RestClient;
+use indicatif::ProgressBar;
 use serde::{Deserialize, Serialize};
 use tokio::task::JoinSet;
 
-use crate::progress::Progress;
 use crate::redis_stats::{self, DecisionCost};
 use crate::stack::BenchStack;
 use crate::support::{ratio, splitmix64, Context, EXPLICIT_T0};
@@ -146,12 +146,12 @@ struct Measurement {
 }
 
 /// Runs scenario 7.
-pub(crate) async fn run(stack: &BenchStack, quick: bool, progress: &Progress) -> Result<Weighted, String> {
+pub(crate) async fn run(stack: &BenchStack, quick: bool, progress: &ProgressBar) -> Result<Weighted, String> {
     let sizes = Sizes::new(quick);
     let logs = full_logs(sizes.large_log);
     let rows = 2 * WEIGHTS.len() + logs.len();
     // Each log's fill, then each round.
-    progress.scenario("weighted decisions", (rows + 2 * ROUNDS) as u64);
+    progress.set_length((rows + 2 * ROUNDS) as u64);
     let client = stack.client();
     Ok(Weighted {
         limit: WIDE_LIMIT,
@@ -165,7 +165,7 @@ pub(crate) async fn run(stack: &BenchStack, quick: bool, progress: &Progress) ->
 }
 
 /// The by-weight rows: each algorithm at each weight, on a limiter of its own.
-async fn by_weight(client: &RestClient, sizes: &Sizes, progress: &Progress) -> Result<Vec<WeightRow>, String> {
+async fn by_weight(client: &RestClient, sizes: &Sizes, progress: &ProgressBar) -> Result<Vec<WeightRow>, String> {
     let interval = Duration::from_millis(WIDE_INTERVAL_MS);
     let mut rows = Vec::new();
     for (algorithm, quota) in [
@@ -179,7 +179,7 @@ async fn by_weight(client: &RestClient, sizes: &Sizes, progress: &Progress) -> R
     }
     let mut measurements = Vec::new();
     for &(algorithm, permits, quota) in &rows {
-        progress.doing(format!("filling: {algorithm}, grants of {permits}"));
+        progress.set_message(format!("filling: {algorithm}, grants of {permits}"));
         let name = format!("weighted-{:?}-{permits}", quota.algorithm());
         let limiter = Limiter::new(client.clone(), &name, quota).context("invalid benchmark limiter")?;
         // One at a time, in order: a grant that frees before grants already logged moves them up, and the log
@@ -196,7 +196,7 @@ async fn by_weight(client: &RestClient, sizes: &Sizes, progress: &Progress) -> R
             .map(|k| (EXPLICIT_T0 + WIDE_INTERVAL_MS + k * sizes.step_ms, permits))
             .collect();
         measurements.push(Measurement { limiter, requests });
-        progress.step();
+        progress.inc(1);
     }
     let costs = cheapest_rounds(client, &measurements, "by weight", progress).await?;
     let mut one_permit_us = 0.0;
@@ -243,12 +243,12 @@ async fn denied(
     client: &RestClient,
     sizes: &Sizes,
     logs: Vec<(String, Vec<u32>)>,
-    progress: &Progress,
+    progress: &ProgressBar,
 ) -> Result<Vec<DeniedRow>, String> {
     let mut measurements = Vec::new();
     let mut limits = Vec::new();
     for (index, (log, weights)) in logs.iter().enumerate() {
-        progress.doing(format!("filling: {log}"));
+        progress.set_message(format!("filling: {log}"));
         let limit = weights.iter().map(|&permits| u64::from(permits)).sum::<u64>();
         let limit = u32::try_from(limit).context("a full log's permits")?;
         let quota =
@@ -264,7 +264,7 @@ async fn denied(
             .collect();
         measurements.push(Measurement { limiter, requests });
         limits.push(limit);
-        progress.step();
+        progress.inc(1);
     }
     let costs = cheapest_rounds(client, &measurements, "denied", progress).await?;
     let baseline_us = costs[0].micros_per_decision;
@@ -310,17 +310,17 @@ async fn cheapest_rounds(
     client: &RestClient,
     measurements: &[Measurement],
     what: &str,
-    progress: &Progress,
+    progress: &ProgressBar,
 ) -> Result<Vec<DecisionCost>, String> {
     let mut rounds: Vec<Vec<DecisionCost>> = vec![Vec::new(); measurements.len()];
     for round in 0..ROUNDS {
-        progress.doing(format!("{what}: round {} of {ROUNDS}", round + 1));
+        progress.set_message(format!("{what}: round {} of {ROUNDS}", round + 1));
         for (measurement, costs) in measurements.iter().zip(&mut rounds) {
             let per_round = measurement.requests.len() / ROUNDS;
             let requests = &measurement.requests[round * per_round..(round + 1) * per_round];
             costs.push(measure(client, &measurement.limiter, requests).await?);
         }
-        progress.step();
+        progress.inc(1);
     }
     rounds
         .into_iter()
