@@ -10,7 +10,7 @@
 // Run: scripts/build-wasm && cargo build --release -p edgelimit-cli && node bench/coalescing.mjs [--quick]
 //   (scripts/bench runs it after the scenarios and appends its table to bench/RESULTS.md)
 //   ROUNDS, SECONDS in the environment override the sizes.
-import { benchOptions, connectOrStartStack, countFetches, quantile } from "./options.mjs";
+import { benchOptions, closedLoop, connectOrStartStack, countFetches, fastestOfRounds } from "./options.mjs";
 
 const { Ratelimit } = await import("edgelimit");
 const upstash = await import("@upstash/ratelimit");
@@ -33,34 +33,13 @@ async function scriptMicros(admin) {
   return usec;
 }
 
-/** `inFlight` loops calling `decide` for SECONDS; decisions/s, latency quantiles, requests and script µs per decision. */
+/** `inFlight` loops calling `decide` for SECONDS: decisions/s, latency, HTTP requests and script µs per decision. */
 async function run(decide, inFlight, admin) {
-  const latencies = [];
   const [fetchesBefore, usecBefore] = [fetches(), await scriptMicros(admin)];
-  const started = performance.now();
-  const deadline = started + SECONDS * 1000;
-  await Promise.all(
-    Array.from({ length: inFlight }, async (_, lane) => {
-      let i = 0;
-      while (performance.now() < deadline) {
-        const start = performance.now();
-        const result = await decide(`lane-${lane}-${i++ % 100}`);
-        if (!result.success) throw new Error(`a bench request was denied: ${JSON.stringify(result)}`);
-        latencies.push(performance.now() - start);
-      }
-    }),
-  );
-  const seconds = (performance.now() - started) / 1000;
+  const { requests: decisions, ...stats } = await closedLoop(inFlight, SECONDS, decide);
   const requests = fetches() - fetchesBefore;
   const usec = (await scriptMicros(admin)) - usecBefore;
-  latencies.sort((a, b) => a - b);
-  return {
-    perSecond: latencies.length / seconds,
-    p50Ms: quantile(latencies, 0.5),
-    p99Ms: quantile(latencies, 0.99),
-    requestsPerDecision: requests / latencies.length,
-    redisMicrosPerDecision: usec / latencies.length,
-  };
+  return { ...stats, requestsPerDecision: requests / decisions, redisMicrosPerDecision: usec / decisions };
 }
 
 const stack = await connectOrStartStack(options);
@@ -85,16 +64,9 @@ try {
   };
   const rows = [];
   for (const inFlight of IN_FLIGHT) {
-    const best = {};
-    for (let round = 0; round < ROUNDS; round++) {
-      // Rotate who goes first, so no one always runs on a warmer (or busier) machine.
-      const names = Object.keys(contenders);
-      const order = names.map((_, i) => names[(i + round) % names.length]);
-      for (const who of order) {
-        const result = await run((id) => contenders[who].limit(id), inFlight, admin);
-        if (!best[who] || result.perSecond > best[who].perSecond) best[who] = result;
-      }
-    }
+    const best = await fastestOfRounds(Object.keys(contenders), ROUNDS, (who) =>
+      run((id) => contenders[who].limit(id), inFlight, admin),
+    );
     rows.push({ inFlight, best });
   }
   if (options.json) {

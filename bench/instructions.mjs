@@ -1,22 +1,18 @@
-// What one decision costs Redis, in CPU instructions: redis-server runs under valgrind's callgrind, and each
-// contender's decisions are counted between a zero and a dump of its counters. Instruction counts do not move with
-// the machine's load (unlike µs), so a change of a script shows as a change of a number, and edgelimit's scripts are
-// held to the cost goal: per decision, at most the cheapest peer's instructions for the same algorithm plus one
-// TIME call (edgelimit reads the server's clock; the peers take the caller's).
+// What one decision costs Redis in CPU instructions: redis-server runs under valgrind's callgrind, and each
+// contender's decisions are counted between a zero and a dump of its counters. Unlike µs, counts do not move with the
+// machine's load. The cost goal: per decision, at most the cheapest peer's count for the algorithm plus one TIME call
+// (edgelimit reads the server's clock; the peers take the caller's).
 //
-// Each contender runs the way its library runs it, through one edgelimit bridge: edgelimit's npm package (server
-// clock, block cache off), @upstash/ratelimit (ephemeral cache off: every decision goes to Redis), and Redisson's
-// tryAcquire script (bench/peers/redisson_acquire.lua) with the client time a Java client passes. Workload, the same
-// for every contender: a limit of 100 per hour on one identifier, then 100 requests (all granted) and 100 more (all
-// denied), each phase counted on its own. A count is what Redis spends on the whole command: reading it, running
-// the script, writing the reply; the floors (a one-line script calling INCR, or TIME) show what any script costs.
-// Then the same decisions made 10 at once (Promise.all): edgelimit merges one limiter's into one script call
-// (`edgelimit scripts batch/<algorithm>`), @upstash/ratelimit with auto-pipelining sends them in one request, a call each.
+// Each contender runs as its library runs it, through one bridge: edgelimit's npm package (block cache off),
+// @upstash/ratelimit (ephemeral cache off), Redisson's tryAcquire script with a Java client's time. A limit of 100
+// per hour on one identifier: 100 requests (all granted), then 100 (all denied), each phase counted apart; a count
+// covers reading the command, running the script and writing the reply. The floors: a one-line script calling INCR,
+// and TIME then INCR. Then the same decisions 10 at once: edgelimit merges one limiter's into one script call,
+// @upstash/ratelimit auto-pipelines them into one request, a call each.
 //
 // Run: scripts/build-wasm && cargo build --release -p edgelimit-cli && node bench/instructions.mjs [--json]
-//   --keep DIR   keep each phase's callgrind dump as DIR/<algorithm>-<contender>-<granted|denied>.out, to see
-//                where the instructions go: `callgrind_annotate --inclusive=yes DIR/fixed-window-edgelimit-granted.out`
-// Needs valgrind (scripts/setup installs it).
+//   [--keep DIR: each phase's callgrind dump as DIR/<algorithm>-<contender>-<granted|denied>.out, for
+//   `callgrind_annotate --inclusive=yes`]. Needs valgrind (scripts/setup installs it).
 import { spawn, execFile } from "node:child_process";
 import { once } from "node:events";
 import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
@@ -111,29 +107,25 @@ function contenders(bridge) {
   // Redisson's limiter exists once its rate is set (trySetRate), before any tryAcquire.
   redisson.prepare = (identifier) =>
     bridge.redis.hset(`redisson-${identifier}`, { rate: LIMIT, interval: 3_600_000, type: 0 });
-  const alone = [
-    ["token bucket", "edgelimit", edgelimit(Ratelimit.tokenBucket(LIMIT, WINDOW, LIMIT), "tb")],
-    ["token bucket", "@upstash/ratelimit", peer(upstash.Ratelimit.tokenBucket(LIMIT, WINDOW, LIMIT), "utb")],
-    ["fixed window", "edgelimit", edgelimit(Ratelimit.fixedWindow(LIMIT, WINDOW), "fw")],
-    ["fixed window", "@upstash/ratelimit", peer(upstash.Ratelimit.fixedWindow(LIMIT, WINDOW), "ufw")],
-    ["sliding window", "edgelimit", edgelimit(Ratelimit.slidingWindow(LIMIT, WINDOW), "sw")],
-    ["sliding window", "@upstash/ratelimit", peer(upstash.Ratelimit.slidingWindow(LIMIT, WINDOW), "usw")],
-    ["sliding log", "edgelimit", edgelimit(Ratelimit.slidingLog(LIMIT, WINDOW), "sl")],
-    ["sliding log", "Redisson", redisson],
-    ["GCRA", "edgelimit", edgelimit(Ratelimit.gcra(LIMIT, WINDOW), "gcra")],
-  ].map((row) => [...row, 1]);
-  const pipelined = (limiter, prefix) => peer(limiter, prefix, bridge.pipelined);
-  const atOnce = [
-    ["token bucket", "edgelimit", edgelimit(Ratelimit.tokenBucket(LIMIT, WINDOW, LIMIT), "tb10")],
-    ["token bucket", "@upstash/ratelimit", pipelined(upstash.Ratelimit.tokenBucket(LIMIT, WINDOW, LIMIT), "utb10")],
-    ["fixed window", "edgelimit", edgelimit(Ratelimit.fixedWindow(LIMIT, WINDOW), "fw10")],
-    ["fixed window", "@upstash/ratelimit", pipelined(upstash.Ratelimit.fixedWindow(LIMIT, WINDOW), "ufw10")],
-    ["sliding window", "edgelimit", edgelimit(Ratelimit.slidingWindow(LIMIT, WINDOW), "sw10")],
-    ["sliding window", "@upstash/ratelimit", pipelined(upstash.Ratelimit.slidingWindow(LIMIT, WINDOW), "usw10")],
-    ["sliding log", "edgelimit", edgelimit(Ratelimit.slidingLog(LIMIT, WINDOW), "sl10")],
-    ["GCRA", "edgelimit", edgelimit(Ratelimit.gcra(LIMIT, WINDOW), "gcra10")],
-  ].map((row) => [...row, AT_ONCE]);
-  return [...alone, ...atOnce];
+  // [algorithm, key prefix, edgelimit's limiter, @upstash/ratelimit's if it has the algorithm]
+  const algorithms = [
+    ["token bucket", "tb", () => Ratelimit.tokenBucket(LIMIT, WINDOW, LIMIT), () => upstash.Ratelimit.tokenBucket(LIMIT, WINDOW, LIMIT)],
+    ["fixed window", "fw", () => Ratelimit.fixedWindow(LIMIT, WINDOW), () => upstash.Ratelimit.fixedWindow(LIMIT, WINDOW)],
+    ["sliding window", "sw", () => Ratelimit.slidingWindow(LIMIT, WINDOW), () => upstash.Ratelimit.slidingWindow(LIMIT, WINDOW)],
+    ["sliding log", "sl", () => Ratelimit.slidingLog(LIMIT, WINDOW)],
+    ["GCRA", "gcra", () => Ratelimit.gcra(LIMIT, WINDOW)],
+  ];
+  // One at a time (Redisson beside the sliding log), then AT_ONCE at a time (@upstash/ratelimit auto-pipelined).
+  return [1, AT_ONCE].flatMap((atOnce) =>
+    algorithms.flatMap(([algorithm, prefix, ours, theirs]) => {
+      const suffix = atOnce === 1 ? "" : String(atOnce);
+      const rows = [[algorithm, "edgelimit", edgelimit(ours(), prefix + suffix), atOnce]];
+      const redis = atOnce === 1 ? bridge.redis : bridge.pipelined;
+      if (theirs) rows.push([algorithm, "@upstash/ratelimit", peer(theirs(), `u${prefix}${suffix}`, redis), atOnce]);
+      else if (prefix === "sl" && atOnce === 1) rows.push([algorithm, "Redisson", redisson, 1]);
+      return rows;
+    }),
+  );
 }
 
 /**

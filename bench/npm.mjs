@@ -1,26 +1,18 @@
-// The npm package measured from Node, next to @upstash/ratelimit in the same run, on the same bridge and Redis:
-//   - package size: the wasm (raw, gzip) and the JS;
-//   - cold start: a fresh process (Node) or a fresh workerd (Miniflare) until the first decision is back;
-//   - decisions per second and latency (p50, p99) through the bridge, `IN_FLIGHT` requests at a time, per
-//     algorithm both libraries have. Limits are so high that every request is allowed: this measures the decision,
-//     not the block cache (off on both sides). @upstash/redis auto-pipelines by default (commands issued in the
-//     same tick share one HTTP request), and so does edgelimit (coalescing, its default; bench/coalescing.mjs
-//     compares both ways at 1, 8 and 64 in flight): @upstash is measured both ways.
-// Not a test: numbers on a shared machine move. Ratios between contenders measured in one run are what to read.
+// The npm package measured from Node, next to @upstash/ratelimit in the same run, on the same bridge and Redis: its
+// size (the wasm, raw and gzip, and the JS); cold start (a fresh Node process, or a fresh workerd via Miniflare, until
+// the first decision is back); decisions per second and latency through the bridge, `IN_FLIGHT` at a time, per
+// algorithm both libraries have, every request allowed, block cache off. Both edgelimit (coalescing) and
+// @upstash/redis (auto-pipelining) share HTTP requests by default: @upstash is measured both ways.
 //
-// Run: `edgelimit-bench` (scripts/bench) runs it with --json against its own bridge and tabulates the numbers.
-// Alone: scripts/build-wasm && cargo build --release -p edgelimit-cli && node bench/npm.mjs   (Markdown tables)
-//   --json               print one JSON object on stdout instead of tables (the shape edgelimit-bench reads)
-//   --quick              tiny sizes (1 round of 0.3 s, 1 cold start each): checks the script, not numbers to read
-//   --url U --token T    use this bridge instead of starting a redis-server and bridge (with EDGELIMIT_BIN,
-//                        default target/release/edgelimit)
-//   ROUNDS, SECONDS and IN_FLIGHT in the environment override the sizes.
+// `edgelimit-bench` (scripts/bench) runs it against its own bridge and tabulates the JSON it prints. Alone:
+// scripts/build-wasm && cargo build --release -p edgelimit-cli && node bench/npm.mjs [--quick] [--url U --token T];
+// ROUNDS, SECONDS and IN_FLIGHT in the environment override the sizes.
 import { execFile } from "node:child_process";
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { gzipSync } from "node:zlib";
-import { benchOptions, connectOrStartStack, quantile } from "./options.mjs";
+import { benchOptions, closedLoop, connectOrStartStack, fastestOfRounds, quantile } from "./options.mjs";
 
 const { packageModules, ROOT } = await import("../tests/js/harness.mjs");
 const { Ratelimit } = await import("edgelimit");
@@ -35,7 +27,6 @@ const IN_FLIGHT = Number(process.env.IN_FLIGHT ?? 8);
 const COLD_STARTS = options.quick ? 1 : 5;
 const run = promisify(execFile);
 const median = (values) => quantile([...values].sort((a, b) => a - b), 0.5);
-const fmt = (n, digits = 1) => n.toFixed(digits);
 
 function packageSize() {
   const pkg = join(ROOT, "pkg");
@@ -100,32 +91,6 @@ async function workerdColdStart(stack, which) {
   return elapsed;
 }
 
-/** `IN_FLIGHT` loops calling `decide` for `SECONDS`; requests, decisions per second and latency quantiles (ms). */
-async function throughput(decide) {
-  const latencies = [];
-  const started = performance.now();
-  const deadline = started + SECONDS * 1000;
-  await Promise.all(
-    Array.from({ length: IN_FLIGHT }, async (_, lane) => {
-      let i = 0;
-      while (performance.now() < deadline) {
-        const start = performance.now();
-        const result = await decide(`lane-${lane}-${i++ % 100}`);
-        if (!result.success) throw new Error(`a bench request was denied: ${JSON.stringify(result)}`);
-        latencies.push(performance.now() - start);
-      }
-    }),
-  );
-  const seconds = (performance.now() - started) / 1000;
-  latencies.sort((a, b) => a - b);
-  return {
-    requests: latencies.length,
-    perSecond: latencies.length / seconds,
-    p50Ms: quantile(latencies, 0.5),
-    p99Ms: quantile(latencies, 0.99),
-  };
-}
-
 /** Cold starts, median of `COLD_STARTS` each, ms. */
 async function coldStarts(stack) {
   const cold = { node: { edgelimit: [], upstash: [] }, workerd: { edgelimit: [], none: [] } };
@@ -157,50 +122,19 @@ async function decisionsPerSecond(stack) {
     const mine = new Ratelimit({ url: stack.url, token: stack.token, limiter: ours, prefix: "bench", cache: false });
     const peer = new upstash.Ratelimit({ redis, limiter: theirs, prefix: "bench-upstash", ephemeralCache: false });
     const plain = new upstash.Ratelimit({ redis: unpipelined, limiter: theirs, prefix: "bench-upstash", ephemeralCache: false });
-    const contenders = { edgelimit: (id) => mine.limit(id), upstashPlain: (id) => plain.limit(id), upstashPipelined: (id) => peer.limit(id) };
-    const best = {};
-    for (let round = 0; round < ROUNDS; round++) {
-      // Rotate who goes first, so no one always runs on a warmer (or busier) machine.
-      const names = Object.keys(contenders);
-      const order = names.map((_, i) => names[(i + round) % names.length]);
-      for (const who of order) {
-        const result = await throughput(contenders[who]);
-        if (!best[who] || result.perSecond > best[who].perSecond) best[who] = result;
-      }
-    }
+    const contenders = { edgelimit: mine, upstashPlain: plain, upstashPipelined: peer };
+    const best = await fastestOfRounds(Object.keys(contenders), ROUNDS, (who) =>
+      closedLoop(IN_FLIGHT, SECONDS, (id) => contenders[who].limit(id)),
+    );
     algorithms.push({ algorithm, ...best });
   }
   return { inFlight: IN_FLIGHT, seconds: SECONDS, rounds: ROUNDS, algorithms };
 }
 
-/** The report as Markdown tables. */
-function printTables(report) {
-  const { package: size, coldStart: cold, throughput: flow } = report;
-  console.log("## Package size\n");
-  console.log("| part | raw bytes | gzip bytes |\n|---|---|---|");
-  console.log(`| core_bg.wasm | ${size.wasmRaw} | ${size.wasmGzip} |`);
-  console.log(`| JS (glue, layer, entry points) | ${size.jsRaw} | ${size.jsGzip} |`);
-  console.log(`| index.d.ts | ${size.types} | — |\n`);
-  console.log(`## Cold start to the first decision (median of ${cold.samples}, ms)\n`);
-  console.log("| runtime | edgelimit | baseline | baseline is |\n|---|---|---|---|");
-  console.log(`| Node (process start → first decision) | ${fmt(cold.nodeEdgelimitMs)} | ${fmt(cold.nodeUpstashMs)} | @upstash/ratelimit + @upstash/redis, same steps |`);
-  console.log(`| workerd (new Miniflare → first response) | ${fmt(cold.workerdEdgelimitMs)} | ${fmt(cold.workerdNoLimiterMs)} | a Worker without a limiter |\n`);
-  console.log(`## Decisions per second through the bridge (${flow.inFlight} in flight, ${flow.seconds} s, best of ${flow.rounds} rounds)\n`);
-  console.log("| algorithm | edgelimit /s | @upstash, no auto-pipelining /s | ratio | @upstash, auto-pipelining (default) /s | ratio | p50 / p99 ms: edgelimit · @upstash plain · @upstash pipelined |");
-  console.log("|---|---|---|---|---|---|---|");
-  const latency = (r) => `${fmt(r.p50Ms, 2)} / ${fmt(r.p99Ms, 2)}`;
-  for (const { algorithm, edgelimit: a, upstashPlain: p, upstashPipelined: b } of flow.algorithms) {
-    console.log(
-      `| ${algorithm} | ${fmt(a.perSecond, 0)} | ${fmt(p.perSecond, 0)} | ${fmt(a.perSecond / p.perSecond, 2)} | ${fmt(b.perSecond, 0)} | ${fmt(a.perSecond / b.perSecond, 2)} | ${latency(a)} · ${latency(p)} · ${latency(b)} |`,
-    );
-  }
-}
-
 const stack = await connectOrStartStack(options);
 try {
   const report = { package: packageSize(), coldStart: await coldStarts(stack), throughput: await decisionsPerSecond(stack) };
-  if (options.json) process.stdout.write(`${JSON.stringify(report)}\n`);
-  else printTables(report);
+  process.stdout.write(`${JSON.stringify(report, null, options.json ? 0 : 2)}\n`);
 } finally {
   await stack.stop();
 }

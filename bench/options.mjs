@@ -1,7 +1,6 @@
 // Shared by the Node drivers (bench/npm.mjs, worker.mjs, coalescing.mjs, reserved.mjs): their command line, their
-// percentiles, a count of their HTTP requests, and the bridge they measure against. Import it before
-// tests/js/harness.mjs: it sets which edgelimit binary the harness starts (the release build, as scripts/bench builds
-// it).
+// percentiles and measuring loops, a count of their HTTP requests, and the bridge they measure against. Import it
+// before tests/js/harness.mjs: it sets which edgelimit binary the harness starts (the release build).
 import { parseArgs } from "node:util";
 
 process.env.EDGELIMIT_BIN ??= new URL("../target/release/edgelimit", import.meta.url).pathname;
@@ -47,4 +46,43 @@ export function countFetches() {
     return realFetch(...args);
   };
   return () => fetches;
+}
+
+/**
+ * `inFlight` loops calling `decide(identifier)` for `seconds` (100 identifiers a loop), every answer a grant:
+ * requests, decisions per second and latency quantiles (ms).
+ */
+export async function closedLoop(inFlight, seconds, decide) {
+  const latencies = [];
+  const started = performance.now();
+  const deadline = started + seconds * 1000;
+  await Promise.all(
+    Array.from({ length: inFlight }, async (_, lane) => {
+      for (let i = 0; performance.now() < deadline; i++) {
+        const start = performance.now();
+        const result = await decide(`lane-${lane}-${i % 100}`);
+        if (!result.success) throw new Error(`a bench request was denied: ${JSON.stringify(result)}`);
+        latencies.push(performance.now() - start);
+      }
+    }),
+  );
+  const elapsed = (performance.now() - started) / 1000;
+  latencies.sort((a, b) => a - b);
+  const [p50Ms, p99Ms] = [quantile(latencies, 0.5), quantile(latencies, 0.99)];
+  return { requests: latencies.length, perSecond: latencies.length / elapsed, p50Ms, p99Ms };
+}
+
+/**
+ * `rounds` rounds of `measure(name)` for each of `names`, who goes first rotating so that none always runs on a
+ * warmer (or busier) machine: each one's fastest run, by name.
+ */
+export async function fastestOfRounds(names, rounds, measure) {
+  const best = {};
+  for (let round = 0; round < rounds; round++) {
+    for (const who of names.map((_, i) => names[(i + round) % names.length])) {
+      const result = await measure(who);
+      if (!best[who] || result.perSecond > best[who].perSecond) best[who] = result;
+    }
+  }
+  return best;
 }

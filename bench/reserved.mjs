@@ -1,26 +1,17 @@
-// Reserved blocks (README, "Reserved blocks"), measured from Node with a simulated round trip: a TCP relay in front
-// of the bridge holds every chunk DELAY_MS in each direction, as a store 2 × DELAY_MS away would. A hot identifier:
-// CLIENTS clients (each its own Ratelimit, as isolates or processes are), each sending 50 requests a second, open
-// loop (a request every 20 ms, whether or not the last one has its answer), against one limit of 100 per second.
-// Contenders, one after the other on fresh keys, for each algorithm that reserves: GCRA (burst 100) with reserved
-// permits (`reserve: "500 ms"`), without, and @upstash/ratelimit's token bucket (the same numbers); a fixed window
-// of 1 s and a sliding log of 1 s with reserved permits (the log also with 100 ms blocks), beside @upstash/ratelimit's
-// fixed window and sliding window (it has no sliding log); and two limits at once (`gcraAndSlidingLog`: the GCRA and a
-// sliding log of 10 000 per minute that the run never fills, as a per-second and a per-hour limit are used together),
-// with and without reserved permits. The peer runs with its ephemeral cache off and auto-pipelining on, its defaults but the
-// cache. Per contender: HTTP requests per decision (every `fetch` the process makes is counted), decision latency
-// p50/p99, and grants against the limit's capacity for the run's requests: what an exact limiter of the algorithm with
-// no round trip grants them, each decided at the moment it was asked (EXACT below; 1.00 is every permit the limit
-// had for these requests, used). Answers the failure policy gave (a timeout: the bridge or the client overloaded) are
-// counted apart, not as grants.
-// That no window ever holds more than the limit with blocks on is what the concurrent checker in
-// tests/tests/reserved.rs proves; this measures the price and the speed.
-// Not a test: numbers on a shared machine move. Ratios between contenders measured in one run are what to read.
+// Reserved permits (README, "Reserved blocks") with a simulated round trip: a TCP relay in front of the bridge holds
+// every chunk DELAY_MS each way. A hot identifier: CLIENTS clients (each its own Ratelimit, as isolates are), each
+// asking 50 times a second, open loop, against one limit of 100 per second. Per algorithm that reserves (GCRA, fixed
+// window, sliding log, and GCRA with a sliding log of 10 000 a minute as two limits at once), edgelimit with and
+// without reserved permits next to @upstash/ratelimit's nearest algorithm (ephemeral cache off), one after the other
+// on fresh keys. Per contender: HTTP requests per decision, latency, and grants over EXACT's: what an exact limiter
+// of the algorithm with no round trip grants the same requests (1.00: every permit the limit had for them, used).
+// Grants the failure policy made (a timeout) are counted apart. tests/tests/reserved.rs proves that no window holds
+// more than the limit; this measures the price and the speed.
 //
-// Run: scripts/build-wasm && cargo build --release -p edgelimit-cli && node bench/reserved.mjs [--quick]
-//   (scripts/bench runs it after the scenarios and appends its table to bench/RESULTS.md)
-//   SECONDS (default 60; 3 with --quick), DELAY_MS (default 10), CLIENTS (default "4,32"), ALGORITHMS (default
-//   all) and TIMELINE_MS (above) in the environment.
+// scripts/bench runs it and appends its table to bench/RESULTS.md. Alone: scripts/build-wasm && cargo build
+// --release -p edgelimit-cli && node bench/reserved.mjs [--quick]; SECONDS (default 60; 3 with --quick), DELAY_MS
+// (10), CLIENTS ("4,32"), ALGORITHMS (default all) and TIMELINE_MS (grants per bin of that many ms, a line per
+// second) in the environment.
 import { createServer, connect } from "node:net";
 import { benchOptions, connectOrStartStack, countFetches, quantile } from "./options.mjs";
 
@@ -32,23 +23,17 @@ const options = benchOptions();
 const SECONDS = Number(process.env.SECONDS ?? (options.quick ? 3 : 60));
 const DELAY_MS = Number(process.env.DELAY_MS ?? 10);
 const CLIENTS = (process.env.CLIENTS ?? "4,32").split(",").map(Number);
-// ALGORITHMS (e.g. "slidingLog") runs only those algorithms' contenders: a quick look at one.
 const ALGORITHMS = process.env.ALGORITHMS?.split(",");
-// TIMELINE_MS (e.g. 50) adds each contender's grants counted in bins of that many ms from its start: how a limit's
-// permits cycle (README, "Why the sliding log leaves the most unused").
+// How a limit's permits cycle (README, "Why the sliding log leaves the most unused").
 const TIMELINE_MS = Number(process.env.TIMELINE_MS ?? 0);
 const PER_CLIENT_PER_SECOND = 50;
 const [LIMIT, BURST] = [100, 100];
 // The second limit of the two-limit contenders: a sliding log the run never fills (10 000 a minute).
 const [MINUTE_LIMIT, MINUTE_MS] = [10000, 60000];
-// What each algorithm's limit can grant this run's requests: an exact limiter of the algorithm with no round trip,
-// deciding each request at the moment it was asked (unix ms), in the order asked. That is the capacity a
-// contender's grants are measured against: no exact limiter can grant these requests more (but for those that the
-// DELAY_MS on their way to Redis moves into a window with room: a fixed window's next, a little over 1.00), and it
-// is one number for every contender of the algorithm, however their answers are timed. (A bound counted over the
-// run's length instead, such as a sliding log's limit × the seconds from the first request to the last answer
-// rounded up, moves by a whole window, 1.6% of a minute, with whether the last answer was local or came back after
-// the 60th second.) Each model is `{fits(t), take(t)}`.
+// What each algorithm's limit can grant this run's requests: an exact limiter with no round trip deciding each at the
+// moment it was asked, in order. One capacity for every contender of the algorithm, however their answers are timed
+// (a bound over the run's length would move by a whole window with when the last answer came); a fixed window's
+// contenders can pass 1.00 a little, as the delay moves requests into the next window. `{fits(t), take(t)}`.
 const EXACT = {
   // GCRA, burst BURST: a request at t fits when max(TAT, t) + T − t ≤ BURST × T, T = 1 s / LIMIT.
   gcra() {

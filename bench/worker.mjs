@@ -1,20 +1,14 @@
-// The Worker's added latency, in local workerd (Miniflare) against the same bridge, Redis and origin, in one run:
-//   - the same proxy Worker with no limiter (the baseline), with edgelimit (the real bundle, one sliding-window rule),
-//     and with @upstash/ratelimit (sliding window, its Cloudflare client); and the proxy with edgelimit's wasm module
-//     loaded and never called, a floor for the cold start (bench/workers/wasm-only.js);
-//   - per request latency as the client sees it (median, p99), `REQUESTS` sequential requests per Worker per round,
-//     the Workers taking turns round by round so that machine noise falls on all of them alike;
-//   - added latency = a Worker's median (p99) minus the baseline's median (p99);
-//   - cold start: a new workerd with the bundle until its first response is back, the median of `COLD_STARTS`
-//     launches, the Workers taking turns (one launch each is noise: workerd's own start varies by ±10 ms here);
-//   - each Worker's bundle as `wrangler deploy --dry-run` reports it.
-// Limits are so high that every request is allowed. Not a test: read the differences, not the absolute numbers.
+// The Worker's added latency in local workerd (Miniflare), against one bridge, Redis and origin: the same proxy
+// Worker with no limiter (the baseline), with edgelimit's wasm module loaded and never called (a floor for the cold
+// start), with edgelimit (the real bundle, one sliding-window rule) and with @upstash/ratelimit. Per Worker: latency
+// (p50, p99) of `REQUESTS` sequential requests per round, the Workers taking turns, and what that adds to the
+// baseline's; cold start, a new workerd to its first response, the median of `COLD_STARTS` launches taking turns (one
+// launch is noise: ±10 ms here); the bundle as `wrangler deploy --dry-run` reports it. Every request allowed.
 //
-// Run: `edgelimit-bench` (scripts/bench) runs it with --json against its own bridge and tabulates the numbers.
-// Alone: scripts/build-wasm && cargo build --release -p edgelimit-cli && node bench/worker.mjs   (a Markdown table)
-//   --json, --quick (1 round of 20 requests, 1 launch), --url U --token T: as bench/npm.mjs; ROUNDS, REQUESTS and
-//   COLD_STARTS override. BASELINE_WORKER=DIR adds the Worker in DIR (index.js and wasm/, e.g. another commit's
-//   worker/ after its scripts/build-wasm) as "edgelimit (baseline)", measured in the same rounds: before/after.
+// `edgelimit-bench` (scripts/bench) runs it with --json against its own bridge. Alone (a Markdown table):
+// scripts/build-wasm && cargo build --release -p edgelimit-cli && node bench/worker.mjs [--quick] [--url U --token T];
+// ROUNDS, REQUESTS and COLD_STARTS override; BASELINE_WORKER=DIR adds the Worker in DIR (index.js and wasm/, e.g.
+// another commit's worker/ after its scripts/build-wasm) as "edgelimit (baseline)", in the same rounds.
 import { resolve } from "node:path";
 import { benchOptions, connectOrStartStack, quantile } from "./options.mjs";
 

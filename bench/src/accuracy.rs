@@ -19,86 +19,65 @@ use crate::peers::UpstashScripts;
 use crate::stack::BenchStack;
 use crate::support::{splitmix64, Context, EXPLICIT_T0};
 
-/// Concurrent clients in (b).
+/// (b)'s concurrent clients, whose clocks are off by up to `MAX_SKEW_MS` either way, drawn from `SKEW_SEED`.
 const CLIENTS: u32 = 8;
-/// Client clocks in (b) are off by up to this much, either way.
 const MAX_SKEW_MS: u64 = 250;
-/// The seed the skews are drawn with.
 const SKEW_SEED: u64 = 8;
 
-/// Scenario 5's numbers.
+/// Scenario 5's numbers: the limit per interval, (a) and (b).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Accuracy {
-    /// Permits per interval.
     pub limit: u32,
-    /// The interval, ms.
     pub interval_ms: u64,
-    /// (a) Window-boundary bursts.
     pub boundary_bursts: Vec<BoundaryBurst>,
-    /// (b) Concurrent clients.
     pub concurrent: ConcurrentClients,
 }
 
-/// (a) for one algorithm and contender.
+/// (a) for one algorithm and contender: the most grants in any interval-long span / limit, with the second burst at
+/// the boundary and half an interval after it, and the most the algorithm allows in such a span / limit.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct BoundaryBurst {
-    /// The algorithm.
     pub algorithm: String,
-    /// Who decided.
     pub kind: ContenderKind,
-    /// Most grants in any interval-long span / limit: `limit` requests 1 ms before a boundary, `limit` at it.
     pub at_boundary: f64,
-    /// The same with the second burst half an interval after the boundary.
     pub half_interval_after: f64,
-    /// The most the algorithm allows in an interval-long span, / limit.
     pub promise: f64,
 }
 
-/// (b): who ran, how, and what each contender let through.
+/// (b): the clients, the seconds of real time per contender, each client's clock skew (ms, drawn from the seed; the
+/// peers decide on it, edgelimit on the server's clock), and what each contender let through.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ConcurrentClients {
-    /// Concurrent clients.
     pub clients: u32,
-    /// Seconds of real time per contender.
     pub seconds: f64,
-    /// The seed of the client clock skews.
     pub skew_seed: u64,
-    /// Each client's clock skew, ms (the peers decide on it; edgelimit on the server's clock).
     pub skews_ms: Vec<i64>,
-    /// Per algorithm and contender.
     pub rows: Vec<ConcurrentRow>,
 }
 
-/// (b) for one algorithm and contender.
+/// (b) for one algorithm and contender: requests sent and granted, the most grants in any interval-long span /
+/// limit, the promise as in (a), and which clock the grant times were read on.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ConcurrentRow {
-    /// The algorithm.
     pub algorithm: String,
-    /// Who decided.
     pub kind: ContenderKind,
-    /// Requests sent.
     pub requests: u64,
-    /// Requests granted.
     pub granted: u64,
-    /// Most grants in any interval-long span / limit.
     pub most_in_any_interval: f64,
-    /// The most the algorithm allows in an interval-long span, / limit.
     pub promise: f64,
-    /// Which clock the grant times were read on.
     pub grant_times: GrantClock,
 }
 
-/// Where a grant's time came from.
+/// Where a grant's time came from: the Redis server's time from the reply (`reset` − interval), or this machine's
+/// clock when the reply arrived.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum GrantClock {
-    /// The Redis server's time, from the reply (`reset` − interval).
     ServerReply,
-    /// This machine's clock when the reply arrived.
     LocalArrival,
 }
 
@@ -182,7 +161,7 @@ pub(crate) async fn run(
 
 /// (a): the two bursts, with the second at the boundary and half an interval after it.
 async fn boundary_burst(case: &Pairing, contender: &Contender) -> Result<BoundaryBurst, String> {
-    let interval = case.ours.interval_ms();
+    let interval = case.interval_ms;
     let boundary = EXPLICIT_T0 + 10 * interval;
     Ok(BoundaryBurst {
         algorithm: case.name.to_owned(),
@@ -202,7 +181,7 @@ async fn burst_ratio(
     boundary: u64,
     second_burst: u64,
 ) -> Result<f64, String> {
-    let (limit, interval) = (case.ours.limit(), case.ours.interval_ms());
+    let (limit, interval) = (case.limit, case.interval_ms);
     let burst = |at: u64| std::iter::repeat_n(at, limit as usize);
     contender.prepare(id).await?;
     let mut granted = Vec::new();
@@ -261,7 +240,7 @@ async fn concurrent_clients(
         requests += sent;
         grants.extend(granted);
     }
-    let interval = case.ours.interval_ms();
+    let interval = case.interval_ms;
     let (grant_times, mut times) = grant_times(case, &grants);
     times.sort_unstable();
     Ok(ConcurrentRow {
@@ -269,7 +248,7 @@ async fn concurrent_clients(
         kind: contender.kind(),
         requests,
         granted: grants.len() as u64,
-        most_in_any_interval: most_in_any_span(&times, interval) as f64 / f64::from(case.ours.limit()),
+        most_in_any_interval: most_in_any_span(&times, interval) as f64 / f64::from(case.limit),
         promise: case.promise(),
         grant_times,
     })
@@ -278,7 +257,7 @@ async fn concurrent_clients(
 /// The grants' times: from edgelimit's replies where they name them exactly and every one falls between its
 /// request's sending and its reply (1 ms of rounding either way), else the arrival times.
 fn grant_times(case: &Pairing, grants: &[Grant]) -> (GrantClock, Vec<u64>) {
-    let interval = case.ours.interval_ms();
+    let interval = case.interval_ms;
     let from_replies: Option<Vec<u64>> = grants
         .iter()
         .map(|grant| {

@@ -10,17 +10,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use edgelimit::limit::{KeyLayout, Limiter, Quota};
-use edgelimit::RestClient;
 use edgelimit_cli::bridge::{BridgeConfig, InProcessBridge};
 use edgelimit_cli::redis_cluster::{self, RedisCluster};
 use edgelimit_cli::redis_server::RedisServer;
 use indicatif::ProgressBar;
 use serde::{Deserialize, Serialize};
 
-use crate::latency::{self, RunStats};
+use crate::latency::{self, faster, RunStats};
 use crate::redis_stats::CommandStats;
-use crate::stack::TOKEN;
-use crate::support::{ratio, Context};
+use crate::stack::{client_of, start_bridge, TOKEN};
+use crate::support::{best_each, ratio, take_turns, Context};
 
 /// Distinct identifiers the decisions cycle through.
 pub const IDENTIFIERS: u64 = 1024;
@@ -86,17 +85,8 @@ struct Topology {
 
 impl Topology {
     async fn start(redis_url: String, ports: Vec<u16>, quota: Quota) -> Result<Topology, String> {
-        let mut config = BridgeConfig::new(redis_url, TOKEN);
-        config.redis_timeout = Duration::from_secs(30);
-        let bridge = InProcessBridge::start(config)
-            .await
-            .context("could not start a bridge")?;
-        // A request per decision, as on one Redis (see stack.rs).
-        let client = RestClient::new(bridge.url(), TOKEN)
-            .and_then(|client| client.with_timeout(Duration::from_secs(30)))
-            .map(RestClient::without_coalescing)
-            .context("could not make a client for the bridge")?;
-        let limiter = Limiter::new(client, "cluster-bench", quota)
+        let bridge = start_bridge(BridgeConfig::new(redis_url, TOKEN)).await?;
+        let limiter = Limiter::new(client_of(&bridge, TOKEN)?, "cluster-bench", quota)
             .and_then(|limiter| limiter.with_layout(KeyLayout::PerIdentifier))
             .context("invalid limiter")?;
         Ok(Topology { bridge, limiter, ports })
@@ -129,10 +119,8 @@ impl Topology {
             let info = redis_cluster::command(port, &["INFO", "commandstats"])
                 .await
                 .context("INFO commandstats failed")?;
-            let redis::Value::BulkString(info) = info else {
-                return Err(format!("INFO commandstats answered {info:?}"));
-            };
-            counters.push(CommandStats::parse(&String::from_utf8_lossy(&info))?);
+            let info: redis::InfoDict = redis::from_redis_value(info).context("INFO commandstats")?;
+            counters.push(CommandStats::new(&info));
         }
         Ok((stats, counters))
     }
@@ -168,30 +156,15 @@ pub(crate) async fn run(quick: bool, progress: &ProgressBar) -> Result<ClusterSc
     let run_time = Duration::from_secs_f64(seconds);
     let mut rows = Vec::new();
     for concurrency in CONCURRENCIES {
-        let mut best: [Option<(RunStats, Vec<CommandStats>)>; 2] = [None, None];
-        for round in 0..rounds {
-            // Who goes first alternates from round to round.
-            for turn in 0..2 {
-                let which = (turn + round as usize) % 2;
-                let topology = [&single, &clustered][which];
-                progress.set_message(format!(
-                    "{} at {concurrency} in flight, round {}",
-                    ["one Redis", "the cluster"][which],
-                    round + 1
-                ));
-                let measured = topology.run(concurrency, run_time).await?;
-                progress.inc(1);
-                if best[which]
-                    .as_ref()
-                    .is_none_or(|(stats, _)| measured.0.per_second > stats.per_second)
-                {
-                    best[which] = Some(measured);
-                }
-            }
-        }
-        let [Some(single_run), Some(cluster_run)] = best else {
-            return Err("a topology was never measured".into());
-        };
+        let runs = take_turns(rounds as usize, 2, true, async |which, round| {
+            let where_ = ["one Redis", "the cluster"][which];
+            progress.set_message(format!("{where_} at {concurrency} in flight, round {}", round + 1));
+            let measured = [&single, &clustered][which].run(concurrency, run_time).await;
+            progress.inc(1);
+            measured
+        })
+        .await?;
+        let [single_run, cluster_run] = best_each(runs, |a, b| faster(&a.0, &b.0))?;
         rows.push(row(concurrency, single_run, cluster_run)?);
     }
     for bridge in [single.bridge, clustered.bridge] {

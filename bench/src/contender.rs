@@ -44,47 +44,28 @@ impl ContenderKind {
     }
 }
 
-/// Whose clock a contender's decisions use.
+/// Whose clock a contender's decisions use: the Redis server's (`TIME` inside the script, edgelimit's default) or
+/// the time the caller passes with each decision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Clock {
-    /// The Redis server's (`TIME` inside the script): edgelimit's default.
     Server,
-    /// The time the caller passes with each decision.
     Caller,
 }
 
-/// edgelimit's side of a comparison: an algorithm of the family, or the Redisson-layout sliding log.
+/// edgelimit's side of a comparison: a `Limiter` of the family, or the Redisson-layout sliding log
+/// (`RedissonLimiter`).
 #[derive(Debug, Clone, Copy)]
 pub enum Ours {
-    /// `Limiter` with this quota.
     Family(Quota),
-    /// `RedissonLimiter` with this rate.
     RedissonLayout(Rate),
 }
 
 impl Ours {
-    /// A contender named `name` deciding on `clock`.
     pub fn contender(&self, client: &RestClient, name: &str, clock: Clock) -> Result<Contender, String> {
         Ok(match self {
             Ours::Family(quota) => Contender::family(client, name, *quota, clock)?,
             Ours::RedissonLayout(rate) => Contender::redisson_layout(client, name, *rate, clock),
         })
-    }
-
-    /// Permits per interval.
-    pub fn limit(&self) -> u32 {
-        match self {
-            Ours::Family(quota) => quota.limit(),
-            Ours::RedissonLayout(rate) => rate.permits(),
-        }
-    }
-
-    /// The interval, ms.
-    pub fn interval_ms(&self) -> u64 {
-        match self {
-            Ours::Family(quota) => quota.interval_ms(),
-            Ours::RedissonLayout(rate) => rate.interval().as_millis() as u64,
-        }
     }
 
     /// Whether it keeps a permit log whose entries free exactly one interval after their grant (the sliding logs,
@@ -98,57 +79,69 @@ impl Ours {
     }
 }
 
-/// One comparison the scenarios run: edgelimit's side and the peer it is measured against, if any.
+/// One comparison the scenarios run: the algorithm as tables name it, edgelimit's side, the peer that has the same
+/// algorithm if one has, and the limit per interval.
 pub struct Pairing {
-    /// The algorithm, as the tables name it.
     pub name: &'static str,
-    /// edgelimit's side.
     pub ours: Ours,
-    /// The peer, where one has the same algorithm.
     pub peer: Option<Peer>,
+    pub limit: u32,
+    pub interval_ms: u64,
 }
 
 /// Every comparison of the bench, at `limit` per `interval`; `concurrency` names the concurrency row, whose leases
 /// each scenario uses its own way.
 pub fn pairings(limit: u32, interval: Duration, concurrency: &'static str) -> Result<Vec<Pairing>, String> {
+    use UpstashAlgorithm::{FixedWindow, SlidingWindow, TokenBucket};
+    let interval_ms = interval.as_millis() as u64;
+    let pairing = |name, ours, peer| Pairing {
+        name,
+        ours,
+        peer,
+        limit,
+        interval_ms,
+    };
     let family = |name, quota: edgelimit::Result<Quota>, peer| -> Result<Pairing, String> {
-        let ours = Ours::Family(quota.context("invalid benchmark quota")?);
-        Ok(Pairing { name, ours, peer })
+        Ok(pairing(
+            name,
+            Ours::Family(quota.context("invalid benchmark quota")?),
+            peer,
+        ))
     };
     let upstash = |algorithm| Some(Peer::Upstash(algorithm));
+    let rate = Rate::new(limit, interval).context("invalid benchmark rate")?;
     Ok(vec![
         family(
             "token bucket",
             Quota::token_bucket(limit, limit, interval),
-            upstash(UpstashAlgorithm::TokenBucket),
+            upstash(TokenBucket),
         )?,
         family(
             "fixed window",
             Quota::fixed_window(limit, interval),
-            upstash(UpstashAlgorithm::FixedWindow),
+            upstash(FixedWindow),
         )?,
         family(
             "sliding window",
             Quota::sliding_window(limit, interval),
-            upstash(UpstashAlgorithm::SlidingWindow),
+            upstash(SlidingWindow),
         )?,
         family("GCRA", Quota::gcra(limit, limit, interval), None)?,
         family(concurrency, Quota::concurrency(limit, interval), None)?,
         family("sliding log", Quota::sliding_log(limit, interval), Some(Peer::Redisson))?,
-        Pairing {
-            name: "sliding log, Redisson layout",
-            ours: Ours::RedissonLayout(Rate::new(limit, interval).context("invalid benchmark rate")?),
-            peer: Some(Peer::Redisson),
-        },
+        pairing(
+            "sliding log, Redisson layout",
+            Ours::RedissonLayout(rate),
+            Some(Peer::Redisson),
+        ),
     ])
 }
 
-/// The peer's side of a comparison.
+/// The peer's side of a comparison: `@upstash/ratelimit` with an algorithm, or Redisson's `RRateLimiter` (a sliding
+/// log).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Peer {
-    /// `@upstash/ratelimit` with this algorithm.
     Upstash(UpstashAlgorithm),
-    /// Redisson's `RRateLimiter` (a sliding log).
     Redisson,
 }
 
@@ -175,12 +168,11 @@ impl Peer {
     }
 }
 
-/// What one decision answered.
+/// What one decision answered: granted, and for edgelimit's decisions their `reset` (unix ms; the peers' replies
+/// are not read that far).
 #[derive(Debug, Clone, Copy)]
 pub struct Verdict {
-    /// Granted.
     pub granted: bool,
-    /// For edgelimit's decisions, their `reset` (unix ms); the peers' replies are not read that far.
     pub reset: Option<u64>,
 }
 
@@ -263,11 +255,6 @@ impl Contender {
             clock,
             decider,
         }
-    }
-
-    /// The client it decides through.
-    pub fn client(&self) -> &RestClient {
-        &self.client
     }
 
     /// Who this is.
@@ -357,8 +344,22 @@ impl Contender {
         }
     }
 
-    /// The keys identifier `id` occupies at `now`, for `MEMORY USAGE`.
-    pub fn keys(&self, id: &str, now: u64) -> Vec<String> {
+    /// What deciding `id` at `times` costs Redis, requests back to back between a reset and a read of its counters
+    /// (a paused explicit-time workload would lose the peers' state, which expires in real time). The script cache
+    /// must be warm.
+    pub async fn measure(&self, id: &str, times: &[u64]) -> Result<DecisionCost, String> {
+        redis_stats::measure(&self.client, self.counted_command(), times, async |now| {
+            Ok(self.decide(id, now).await?.granted)
+        })
+        .await
+    }
+
+    /// Bytes of the keys identifier `id` occupies at `now` (`MEMORY USAGE`).
+    pub async fn memory(&self, id: &str, now: u64) -> Result<u64, String> {
+        memory_usage(&self.client, &self.keys(id, now)).await
+    }
+
+    fn keys(&self, id: &str, now: u64) -> Vec<String> {
         match &self.decider {
             Decider::Family(limiter) => vec![limiter.state_key(id)],
             Decider::RedissonLayout { name_prefix, .. } | Decider::Redisson { name_prefix, .. } => {
@@ -367,69 +368,5 @@ impl Contender {
             Decider::Upstash(limiter) => limiter.keys(id, now),
             Decider::IncrCommand { prefix } | Decider::IncrScript { prefix, .. } => vec![format!("{prefix}:{id}")],
         }
-    }
-}
-
-/// One contender's measured workload: the identifier its requests are for, and their times, in order.
-pub struct Plan<'a> {
-    /// Who decides.
-    pub contender: &'a Contender,
-    /// For which identifier.
-    pub id: &'a str,
-    /// When (ignored on the server's clock).
-    pub times: Vec<u64>,
-    /// Read the memory of the keys right after the last request (before short-lived state expires): the
-    /// identifier's, and an idle identifier's after one request at this time.
-    pub memory_at: Option<u64>,
-}
-
-/// What measuring one plan found.
-#[derive(Debug, Clone, Copy)]
-pub struct Measured {
-    /// What its decisions cost Redis.
-    pub decision: DecisionCost,
-    /// Bytes of the measured identifier's keys and of an idle identifier's, when the plan asked.
-    pub memory: Option<Memory>,
-}
-
-/// Bytes an identifier's keys hold (`MEMORY USAGE`).
-#[derive(Debug, Clone, Copy)]
-pub struct Memory {
-    /// After one request.
-    pub idle: u64,
-    /// After the workload.
-    pub busy: u64,
-}
-
-/// The identifier whose memory after one request [`Plan::memory_at`] reads.
-const IDLE: &str = "idle";
-
-impl Plan<'_> {
-    /// Decides the plan's requests between a reset and a read of Redis's counters, then reads the memory if asked.
-    /// The script cache must be warm. Back to back: the peers' state expires in real time, so a paused explicit-time
-    /// workload would lose state mid-way.
-    pub async fn measure(&self) -> Result<Measured, String> {
-        let contender = self.contender;
-        redis_stats::reset(&contender.client).await?;
-        let (mut requests, mut granted) = (0, 0);
-        for &now in &self.times {
-            requests += 1;
-            granted += u64::from(contender.decide(self.id, now).await?.granted);
-        }
-        let decision =
-            redis_stats::read(&contender.client)
-                .await?
-                .cost_of(contender.counted_command(), requests, granted)?;
-        let memory = match self.memory_at {
-            Some(now) => {
-                contender.decide(IDLE, now).await?;
-                Some(Memory {
-                    idle: memory_usage(&contender.client, &contender.keys(IDLE, now)).await?,
-                    busy: memory_usage(&contender.client, &contender.keys(self.id, now)).await?,
-                })
-            }
-            None => None,
-        };
-        Ok(Measured { decision, memory })
     }
 }

@@ -15,18 +15,14 @@ use tokio::process::{Child, Command};
 use crate::latency::RunStats;
 use crate::support::Context;
 
-/// The hello-world server's binary name.
+/// The hello-world server's binary name, and how long it may take to say where it listens.
 const HELLO: &str = "edgelimit-bench-hello";
-
-/// How long the hello-world server may take to say where it listens.
 const HELLO_START: Duration = Duration::from_secs(10);
 
-/// One HTTP request as `wrk` sends it: `POST /` with a JSON body and the headers of edgelimit's Rust client.
+/// One HTTP request as `wrk` sends it: `POST /` with a JSON body, a bearer token and the Rust client's headers.
 #[derive(Debug, Clone)]
 pub(crate) struct Request {
-    /// The JSON body.
     pub body: String,
-    /// The bearer token.
     pub token: String,
 }
 
@@ -67,12 +63,8 @@ impl HelloServer {
     }
 }
 
-/// Where `edgelimit-bench-hello` is: `EDGELIMIT_BENCH_HELLO`, else beside this executable or one directory up (a
-/// test binary, in `deps/`).
+/// Where `edgelimit-bench-hello` is: beside this executable, or one directory up (a test binary, in `deps/`).
 fn hello_binary() -> Result<PathBuf, String> {
-    if let Some(path) = std::env::var_os("EDGELIMIT_BENCH_HELLO") {
-        return Ok(path.into());
-    }
     let exe = std::env::current_exe().context("cannot tell where this executable is")?;
     let name = format!("{HELLO}{}", std::env::consts::EXE_SUFFIX);
     exe.ancestors()
@@ -83,7 +75,7 @@ fn hello_binary() -> Result<PathBuf, String> {
         .ok_or_else(|| {
             format!(
                 "{name} is not beside {}: build it with `cargo build --profile bridge -p edgelimit-bench` \
-                 (scripts/bench does), or name it in EDGELIMIT_BENCH_HELLO",
+                 (scripts/bench does)",
                 exe.display()
             )
         })

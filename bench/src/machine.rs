@@ -7,23 +7,18 @@ use serde::{Deserialize, Serialize};
 
 use crate::node::node_binary;
 
-/// The machine, the tools and the code of one run.
+/// The machine, the tools and the code of one run: the CPU model, the cores this process may use, the kernel,
+/// `redis-server --version`'s version, the drivers' `node --version` (`None` without Node), the commit (`-dirty`
+/// when tracked files differ from it) and when the run started (UTC, ISO 8601).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Machine {
-    /// CPU model (`/proc/cpuinfo`).
     pub cpu: String,
-    /// Cores this process may use.
     pub cores: usize,
-    /// Kernel release.
     pub kernel: String,
-    /// `redis-server --version`'s version.
     pub redis_server: String,
-    /// `node --version` of the Node the drivers run on; `None` without Node.
     pub node: Option<String>,
-    /// The checkout's commit, with `-dirty` when tracked files differ from it.
     pub git_commit: String,
-    /// When the run started, UTC, ISO 8601.
     pub date: String,
 }
 
@@ -62,7 +57,7 @@ impl Machine {
             redis_server,
             node,
             git_commit: git_commit(checkout).await,
-            date: utc_now(),
+            date: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
         }
     }
 }
@@ -91,9 +86,4 @@ async fn output_of(program: &str, args: &[&str], dir: &Path) -> Option<String> {
         .status
         .success()
         .then(|| String::from_utf8_lossy(&output.stdout).trim().to_owned())
-}
-
-/// Now, UTC, as `2026-01-31T12:34:56Z`.
-fn utc_now() -> String {
-    humantime::format_rfc3339_seconds(SystemTime::now()).to_string()
 }

@@ -12,111 +12,84 @@ use crate::latency::RunStats;
 use crate::stack::{BenchStack, TOKEN};
 use crate::support::Context;
 
-/// What `node bench/npm.mjs --json` prints.
+/// What `node bench/npm.mjs --json` prints: the package's size, its cold start to the first decision, and
+/// decisions per second through the bridge next to `@upstash/ratelimit`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NpmReport {
-    /// The built package's size.
     pub package: PackageSize,
-    /// Cold start to the first decision.
     pub cold_start: ColdStart,
-    /// Decisions per second through the bridge, against `@upstash/ratelimit`.
     pub throughput: NpmThroughput,
 }
 
-/// Bytes of `pkg/`.
+/// Bytes of `pkg/`: `core_bg.wasm` and the JS files (glue, layer, entry points), raw and gzip -9, and `index.d.ts`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PackageSize {
-    /// `core_bg.wasm`, raw.
     pub wasm_raw: u64,
-    /// `core_bg.wasm`, gzip -9.
     pub wasm_gzip: u64,
-    /// The JS files (glue, layer, entry points), raw.
     pub js_raw: u64,
-    /// The JS files, gzip -9.
     pub js_gzip: u64,
-    /// `index.d.ts`.
     pub types: u64,
 }
 
-/// Median cold starts, ms.
+/// Median cold starts over `samples` runs, ms: a fresh Node process importing edgelimit (or `@upstash/ratelimit` +
+/// `@upstash/redis`) to its first decision; a fresh workerd (Miniflare) with edgelimit (or a Worker that limits
+/// nothing) to its first response.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ColdStart {
-    /// Runs each median is taken over.
     pub samples: u32,
-    /// A fresh Node process importing edgelimit, to its first decision.
     pub node_edgelimit_ms: f64,
-    /// The same with `@upstash/ratelimit` + `@upstash/redis`.
     pub node_upstash_ms: f64,
-    /// A fresh workerd (Miniflare) with edgelimit, to its first decision's response.
     pub workerd_edgelimit_ms: f64,
-    /// A fresh workerd with a Worker that limits nothing.
     pub workerd_no_limiter_ms: f64,
 }
 
-/// Decisions per second from Node.
+/// Decisions per second from Node, `in_flight` at a time, the best of `rounds` runs of `seconds`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NpmThroughput {
-    /// Requests in flight.
     pub in_flight: u32,
-    /// Seconds per run.
     pub seconds: f64,
-    /// Rounds per contender (the best is kept).
     pub rounds: u32,
-    /// Per algorithm both libraries have.
     pub algorithms: Vec<NpmAlgorithm>,
 }
 
-/// One algorithm from Node.
+/// One algorithm both libraries have: the edgelimit npm package, and `@upstash/ratelimit` with auto-pipelining off
+/// (one request per decision) and on (as it comes).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NpmAlgorithm {
-    /// The algorithm.
     pub algorithm: String,
-    /// The edgelimit npm package.
     pub edgelimit: RunStats,
-    /// `@upstash/ratelimit` with auto-pipelining off (one request per decision, as edgelimit).
     pub upstash_plain: RunStats,
-    /// `@upstash/ratelimit` as it comes (auto-pipelining on).
     pub upstash_pipelined: RunStats,
 }
 
-/// What `node bench/worker.mjs --json` prints.
+/// What `node bench/worker.mjs --json` prints: `rounds` of `requests` sequential requests per Worker, cold starts
+/// the median of `cold_starts` launches (the Workers taking turns), the baseline Worker first.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct WorkerReport {
-    /// Rounds (the Workers take turns).
     pub rounds: u32,
-    /// Sequential requests per Worker per round.
     pub requests: u32,
-    /// Launches per Worker whose median is its cold start (the Workers take turns).
     pub cold_starts: u32,
-    /// The baseline first, then the limited Workers.
     pub workers: Vec<WorkerRun>,
 }
 
-/// One Worker in workerd.
+/// One Worker in workerd: request latency (ms), what it adds to the baseline's (`None` for the baseline), a fresh
+/// workerd's time to its first response (ms), and its bundle as `wrangler deploy --dry-run` reports it (KiB).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct WorkerRun {
-    /// `no limiter`, `edgelimit's wasm module, unused`, `edgelimit` or `@upstash/ratelimit`.
     pub name: String,
-    /// Median request latency, ms.
     pub p50_ms: f64,
-    /// 99th percentile, ms.
     pub p99_ms: f64,
-    /// Median minus the baseline's; `None` for the baseline.
     pub added_p50_ms: Option<f64>,
-    /// p99 minus the baseline's; `None` for the baseline.
     pub added_p99_ms: Option<f64>,
-    /// A fresh workerd with the bundle, to its first response, ms: the median of the report's `cold_starts`.
     pub cold_start_ms: f64,
-    /// The bundle as `wrangler deploy --dry-run` reports it, KiB.
     pub bundle_kib: f64,
-    /// Its gzip size, KiB.
     pub bundle_gzip_kib: f64,
 }
 
@@ -132,11 +105,8 @@ const PREREQUISITES: [(&str, &str); 5] = [
     ("node_modules/@upstash/ratelimit", "run `npm ci` (or scripts/setup)"),
     ("node_modules/miniflare", "run `npm ci` (or scripts/setup)"),
     ("node_modules/wrangler", "run `npm ci` (or scripts/setup)"),
-    ("pkg/core_bg.wasm", "build the npm package with scripts/build-wasm"),
-    (
-        "worker/wasm/core_bg.wasm",
-        "build the Worker's module with scripts/build-wasm",
-    ),
+    ("pkg/core_bg.wasm", "run scripts/build-wasm"),
+    ("worker/wasm/core_bg.wasm", "run scripts/build-wasm"),
 ];
 
 impl NodeRunner {

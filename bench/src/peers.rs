@@ -17,35 +17,25 @@ const UPSTASH_BUNDLE: &str = "node_modules/@upstash/ratelimit/dist/index.mjs";
 pub static REDISSON_ACQUIRE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("../peers/redisson_acquire.lua")));
 
-/// An algorithm `@upstash/ratelimit` has (its single-region variants).
+/// An algorithm `@upstash/ratelimit` has (its single-region variants), the index of its script in
+/// [`UpstashScripts`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum UpstashAlgorithm {
-    /// `Ratelimit.fixedWindow`.
     FixedWindow,
-    /// `Ratelimit.slidingWindow`.
     SlidingWindow,
-    /// `Ratelimit.tokenBucket`.
     TokenBucket,
 }
 
-impl UpstashAlgorithm {
-    /// The variable the bundle defines the script in.
-    fn variable(self) -> &'static str {
-        match self {
-            UpstashAlgorithm::FixedWindow => "fixedWindowLimitScript",
-            UpstashAlgorithm::SlidingWindow => "slidingWindowLimitScript",
-            UpstashAlgorithm::TokenBucket => "tokenBucketLimitScript",
-        }
-    }
-}
+/// The variables the bundle defines the scripts in, in [`UpstashAlgorithm`]'s order.
+const UPSTASH_VARIABLES: [&str; 3] = [
+    "fixedWindowLimitScript",
+    "slidingWindowLimitScript",
+    "tokenBucketLimitScript",
+];
 
 /// `@upstash/ratelimit`'s limit scripts, as the installed package defines them.
 #[derive(Debug, Clone)]
-pub struct UpstashScripts {
-    fixed_window: Script,
-    sliding_window: Script,
-    token_bucket: Script,
-}
+pub struct UpstashScripts([Script; 3]);
 
 impl UpstashScripts {
     /// Reads the scripts from the checkout's `node_modules/`.
@@ -58,8 +48,8 @@ impl UpstashScripts {
                 path.display()
             )
         })?;
-        let script = |algorithm: UpstashAlgorithm| -> Result<Script, String> {
-            let declaration = format!("var {} = `", algorithm.variable());
+        let script = |variable: &str| -> Result<Script, String> {
+            let declaration = format!("var {variable} = `");
             let text = bundle
                 .find(&declaration)
                 .map(|start| &bundle[start + declaration.len()..])
@@ -73,23 +63,16 @@ impl UpstashScripts {
                 })?;
             Ok(Script::new(text))
         };
-        Ok(UpstashScripts {
-            fixed_window: script(UpstashAlgorithm::FixedWindow)?,
-            sliding_window: script(UpstashAlgorithm::SlidingWindow)?,
-            token_bucket: script(UpstashAlgorithm::TokenBucket)?,
-        })
+        let [fixed, sliding, bucket] = UPSTASH_VARIABLES.map(script);
+        Ok(UpstashScripts([fixed?, sliding?, bucket?]))
     }
 
     /// A limiter of `limit` per `window_ms` with this algorithm, its keys under `prefix`.
     pub fn limiter(&self, algorithm: UpstashAlgorithm, limit: u32, window_ms: u64, prefix: &str) -> UpstashLimiter {
-        let script = match algorithm {
-            UpstashAlgorithm::FixedWindow => &self.fixed_window,
-            UpstashAlgorithm::SlidingWindow => &self.sliding_window,
-            UpstashAlgorithm::TokenBucket => &self.token_bucket,
-        };
+        let script = self.0[algorithm as usize].clone();
         UpstashLimiter {
             algorithm,
-            script: script.clone(),
+            script,
             limit,
             window_ms,
             prefix: prefix.to_owned(),
@@ -154,33 +137,26 @@ impl UpstashLimiter {
     }
 }
 
-/// Redisson's five keys for the limiter `name` (config hash, value and permits, overall and per client): the layout
-/// Redisson and [`edgelimit::RedissonLimiter`] share.
-pub fn redisson_keys(name: &str, client_id: &str) -> Vec<String> {
-    vec![
-        name.to_owned(),
-        format!("{{{name}}}:value"),
-        format!("{{{name}}}:value:{client_id}"),
-        format!("{{{name}}}:permits"),
-        format!("{{{name}}}:permits:{client_id}"),
-    ]
-}
-
-/// The client id Redisson's script runs under here (its per-client keys stay unused: the limiters are overall).
-const REDISSON_CLIENT_ID: &str = "java";
-
 /// A Redisson client acquiring on `RRateLimiter`s by name, as a Java client does: with its own clock and a fresh
-/// id per request.
+/// id per request (Redisson's is random), so that no two grants share a log member.
 #[derive(Debug, Default)]
 pub struct RedissonClient {
-    /// Makes each request's id unique (Redisson's is random), so no two grants share a log member.
     requests: AtomicU64,
 }
 
 impl RedissonClient {
-    /// The keys of the limiter `name`, for `MEMORY USAGE`.
+    /// The five keys of the limiter `name` (config hash, value and permits, overall and per client; the layout
+    /// Redisson and [`edgelimit::RedissonLimiter`] share), with the client id the script runs under here, `java`
+    /// (the per-client keys stay unused: the limiters are overall).
     pub fn keys(name: &str) -> Vec<String> {
-        redisson_keys(name, REDISSON_CLIENT_ID)
+        let client_id = "java";
+        vec![
+            name.to_owned(),
+            format!("{{{name}}}:value"),
+            format!("{{{name}}}:value:{client_id}"),
+            format!("{{{name}}}:permits"),
+            format!("{{{name}}}:permits:{client_id}"),
+        ]
     }
 
     /// `tryAcquire(1)` on the limiter `name` (its rate set first: [`edgelimit::RedissonLimiter::set_rate`] writes

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use edgelimit::{Command, RestClient};
+use redis::{InfoDict, Value};
 use serde::{Deserialize, Serialize};
 
 use crate::support::Context;
@@ -24,13 +25,10 @@ pub struct DecisionCost {
 }
 
 impl DecisionCost {
-    /// The cheaper of two rounds of one workload (see [`crate::support::ROUNDS`]): the one less disturbed.
-    pub(crate) fn cheaper(self, other: DecisionCost) -> DecisionCost {
-        if other.micros_per_decision < self.micros_per_decision {
-            other
-        } else {
-            self
-        }
+    /// Whether this round of a workload cost less than `other` (see [`crate::support::ROUNDS`]): the one less
+    /// disturbed.
+    pub(crate) fn cheaper(&self, other: &DecisionCost) -> bool {
+        self.micros_per_decision < other.micros_per_decision
     }
 }
 
@@ -65,34 +63,30 @@ pub(crate) async fn read(client: &RestClient) -> Result<CommandStats, String> {
         .await
         .and_then(|reply| reply.into_string())
         .context("INFO commandstats failed")?;
-    CommandStats::parse(&info)
+    Ok(CommandStats::new(&InfoDict::new(&info)))
 }
 
 impl CommandStats {
-    /// Parses lines like `cmdstat_evalsha:calls=4000,usec=181234,usec_per_call=45.31,rejected_calls=0,failed_calls=0`.
-    pub(crate) fn parse(info: &str) -> Result<CommandStats, String> {
-        let mut by_command = BTreeMap::new();
-        for line in info.lines() {
-            let Some(line) = line.trim().strip_prefix("cmdstat_") else {
-                continue;
+    /// From `INFO commandstats` lines like `cmdstat_evalsha:calls=4000,usec=181234,…,failed_calls=0`.
+    pub(crate) fn new(info: &InfoDict) -> CommandStats {
+        let stats = |fields: &str| {
+            let field = |key: &str| {
+                let value = |pair: &str| pair.strip_prefix(key)?.strip_prefix('=')?.parse().ok();
+                fields.split(',').find_map(value).unwrap_or(0.0)
             };
-            let (name, fields) = line
-                .split_once(':')
-                .ok_or_else(|| format!("unexpected INFO commandstats line: {line}"))?;
-            let field = |key: &str| -> f64 {
-                fields
-                    .split(',')
-                    .find_map(|pair| pair.strip_prefix(key)?.strip_prefix('=')?.parse().ok())
-                    .unwrap_or(0.0)
-            };
-            let stats = CallStats {
+            CallStats {
                 calls: field("calls"),
                 usec: field("usec"),
                 failed_calls: field("failed_calls"),
-            };
-            by_command.insert(name.to_owned(), stats);
+            }
+        };
+        let by_command = info.iter().filter_map(|(key, value)| match value {
+            Value::SimpleString(fields) => Some((key.strip_prefix("cmdstat_")?.to_owned(), stats(fields))),
+            _ => None,
+        });
+        CommandStats {
+            by_command: by_command.collect(),
         }
-        Ok(CommandStats { by_command })
     }
 
     /// Calls of `command` counted.
@@ -141,6 +135,22 @@ impl CommandStats {
     }
 }
 
+/// What `decide(request)` for each of `requests` costs Redis, counters reset before and read after; `decide`
+/// answers whether it granted, `command` is what Redis counts once per decision.
+pub(crate) async fn measure<R: Copy>(
+    client: &RestClient,
+    command: &str,
+    requests: &[R],
+    mut decide: impl AsyncFnMut(R) -> Result<bool, String>,
+) -> Result<DecisionCost, String> {
+    reset(client).await?;
+    let mut granted = 0;
+    for &request in requests {
+        granted += u64::from(decide(request).await?);
+    }
+    read(client).await?.cost_of(command, requests.len() as u64, granted)
+}
+
 /// Bytes Redis holds for these keys (`MEMORY USAGE … SAMPLES 0`: every element counted); missing keys count 0.
 pub(crate) async fn memory_usage(client: &RestClient, keys: &[String]) -> Result<u64, String> {
     let mut total = 0;
@@ -170,7 +180,7 @@ mod tests {
             cmdstat_zadd:calls=2,usec=4,usec_per_call=2.00,rejected_calls=0,failed_calls=0\r\n\
             cmdstat_time:calls=4,usec=1,usec_per_call=0.25,rejected_calls=0,failed_calls=0\r\n\
             cmdstat_config|resetstat:calls=1,usec=9,usec_per_call=9.00,rejected_calls=0,failed_calls=0\r\n";
-        let stats = CommandStats::parse(info).unwrap();
+        let stats = CommandStats::new(&InfoDict::new(info));
         let cost = stats.cost_of("evalsha", 4, 2).unwrap();
         assert_eq!(cost.micros_per_decision, 25.0);
         assert_eq!(cost.commands_per_decision, 1.5);
@@ -182,7 +192,9 @@ mod tests {
     #[test]
     fn failed_calls_are_an_error() {
         let info = "cmdstat_evalsha:calls=4,usec=100,usec_per_call=25.00,rejected_calls=0,failed_calls=1\r\n";
-        let error = CommandStats::parse(info).unwrap().cost_of("evalsha", 4, 4).unwrap_err();
+        let error = CommandStats::new(&InfoDict::new(info))
+            .cost_of("evalsha", 4, 4)
+            .unwrap_err();
         assert!(error.contains("failed calls"), "{error}");
     }
 }

@@ -1,11 +1,14 @@
 //! The outputs: `results.json`, `results.md` (the tables), `plot.svg`, and the page `bench/RESULTS.md`, rewritten
-//! only when the outputs go to `bench/results` (the default); elsewhere the page is `<out>/RESULTS.md`.
+//! only when the outputs go to `bench/results` (the default); elsewhere the page is `<out>/RESULTS.md`. Their text is
+//! `report.md`'s, its placeholders filled with the numbers and tables.
 
 use std::path::{Path, PathBuf};
 
 use clap::ValueEnum;
+use serde::Serialize;
+use serde_json::Value;
 
-use crate::accuracy::{Accuracy, ConcurrentClients};
+use crate::accuracy::Accuracy;
 use crate::cluster::ClusterScaling;
 use crate::contender::ContenderKind;
 use crate::harness::BenchResults;
@@ -22,8 +25,7 @@ use crate::weighted::Weighted;
 /// Where `edgelimit-bench` writes by default, relative to the checkout.
 pub const DEFAULT_OUT: &str = "bench/results";
 
-/// The page's fixed text; `{machine}`, `{plot}` and `{tables}` are filled in.
-const PAGE: &str = include_str!("results-page.md");
+const TEXT: &str = include_str!("report.md");
 
 /// Writes every output of `results`; returns the paths written.
 pub fn write(results: &BenchResults, checkout: &Path, out: &Path) -> Result<Vec<PathBuf>, String> {
@@ -35,11 +37,20 @@ pub fn write(results: &BenchResults, checkout: &Path, out: &Path) -> Result<Vec<
     } else {
         (out.join("RESULTS.md"), "plot.svg")
     };
+    let (machine, tables) = (machine_section(results), tables(results));
+    let page_text = text(
+        "page",
+        &(),
+        &[("machine", &machine), ("plot", plot_link), ("tables", &tables)],
+    );
     let files = [
         (out.join("results.json"), json + "\n"),
-        (out.join("results.md"), results_markdown(results)),
+        (
+            out.join("results.md"),
+            format!("# edgelimit benchmark results\n\n{machine}\n\n{tables}\n\n"),
+        ),
         (out.join("plot.svg"), plot::svg(results)?),
-        (page, results_page(results, plot_link)),
+        (page, page_text + "\n\n"),
     ];
     let mut written = Vec::new();
     for (path, text) in files {
@@ -49,20 +60,31 @@ pub fn write(results: &BenchResults, checkout: &Path, out: &Path) -> Result<Vec<
     Ok(written)
 }
 
-/// `results.md`: the machine and the tables.
-pub fn results_markdown(results: &BenchResults) -> String {
-    format!(
-        "# edgelimit benchmark results\n\n{}{}",
-        machine_section(results),
-        tables(results)
-    )
-}
-
-/// `bench/RESULTS.md`: what this is, the machine, how to reproduce and read it, the plot and the tables.
-pub fn results_page(results: &BenchResults, plot_link: &str) -> String {
-    PAGE.replace("{machine}\n", &machine_section(results))
-        .replace("{plot}", plot_link)
-        .replace("{tables}\n", &tables(results))
+/// The block `name` of `report.md` (from its `<!-- name -->` line to the next such line, trimmed), each `{key}`
+/// replaced by the value of `fields`' field of that name as results.json has it (a string as it is, a number as
+/// Rust prints it), or by its value in `more`.
+fn text(name: &str, fields: &impl Serialize, more: &[(&str, &str)]) -> String {
+    let block = TEXT
+        .split_once(&format!("<!-- {name} -->\n"))
+        .map_or("", |(_, rest)| rest);
+    let mut text = block.split("<!-- ").next().unwrap_or_default().trim_end().to_owned();
+    let fields = match serde_json::to_value(fields) {
+        Ok(Value::Object(fields)) => fields,
+        _ => Default::default(),
+    };
+    let fields = fields.into_iter().filter_map(|(key, value)| match value {
+        Value::String(text) => Some((key, text)),
+        Value::Number(n) => Some((
+            key,
+            n.as_u64()
+                .map_or_else(|| n.as_f64().unwrap_or_default().to_string(), |n| n.to_string()),
+        )),
+        _ => None,
+    });
+    for (key, value) in fields.chain(more.iter().map(|&(key, value)| (key.to_owned(), value.to_owned()))) {
+        text = text.replace(&format!("{{{key}}}"), &value);
+    }
+    text
 }
 
 const QUICK: &str = ", **--quick** (tiny sizes: not numbers to read)";
@@ -74,6 +96,11 @@ fn machine_section(results: &BenchResults) -> String {
         .collect();
     let quick = if results.quick { QUICK } else { "" };
     let node = if results.node { "" } else { ", without Node" };
+    let run = format!(
+        "{:.0} s{quick}{node}; scenarios: {}",
+        results.seconds,
+        scenarios.join(", ")
+    );
     let rows = [
         ("CPU", format!("{} ({} cores)", machine.cpu, machine.cores)),
         ("kernel", machine.kernel.clone()),
@@ -81,21 +108,14 @@ fn machine_section(results: &BenchResults) -> String {
         ("node", machine.node.clone().unwrap_or_else(|| "not found".to_owned())),
         ("commit", machine.git_commit.clone()),
         ("date", machine.date.clone()),
-        (
-            "run",
-            format!(
-                "{:.0} s{quick}{node}; scenarios: {}",
-                results.seconds,
-                scenarios.join(", ")
-            ),
-        ),
+        ("run", run),
     ];
     let rows = rows.into_iter().map(|(what, value)| vec![what.to_owned(), value]);
     format!("## Machine\n\n{}", table(" | ", rows))
 }
 
 /// Every measured scenario's tables, in the scenarios' numbered order.
-pub fn tables(results: &BenchResults) -> String {
+fn tables(results: &BenchResults) -> String {
     [
         results.redis_cost.as_ref().map(redis_cost_tables),
         results.scaling.as_ref().map(scaling_table),
@@ -108,18 +128,19 @@ pub fn tables(results: &BenchResults) -> String {
     ]
     .into_iter()
     .flatten()
-    .collect()
+    .collect::<Vec<_>>()
+    .join("\n\n")
 }
 
-/// A Markdown table, `headers` separated by " | ", with a blank line after it.
+/// A Markdown table, `headers` separated by " | ".
 fn table(headers: &str, rows: impl IntoIterator<Item = Vec<String>>) -> String {
-    let columns = headers.split(" | ").count();
-    let mut text = format!("| {headers} |\n|{}\n", " --- |".repeat(columns));
-    for row in rows {
-        text.push_str(&format!("| {} |\n", row.join(" | ")));
-    }
-    text.push('\n');
-    text
+    let separator = format!("|{}", " --- |".repeat(headers.split(" | ").count()));
+    let rows = rows.into_iter().map(|row| format!("| {} |", row.join(" | ")));
+    [format!("| {headers} |"), separator]
+        .into_iter()
+        .chain(rows)
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 fn two(value: f64) -> String {
@@ -181,22 +202,13 @@ fn redis_cost_tables(cost: &RedisCost) -> String {
         "algorithm | contender | µs/decision | commands/decision | granted",
         commands,
     );
-    let RedisCost {
-        limit,
-        window_ms,
-        requests,
-        explicit_ms,
-        ..
-    } = cost;
-    let (floor_script, floor_command) = (micros(&cost.floor.script), micros(&cost.floor.command));
-    format!(
-        "## 1. Redis cost per decision\n\nA limit of {limit} per {window_ms} ms on one identifier, {requests} requests \
-         per contender. At explicit times: two per ms over {explicit_ms} ms, so about half are denied. On the server \
-         clock times cannot be chosen: the same {requests} requests are sent as fast as one client can. Floor: `INCR` \
-         in a one-line script {floor_script:.2} µs, as a plain command {floor_command:.2} µs.\n\n{costs}\
-         ### Commands per decision\n\nCommands the decision ran inside Redis besides its own `EVALSHA` (a \
-         server-clock decision's `TIME` included).\n\n{commands}"
-    )
+    let (floor_script, floor_command) = (two(micros(&cost.floor.script)), two(micros(&cost.floor.command)));
+    let more = [
+        ("floorScript", &floor_script[..]),
+        ("floorCommand", &floor_command),
+        ("costs", &costs),
+    ];
+    text("redis-cost", cost, &[&more[..], &[("commands", &commands)]].concat())
 }
 
 fn memory_table(cost: &RedisCost) -> String {
@@ -204,12 +216,8 @@ fn memory_table(cost: &RedisCost) -> String {
         let (idle, busy) = (cost.bytes_idle.to_string(), cost.bytes_busy.to_string());
         vec![algorithm.to_owned(), kind.label().to_owned(), idle, busy]
     });
-    format!(
-        "## 4. Memory per identifier\n\nBytes of an identifier's keys (`MEMORY USAGE … SAMPLES 0`) after one \
-         request (idle) and after the workload of section 1 (busy). For the Redisson layout this includes the \
-         limiter's config hash.\n\n{}",
-        table("algorithm | contender | bytes idle | bytes busy", rows)
-    )
+    let rows = table("algorithm | contender | bytes idle | bytes busy", rows);
+    text("memory", &(), &[("rows", &rows)])
 }
 
 /// Every measurement of scenario 1, floor first, as (algorithm, contender, cost).
@@ -246,13 +254,7 @@ fn scaling_table(scaling: &Scaling) -> String {
          | Redisson layout / Redisson | commands/decision: family · layout · Redisson",
         rows,
     );
-    format!(
-        "## 2. Sliding-log scaling\n\nRedis µs per decision as the log grows: at rate R the interval is R ms and \
-         one grant is made per ms, so the log holds R grants; {} ms of steady state (one grant and one denial per \
-         ms) at explicit times on every side; each contender shows the cheapest of 3 rounds, the contenders taking \
-         turns.\n\n{rows}",
-        scaling.measured_ms
-    )
+    text("scaling", scaling, &[("rows", &rows)])
 }
 
 fn throughput_tables(throughput: &Throughput) -> String {
@@ -271,23 +273,13 @@ fn throughput_tables(throughput: &Throughput) -> String {
          | plain HTTP /s | bridge / plain HTTP",
         rows,
     );
-    let Throughput {
-        limit,
-        seconds,
-        redis_benchmark_requests,
-        ..
-    } = throughput;
-    let npm = throughput.npm.as_ref().map(npm_tables).unwrap_or_default();
-    format!(
-        "## 3. Throughput and latency\n\nThe Rust client (`Limiter::limit`, {limit}) through the bridge for {seconds} \
-         s per run, next to `redis-benchmark` sending the same `EVALSHA` (same key and arguments) straight to Redis, \
-         {redis_benchmark_requests} requests per run. `PING` shows what the bridge itself adds; the same client's \
-         `PING` to a hello-world HTTP server (`edgelimit-bench-hello`, a process of its own on the bridge's HTTP \
-         stack; it answers at once: no Redis, no token, no JSON read) shows how much of that is HTTP and the \
-         client.\n\n{rows}{}{}{npm}",
+    let npm = throughput.npm.as_ref().map(npm_tables);
+    let parts = [
+        text("throughput", throughput, &[("rows", &rows)]),
         load_table(&throughput.load),
-        scoping_table(&throughput.scoping)
-    )
+        scoping_table(&throughput.scoping),
+    ];
+    parts.into_iter().chain(npm).collect::<Vec<_>>().join("\n\n")
 }
 
 fn load_table(load: &LoadComparison) -> String {
@@ -309,26 +301,7 @@ fn load_table(load: &LoadComparison) -> String {
          | p50 ms | p99 ms | bridge / direct | bridge / hello-world | hello-world / direct",
         rows,
     );
-    let LoadComparison {
-        generator,
-        seconds,
-        redis_benchmark_requests,
-        rounds,
-        worker_threads,
-        ..
-    } = load;
-    format!(
-        "### The bridge under a load generator\n\nThe Rust client costs about as much per request as the bridge, in \
-         the benchmark's own process. Here `{generator}` (one thread) sends the same requests (the decision's \
-         `EVALSHA` as the client sends it, and `PING`; `POST /`, admin token, `Upstash-Encoding: base64`) to the \
-         bridge and to the hello-world server, {seconds} s per run, next to `redis-benchmark` sending the same \
-         command straight to Redis, {redis_benchmark_requests} requests per run: two load generators that cost their \
-         sides alike. {rounds} rounds, the three taking turns, who goes first rotating; each shows its fastest run. \
-         Everything shares the machine's two cores: the bridge's requests also cost Redis and the generator theirs, \
-         the hello-world server's cost nothing else. The bridge (in the benchmark's process, idle but for it while \
-         `wrk` runs) and the hello-world server run as the `edgelimit` binary does: {worker_threads} worker \
-         thread(s) (half the cores), mimalloc.\n\n{rows}"
-    )
+    text("load", load, &[("rows", &rows)])
 }
 
 fn scoping_table(scoping: &Scoping) -> String {
@@ -346,26 +319,15 @@ fn scoping_table(scoping: &Scoping) -> String {
          ACL user /s | p50 µs | p99 µs | ACL user / admin",
         rows,
     );
-    format!(
-        "### What scoping a token costs\n\nThe same decisions through the bridge with three tokens: the admin \
-         token (no fence, on the `--redis` user's connection), a `limiter` token on a bridge run with \
-         `--redis-acl off` (the fence's checks alone) and a `limiter` token with its own Redis ACL user (the fence, \
-         on that user's connection: the default). {} rounds of {} s per token and concurrency, the tokens taking \
-         turns, who goes first rotating; each token shows its fastest round (the one least slowed by the machine's \
-         other load). Ratios compare requests/s: below 1.00, the scoped token serves fewer. Latencies in µs: what a \
-         token's checks add is a few of them.\n\n{rows}",
-        scoping.rounds, scoping.seconds
-    )
+    text("scoping", scoping, &[("rows", &rows)])
 }
 
 fn npm_tables(npm: &NpmReport) -> String {
     let (size, cold, flow) = (&npm.package, &npm.cold_start, &npm.throughput);
     let rows = flow.algorithms.iter().map(|row| {
         let mut cells = vec![row.algorithm.clone()];
+        cells.extend(run_cells(&row.edgelimit, false));
         for peer in [&row.upstash_plain, &row.upstash_pipelined] {
-            if cells.len() == 1 {
-                cells.extend(run_cells(&row.edgelimit, false));
-            }
             cells.extend(run_cells(peer, false));
             cells.push(times(ratio(row.edgelimit.per_second, peer.per_second)));
         }
@@ -418,13 +380,12 @@ fn npm_tables(npm: &NpmReport) -> String {
         .into_iter()
         .map(|(part, raw, gzip)| vec![part.to_owned(), raw, gzip]);
     let sizes = table("package part | raw bytes | gzip bytes", sizes);
-    format!(
-        "### The npm package, from Node\n\n`bench/npm.mjs` through the same bridge: {} requests in flight, {} s \
-         per run, best of {} rounds; every request allowed. `@upstash/redis` auto-pipelines by default (commands \
-         of one tick share an HTTP request), and edgelimit coalesces decisions made at once by default (see \
-         \"Coalescing\" below), so both of theirs are shown.\n\n{throughput}{cold_starts}{sizes}",
-        flow.in_flight, flow.seconds, flow.rounds
-    )
+    let more = [
+        ("throughput", &throughput[..]),
+        ("coldStarts", &cold_starts),
+        ("sizes", &sizes),
+    ];
+    text("npm", flow, &more)
 }
 
 fn accuracy_tables(accuracy: &Accuracy) -> String {
@@ -440,36 +401,28 @@ fn accuracy_tables(accuracy: &Accuracy) -> String {
         bursts,
     );
     let concurrent = &accuracy.concurrent;
-    let clients = concurrent.rows.iter().map(|row| {
+    let rows = concurrent.rows.iter().map(|row| {
         let mut cells = vec![row.algorithm.clone(), row.kind.label().to_owned()];
         cells.extend([row.requests.to_string(), row.granted.to_string()]);
         cells.extend([two(row.most_in_any_interval), two(row.promise)]);
         cells.push(row.grant_times.label().to_owned());
         cells
     });
-    let clients = table(
+    let rows = table(
         "algorithm | contender | requests | granted | most in any interval / limit | promise | grant times from",
-        clients,
+        rows,
     );
     let skews: Vec<String> = concurrent.skews_ms.iter().map(|skew| format!("{skew:+}")).collect();
-    let ConcurrentClients {
-        clients: count,
-        seconds,
-        skew_seed,
-        ..
-    } = concurrent;
-    format!(
-        "## 5. Accuracy: over-admission\n\nThe most grants in any {} ms span, divided by the limit ({}); 1.00 is \
-         exact. *Promise*: the most the algorithm allows in such a span.\n\n\
-         ### (a) Window-boundary bursts, explicit times\n\n`limit` requests 1 ms before a window boundary, then \
-         `limit` more at the boundary or half an interval after it.\n\n{bursts}\
-         ### (b) {count} concurrent clients, {seconds} s of real time\n\nedgelimit decides on the Redis server's \
-         clock; the peers on each client's clock: this machine's plus a skew (seed {skew_seed}: {} ms), as real \
-         clients' clocks differ. Grant times: from edgelimit's reply where the algorithm names them exactly, else \
-         this machine's clock when the reply arrived.\n\n{clients}",
-        accuracy.interval_ms,
-        accuracy.limit,
-        skews.join(", ")
+    let (limit, interval_ms) = (accuracy.limit.to_string(), accuracy.interval_ms.to_string());
+    let more = [
+        ("limit", &limit[..]),
+        ("intervalMs", &interval_ms),
+        ("skews", &skews.join(", ")),
+    ];
+    text(
+        "accuracy",
+        concurrent,
+        &[&more[..], &[("bursts", &bursts), ("rows", &rows)]].concat(),
     )
 }
 
@@ -489,20 +442,7 @@ fn worker_table(worker: &WorkerReport) -> String {
          KiB | gzip KiB",
         rows,
     );
-    let WorkerReport {
-        rounds,
-        requests,
-        cold_starts,
-        ..
-    } = worker;
-    format!(
-        "## 6. The Worker in local workerd\n\n`bench/worker.mjs`: the same proxy Worker with no limiter, with \
-         edgelimit (the real bundle, one sliding-window rule) and with `@upstash/ratelimit`, through the same \
-         bridge, and with edgelimit's wasm module compiled and instantiated but never called (what loading the \
-         module costs, before edgelimit reads its rules or decides anything); {rounds} rounds × {requests} \
-         sequential requests per Worker, taking turns; every request allowed. Cold start: a new workerd to the \
-         first response, the median of {cold_starts} launches per Worker, taking turns.\n\n{rows}"
-    )
+    text("worker", worker, &[("rows", &rows)])
 }
 
 fn weighted_tables(weighted: &Weighted) -> String {
@@ -533,28 +473,7 @@ fn weighted_tables(weighted: &Weighted) -> String {
         "log | permits held | µs/denied decision | commands/decision | denied | µs / 10-grant log",
         denied,
     );
-    let Weighted {
-        rounds,
-        limit,
-        interval_ms,
-        grants_held,
-        weight_seed,
-        ..
-    } = weighted;
-    format!(
-        "## 7. Weighted decisions on the permit log\n\nThe sliding log and concurrency keep one member per grant, \
-         whatever its permits, so a decision's cost must not grow with the weight. Every log is filled first, then \
-         the rows are measured in turn, {rounds} rounds; each row shows its cheapest round.\n\n\
-         ### (a) By weight\n\nA limit of {limit} per {interval_ms} ms, never reached: one grant of *k* permits per ms \
-         of explicit time after a full interval of them, so the log holds {grants_held} grants and each decision \
-         frees the oldest and logs one. Concurrency's leases last the interval and are never released. A log of \
-         one-permit grants counts what it holds with `ZCARD`; heavier grants also read the first grant: one command \
-         more, whatever the weight.\n\n{by_weight}\
-         ### (b) A denied request's wait\n\nEach log is full to its limit (the sum of its grants' permits) and is \
-         asked for permit counts spread from 1 to the limit, so the grant whose freeing would admit the request lies \
-         anywhere in the log; nothing frees meanwhile. Equal weights: the search's first guess at the rank hits. \
-         Mixed weights (seed {weight_seed}): a binary search over ranks, one `ZRANGE` per step.\n\n{denied}"
-    )
+    text("weighted", weighted, &[("byWeight", &by_weight), ("denied", &denied)])
 }
 
 fn cluster_table(cluster: &ClusterScaling) -> String {
@@ -579,20 +498,5 @@ fn cluster_table(cluster: &ClusterScaling) -> String {
          Redis µs, cluster master | decisions per master | predicted /s, one core | predicted /s, a core per master",
         rows,
     );
-    let ClusterScaling {
-        masters,
-        rounds,
-        seconds,
-        limit,
-        ..
-    } = cluster;
-    format!(
-        "## 8. One Redis against a Redis Cluster\n\nThe Rust client through a bridge in front of one `redis-server`, \
-         then through a bridge in front of a Redis Cluster of {masters} masters (no replicas), taking turns, {rounds} \
-         runs of {seconds} s each per topology and concurrency; each shows its fastest. The decisions: {limit}. \
-         Client, bridges and every Redis share this machine's two cores, so the cluster cannot decide more per \
-         second here: what carries over to a cluster with a core per master is Redis's µs per decision on a master \
-         and how evenly the decisions spread. The last two columns are that arithmetic, a prediction and not a \
-         measurement: one Redis core at its µs per decision, and the cluster bounded by its busiest master.\n\n{rows}"
-    )
+    text("cluster", cluster, &[("rows", &rows)])
 }

@@ -14,10 +14,10 @@ use indicatif::ProgressBar;
 use serde::{Deserialize, Serialize};
 use tokio::task::JoinSet;
 
-use crate::contender::{Clock, Contender, Plan};
+use crate::contender::{Clock, Contender};
 use crate::redis_stats::DecisionCost;
 use crate::stack::BenchStack;
-use crate::support::{ratio, Context, EXPLICIT_T0, ROUNDS};
+use crate::support::{best_each, ratio, take_turns, Context, EXPLICIT_T0, ROUNDS};
 
 /// Requests in flight while filling a log.
 const WARM_UP_LANES: u64 = 16;
@@ -28,25 +28,19 @@ const WARM_UP_LANES: u64 = 16;
 pub struct Scaling {
     /// Steady-state ms measured per rate (two requests each).
     pub measured_ms: u64,
-    /// One row per rate.
     pub rows: Vec<ScalingRow>,
 }
 
-/// The three sliding logs at one rate.
+/// The three sliding logs at one rate (permits per interval; the interval is this many ms, so the log holds this many
+/// grants), and their µs per decision over Redisson's.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ScalingRow {
-    /// Permits per interval; the interval is this many ms, so the log holds this many grants.
     pub rate: u64,
-    /// edgelimit's family sliding log (`Quota::sliding_log`).
     pub family: DecisionCost,
-    /// edgelimit's Redisson-layout sliding log (`RedissonLimiter`).
     pub redisson_layout: DecisionCost,
-    /// Redisson's `RRateLimiter` script.
     pub redisson: DecisionCost,
-    /// µs per decision: family / Redisson.
     pub family_to_redisson: Option<f64>,
-    /// µs per decision: Redisson layout / Redisson.
     pub redisson_layout_to_redisson: Option<f64>,
 }
 
@@ -72,27 +66,19 @@ pub(crate) async fn run(stack: &BenchStack, quick: bool, progress: &ProgressBar)
             Contender::redisson(client, &format!("scale-{rate}-redisson"), setting),
         ]
         .map(Arc::new);
-        // Each contender's cheapest round (see ROUNDS), the contenders taking turns.
-        let mut cheapest: [Option<DecisionCost>; 3] = [None; 3];
-        for round in 0..ROUNDS {
+        let times: Vec<u64> = (0..measured_ms).flat_map(|ms| [EXPLICIT_T0 + rate + ms; 2]).collect();
+        let runs = take_turns(ROUNDS, contenders.len(), false, async |which, round| {
+            let contender = &contenders[which];
+            progress.set_message(format!("{rate} per interval: {}", contender.kind().label()));
             // A fresh identifier each round: the explicit times start over.
             let busy = format!("busy-{round}");
-            for (contender, kept) in contenders.iter().zip(&mut cheapest) {
-                progress.set_message(format!("{rate} per interval: {}", contender.kind().label()));
-                fill_log(contender.clone(), rate, &busy).await?;
-                let steady = Plan {
-                    contender,
-                    id: &busy,
-                    times: (0..measured_ms).flat_map(|ms| [EXPLICIT_T0 + rate + ms; 2]).collect(),
-                    memory_at: None,
-                };
-                let cost = steady.measure().await?.decision;
-                *kept = Some(kept.map_or(cost, |kept| kept.cheaper(cost)));
-                progress.inc(1);
-            }
-        }
-        let [family, redisson_layout, redisson] = cheapest.map(|cost| cost.ok_or("no round measured"));
-        let (family, redisson_layout, redisson) = (family?, redisson_layout?, redisson?);
+            fill_log(contender.clone(), rate, &busy).await?;
+            let cost = contender.measure(&busy, &times).await;
+            progress.inc(1);
+            cost
+        })
+        .await?;
+        let [family, redisson_layout, redisson] = best_each(runs, DecisionCost::cheaper)?;
         rows.push(ScalingRow {
             rate,
             family_to_redisson: ratio(family.micros_per_decision, redisson.micros_per_decision),

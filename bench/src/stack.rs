@@ -50,8 +50,13 @@ impl BenchStack {
     /// `--redis-acl off` is a whole bridge's setting, so [`Access::LimiterAclOff`] has a second one.
     pub async fn start() -> Result<BenchStack, String> {
         let redis = RedisServer::start().await.context("could not start redis-server")?;
-        let bridge = start_bridge(&redis, RedisAcl::Provision).await?;
-        let acl_off_bridge = start_bridge(&redis, RedisAcl::Off).await?;
+        let config = |redis_acl| BridgeConfig {
+            tokens: vec![(Profile::Limiter, LIMITER_TOKEN.to_owned())],
+            redis_acl,
+            ..BridgeConfig::new(redis.url(), TOKEN)
+        };
+        let bridge = start_bridge(config(RedisAcl::Provision)).await?;
+        let acl_off_bridge = start_bridge(config(RedisAcl::Off)).await?;
         Ok(BenchStack {
             client: client_of(&bridge, TOKEN)?,
             limiter_client: client_of(&bridge, LIMITER_TOKEN)?,
@@ -108,20 +113,18 @@ impl BenchStack {
     }
 }
 
-/// A bridge in front of `redis` with the admin and the `limiter` token, its ACL users as `acl` says.
-async fn start_bridge(redis: &RedisServer, acl: RedisAcl) -> Result<InProcessBridge, String> {
-    let mut config = BridgeConfig::new(redis.url(), TOKEN);
-    config.tokens = vec![(Profile::Limiter, LIMITER_TOKEN.to_owned())];
-    config.redis_acl = acl;
-    config.redis_timeout = CLIENT_TIMEOUT;
-    InProcessBridge::start(config)
-        .await
-        .context("could not start the bridge")
+/// Starts a bridge of `config`, its Redis timeout generous.
+pub(crate) async fn start_bridge(config: BridgeConfig) -> Result<InProcessBridge, String> {
+    let config = BridgeConfig {
+        redis_timeout: CLIENT_TIMEOUT,
+        ..config
+    };
+    InProcessBridge::start(config).await.context("could not start a bridge")
 }
 
 /// A client of `bridge` that sends `token`, a request per command: the scenarios measure what one decision costs
 /// (bench/coalescing.mjs measures coalescing).
-fn client_of(bridge: &InProcessBridge, token: &str) -> Result<RestClient, String> {
+pub(crate) fn client_of(bridge: &InProcessBridge, token: &str) -> Result<RestClient, String> {
     RestClient::new(bridge.url(), token)
         .and_then(|client| client.with_timeout(CLIENT_TIMEOUT))
         .map(RestClient::without_coalescing)

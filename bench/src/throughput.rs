@@ -9,8 +9,7 @@
 //!
 //! Everything shares this machine's cores: read the ratios, not the absolutes.
 
-use std::future::Future;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use axum::body::Bytes;
@@ -19,10 +18,8 @@ use axum::routing::post;
 use axum::Router;
 use edgelimit::limit::{Limiter, Quota};
 use edgelimit::{Command, RestClient};
-use serde::{Deserialize, Serialize};
-use tokio::task::JoinHandle;
-
 use indicatif::ProgressBar;
+use serde::{Deserialize, Serialize};
 
 use crate::http_load::{self, HelloServer};
 use crate::latency::{self, faster, RunStats};
@@ -31,22 +28,15 @@ use crate::redis_stats;
 use crate::stack::{Access, BenchStack, TOKEN};
 use crate::support::{best_each, ratio, take_turns, Context};
 
-/// The identifier every throughput request uses (one key, as `redis-benchmark` gets it).
+/// The identifier of every request (one key, as `redis-benchmark` gets it), and its limiter: one name for every
+/// token, so that each does the same work in Redis (its key is under the `limiter` user's default key patterns).
 const IDENTIFIER: &str = "throughput";
-
-/// The limiter every decision goes to: one name for every token, so that each variant does the same work in Redis
-/// (its key is under the `limiter` user's default key patterns).
 const LIMITER: &str = "throughput";
-
-/// Requests in flight for each run of the Rust client.
+/// Requests in flight for each run of the Rust client, and of the load generators (`wrk`, `redis-benchmark`).
 const CONCURRENCIES: [u32; 2] = [1, 16];
-
-/// Requests in flight for each run of the load generators (`wrk`, `redis-benchmark`).
 const LOAD_CONCURRENCIES: [u32; 2] = [16, 64];
-
 /// Runs of each load-generator target per operation and concurrency.
 const LOAD_ROUNDS: u32 = 3;
-
 /// Runs of each token variant per concurrency: a multiple of three, so each goes first equally often.
 const SCOPING_ROUNDS: u32 = 9;
 
@@ -158,13 +148,7 @@ pub(crate) async fn run(
         .limit(IDENTIFIER, 1)
         .await
         .context("the first decision failed")?;
-    let evalsha = sent_command(|recording| async move {
-        if let Ok(limiter) = Limiter::new(recording, LIMITER, quota) {
-            // The recorder answers with an error: only the request matters.
-            let _ = limiter.limit(IDENTIFIER, 1).await;
-        }
-    })
-    .await?;
+    let evalsha = decision_words(quota).await?;
     let hello_world = HelloServer::start().await?;
     let plain_http_ping = Arc::new(Operation::Ping(
         RestClient::new(hello_world.url(), TOKEN)
@@ -399,54 +383,33 @@ async fn run_clients(concurrency: u32, run_time: Duration, operation: &Arc<Opera
     .await
 }
 
-/// The words a REST client sends when `send` uses it: `send` gets a client of a stand-in endpoint that records
+/// The words the Rust client sends for a decision of `quota`: it decides through a stand-in endpoint that records
 /// the request and answers with an error.
-async fn sent_command<F, Fut>(send: F) -> Result<Vec<String>, String>
-where
-    F: FnOnce(RestClient) -> Fut,
-    Fut: Future<Output = ()>,
-{
-    let recorded: Arc<Mutex<Option<Bytes>>> = Arc::default();
+async fn decision_words(quota: Quota) -> Result<Vec<String>, String> {
+    let recorded: Arc<OnceLock<Bytes>> = Arc::default();
     let recorder = recorded.clone();
-    let app = Router::new().route(
-        "/",
-        post(move |body: Bytes| async move {
-            if let Ok(mut slot) = recorder.lock() {
-                *slot = Some(body);
-            }
-            (
-                StatusCode::BAD_REQUEST,
-                r#"{"error":"ERR recorded by edgelimit-bench"}"#,
-            )
-        }),
-    );
-    let (url, server) = serve_here(app).await?;
-    let client = RestClient::new(&url, TOKEN).context("could not make a client for the recording endpoint")?;
-    send(client).await;
-    server.abort();
-    let body = recorded
-        .lock()
-        .ok()
-        .and_then(|mut slot| slot.take())
-        .ok_or("the client sent nothing to the recording endpoint")?;
-    let words: Vec<String> =
-        serde_json::from_slice(&body).context("the client sent something other than a JSON array of words")?;
-    if words.is_empty() {
-        return Err("the client sent an empty command".to_owned());
-    }
-    Ok(words)
-}
-
-/// Serves `app` on a free loopback port in this process, until the returned task is aborted; its base URL.
-async fn serve_here(app: Router) -> Result<(String, JoinHandle<std::io::Result<()>>), String> {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .context("could not listen on a loopback port")?;
+    let record = post(move |body: Bytes| async move {
+        let _ = recorder.set(body);
+        (
+            StatusCode::BAD_REQUEST,
+            r#"{"error":"ERR recorded by edgelimit-bench"}"#,
+        )
+    });
+    let listener = (tokio::net::TcpListener::bind("127.0.0.1:0").await).context("could not listen on loopback")?;
     let url = format!(
         "http://{}",
         listener.local_addr().context("the listener has no address")?
     );
-    Ok((url, tokio::spawn(async move { axum::serve(listener, app).await })))
+    let server = tokio::spawn(async move { axum::serve(listener, Router::new().route("/", record)).await });
+    let client = RestClient::new(&url, TOKEN).context("could not make a client for the recording endpoint")?;
+    if let Ok(limiter) = Limiter::new(client, LIMITER, quota) {
+        let _ = limiter.limit(IDENTIFIER, 1).await;
+    }
+    server.abort();
+    let body = recorded
+        .get()
+        .ok_or("the client sent nothing to the recording endpoint")?;
+    serde_json::from_slice(body).context("the client sent something other than a JSON array of words")
 }
 
 /// `redis-benchmark -c concurrency -n requests --csv <words>` against the stack's Redis; checks in Redis's own

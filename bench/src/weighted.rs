@@ -20,38 +20,25 @@ use tokio::task::JoinSet;
 
 use crate::redis_stats::{self, DecisionCost};
 use crate::stack::BenchStack;
-use crate::support::{ratio, splitmix64, Context, EXPLICIT_T0};
+use crate::support::{ratio, splitmix64, take_turns, Context, EXPLICIT_T0};
 
-/// The by-weight limit: the most permits a quota takes, so that the heaviest grant measured stays far below it.
+/// By weight: the most permits a quota takes (the heaviest grant stays far below it), per concurrency's lease time;
+/// the permits per grant.
 const WIDE_LIMIT: u32 = u32::MAX;
-
-/// The by-weight interval (concurrency's lease time), ms.
 const WIDE_INTERVAL_MS: u64 = 1_000;
-
-/// Permits per grant, by weight.
 const WEIGHTS: [u32; 3] = [1, 1_000, 1_000_000];
-
-/// Full logs' interval, ms: long enough that none of their grants frees before it is measured.
+/// Full logs: an interval long enough that no grant frees before it is measured; the baseline's grants; the
+/// equal-weight log's permits per grant (the mean of the mixed weights, so both hold about as many); mixed weights
+/// are drawn from 1 to `MAX_WEIGHT`, seeded.
 const FULL_INTERVAL_MS: u64 = 60_000;
-
-/// Grants in the baseline full log.
 const SMALL_LOG: u64 = 10;
-
-/// Permits per grant in the equal-weight full log: the mean of the mixed weights, so both hold about as many.
 const EQUAL_WEIGHT: u32 = 500;
-
-/// Mixed weights are drawn from 1 to this.
 const MAX_WEIGHT: u64 = 1_000;
-
-/// The seed the mixed weights are drawn with.
 const WEIGHT_SEED: u64 = 18;
-
 /// Grants in flight while filling a full log.
 const FILL_LANES: u64 = 16;
-
 /// Rounds of each measurement; a row keeps its cheapest.
 const ROUNDS: usize = 5;
-
 /// The identifier every measured log is kept for.
 const ID: &str = "busy";
 
@@ -61,48 +48,39 @@ const ID: &str = "busy";
 pub struct Weighted {
     /// The by-weight limit, permits per interval.
     pub limit: u32,
-    /// The by-weight interval, ms.
     pub interval_ms: u64,
     /// Grants the by-weight log holds in steady state.
     pub grants_held: u64,
     /// Rounds each row was measured in; its cost is its cheapest round's.
     pub rounds: usize,
-    /// By weight: one row per algorithm and weight.
+    /// One row per algorithm and weight.
     pub by_weight: Vec<WeightRow>,
     /// The seed of the full logs' mixed weights.
     pub weight_seed: u64,
-    /// Denied: one row per full log, the baseline first.
+    /// One row per full log, the baseline first.
     pub denied: Vec<DeniedRow>,
 }
 
-/// One algorithm at one weight.
+/// One algorithm at one weight: µs and commands from the cheapest round, requests and granted from all, and µs per
+/// decision over the same algorithm's 1-permit row.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct WeightRow {
-    /// The algorithm, as tables name it.
     pub algorithm: String,
-    /// Permits per grant.
     pub permits: u32,
-    /// What its decisions cost Redis: µs and commands from the cheapest round, requests and granted from all.
     pub cost: DecisionCost,
-    /// µs per decision: this row / the same algorithm's 1-permit row.
     pub to_one_permit: Option<f64>,
 }
 
-/// Denied decisions against one full log.
+/// Denied decisions against one full log (`grants` grants, `permits` in all: its limit), costed as a [`WeightRow`];
+/// µs per decision over the 10-grant log.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DeniedRow {
-    /// What the log holds, as tables name it.
     pub log: String,
-    /// Grants in the log.
     pub grants: u64,
-    /// Permits the log holds: its limit.
     pub permits: u32,
-    /// What the denied decisions cost Redis: µs and commands from the cheapest round, requests and granted from
-    /// all.
     pub cost: DecisionCost,
-    /// µs per decision: this log / the 10-grant log.
     pub to_small_log: Option<f64>,
 }
 
@@ -118,18 +96,11 @@ struct Sizes {
 
 impl Sizes {
     fn new(quick: bool) -> Sizes {
-        if quick {
-            Sizes {
-                step_ms: 50,
-                per_round: 4,
-                large_log: 1_000,
-            }
-        } else {
-            Sizes {
-                step_ms: 1,
-                per_round: 400,
-                large_log: 100_000,
-            }
+        let (step_ms, per_round, large_log) = if quick { (50, 4, 1_000) } else { (1, 400, 100_000) };
+        Sizes {
+            step_ms,
+            per_round,
+            large_log,
         }
     }
 
@@ -150,8 +121,8 @@ pub(crate) async fn run(stack: &BenchStack, quick: bool, progress: &ProgressBar)
     let sizes = Sizes::new(quick);
     let logs = full_logs(sizes.large_log);
     let rows = 2 * WEIGHTS.len() + logs.len();
-    // Each log's fill, then each round.
-    progress.set_length((rows + 2 * ROUNDS) as u64);
+    // Each log's fill, then its rounds.
+    progress.set_length((rows * (1 + ROUNDS)) as u64);
     let client = stack.client();
     Ok(Weighted {
         limit: WIDE_LIMIT,
@@ -304,51 +275,42 @@ async fn fill(limiter: &Limiter, weights: &[u32]) -> Result<u64, String> {
     Ok(now)
 }
 
-/// Measures the rows in `ROUNDS` rounds. A row's µs and commands per decision are its cheapest round's; its
-/// requests and granted count every round.
+/// Measures the rows in `ROUNDS` rounds, taking turns. A row's µs and commands per decision are its cheapest
+/// round's; its requests and granted count every round.
 async fn cheapest_rounds(
     client: &RestClient,
     measurements: &[Measurement],
     what: &str,
     progress: &ProgressBar,
 ) -> Result<Vec<DecisionCost>, String> {
-    let mut rounds: Vec<Vec<DecisionCost>> = vec![Vec::new(); measurements.len()];
-    for round in 0..ROUNDS {
+    let rounds = take_turns(ROUNDS, measurements.len(), false, async |which, round| {
         progress.set_message(format!("{what}: round {} of {ROUNDS}", round + 1));
-        for (measurement, costs) in measurements.iter().zip(&mut rounds) {
-            let per_round = measurement.requests.len() / ROUNDS;
-            let requests = &measurement.requests[round * per_round..(round + 1) * per_round];
-            costs.push(measure(client, &measurement.limiter, requests).await?);
-        }
+        let Measurement { limiter, requests } = &measurements[which];
+        let per_round = requests.len() / ROUNDS;
+        let requests = &requests[round * per_round..(round + 1) * per_round];
+        let cost = redis_stats::measure(client, "evalsha", requests, async |(now, permits)| {
+            decide(limiter, now, permits).await
+        })
+        .await;
         progress.inc(1);
-    }
+        cost
+    })
+    .await?;
+    let cheapest = |costs: Vec<DecisionCost>| {
+        let cheapest = costs.iter().copied().reduce(|a, b| if b.cheaper(&a) { b } else { a })?;
+        let requests = costs.iter().map(|cost| cost.requests).sum();
+        let granted = costs.iter().map(|cost| cost.granted).sum();
+        Some(DecisionCost {
+            requests,
+            granted,
+            ..cheapest
+        })
+    };
     rounds
         .into_iter()
-        .map(|costs| {
-            let cheapest = costs
-                .iter()
-                .min_by(|a, b| a.micros_per_decision.total_cmp(&b.micros_per_decision))
-                .ok_or("no round was measured")?;
-            Ok(DecisionCost {
-                requests: costs.iter().map(|cost| cost.requests).sum(),
-                granted: costs.iter().map(|cost| cost.granted).sum(),
-                ..*cheapest
-            })
-        })
-        .collect()
-}
-
-/// Decides `requests` (explicit time, permits) for [`ID`] back to back, between a reset and a read of Redis's
-/// counters, as [`crate::contender::Plan::measure`] does with one permit each. The script cache must be warm.
-async fn measure(client: &RestClient, limiter: &Limiter, requests: &[(u64, u32)]) -> Result<DecisionCost, String> {
-    redis_stats::reset(client).await?;
-    let mut granted = 0;
-    for &(now, permits) in requests {
-        granted += u64::from(decide(limiter, now, permits).await?);
-    }
-    redis_stats::read(client)
-        .await?
-        .cost_of("evalsha", requests.len() as u64, granted)
+        .map(cheapest)
+        .collect::<Option<_>>()
+        .ok_or_else(|| "no round was measured".to_owned())
 }
 
 /// Whether `permits` for [`ID`] at `now` were granted.
