@@ -21,57 +21,42 @@ use crate::redis_stats::CommandStats;
 use crate::stack::{client_of, start_bridge, TOKEN};
 use crate::support::{best_each, ratio, take_turns, Context};
 
-/// Distinct identifiers the decisions cycle through.
+/// Distinct identifiers the decisions cycle through; masters of the cluster; requests in flight.
 pub const IDENTIFIERS: u64 = 1024;
-
-/// Masters of the cluster.
 const MASTERS: usize = 3;
-
-/// Requests in flight.
 const CONCURRENCIES: [u32; 2] = [16, 64];
-
 /// Runs of each topology at each concurrency, taking turns (each goes first equally often); the fastest counts, as
 /// in scenario 3's scoping runs.
 const ROUNDS: u32 = 4;
 
-/// Scenario 8's numbers.
+/// Scenario 8's numbers: runs of `seconds` per topology and concurrency, `rounds` of them taking turns; each row
+/// shows each topology's fastest.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ClusterScaling {
     /// What the decisions decide.
     pub limit: String,
-    /// Masters of the cluster.
     pub masters: usize,
-    /// Seconds each run lasts.
     pub seconds: f64,
-    /// Runs of each topology at each concurrency; each row shows each topology's fastest.
     pub rounds: u32,
-    /// Per concurrency.
     pub rows: Vec<ClusterRow>,
 }
 
-/// One concurrency on both topologies.
+/// One concurrency through the bridge in front of one Redis and in front of the cluster: requests/s and their ratio
+/// on this machine's shared cores; Redis µs per decision on the one Redis and on the masters (all their `EVALSHA`
+/// time over all their calls); each master's share of the decisions, in port order; and the decisions/s of one
+/// Redis core at its µs, and predicted for the cluster with a core per master (the busiest master bounding it).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ClusterRow {
-    /// Requests in flight.
     pub concurrency: u32,
-    /// Through the bridge in front of one Redis.
     pub single: RunStats,
-    /// Through the bridge in front of the cluster.
     pub cluster: RunStats,
-    /// Requests/s: cluster / single, on this machine's shared cores.
     pub cluster_to_single: Option<f64>,
-    /// Redis µs per decision on the one Redis.
     pub single_micros: f64,
-    /// Redis µs per decision on the cluster's masters (all their `EVALSHA` time over all their calls).
     pub cluster_micros: f64,
-    /// Each master's share of the decisions, in port order.
     pub master_shares: Vec<f64>,
-    /// Decisions/s one Redis core sustains at `single_micros`.
     pub single_redis_bound: f64,
-    /// Predicted decisions/s of the cluster with one core per master: each master's core at `cluster_micros`, the
-    /// busiest master's share bounding the whole.
     pub cluster_redis_bound: f64,
 }
 

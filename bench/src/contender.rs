@@ -176,32 +176,21 @@ pub struct Verdict {
     pub reset: Option<u64>,
 }
 
-/// The decision procedure of one contender.
+/// The decision procedure of one contender. The Redisson layouts keep a limiter `<name prefix>-<id>` per identifier,
+/// the `INCR`s a key `<prefix>:<id>`.
 enum Decider {
     Family(Limiter),
-    RedissonLayout {
-        name_prefix: String,
-        rate: Rate,
-    },
+    RedissonLayout(String, Rate),
     Upstash(UpstashLimiter),
-    Redisson {
-        name_prefix: String,
-        rate: Rate,
-        java: RedissonClient,
-    },
-    IncrCommand {
-        prefix: String,
-    },
-    IncrScript {
-        prefix: String,
-        script: Script,
-    },
+    Redisson(String, Rate, RedissonClient),
+    IncrCommand(String),
+    IncrScript(String, Script),
 }
 
 /// One contender, deciding through the benchmark's bridge.
 pub struct Contender {
     client: RestClient,
-    clock: Clock,
+    kind: ContenderKind,
     decider: Decider,
 }
 
@@ -209,83 +198,80 @@ impl Contender {
     /// edgelimit's algorithm family: a limiter `name` with `quota`.
     pub fn family(client: &RestClient, name: &str, quota: Quota, clock: Clock) -> Result<Contender, String> {
         let limiter = Limiter::new(client.clone(), name, quota).context(format_args!("invalid limiter {name}"))?;
-        Ok(Contender::new(client, clock, Decider::Family(limiter)))
+        Ok(Contender::new(client, Contender::ours(clock), Decider::Family(limiter)))
     }
 
-    /// edgelimit's Redisson-layout sliding log ([`RedissonLimiter`]): a limiter `<name_prefix>-<id>` per identifier.
+    /// edgelimit's Redisson-layout sliding log ([`RedissonLimiter`]).
     pub fn redisson_layout(client: &RestClient, name_prefix: &str, rate: Rate, clock: Clock) -> Contender {
-        let name_prefix = name_prefix.to_owned();
-        Contender::new(client, clock, Decider::RedissonLayout { name_prefix, rate })
-    }
-
-    /// `@upstash/ratelimit`'s script (always at the caller's time, as the library runs it).
-    pub fn upstash(client: &RestClient, limiter: UpstashLimiter) -> Contender {
-        Contender::new(client, Clock::Caller, Decider::Upstash(limiter))
-    }
-
-    /// Redisson's acquire script on a limiter `<name_prefix>-<id>` per identifier (at the caller's time).
-    pub fn redisson(client: &RestClient, name_prefix: &str, rate: Rate) -> Contender {
-        let (name_prefix, java) = (name_prefix.to_owned(), RedissonClient::default());
         Contender::new(
             client,
-            Clock::Caller,
-            Decider::Redisson {
-                name_prefix,
-                rate,
-                java,
-            },
+            Contender::ours(clock),
+            Decider::RedissonLayout(name_prefix.to_owned(), rate),
         )
     }
 
-    /// `INCR <prefix>:<id>` as a command.
+    /// `@upstash/ratelimit`'s script (at the caller's time, as the library runs it).
+    pub fn upstash(client: &RestClient, limiter: UpstashLimiter) -> Contender {
+        Contender::new(client, ContenderKind::Upstash, Decider::Upstash(limiter))
+    }
+
+    /// Redisson's acquire script (at the caller's time).
+    pub fn redisson(client: &RestClient, name_prefix: &str, rate: Rate) -> Contender {
+        let decider = Decider::Redisson(name_prefix.to_owned(), rate, RedissonClient::default());
+        Contender::new(client, ContenderKind::Redisson, decider)
+    }
+
+    /// `INCR` as a command.
     pub fn incr_command(client: &RestClient, prefix: &str) -> Contender {
-        let prefix = prefix.to_owned();
-        Contender::new(client, Clock::Server, Decider::IncrCommand { prefix })
+        Contender::new(
+            client,
+            ContenderKind::IncrCommand,
+            Decider::IncrCommand(prefix.to_owned()),
+        )
     }
 
-    /// `INCR <prefix>:<id>` inside a one-line script.
+    /// `INCR` inside a one-line script.
     pub fn incr_script(client: &RestClient, prefix: &str) -> Contender {
-        let (prefix, script) = (prefix.to_owned(), Script::new("return redis.call('INCR', KEYS[1])"));
-        Contender::new(client, Clock::Server, Decider::IncrScript { prefix, script })
+        let script = Script::new("return redis.call('INCR', KEYS[1])");
+        Contender::new(
+            client,
+            ContenderKind::IncrScript,
+            Decider::IncrScript(prefix.to_owned(), script),
+        )
     }
 
-    fn new(client: &RestClient, clock: Clock, decider: Decider) -> Contender {
+    fn new(client: &RestClient, kind: ContenderKind, decider: Decider) -> Contender {
         Contender {
             client: client.clone(),
-            clock,
+            kind,
             decider,
         }
     }
 
-    /// Who this is.
-    pub fn kind(&self) -> ContenderKind {
-        match (&self.decider, self.clock) {
-            (Decider::Family(_) | Decider::RedissonLayout { .. }, Clock::Server) => ContenderKind::EdgelimitServerClock,
-            (Decider::Family(_) | Decider::RedissonLayout { .. }, Clock::Caller) => {
-                ContenderKind::EdgelimitExplicitTime
-            }
-            (Decider::Upstash(_), _) => ContenderKind::Upstash,
-            (Decider::Redisson { .. }, _) => ContenderKind::Redisson,
-            (Decider::IncrCommand { .. }, _) => ContenderKind::IncrCommand,
-            (Decider::IncrScript { .. }, _) => ContenderKind::IncrScript,
+    fn ours(clock: Clock) -> ContenderKind {
+        match clock {
+            Clock::Server => ContenderKind::EdgelimitServerClock,
+            Clock::Caller => ContenderKind::EdgelimitExplicitTime,
         }
+    }
+
+    pub fn kind(&self) -> ContenderKind {
+        self.kind
     }
 
     /// The command Redis counts once per decision (`INFO commandstats` name).
     fn counted_command(&self) -> &'static str {
         match self.decider {
-            Decider::IncrCommand { .. } => "incr",
+            Decider::IncrCommand(_) => "incr",
             _ => "evalsha",
         }
     }
 
     /// Sets up identifier `id` where a contender needs it: the Redisson layout's rate.
     pub async fn prepare(&self, id: &str) -> Result<(), String> {
-        let (name_prefix, rate) = match &self.decider {
-            Decider::RedissonLayout { name_prefix, rate } | Decider::Redisson { name_prefix, rate, .. } => {
-                (name_prefix, rate)
-            }
-            _ => return Ok(()),
+        let (Decider::RedissonLayout(name_prefix, rate) | Decider::Redisson(name_prefix, rate, _)) = &self.decider
+        else {
+            return Ok(());
         };
         let name = format!("{name_prefix}-{id}");
         RedissonLimiter::new(self.client.clone(), &name)
@@ -298,11 +284,13 @@ impl Contender {
     /// Decides one request of one permit for `id` at `now` (unix ms; ignored on the server's clock).
     pub async fn decide(&self, id: &str, now: u64) -> Result<Verdict, String> {
         let at_clock = |granted| Verdict { granted, reset: None };
+        let explicit_time = self.kind == ContenderKind::EdgelimitExplicitTime;
         match &self.decider {
             Decider::Family(limiter) => {
-                let limiter = match self.clock {
-                    Clock::Server => limiter.clone(),
-                    Clock::Caller => limiter.clone().at(now),
+                let limiter = if explicit_time {
+                    limiter.clone().at(now)
+                } else {
+                    limiter.clone()
                 };
                 let decision = limiter.limit(id, 1).await.context("edgelimit's decision failed")?;
                 Ok(Verdict {
@@ -310,13 +298,10 @@ impl Contender {
                     reset: Some(decision.reset),
                 })
             }
-            Decider::RedissonLayout { name_prefix, .. } => {
+            Decider::RedissonLayout(name_prefix, _) => {
                 let limiter = RedissonLimiter::new(self.client.clone(), &format!("{name_prefix}-{id}"))
                     .context("invalid limiter name")?;
-                let limiter = match self.clock {
-                    Clock::Server => limiter,
-                    Clock::Caller => limiter.at(now),
-                };
+                let limiter = if explicit_time { limiter.at(now) } else { limiter };
                 let decision = limiter.try_acquire(1).await.context("edgelimit's acquire failed")?;
                 Ok(Verdict {
                     granted: decision.success,
@@ -324,16 +309,16 @@ impl Contender {
                 })
             }
             Decider::Upstash(limiter) => limiter.limit(&self.client, id, now).await.map(at_clock),
-            Decider::Redisson { name_prefix, java, .. } => java
+            Decider::Redisson(name_prefix, _, java) => java
                 .try_acquire(&self.client, &format!("{name_prefix}-{id}"), now)
                 .await
                 .map(at_clock),
-            Decider::IncrCommand { prefix } => {
+            Decider::IncrCommand(prefix) => {
                 let command = Command::new("INCR").arg(format!("{prefix}:{id}"));
                 self.client.command(&command).await.context("INCR failed")?;
                 Ok(at_clock(true))
             }
-            Decider::IncrScript { prefix, script } => {
+            Decider::IncrScript(prefix, script) => {
                 let keys = [format!("{prefix}:{id}")];
                 script
                     .run::<_, &str>(&self.client, &keys, &[])
@@ -362,11 +347,11 @@ impl Contender {
     fn keys(&self, id: &str, now: u64) -> Vec<String> {
         match &self.decider {
             Decider::Family(limiter) => vec![limiter.state_key(id)],
-            Decider::RedissonLayout { name_prefix, .. } | Decider::Redisson { name_prefix, .. } => {
+            Decider::RedissonLayout(name_prefix, _) | Decider::Redisson(name_prefix, ..) => {
                 RedissonClient::keys(&format!("{name_prefix}-{id}"))
             }
             Decider::Upstash(limiter) => limiter.keys(id, now),
-            Decider::IncrCommand { prefix } | Decider::IncrScript { prefix, .. } => vec![format!("{prefix}:{id}")],
+            Decider::IncrCommand(prefix) | Decider::IncrScript(prefix, _) => vec![format!("{prefix}:{id}")],
         }
     }
 }

@@ -34,18 +34,29 @@ pub enum Scenario {
     Cluster,
 }
 
-/// What to run.
-#[derive(Debug, Clone)]
+/// Run the benchmarks: edgelimit next to @upstash/ratelimit, Redisson and the floor, on a private redis-server and
+/// bridge. Run from the repository root; writes results.json, results.md and plot.svg to --out, and bench/RESULTS.md
+/// when --out is the default.
+#[derive(Debug, Clone, clap::Parser)]
+#[command(name = "edgelimit-bench", version)]
 pub struct BenchConfig {
-    /// The repository checkout: the peers' scripts and the Node drivers are read from it.
-    pub checkout: PathBuf,
-    /// Small sizes everywhere: a smoke run, not numbers to read.
+    /// Small sizes everywhere: checks the harness in well under a minute; the numbers are not for reading.
+    #[arg(long)]
     pub quick: bool,
-    /// The scenarios to run, in [`Scenario`]'s order whatever their order here.
+    /// Only these scenarios (comma-separated); every one when none is named.
+    #[arg(long = "only", value_delimiter = ',', value_enum)]
     pub scenarios: Vec<Scenario>,
-    /// Run the Node drivers (the npm package's numbers in [`Scenario::Throughput`], and [`Scenario::Worker`]).
-    pub node: bool,
+    /// Skip what runs in Node: the npm package's numbers and the Worker.
+    #[arg(long)]
+    pub no_node: bool,
+    /// Where to write the results.
+    #[arg(long, default_value = crate::report::DEFAULT_OUT)]
+    pub out: PathBuf,
+    /// The repository checkout: the peers' scripts and the Node drivers are read from it.
+    #[arg(skip)]
+    pub checkout: PathBuf,
     /// Draw a progress bar on stderr.
+    #[arg(skip)]
     pub progress: bool,
 }
 
@@ -79,18 +90,22 @@ pub struct BenchResults {
 /// Runs the scenarios `config` asks for on a private `redis-server` and bridge, which it stops before returning.
 pub async fn run(config: &BenchConfig) -> Result<BenchResults, String> {
     let started = Instant::now();
-    let runs = |scenario| config.scenarios.contains(&scenario);
+    let scenarios = match &config.scenarios[..] {
+        [] => Scenario::value_variants().to_vec(),
+        some => some.to_vec(),
+    };
+    let runs = |scenario| scenarios.contains(&scenario);
     // What the scenarios need from the checkout is checked first: better to fail now than after minutes.
     let peers = (runs(Scenario::RedisCost) || runs(Scenario::Accuracy))
         .then(|| peers::UpstashScripts::load(&config.checkout))
         .transpose()?;
-    let wants_node = config.node && (runs(Scenario::Throughput) || runs(Scenario::Worker));
+    let wants_node = !config.no_node && (runs(Scenario::Throughput) || runs(Scenario::Worker));
     let node = wants_node.then(|| NodeRunner::find(&config.checkout)).transpose()?;
     let mut results = BenchResults {
         machine: machine::Machine::describe(&config.checkout).await,
         quick: config.quick,
-        node: config.node,
-        scenarios: config.scenarios.clone(),
+        node: !config.no_node,
+        scenarios: scenarios.clone(),
         seconds: 0.0,
         redis_cost: None,
         scaling: None,

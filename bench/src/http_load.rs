@@ -13,7 +13,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
 use crate::latency::RunStats;
-use crate::support::Context;
+use crate::support::{stdout_of, Context};
 
 /// The hello-world server's binary name, and how long it may take to say where it listens.
 const HELLO: &str = "edgelimit-bench-hello";
@@ -120,21 +120,14 @@ pub(crate) async fn wrk(url: &str, concurrency: u32, seconds: u64, request: &Req
     script
         .write_all(WRK_SCRIPT.as_bytes())
         .context("could not write wrk's script")?;
-    let output = Command::new("wrk")
-        .args(["-t1", &format!("-c{concurrency}"), &format!("-d{seconds}s"), "-s"])
+    let mut wrk = Command::new("wrk");
+    wrk.args(["-t1", &format!("-c{concurrency}"), &format!("-d{seconds}s"), "-s"])
         .arg(script.path())
         .arg(format!("{url}/"))
         .env("BENCH_BODY", &request.body)
         .env("BENCH_TOKEN", &request.token)
-        .env("BENCH_DEADLINE_HEADER", edgelimit::rest::DEADLINE_HEADER)
-        .output()
-        .await
-        .context("could not run wrk (Debian's wrk; run scripts/setup)")?;
-    let text = String::from_utf8_lossy(&output.stdout);
-    if !output.status.success() {
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        return Err(format!("wrk failed ({}): {stderr}{text}", output.status));
-    }
+        .env("BENCH_DEADLINE_HEADER", edgelimit::rest::DEADLINE_HEADER);
+    let text = stdout_of(&mut wrk, "wrk (Debian's wrk; run scripts/setup)").await?;
     let report: WrkReport = (text.lines().last())
         .and_then(|line| serde_json::from_str(line).ok())
         .ok_or_else(|| format!("wrk printed no report: {text}"))?;

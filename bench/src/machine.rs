@@ -6,6 +6,7 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 
 use crate::node::node_binary;
+use crate::support::stdout_of;
 
 /// The machine, the tools and the code of one run: the CPU model, the cores this process may use, the kernel,
 /// `redis-server --version`'s version, the drivers' `node --version` (`None` without Node), the commit (`-dirty`
@@ -76,14 +77,7 @@ async fn git_commit(checkout: &Path) -> String {
 
 /// A command's trimmed stdout, or `None` when it could not run or failed.
 async fn output_of(program: &str, args: &[&str], dir: &Path) -> Option<String> {
-    let output = tokio::process::Command::new(program)
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .await
-        .ok()?;
-    output
-        .status
-        .success()
-        .then(|| String::from_utf8_lossy(&output.stdout).trim().to_owned())
+    let mut command = tokio::process::Command::new(program);
+    let stdout = stdout_of(command.args(args).current_dir(dir), program).await.ok()?;
+    Some(stdout.trim().to_owned())
 }

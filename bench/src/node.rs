@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::latency::RunStats;
 use crate::stack::{BenchStack, TOKEN};
-use crate::support::Context;
+use crate::support::{stdout_of, Context};
 
 /// What `node bench/npm.mjs --json` prints: the package's size, its cold start to the first decision, and
 /// decisions per second through the bridge next to `@upstash/ratelimit`.
@@ -148,20 +148,8 @@ impl NodeRunner {
         if quick {
             command.arg("--quick");
         }
-        let output = command
-            .output()
-            .await
-            .context(format_args!("could not run {} {script}", self.node.display()))?;
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        if !output.status.success() {
-            return Err(format!("node {script} failed ({}):\n{stderr}", output.status));
-        }
-        serde_json::from_slice(&output.stdout).map_err(|e| {
-            format!(
-                "node {script} --json printed no report of the expected shape ({e}): {}\n{stderr}",
-                String::from_utf8_lossy(&output.stdout)
-            )
-        })
+        let stdout = stdout_of(&mut command, &format!("{} {script}", self.node.display())).await?;
+        serde_json::from_str(&stdout).context(format_args!("node {script} printed no report of the expected shape"))
     }
 }
 

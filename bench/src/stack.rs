@@ -1,5 +1,5 @@
 //! The benchmark's own Redis and bridges on free loopback ports: a private `redis-server`, the bridge in this process,
-//! and a second bridge with Redis ACL users off for [`Access::LimiterAclOff`].
+//! and a second bridge with Redis ACL users off, for scenario 3's token variants.
 
 use std::time::Duration;
 
@@ -18,23 +18,6 @@ const LIMITER_TOKEN: &str = "bench-limiter-token";
 /// Generous: the scaling warm-up keeps both cores busy, and a timeout there would only lose a measurement.
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Which token a client sends, and how the bridge then reaches Redis: the variants whose cost scenario 3 compares.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Access {
-    /// The admin token: no fence, on the `--redis` user's connection (what every other measurement uses).
-    Admin,
-    /// A `limiter` token on a bridge with `--redis-acl off`: the fence's checks, on the `--redis` user's connection.
-    LimiterAclOff,
-    /// A `limiter` token on a bridge that provisions ACL users (the default): the fence's checks, on the
-    /// `edgelimit-limiter` user's own connection.
-    LimiterAclUser,
-}
-
-impl Access {
-    /// Every variant, the baseline first.
-    pub const ALL: [Access; 3] = [Access::Admin, Access::LimiterAclOff, Access::LimiterAclUser];
-}
-
 /// A private `redis-server` with the bridges in front of it.
 pub struct BenchStack {
     redis: RedisServer,
@@ -47,7 +30,7 @@ pub struct BenchStack {
 
 impl BenchStack {
     /// Starts Redis, then the bridges: the main one serves the admin and the `limiter` token (with its ACL user);
-    /// `--redis-acl off` is a whole bridge's setting, so [`Access::LimiterAclOff`] has a second one.
+    /// `--redis-acl off` is a whole bridge's setting, so it has a second one.
     pub async fn start() -> Result<BenchStack, String> {
         let redis = RedisServer::start().await.context("could not start redis-server")?;
         let config = |redis_acl| BridgeConfig {
@@ -72,13 +55,16 @@ impl BenchStack {
         &self.client
     }
 
-    /// A client for `access`'s token, of the bridge that serves that variant.
-    pub fn client_for(&self, access: Access) -> &RestClient {
-        match access {
-            Access::Admin => &self.client,
-            Access::LimiterAclOff => &self.acl_off_limiter_client,
-            Access::LimiterAclUser => &self.limiter_client,
-        }
+    /// Clients of scenario 3's token variants, by name: the admin token (no fence, on the `--redis` user's
+    /// connection: what every other measurement uses), a `limiter` token on the bridge with `--redis-acl off` (the
+    /// fence's checks, on that connection) and one on the bridge that provisions ACL users (the fence, on the
+    /// `edgelimit-limiter` user's own connection).
+    pub fn token_variants(&self) -> [(&'static str, &RestClient); 3] {
+        [
+            ("admin token", &self.client),
+            ("limiter token, ACL off", &self.acl_off_limiter_client),
+            ("limiter token, ACL user", &self.limiter_client),
+        ]
     }
 
     /// The bridge's URL.

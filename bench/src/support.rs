@@ -66,3 +66,14 @@ pub(crate) fn best_each<T, const N: usize>(
     best.try_into()
         .map_err(|_| "a contender more or less than expected".to_owned())
 }
+
+/// The stdout of `command` (`what` names it in errors) when it ran and succeeded; else an error with its stderr.
+pub(crate) async fn stdout_of(command: &mut tokio::process::Command, what: &str) -> Result<String, String> {
+    let output = command.output().await.context(format_args!("could not run {what}"))?;
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        return Err(format!("{what} failed ({}):\n{stderr}{stdout}", output.status));
+    }
+    Ok(stdout)
+}

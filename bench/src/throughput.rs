@@ -25,8 +25,8 @@ use crate::http_load::{self, HelloServer};
 use crate::latency::{self, faster, RunStats};
 use crate::node::{NodeRunner, NpmReport};
 use crate::redis_stats;
-use crate::stack::{Access, BenchStack, TOKEN};
-use crate::support::{best_each, ratio, take_turns, Context};
+use crate::stack::{BenchStack, TOKEN};
+use crate::support::{best_each, ratio, stdout_of, take_turns, Context};
 
 /// The identifier of every request (one key, as `redis-benchmark` gets it), and its limiter: one name for every
 /// token, so that each does the same work in Redis (its key is under the `limiter` user's default key patterns).
@@ -104,7 +104,7 @@ pub struct LoadRow {
     pub hello_world_to_direct: Option<f64>,
 }
 
-/// The same decisions through the bridge with each [`Access`] variant, at each concurrency.
+/// The same decisions through the bridge with each of [`BenchStack::token_variants`], at each concurrency.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Scoping {
@@ -136,7 +136,7 @@ pub(crate) async fn run(
     let seconds = if quick { 0.3 } else { 3.0 };
     let redis_benchmark_requests = if quick { 2_000 } else { 30_000 };
     let run_time = Duration::from_secs_f64(seconds);
-    let scoping_runs = (CONCURRENCIES.len() * Access::ALL.len()) as u64 * u64::from(SCOPING_ROUNDS);
+    let scoping_runs = (CONCURRENCIES.len() * 3) as u64 * u64::from(SCOPING_ROUNDS);
     // Two operations, each at every concurrency, three targets per round.
     let load_runs = (2 * LOAD_CONCURRENCIES.len() * 3) as u64 * u64::from(if quick { 1 } else { LOAD_ROUNDS });
     progress.set_length(8 + load_runs + scoping_runs + u64::from(node.is_some()));
@@ -297,26 +297,26 @@ async fn wrk_version() -> Result<String, String> {
     Ok(first.split(" Copyright").next().unwrap_or(first).trim().to_owned())
 }
 
-/// The decisions of `quota` with each [`Access`] variant, [`SCOPING_ROUNDS`] runs of `seconds` per concurrency,
+/// The decisions of `quota` with each token variant, [`SCOPING_ROUNDS`] runs of `seconds` per concurrency,
 /// taking turns; each variant keeps its fastest run.
 async fn scoping(stack: &BenchStack, quota: Quota, seconds: f64, progress: &ProgressBar) -> Result<Scoping, String> {
     let run_time = Duration::from_secs_f64(seconds);
     let mut variants = Vec::new();
-    for access in Access::ALL {
-        let limiter = Limiter::new(stack.client_for(access).clone(), LIMITER, quota).context("invalid limiter")?;
+    for (name, client) in stack.token_variants() {
+        let limiter = Limiter::new(client.clone(), LIMITER, quota).context("invalid limiter")?;
         // Not measured: a limiter token's first request makes its bridge provision the ACL user and connect.
-        (limiter.limit(IDENTIFIER, 1).await).context(format_args!("the first decision with the {access:?} failed"))?;
-        variants.push(Arc::new(Operation::Decision(limiter)));
+        (limiter.limit(IDENTIFIER, 1).await).context(format_args!("the first decision with the {name} failed"))?;
+        variants.push((name, Arc::new(Operation::Decision(limiter))));
     }
     let mut rows = Vec::new();
     for concurrency in CONCURRENCIES {
         let runs = take_turns(SCOPING_ROUNDS as usize, variants.len(), true, async |which, round| {
+            let (name, operation) = &variants[which];
+            let round = round + 1;
             progress.set_message(format!(
-                "decision with {:?}, {concurrency} in flight, round {} of {SCOPING_ROUNDS}",
-                Access::ALL[which],
-                round + 1
+                "decision with the {name}, {concurrency} in flight, round {round}"
             ));
-            let stats = run_clients(concurrency, run_time, &variants[which]).await;
+            let stats = run_clients(concurrency, run_time, operation).await;
             progress.inc(1);
             stats
         })
@@ -422,20 +422,16 @@ async fn redis_benchmark(
 ) -> Result<RunStats, String> {
     let client = stack.client();
     redis_stats::reset(client).await?;
-    let output = tokio::process::Command::new("redis-benchmark")
+    let mut redis_benchmark = tokio::process::Command::new("redis-benchmark");
+    redis_benchmark
         .args(["-h", "127.0.0.1", "-p", &stack.redis_port().to_string()])
         .args(["-c", &concurrency.to_string(), "-n", &requests.to_string(), "--csv"])
-        .args(words)
-        .output()
-        .await
-        .context("could not run redis-benchmark (it comes with Debian's redis-tools; run scripts/setup)")?;
-    if !output.status.success() {
-        return Err(format!(
-            "redis-benchmark failed ({}): {}",
-            output.status,
-            String::from_utf8_lossy(&output.stderr)
-        ));
-    }
+        .args(words);
+    let csv = stdout_of(
+        &mut redis_benchmark,
+        "redis-benchmark (Debian's redis-tools; run scripts/setup)",
+    )
+    .await?;
     let command = words.first().map(|word| word.to_ascii_lowercase()).unwrap_or_default();
     let stats = redis_stats::read(client).await?;
     // Fails on any failed call: an error reply is fast, and would be measured as a fast answer.
@@ -446,7 +442,7 @@ async fn redis_benchmark(
             stats.calls(&command)
         ));
     }
-    parse_redis_benchmark_csv(&String::from_utf8_lossy(&output.stdout), requests)
+    parse_redis_benchmark_csv(&csv, requests)
 }
 
 /// The columns of `redis-benchmark --csv` that count.

@@ -46,7 +46,8 @@ async fn quick_run_measures_every_scenario_and_writes_every_output() {
         checkout: checkout(),
         quick: true,
         scenarios: Scenario::value_variants().to_vec(),
-        node: false,
+        no_node: true,
+        out: report::DEFAULT_OUT.into(),
         progress: false,
     };
     let results = edgelimit_bench::run(&config).await.expect("the quick benchmark runs");
