@@ -1,12 +1,7 @@
-//! Scenario 5: over-admission, the most grants in any interval-long span divided by the limit, next to what each
-//! algorithm promises (1.0 for a permit log, 2.0 for the others here). Nothing is asserted.
-//!
-//! (a) Boundary bursts at explicit times: `limit` requests 1 ms before a window boundary, `limit` more at it or half
-//! an interval later; exact for edgelimit and its peer.
-//!
-//! (b) 8 concurrent clients for about 2 s. edgelimit decides on the Redis server's clock, the peers on each client's
-//! clock (this machine's plus a seeded skew of up to ±250 ms, as real clocks differ). Grant times come from
-//! edgelimit's reply where it names them exactly (a permit log's `reset`), else from this machine's clock at the reply.
+//! Scenario 5: over-admission, the most grants in any interval-long span over the limit, next to what each algorithm
+//! promises: (a) bursts around a window boundary at explicit times; (b) concurrent clients, edgelimit on the Redis
+//! server's clock, the peers on each client's (this machine's plus a seeded skew, as real clocks differ), grant times
+//! from edgelimit's reply where it names them exactly (a permit log's `reset`), else from this machine's clock.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 

@@ -1,10 +1,7 @@
-//! Scenario 8: one Redis against a 3-master Redis Cluster (no replicas), each behind a bridge, taking turns at 16 and
-//! 64 in flight; every decision allowed, over [`IDENTIFIERS`] identifiers in the per-identifier layout so that they
-//! spread over the slots.
-//!
-//! On a shared 2-core machine the cluster cannot decide more per second than one Redis. What carries over is Redis's
-//! µs per decision on each master and how evenly decisions spread; the report's Redis-bound capacity with a core per
-//! master is computed from those and labelled a prediction.
+//! Scenario 8: one Redis against a 3-master Redis Cluster (no replicas), each behind a bridge, taking turns; every
+//! decision allowed, over [`IDENTIFIERS`] identifiers in the per-identifier layout so that they spread over the slots.
+//! On a shared 2-core machine the cluster cannot decide more per second than one Redis: what carries over is Redis's
+//! µs per decision on each master and how evenly decisions spread, from which the report predicts (and says so).
 
 use std::sync::Arc;
 use std::time::Duration;

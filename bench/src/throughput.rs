@@ -1,13 +1,7 @@
-//! Scenario 3: decisions/s and latency as a caller sees them, through the bridge, next to the ceiling.
-//!
-//! - The Rust client (`Limiter::limit`, every request allowed) at 1 and 16 in flight, next to `redis-benchmark`
-//!   sending the same `EVALSHA` straight to Redis; `PING` shows what the bridge itself adds.
-//! - [`LoadComparison`]: `wrk` to the bridge and to a hello-world server, next to `redis-benchmark`; the Rust
-//!   client costs about as much per request as the bridge, so a C load generator measures what the bridge serves.
-//! - [`Scoping`]: the same decisions with the admin token and with `limiter` tokens, with and without Redis ACL users.
-//! - From Node, `bench/npm.mjs`: the npm package next to `@upstash/ratelimit`.
-//!
-//! Everything shares this machine's cores: read the ratios, not the absolutes.
+//! Scenario 3: decisions/s and latency as a caller sees them, through the bridge, next to the ceiling: the Rust
+//! client next to `redis-benchmark` (`PING` shows what the bridge adds); `wrk` to the bridge and to a hello-world
+//! server (the Rust client costs about as much as the bridge); the same decisions with scoped tokens; and from Node,
+//! `bench/npm.mjs`. Everything shares this machine's cores: read the ratios, not the absolutes.
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;

@@ -1,14 +1,7 @@
-//! Scenario 7: weighted decisions on the permit log (sliding log, concurrency). The log keeps one member per grant,
-//! whatever its permits, so a decision's cost must not grow with the weight.
-//!
-//! - By weight: a limit never reached; one grant of k permits (1, 10^3, 10^6) per ms of explicit time, so the log
-//!   holds a full interval of grants and each decision frees the oldest. Ratios are to the 1-permit row.
-//! - Denied: a log full to its limit, asked for permit counts spread over it, so the grant whose freeing would admit
-//!   the request lies anywhere: 10 grants (the baseline), 10^5 of equal weight (the rank search's first guess hits),
-//!   10^5 of seeded mixed weights (a binary search). Ratios are to the 10-grant log.
-//!
-//! Explicit times throughout, so the logs stay put. Logs are filled first; the rows then take turns in rounds and
-//! each keeps its cheapest.
+//! Scenario 7: weighted decisions on the permit log (sliding log, concurrency), which keeps one member per grant
+//! whatever its permits, so a decision's cost must not grow with the weight: by weight (grants of 1 to 10^6 permits,
+//! a limit never reached) and denied (a full log asked for permits spread over it, so the grant whose freeing would
+//! admit it lies anywhere). Explicit times, so the logs stay put; logs filled first, then rounds, cheapest kept.
 
 use std::time::Duration;
 
