@@ -1,4 +1,4 @@
-// Reserved permits (README, "Reserved blocks") with a simulated round trip: a TCP relay in front of the bridge holds
+// Reserved permits (docs/reserved.md) with a simulated round trip: a TCP relay in front of the bridge holds
 // every chunk DELAY_MS each way. A hot identifier: CLIENTS clients (each its own Ratelimit, as isolates are), each
 // asking 50 times a second, open loop, against one limit of 100 per second. Per algorithm that reserves (GCRA, fixed
 // window, sliding log, and GCRA with a sliding log of 10 000 a minute as two limits at once), edgelimit with and
@@ -24,7 +24,7 @@ const SECONDS = Number(process.env.SECONDS ?? (options.quick ? 3 : 60));
 const DELAY_MS = Number(process.env.DELAY_MS ?? 10);
 const CLIENTS = (process.env.CLIENTS ?? "4,32").split(",").map(Number);
 const ALGORITHMS = process.env.ALGORITHMS?.split(",");
-// How a limit's permits cycle (README, "Why the sliding log leaves the most unused").
+// How a limit's permits cycle (docs/design/reserve.md, "Why the sliding log leaves the most unused").
 const TIMELINE_MS = Number(process.env.TIMELINE_MS ?? 0);
 const PER_CLIENT_PER_SECOND = 50;
 const [LIMIT, BURST] = [100, 100];
