@@ -50,7 +50,8 @@ function describe(panels, entries, what) {
       const denied = mine.filter((e) => e.success === false);
       const failed = mine.filter((e) => e.error).length;
       const retries = denied.map((e) => e.retryAfter);
-      const retry = denied.length ? ` (retry after ${Math.min(...retries)}–${Math.max(...retries)} ms)` : "";
+      const [soonest, latest] = [Math.min(...retries), Math.max(...retries)];
+      const retry = denied.length ? ` (retry after ${soonest === latest ? soonest : `${soonest}–${latest}`} ms)` : "";
       const failures = failed ? `, ${failed} failed: ${mine.find((e) => e.error).error}` : "";
       return `${what} → ${panel.element.querySelector(".panel-title").textContent}: ${allowed} allowed, ${denied.length} denied${retry}${failures}`;
     })

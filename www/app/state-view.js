@@ -26,7 +26,8 @@ export function stateView(identifier, state, now, denials) {
 /** What was read, as Redis commands would show it. */
 function rawLine(state) {
   const expires = state.expiresAt === null ? "no key (a fresh identifier)" : `expires in ${duration(state.expiresAt - state.now)}`;
-  const value = state.algorithm === "sliding_log" ? `zset of ${state.held} permits held` : JSON.stringify(state.stored ?? "");
+  const value =
+    state.algorithm === "sliding_log" ? `zset of ${state.held} permits held` : state.stored ? JSON.stringify(state.stored) : "no value";
   return `${state.key} → ${value} · ${expires}`;
 }
 
