@@ -69,3 +69,14 @@ pub use redisson::{Mode, Rate, RateConfig, RedissonLimiter};
 pub use rest::Script;
 pub use rest::{Command, RestClient};
 pub use value::Value;
+
+/// The guides' Rust examples, compiled by `cargo test --doc` so that they stay true.
+#[cfg(doctest)]
+mod guides {
+    #[doc = include_str!("../docs/rust.md")]
+    struct RustClient;
+    #[doc = include_str!("../docs/algorithms.md")]
+    struct Algorithms;
+    #[doc = include_str!("../docs/redisson.md")]
+    struct Redisson;
+}

@@ -701,3 +701,80 @@ fn an_invalid_redis_url_is_refused_before_listening_and_threads_are_the_servers(
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("unexpected argument '--threads'"));
 }
+
+/// The ```sh blocks of a guide, each as its lines.
+fn shell_blocks(guide: &str) -> Vec<Vec<String>> {
+    let text = std::fs::read_to_string(format!("{}/../docs/{guide}", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    text.split("```sh\n")
+        .skip(1)
+        .map(|rest| rest.split("```").next().unwrap().lines().map(str::to_owned).collect())
+        .collect()
+}
+
+/// The JSON object a comment shows (`# {"available":2}: …`), `…` standing for any value; or `None`.
+fn shown_json(comment: &str) -> Option<serde_json::Map<String, Json>> {
+    let start = comment.find('{')?;
+    let end = start + comment[start..].find('}')?;
+    serde_json::from_str(&comment[start..=end].replace('…', "null")).ok()
+}
+
+/// Every `edgelimit` line of the CLI guides' shell blocks runs as written, top to bottom, against a fresh stack:
+/// exit 0 or 1 (granted or denied, never an error), and the JSON its comment shows, `…` for any value. Lines whose
+/// command holds a placeholder (`…`, a receipt only a run can know) are left out.
+#[test]
+fn the_cli_lines_of_the_guides_run_as_written() {
+    for guide in ["algorithms.md", "redisson.md"] {
+        let stack = DevStack::start();
+        for line in shell_blocks(guide).concat() {
+            let (command, comment) = line.split_once("  #").unwrap_or((&line, ""));
+            let Some(arguments) = command.trim().strip_prefix("edgelimit ") else {
+                continue;
+            };
+            if arguments.contains('…') {
+                continue;
+            }
+            let words: Vec<&str> = arguments.split_whitespace().collect();
+            let (code, output, stderr) = stack.run(&words);
+            assert!(code == 0 || code == 1, "{guide}: `{command}` exited {code}: {stderr}");
+            for (field, value) in shown_json(comment).unwrap_or_default() {
+                let printed = output.get(&field);
+                assert!(
+                    printed.is_some(),
+                    "{guide}: `{command}` printed {output}, without {field}"
+                );
+                if !value.is_null() {
+                    assert_eq!(printed, Some(&value), "{guide}: `{command}` printed {output}");
+                }
+            }
+        }
+    }
+}
+
+/// docs/errors.md's `edgelimit doctor` block shows the checks a safe endpoint passes, in order.
+#[test]
+fn the_doctor_block_shows_what_doctor_prints() {
+    let stack = DevStack::start();
+    let block = shell_blocks("errors.md").concat();
+    let shown: Vec<Json> = block
+        .iter()
+        .skip(1)
+        .map(|line| serde_json::from_str(&line.replace('…', "")).unwrap())
+        .collect();
+    let output = Command::new(BIN)
+        .args(["doctor", "--url", &stack.url, "--token", "cli-token"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let printed: Vec<Json> = String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let checks = |lines: &[Json]| {
+        lines
+            .iter()
+            .map(|line| (line["check"].clone(), line["ok"].clone()))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(checks(&printed), checks(&shown));
+}
