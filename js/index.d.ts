@@ -23,7 +23,15 @@
  * plurals; fractions such as `"1.5s"`). A bare number is refused: milliseconds or seconds is exactly what a rate
  * limit must not leave to a guess. It must come to whole milliseconds, at least 1.
  */
-export type Duration = `${number}${"ms" | "s" | "m" | "h" | "d"}` | `${number} ${string}` | string;
+export type Duration = `${number}${DurationUnit}` | `${number} ${DurationUnit}`;
+
+/** The units a {@link Duration} may name. */
+export type DurationUnit =
+  | "ms" | "millisecond" | "milliseconds"
+  | "s" | "sec" | "secs" | "second" | "seconds"
+  | "m" | "min" | "mins" | "minute" | "minutes"
+  | "h" | "hour" | "hours"
+  | "d" | "day" | "days";
 
 /** The algorithm names limiter descriptions carry (the factories fill them in). */
 export type Algorithm = "sliding_log" | "fixed_window" | "sliding_window" | "token_bucket" | "gcra" | "concurrency";

@@ -91,6 +91,8 @@ export async function check(ip: string): Promise<number> {
 new Ratelimit({ url: "u", token: "t", limiter: Ratelimit.fixedWindow(1, "1 s"), onError: "ignore" });
 // @ts-expect-error the limiter is required
 new Ratelimit({ url: "u", token: "t" });
+// @ts-expect-error a duration needs its unit: "10" would throw at run time
+Ratelimit.slidingLog(10, "10");
 // @ts-expect-error permits go in an options object
 ratelimit.limit("ip", 2);
 `;
