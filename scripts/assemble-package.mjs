@@ -28,6 +28,10 @@ const manifest = {
   description: "Exact distributed rate limiting for the edge: one round trip, one atomic Lua script.",
   keywords: ["rate limit", "ratelimit", "redis", "upstash", "cloudflare workers", "wasm", "gcra", "token bucket"],
   license: "MIT OR Apache-2.0",
+  // One place to change: the workspace's Cargo.toml.
+  repository: { type: "git", url: `git+${repository}.git` },
+  homepage: `${repository}/blob/main/docs/npm.md`,
+  bugs: { url: `${repository}/issues` },
   type: "module",
   types: "./index.d.ts",
   main: "./node.js",

@@ -43,6 +43,10 @@ test("a fresh Node project installs the packed package and runs the README examp
     cwd: project,
   });
   const installed = readdirSync(join(project, "node_modules/edgelimit")).sort();
+  const manifest = JSON.parse(readFileSync(join(project, "node_modules/edgelimit/package.json"), "utf8"));
+  for (const field of ["repository", "homepage", "bugs", "license", "keywords", "exports", "types", "sideEffects"]) {
+    assert.ok(manifest[field], `package.json has ${field}`);
+  }
   for (const file of ["README.md", "browser.js", "core.js", "core_bg.wasm", "index.d.ts", "node.js", "ratelimit.js", "workerd.js"]) {
     assert.ok(installed.includes(file), `${file} is in the package (it has ${installed})`);
   }
