@@ -120,7 +120,8 @@ impl std::fmt::Debug for TokenTable {
 /// The entries of a text in the tokens file format, each checked; `origin` names the text in errors, which never show
 /// a token.
 pub fn entries(text: &str, origin: &str) -> Result<Vec<(Profile, String)>, String> {
-    let mut tokens = Vec::new();
+    let mut tokens: Vec<(Profile, String)> = Vec::new();
+    let mut lines: Vec<usize> = Vec::new();
     for (number, line) in text.lines().enumerate() {
         let line = line.split('#').next().unwrap_or_default();
         for entry in line.split_whitespace() {
@@ -134,7 +135,17 @@ pub fn entries(text: &str, origin: &str) -> Result<Vec<(Profile, String)>, Strin
             })?;
             let profile = profile.parse::<Profile>().map_err(|e| format!("{}: {e}", at()))?;
             check_token(token).map_err(|e| format!("{}: {e}", at()))?;
+            if let Some(first) = tokens.iter().position(|(_, listed)| listed == token) {
+                return Err(format!(
+                    "{origin}, lines {} and {}: a token is listed twice (as {} and as {profile}): each token must \
+                     grant one profile",
+                    lines[first],
+                    number + 1,
+                    tokens[first].0
+                ));
+            }
             tokens.push((profile, token.to_owned()));
+            lines.push(number + 1);
         }
     }
     Ok(tokens)
@@ -324,11 +335,12 @@ mod tests {
 
     #[test]
     fn a_token_listed_twice_is_refused_whatever_its_profiles() {
-        let twice = format!("limiter:{LIMITER}\nadmin:{LIMITER}\n");
+        let twice = format!("limiter:{LIMITER}\n# the same again\nadmin:{LIMITER}\n");
         let refusal = TokenTable::parse(&twice, "tokens").unwrap_err();
         assert_eq!(
             refusal,
-            "tokens: a token is listed twice (as limiter and as admin): each token must grant one profile"
+            "tokens, lines 1 and 3: a token is listed twice (as limiter and as admin): each token must grant one \
+             profile"
         );
         assert!(!refusal.contains(LIMITER));
         let mut inline = TokenTable::new([(Profile::Admin, ADMIN)]).unwrap();
