@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use edgelimit::limit::{Limiter, Quota};
+use edgelimit::limit::{Limiter, Quota, StateDetail};
 use edgelimit::{Command, Error, RestClient, Script, Value};
 use edgelimit_cli::bridge::{BridgeConfig, InProcessBridge, Profile, RedisAcl};
 use edgelimit_cli::redis_server::RedisServer;
@@ -21,14 +21,6 @@ fn assert_forbidden(result: Result<Value, Error>, why: &str) {
             assert!(message.contains(why), "{message}");
         }
         other => panic!("expected a 403 refusal ({why}), got {other:?}"),
-    }
-}
-
-/// Redis's own refusal (the ACL user's): a NOPERM reply, or a script's `redis.call` refused.
-fn assert_refused_by_redis(result: Result<impl std::fmt::Debug, Error>) {
-    match result {
-        Err(Error::StoreConfig { code, .. }) if code == "NOPERM" => {}
-        other => panic!("expected Redis's NOPERM, got {other:?}"),
     }
 }
 
@@ -161,44 +153,210 @@ async fn keys_outside_the_limiter_patterns_are_refused_by_the_fence_and_its_redi
     assert!(!text.contains("flushall"), "{text}");
 }
 
+/// The bridge's refusal, whole: HTTP 403 and a message that begins with `prefix`.
+fn assert_refused_with(result: Result<Value, Error>, prefix: &str) {
+    match result {
+        Err(Error::Unauthorized { status: 403, message }) => {
+            assert!(message.starts_with(prefix), "expected {prefix:?}…, got {message:?}")
+        }
+        other => panic!("expected a 403 refusal ({prefix}), got {other:?}"),
+    }
+}
+
+/// What Redis's ACL says of `user` running `words` (`ACL DRYRUN`, which checks without running): `OK`, or why not.
+async fn dry_run(stack: &Stack, user: &str, words: &[&str]) -> String {
+    let mut command = vec!["ACL", "DRYRUN", user];
+    command.extend(words);
+    text_of(&stack.client().command(&cmd(&command)).await.unwrap())
+}
+
+/// A readonly token reads keys of `--limiter-keys` only, with the limiter's bounds, and each refusal says what to do
+/// instead; its Redis user holds the same keys, so a bug in the fence could not reach other keys either.
 #[tokio::test]
-async fn a_readonly_token_reads_and_redis_refuses_its_writes() {
+async fn a_readonly_token_reads_edgelimits_keys_only_and_its_redis_user_holds_the_same() {
     let stack = Stack::start().await;
-    stack.client().command(&cmd(&["SET", "k", "v"])).await.unwrap();
+    let admin = stack.client();
+    for words in [
+        &["SET", "user:2:apikey", "sk_live_SECRET"][..],
+        &["SET", "edgelimit:k", "v"],
+        &["SADD", "edgelimit:{s}", "a"],
+    ] {
+        admin.command(&cmd(words)).await.unwrap();
+    }
     let reader = stack.client_with(READONLY_TOKEN);
     assert_eq!(
-        reader.command(&cmd(&["GET", "k"])).await.unwrap(),
+        reader.command(&cmd(&["GET", "edgelimit:k"])).await.unwrap(),
         Value::Bytes(b"v".to_vec())
     );
-    assert_refused_by_redis(reader.command(&cmd(&["SET", "k", "w"])).await);
-    assert_refused_by_redis(reader.command(&cmd(&["FLUSHALL"])).await);
-    assert_refused_by_redis(reader.command(&cmd(&["KEYS", "*"])).await);
-    assert_forbidden(
-        Script::new("return 1").run::<&str, &str>(&reader, &[], &[]).await,
-        "read-only inspect script",
+    let readonly = "NOPERM this token's profile (readonly) ";
+    let outside = format!(
+        "{readonly}may read keys matching edgelimit:* or {{edgelimit:* only (the bridge's --limiter-keys), not \
+         \"user:2:apikey\"; use an admin token for other keys"
     );
-    // Reads whose cost the request's count sets: one of -100,000,000 held Redis 9.4 s (review).
-    stack
-        .client()
-        .command(&cmd(&["SADD", "edgelimit:{s}", "a"]))
+    for words in [
+        &["GET", "user:2:apikey"][..],
+        &["MGET", "edgelimit:k", "user:2:apikey"],
+        &["HGETALL", "user:2:apikey"],
+        &["MEMORY", "USAGE", "user:2:apikey"],
+    ] {
+        assert_refused_with(reader.command(&cmd(words)).await, &outside);
+    }
+    let inspect_outside = edgelimit::lua::INSPECT
+        .run(&reader, &["user:2:apikey"], &["", "10", "value"])
+        .await;
+    assert_refused_with(
+        inspect_outside,
+        &format!("{readonly}may give scripts keys matching edgelimit:* or {{edgelimit:* only"),
+    );
+    let scan = format!(
+        "{readonly}may SCAN only with MATCH and a pattern inside the bridge's --limiter-keys (edgelimit:* or \
+         {{edgelimit:*), e.g. SCAN 0 MATCH edgelimit:* COUNT 1000; use an admin token to list other keys"
+    );
+    for words in [
+        &["SCAN", "0"][..],
+        &["SCAN", "0", "MATCH", "*"],
+        &["SCAN", "0", "MATCH", "user:*"],
+    ] {
+        assert_refused_with(reader.command(&cmd(words)).await, &scan);
+    }
+    for (words, prefix) in [
+        (&["KEYS", "*"][..], "may not run KEYS: "),
+        (&["SET", "edgelimit:k", "w"], "may not run SET: "),
+        (&["FLUSHALL"], "may not run FLUSHALL: "),
+        (&["LRANGE", "edgelimit:k", "0", "-1"], "may not run LRANGE: "),
+        // The limiter's bounds: replies and work a request's words would multiply.
+        (&["PING", "hello"], "may run PING without arguments only"),
+        (&["ECHO", "hello"], "may not run ECHO: "),
+        (
+            &["HMGET", "edgelimit:{ops}", "rate", "rate"],
+            "may HMGET only the fields of a stored quota's config (algorithm, limit, interval, rate), each once",
+        ),
+        (
+            &["MEMORY", "USAGE", "edgelimit:{s}", "SAMPLES", "0"],
+            "may run MEMORY with SAMPLES from 1 to 1000 only",
+        ),
+        (
+            &["SRANDMEMBER", "edgelimit:{s}", "-100000000"],
+            "may run SRANDMEMBER with a count of at most 1000 only",
+        ),
+        (
+            &["SCAN", "0", "MATCH", "edgelimit:*", "COUNT", "1000000"],
+            "may run SCAN with a count of at most 1000 only",
+        ),
+    ] {
+        assert_refused_with(reader.command(&cmd(words)).await, &format!("{readonly}{prefix}"));
+    }
+    assert_refused_with(
+        Script::new("return 1").run::<&str, &str>(&reader, &[], &[]).await,
+        &format!("{readonly}may run only the read-only inspect script of edgelimit's scripts"),
+    );
+    assert_eq!(
+        admin.command(&cmd(&["GET", "edgelimit:k"])).await.unwrap(),
+        Value::Bytes(b"v".to_vec())
+    );
+
+    // The second fence: the Redis user itself, as the bridge made it.
+    let user = "edgelimit-readonly";
+    let inspect_sha = edgelimit::lua::INSPECT.sha1();
+    for words in [
+        &["GET", "edgelimit:k"][..],
+        &["EVALSHA", inspect_sha, "1", "{edgelimit:x}:value", "", "10", "value"],
+        &["MEMORY", "USAGE", "edgelimit:{s}"],
+    ] {
+        assert_eq!(dry_run(&stack, user, words).await, "OK", "{words:?}");
+    }
+    for words in [
+        &["GET", "user:2:apikey"][..],
+        &["EVALSHA", inspect_sha, "1", "user:2:apikey", "", "10", "value"],
+        &["SET", "edgelimit:k", "w"],
+        &["KEYS", "*"],
+        &["LRANGE", "edgelimit:k", "0", "-1"],
+    ] {
+        let why = dry_run(&stack, user, words).await;
+        assert!(why.starts_with("This user has no permissions"), "{words:?}: {why}");
+    }
+    let rules = text_of(&admin.command(&cmd(&["ACL", "GETUSER", user])).await.unwrap());
+    assert!(rules.contains("~edgelimit:* ~{edgelimit:*"), "{rules}");
+    assert!(!rules.contains("~* ") && !rules.contains("+@read"), "{rules}");
+}
+
+/// What dashboards and `state()` read still works with a readonly token: each limit's state (a stored quota's too),
+/// listing edgelimit's keys with SCAN, and reading what it found, one by one, in a pipeline and in a transaction.
+#[tokio::test]
+async fn a_readonly_token_still_reads_what_dashboards_need() {
+    let stack = Stack::start().await;
+    let limiter = stack.client_with(LIMITER_TOKEN);
+    let log_quota = Quota::sliding_log(3, Duration::from_secs(60)).unwrap();
+    let log = Limiter::new(limiter.clone(), "api", log_quota).unwrap();
+    assert!(log.limit("alice", 2).await.unwrap().success);
+    Limiter::stored(stack.client(), "ops")
+        .unwrap()
+        .store_quota(Quota::fixed_window(5, Duration::from_secs(60)).unwrap())
         .await
         .unwrap();
-    assert_forbidden(
-        reader
-            .command(&cmd(&["SRANDMEMBER", "edgelimit:{s}", "-100000000"]))
-            .await,
-        "count of at most 1000",
-    );
-    assert_forbidden(
-        reader.command(&cmd(&["SCAN", "0", "COUNT", "1000000"])).await,
-        "count of at most 1000",
-    );
-    assert!(reader
-        .command(&cmd(&["SRANDMEMBER", "edgelimit:{s}", "-3"]))
+    let ops = Limiter::stored(limiter, "ops").unwrap();
+    assert!(ops.limit("bob", 1).await.unwrap().success);
+
+    let reader = stack.client_with(READONLY_TOKEN);
+    let state = Limiter::new(reader.clone(), "api", log_quota)
+        .unwrap()
+        .state("alice")
         .await
-        .is_ok());
-    let limiter = Limiter::new(reader, "api", Quota::sliding_log(3, Duration::from_secs(60)).unwrap()).unwrap();
-    assert_eq!(limiter.state("alice").await.unwrap().stored, None);
+        .unwrap();
+    assert!(
+        matches!(state.detail, StateDetail::Log { held: 2, ref grants } if grants.len() == 1),
+        "{state:?}"
+    );
+    let stored = Limiter::stored(reader.clone(), "ops").unwrap();
+    let state = stored.state("bob").await.unwrap();
+    assert!(
+        matches!(state.detail, StateDetail::FixedWindow { count: 1, .. }),
+        "{state:?}"
+    );
+
+    let mut listed = Vec::new();
+    let mut cursor = "0".to_owned();
+    loop {
+        let page = reader
+            .command(&cmd(&["SCAN", &cursor, "MATCH", "edgelimit:*", "COUNT", "1000"]))
+            .await
+            .unwrap()
+            .into_array()
+            .unwrap();
+        let [next, keys] = <[Value; 2]>::try_from(page).unwrap();
+        cursor = next.into_string().unwrap();
+        listed.extend(
+            keys.into_array()
+                .unwrap()
+                .into_iter()
+                .map(|key| key.into_string().unwrap()),
+        );
+        if cursor == "0" {
+            break;
+        }
+    }
+    let (log_key, config_key) = (log.state_key("alice"), ops.config_key());
+    for key in [&log_key, &config_key, &ops.state_key("bob")] {
+        assert!(listed.contains(key), "{key} not in {listed:?}");
+    }
+    let reads = [
+        cmd(&["TYPE", &log_key]),
+        cmd(&["PTTL", &log_key]),
+        cmd(&["ZCARD", &log_key]),
+        cmd(&["ZRANGE", &log_key, "0", "-1", "WITHSCORES"]),
+        cmd(&["MEMORY", "USAGE", &log_key, "SAMPLES", "5"]),
+        cmd(&["HGETALL", &config_key]),
+        cmd(&["HMGET", &config_key, "algorithm", "limit", "interval", "rate"]),
+        cmd(&["EXISTS", &log_key, &config_key]),
+        cmd(&["PING"]),
+        cmd(&["TIME"]),
+    ];
+    let replies = reader.pipeline(&reads).await.unwrap();
+    assert!(replies.iter().all(Result::is_ok), "{replies:?}");
+    assert_eq!(replies[0].as_ref().unwrap(), &Value::Bytes(b"zset".to_vec()));
+    assert_eq!(replies[7].as_ref().unwrap(), &Value::Int(2));
+    let replies = reader.multi_exec(&reads).await.unwrap();
+    assert!(replies.iter().all(Result::is_ok), "{replies:?}");
 }
 
 #[tokio::test]
@@ -257,6 +415,52 @@ async fn the_limiter_user_comes_back_after_redis_restarts_without_it() {
         assert!(Instant::now() < deadline, "never recovered");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// A rolling upgrade: the bridge resets its Redis users to its own rules when it connects, so the readonly user an
+/// older bridge made, which read every key (`~*`), keeps nothing of them once a new bridge serves a readonly token.
+#[tokio::test]
+async fn a_new_bridge_resets_the_readonly_user_an_older_bridge_made() {
+    let redis = RedisServer::start().await.unwrap();
+    let user = "edgelimit-readonly";
+    let password = edgelimit_cli::bridge::profile::password(&redis.url(), user);
+    let older = format!("reset on >{password} ~* -@all +@read -@dangerous +evalsha +eval +ping +echo +time");
+    let mut admin = redis::Client::open(redis.url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let mut set_user = redis::cmd("ACL");
+    set_user
+        .arg("SETUSER")
+        .arg(user)
+        .arg(older.split(' ').collect::<Vec<_>>());
+    let () = set_user.query_async(&mut admin).await.unwrap();
+    let dry_run = |words: &[&str]| {
+        let mut command = redis::cmd("ACL");
+        command.arg("DRYRUN").arg(user).arg(words);
+        command
+    };
+    let secret = dry_run(&["GET", "user:2:apikey"]);
+    let before: String = secret.query_async(&mut admin).await.unwrap();
+    assert_eq!(before, "OK", "the older bridge's user reads every key");
+
+    let mut config = BridgeConfig::new(redis.url(), "admin-token-0001");
+    config.tokens = vec![(Profile::Readonly, READONLY_TOKEN.to_owned())];
+    let bridge = InProcessBridge::start(config).await.unwrap();
+    let reader = RestClient::new(bridge.url(), READONLY_TOKEN).unwrap();
+    assert_eq!(
+        reader.command(&cmd(&["EXISTS", "edgelimit:k"])).await.unwrap(),
+        Value::Int(0)
+    );
+    let after: String = secret.query_async(&mut admin).await.unwrap();
+    assert!(
+        after.starts_with("This user has no permissions to access the 'user:2:apikey' key"),
+        "{after}"
+    );
+    let own: String = dry_run(&["GET", "edgelimit:k"]).query_async(&mut admin).await.unwrap();
+    assert_eq!(own, "OK");
+    bridge.stop().await.unwrap();
 }
 
 #[tokio::test]
@@ -416,7 +620,7 @@ async fn a_scoped_tokens_multi_exec_is_one_transaction() {
     assert!(replies.iter().all(Result::is_ok), "{replies:?}");
     let readonly = stack.client_with(READONLY_TOKEN);
     let reads = readonly
-        .multi_exec(&[cmd(&["GET", "k"]), cmd(&["EXISTS", "k"])])
+        .multi_exec(&[cmd(&["GET", "edgelimit:k"]), cmd(&["EXISTS", "edgelimit:k"])])
         .await
         .unwrap();
     assert_eq!(reads.len(), 2, "{reads:?}");
@@ -431,7 +635,10 @@ async fn every_profiles_pipeline_is_announced_with_an_echo_its_redis_user_may_ru
     let script = loaded_decision_script(&stack, "p").await;
     let pipelines = [
         (LIMITER_TOKEN, vec![script.clone(), script]),
-        (READONLY_TOKEN, vec![cmd(&["GET", "k"]), cmd(&["EXISTS", "k"])]),
+        (
+            READONLY_TOKEN,
+            vec![cmd(&["GET", "edgelimit:k"]), cmd(&["EXISTS", "edgelimit:k"])],
+        ),
         (edgelimit_tests::TOKEN, vec![cmd(&["PING"]), cmd(&["GET", "k"])]),
     ];
     for (token, commands) in pipelines {

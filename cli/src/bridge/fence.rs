@@ -2,7 +2,8 @@
 //! is the profile's Redis ACL user, [`super::profile`]).
 //!
 //! A `limiter` token runs edgelimit's own scripts only, on the server's clock, on its key patterns, refunding only
-//! grants a logged member names, and writing no configuration; a `readonly` token runs only the inspect script.
+//! grants a logged member names, and writing no configuration; a `readonly` token runs the inspect script and the
+//! reads of [`READS`], on the same key patterns, with the same bounds on what one command makes Redis do.
 //! The reasons for each check: docs/design/bridge-fence.md.
 
 use std::collections::HashMap;
@@ -72,36 +73,16 @@ pub fn refusal(profile: Profile, words: &Words, limiter_keys: &[String]) -> Opti
         .map(|word| String::from_utf8_lossy(word).to_ascii_uppercase());
     let script = match (name.as_str(), sub.as_deref()) {
         // Harmless, and what `edgelimit doctor` checks with. Without an argument, which Redis would echo back: a
-        // limiter token's replies stay small so they do not queue other clients' decisions on the shared connection.
+        // token's replies stay small so they do not queue other clients' decisions on the shared connection.
         ("PING", None) | ("TIME", None) | ("SCRIPT", Some("EXISTS")) => return None,
-        ("PING" | "TIME", Some(_)) if profile == Profile::Limiter => {
-            return refuse(format!("may run {name} without arguments only"));
-        }
-        ("PING" | "TIME", _) => return None,
+        ("PING" | "TIME", Some(_)) => return refuse(format!("may run {name} without arguments only")),
         // A stored quota's config, which the per-identifier layout reads beside each decision (the config is in the
-        // limiter's slot, the state in the identifier's, so the script cannot).
-        ("HMGET", Some(_)) if profile == Profile::Limiter => {
-            return config_read_refusal(words, limiter_keys).and_then(refuse);
-        }
+        // limiter's slot, the state in the identifier's, so the script cannot), and `state()` reads.
+        ("HMGET", Some(_)) => return config_read_refusal(words, limiter_keys).and_then(refuse),
         ("EVALSHA" | "EVALSHA_RO", _) => words.get(1).map(|sha| known(&String::from_utf8_lossy(sha))),
         ("EVAL" | "EVAL_RO", _) => words.get(1).map(|body| known(&sha1_hex(body))),
         ("SCRIPT", Some("LOAD")) => words.get(2).map(|body| known(&sha1_hex(body))),
-        // Reads whose cost a count in the request sets, not the data (`SRANDMEMBER k -100000000`, `SCAN … COUNT`).
-        _ if profile == Profile::Readonly && oversized_count(&name, words) => {
-            return refuse(format!(
-                "may run {name} with a count of at most {MAX_READ_COUNT} only (each unit is work for Redis alone); \
-                 use an admin token for more",
-            ));
-        }
-        // A readonly token's plain commands are for Redis's ACL to judge.
-        (_, _) if profile == Profile::Readonly && !is_script_command(&name) => return None,
-        _ if profile == Profile::Readonly => {
-            return refuse(format!(
-                "may not run {}: of scripts and functions it runs edgelimit's read-only inspect script only; use an \
-                 admin token for others",
-                printable(&name)
-            ))
-        }
+        _ if profile == Profile::Readonly => return read_refusal(&name, words, limiter_keys).and_then(refuse),
         _ => {
             return refuse(format!(
                 "may not run {}: it runs edgelimit's scripts (EVALSHA, EVAL, SCRIPT LOAD/EXISTS), PING, TIME and \
@@ -131,9 +112,9 @@ pub fn refusal(profile: Profile, words: &Words, limiter_keys: &[String]) -> Opti
         (Profile::Readonly, _) if script != Known::Inspect => {
             Some("may run only the read-only inspect script of edgelimit's scripts".to_owned())
         }
-        (Profile::Readonly, _) => None,
         // Fail closed: what the fence cannot read, it does not let through.
         (_, None) => Some("must give the script's number of keys as a count of the words that follow".to_owned()),
+        (Profile::Readonly, Some((keys, _))) => key_refusal("give scripts", keys, limiter_keys),
         (_, Some((keys, args))) => {
             let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
             limiter_call_refusal(script, &args).or_else(|| key_refusal("give scripts", keys, limiter_keys))
@@ -142,23 +123,159 @@ pub fn refusal(profile: Profile, words: &Words, limiter_keys: &[String]) -> Opti
     why.and_then(refuse)
 }
 
-/// The largest count a readonly token may give a random read or a scan.
+/// Where a read names its keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum KeysAt {
+    /// The word after the command's name.
+    First,
+    /// The word after a subcommand (`MEMORY USAGE <key>`).
+    Second,
+    /// Every word after the name (`EXISTS`, `MGET`).
+    All,
+    /// None: the command lists keys, and its `MATCH` pattern must lie inside the key patterns (`SCAN`).
+    Match,
+}
+
+/// The plain reads a `readonly` token may run, as Redis's ACL names them (`memory|usage` is `MEMORY USAGE`), each on
+/// keys of the key patterns only: what dashboards read of strings, logs (sorted sets) and configs (hashes). Its Redis
+/// user holds these commands and no other ([`super::profile::acl_rules`]); the inspect script calls some of them.
+const READS: &[(&str, KeysAt)] = &[
+    ("exists", KeysAt::All),
+    ("mget", KeysAt::All),
+    ("get", KeysAt::First),
+    ("strlen", KeysAt::First),
+    ("type", KeysAt::First),
+    ("ttl", KeysAt::First),
+    ("pttl", KeysAt::First),
+    ("expiretime", KeysAt::First),
+    ("pexpiretime", KeysAt::First),
+    ("memory|usage", KeysAt::Second),
+    ("hget", KeysAt::First),
+    ("hmget", KeysAt::First),
+    ("hgetall", KeysAt::First),
+    ("hlen", KeysAt::First),
+    ("hexists", KeysAt::First),
+    ("hscan", KeysAt::First),
+    ("hrandfield", KeysAt::First),
+    ("zcard", KeysAt::First),
+    ("zcount", KeysAt::First),
+    ("zscore", KeysAt::First),
+    ("zmscore", KeysAt::First),
+    ("zrank", KeysAt::First),
+    ("zrevrank", KeysAt::First),
+    ("zrange", KeysAt::First),
+    ("zrangebyscore", KeysAt::First),
+    ("zrevrange", KeysAt::First),
+    ("zrevrangebyscore", KeysAt::First),
+    ("zscan", KeysAt::First),
+    ("zrandmember", KeysAt::First),
+    ("scard", KeysAt::First),
+    ("sismember", KeysAt::First),
+    ("sscan", KeysAt::First),
+    ("srandmember", KeysAt::First),
+    ("scan", KeysAt::Match),
+];
+
+/// The commands of [`READS`], as Redis's ACL names them.
+pub fn read_commands() -> impl Iterator<Item = &'static str> {
+    READS.iter().map(|(name, _)| *name)
+}
+
+/// Why a `readonly` token may not run the plain command `words` (named `name`, upper case), or `None`: one of
+/// [`READS`], on keys of `patterns`, within the bounds of [`count_refusal`].
+fn read_refusal(name: &str, words: &Words, patterns: &[String]) -> Option<String> {
+    if is_script_command(name) {
+        return Some(format!(
+            "may not run {}: of scripts and functions it runs edgelimit's read-only inspect script only; use an \
+             admin token for others",
+            printable(name)
+        ));
+    }
+    let sub = words.get(1).map(|word| word.to_ascii_lowercase());
+    let read = READS.iter().find(|(acl_name, _)| match acl_name.split_once('|') {
+        Some((command, subcommand)) => {
+            command.eq_ignore_ascii_case(name) && sub.as_deref() == Some(subcommand.as_bytes())
+        }
+        None => acl_name.eq_ignore_ascii_case(name),
+    });
+    let Some(&(_, keys_at)) = read else {
+        let instead = match name {
+            "KEYS" => "list edgelimit's keys with SCAN <cursor> MATCH <a --limiter-keys pattern> COUNT 1000",
+            _ => "use an admin token for anything else",
+        };
+        return Some(format!(
+            "may not run {}: it reads keys of the bridge's --limiter-keys with the commands docs/bridge.md lists, and \
+             runs edgelimit's read-only inspect script; {instead}",
+            printable(name)
+        ));
+    };
+    if let Some(why) = count_refusal(name, words) {
+        return Some(why);
+    }
+    let keys = match keys_at {
+        KeysAt::First => words.get(1..2),
+        KeysAt::Second => words.get(2..3),
+        KeysAt::All => words.get(1..),
+        KeysAt::Match => return scan_refusal(words, patterns),
+    };
+    // A read too short to name its key: Redis refuses it ("wrong number of arguments").
+    key_refusal("read", keys.unwrap_or_default(), patterns)
+}
+
+/// Why a `readonly` token may not run this `SCAN`, or `None`: Redis's ACL does not hold the key names a `SCAN`
+/// lists, so the fence lets it list only names of one key pattern, those its `MATCH` pattern keeps.
+fn scan_refusal(words: &Words, patterns: &[String]) -> Option<String> {
+    let matched = (1..words.len())
+        .filter(|&i| words[i].eq_ignore_ascii_case(b"MATCH"))
+        .map(|i| words.get(i + 1).map(Vec::as_slice).unwrap_or_default())
+        .collect::<Vec<_>>();
+    // Redis uses the last MATCH given; every one must lie inside a pattern, and there must be one.
+    let inside = |pattern: &[u8]| patterns.iter().any(|own| within(pattern, own.as_bytes()));
+    (matched.is_empty() || !matched.iter().all(|pattern| inside(pattern))).then(|| {
+        format!(
+            "may SCAN only with MATCH and a pattern inside the bridge's --limiter-keys ({}), e.g. SCAN 0 MATCH {} \
+             COUNT 1000; use an admin token to list other keys",
+            patterns.join(" or "),
+            patterns.first().map(String::as_str).unwrap_or("edgelimit:*")
+        )
+    })
+}
+
+/// True when every key `pattern` matches also matches `own`: the same pattern, or `own` is a plain prefix and a
+/// `*` (`edgelimit:*`) and `pattern` starts with that prefix.
+fn within(pattern: &[u8], own: &[u8]) -> bool {
+    let prefix = own
+        .strip_suffix(b"*")
+        .filter(|prefix| !prefix.iter().any(|b| matches!(b, b'*' | b'?')));
+    pattern == own || prefix.is_some_and(|prefix| pattern.starts_with(prefix))
+}
+
+/// The largest count a readonly token may give a random read, a scan, or `MEMORY USAGE … SAMPLES`.
 const MAX_READ_COUNT: u64 = 1000;
 
-/// True when `words` asks for more than [`MAX_READ_COUNT`] random members (a negative count repeats them) or scans
-/// more per call. A count that is no number is left to Redis to refuse.
-fn oversized_count(name: &str, words: &Words) -> bool {
-    let over = |word: Option<&Vec<u8>>| {
-        word.and_then(|word| std::str::from_utf8(word).ok()?.parse::<i128>().ok())
-            .is_some_and(|count| count.unsigned_abs() > u128::from(MAX_READ_COUNT))
-    };
-    match name {
+/// Why a read whose cost a count in the request sets, not the data, may not run with this count: more than
+/// [`MAX_READ_COUNT`] random members (a negative count repeats them), scanned per call, or sampled (`SAMPLES 0`
+/// reads every element). A count that is no number is left to Redis to refuse.
+fn count_refusal(name: &str, words: &Words) -> Option<String> {
+    let count = |word: Option<&Vec<u8>>| word.and_then(|word| std::str::from_utf8(word).ok()?.parse::<i128>().ok());
+    let over = |word| count(word).is_some_and(|count| count.unsigned_abs() > u128::from(MAX_READ_COUNT));
+    let after = |option: &'static [u8]| (1..words.len()).filter(move |&i| words[i].eq_ignore_ascii_case(option));
+    let oversized = match name {
         "SRANDMEMBER" | "ZRANDMEMBER" | "HRANDFIELD" => over(words.get(2)),
-        "SCAN" | "SSCAN" | "ZSCAN" | "HSCAN" => {
-            (1..words.len()).any(|i| words[i].eq_ignore_ascii_case(b"COUNT") && over(words.get(i + 1)))
-        }
+        "SCAN" | "SSCAN" | "ZSCAN" | "HSCAN" => after(b"COUNT").any(|i| over(words.get(i + 1))),
+        "MEMORY" => after(b"SAMPLES").any(|i| over(words.get(i + 1)) || count(words.get(i + 1)) == Some(0)),
         _ => false,
-    }
+    };
+    oversized.then(|| {
+        let what = match name {
+            "MEMORY" => "with SAMPLES from 1 to",
+            _ => "with a count of at most",
+        };
+        format!(
+            "may run {name} {what} {MAX_READ_COUNT} only (each unit is work for Redis alone); use an admin token for \
+             more"
+        )
+    })
 }
 
 /// True for the commands that run or manage scripts and functions (any script may loop forever).
@@ -247,8 +364,8 @@ fn script_keys_and_args(words: &Words) -> Option<KeysAndArgs<'_>> {
     Some((keys, args))
 }
 
-/// Why a `limiter` token may not `what` (give scripts, read) `keys`: the first outside its key patterns, or `None`.
-/// A limiter token must not reach other keys; with `--redis-acl off` this is the only check that says so.
+/// Why a `limiter` or `readonly` token may not `what` (give scripts, read) `keys`: the first outside its key patterns,
+/// or `None`. Neither may reach other keys; with `--redis-acl off` this is the only check that says so.
 fn key_refusal(what: &str, keys: &[Vec<u8>], patterns: &[String]) -> Option<String> {
     let outside = keys.iter().find(|key| {
         !patterns
@@ -256,7 +373,7 @@ fn key_refusal(what: &str, keys: &[Vec<u8>], patterns: &[String]) -> Option<Stri
             .any(|pattern| key_pattern::matches(pattern.as_bytes(), key))
     })?;
     Some(format!(
-        "may {what} keys matching {} only (the bridge's --limiter-keys), not {:?}",
+        "may {what} keys matching {} only (the bridge's --limiter-keys), not {:?}; use an admin token for other keys",
         patterns.join(" or "),
         printable(&String::from_utf8_lossy(outside))
     ))
@@ -265,8 +382,8 @@ fn key_refusal(what: &str, keys: &[Vec<u8>], patterns: &[String]) -> Option<Stri
 /// The fields of a stored quota's config that the per-identifier layout reads (`src/limit/stored_copy.rs`).
 const CONFIG_FIELDS: [&[u8]; 4] = [b"algorithm", b"limit", b"interval", b"rate"];
 
-/// Why a `limiter` token may not run this `HMGET`, or `None`: only a stored quota's config fields, each once, of one
-/// key of its patterns (not another program's secrets, nor a field repeated to multiply the reply).
+/// Why a `limiter` or `readonly` token may not run this `HMGET`, or `None`: only a stored quota's config fields, each
+/// once, of one key of its patterns (not another program's secrets, nor a field repeated to multiply the reply).
 fn config_read_refusal(words: &Words, limiter_keys: &[String]) -> Option<String> {
     let fields = &words[2..];
     let known = fields.iter().all(|field| CONFIG_FIELDS.contains(&field.as_slice()));
@@ -345,21 +462,6 @@ mod tests {
             refusal(Profile::Admin, &evalsha(fw, &["user:2:apikey"], &["1:5:60000"])),
             None
         );
-        // A readonly token's counted reads.
-        for (read, refused) in [
-            (&["SRANDMEMBER", "edgelimit:{s}", "-100000000"][..], true),
-            (&["ZRANDMEMBER", "k", "1001"], true),
-            (&["HRANDFIELD", "k", "-1001", "WITHVALUES"], true),
-            (&["SCAN", "0", "count", "99999999999999999999999"], true),
-            (&["HSCAN", "k", "0", "MATCH", "*", "COUNT", "5000"], true),
-            (&["SRANDMEMBER", "k", "-1000"], false),
-            (&["SCAN", "0", "COUNT", "1000"], false),
-            (&["SCAN", "0"], false),
-            (&["HRANDFIELD", "k", "x"], false),
-        ] {
-            let why = refusal(Profile::Readonly, &words(read));
-            assert_eq!(why.is_some(), refused, "{read:?}: {why:?}");
-        }
         // A stored quota's config: one key of its patterns, read with HMGET.
         assert_eq!(
             refusal(
@@ -546,22 +648,138 @@ mod tests {
         let echo = refusal(Profile::Limiter, &words(&["ping", "hello"])).unwrap();
         assert!(echo.contains("may run PING without arguments only"), "{echo}");
         assert!(refusal(Profile::Limiter, &words(&["TIME", "x"])).is_some());
-        assert_eq!(refusal(Profile::Readonly, &words(&["PING", "hello"])), None);
         assert_eq!(refusal(Profile::Limiter, &Vec::new()), None);
     }
 
     #[test]
-    fn a_readonly_token_runs_inspect_and_leaves_plain_commands_to_redis() {
-        let inspect = evalsha(&lua::INSPECT, &["k"], &["", "10", "value"]);
-        assert_eq!(refusal(Profile::Readonly, &inspect), None);
-        assert_eq!(refusal(Profile::Readonly, &words(&["GET", "k"])), None);
+    fn a_readonly_token_runs_inspect_and_reads_on_its_key_patterns_only() {
+        let inspect = |key: &str| evalsha(&lua::INSPECT, &[key], &["", "10", "value"]);
+        assert_eq!(refusal(Profile::Readonly, &inspect("edgelimit:{api}:a")), None);
+        assert_eq!(refusal(Profile::Readonly, &inspect("{edgelimit:x}:value")), None);
+        for read in [
+            &["GET", "edgelimit:{api}:a"][..],
+            &["get", "{edgelimit:x}:value"],
+            &["MGET", "edgelimit:a", "edgelimit:b"],
+            &["EXISTS", "edgelimit:a"],
+            &["PTTL", "edgelimit:a"],
+            &["ZRANGE", "edgelimit:{api}:a", "0", "9", "WITHSCORES"],
+            &["HGETALL", "{edgelimit:x}"],
+            &["HMGET", "edgelimit:{ops}", "limit", "interval"],
+            &["MEMORY", "USAGE", "edgelimit:a"],
+            &["memory", "usage", "edgelimit:a", "SAMPLES", "1000"],
+            &["SCAN", "0", "MATCH", "edgelimit:*"],
+            &[
+                "SCAN",
+                "0",
+                "MATCH",
+                "edgelimit:{api}:*",
+                "COUNT",
+                "1000",
+                "TYPE",
+                "zset",
+            ],
+            &["scan", "0", "match", "{edgelimit:*"],
+            &["PING"],
+            &["TIME"],
+            &["SCRIPT", "EXISTS", "abc"],
+        ] {
+            assert_eq!(refusal(Profile::Readonly, &words(read)), None, "{read:?}");
+        }
+        // Each refusal says what it may do instead.
+        for (read, why) in [
+            (
+                &["GET", "user:2:apikey"][..],
+                "may read keys matching edgelimit:* or {edgelimit:* only",
+            ),
+            (
+                &["MGET", "edgelimit:a", "session:1"],
+                "not \"session:1\"; use an admin token",
+            ),
+            (&["MEMORY", "USAGE", "user:2:apikey"], "--limiter-keys"),
+            (&["HGETALL", "edgelimit"], "--limiter-keys"),
+            (&["SCAN", "0"], "may SCAN only with MATCH"),
+            (&["SCAN", "0", "MATCH", "*"], "SCAN 0 MATCH edgelimit:* COUNT 1000"),
+            (&["SCAN", "0", "MATCH", "edgelimit*"], "may SCAN only with MATCH"),
+            (
+                &["SCAN", "0", "MATCH", "edgelimit:*", "MATCH", "*"],
+                "may SCAN only with MATCH",
+            ),
+            (&["KEYS", "edgelimit:*"], "list edgelimit's keys with SCAN"),
+            (&["LRANGE", "edgelimit:a", "0", "-1"], "may not run LRANGE"),
+            (&["SET", "edgelimit:a", "1"], "use an admin token"),
+            (&["PING", "hello"], "may run PING without arguments only"),
+            (&["ECHO", "hello"], "may not run ECHO"),
+            (&["HMGET", "edgelimit:{ops}", "rate", "rate"], "each once"),
+            (&["HMGET", "edgelimit:{ops}", "apikey"], "each once"),
+            (
+                &["MEMORY", "USAGE", "edgelimit:a", "SAMPLES", "0"],
+                "SAMPLES from 1 to 1000",
+            ),
+            (
+                &["MEMORY", "USAGE", "edgelimit:a", "samples", "1001"],
+                "SAMPLES from 1 to 1000",
+            ),
+            (&["SRANDMEMBER", "edgelimit:{s}", "-100000000"], "count of at most 1000"),
+            (&["ZRANDMEMBER", "edgelimit:a", "1001"], "count of at most 1000"),
+            (
+                &["HRANDFIELD", "edgelimit:a", "-1001", "WITHVALUES"],
+                "count of at most 1000",
+            ),
+            (&["HSCAN", "edgelimit:a", "0", "COUNT", "5000"], "count of at most 1000"),
+            (
+                &["SCAN", "0", "MATCH", "edgelimit:*", "count", "99999999999999999999999"],
+                "count of at most",
+            ),
+        ] {
+            let refused = refusal(Profile::Readonly, &words(read)).unwrap_or_default();
+            assert!(
+                refused.starts_with("NOPERM this token's profile (readonly) may") && refused.contains(why),
+                "{read:?}: {refused}"
+            );
+        }
+        assert_eq!(
+            refusal(Profile::Readonly, &words(&["SRANDMEMBER", "edgelimit:{s}", "-1000"])),
+            None
+        );
+        // A custom pattern: its own keys, and SCAN of exactly it.
+        let custom = ["myapp:?:*".to_owned()];
+        let read = |parts: &[&str]| super::refusal(Profile::Readonly, &words(parts), &custom);
+        assert_eq!(read(&["GET", "myapp:a:b"]), None);
+        assert_eq!(read(&["SCAN", "0", "MATCH", "myapp:?:*"]), None);
+        assert!(read(&["SCAN", "0", "MATCH", "myapp:*"]).is_some());
+        assert!(read(&["GET", "edgelimit:a"]).is_some());
         for command in [
-            evalsha(&lua::TOKEN_BUCKET, &["k"], &["peek", "", "1", "10", "1000", "1", ""]),
+            inspect("user:2:apikey"),
+            evalsha(
+                &lua::INSPECT,
+                &["edgelimit:a", "user:2:apikey"],
+                &["", "10", "value", "value"],
+            ),
+            evalsha(
+                &lua::TOKEN_BUCKET,
+                &["edgelimit:a"],
+                &["peek", "", "1", "10", "1000", "1", ""],
+            ),
             words(&["EVAL", "while true do end", "0"]),
             words(&["FCALL_RO", "f", "0"]),
             words(&["SCRIPT", "LOAD", lua::GCRA.source()]),
         ] {
             assert!(refusal(Profile::Readonly, &command).is_some(), "{command:?}");
         }
+    }
+
+    #[test]
+    fn a_scan_pattern_is_inside_a_key_pattern_only_when_every_key_it_matches_is() {
+        assert!(within(b"edgelimit:*", b"edgelimit:*"));
+        assert!(within(b"edgelimit:{api}:*", b"edgelimit:*"));
+        assert!(within(b"edgelimit:", b"edgelimit:*"));
+        assert!(within(b"edgelimit:?", b"edgelimit:*"));
+        assert!(!within(b"edgelimit*", b"edgelimit:*"));
+        assert!(!within(b"*edgelimit:*", b"edgelimit:*"));
+        assert!(!within(b"?dgelimit:*", b"edgelimit:*"));
+        assert!(!within(b"a?:b", b"a?:*"));
+        assert!(within(b"a?:*", b"a?:*"));
+        // `*` alone: every key.
+        assert!(within(b"anything", b"*"));
     }
 }

@@ -3,7 +3,7 @@
 //! | profile | for | the bridge lets it run (the first fence, [`super::fence`]) | its Redis ACL user (the second) |
 //! |---|---|---|---|
 //! | `limiter` | Workers, servers | edgelimit's own scripts, at the server's time, refunds only of grants a member names | `edgelimit-limiter`: the commands those scripts call, on the limiter's keys |
-//! | `readonly` | dashboards, `state()` | commands Redis files as `@read` (not `@dangerous`), the read-only `inspect` script | `edgelimit-readonly`: `+@read -@dangerous` and no command that writes |
+//! | `readonly` | dashboards, `state()` | the read-only `inspect` script and a list of reads, on the limiter's keys, bounded as the limiter's | `edgelimit-readonly`: those reads, on the limiter's keys |
 //! | `admin` | operators, `edgelimit admin` | everything the bridge serves | the user of `--redis` |
 //!
 //! Why two fences: Redis's ACL checks each `redis.call`, so a user that may run the scripts may write their keys, and
@@ -15,6 +15,8 @@ use std::fmt;
 use std::str::FromStr;
 
 use sha2::{Digest, Sha256};
+
+use super::fence;
 
 /// What a token may do (see the module's table).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -144,12 +146,12 @@ pub fn acl_rules(profile: Profile, password: &str, limiter_keys: &[String]) -> V
             [SCRIPT_RUNNING, SCRIPT_COMMANDS].concat()
         }
         Profile::Readonly => {
-            // Every key: Redis counts EVALSHA's keys as written, so `%R~*` would refuse the inspect script. The user
-            // still cannot write: it holds no writing command, and Redis checks each `redis.call`.
-            rules.push("~*".to_owned());
-            rules.push("+@read".to_owned());
-            rules.push("-@dangerous".to_owned());
-            [SCRIPT_RUNNING, &["time"]].concat()
+            // The limiter's keys, `~` and not `%R~`: Redis counts EVALSHA's keys as written, so `%R~` would refuse
+            // the inspect script. The user still cannot write: it holds no writing command, and Redis checks each
+            // `redis.call`.
+            rules.extend(limiter_keys.iter().map(|pattern| format!("~{pattern}")));
+            let reads: Vec<&str> = fence::read_commands().collect();
+            [SCRIPT_RUNNING, &["time"], &reads].concat()
         }
         Profile::Admin => Vec::new(),
     };
@@ -197,14 +199,33 @@ mod tests {
     }
 
     #[test]
+    fn every_command_the_inspect_script_calls_is_granted_to_the_readonly_user() {
+        let rules = acl_rules(Profile::Readonly, "p", &["edgelimit:*".to_owned()]);
+        let source = edgelimit::lua::INSPECT.source();
+        for part in source.split("redis.call('").skip(1) {
+            let command = part.split('\'').next().unwrap().to_ascii_lowercase();
+            assert!(rules.contains(&format!("+{command}")), "{command}");
+        }
+        assert!(
+            source.contains("redis.call('PTTL'"),
+            "the inspect script calls what it did"
+        );
+    }
+
+    #[test]
     fn passwords_differ_by_url_and_user_and_rules_hold_no_wildcard_key_for_the_limiter() {
         assert_ne!(password("redis://a", "u"), password("redis://b", "u"));
         assert_ne!(password("redis://a", "u"), password("redis://a", "v"));
         assert_eq!(password("redis://a", "u").len(), 64);
-        let rules = acl_rules(Profile::Limiter, "p", &["edgelimit:*".to_owned()]);
-        assert!(rules.contains(&"~edgelimit:*".to_owned()));
-        assert!(!rules
-            .iter()
-            .any(|rule| rule == "~*" || rule == "allkeys" || rule == "+@all"));
+        for profile in [Profile::Limiter, Profile::Readonly] {
+            let rules = acl_rules(profile, "p", &["edgelimit:*".to_owned()]);
+            assert!(rules.contains(&"~edgelimit:*".to_owned()), "{profile}");
+            assert!(
+                !rules
+                    .iter()
+                    .any(|rule| rule.contains("~*") || rule == "allkeys" || rule.starts_with("+@")),
+                "{profile}: {rules:?}"
+            );
+        }
     }
 }
