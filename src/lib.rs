@@ -70,13 +70,13 @@ pub use rest::Script;
 pub use rest::{Command, RestClient};
 pub use value::Value;
 
-/// The guides' Rust examples, compiled by `cargo test --doc` so that they stay true.
+// The guides' Rust examples, compiled by `cargo test --doc` so that they stay true.
 #[cfg(doctest)]
-mod guides {
-    #[doc = include_str!("../docs/rust.md")]
-    struct RustClient;
-    #[doc = include_str!("../docs/algorithms.md")]
-    struct Algorithms;
-    #[doc = include_str!("../docs/redisson.md")]
-    struct Redisson;
-}
+#[doc = include_str!("../docs/rust.md")]
+struct RustClientGuide;
+#[cfg(doctest)]
+#[doc = include_str!("../docs/algorithms.md")]
+struct AlgorithmsGuide;
+#[cfg(doctest)]
+#[doc = include_str!("../docs/redisson.md")]
+struct RedissonGuide;
