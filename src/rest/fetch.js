@@ -26,6 +26,12 @@ export function urlProblem(url) {
   }
 }
 
+/** Whether `url` (one `urlProblem` accepts) names a user or password, which `fetch` refuses to send to. */
+export function urlHasCredentials(url) {
+  const parsed = new URL(url);
+  return parsed.username !== "" || parsed.password !== "";
+}
+
 /**
  * POSTs `body` (JSON) to `url` with the `authorization` header, asking for base64-encoded replies, and gives up after
  * `timeoutMs` (the fetch then rejects with an AbortError); outside a browser `deadlineHeader` carries the timeout to

@@ -62,6 +62,11 @@ pub(crate) fn url_problem(url: &str) -> Option<String> {
     reqwest::Url::parse(url).err().map(|error| error.to_string())
 }
 
+/// Whether `url` names a user or password (reqwest would send them as Basic auth beside the bearer token).
+pub(crate) fn url_has_credentials(url: &str) -> bool {
+    reqwest::Url::parse(url).is_ok_and(|url| !url.username().is_empty() || url.password().is_some())
+}
+
 /// Natively, one request may wait for another's call (see `http_wasm.rs` for where it may not).
 pub(crate) fn requests_may_wait_on_each_other() -> bool {
     true

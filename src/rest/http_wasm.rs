@@ -27,6 +27,10 @@ extern "C" {
     /// Why `url` is not a URL a request can go to, if it is not, read by the runtime's own `URL` as `fetch` will.
     #[wasm_bindgen(js_name = urlProblem)]
     pub(crate) fn url_problem(url: &str) -> Option<String>;
+
+    /// Whether `url` (one `url_problem` accepts) names a user or password.
+    #[wasm_bindgen(js_name = urlHasCredentials)]
+    pub(crate) fn url_has_credentials(url: &str) -> bool;
 }
 
 /// What `fetch` rejected with, as text (a JS value cannot cross threads, and the message is what matters).

@@ -110,6 +110,15 @@ impl RestClient {
                  UPSTASH_REDIS_REST_URL"
             )));
         }
+        // fetch refuses such a URL on every request; natively the credentials would go as Basic auth beside the
+        // token. Not echoed: they are secrets.
+        if http::url_has_credentials(base_url) {
+            return Err(Error::InvalidConfig(
+                "the REST URL holds credentials (user:password@ before the host), which are never sent: give the URL \
+                 without them, and the credential as the token (EDGELIMIT_TOKEN or UPSTASH_REDIS_REST_TOKEN)"
+                    .into(),
+            ));
+        }
         if token.is_empty() {
             return Err(Error::InvalidConfig(
                 "the REST token is empty; set EDGELIMIT_TOKEN or UPSTASH_REDIS_REST_TOKEN".into(),
@@ -321,6 +330,21 @@ mod tests {
         let err = RestClient::new("http://a b", "t").unwrap_err();
         assert!(err.to_string().contains("not a URL a request can go to"), "{err}");
         assert!(RestClient::new("https://[bad", "t").is_err());
+        for url in [
+            "http://user:pw@127.0.0.1:8079",
+            "https://user@example.com/",
+            "http://:pw@h",
+        ] {
+            let err = RestClient::new(url, "t").unwrap_err();
+            assert_eq!(err.code(), "EDGELIMIT_INVALID_CONFIG");
+            assert!(err.to_string().contains("holds credentials"), "{err}");
+            assert!(
+                !err.to_string().contains("pw") && !err.to_string().contains("user@"),
+                "{err}"
+            );
+        }
+        // An `@` after the host is no credential.
+        assert!(RestClient::new("http://127.0.0.1:8079/a@b", "t").is_ok());
         for token in ["t\u{2603}", "a b", "t\r\nx: y", "t\0"] {
             let err = RestClient::new("http://127.0.0.1:8079", token).unwrap_err();
             assert!(

@@ -462,10 +462,14 @@ test("a malformed configuration stops the Worker from starting, saying what is w
     [[], { ORIGIN: "" }, "ORIGIN is not set"],
     [[], {}, "RULES is empty"],
     [[{ name: "a", limits: FIVE_PER_10S }], { EDGELIMIT_LAYOUT: "cluster" }, 'layout must be \\"per-limiter\\"'],
+    // Credentials in the URL: Node's and browsers' fetch refuse it on every call, which a fail-open rule would admit;
+    // the token is the credential. Not echoed back.
+    [[{ name: "a", limits: FIVE_PER_10S }], { EDGELIMIT_URL: "http://user:secret@127.0.0.1:8079" }, "the REST URL holds credentials"],
   ];
   for (const [rules, extra, expected] of cases) {
     const message = await refusal(rules, extra);
     assert.ok(message.includes(expected.replaceAll('\\"', '"')) || message.includes(expected), `expected ${expected} in:\n${message}`);
+    assert.doesNotMatch(message, /secret/);
   }
 });
 

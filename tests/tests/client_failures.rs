@@ -112,6 +112,24 @@ async fn http_failures_say_what_happened() {
     );
 }
 
+/// Credentials in the URL are refused when the client is made, on every target: fetch refuses such a URL on every
+/// call (as a transport error, which a fail-open policy absorbs), and reqwest would send them as Basic auth beside
+/// the token. The message does not repeat them.
+#[tokio::test]
+async fn a_url_with_credentials_is_refused_when_the_client_is_made() {
+    let url = endpoint(Some(http("200 OK", r#"{"result": "UE9ORw=="}"#))).await;
+    let with_credentials = url.replace("http://", "http://user:secret@");
+    let err = RestClient::new(&with_credentials, "t").unwrap_err();
+    assert!(matches!(&err, Error::InvalidConfig(_)), "{err}");
+    assert!(err.to_string().contains("holds credentials"), "{err}");
+    assert!(!err.to_string().contains("secret"), "{err}");
+    let client = RestClient::new(&url, "t").unwrap();
+    assert_eq!(
+        client.command(&Command::new("PING")).await.unwrap(),
+        edgelimit::Value::Bytes(b"PONG".to_vec())
+    );
+}
+
 /// A redirect is never followed: followed, the call would go elsewhere (as a GET, without the token) and whatever
 /// answered there would be read as the store's. It is reported with what to do, and never taken for an outage.
 #[tokio::test]
