@@ -41,13 +41,15 @@ export async function post(url, authorization, body, timeoutMs, deadlineHeader) 
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(), timeoutMs);
   try {
-    const headers = { authorization, "upstash-encoding": "base64", "content-type": "application/json" };
+    // Objects without a prototype: fetch reads only the fields set here, whatever the host put on Object.prototype.
+    const headers = { __proto__: null, authorization, "upstash-encoding": "base64", "content-type": "application/json" };
     if (!inABrowser) headers[deadlineHeader] = String(timeoutMs);
     // A redirect is never followed: followed, the call would go elsewhere (as a GET, without the token) and whatever
     // answered there would be read as the store's decision. "manual" hands back the 30x (in a browser an opaque
     // response of status 0), which src/rest/mod.rs reports; "error" would reject like an unreachable endpoint, which
     // a fail-open policy absorbs.
-    const response = await fetch(url, { method: "POST", headers, body, signal: controller.signal, redirect: "manual" });
+    const init = { __proto__: null, method: "POST", headers, body, signal: controller.signal, redirect: "manual" };
+    const response = await fetch(url, init);
     return [response.status, await response.text()];
   } finally {
     clearTimeout(timer);
