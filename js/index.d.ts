@@ -218,6 +218,9 @@ export interface RatelimitResponse extends Decision {
  * - `EDGELIMIT_FOREIGN_STATE`: a limit's key holds state edgelimit did not write (WRONGTYPE), or another
  *   algorithm's (two limits sharing a name with different algorithms);
  * - `EDGELIMIT_MALFORMED_REPLY`: a reply edgelimit cannot read (a garbled answer is no proof the store is down);
+ * - `EDGELIMIT_CLIENT`: the request failed in this process, not on the network: `fetch` refused it (a `TypeError` of
+ *   its own, e.g. under a polluted `Object.prototype`, or a port `fetch` blocks), or failed in a way not known to be
+ *   the network's;
  * - `EDGELIMIT_REDIS`: any other Redis error.
  */
 export type ErrorCode =
@@ -228,6 +231,7 @@ export type ErrorCode =
   | "EDGELIMIT_AUTH"
   | "EDGELIMIT_TIMEOUT"
   | "EDGELIMIT_TRANSPORT"
+  | "EDGELIMIT_CLIENT"
   | "EDGELIMIT_ENDPOINT"
   | "EDGELIMIT_TOO_LARGE"
   | "EDGELIMIT_UNAVAILABLE"

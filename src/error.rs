@@ -66,6 +66,21 @@ pub enum Error {
         source: std::sync::Arc<dyn std::error::Error + Send + Sync>,
     },
 
+    /// The request failed in this process, not on the network: the runtime's HTTP client refused it (a `TypeError` of
+    /// `fetch`'s own, e.g. under a polluted `Object.prototype`, or a port `fetch` blocks) or failed in a way not known
+    /// to be the network's. Never absorbed: nothing says the store is down.
+    #[error(
+        "the request to {url} failed in this process, not on the network ({message}): a local error, not the \
+         store's unavailability, so the failure policy does not absorb it; check the runtime (a changed \
+         Object.prototype or global fetch, a port fetch blocks)"
+    )]
+    Client {
+        /// The endpoint URL (never includes the token).
+        url: String,
+        /// What the HTTP client reported.
+        message: String,
+    },
+
     /// The endpoint answered an HTTP error that is not a Redis command error: 502–504 while Redis is down (the store is
     /// unavailable), or another status (500, 413, 404, …) that no waiting fixes.
     #[error("the REST endpoint answered HTTP {status}: {message}{}", endpoint_advice(*.status))]
@@ -146,6 +161,7 @@ impl Error {
             Error::Unauthorized { .. } => "EDGELIMIT_AUTH",
             Error::Timeout { .. } => "EDGELIMIT_TIMEOUT",
             Error::Transport { .. } => "EDGELIMIT_TRANSPORT",
+            Error::Client { .. } => "EDGELIMIT_CLIENT",
             Error::Endpoint { status: 413, .. } => "EDGELIMIT_TOO_LARGE",
             Error::Endpoint { .. } => "EDGELIMIT_ENDPOINT",
             Error::Unavailable { code, .. } if code == "READONLY" => "EDGELIMIT_READONLY",
@@ -456,6 +472,10 @@ mod tests {
                 message: String::new(),
             },
             Error::InvalidArgument(String::new()),
+            Error::Client {
+                url: String::new(),
+                message: String::new(),
+            },
         ] {
             assert!(!error.is_store_unavailable(), "{error}");
         }

@@ -52,8 +52,11 @@ impl Http {
 fn failure(error: reqwest::Error) -> Failure {
     if error.is_timeout() {
         Failure::Timeout
+    } else if error.is_builder() {
+        // The request could not be built here (a URL or header reqwest refuses): nothing was sent.
+        Failure::Local(error.to_string())
     } else {
-        Failure::Other(Box::new(error))
+        Failure::Network(Box::new(error))
     }
 }
 
@@ -75,4 +78,15 @@ pub(crate) fn requests_may_wait_on_each_other() -> bool {
 /// Runs `task` on the Tokio runtime the caller is in (reqwest needs one already).
 pub(crate) fn spawn(task: impl std::future::Future<Output = ()> + Send + 'static) {
     tokio::spawn(task);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_reqwest_cannot_build_is_local_not_the_network() {
+        let error = reqwest::Client::new().post("http://[::1").build().unwrap_err();
+        assert!(matches!(failure(error), Failure::Local(_)));
+    }
 }

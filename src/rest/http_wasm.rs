@@ -81,25 +81,20 @@ pub(crate) fn requests_may_wait_on_each_other() -> bool {
     !workers
 }
 
-/// Our signal is the only thing that aborts these requests, so an abort is the timeout.
+/// fetch.js rejects with `{kind, message}`: "timeout" (our deadline), "network" (the store is unreachable) or
+/// "local". Anything else (fetch.js itself failed) is local too.
 fn failure(error: JsValue) -> Failure {
-    let property = |value: &JsValue, name: &str| {
-        js_sys::Reflect::get(value, &name.into())
+    let property = |name: &str| {
+        js_sys::Reflect::get(&error, &name.into())
             .ok()
             .and_then(|v| v.as_string())
     };
-    if matches!(property(&error, "name").as_deref(), Some("TimeoutError" | "AbortError")) {
-        return Failure::Timeout;
+    let message = property("message").unwrap_or_else(|| format!("{error:?}"));
+    match property("kind").as_deref() {
+        Some("timeout") => Failure::Timeout,
+        Some("network") => Failure::Network(Box::new(FetchError(message))),
+        _ => Failure::Local(message),
     }
-    let mut message = property(&error, "message").unwrap_or_else(|| format!("{error:?}"));
-    // Node's fetch says only "fetch failed"; the reason (ECONNREFUSED, …) is in its cause.
-    if let Some(cause) = js_sys::Reflect::get(&error, &"cause".into())
-        .ok()
-        .and_then(|cause| property(&cause, "message"))
-    {
-        message = format!("{message}: {cause}");
-    }
-    Failure::Other(Box::new(FetchError(message)))
 }
 
 /// Runs `task` on the JS event loop, after the current turn's synchronous code.

@@ -40,8 +40,11 @@ pub const MAX_TIMEOUT: Duration = Duration::from_millis(i32::MAX as u64);
 enum Failure {
     /// Nothing came back within the timeout.
     Timeout,
-    /// The request could not be made or its body not read.
-    Other(Box<dyn std::error::Error + Send + Sync>),
+    /// The network failed: the endpoint could not be reached or the body not read.
+    Network(Box<dyn std::error::Error + Send + Sync>),
+    /// The request was refused in this process (an argument the HTTP client rejects), or failed in a way not known
+    /// to be the network's: nothing says the store is down.
+    Local(String),
 }
 
 /// One Redis command: its name and arguments, sent as a JSON array of strings.
@@ -247,10 +250,16 @@ impl RestClient {
         let (status, text) = match self.http.post(&url, &self.token, body, self.timeout).await {
             Ok(reply) => reply,
             Err(Failure::Timeout) => return Err(Error::Timeout { after: self.timeout }),
-            Err(Failure::Other(source)) => {
+            Err(Failure::Network(source)) => {
                 return Err(Error::Transport {
                     url: self.base_url.clone(),
                     source: source.into(),
+                })
+            }
+            Err(Failure::Local(message)) => {
+                return Err(Error::Client {
+                    url: self.base_url.clone(),
+                    message,
                 })
             }
         };

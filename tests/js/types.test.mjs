@@ -7,7 +7,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { Ratelimit } from "edgelimit";
-import { ROOT, startStack } from "./harness.mjs";
+import { ROOT, freePort, startStack } from "./harness.mjs";
 
 const DECLARATIONS = readFileSync(join(ROOT, "js/index.d.ts"), "utf8");
 
@@ -145,8 +145,9 @@ test("every object the API returns has exactly the fields index.d.ts declares", 
   const response = await several.limit("id");
   conforms(response, declared("RatelimitResponse"), "several");
   response.results.forEach((result) => conforms(result, declared("Decision"), "several result"));
-  // A failure absorbed by onError, and one thrown.
-  const down = new Ratelimit({ url: "http://127.0.0.1:9", token: "t", limiter: limiters.gcra, onError: "deny" });
+  // A failure absorbed by onError (nothing listens on a port just freed; port 9 is one fetch refuses, a local error),
+  // and one thrown.
+  const down = new Ratelimit({ url: `http://127.0.0.1:${await freePort()}`, token: "t", limiter: limiters.gcra, onError: "deny" });
   const absorbed = await down.limit("id");
   conforms(absorbed, declared("RatelimitResponse"), "absorbed");
   const thrown = await several.limit("id", { permits: 3 }).catch((error) => error);
