@@ -75,15 +75,17 @@ const BROWSER_NETWORK_MESSAGES = new Set(["Failed to fetch", "NetworkError when 
 
 /**
  * Whether `error` is how this runtime reports a failure of the network. Node (undici): a TypeError "fetch failed"
- * ("terminated" when the body's read fails) whose cause is the socket's error. Browsers: a TypeError of a fixed
- * message. workerd: an Error "Network connection lost.". A TypeError of another message is fetch refusing the call.
+ * ("terminated" when the body's read fails) whose cause is the socket's error. Deno (2.9, measured): "fetch failed"
+ * whose cause is its HTTP client's "error sending request …", or "error reading a body from connection". Browsers: a
+ * TypeError of a fixed message. workerd: an Error "Network connection lost.". A TypeError of another message is fetch
+ * refusing the call.
  */
 function networkError(error) {
   if (!(error instanceof Error)) return false;
   const message = own(error, "message");
   if (error instanceof TypeError) {
     if (message === "fetch failed" || message === "terminated") return networkCause(own(error, "cause"));
-    return BROWSER_NETWORK_MESSAGES.has(message);
+    return BROWSER_NETWORK_MESSAGES.has(message) || message === "error reading a body from connection";
   }
   return message === "Network connection lost.";
 }
@@ -96,12 +98,14 @@ const NETWORK_CODES = new Set([
 ]);
 
 /**
- * Whether undici's `cause` is a network error: a socket's code, TLS (OpenSSL's codes), an HTTP reply undici could
- * not parse (HPE_*, as the native client's transport error), or an AggregateError of such (several addresses tried).
+ * Whether the cause of "fetch failed" is a network error: Deno's, or in Node a socket's code, TLS (OpenSSL's codes),
+ * an HTTP reply undici could not parse (HPE_*, as the native client's transport error), or an AggregateError of such
+ * (several addresses tried).
  * Codes are read as own properties only, so a polluted prototype cannot pass a local error off as one.
  */
 function networkCause(cause) {
   if (!(cause instanceof Error)) return false;
+  if (String(own(cause, "message")).startsWith("error sending request ")) return true;
   const code = own(cause, "code");
   if (typeof code === "string" && (NETWORK_CODES.has(code) || /^(ERR_SSL_|ERR_TLS_|HPE_)|CERT|UNABLE_TO_VERIFY/.test(code))) {
     return true;
