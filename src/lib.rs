@@ -21,6 +21,7 @@
 //! | [`time`] | waiting on every target (`acquire`) |
 //! | `unique_id` | ids for grants and leases; unguessable ids for local receipts |
 //! | `rare_paths` | paths most calls never take, compiled apart on wasm (cold start compiles what it runs) |
+//! | `reader` | configuration read into checked types (JS options, JSON rules), with messages naming the field |
 //! | [`error`] | the one error enum, with stable `EDGELIMIT_…` codes |
 //! | [`value`] | Redis replies as the REST protocol carries them, and their checked decoding |
 //! | [`rest`] | the REST client: command, pipeline, multi-exec, timeouts, scripts by SHA1 (`EVALSHA`, `EVAL` on `NOSCRIPT`), coalescing concurrent commands and decisions |
@@ -50,6 +51,7 @@ pub mod limit;
 pub mod lua;
 mod rare_paths;
 pub mod ratelimit;
+mod reader;
 pub mod receipt;
 pub mod redisson;
 pub mod rest;

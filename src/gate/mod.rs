@@ -8,10 +8,12 @@
 //! | module | concept |
 //! |---|---|
 //! | [`request_match`] | which requests a rule applies to: hosts, path prefix or pattern, methods |
+//! | [`config`] | the Worker's settings (`RULES`, …) read into a gate, with the messages it starts with |
 //! | [`client_key`] | who a request counts against (IP by /64, header, cookie, path) and allow/deny list entries |
 //! | [`fields`] | the IETF RateLimit fields, `Retry-After` and the problem body |
 
 pub mod client_key;
+pub mod config;
 pub mod fields;
 pub mod request_match;
 
@@ -207,6 +209,11 @@ impl Gate {
             rules: armed,
             named_methods,
         })
+    }
+
+    /// The rules' names, in order.
+    pub fn rule_names(&self) -> impl Iterator<Item = &str> {
+        self.rules.iter().map(|armed| armed.rule.name.as_str())
     }
 
     /// The rule that applies to this request and the key it counts under; `None` when no rule matches (the request

@@ -1,17 +1,16 @@
 //! `GateCore`: the Cloudflare Worker's engine (see [`crate::gate`]). It reads the Worker's `env` with the same
-//! checked readers as the package's options, so a broken rule is refused at start, naming the offending field.
+//! checked readers as the package's options and `RULES` with [`crate::gate::config`] (as `edgelimit rules check`
+//! does), so a broken rule is refused at start, naming the offending field.
 
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use wasm_bindgen::prelude::*;
 
-use super::de::{field_of, read, Dur, Flag, OneOrMany, Parsed};
-use super::limits::{as_config_error, Limits};
-use super::{is_array, to_js, to_js_error};
+use super::de::{field_of, read};
+use super::{to_js, to_js_error};
 use crate::error::{Error, Result};
-use crate::gate::{Admission, Gate, KeySource, ListEntry, RequestMatch, Route, Rule};
-use crate::limit::{KeyLayout, DEFAULT_PREFIX};
-use crate::ratelimit::OnError;
+use crate::gate::{config, Admission, Gate, Route};
+use crate::reader::as_config_error;
 use crate::rest::RestClient;
 
 #[wasm_bindgen]
@@ -21,111 +20,6 @@ extern "C" {
 
     #[wasm_bindgen(method)]
     fn get(this: &Headers, name: &str) -> Option<String>;
-}
-
-/// A rule as `RULES` gives it (README, "Rules").
-#[derive(Deserialize)]
-#[serde(
-    rename_all = "camelCase",
-    deny_unknown_fields,
-    expecting = "a rule like {\"name\": \"site\", \"limits\": […]}"
-)]
-struct RuleFields {
-    name: String,
-    #[serde(rename = "match")]
-    request_match: Option<MatchFields>,
-    key: Option<Parsed<KeySource>>,
-    limits: Limits,
-    allow: Option<OneOrMany<String>>,
-    deny: Option<OneOrMany<String>>,
-    dry_run: Option<Flag>,
-    on_error: Option<Parsed<OnError>>,
-    timeout: Option<Dur>,
-    reserve: Option<Dur>,
-}
-
-/// Which requests a rule applies to; strings or arrays of them.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, expecting = "an object like {\"path\": \"/api/\"}")]
-struct MatchFields {
-    host: Option<OneOrMany<String>>,
-    path: Option<String>,
-    pattern: Option<String>,
-    methods: Option<OneOrMany<String>>,
-}
-
-/// Prefixes a config error's message with where it was found.
-fn in_field(error: Error, what: &str) -> Error {
-    match as_config_error(error) {
-        Error::InvalidConfig(message) => Error::InvalidConfig(format!("{what}: {message}")),
-        other => other,
-    }
-}
-
-/// The strings of an optional string-or-array.
-fn strings(value: Option<OneOrMany<String>>) -> Vec<String> {
-    value.map_or_else(Vec::new, |strings| strings.0)
-}
-
-impl RuleFields {
-    /// The rule, checked; `what` names it in errors (`RULES[0]`).
-    fn rule(self, what: &str) -> Result<Rule> {
-        let key = self.key.map_or(KeySource::IP, |key| key.0);
-        let list = |entries: Option<OneOrMany<String>>, name: &str| -> Result<Vec<ListEntry>> {
-            (strings(entries).iter())
-                .map(|entry| ListEntry::parse(entry, &key).map_err(|e| in_field(e, &format!("{what}.{name}"))))
-                .collect()
-        };
-        let mut rule = Rule::new(&self.name, key.clone(), self.limits.0);
-        rule.allow = list(self.allow, "allow")?;
-        rule.deny = list(self.deny, "deny")?;
-        if let Some(fields) = self.request_match {
-            rule.request_match = RequestMatch::new(
-                strings(fields.host),
-                fields.path,
-                fields.pattern,
-                strings(fields.methods),
-            )
-            .map_err(|e| in_field(e, &format!("{what}.match")))?;
-        }
-        rule.dry_run = self.dry_run.is_some_and(|flag| flag.0);
-        if let Some(policy) = self.on_error {
-            rule.on_error = policy.0;
-        }
-        rule.timeout = self.timeout.map(|timeout| timeout.0);
-        rule.reserve = self.reserve.map(|length| length.0);
-        Ok(rule)
-    }
-}
-
-/// `RULES`: a JSON array of rules as a string (a `[vars]` string), or the array itself (a `[vars]` table).
-fn rules(value: &JsValue) -> Result<Vec<Rule>> {
-    let parsed = match value.as_string() {
-        Some(text) => js_sys::JSON::parse(&text).map_err(|e| {
-            let reason = js_sys::Error::from(e).message();
-            Error::InvalidConfig(format!("RULES is not valid JSON: {reason}"))
-        })?,
-        None => value.clone(),
-    };
-    if !is_array(&parsed).unwrap_or(false) {
-        return Err(Error::InvalidConfig(
-            "RULES must be a JSON array of rules, like [{\"name\": \"site\", \"limits\": [{\"algorithm\": \
-             \"slidingLog\", \"limit\": 5, \"interval\": \"10 s\"}]}]"
-                .into(),
-        ));
-    }
-    let rules = (read::<Vec<RuleFields>>(&parsed, "RULES")?.into_iter().enumerate())
-        .map(|(i, rule)| rule.rule(&format!("RULES[{i}]")))
-        .collect::<Result<Vec<_>>>()?;
-    if rules.is_empty() {
-        // A Worker with no rule limits nothing: far more often RULES lost on the way than a wish.
-        return Err(Error::InvalidConfig(
-            "RULES is empty: every request would reach the origin unlimited; give at least one rule (a rule with \
-             \"dryRun\": true limits nothing but counts)"
-                .into(),
-        ));
-    }
-    Ok(rules)
 }
 
 /// `env[name]` as a `T`, `None` when not set.
@@ -149,18 +43,25 @@ fn gate_of(env: &JsValue) -> Result<Gate> {
         "EDGELIMIT_TOKEN",
         "store the endpoint's token as a secret (`wrangler secret put EDGELIMIT_TOKEN`, or .dev.vars locally)",
     )?;
-    let rules = match field_of(env, "RULES")? {
-        value if value.is_undefined() => {
-            return Err(Error::InvalidConfig(
-                "RULES is not set: add the rules to wrangler.toml [vars]".into(),
-            ))
+    // The rest as JSON, read as `edgelimit rules check` reads wrangler.toml's [vars].
+    let mut vars = serde_json::Map::new();
+    for name in ["RULES", "EDGELIMIT_PREFIX", "EDGELIMIT_LAYOUT"] {
+        let value = field_of(env, name)?;
+        if !value.is_undefined() {
+            vars.insert(name.into(), json_of(&value, name)?);
         }
-        value => rules(&value)?,
-    };
-    let prefix: Option<String> = setting(env, "EDGELIMIT_PREFIX")?;
-    let layout = setting::<Parsed<KeyLayout>>(env, "EDGELIMIT_LAYOUT")?.map_or_else(KeyLayout::default, |l| l.0);
-    let client = RestClient::new(&url, &token)?;
-    Gate::new(client, rules, prefix.as_deref().unwrap_or(DEFAULT_PREFIX), layout)
+    }
+    config::from_vars(&vars.into(), || RestClient::new(&url, &token))
+}
+
+/// A setting as JSON: a string as it is, anything else (a wrangler.toml array or table) through `JSON.stringify`.
+fn json_of(value: &JsValue, name: &str) -> Result<serde_json::Value> {
+    if value.is_string() {
+        return read(value, name).map(serde_json::Value::String);
+    }
+    let text = js_sys::JSON::stringify(value).ok().and_then(|text| text.as_string());
+    serde_json::from_str(text.as_deref().unwrap_or("null"))
+        .map_err(|e| Error::InvalidConfig(format!("{name} is not valid JSON: {e}")))
 }
 
 /// The Worker's rules, ready to route requests.

@@ -5,17 +5,15 @@
 //! |---|---|
 //! | [`rest_client`] | `RestClient`: raw commands and scripts |
 //! | [`gate`] | `GateCore`, `RouteCore`: the Cloudflare Worker's rules and verdicts |
-//! | [`limits`] | (no class) limits as JS describes them, for `Ratelimit` and the Worker's rules |
 //! | [`values`] | (no class) the package's conversions: replies, commands, permits, decisions |
 //! | [`ratelimit`] | `RatelimitCore`: `Ratelimit`'s decisions, cache and failure policy |
 //! | [`redisson`] | `RateLimiterCore`: the Redisson-layout handle on a named sliding log |
 //!
 //! Errors cross into JS as `Error`s named `EdgelimitError` with a stable `code` ([`Error::code`]). Values from JS go
-//! through [`de::read`] into derived types: a wrong type or range is an `EDGELIMIT_INVALID_ARGUMENT`, never a panic.
+//! through [`de::read`] ([`crate::reader`]) into derived types: a wrong type or range is an `EDGELIMIT_INVALID_ARGUMENT`, never a panic.
 
 mod de;
 mod gate;
-mod limits;
 // The npm package's classes. The Worker's build (`--no-default-features`) leaves them out: it needs only the gate.
 #[cfg(feature = "package")]
 mod ratelimit;

@@ -7,8 +7,7 @@ use serde::de::{self, Visitor};
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
 
-use super::de::{read, refuse, Dur, Flag, OneOrMany, Parsed};
-use super::limits::{as_config_error, Limits};
+use super::de::{read, refuse};
 use super::redisson::JsRedissonLimiter;
 use super::values::{milliseconds, permits_in, JsDecision, Milliseconds};
 use super::{to_js, to_js_error};
@@ -17,6 +16,7 @@ use crate::error::Result;
 use crate::identifier::Identifier;
 use crate::limit::{KeyLayout, LimitState, Receipt, StateDetail};
 use crate::ratelimit::{OnError, Options, Outcome, Ratelimit, Returned};
+use crate::reader::{as_config_error, Dur, Flag, Limits, OneOrMany, Parsed};
 use crate::rest::RestClient;
 
 /// The options of `new Ratelimit(options)` (index.d.ts, `RatelimitConfig`).
