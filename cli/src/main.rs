@@ -5,6 +5,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+mod rules;
+
 use clap::{Args, Parser, Subcommand};
 use edgelimit::limit::Limiter;
 use edgelimit::{Mode, Rate, RedissonLimiter, RestClient};
@@ -63,6 +65,16 @@ impl Named {
     fn target(&self, algorithm: AlgorithmArgs) -> Result<Target, String> {
         algorithm.target(&self.name, || self.client())
     }
+}
+
+#[derive(Subcommand)]
+enum RulesCommand {
+    /// Check RULES, EDGELIMIT_PREFIX and EDGELIMIT_LAYOUT of a wrangler.toml's [vars] with the Worker's own code and
+    /// messages: exit 0 when the Worker would start, 1 with its message when not, 2 when the file is no TOML.
+    Check {
+        #[arg(default_value = "wrangler.toml")]
+        path: PathBuf,
+    },
 }
 
 #[derive(Subcommand)]
@@ -175,6 +187,11 @@ enum Commands {
         /// Port of the playground page.
         #[arg(long, default_value_t = 8080)]
         playground_port: u16,
+    },
+    /// Check a Worker's rules offline, as the Worker does when it starts.
+    Rules {
+        #[command(subcommand)]
+        command: RulesCommand,
     },
     /// Print the scripts edgelimit sends to Redis: with a NAME its exact text, else each one's SHA1 and name.
     Scripts {
@@ -330,6 +347,12 @@ fn print_scripts(name: Option<String>, out: Option<PathBuf>) -> Result<(), Strin
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Commands::Rules {
+        command: RulesCommand::Check { path },
+    } = &cli.command
+    {
+        return rules::check(path);
+    }
     let threads = match &cli.command {
         Commands::Bridge { threads, .. } | Commands::Dev { threads, .. } => threads.threads,
         _ => None,
@@ -360,6 +383,8 @@ async fn run_to_exit(command: Commands) -> ExitCode {
 /// Runs one command: servers return `None` when they stop, limiter commands their outcome.
 async fn run(command: Commands) -> Result<Option<Outcome>, String> {
     let outcome = match command {
+        // Checked in main, with no runtime.
+        Commands::Rules { .. } => unreachable!(),
         Commands::Bridge {
             listen,
             redis_url,
