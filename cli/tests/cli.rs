@@ -526,6 +526,16 @@ fn scripts_lists_prints_and_refuses_unknown_names() {
     assert!(String::from_utf8_lossy(&unknown.stderr).contains("the scripts are token_bucket"));
 }
 
+/// The `host:port` a spawned bridge prints it listens on (its first line of stdout).
+fn listening_address(bridge: &mut Child) -> String {
+    let mut listening = String::new();
+    BufReader::new(bridge.stdout.take().unwrap())
+        .read_line(&mut listening)
+        .unwrap();
+    let url = listening.split("http://").nth(1).unwrap();
+    url.split_whitespace().next().unwrap().to_owned()
+}
+
 /// Refused requests are logged on stderr, as JSON with `--log-format json`, never with the token; at most 10 lines a
 /// second, the rest counted in the next line, so every refusal is logged or counted.
 #[test]
@@ -549,18 +559,7 @@ fn the_bridge_logs_refused_requests_and_bounds_the_lines() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut listening = String::new();
-    BufReader::new(bridge.stdout.take().unwrap())
-        .read_line(&mut listening)
-        .unwrap();
-    let address = listening
-        .split("http://")
-        .nth(1)
-        .unwrap()
-        .split_whitespace()
-        .next()
-        .unwrap()
-        .to_owned();
+    let address = listening_address(&mut bridge);
     let refuse = || {
         use std::io::{Read, Write};
         let mut stream = std::net::TcpStream::connect(&address).unwrap();
@@ -644,18 +643,7 @@ fn the_systemd_units_command_line_serves() {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut listening = String::new();
-    BufReader::new(bridge.stdout.take().unwrap())
-        .read_line(&mut listening)
-        .unwrap();
-    let address = listening
-        .split("http://")
-        .nth(1)
-        .unwrap()
-        .split_whitespace()
-        .next()
-        .unwrap()
-        .to_owned();
+    let address = listening_address(&mut bridge);
     let mut stream = std::net::TcpStream::connect(&address).unwrap();
     std::io::Write::write_all(
         &mut stream,
