@@ -11,7 +11,7 @@ use redis::{ConnectionInfo, IntoConnectionInfo};
 
 use super::cluster::{self, Cluster};
 use super::profile::{self, Profile, RedisAcl};
-use super::redis_link::RedisLink;
+use super::redis_link::{Lane, RedisLink};
 
 /// What the links are made of.
 pub struct LinkConfig<'a> {
@@ -131,10 +131,15 @@ impl NodeLinks {
 
     /// A connection for `profile`'s requests: its user's, created first if needed; the admin's with the ACL off.
     pub async fn connection(&self, profile: Profile) -> redis::RedisResult<MultiplexedConnection> {
+        self.lane(profile, Lane::Main).await
+    }
+
+    /// [`NodeLinks::connection`] on `lane`.
+    pub async fn lane(&self, profile: Profile, lane: Lane) -> redis::RedisResult<MultiplexedConnection> {
         let Some(user) = self.users.iter().find(|user| user.profile == profile) else {
-            return self.admin.connection().await;
+            return self.admin.connection_after(lane, || async { Ok(()) }).await;
         };
-        user.link.connection_after(|| self.provision(user)).await
+        user.link.connection_after(lane, || self.provision(user)).await
     }
 
     /// Creates or resets `user`'s Redis ACL user. A refusal becomes a `NOPERM` saying what to do: no retry fixes it,

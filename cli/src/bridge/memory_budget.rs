@@ -124,7 +124,7 @@ pub(super) async fn hold(State(memory): State<Arc<MemoryBudget>>, request: Reque
         Ok(share) => share,
         Err(refusal) => {
             discard(request.into_body(), memory.max_request_bytes).await;
-            return refused(refusal);
+            return refusal.into_response();
         }
     };
     let (parts, body) = request.into_parts();
@@ -161,7 +161,7 @@ pub(super) async fn hold(State(memory): State<Arc<MemoryBudget>>, request: Reque
         "its commands ran in Redis and only the response was discarded: retry only what is safe to run twice",
     ) {
         Ok(extra) => extra,
-        Err(refusal) => return refused(refusal),
+        Err(refusal) => return refusal.into_response(),
     };
     let permit = match (request_share, extra) {
         (Some(mut request), Some(extra)) => {
@@ -202,18 +202,6 @@ fn closing(failure: Failure) -> Response {
     response
         .headers_mut()
         .insert(header::CONNECTION, HeaderValue::from_static("close"));
-    response
-}
-
-/// The answer to a request or response the budget refused; one that may pass later says when to retry.
-fn refused(failure: Failure) -> Response {
-    let retry = failure.status == StatusCode::TOO_MANY_REQUESTS;
-    let mut response = failure.into_response();
-    if retry {
-        response
-            .headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-    }
     response
 }
 

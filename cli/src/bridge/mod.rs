@@ -17,6 +17,7 @@
 mod cluster;
 mod clustered;
 mod cors;
+mod fair_share;
 pub mod fence;
 mod in_process;
 mod json;
@@ -47,7 +48,7 @@ use std::time::Duration;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, Request, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -57,6 +58,7 @@ use tower_http::catch_panic::CatchPanicLayer;
 
 pub use self::cluster::SCHEME as CLUSTER_SCHEME;
 pub use self::cors::CorsOrigins;
+use self::fair_share::{off_runtime, FairShare, Lane, Turn, BULK_COMMANDS, SMALL};
 pub use self::in_process::InProcessBridge;
 use self::json::Words;
 use self::links::{LinkConfig, Links};
@@ -66,7 +68,7 @@ pub use self::profile::{Profile, RedisAcl};
 use self::reply_cap::over_budget;
 pub use self::reply_cap::REPLY_TOO_LARGE;
 use self::script_kill::ScriptKiller;
-use self::tokens::{TokenTable, Tokens};
+use self::tokens::{TokenDigest, TokenTable, Tokens};
 use self::upstash_scripts::ScriptAliases;
 
 /// How the bridge is set up.
@@ -169,6 +171,7 @@ struct Bridge {
     /// The `limiter` profile's key patterns, which the fence holds its scripts' keys to.
     limiter_keys: Vec<String>,
     memory: Arc<memory_budget::MemoryBudget>,
+    fair_share: FairShare,
     observer: observe::Observer,
 }
 
@@ -192,6 +195,7 @@ impl Bridge {
                 config.max_memory_in_flight,
                 config.max_request_bytes,
             )),
+            fair_share: FairShare::new(),
             observer: observe::Observer::new(config.metrics_token.as_deref())?,
         })
     }
@@ -431,15 +435,28 @@ impl Failure {
 impl IntoResponse for Failure {
     fn into_response(self) -> Response {
         let mut response = (self.status, Json(json!({ "error": &self.message }))).into_response();
+        if self.status == StatusCode::TOO_MANY_REQUESTS {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        }
         response.extensions_mut().insert(observe::Refusal(self.message));
         response
     }
 }
 
-/// Finds the token's profile, which the handlers receive as an `Extension<Profile>`.
+/// Who sent a request: its token's profile, and the token (as its digest) for [`fair_share`].
+#[derive(Clone, Copy)]
+struct Caller {
+    profile: Profile,
+    token: TokenDigest,
+}
+
+/// Finds who sent the request, which the handlers receive as an `Extension<Caller>`.
 async fn authenticate(State(bridge): State<Arc<Bridge>>, mut request: Request, next: Next) -> Response {
     let authorization = request.headers().get("authorization").map(|value| value.as_bytes());
-    if let Some(profile) = bridge.tokens.table().profile_of(authorization) {
+    if let Some((profile, token)) = bridge.tokens.table().caller_of(authorization) {
+        request.extensions_mut().insert(Caller { profile, token });
         request.extensions_mut().insert(profile);
         let mut response = next.run(request).await;
         // For the metrics' labels (observe.rs).
@@ -468,15 +485,36 @@ async fn method_not_allowed() -> Failure {
     )
 }
 
-/// Reads a JSON body; an oversized or unparsable one is a failure that says so.
-fn parse_body(body: Result<Bytes, BytesRejection>) -> Result<JsonValue, Failure> {
+/// Reads a request's commands from its JSON body with `words`, after taking a bulk turn when the body is large
+/// (parsed off the runtime then); an oversized or unparsable body is a failure that says so.
+async fn read_commands<T: Send + 'static>(
+    bridge: &Bridge,
+    caller: &Caller,
+    body: Result<Bytes, BytesRejection>,
+    words: fn(&JsonValue) -> Result<T, String>,
+) -> Result<(T, Option<Turn>), Failure> {
     let bytes = body.map_err(|rejection| {
         Failure::new(
             rejection.status(),
             format!("could not read the request body: {}", rejection.body_text()),
         )
     })?;
-    serde_json::from_slice(&bytes).map_err(|e| Failure::bad_request(format!("the request body is not valid JSON: {e}")))
+    let large = bytes.len() as u64 > SMALL;
+    let turn = match large {
+        true => Some(bridge.fair_share.turn(&caller.token).await?),
+        false => None,
+    };
+    let parsed = off_runtime(large, move || {
+        let json: JsonValue = serde_json::from_slice(&bytes)
+            .map_err(|e| Failure::bad_request(format!("the request body is not valid JSON: {e}")))?;
+        words(&json).map_err(Failure::bad_request)
+    });
+    Ok((parsed.await??, turn))
+}
+
+/// The JSON response `render` makes: rendered off the runtime for a bulk request.
+async fn respond(bulk: bool, render: impl FnOnce() -> JsonValue + Send + 'static) -> Result<Response, Failure> {
+    off_runtime(bulk, move || Json(render()).into_response()).await
 }
 
 /// How long a request to a cluster may take, retries included: `--redis-timeout-ms`, or less when the client waits
@@ -540,9 +578,20 @@ impl Bridge {
             .collect())
     }
 
-    async fn connection(&self, profile: Profile) -> Result<redis::aio::MultiplexedConnection, Failure> {
+    /// [`Bridge::prepare`], off the runtime for a bulk request.
+    async fn prepare_off_runtime(
+        self: &Arc<Self>,
+        bulk: bool,
+        profile: Profile,
+        commands: Vec<Words>,
+    ) -> Result<Vec<Prepared>, Failure> {
+        let bridge = self.clone();
+        off_runtime(bulk, move || bridge.prepare(profile, commands)).await?
+    }
+
+    async fn connection(&self, profile: Profile, lane: Lane) -> Result<redis::aio::MultiplexedConnection, Failure> {
         match &self.redis {
-            Links::Single(links) => links.connection(profile).await.map_err(|e| self.failure(&e)),
+            Links::Single(links) => links.lane(profile, lane).await.map_err(|e| self.failure(&e)),
             Links::Cluster(_) => Err(Failure::new(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "the bridge asked for one Redis connection in front of a cluster (a bug)",
@@ -597,22 +646,28 @@ fn render(value: redis::Value, loaded_sha: Option<String>, base64: bool) -> Json
 
 async fn single(
     State(bridge): State<Arc<Bridge>>,
-    Extension(profile): Extension<Profile>,
+    Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
-) -> Result<Json<JsonValue>, Failure> {
-    let words = json::command(&parse_body(body)?).map_err(Failure::bad_request)?;
-    let Some(prepared) = bridge.prepare(profile, vec![words])?.pop() else {
+) -> Result<Response, Failure> {
+    let (words, turn) = read_commands(&bridge, &caller, body, json::command).await?;
+    let bulk = turn.is_some();
+    let Some(prepared) = bridge
+        .prepare_off_runtime(bulk, caller.profile, vec![words])
+        .await?
+        .pop()
+    else {
         return Err(Failure::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             "the bridge prepared no command for this request (a bug)",
         ));
     };
+    let base64 = wants_base64(&headers);
     if let Links::Cluster(cluster) = &bridge.redis {
         let budget = retry_budget(cluster, &headers)?;
         let value = bridge
             .observer
-            .redis_round_trip(clustered::single(cluster, profile, &prepared, budget))
+            .redis_round_trip(clustered::single(cluster, caller.profile, &prepared, budget))
             .await?;
         // A reply combined from every master (KEYS) is held to the cap as a whole.
         let combined = matches!(routing::route(&prepared.2), Ok(routing::Route::EveryMaster(_)));
@@ -622,62 +677,73 @@ async fn single(
                 over_budget(bridge.max_reply_bytes),
             ));
         }
-        return Ok(Json(
-            json!({ "result": render(value, prepared.1, wants_base64(&headers)) }),
-        ));
+        return respond(bulk, move || json!({ "result": render(value, prepared.1, base64) })).await;
     }
     let (command, loaded_sha, _) = prepared;
-    let mut connection = bridge.connection(profile).await?;
+    let mut connection = bridge.connection(caller.profile, lane(&turn)).await?;
     let value = bridge
         .observer
         .redis_round_trip(connection.send_packed_command(&command))
         .await
         .and_then(json::top_level_error)
         .map_err(|e| bridge.failure(&e))?;
-    Ok(Json(
-        json!({ "result": render(value, loaded_sha, wants_base64(&headers)) }),
-    ))
+    respond(bulk, move || json!({ "result": render(value, loaded_sha, base64) })).await
 }
 
 async fn pipeline(
     State(bridge): State<Arc<Bridge>>,
-    Extension(profile): Extension<Profile>,
+    Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
-) -> Result<Json<JsonValue>, Failure> {
-    batch(&bridge, profile, &headers, body, false).await
+) -> Result<Response, Failure> {
+    batch(bridge, caller, &headers, body, false).await
 }
 
 async fn multi_exec(
     State(bridge): State<Arc<Bridge>>,
-    Extension(profile): Extension<Profile>,
+    Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
-) -> Result<Json<JsonValue>, Failure> {
-    batch(&bridge, profile, &headers, body, true).await
+) -> Result<Response, Failure> {
+    batch(bridge, caller, &headers, body, true).await
+}
+
+/// The connection a request runs on: the bulk lane when it holds a bulk turn.
+fn lane(turn: &Option<Turn>) -> Lane {
+    if turn.is_some() {
+        Lane::Bulk
+    } else {
+        Lane::Main
+    }
 }
 
 async fn batch(
-    bridge: &Bridge,
-    profile: Profile,
+    bridge: Arc<Bridge>,
+    caller: Caller,
     headers: &HeaderMap,
     body: Result<Bytes, BytesRejection>,
     atomic: bool,
-) -> Result<Json<JsonValue>, Failure> {
-    let commands = json::commands(&parse_body(body)?).map_err(Failure::bad_request)?;
-    let prepared = bridge.prepare(profile, commands)?;
+) -> Result<Response, Failure> {
+    let (commands, mut turn) = read_commands(&bridge, &caller, body, json::commands).await?;
+    if turn.is_none() && commands.len() > BULK_COMMANDS {
+        turn = Some(bridge.fair_share.turn(&caller.token).await?);
+    }
+    let bulk = turn.is_some();
+    let profile = caller.profile;
+    let prepared = bridge.prepare_off_runtime(bulk, profile, commands).await?;
     let count = prepared.len();
+    let base64 = wants_base64(headers);
     if let Links::Cluster(cluster) = &bridge.redis {
         let budget = retry_budget(cluster, headers)?;
         let results = if atomic {
-            let transaction = clustered::transaction(bridge, cluster, profile, &prepared, budget);
+            let transaction = clustered::transaction(&bridge, cluster, profile, &prepared, budget);
             bridge.observer.redis_round_trip(transaction).await?
         } else {
             let pipeline = clustered::pipeline(cluster, profile, &prepared, budget);
             bridge.observer.redis_round_trip(pipeline).await
         };
         let loaded_shas = prepared.into_iter().map(|(_, loaded_sha, _)| loaded_sha).collect();
-        return Ok(Json(bridge.render_batch(results, loaded_shas, wants_base64(headers))));
+        return respond(bulk, move || bridge.render_batch(results, loaded_shas, base64)).await;
     }
     // MULTI…EXEC is written out by hand: the redis crate's atomic mode turns an EXEC answered by an error (a reply
     // the cap refused) into a parse failure. Only a pipeline's replies are announced as sharing the cap.
@@ -693,7 +759,7 @@ async fn batch(
     if atomic {
         pipe.cmd("EXEC");
     }
-    let mut connection = bridge.connection(profile).await?;
+    let mut connection = bridge.connection(profile, lane(&turn)).await?;
     let replies = announced.replies(
         bridge
             .observer
@@ -714,7 +780,7 @@ async fn batch(
             })
             .collect()
     };
-    Ok(Json(bridge.render_batch(results, loaded_shas, wants_base64(headers))))
+    respond(bulk, move || bridge.render_batch(results, loaded_shas, base64)).await
 }
 
 /// One command's result in a batch: its reply, or the text of its error.

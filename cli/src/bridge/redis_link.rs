@@ -1,4 +1,4 @@
-//! The bridge's one multiplexed connection to Redis, made on first use and remade after it breaks.
+//! The bridge's multiplexed connections to Redis, one per [`Lane`], each made on first use and remade after it breaks.
 //!
 //! The bridge opens the socket itself so that everything Redis sends passes through the reply cap
 //! ([`super::reply_cap`]); the redis crate's `ConnectionManager` cannot take such a socket, so reconnecting is done
@@ -46,12 +46,22 @@ pub(super) async fn open_capped(
     Ok(CappedStream::new(socket, cap))
 }
 
-/// A lazily connected, self-healing handle to Redis.
+/// Which connection a request runs on: bulk requests have their own, so that Redis serves the others' commands
+/// between theirs instead of after them ([`super::fair_share`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lane {
+    /// Decisions and every other small request.
+    Main,
+    /// Requests of many commands or large bodies.
+    Bulk,
+}
+
+/// A lazily connected, self-healing handle to Redis: one connection per [`Lane`].
 pub struct RedisLink {
     info: ConnectionInfo,
     timeout: Duration,
     max_reply_bytes: u64,
-    live: Mutex<Option<Live>>,
+    lanes: [Mutex<Option<Live>>; 2],
 }
 
 /// The current connection and whether its driver still runs.
@@ -77,23 +87,27 @@ impl RedisLink {
             info,
             timeout,
             max_reply_bytes,
-            live: Mutex::new(None),
+            lanes: [Mutex::new(None), Mutex::new(None)],
         }
     }
 
-    /// A handle to the shared connection, connecting first if there is none or it broke.
+    /// A handle to the main lane's connection, connecting first if there is none or it broke.
     pub async fn connection(&self) -> redis::RedisResult<MultiplexedConnection> {
-        self.connection_after(|| async { Ok(()) }).await
+        self.connection_after(Lane::Main, || async { Ok(()) }).await
     }
 
-    /// [`RedisLink::connection`], running `before_connecting` first whenever a connection must be made (once, under
-    /// the lock). Its error is the request's, and nothing connects.
-    pub async fn connection_after<F, Fut>(&self, before_connecting: F) -> redis::RedisResult<MultiplexedConnection>
+    /// `lane`'s connection, running `before_connecting` first whenever a connection must be made (once, under the
+    /// lock). Its error is the request's, and nothing connects.
+    pub async fn connection_after<F, Fut>(
+        &self,
+        lane: Lane,
+        before_connecting: F,
+    ) -> redis::RedisResult<MultiplexedConnection>
     where
         F: FnOnce() -> Fut,
         Fut: std::future::Future<Output = redis::RedisResult<()>>,
     {
-        let mut live = self.live.lock().await;
+        let mut live = self.lanes[lane as usize].lock().await;
         if let Some(current) = live.as_ref() {
             if current.running.load(Ordering::Acquire) {
                 return Ok(current.connection.clone());

@@ -100,6 +100,11 @@ impl TokenTable {
     /// The profile of the bearer token in an `Authorization` header value, or `None`. Every entry is compared, in
     /// constant time.
     pub fn profile_of(&self, authorization: Option<&[u8]>) -> Option<Profile> {
+        self.caller_of(authorization).map(|(profile, _)| profile)
+    }
+
+    /// [`TokenTable::profile_of`], with the token's digest: what tells one token's requests from another's.
+    pub fn caller_of(&self, authorization: Option<&[u8]>) -> Option<(Profile, TokenDigest)> {
         let presented = digest(authorization?.strip_prefix(b"Bearer ")?);
         let mut found = None;
         for (expected, profile) in &self.entries {
@@ -107,7 +112,7 @@ impl TokenTable {
                 found = Some(*profile);
             }
         }
-        found
+        Some((found?, presented))
     }
 }
 
