@@ -35,8 +35,8 @@ pub enum Scenario {
 }
 
 /// Run the benchmarks: edgelimit next to @upstash/ratelimit, Redisson and the floor, on a private redis-server and
-/// bridge. Run from the repository root; writes results.json, results.md and plot.svg to --out, and bench/RESULTS.md
-/// when --out is the default.
+/// bridge. Run from the repository root; writes results.json and results.md to --out, and bench/RESULTS.md when --out
+/// is the default.
 #[derive(Debug, Clone, clap::Parser)]
 #[command(name = "edgelimit-bench", version)]
 pub struct BenchConfig {

@@ -18,7 +18,6 @@ pub mod latency;
 pub mod machine;
 pub mod node;
 mod peers;
-mod plot;
 pub mod redis_cost;
 pub mod redis_stats;
 pub mod report;

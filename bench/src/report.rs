@@ -1,4 +1,4 @@
-//! The outputs: `results.json`, `results.md` (the tables), `plot.svg`, and the page `bench/RESULTS.md`, rewritten
+//! The outputs: `results.json`, `results.md` (the tables), and the page `bench/RESULTS.md`, rewritten
 //! only when the outputs go to `bench/results` (the default); elsewhere the page is `<out>/RESULTS.md`. Their text is
 //! `report.md`'s, its placeholders filled with the numbers and tables.
 
@@ -14,7 +14,6 @@ use crate::contender::ContenderKind;
 use crate::harness::BenchResults;
 use crate::latency::RunStats;
 use crate::node::{NpmReport, WorkerReport};
-use crate::plot;
 use crate::redis_cost::{Cost, RedisCost};
 use crate::redis_stats::DecisionCost;
 use crate::scaling::Scaling;
@@ -32,24 +31,19 @@ pub fn write(results: &BenchResults, checkout: &Path, out: &Path) -> Result<Vec<
     std::fs::create_dir_all(out).context(format_args!("could not create {}", out.display()))?;
     let json = serde_json::to_string_pretty(results).context("could not serialise the results")?;
     let same = |a: &Path, b: &Path| matches!((a.canonicalize(), b.canonicalize()), (Ok(a), Ok(b)) if a == b);
-    let (page, plot_link) = if same(out, &checkout.join(DEFAULT_OUT)) {
-        (checkout.join("bench/RESULTS.md"), "results/plot.svg")
+    let page = if same(out, &checkout.join(DEFAULT_OUT)) {
+        checkout.join("bench/RESULTS.md")
     } else {
-        (out.join("RESULTS.md"), "plot.svg")
+        out.join("RESULTS.md")
     };
     let (machine, tables) = (machine_section(results), tables(results));
-    let page_text = text(
-        "page",
-        &(),
-        &[("machine", &machine), ("plot", plot_link), ("tables", &tables)],
-    );
+    let page_text = text("page", &(), &[("machine", &machine), ("tables", &tables)]);
     let files = [
         (out.join("results.json"), json + "\n"),
         (
             out.join("results.md"),
             format!("# edgelimit benchmark results\n\n{machine}\n\n{tables}\n\n"),
         ),
-        (out.join("plot.svg"), plot::svg(results)?),
         (page, page_text + "\n\n"),
     ];
     let mut written = Vec::new();

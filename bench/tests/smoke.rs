@@ -237,12 +237,6 @@ async fn quick_run_measures_every_scenario_and_writes_every_output() {
         assert!(markdown.contains(header), "results.md lacks {header:?}");
     }
     let page = read("RESULTS.md");
-    assert!(page.contains("![plot](plot.svg)") && page.contains("scripts/bench"));
-    let svg = read("plot.svg");
-    assert!(svg.starts_with("<svg"));
-    let document = roxmltree::Document::parse(&svg).expect("plot.svg is well-formed XML");
-    assert_eq!(document.root_element().tag_name().name(), "svg");
-    let drawn = |tag: &str| document.descendants().any(|node| node.has_tag_name(tag));
-    assert!(drawn("polyline") && drawn("rect"), "both panels drawn");
+    assert!(page.contains("## Machine") && page.contains("scripts/bench"));
     std::fs::remove_dir_all(&out).unwrap();
 }
