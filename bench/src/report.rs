@@ -1,6 +1,5 @@
-//! The outputs: `results.json`, `results.md` (the tables), and the page `bench/RESULTS.md`, rewritten
-//! only when the outputs go to `bench/results` (the default); elsewhere the page is `<out>/RESULTS.md`. Their text is
-//! `report.md`'s, its placeholders filled with the numbers and tables.
+//! The outputs: `results.json`, `results.md` (the tables) and the page `bench/RESULTS.md` (`<out>/RESULTS.md` when
+//! the outputs do not go to `bench/results`): `report.md`'s text, its placeholders filled.
 
 use std::path::{Path, PathBuf};
 
@@ -32,22 +31,21 @@ pub fn write(results: &BenchResults, checkout: &Path, out: &Path) -> Result<Vec<
     let json = serde_json::to_string_pretty(results).context("could not serialise the results")?;
     let same = |a: &Path, b: &Path| matches!((a.canonicalize(), b.canonicalize()), (Ok(a), Ok(b)) if a == b);
     let page = if same(out, &checkout.join(DEFAULT_OUT)) {
-        checkout.join("bench/RESULTS.md")
+        checkout.join("bench")
     } else {
-        out.join("RESULTS.md")
+        out.to_owned()
     };
     let (machine, tables) = (machine_section(results), tables(results));
     let page_text = text("page", &(), &[("machine", &machine), ("tables", &tables)]);
+    let markdown = format!("# edgelimit benchmark results\n\n{machine}\n\n{tables}\n\n");
     let files = [
-        (out.join("results.json"), json + "\n"),
-        (
-            out.join("results.md"),
-            format!("# edgelimit benchmark results\n\n{machine}\n\n{tables}\n\n"),
-        ),
-        (page, page_text + "\n\n"),
+        ("results.json", out, json + "\n"),
+        ("results.md", out, markdown),
+        ("RESULTS.md", &page, page_text + "\n\n"),
     ];
     let mut written = Vec::new();
-    for (path, text) in files {
+    for (name, dir, text) in files {
+        let path = dir.join(name);
         std::fs::write(&path, text).context(format_args!("could not write {}", path.display()))?;
         written.push(path);
     }
@@ -55,8 +53,7 @@ pub fn write(results: &BenchResults, checkout: &Path, out: &Path) -> Result<Vec<
 }
 
 /// The block `name` of `report.md` (from its `<!-- name -->` line to the next such line, trimmed), each `{key}`
-/// replaced by the value of `fields`' field of that name as results.json has it (a string as it is, a number as
-/// Rust prints it), or by its value in `more`.
+/// replaced by `fields`' field of that name (a string, or a number as Rust prints it) or by its value in `more`.
 fn text(name: &str, fields: &impl Serialize, more: &[(&str, &str)]) -> String {
     let block = TEXT
         .split_once(&format!("<!-- {name} -->\n"))
@@ -68,11 +65,7 @@ fn text(name: &str, fields: &impl Serialize, more: &[(&str, &str)]) -> String {
     };
     let fields = fields.into_iter().filter_map(|(key, value)| match value {
         Value::String(text) => Some((key, text)),
-        Value::Number(n) => Some((
-            key,
-            n.as_u64()
-                .map_or_else(|| n.as_f64().unwrap_or_default().to_string(), |n| n.to_string()),
-        )),
+        Value::Number(n) => Some((key, n.as_f64()?.to_string())),
         _ => None,
     });
     for (key, value) in fields.chain(more.iter().map(|&(key, value)| (key.to_owned(), value.to_owned()))) {
@@ -88,13 +81,9 @@ fn machine_section(results: &BenchResults) -> String {
     let scenarios: Vec<String> = (results.scenarios.iter())
         .filter_map(|scenario| Some(scenario.to_possible_value()?.get_name().to_owned()))
         .collect();
+    let (seconds, scenarios) = (results.seconds, scenarios.join(", "));
     let quick = if results.quick { QUICK } else { "" };
     let node = if results.node { "" } else { ", without Node" };
-    let run = format!(
-        "{:.0} s{quick}{node}; scenarios: {}",
-        results.seconds,
-        scenarios.join(", ")
-    );
     let rows = [
         ("CPU", format!("{} ({} cores)", machine.cpu, machine.cores)),
         ("kernel", machine.kernel.clone()),
@@ -102,15 +91,15 @@ fn machine_section(results: &BenchResults) -> String {
         ("node", machine.node.clone().unwrap_or_else(|| "not found".to_owned())),
         ("commit", machine.git_commit.clone()),
         ("date", machine.date.clone()),
-        ("run", run),
+        ("run", format!("{seconds:.0} s{quick}{node}; scenarios: {scenarios}")),
     ];
-    let rows = rows.into_iter().map(|(what, value)| vec![what.to_owned(), value]);
+    let rows = rows.map(|(what, value)| format!("{what} | {value}"));
     format!("## Machine\n\n{}", table(" | ", rows))
 }
 
 /// Every measured scenario's tables, in the scenarios' numbered order.
 fn tables(results: &BenchResults) -> String {
-    [
+    let tables = [
         results.redis_cost.as_ref().map(redis_cost_tables),
         results.scaling.as_ref().map(scaling_table),
         results.throughput.as_ref().map(throughput_tables),
@@ -119,22 +108,16 @@ fn tables(results: &BenchResults) -> String {
         results.worker.as_ref().map(worker_table),
         results.weighted.as_ref().map(weighted_tables),
         results.cluster.as_ref().map(cluster_table),
-    ]
-    .into_iter()
-    .flatten()
-    .collect::<Vec<_>>()
-    .join("\n\n")
+    ];
+    tables.into_iter().flatten().collect::<Vec<_>>().join("\n\n")
 }
 
-/// A Markdown table, `headers` separated by " | ".
-fn table(headers: &str, rows: impl IntoIterator<Item = Vec<String>>) -> String {
+/// A Markdown table, `headers` and each row's cells separated by " | ".
+fn table(headers: &str, rows: impl IntoIterator<Item = String>) -> String {
     let separator = format!("|{}", " --- |".repeat(headers.split(" | ").count()));
-    let rows = rows.into_iter().map(|row| format!("| {} |", row.join(" | ")));
-    [format!("| {headers} |"), separator]
-        .into_iter()
-        .chain(rows)
-        .collect::<Vec<_>>()
-        .join("\n")
+    let mut lines = vec![format!("| {headers} |"), separator];
+    lines.extend(rows.into_iter().map(|row| format!("| {row} |")));
+    lines.join("\n")
 }
 
 fn two(value: f64) -> String {
@@ -146,40 +129,30 @@ fn times(value: Option<f64>) -> String {
 }
 
 /// Requests/s, then p50 and p99 in ms to two places (or, `in_micros`, in µs to one).
-fn run_cells(stats: &RunStats, in_micros: bool) -> [String; 3] {
+fn run_cells(stats: &RunStats, in_micros: bool) -> String {
     let (scale, digits) = if in_micros { (1000.0, 1) } else { (1.0, 2) };
-    let latency = |ms: f64| format!("{:.*}", digits, ms * scale);
-    [
-        format!("{:.0}", stats.per_second),
-        latency(stats.p50_ms),
-        latency(stats.p99_ms),
-    ]
+    let (per_second, p50, p99) = (stats.per_second, stats.p50_ms * scale, stats.p99_ms * scale);
+    format!("{per_second:.0} | {p50:.digits$} | {p99:.digits$}")
 }
 
-fn micros(cost: &Cost) -> f64 {
-    cost.decision.micros_per_decision
+fn micros(cost: &Cost) -> String {
+    two(cost.decision.micros_per_decision)
 }
 
 fn redis_cost_tables(cost: &RedisCost) -> String {
     let rows = cost.algorithms.iter().map(|row| {
         let (peer, peer_us) = match &row.peer {
-            Some(peer) => (peer.kind.label(), two(micros(&peer.cost))),
+            Some(peer) => (peer.kind.label(), micros(&peer.cost)),
             None => ("–", "–".to_owned()),
         };
-        let ratios = &row.ratios;
-        let mut cells = vec![
-            row.algorithm.clone(),
-            two(micros(&row.server_clock)),
-            two(micros(&row.explicit_time)),
-        ];
-        cells.extend([peer.to_owned(), peer_us]);
-        let to_floor = [
-            ratios.server_clock_to_floor,
-            ratios.explicit_time_to_floor,
-            ratios.peer_to_floor,
-        ];
-        cells.extend([ratios.server_clock_to_peer].into_iter().chain(to_floor).map(times));
-        cells
+        let (algorithm, r) = (&row.algorithm, &row.ratios);
+        let (ours, explicit) = (micros(&row.server_clock), micros(&row.explicit_time));
+        let (to_peer, to_floor) = (times(r.server_clock_to_peer), times(r.server_clock_to_floor));
+        let (explicit_to_floor, peer_to_floor) = (times(r.explicit_time_to_floor), times(r.peer_to_floor));
+        format!(
+            "{algorithm} | {ours} | {explicit} | {peer} | {peer_us} | {to_peer} | {to_floor} | {explicit_to_floor} \
+                 | {peer_to_floor}"
+        )
     });
     let costs = table(
         "algorithm | edgelimit, server clock µs | edgelimit, explicit time µs | peer | peer µs | server clock / peer \
@@ -187,28 +160,35 @@ fn redis_cost_tables(cost: &RedisCost) -> String {
         rows,
     );
     let commands = every_cost(cost).into_iter().map(|(algorithm, kind, cost)| {
-        let decision = &cost.decision;
-        let granted = format!("{} of {}", decision.granted, decision.requests);
-        let (us, commands) = (two(decision.micros_per_decision), two(decision.commands_per_decision));
-        vec![algorithm.to_owned(), kind.label().to_owned(), us, commands, granted]
+        let DecisionCost {
+            commands_per_decision: commands,
+            granted,
+            requests,
+            ..
+        } = cost.decision;
+        format!(
+            "{algorithm} | {} | {} | {commands:.2} | {granted} of {requests}",
+            kind.label(),
+            micros(cost)
+        )
     });
     let commands = table(
         "algorithm | contender | µs/decision | commands/decision | granted",
         commands,
     );
-    let (floor_script, floor_command) = (two(micros(&cost.floor.script)), two(micros(&cost.floor.command)));
-    let more = [
-        ("floorScript", &floor_script[..]),
-        ("floorCommand", &floor_command),
-        ("costs", &costs),
-    ];
-    text("redis-cost", cost, &[&more[..], &[("commands", &commands)]].concat())
+    let (floor_script, floor_command) = (micros(&cost.floor.script), micros(&cost.floor.command));
+    let more = [("floorScript", &floor_script[..]), ("floorCommand", &floor_command)];
+    text(
+        "redis-cost",
+        cost,
+        &[&more[..], &[("costs", &costs), ("commands", &commands)]].concat(),
+    )
 }
 
 fn memory_table(cost: &RedisCost) -> String {
     let rows = every_cost(cost).into_iter().map(|(algorithm, kind, cost)| {
-        let (idle, busy) = (cost.bytes_idle.to_string(), cost.bytes_busy.to_string());
-        vec![algorithm.to_owned(), kind.label().to_owned(), idle, busy]
+        let (idle, busy) = (cost.bytes_idle, cost.bytes_busy);
+        format!("{algorithm} | {} | {idle} | {busy}", kind.label())
     });
     let rows = table("algorithm | contender | bytes idle | bytes busy", rows);
     text("memory", &(), &[("rows", &rows)])
@@ -233,15 +213,12 @@ fn every_cost(cost: &RedisCost) -> Vec<(&str, ContenderKind, &Cost)> {
 fn scaling_table(scaling: &Scaling) -> String {
     let rows = scaling.rows.iter().map(|row| {
         let costs = [&row.family, &row.redisson_layout, &row.redisson];
-        let mut cells = vec![row.rate.to_string()];
-        cells.extend(costs.map(|cost| two(cost.micros_per_decision)));
-        cells.extend([row.family_to_redisson, row.redisson_layout_to_redisson].map(times));
-        cells.push(
-            costs
-                .map(|cost| format!("{:.1}", cost.commands_per_decision))
-                .join(" · "),
-        );
-        cells
+        let micros = costs.map(|cost| two(cost.micros_per_decision)).join(" | ");
+        let commands = costs
+            .map(|cost| format!("{:.1}", cost.commands_per_decision))
+            .join(" · ");
+        let (family, layout) = (times(row.family_to_redisson), times(row.redisson_layout_to_redisson));
+        format!("{} | {micros} | {family} | {layout} | {commands}", row.rate)
     });
     let rows = table(
         "grants in the window | edgelimit family µs | edgelimit Redisson layout µs | Redisson µs | family / Redisson \
@@ -253,14 +230,12 @@ fn scaling_table(scaling: &Scaling) -> String {
 
 fn throughput_tables(throughput: &Throughput) -> String {
     let rows = throughput.rows.iter().map(|row| {
-        let mut cells = vec![row.operation.clone(), row.concurrency.to_string()];
-        cells.extend(run_cells(&row.bridge, false));
-        cells.extend(run_cells(&row.redis_benchmark, false));
-        cells.push(times(row.bridge_to_direct));
-        let plain = row.plain_http.as_ref();
-        cells.push(plain.map_or_else(|| "–".to_owned(), |plain| format!("{:.0}", plain.per_second)));
-        cells.push(times(row.bridge_to_plain_http));
-        cells
+        let (bridge, direct) = (run_cells(&row.bridge, false), run_cells(&row.redis_benchmark, false));
+        let plain =
+            (row.plain_http.as_ref()).map_or_else(|| "–".to_owned(), |plain| format!("{:.0}", plain.per_second));
+        let (to_direct, to_plain) = (times(row.bridge_to_direct), times(row.bridge_to_plain_http));
+        let (operation, concurrency) = (&row.operation, row.concurrency);
+        format!("{operation} | {concurrency} | {bridge} | {direct} | {to_direct} | {plain} | {to_plain}")
     });
     let rows = table(
         "operation | in flight | bridge /s | p50 ms | p99 ms | redis-benchmark /s | p50 ms | p99 ms | bridge / direct \
@@ -278,17 +253,14 @@ fn throughput_tables(throughput: &Throughput) -> String {
 
 fn load_table(load: &LoadComparison) -> String {
     let rows = load.rows.iter().map(|row| {
-        let mut cells = vec![row.operation.clone(), row.concurrency.to_string()];
-        for stats in [&row.bridge, &row.direct, &row.hello_world] {
-            cells.extend(run_cells(stats, false));
-        }
+        let runs = [&row.bridge, &row.direct, &row.hello_world].map(|stats| run_cells(stats, false));
         let ratios = [
             row.bridge_to_direct,
             row.bridge_to_hello_world,
             row.hello_world_to_direct,
         ];
-        cells.extend(ratios.map(times));
-        cells
+        let (runs, ratios) = (runs.join(" | "), ratios.map(times).join(" | "));
+        format!("{} | {} | {runs} | {ratios}", row.operation, row.concurrency)
     });
     let rows = table(
         "operation | in flight | bridge /s | p50 ms | p99 ms | redis-benchmark /s | p50 ms | p99 ms | hello-world /s \
@@ -300,13 +272,13 @@ fn load_table(load: &LoadComparison) -> String {
 
 fn scoping_table(scoping: &Scoping) -> String {
     let rows = scoping.rows.iter().map(|row| {
-        let mut cells = vec![row.concurrency.to_string()];
-        cells.extend(run_cells(&row.admin, true));
-        cells.extend(run_cells(&row.limiter_acl_off, true));
-        cells.push(times(row.acl_off_to_admin));
-        cells.extend(run_cells(&row.limiter_acl_user, true));
-        cells.push(times(row.acl_user_to_admin));
-        cells
+        let (admin, off, user) = (&row.admin, &row.limiter_acl_off, &row.limiter_acl_user);
+        let [admin, off, user] = [admin, off, user].map(|stats| run_cells(stats, true));
+        let (off_to_admin, user_to_admin) = (times(row.acl_off_to_admin), times(row.acl_user_to_admin));
+        format!(
+            "{} | {admin} | {off} | {off_to_admin} | {user} | {user_to_admin}",
+            row.concurrency
+        )
     });
     let rows = table(
         "in flight | admin /s | p50 µs | p99 µs | limiter, ACL off /s | p50 µs | p99 µs | ACL off / admin | limiter, \
@@ -319,76 +291,56 @@ fn scoping_table(scoping: &Scoping) -> String {
 fn npm_tables(npm: &NpmReport) -> String {
     let (size, cold, flow) = (&npm.package, &npm.cold_start, &npm.throughput);
     let rows = flow.algorithms.iter().map(|row| {
-        let mut cells = vec![row.algorithm.clone()];
-        cells.extend(run_cells(&row.edgelimit, false));
-        for peer in [&row.upstash_plain, &row.upstash_pipelined] {
-            cells.extend(run_cells(peer, false));
-            cells.push(times(ratio(row.edgelimit.per_second, peer.per_second)));
-        }
-        cells
+        let peers = [&row.upstash_plain, &row.upstash_pipelined].map(|peer| {
+            format!(
+                "{} | {}",
+                run_cells(peer, false),
+                times(ratio(row.edgelimit.per_second, peer.per_second))
+            )
+        });
+        format!(
+            "{} | {} | {}",
+            row.algorithm,
+            run_cells(&row.edgelimit, false),
+            peers.join(" | ")
+        )
     });
     let throughput = table(
         "algorithm | edgelimit /s | p50 ms | p99 ms | @upstash, no auto-pipelining /s | p50 ms | p99 ms | edgelimit / \
          @upstash plain | @upstash, auto-pipelining /s | p50 ms | p99 ms | edgelimit / @upstash pipelined",
         rows,
     );
+    let (node, node_peer) = (cold.node_edgelimit_ms, cold.node_upstash_ms);
+    let (workerd, workerd_peer) = (cold.workerd_edgelimit_ms, cold.workerd_no_limiter_ms);
     let cold_starts = [
-        (
-            "Node: process start → first decision",
-            cold.node_edgelimit_ms,
-            cold.node_upstash_ms,
+        format!(
+            "Node: process start → first decision | {node:.1} | {node_peer:.1} | @upstash/ratelimit + @upstash/redis"
         ),
-        (
-            "workerd: new Miniflare → first response",
-            cold.workerd_edgelimit_ms,
-            cold.workerd_no_limiter_ms,
+        format!(
+            "workerd: new Miniflare → first response | {workerd:.1} | {workerd_peer:.1} | a Worker without a limiter"
         ),
     ];
-    let baselines = ["@upstash/ratelimit + @upstash/redis", "a Worker without a limiter"];
-    let cold_starts = cold_starts
-        .into_iter()
-        .zip(baselines)
-        .map(|((what, ours, baseline), is)| {
-            vec![
-                what.to_owned(),
-                format!("{ours:.1}"),
-                format!("{baseline:.1}"),
-                is.to_owned(),
-            ]
-        });
     let samples = cold.samples;
     let cold_starts = table(
         &format!("cold start to the first decision (median of {samples}) | edgelimit ms | baseline ms | baseline is"),
         cold_starts,
     );
     let sizes = [
-        ("core_bg.wasm", size.wasm_raw.to_string(), size.wasm_gzip.to_string()),
-        (
-            "JS (glue, layer, entry points)",
-            size.js_raw.to_string(),
-            size.js_gzip.to_string(),
-        ),
-        ("index.d.ts", size.types.to_string(), "–".to_owned()),
+        format!("core_bg.wasm | {} | {}", size.wasm_raw, size.wasm_gzip),
+        format!("JS (glue, layer, entry points) | {} | {}", size.js_raw, size.js_gzip),
+        format!("index.d.ts | {} | –", size.types),
     ];
-    let sizes = sizes
-        .into_iter()
-        .map(|(part, raw, gzip)| vec![part.to_owned(), raw, gzip]);
     let sizes = table("package part | raw bytes | gzip bytes", sizes);
-    let more = [
-        ("throughput", &throughput[..]),
-        ("coldStarts", &cold_starts),
-        ("sizes", &sizes),
-    ];
-    text("npm", flow, &more)
+    let more = [("throughput", &throughput[..]), ("coldStarts", &cold_starts)];
+    text("npm", flow, &[&more[..], &[("sizes", &sizes)]].concat())
 }
 
 fn accuracy_tables(accuracy: &Accuracy) -> String {
     let bursts = accuracy.boundary_bursts.iter().map(|row| {
-        let ratios = [row.at_boundary, row.half_interval_after, row.promise].map(two);
-        [row.algorithm.clone(), row.kind.label().to_owned()]
-            .into_iter()
-            .chain(ratios)
-            .collect()
+        let ratios = [row.at_boundary, row.half_interval_after, row.promise]
+            .map(two)
+            .join(" | ");
+        format!("{} | {} | {ratios}", row.algorithm, row.kind.label())
     });
     let bursts = table(
         "algorithm | contender | second burst at the boundary | second burst ½ interval later | promise",
@@ -396,23 +348,21 @@ fn accuracy_tables(accuracy: &Accuracy) -> String {
     );
     let concurrent = &accuracy.concurrent;
     let rows = concurrent.rows.iter().map(|row| {
-        let mut cells = vec![row.algorithm.clone(), row.kind.label().to_owned()];
-        cells.extend([row.requests.to_string(), row.granted.to_string()]);
-        cells.extend([two(row.most_in_any_interval), two(row.promise)]);
-        cells.push(row.grant_times.label().to_owned());
-        cells
+        let (algorithm, kind, clock) = (&row.algorithm, row.kind.label(), row.grant_times.label());
+        let (requests, granted, most, promise) = (row.requests, row.granted, row.most_in_any_interval, row.promise);
+        format!("{algorithm} | {kind} | {requests} | {granted} | {most:.2} | {promise:.2} | {clock}")
     });
     let rows = table(
         "algorithm | contender | requests | granted | most in any interval / limit | promise | grant times from",
         rows,
     );
     let skews: Vec<String> = concurrent.skews_ms.iter().map(|skew| format!("{skew:+}")).collect();
-    let (limit, interval_ms) = (accuracy.limit.to_string(), accuracy.interval_ms.to_string());
-    let more = [
-        ("limit", &limit[..]),
-        ("intervalMs", &interval_ms),
-        ("skews", &skews.join(", ")),
-    ];
+    let (limit, interval_ms, skews) = (
+        accuracy.limit.to_string(),
+        accuracy.interval_ms.to_string(),
+        skews.join(", "),
+    );
+    let more = [("limit", &limit[..]), ("intervalMs", &interval_ms), ("skews", &skews)];
     text(
         "accuracy",
         concurrent,
@@ -424,12 +374,14 @@ fn worker_table(worker: &WorkerReport) -> String {
     let added = |value: Option<f64>| value.map_or_else(|| "–".to_owned(), |ms| format!("{ms:+.2}"));
     let baseline_cold_start = worker.workers.first().map(|run| run.cold_start_ms);
     let rows = worker.workers.iter().map(|run| {
-        let mut cells = vec![run.name.clone(), two(run.p50_ms), two(run.p99_ms)];
-        cells.extend([added(run.added_p50_ms), added(run.added_p99_ms)]);
-        cells.push(format!("{:.0}", run.cold_start_ms));
-        cells.push(times(baseline_cold_start.map(|baseline| run.cold_start_ms / baseline)));
-        cells.extend([run.bundle_kib, run.bundle_gzip_kib].map(|kib| format!("{kib:.1}")));
-        cells
+        let (name, p50, p99, cold) = (&run.name, run.p50_ms, run.p99_ms, run.cold_start_ms);
+        let (kib, gzip) = (run.bundle_kib, run.bundle_gzip_kib);
+        let (added_p50, added_p99) = (added(run.added_p50_ms), added(run.added_p99_ms));
+        let to_baseline = times(baseline_cold_start.map(|baseline| cold / baseline));
+        format!(
+            "{name} | {p50:.2} | {p99:.2} | {added_p50} | {added_p99} | {cold:.0} | {to_baseline} | {kib:.1} | \
+             {gzip:.1}"
+        )
     });
     let rows = table(
         "Worker | p50 ms | p99 ms | added p50 ms | added p99 ms | cold start ms | cold start vs no limiter | bundle \
@@ -441,10 +393,11 @@ fn worker_table(worker: &WorkerReport) -> String {
 
 fn weighted_tables(weighted: &Weighted) -> String {
     let cells = |name: &str, permits: u32, cost: &DecisionCost, counted: u64, to_baseline: Option<f64>| {
-        let mut cells = vec![name.to_owned(), permits.to_string()];
-        cells.extend([two(cost.micros_per_decision), two(cost.commands_per_decision)]);
-        cells.extend([format!("{counted} of {}", cost.requests), times(to_baseline)]);
-        cells
+        let (us, commands, requests) = (cost.micros_per_decision, cost.commands_per_decision, cost.requests);
+        format!(
+            "{name} | {permits} | {us:.2} | {commands:.2} | {counted} of {requests} | {}",
+            times(to_baseline)
+        )
     };
     let by_weight = (weighted.by_weight.iter()).map(|row| {
         cells(
@@ -475,17 +428,15 @@ fn cluster_table(cluster: &ClusterScaling) -> String {
         let shares: Vec<String> = (row.master_shares.iter())
             .map(|share| format!("{:.0}%", share * 100.0))
             .collect();
-        let mut cells = vec![row.concurrency.to_string()];
-        cells.extend(run_cells(&row.single, false));
-        cells.extend(run_cells(&row.cluster, false));
-        cells.extend([
-            times(row.cluster_to_single),
-            two(row.single_micros),
-            two(row.cluster_micros),
-        ]);
-        cells.push(shares.join(" / "));
-        cells.extend([row.single_redis_bound, row.cluster_redis_bound].map(|bound| format!("{bound:.0}")));
-        cells
+        let (single, clustered) = (run_cells(&row.single, false), run_cells(&row.cluster, false));
+        let (ratio, one_us, master_us) = (times(row.cluster_to_single), row.single_micros, row.cluster_micros);
+        let (one_bound, cluster_bound) = (row.single_redis_bound, row.cluster_redis_bound);
+        let shares = shares.join(" / ");
+        format!(
+            "{} | {single} | {clustered} | {ratio} | {one_us:.2} | {master_us:.2} | {shares} | {one_bound:.0} | \
+             {cluster_bound:.0}",
+            row.concurrency
+        )
     });
     let rows = table(
         "in flight | one Redis /s | p50 ms | p99 ms | cluster /s | p50 ms | p99 ms | cluster / one | Redis µs, one | \
