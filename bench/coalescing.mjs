@@ -1,15 +1,8 @@
-// Coalescing, measured from Node: decisions made at once through one client share one HTTP request
-// (src/rest/coalesce.rs). edgelimit with coalescing (the default) and without (`coalesce: false`), next to
-// @upstash/ratelimit with @upstash/redis's auto-pipelining (its default, the same idea) and without, in one run, on
-// one bridge and Redis, at 1, 8 and 64 decisions in flight. Per contender: decisions/s, latency (p50, p99), HTTP
-// requests per decision (every `fetch` the process makes is counted: both libraries call the global one) and what
-// Redis spent per decision on the scripts (`INFO commandstats`, EVALSHA + EVAL µs over the decisions).
-// Every request is allowed (fixed window, 10^8 per hour), the block cache and the ephemeral cache are off.
-// Not a test: numbers on a shared machine move. Ratios between contenders measured in one run are what to read.
-//
+// Coalescing (src/rest/coalesce.rs) from Node: edgelimit with and without it next to @upstash/ratelimit with and
+// without auto-pipelining, 1, 8 and 64 decisions in flight on one bridge, every request allowed, caches off:
+// decisions/s, latency, HTTP requests (every fetch counted) and Redis script µs per decision. Read the ratios.
 // Run: scripts/build-wasm && cargo build --release -p edgelimit-cli && node bench/coalescing.mjs [--quick]
-//   (scripts/bench runs it after the scenarios and appends its table to bench/RESULTS.md)
-//   ROUNDS, SECONDS in the environment override the sizes.
+//   (scripts/bench appends its table to bench/RESULTS.md); ROUNDS, SECONDS in the environment override the sizes.
 import { benchOptions, closedLoop, connectOrStartStack, countFetches, fastestOfRounds } from "./options.mjs";
 
 const { Ratelimit } = await import("edgelimit");

@@ -1,18 +1,9 @@
-// What one decision costs Redis in CPU instructions: redis-server runs under valgrind's callgrind, and each
-// contender's decisions are counted between a zero and a dump of its counters. Unlike µs, counts do not move with the
-// machine's load. The cost goal: per decision, at most the cheapest peer's count for the algorithm plus one TIME call
-// (edgelimit reads the server's clock; the peers take the caller's).
-//
-// Each contender runs as its library runs it, through one bridge: edgelimit's npm package (block cache off),
-// @upstash/ratelimit (ephemeral cache off), Redisson's tryAcquire script with a Java client's time. A limit of 100
-// per hour on one identifier: 100 requests (all granted), then 100 (all denied), each phase counted apart; a count
-// covers reading the command, running the script and writing the reply. The floors: a one-line script calling INCR,
-// and TIME then INCR. Then the same decisions 10 at once: edgelimit merges one limiter's into one script call,
-// @upstash/ratelimit auto-pipelines them into one request, a call each.
-//
+// Redis CPU instructions per decision (redis-server under callgrind; unlike µs, counts ignore the machine's load), per
+// algorithm: edgelimit's npm package, @upstash/ratelimit and Redisson's script as their libraries run them, 100
+// granted then 100 denied on one identifier, each phase counted apart; floors: INCR in a script, and TIME then INCR.
+// Goal: at most the cheapest peer's count plus one TIME. Then the same decisions 10 at once.
 // Run: scripts/build-wasm && cargo build --release -p edgelimit-cli && node bench/instructions.mjs [--json]
-//   [--keep DIR: each phase's callgrind dump as DIR/<algorithm>-<contender>-<granted|denied>.out, for
-//   `callgrind_annotate --inclusive=yes`]. Needs valgrind (scripts/setup installs it).
+//   [--keep DIR: each phase's callgrind dump, for `callgrind_annotate --inclusive=yes`]. Needs valgrind.
 import { spawn, execFile } from "node:child_process";
 import { once } from "node:events";
 import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";

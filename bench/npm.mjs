@@ -1,12 +1,8 @@
-// The npm package measured from Node, next to @upstash/ratelimit in the same run, on the same bridge and Redis: its
-// size (the wasm, raw and gzip, and the JS); cold start (a fresh Node process, or a fresh workerd via Miniflare, until
-// the first decision is back); decisions per second and latency through the bridge, `IN_FLIGHT` at a time, per
-// algorithm both libraries have, every request allowed, block cache off. Both edgelimit (coalescing) and
-// @upstash/redis (auto-pipelining) share HTTP requests by default: @upstash is measured both ways.
-//
-// `edgelimit-bench` (scripts/bench) runs it against its own bridge and tabulates the JSON it prints. Alone:
-// scripts/build-wasm && cargo build --release -p edgelimit-cli && node bench/npm.mjs [--quick] [--url U --token T];
-// ROUNDS, SECONDS and IN_FLIGHT in the environment override the sizes.
+// The npm package from Node next to @upstash/ratelimit, on one bridge and Redis: its size (wasm and JS, raw and
+// gzip), cold start to the first decision (a fresh Node, a fresh workerd), and decisions/s per algorithm both have,
+// IN_FLIGHT at a time, every request allowed, caches off; @upstash measured with and without auto-pipelining.
+// Run: edgelimit-bench (--json), or scripts/build-wasm && cargo build --release -p edgelimit-cli && node bench/npm.mjs
+//   [--quick] [--url U --token T]; ROUNDS, SECONDS and IN_FLIGHT in the environment override the sizes.
 import { execFile } from "node:child_process";
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";

@@ -1,17 +1,10 @@
-// Reserved permits (docs/reserved.md) with a simulated round trip: a TCP relay in front of the bridge holds
-// every chunk DELAY_MS each way. A hot identifier: CLIENTS clients (each its own Ratelimit, as isolates are), each
-// asking 50 times a second, open loop, against one limit of 100 per second. Per algorithm that reserves (GCRA, fixed
-// window, sliding log, and GCRA with a sliding log of 10 000 a minute as two limits at once), edgelimit with and
-// without reserved permits next to @upstash/ratelimit's nearest algorithm (ephemeral cache off), one after the other
-// on fresh keys. Per contender: HTTP requests per decision, latency, and grants over EXACT's: what an exact limiter
-// of the algorithm with no round trip grants the same requests (1.00: every permit the limit had for them, used).
-// Grants the failure policy made (a timeout) are counted apart. tests/tests/reserved.rs proves that no window holds
-// more than the limit; this measures the price and the speed.
-//
-// scripts/bench runs it and appends its table to bench/RESULTS.md. Alone: scripts/build-wasm && cargo build
-// --release -p edgelimit-cli && node bench/reserved.mjs [--quick]; SECONDS (default 60; 3 with --quick), DELAY_MS
-// (10), CLIENTS ("4,32"), ALGORITHMS (default all) and TIMELINE_MS (grants per bin of that many ms, a line per
-// second) in the environment.
+// Reserved permits (docs/reserved.md) behind a relay adding DELAY_MS each way: CLIENTS clients on one hot identifier,
+// 50 requests a second each, open loop, against 100 per second; edgelimit with and without reserve next to
+// @upstash/ratelimit's nearest algorithm. Per contender: HTTP requests per decision, latency, and grants over EXACT's
+// (an exact limiter with no round trip); failure-policy grants counted apart. tests/tests/reserved.rs proves safety.
+// Run: scripts/bench (appends its table to bench/RESULTS.md), or scripts/build-wasm && cargo build --release -p
+//   edgelimit-cli && node bench/reserved.mjs [--quick]; SECONDS (60; 3 with --quick), DELAY_MS (10), CLIENTS ("4,32"),
+//   ALGORITHMS (all), TIMELINE_MS (grants per bin of that many ms) in the environment override.
 import { createServer, connect } from "node:net";
 import { benchOptions, connectOrStartStack, countFetches, quantile } from "./options.mjs";
 

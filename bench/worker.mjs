@@ -1,14 +1,10 @@
-// The Worker's added latency in local workerd (Miniflare), against one bridge, Redis and origin: the same proxy
-// Worker with no limiter (the baseline), with edgelimit's wasm module loaded and never called (a floor for the cold
-// start), with edgelimit (the real bundle, one sliding-window rule) and with @upstash/ratelimit. Per Worker: latency
-// (p50, p99) of `REQUESTS` sequential requests per round, the Workers taking turns, and what that adds to the
-// baseline's; cold start, a new workerd to its first response, the median of `COLD_STARTS` launches taking turns (one
-// launch is noise: ±10 ms here); the bundle as `wrangler deploy --dry-run` reports it. Every request allowed.
-//
-// `edgelimit-bench` (scripts/bench) runs it with --json against its own bridge. Alone (a Markdown table):
-// scripts/build-wasm && cargo build --release -p edgelimit-cli && node bench/worker.mjs [--quick] [--url U --token T];
-// ROUNDS, REQUESTS and COLD_STARTS override; BASELINE_WORKER=DIR adds the Worker in DIR (index.js and wasm/, e.g.
-// another commit's worker/ after its scripts/build-wasm) as "edgelimit (baseline)", in the same rounds.
+// The Worker in local workerd (Miniflare), one bridge, Redis and origin: the same proxy with no limiter (baseline),
+// with edgelimit's wasm module loaded and never called, with edgelimit (one sliding-window rule) and with
+// @upstash/ratelimit. Per Worker: p50/p99 over the rounds and what that adds to the baseline's, cold start (median of
+// COLD_STARTS launches, taking turns), bundle size from `wrangler deploy --dry-run`. Every request allowed.
+// Run: edgelimit-bench (--json), or scripts/build-wasm && cargo build --release -p edgelimit-cli &&
+//   node bench/worker.mjs [--quick] [--url U --token T]; ROUNDS, REQUESTS, COLD_STARTS override;
+//   BASELINE_WORKER=DIR adds the Worker in DIR (index.js, wasm/: another commit's worker/) as "edgelimit (baseline)".
 import { resolve } from "node:path";
 import { benchOptions, connectOrStartStack, quantile } from "./options.mjs";
 
