@@ -1,7 +1,5 @@
-//! Scenario 5: over-admission, the most grants in any interval-long span over the limit, next to what each algorithm
-//! promises: (a) bursts around a window boundary at explicit times; (b) concurrent clients, edgelimit on the Redis
-//! server's clock, the peers on each client's (this machine's plus a seeded skew, as real clocks differ), grant times
-//! from edgelimit's reply where it names them exactly (a permit log's `reset`), else from this machine's clock.
+//! Scenario 5: over-admission (the most grants in any interval-long span / limit) next to each algorithm's promise:
+//! bursts around a window boundary at explicit times, and concurrent clients with skewed clocks for the peers.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 

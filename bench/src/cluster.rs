@@ -1,7 +1,5 @@
-//! Scenario 8: one Redis against a 3-master Redis Cluster (no replicas), each behind a bridge, taking turns; every
-//! decision allowed, over [`IDENTIFIERS`] identifiers in the per-identifier layout so that they spread over the slots.
-//! On a shared 2-core machine the cluster cannot decide more per second than one Redis: what carries over is Redis's
-//! µs per decision on each master and how evenly decisions spread, from which the report predicts (and says so).
+//! Scenario 8: one Redis against a 3-master Redis Cluster, each behind a bridge, taking turns; on 2 shared cores what
+//! carries over is Redis µs per decision per master and how evenly decisions spread, from which the report predicts.
 
 use std::sync::Arc;
 use std::time::Duration;

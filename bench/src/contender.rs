@@ -52,6 +52,15 @@ pub enum Clock {
     Caller,
 }
 
+impl From<Clock> for ContenderKind {
+    fn from(clock: Clock) -> ContenderKind {
+        match clock {
+            Clock::Server => ContenderKind::EdgelimitServerClock,
+            Clock::Caller => ContenderKind::EdgelimitExplicitTime,
+        }
+    }
+}
+
 /// edgelimit's side of a comparison: a `Limiter` of the family, or the Redisson-layout sliding log
 /// (`RedissonLimiter`).
 #[derive(Debug, Clone, Copy)]
@@ -93,48 +102,46 @@ pub struct Pairing {
 /// each scenario uses its own way.
 pub fn pairings(limit: u32, interval: Duration, concurrency: &'static str) -> Result<Vec<Pairing>, String> {
     use UpstashAlgorithm::{FixedWindow, SlidingWindow, TokenBucket};
+    let upstash = |algorithm| Some(Peer::Upstash(algorithm));
+    let family = [
+        (
+            "token bucket",
+            Quota::token_bucket(limit, limit, interval),
+            upstash(TokenBucket),
+        ),
+        (
+            "fixed window",
+            Quota::fixed_window(limit, interval),
+            upstash(FixedWindow),
+        ),
+        (
+            "sliding window",
+            Quota::sliding_window(limit, interval),
+            upstash(SlidingWindow),
+        ),
+        ("GCRA", Quota::gcra(limit, limit, interval), None),
+        (concurrency, Quota::concurrency(limit, interval), None),
+        ("sliding log", Quota::sliding_log(limit, interval), Some(Peer::Redisson)),
+    ];
+    let mut ours = Vec::new();
+    for (name, quota, peer) in family {
+        ours.push((name, Ours::Family(quota.context("invalid benchmark quota")?), peer));
+    }
+    let rate = Rate::new(limit, interval).context("invalid benchmark rate")?;
+    ours.push((
+        "sliding log, Redisson layout",
+        Ours::RedissonLayout(rate),
+        Some(Peer::Redisson),
+    ));
     let interval_ms = interval.as_millis() as u64;
-    let pairing = |name, ours, peer| Pairing {
+    let pairings = ours.into_iter().map(|(name, ours, peer)| Pairing {
         name,
         ours,
         peer,
         limit,
         interval_ms,
-    };
-    let family = |name, quota: edgelimit::Result<Quota>, peer| -> Result<Pairing, String> {
-        Ok(pairing(
-            name,
-            Ours::Family(quota.context("invalid benchmark quota")?),
-            peer,
-        ))
-    };
-    let upstash = |algorithm| Some(Peer::Upstash(algorithm));
-    let rate = Rate::new(limit, interval).context("invalid benchmark rate")?;
-    Ok(vec![
-        family(
-            "token bucket",
-            Quota::token_bucket(limit, limit, interval),
-            upstash(TokenBucket),
-        )?,
-        family(
-            "fixed window",
-            Quota::fixed_window(limit, interval),
-            upstash(FixedWindow),
-        )?,
-        family(
-            "sliding window",
-            Quota::sliding_window(limit, interval),
-            upstash(SlidingWindow),
-        )?,
-        family("GCRA", Quota::gcra(limit, limit, interval), None)?,
-        family(concurrency, Quota::concurrency(limit, interval), None)?,
-        family("sliding log", Quota::sliding_log(limit, interval), Some(Peer::Redisson))?,
-        pairing(
-            "sliding log, Redisson layout",
-            Ours::RedissonLayout(rate),
-            Some(Peer::Redisson),
-        ),
-    ])
+    });
+    Ok(pairings.collect())
 }
 
 /// The peer's side of a comparison: `@upstash/ratelimit` with an algorithm, or Redisson's `RRateLimiter` (a sliding
@@ -156,10 +163,10 @@ impl Peer {
         prefix: &str,
     ) -> Result<Contender, String> {
         Ok(match self {
-            Peer::Upstash(algorithm) => Contender::upstash(
-                client,
-                upstash.limiter(algorithm, limit, window.as_millis() as u64, prefix),
-            ),
+            Peer::Upstash(algorithm) => {
+                let limiter = upstash.limiter(algorithm, limit, window.as_millis() as u64, prefix);
+                Contender::new(client, ContenderKind::Upstash, Decider::Upstash(limiter))
+            }
             Peer::Redisson => {
                 let rate = Rate::new(limit, window).context("invalid benchmark rate")?;
                 Contender::redisson(client, prefix, rate)
@@ -198,21 +205,16 @@ impl Contender {
     /// edgelimit's algorithm family: a limiter `name` with `quota`.
     pub fn family(client: &RestClient, name: &str, quota: Quota, clock: Clock) -> Result<Contender, String> {
         let limiter = Limiter::new(client.clone(), name, quota).context(format_args!("invalid limiter {name}"))?;
-        Ok(Contender::new(client, Contender::ours(clock), Decider::Family(limiter)))
+        Ok(Contender::new(client, clock.into(), Decider::Family(limiter)))
     }
 
     /// edgelimit's Redisson-layout sliding log ([`RedissonLimiter`]).
     pub fn redisson_layout(client: &RestClient, name_prefix: &str, rate: Rate, clock: Clock) -> Contender {
         Contender::new(
             client,
-            Contender::ours(clock),
+            clock.into(),
             Decider::RedissonLayout(name_prefix.to_owned(), rate),
         )
-    }
-
-    /// `@upstash/ratelimit`'s script (at the caller's time, as the library runs it).
-    pub fn upstash(client: &RestClient, limiter: UpstashLimiter) -> Contender {
-        Contender::new(client, ContenderKind::Upstash, Decider::Upstash(limiter))
     }
 
     /// Redisson's acquire script (at the caller's time).
@@ -221,38 +223,21 @@ impl Contender {
         Contender::new(client, ContenderKind::Redisson, decider)
     }
 
-    /// `INCR` as a command.
-    pub fn incr_command(client: &RestClient, prefix: &str) -> Contender {
-        Contender::new(
-            client,
-            ContenderKind::IncrCommand,
-            Decider::IncrCommand(prefix.to_owned()),
-        )
-    }
-
-    /// `INCR` inside a one-line script.
-    pub fn incr_script(client: &RestClient, prefix: &str) -> Contender {
-        let script = Script::new("return redis.call('INCR', KEYS[1])");
-        Contender::new(
-            client,
-            ContenderKind::IncrScript,
-            Decider::IncrScript(prefix.to_owned(), script),
-        )
+    /// `INCR` as a command, or (`in_script`) inside a one-line script.
+    pub fn incr(client: &RestClient, prefix: &str, in_script: bool) -> Contender {
+        let prefix = prefix.to_owned();
+        match in_script {
+            false => Contender::new(client, ContenderKind::IncrCommand, Decider::IncrCommand(prefix)),
+            true => {
+                let script = Script::new("return redis.call('INCR', KEYS[1])");
+                Contender::new(client, ContenderKind::IncrScript, Decider::IncrScript(prefix, script))
+            }
+        }
     }
 
     fn new(client: &RestClient, kind: ContenderKind, decider: Decider) -> Contender {
-        Contender {
-            client: client.clone(),
-            kind,
-            decider,
-        }
-    }
-
-    fn ours(clock: Clock) -> ContenderKind {
-        match clock {
-            Clock::Server => ContenderKind::EdgelimitServerClock,
-            Clock::Caller => ContenderKind::EdgelimitExplicitTime,
-        }
+        let client = client.clone();
+        Contender { client, kind, decider }
     }
 
     pub fn kind(&self) -> ContenderKind {

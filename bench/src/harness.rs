@@ -61,7 +61,7 @@ pub struct BenchConfig {
 }
 
 /// Everything one run measured, serialised as `results.json`; a scenario that did not run is `null`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct BenchResults {
     pub machine: machine::Machine,
@@ -106,14 +106,7 @@ pub async fn run(config: &BenchConfig) -> Result<BenchResults, String> {
         quick: config.quick,
         node: !config.no_node,
         scenarios: scenarios.clone(),
-        seconds: 0.0,
-        redis_cost: None,
-        scaling: None,
-        throughput: None,
-        accuracy: None,
-        worker: None,
-        weighted: None,
-        cluster: None,
+        ..BenchResults::default()
     };
     let stack = BenchStack::start().await?;
     let target = if config.progress {
@@ -149,7 +142,7 @@ pub async fn run(config: &BenchConfig) -> Result<BenchResults, String> {
                     if let Some(node) = &node {
                         progress.set_length(1);
                         progress.set_message("node bench/worker.mjs");
-                        results.worker = Some(node.worker(&stack, quick).await?);
+                        results.worker = Some(node.run("bench/worker.mjs", &stack, quick).await?);
                     }
                 }
                 Scenario::Weighted => results.weighted = Some(weighted::run(&stack, quick, &progress).await?),

@@ -1,13 +1,5 @@
-//! # edgelimit-bench
-//!
-//! Every benchmark of the project in one run: edgelimit and its peers (`@upstash/ratelimit`'s scripts, Redisson's
-//! `RRateLimiter` script, `INCR` as the floor, `redis-benchmark` as the ceiling) on one private `redis-server` and
-//! bridge, so that their ratios can be compared. Redis's own counters measure a script's work; wall-clock timings
-//! only what a caller sees.
-//!
-//! Scenarios: [`redis_cost`] (1 and 4), [`scaling`] (2), [`throughput`] (3, with `http_load`), [`accuracy`] (5),
-//! [`node`] (3 and 6, the Node drivers), [`weighted`] (7), [`cluster`] (8). [`run`] runs them into
-//! [`BenchResults`]; [`report`] writes the outputs.
+//! Every benchmark of the project in one run, edgelimit next to its peers on one private Redis and bridge (see
+//! `report.md` for what each scenario measures): [`run`] runs them into [`BenchResults`], [`report`] writes them.
 
 pub mod accuracy;
 pub mod cluster;

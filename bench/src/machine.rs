@@ -11,7 +11,7 @@ use crate::support::stdout_of;
 /// The machine, the tools and the code of one run: the CPU model, the cores this process may use, the kernel,
 /// `redis-server --version`'s version, the drivers' `node --version` (`None` without Node), the commit (`-dirty`
 /// when tracked files differ from it) and when the run started (UTC, ISO 8601).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Machine {
     pub cpu: String,

@@ -127,17 +127,8 @@ impl NodeRunner {
         })
     }
 
-    /// `node bench/npm.mjs --json` against the stack's bridge.
-    pub async fn npm(&self, stack: &BenchStack, quick: bool) -> Result<NpmReport, String> {
-        self.run_json("bench/npm.mjs", stack, quick).await
-    }
-
-    /// `node bench/worker.mjs --json` against the stack's bridge.
-    pub async fn worker(&self, stack: &BenchStack, quick: bool) -> Result<WorkerReport, String> {
-        self.run_json("bench/worker.mjs", stack, quick).await
-    }
-
-    async fn run_json<T: DeserializeOwned>(&self, script: &str, stack: &BenchStack, quick: bool) -> Result<T, String> {
+    /// `node <script> --json` (`bench/npm.mjs`, `bench/worker.mjs`) against the stack's bridge, its report read.
+    pub async fn run<T: DeserializeOwned>(&self, script: &str, stack: &BenchStack, quick: bool) -> Result<T, String> {
         let mut command = tokio::process::Command::new(&self.node);
         command
             .arg(script)

@@ -1,9 +1,5 @@
-//! Scenario 1 (and 4): Redis CPU per decision (`INFO commandstats`), commands per decision, and `MEMORY USAGE` of an
-//! identifier's keys after one request (idle) and after the workload (busy), per algorithm and contender.
-//!
-//! Workload: 1000 per second on one identifier. At explicit times, two requests per ms for 2000 ms (about half
-//! denied); on the server's clock the same number as fast as one client can. Floor: `INCR` as a command and in a
-//! one-line script. Requests run back to back ([`Contender::measure`]), in `ROUNDS` rounds.
+//! Scenarios 1 and 4: Redis µs and commands per decision (`INFO commandstats`) and `MEMORY USAGE` idle and busy, per
+//! algorithm and contender, next to the `INCR` floor; 1000 per second on one identifier, in `ROUNDS` rounds.
 
 use std::time::Duration;
 
@@ -91,8 +87,8 @@ pub(crate) async fn run(
     let rows = pairings(LIMIT, window, "concurrency (leases of 1 s)")?;
     // Every contender in one list, measured one after the other; the rows and the floor keep their places in it.
     let mut contenders = vec![
-        Contender::incr_command(client, "floor-command"),
-        Contender::incr_script(client, "floor-script"),
+        Contender::incr(client, "floor-command", false),
+        Contender::incr(client, "floor-script", true),
     ];
     let mut peers: Vec<(Peer, usize)> = Vec::new();
     let mut places = Vec::new();

@@ -1,9 +1,5 @@
-//! Scenario 2: the sliding log's Redis cost as the log grows, edgelimit's two sliding logs (the family's and the
-//! Redisson layout's) next to Redisson's script.
-//!
-//! At rate R the interval is R ms and one grant is made per ms, so the log holds R grants. The log is filled first,
-//! then each ms of explicit time gets one granted and one denied request. Each contender keeps its cheapest of
-//! `ROUNDS` rounds, each on a fresh identifier.
+//! Scenario 2: the sliding logs' Redis cost as the log grows (at rate R, R grants in an R-ms interval, filled first),
+//! the family's and the Redisson layout's next to Redisson's script; cheapest of `ROUNDS` rounds on fresh identifiers.
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,7 +1,5 @@
-//! Scenario 3: decisions/s and latency as a caller sees them, through the bridge, next to the ceiling: the Rust
-//! client next to `redis-benchmark` (`PING` shows what the bridge adds); `wrk` to the bridge and to a hello-world
-//! server (the Rust client costs about as much as the bridge); the same decisions with scoped tokens; and from Node,
-//! `bench/npm.mjs`. Everything shares this machine's cores: read the ratios, not the absolutes.
+//! Scenario 3: decisions/s and latency through the bridge next to `redis-benchmark` (Rust client, `wrk`, a hello-world
+//! server, scoped tokens, and `bench/npm.mjs` from Node). Everything shares this machine's cores: read the ratios.
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -192,7 +190,7 @@ pub(crate) async fn run(
     let npm = match node {
         Some(node) => {
             progress.set_message("node bench/npm.mjs");
-            let report = node.npm(stack, quick).await?;
+            let report = node.run("bench/npm.mjs", stack, quick).await?;
             progress.inc(1);
             Some(report)
         }

@@ -1,7 +1,5 @@
-//! Scenario 7: weighted decisions on the permit log (sliding log, concurrency), which keeps one member per grant
-//! whatever its permits, so a decision's cost must not grow with the weight: by weight (grants of 1 to 10^6 permits,
-//! a limit never reached) and denied (a full log asked for permits spread over it, so the grant whose freeing would
-//! admit it lies anywhere). Explicit times, so the logs stay put; logs filled first, then rounds, cheapest kept.
+//! Scenario 7: weighted decisions on the permit log, whose cost must not grow with the weight: grants of 1 to 10^6
+//! permits under a limit never reached, and denied requests against full logs; explicit times, cheapest round kept.
 
 use std::time::Duration;
 
@@ -77,26 +75,15 @@ pub struct DeniedRow {
     pub to_small_log: Option<f64>,
 }
 
-/// The workload's sizes.
+/// The workload's sizes: ms of explicit time between by-weight grants (the log holds `WIDE_INTERVAL_MS / step_ms`),
+/// decisions per round of a row, and grants in the large full logs.
 struct Sizes {
-    /// By weight: ms of explicit time between grants (the log holds `WIDE_INTERVAL_MS / step_ms` grants).
     step_ms: u64,
-    /// Decisions per round of a row.
     per_round: u64,
-    /// Grants in the large full logs.
     large_log: u64,
 }
 
 impl Sizes {
-    fn new(quick: bool) -> Sizes {
-        let (step_ms, per_round, large_log) = if quick { (50, 4, 1_000) } else { (1, 400, 100_000) };
-        Sizes {
-            step_ms,
-            per_round,
-            large_log,
-        }
-    }
-
     /// Decisions measured per row, over every round.
     fn requests(&self) -> u64 {
         self.per_round * ROUNDS as u64
@@ -111,7 +98,12 @@ struct Measurement {
 
 /// Runs scenario 7.
 pub(crate) async fn run(stack: &BenchStack, quick: bool, progress: &ProgressBar) -> Result<Weighted, String> {
-    let sizes = Sizes::new(quick);
+    let (step_ms, per_round, large_log) = if quick { (50, 4, 1_000) } else { (1, 400, 100_000) };
+    let sizes = Sizes {
+        step_ms,
+        per_round,
+        large_log,
+    };
     let logs = full_logs(sizes.large_log);
     let rows = 2 * WEIGHTS.len() + logs.len();
     // Each log's fill, then its rounds.
