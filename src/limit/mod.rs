@@ -22,6 +22,7 @@
 mod across_slots;
 mod batch;
 mod layout;
+pub mod memory;
 pub mod model;
 mod quota;
 mod reserved;
@@ -34,6 +35,7 @@ use std::time::Duration;
 pub use self::across_slots::{limit_all_across_slots, AcrossSlots, FailedGroup, GiveBack};
 use self::batch::{Batch, Operation};
 pub use self::layout::KeyLayout;
+pub use self::memory::{Clock, Memory};
 pub use self::quota::{Algorithm, Quota};
 pub use self::reserved::{Reserved, ReservedAll, ReservedDecision, ReservedDecisions};
 pub use self::state::{state_all, HeldGrant, LimitState, StateDetail};

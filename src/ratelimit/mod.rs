@@ -24,7 +24,9 @@ pub use crate::block_cache::BlockCache;
 use crate::decision::Decision;
 use crate::error::{Error, Result};
 use crate::identifier::Identifier;
-use crate::limit::{self, KeyLayout, LimitState, Limiter, Quota, Receipt, DEFAULT_PREFIX};
+use crate::limit::{
+    self, Decisions, KeyLayout, LimitRequest, LimitState, Limiter, Memory, Quota, Receipt, DEFAULT_PREFIX,
+};
 use crate::rest::{Command, RestClient};
 use crate::time::{retry_until_granted, Attempt, Instant};
 
@@ -60,7 +62,7 @@ impl FromStr for OnError {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Reason {
-    /// Redis decided.
+    /// Redis decided (or, in [`Ratelimit::in_memory`], this process).
     Decided,
     /// The block cache answered: the identifier was denied moments ago and cannot succeed yet. No round trip.
     Cache,
@@ -195,6 +197,8 @@ pub struct Ratelimit {
     on_error: OnError,
     cache: Option<Mutex<BlockCache>>,
     reserved: Option<Reservations>,
+    /// The memory backend ([`Ratelimit::in_memory`]), deciding instead of Redis; `client` is then never used.
+    memory: Option<Memory>,
 }
 
 /// What [`Ratelimit::give_back`] gives back of a grant.
@@ -226,6 +230,7 @@ impl Ratelimit {
             on_error: options.on_error,
             cache: (options.cache_entries > 0).then(|| Mutex::new(BlockCache::new(options.cache_entries))),
             reserved: None,
+            memory: None,
         };
         ratelimit.limiters = ratelimit.limiters_for(limits)?;
         if let Some(length) = options.reserve {
@@ -237,9 +242,30 @@ impl Ratelimit {
         Ok(ratelimit)
     }
 
-    /// The client every limit decides through.
-    pub fn client(&self) -> &RestClient {
-        &self.client
+    /// The memory backend: every limit decided in this process by its model ([`limit::model`]) on `memory`'s clock,
+    /// with the results, receipts and errors of the Redis path. For tests and single-process apps: the limits are this
+    /// object's, shared with no other process. No block cache (it would answer on the system clock), no reserved
+    /// permits (no round trip to save), and no failure policy (there is no store to fail); [`state`](Ratelimit::state)
+    /// reads Redis only.
+    pub fn in_memory(limits: &[Limit], memory: Memory, prefix: &str) -> Result<Ratelimit> {
+        // A client to nowhere (`.invalid` never resolves), which no method uses when `memory` is set.
+        let client = RestClient::new("http://memory.invalid", "memory")?;
+        let options = Options {
+            prefix: prefix.to_owned(),
+            on_error: OnError::Throw,
+            cache_entries: 0,
+            ..Options::default()
+        };
+        let ratelimit = Ratelimit::new(client, limits, options)?;
+        Ok(Ratelimit {
+            memory: Some(memory),
+            ..ratelimit
+        })
+    }
+
+    /// The client every limit decides through; `None` for the memory backend.
+    pub fn client(&self) -> Option<&RestClient> {
+        self.memory.is_none().then_some(&self.client)
     }
 
     /// The limiters enforced by [`limit`](Ratelimit::limit).
@@ -413,18 +439,34 @@ impl Ratelimit {
                 return Ok(vec![released]);
             }
         }
-        limit::refund_all(&refunds).await?.into_iter().collect()
+        let refunded = match &self.memory {
+            Some(memory) => memory.refund_all(&refunds),
+            None => limit::refund_all(&refunds).await,
+        };
+        refunded?.into_iter().collect()
     }
 
     /// What is left for `id` now, taking nothing: the limit with the fewest permits left.
     pub async fn remaining<'i>(&self, id: impl Into<Identifier<'i>>) -> Result<Decision> {
         let id = id.into();
         let requests: Vec<_> = self.limiters.iter().map(|limiter| limiter.request(&id, 1)).collect();
-        Ok(limit::peek_all(&requests).await?.speaking_for_all())
+        let peeked = match &self.memory {
+            Some(memory) => memory.peek_all(&requests),
+            None => limit::peek_all(&requests).await,
+        };
+        Ok(peeked?.speaking_for_all())
     }
 
-    /// `id`'s state under every limit, as Redis holds it at one moment, in one round trip, writing nothing.
+    /// `id`'s state under every limit, as Redis holds it at one moment, in one round trip, writing nothing. Not for
+    /// the memory backend ([`Error::InvalidArgument`]).
     pub async fn state<'i>(&self, id: impl Into<Identifier<'i>>) -> Result<Vec<LimitState>> {
+        if self.memory.is_some() {
+            return Err(Error::InvalidArgument(
+                "state reads what Redis holds, and the memory backend holds its state in this process: use \
+                 getRemaining (remaining in Rust), or give url and token instead of memory"
+                    .into(),
+            ));
+        }
         let id = id.into();
         let requests: Vec<_> = self.limiters.iter().map(|limiter| (limiter, &id)).collect();
         limit::state_all(&requests).await
@@ -434,7 +476,10 @@ impl Ratelimit {
     pub async fn reset<'i>(&self, id: impl Into<Identifier<'i>>) -> Result<bool> {
         let id = id.into();
         let keys = self.limiters.iter().map(|limiter| limiter.state_key(&id));
-        let deleted = self.client.command(&Command::new("DEL").args(keys)).await?.into_int()? > 0;
+        let deleted = match &self.memory {
+            Some(memory) => memory.reset(&self.limiters, &id)?,
+            None => self.client.command(&Command::new("DEL").args(keys)).await?.into_int()? > 0,
+        };
         // After the DEL, so that a denial remembered while it was under way is forgotten too.
         if let Some(cache) = &self.cache {
             // Every cached denial of this identifier, under any set of limits, starts with its key part.
@@ -467,7 +512,7 @@ impl Ratelimit {
             });
         }
         let requests: Vec<_> = limiters.iter().map(|limiter| limiter.request(id, permits)).collect();
-        match limit::limit_all(&requests).await {
+        match self.limit_all_requests(&requests).await {
             Ok(decisions) => {
                 let decision = decisions.speaking_for_all();
                 if let Some((cache, key)) = &cache {
@@ -481,6 +526,14 @@ impl Ratelimit {
                 })
             }
             Err(error) => self.on_failure(limiters, error),
+        }
+    }
+
+    /// [`limit::limit_all`], or the memory backend's.
+    async fn limit_all_requests(&self, requests: &[LimitRequest<'_>]) -> Result<Decisions> {
+        match &self.memory {
+            Some(memory) => memory.limit_all(requests),
+            None => limit::limit_all(requests).await,
         }
     }
 

@@ -98,6 +98,25 @@ impl ModelLimit {
         self.quota
     }
 
+    /// Keeps this state under `quota`, as the scripts keep a state when its limit changes; another algorithm's
+    /// state is [`Error::ForeignState`], as the scripts refuse one (two limits sharing a name).
+    pub fn requota(&mut self, quota: Quota) -> Result<()> {
+        let (held, wanted) = (self.quota.algorithm(), quota.algorithm());
+        if held != wanted {
+            return Err(Error::ForeignState(format!(
+                "a {wanted} limit found a {held} limit's state: two limits share its name with different \
+                 algorithms; give each its own name"
+            )));
+        }
+        self.quota = quota;
+        Ok(())
+    }
+
+    /// Whether the limit is whole at `now` (nothing held, counted or owed): such a state decides as a fresh one.
+    pub fn is_whole(&mut self, now: u64) -> bool {
+        self.decide(now, 1).now.reset <= now
+    }
+
     /// The verdict on `permits` at `now`; changes nothing that matters (logs forget what has expired).
     pub fn decide(&mut self, now: u64, permits: u32) -> Verdict {
         let (q, n) = (&self.quota, u64::from(permits));
