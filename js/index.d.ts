@@ -135,6 +135,35 @@ export interface RatelimitConfig {
   cache?: boolean | number;
 }
 
+/**
+ * Options of a {@link Ratelimit} that decides in this process, with no Redis: for tests of your own code (move time
+ * with `clock`) and single-process apps. Each limit is decided by the same model of its algorithm that the Redis
+ * scripts are tested against, with the same results, receipts and errors. The limits are this object's alone:
+ * another process, isolate or `Ratelimit` object has its own, so it is no shared limit. `reason` is `"decided"`;
+ * `state` rejects (`EDGELIMIT_INVALID_ARGUMENT`), as does `rateLimiter`. `url`, `token`, `timeout`, `coalesce`,
+ * `layout`, `reserve`, `onError` and `cache` are for a store and are refused (`EDGELIMIT_INVALID_CONFIG`).
+ * @example
+ * ```ts
+ * let now = 0;
+ * const ratelimit = new Ratelimit({ memory: true, limiter: Ratelimit.fixedWindow(1, "1 s"), clock: () => now });
+ * await ratelimit.limit("ip"); // allowed
+ * now += 1000; // the next window
+ * ```
+ */
+export interface MemoryConfig {
+  /** Decide in this process. */
+  memory: true;
+  /** As {@link RatelimitConfig.limiter}. */
+  limiter: Quota | Quota[];
+  /**
+   * The time every decision reads: unix ms, a whole number from 0 (default `Date.now`). A clock that throws or
+   * returns anything else rejects the call with `EDGELIMIT_INVALID_CONFIG`; it never decides.
+   */
+  clock?: () => number;
+  /** As {@link RatelimitConfig.prefix}; the limits are this object's whatever it is. */
+  prefix?: string;
+}
+
 /** Options of a single decision. */
 export interface LimitOptions {
   /** Permits this request takes: a whole number from 1. Default 1. More than the limit rejects with
@@ -260,7 +289,7 @@ export declare class Ratelimit {
    * @throws {@link EdgelimitError} `EDGELIMIT_INVALID_CONFIG` for an unusable option (a missing URL, a limit of 0, a
    * duration without a unit), naming the option.
    */
-  constructor(config: RatelimitConfig);
+  constructor(config: RatelimitConfig | MemoryConfig);
 
   /**
    * Exact sliding log: at most `limit` permits in any `interval`-long span; a permit comes back exactly `interval`

@@ -7,16 +7,16 @@ use serde::de::{self, Visitor};
 use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
 
-use super::de::{read, refuse};
+use super::de::{field_of, read, refuse};
 use super::redisson::JsRedissonLimiter;
 use super::values::{milliseconds, permits_in, JsDecision, Milliseconds};
 use super::{to_js, to_js_error};
 use crate::decision::Decision;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::identifier::Identifier;
-use crate::limit::{KeyLayout, LimitState, Receipt, StateDetail};
+use crate::limit::{Clock, KeyLayout, LimitState, Memory, Receipt, StateDetail};
 use crate::ratelimit::{OnError, Options, Outcome, Ratelimit, Returned};
-use crate::reader::{as_config_error, Dur, Flag, Limits, OneOrMany, Parsed};
+use crate::reader::{as_config_error, Dur, Flag, Function, Limits, OneOrMany, Parsed, MAX_SAFE_INTEGER};
 use crate::rest::RestClient;
 
 /// The options of `new Ratelimit(options)` (index.d.ts, `RatelimitConfig`).
@@ -27,8 +27,12 @@ use crate::rest::RestClient;
     expecting = "an object: { url, token, limiter: Ratelimit.slidingWindow(10, \"1 s\") }"
 )]
 struct RatelimitOptions {
-    url: String,
-    token: String,
+    url: Option<String>,
+    token: Option<String>,
+    /// `true`: the memory backend ([`Ratelimit::in_memory`]).
+    memory: Option<Flag>,
+    /// The memory backend's clock, taken from the object itself.
+    clock: Option<Function>,
     limiter: Limits,
     prefix: Option<String>,
     layout: Option<Parsed<KeyLayout>>,
@@ -70,8 +74,27 @@ impl<'de> Deserialize<'de> for Cache {
 
 fn ratelimit_of(options: &JsValue) -> Result<Ratelimit> {
     // A misspelt option is refused, never left out unseen: `onerror: "deny"` would fail open.
-    let options: RatelimitOptions = read(options, "new Ratelimit(options)")?;
-    let mut client = RestClient::new(&options.url, &options.token)?;
+    let given = options;
+    let options: RatelimitOptions = read(given, "new Ratelimit(options)")?;
+    if options.memory.as_ref().is_some_and(|memory| memory.0) {
+        return memory_ratelimit(given, options);
+    }
+    if options.clock.is_some() {
+        return Err(Error::InvalidConfig(
+            "clock is for memory: true; Redis decides on its server's clock: leave clock out, or give memory: true \
+             instead of url and token"
+                .into(),
+        ));
+    }
+    let required = |field: Option<String>, name: &str| {
+        field.ok_or_else(|| {
+            Error::InvalidConfig(format!(
+                "{name} must be a string: give url and token of the REST endpoint, or memory: true to decide in this \
+                 process (tests, one process)"
+            ))
+        })
+    };
+    let mut client = RestClient::new(&required(options.url, "url")?, &required(options.token, "token")?)?;
     if let Some(timeout) = options.timeout {
         client = client.with_timeout(timeout.0)?;
     }
@@ -91,6 +114,75 @@ fn ratelimit_of(options: &JsValue) -> Result<Ratelimit> {
         reserve: options.reserve.map(|length| length.0),
     };
     Ratelimit::new(client, &options.limiter.0, settings)
+}
+
+/// `new Ratelimit({ memory: true, limiter, clock?, prefix? })`. The options for a store are refused, not ignored:
+/// a test passing `onError: "deny"` must not believe it tests a failure policy.
+fn memory_ratelimit(given: &JsValue, options: RatelimitOptions) -> Result<Ratelimit> {
+    let for_a_store = [
+        ("url", options.url.is_some()),
+        ("token", options.token.is_some()),
+        ("timeout", options.timeout.is_some()),
+        ("coalesce", options.coalesce.is_some()),
+        ("layout", options.layout.is_some()),
+        ("reserve", options.reserve.is_some()),
+        ("onError", options.on_error.is_some()),
+        ("cache", options.cache.is_some()),
+    ];
+    if let Some((name, _)) = for_a_store.iter().find(|(_, set)| *set) {
+        return Err(Error::InvalidConfig(format!(
+            "{name} is for a Redis endpoint, and memory: true decides in this process: leave {name} out, or give url \
+             and token instead of memory"
+        )));
+    }
+    let memory = match options.clock {
+        None => Memory::default(),
+        Some(Function) => Memory::with_clock(js_clock(field_of(given, "clock")?.unchecked_into())),
+    };
+    let prefix = options.prefix.unwrap_or_else(|| Options::default().prefix);
+    Ratelimit::in_memory(&options.limiter.0, memory, &prefix)
+}
+
+thread_local! {
+    /// The JS clocks of memory backends, by id: a [`Clock`] is `Send`, which a JS function is not.
+    static CLOCKS: std::cell::RefCell<std::collections::HashMap<u64, js_sys::Function>> = Default::default();
+}
+
+/// A JS clock's id in [`CLOCKS`]; dropped with its `Ratelimit`, it forgets the function.
+struct ClockId(u64);
+
+impl ClockId {
+    /// The function; taken out, since the clock may itself make a Ratelimit with a clock.
+    fn function(&self) -> Option<js_sys::Function> {
+        CLOCKS.with(|clocks| clocks.borrow().get(&self.0).cloned())
+    }
+}
+
+impl Drop for ClockId {
+    fn drop(&mut self) {
+        CLOCKS.with(|clocks| clocks.borrow_mut().remove(&self.0));
+    }
+}
+
+/// A JS clock: its answer must be unix ms, a whole number from 0; anything else (or a throw) fails the decision.
+fn js_clock(clock: js_sys::Function) -> Clock {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let id = ClockId(NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+    CLOCKS.with(|clocks| clocks.borrow_mut().insert(id.0, clock));
+    Box::new(move || {
+        // A method of `id`, so that the closure owns it (not only the number in it) and the function lives as long.
+        let time = (id.function())
+            .ok_or_else(|| Error::InvalidConfig("the clock was dropped".into()))?
+            .call0(&JsValue::UNDEFINED)
+            .map_err(|thrown| Error::InvalidConfig(format!("the clock threw: {}", super::printed(&thrown))))?;
+        match time.as_f64() {
+            Some(ms) if ms >= 0.0 && ms.fract() == 0.0 && ms <= MAX_SAFE_INTEGER => Ok(ms as u64),
+            _ => Err(Error::InvalidConfig(format!(
+                "the clock must return unix ms, a whole number from 0 as Date.now() does, got {}",
+                super::printed(&time)
+            ))),
+        }
+    })
 }
 
 #[wasm_bindgen(module = "/src/wasm/objects.js")]
@@ -401,6 +493,9 @@ impl JsRatelimit {
     /// The Redisson-style handle on the sliding log `name`, through the same endpoint.
     #[wasm_bindgen(js_name = rateLimiter)]
     pub fn rate_limiter(&self, name: JsValue, options: JsValue) -> Result<JsRedissonLimiter, JsValue> {
-        JsRedissonLimiter::new(self.inner.client().clone(), &name, &options).map_err(to_js_error)
+        let client = self.inner.client().ok_or_else(|| {
+            Error::InvalidArgument("rateLimiter shares a limit through Redis: give url and token, not memory".into())
+        });
+        JsRedissonLimiter::new(client.map_err(to_js_error)?.clone(), &name, &options).map_err(to_js_error)
     }
 }
