@@ -13,11 +13,10 @@ pub const CLIENT_IP_HEADER: &str = "cf-connecting-ip";
 /// Where a rule reads its key from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum KeySource {
-    /// The client IP (`CF-Connecting-IP`), IPv6 by its network of `ipv6_prefix` bits: a subscriber can pick any
-    /// address in its /64 (or a wider prefix, e.g. a tunnel broker's /48, hence `ip/<bits>`), and must not multiply
-    /// its limit by picking.
+    /// The client IP (`CF-Connecting-IP`), IPv6 by its network of `ipv6_prefix` bits: a subscriber picks any
+    /// address in its /64 (or a tunnel broker's /48) and must not multiply its limit by picking.
     Ip {
-        /// How many leading bits of an IPv6 address name its client: 1 to 64 (others are read as the nearest).
+        /// Leading bits of an IPv6 address that name its client: 1 to 64 (others are read as the nearest).
         ipv6_prefix: u8,
     },
     /// A request header, e.g. an API key (`header:x-api-key`).
@@ -38,8 +37,7 @@ impl FromStr for KeySource {
 
     /// `ip`, `ip/<IPv6 prefix bits>`, `path`, `header:<name>` or `cookie:<name>`.
     fn from_str(text: &str) -> Result<KeySource> {
-        // Header and cookie names are HTTP tokens (RFC 9110, 6265): anything else would make `Headers.get` throw on
-        // every request, so it is refused at start.
+        // Header and cookie names are HTTP tokens (RFC 9110, 6265): anything else makes `Headers.get` throw.
         let token_byte = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
         let named = |kind: &str, name: &str| {
             if name.is_empty() || !name.bytes().all(token_byte) {
@@ -51,7 +49,6 @@ impl FromStr for KeySource {
             Ok(name.to_owned())
         };
         if let Some(bits) = text.strip_prefix("ip/") {
-            // Finer than a /64 is refused: a subscriber would get 2^(bits - 64) limits.
             return match bits.parse::<u8>() {
                 Ok(ipv6_prefix @ 1..=64) if !bits.starts_with(['+', '0']) => Ok(KeySource::Ip { ipv6_prefix }),
                 _ => Err(Error::InvalidConfig(format!(
@@ -90,19 +87,14 @@ impl fmt::Display for KeySource {
 pub struct ClientKey {
     /// What the request carried (the IP, the header's or cookie's value, the path), which lists are compared with.
     pub raw: String,
-    /// The identifier in Redis: `ip:<ip or IPv6 network>`, `path:<path>`, or `header:<name>:<sha1>` /
-    /// `cookie:<name>:<sha1>` (hashed so API keys and sessions never sit in key names).
+    /// The identifier in Redis: `ip:<ip or IPv6 network>`, `path:<path>`, `header:<name>:<sha1>` or
+    /// `cookie:<name>:<sha1>` (API keys and sessions never sit in key names).
     pub id: String,
 }
 
-/// Reads a request's key. A request without the header or cookie counts by its IP, so leaving out the API key never
-/// escapes the limit; so does one with several different values, since origins differ in which one they read and a
-/// client could otherwise be a new identity each time.
-pub fn client_key(source: &KeySource, path: &str, header: impl Fn(&str) -> Option<String>) -> ClientKey {
-    key_of(source, path, &claimed_values(source, &header), &header)
-}
-
-/// [`client_key`] from the values `claimed_values` read (the gate reads them once, for the key and the deny list).
+/// A request's key from the values [`claimed_values`] read. A request without the header or cookie counts by its IP,
+/// so leaving out the API key never escapes the limit; so does one with several different values (origins differ in
+/// which one they read).
 pub(crate) fn key_of(
     source: &KeySource,
     path: &str,
@@ -110,7 +102,6 @@ pub(crate) fn key_of(
     header: &impl Fn(&str) -> Option<String>,
 ) -> ClientKey {
     match source {
-        // One value, however many times it is given: `header:<name>:<sha1>`, `cookie:<name>:<sha1>`.
         KeySource::Header(_) | KeySource::Cookie(_) => match claimed {
             [value, others @ ..] if others.iter().all(|other| other == value) => ClientKey {
                 id: format!("{source}:{}", sha1_smol::Sha1::from(value).digest()),
@@ -129,17 +120,15 @@ pub(crate) fn key_of(
     }
 }
 
-/// A normalised path as a path key counts it: without a trailing `/` and in lower case, as rules match it, so that
-/// neither spelling is a fresh limit.
+/// A normalised path as a path key counts it: without a trailing `/` and in lower case, as rules match it.
 fn path_key(path: &str) -> String {
     let trimmed = path.strip_suffix('/').filter(|trimmed| !trimmed.is_empty());
     trimmed.unwrap_or(path).to_ascii_lowercase()
 }
 
-/// The values a request carries for a header or cookie key, each spelt as origins read it, so spellings one origin
-/// takes for one value count as one: a header split at commas (`Headers.get` joins lines with `, `), trimmed, an
-/// `Authorization` scheme lower-cased; a cookie's pairs split at `;` and `,`, trimmed, unquoted and percent-decoded.
-/// Two different values make the request count by its IP ([`client_key`]); a deny list refuses each of them.
+/// The values a request carries for a header or cookie key, each spelt as origins read it: a header split at commas
+/// (`Headers.get` joins lines with `, `), trimmed, an `Authorization` scheme lower-cased; a cookie's pairs split at
+/// `;` and `,`, trimmed, unquoted and percent-decoded.
 pub(crate) fn claimed_values(source: &KeySource, header: &impl Fn(&str) -> Option<String>) -> Vec<String> {
     let mut values: Vec<String> = match source {
         KeySource::Header(name) => header(name)
@@ -202,26 +191,21 @@ fn cookie_value(value: &str) -> String {
         }
         None => bytes.extend_from_slice(value.as_bytes()),
     }
-    let decoded: Vec<u8> = percent_decoded(&bytes);
-    String::from_utf8_lossy(&decoded).into_owned()
+    String::from_utf8_lossy(&percent_decoded(&bytes)).into_owned()
 }
 
 /// `%xx` decoded (either case of hex digit); a `%` not followed by two hex digits stays as it is.
 pub(crate) fn percent_decoded(bytes: &[u8]) -> Vec<u8> {
-    let hex = |byte: u8| (byte as char).to_digit(16).map(|digit| digit as u8);
+    let hex = |at: usize| bytes.get(at).and_then(|&byte| (byte as char).to_digit(16));
     let mut decoded = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
-        match (
-            bytes[i],
-            bytes.get(i + 1).copied().and_then(hex),
-            bytes.get(i + 2).copied().and_then(hex),
-        ) {
+        match (bytes[i], hex(i + 1), hex(i + 2)) {
             (b'%', Some(high), Some(low)) => {
-                decoded.push(high * 16 + low);
+                decoded.push((high * 16 + low) as u8);
                 i += 3;
             }
-            (byte, _, _) => {
+            (byte, ..) => {
                 decoded.push(byte);
                 i += 1;
             }
@@ -230,14 +214,14 @@ pub(crate) fn percent_decoded(bytes: &[u8]) -> Vec<u8> {
     decoded
 }
 
-/// The client IP as a key, an IPv6 address by its network of `ipv6_prefix` bits (1 to 64). Without a readable
-/// `CF-Connecting-IP` (only outside Cloudflare) every request shares `ip:unknown`.
+/// The client IP as a key, an IPv6 address by its network of `ipv6_prefix` bits (1 to 64); `ip:unknown` without a
+/// readable `CF-Connecting-IP` (only outside Cloudflare).
 pub(crate) fn ip_key(header: &impl Fn(&str) -> Option<String>, ipv6_prefix: u8) -> ClientKey {
     let raw = header(CLIENT_IP_HEADER).unwrap_or_default();
     let id = match raw.trim().parse::<IpAddr>().map(unmapped) {
         Ok(IpAddr::V4(v4)) => format!("ip:{v4}"),
         Ok(IpAddr::V6(v6)) => {
-            // Held to 1..=64 here too (the field is public): 0 would shift by 128, above 64 would split a subscriber.
+            // Held to 1..=64 here too (the field is public).
             let ipv6_prefix = ipv6_prefix.clamp(1, 64);
             let network = u128::from(v6) & (u128::MAX << (128 - u32::from(ipv6_prefix)));
             format!("ip:{}/{ipv6_prefix}", Ipv6Addr::from(network))
@@ -255,8 +239,7 @@ fn unmapped(address: IpAddr) -> IpAddr {
     }
 }
 
-/// An allow or deny list entry: an IP range (for IP keys, and header or cookie requests counted by IP), or an exact
-/// header, cookie or path value.
+/// An allow or deny list entry: an IP range, or an exact header, cookie or path value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ListEntry {
     /// An address range in CIDR form; a single address is a /32 or /128. It matches keys that are IPs only.
@@ -266,14 +249,13 @@ pub enum ListEntry {
         /// How many leading bits must match.
         prefix_len: u8,
     },
-    /// A header, cookie or path value, compared exactly; never an IP key (a client could send an allow-listed
-    /// address as its API key).
+    /// A header, cookie or path value, compared exactly; never with an IP key.
     Exact(String),
 }
 
 impl ListEntry {
-    /// Reads an entry for a rule keyed by `source`: `203.0.113.7`, `2001:db8::/32`; for a header, cookie or path
-    /// rule an IP or range too (for the requests that count by their IP), else the exact value.
+    /// Reads an entry for a rule keyed by `source`: an IP or range (`203.0.113.7`, `2001:db8::/32`), or for a
+    /// header, cookie or path rule the exact value.
     pub fn parse(text: &str, source: &KeySource) -> Result<ListEntry> {
         let invalid = || {
             Error::InvalidConfig(format!(
@@ -304,11 +286,10 @@ impl ListEntry {
                 _ => ListEntry::Range { network, prefix_len },
             })
         };
-        // An exact value is spelt as requests' values are read (`claimed_values`), so it lists every spelling.
+        // An exact value is spelt as requests' values are read (`claimed_values`).
         let value = match source {
             KeySource::Header(name) => header_value(name, text),
             KeySource::Cookie(_) => cookie_value(text),
-            // As a path key is made: normalised, then as `path_key` spells it.
             KeySource::Path => path_key(&super::request_match::normalize_path(text)),
             KeySource::Ip { .. } => text.to_owned(),
         };
@@ -349,6 +330,10 @@ fn same_prefix(a: u128, b: u128, width: u8, prefix_len: u8) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn client_key(source: &KeySource, path: &str, header: impl Fn(&str) -> Option<String>) -> ClientKey {
+        key_of(source, path, &claimed_values(source, &header), &header)
+    }
 
     fn headers<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
         move |name| {

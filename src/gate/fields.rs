@@ -21,36 +21,20 @@ pub fn seconds_ceil(ms: u64) -> u64 {
 
 /// An sf-string: printable ASCII with `"` and `\` escaped; anything else (which limit names cannot hold) becomes `?`.
 fn sf_string(text: &str) -> String {
-    let mut quoted = String::with_capacity(text.len() + 2);
-    quoted.push('"');
-    for c in text.chars() {
-        match c {
-            '"' | '\\' => {
-                quoted.push('\\');
-                quoted.push(c);
-            }
-            ' '..='~' => quoted.push(c),
-            _ => quoted.push('?'),
-        }
-    }
-    quoted.push('"');
-    quoted
+    let printable: String = text
+        .chars()
+        .map(|c| if matches!(c, ' '..='~') { c } else { '?' })
+        .collect();
+    format!("\"{}\"", printable.replace('\\', "\\\\").replace('"', "\\\""))
 }
 
 /// `RateLimit-Policy`: every policy of the rule, e.g. `"login";q=5;w=10`.
 pub fn policy_field(policies: &[Policy]) -> String {
-    policies
-        .iter()
-        .map(|policy| {
-            format!(
-                "{};q={};w={}",
-                sf_string(&policy.name),
-                policy.quota,
-                seconds_ceil(policy.window_ms)
-            )
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
+    let field = |policy: &Policy| {
+        let (name, window) = (sf_string(&policy.name), seconds_ceil(policy.window_ms));
+        format!("{name};q={};w={window}", policy.quota)
+    };
+    policies.iter().map(field).collect::<Vec<_>>().join(", ")
 }
 
 /// One `RateLimit` item: what is left (`r`) and the seconds until the policy is whole again (`t`). A denial's `t` is
@@ -61,12 +45,8 @@ pub fn limit_item(policy: &Policy, decision: &Decision, now_ms: u64) -> String {
     } else {
         decision.retry_after
     };
-    format!(
-        "{};r={};t={}",
-        sf_string(&policy.name),
-        decision.remaining,
-        seconds_ceil(until_reset_ms)
-    )
+    let (name, until_reset) = (sf_string(&policy.name), seconds_ceil(until_reset_ms));
+    format!("{name};r={};t={until_reset}", decision.remaining)
 }
 
 /// A problem-details body (`application/problem+json`), members in alphabetical order.

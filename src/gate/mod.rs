@@ -1,16 +1,7 @@
-//! The gate: what the Cloudflare Worker decides for each HTTP request in front of an origin.
-//!
-//! The Worker's JS shim (`worker/index.js`) only moves requests and responses; everything that decides is here. The
-//! first rule whose [`RequestMatch`] holds applies ([`Gate::route`]); it reads the request's [`ClientKey`], checks its
-//! allow and deny lists, then takes one permit under all its limits at once with a [`Ratelimit`]. The outcome is a
-//! [`Admission`]: proxy with RateLimit fields, or refuse with 429 / 403 / 503 and a problem body.
-//!
-//! | module | concept |
-//! |---|---|
-//! | [`request_match`] | which requests a rule applies to: hosts, path prefix or pattern, methods |
-//! | [`config`] | the Worker's settings (`RULES`, …) read into a gate, with the messages it starts with |
-//! | [`client_key`] | who a request counts against (IP by /64, header, cookie, path) and allow/deny list entries |
-//! | [`fields`] | the IETF RateLimit fields, `Retry-After` and the problem body |
+//! The gate: what the Cloudflare Worker decides for each HTTP request in front of an origin (the JS shim,
+//! `worker/index.js`, only moves requests and responses). The first rule whose [`RequestMatch`] holds applies
+//! ([`Gate::route`]); it reads the request's [`ClientKey`], checks its allow and deny lists, then takes one permit
+//! under all its limits with a [`Ratelimit`]. The outcome is an [`Admission`]: proxy, or refuse with 429/403/503.
 
 pub mod client_key;
 pub mod config;
@@ -24,7 +15,6 @@ use std::time::Duration;
 pub use self::client_key::{ClientKey, KeySource, ListEntry};
 use self::fields::{limit_item, policy_field, problem, seconds_ceil, Policy};
 pub use self::request_match::RequestMatch;
-use crate::decision::Decision;
 use crate::error::{Error, Result};
 use crate::limit::{Algorithm, KeyLayout};
 use crate::ratelimit::{Limit, OnError, Options, Outcome, Ratelimit, Reason};
@@ -47,13 +37,12 @@ pub struct Rule {
     pub deny: Vec<ListEntry>,
     /// Count and log, but refuse nothing.
     pub dry_run: bool,
-    /// When the store is down, slow or refuses the token: [`OnError::Allow`] (fail open) or [`OnError::Deny`]
-    /// (fail closed, 503).
+    /// When the store is down, slow or refuses the token: [`OnError::Allow`] or [`OnError::Deny`] (503).
     pub on_error: OnError,
     /// How long to wait for the store; the client's default (1 s) when `None`.
     pub timeout: Option<Duration>,
-    /// Reserve permits for keys this isolate sees often and answer from them with no round trip (one GCRA,
-    /// fixed-window or sliding-log limit; see [`crate::limit::Reserved`]); `None`: every request asks Redis.
+    /// Reserve permits for keys this isolate sees often and answer from them with no round trip
+    /// ([`crate::limit::Reserved`]); `None`: every request asks Redis.
     pub reserve: Option<Duration>,
 }
 
@@ -110,8 +99,7 @@ impl ArmedRule {
                     .into(),
             ));
         }
-        // Limits are stored under the rule's name unless named, so rules share state only on purpose. The stored name
-        // is the advertised policy's name.
+        // Limits are stored (and advertised) under the rule's name unless named: rules share state only on purpose.
         let mut policies = Vec::with_capacity(rule.limits.len());
         for limit in &mut rule.limits {
             let name = limit
@@ -163,8 +151,7 @@ impl Gate {
     /// Checks every rule (a broken rule is an [`Error::InvalidConfig`] naming it) and readies its limiter. Keys
     /// start with `prefix` and follow `layout`.
     pub fn new(client: RestClient, rules: Vec<Rule>, prefix: &str, layout: KeyLayout) -> Result<Gate> {
-        // One decision per request gains nothing from coalescing, and in workerd a request must not wait for a call
-        // another request's context sent.
+        // In workerd a request must not wait for a call another request's context sent.
         let client = client.without_coalescing();
         let mut armed: Vec<Arc<ArmedRule>> = Vec::with_capacity(rules.len());
         for rule in rules {
@@ -176,10 +163,8 @@ impl Gate {
             }
             armed.push(Arc::new(ArmedRule::new(&client, rule, prefix, layout)?));
         }
-        // Rules that name a limit alike share its state, so it must be one algorithm over one interval: otherwise each
-        // would read the other's state as none or as another window, and neither would limit anything.
+        // Rules that name a limit alike share its state: it must be one algorithm over one interval, or neither limits.
         let state = |limit: &Limit| (limit.quota.algorithm(), limit.quota.interval_ms());
-        // Each stored name (every limit has one by now: see ArmedRule::new) and the first rule and limit under it.
         let mut first_under: HashMap<&str, (&str, &Limit)> = HashMap::new();
         for (rule, limit) in armed
             .iter()
@@ -216,13 +201,9 @@ impl Gate {
         self.rules.iter().map(|armed| armed.rule.name.as_str())
     }
 
-    /// The rule that applies to this request and the key it counts under; `None` when no rule matches (the request
-    /// goes to the origin untouched). `target` is the path and query, `header` reads a header by lower-case name.
-    ///
-    /// The request's own method on the normalised path picks its rule; method overrides, the `%2F` spelling and the
-    /// path without a format suffix only add rules ([`Route::decide`] decides them all), so none can take a request
-    /// out of its own. A dry run carries the first enforcing rule behind it ([`Route::next`]). Why:
-    /// docs/design/gate-routing.md.
+    /// The rule that applies to this request and the key it counts under; `None` when no rule matches. `target` is
+    /// the path and query, `header` reads a header by lower-case name. Method overrides and other spellings of the
+    /// path only add rules (docs/design/gate-routing.md).
     pub fn route(
         &self,
         method: &str,
@@ -232,7 +213,6 @@ impl Gate {
     ) -> Option<Route> {
         let (path, query) = target.split_once('?').unwrap_or((target, ""));
         let (raw_path, path) = (path, request_match::normalize_path(path));
-        // The spelling of an origin that does not take `%2F` for `/`, when it differs: a rule it matches is added.
         let kept = Some(request_match::normalize_path_keeping_slashes(raw_path)).filter(|kept| *kept != path);
         let backslashes =
             Some(request_match::normalize_path_reading_backslashes(raw_path)).filter(|read| *read != path);
@@ -265,8 +245,8 @@ impl Gate {
         if method.eq_ignore_ascii_case("HEAD") {
             own.push("GET".to_owned());
         }
-        // The own methods on the normalised path give the request its rule; the other spellings and each override
-        // method add the first rule each matches. Only methods some rule names are tried, plus one no rule names.
+        // Each override method some rule names adds the first rule it matches, and one no rule names adds a rule that
+        // names no method (methods are letters: `-` is none of them).
         let overrides = override_methods(method, query, &header);
         let mut method_sets = vec![own];
         method_sets.extend(
@@ -275,7 +255,6 @@ impl Gate {
                 .map(|named| vec![named.clone()]),
         );
         if (overrides.iter()).any(|name| !self.named_methods.iter().any(|named| named.eq_ignore_ascii_case(name))) {
-            // Matches only the rules that name no method (methods are letters: this is none of them).
             method_sets.push(vec!["-".to_owned()]);
         }
         let unformatted = request_match::without_format_suffix(&path);
@@ -297,8 +276,8 @@ impl Gate {
     }
 }
 
-/// The methods a request names besides its own, which many frameworks route it by: a method override header, and for
-/// a POST `_method` in its query; GET's beside a HEAD. Any number of any words: `Gate::route` filters them.
+/// The methods a request names besides its own, which many frameworks route it by: override headers, a POST's
+/// `_method` in its query; GET beside HEAD. Any words: `Gate::route` filters them.
 fn override_methods(method: &str, query: &str, header: &impl Fn(&str) -> Option<String>) -> Vec<String> {
     let headers = ["x-http-method-override", "x-http-method", "x-method-override"]
         .into_iter()
@@ -325,14 +304,13 @@ fn override_methods(method: &str, query: &str, header: &impl Fn(&str) -> Option<
 pub struct Route {
     armed: Arc<ArmedRule>,
     key: ClientKey,
-    /// The client's address as a key, which a deny list's IP entries refuse whatever the rule counts by.
+    /// The client's address, which a deny list refuses whatever the rule counts by.
     address: ClientKey,
-    /// Every value the request carries for a header or cookie key, each of which a deny list refuses (a denied
-    /// session must not pass by adding a second one).
+    /// Every value the request carries for a header or cookie key: a deny list refuses each.
     claimed: Vec<String>,
     /// For a dry-run rule, the first matching rule after it that enforces.
     next: Option<Box<Route>>,
-    /// Other enforcing rules this request's method overrides or other spellings matched, decided after this one.
+    /// Enforcing rules the method overrides or other spellings matched, decided after this one.
     also: Vec<Route>,
 }
 
@@ -366,15 +344,14 @@ pub struct Admission {
     pub allowed: bool,
     /// Why.
     pub reason: AdmissionReason,
-    /// The status to answer with when refused: 429 (limit), 403 (deny list), 503 (store unavailable, rule fails
-    /// closed) or 500 (any other error: never absorbed); 200 when allowed.
+    /// 200 when allowed; else 429 (limit), 403 (deny list), 503 (store unavailable, fails closed) or 500 (any other
+    /// error).
     pub status: u16,
     /// Header fields for the response: the RateLimit fields, and `Retry-After` on a 429.
     pub headers: Vec<(String, String)>,
     /// The problem body (`application/problem+json`) of a refusal.
     pub body: Option<String>,
-    /// The error the limit failed with, to log: an unavailable store that the rule's `onError` decided for, or any
-    /// other error (then the admission is a 500).
+    /// The error the limit failed with, to log.
     pub error: Option<Error>,
     /// The rule the refusal or the error is of, when it is not the route's own but an added one.
     pub rule: Option<String>,
@@ -401,8 +378,7 @@ impl Route {
         self.next.as_deref()
     }
 
-    /// Adds a route a method override or another spelling matched: decided after this one (or instead, for a dry run
-    /// with nothing behind it), unless already decided.
+    /// Adds a route a method override or another spelling matched, decided after this one unless already decided.
     fn add(&mut self, overridden: Route) {
         let Some(enforcing) = overridden.enforcing() else {
             return;
@@ -429,8 +405,7 @@ impl Route {
     }
 
     /// Decides: the lists first (no round trip), then one permit under every limit of the rule, then each added rule
-    /// while all before it allowed. Never fails: an error is decided by the rule's `onError` and carried in
-    /// [`Admission::error`]. A refusal by an added rule still spends the permits taken before: it never admits.
+    /// while all before it allowed. Never fails: an error is decided by the rule's `onError` and carried along.
     pub async fn decide(&self, now_ms: u64) -> Admission {
         let mut admission = self.decide_rule(now_ms).await;
         for also in &self.also {
@@ -452,7 +427,6 @@ impl Route {
 
     async fn decide_rule(&self, now_ms: u64) -> Admission {
         let rule = &self.armed.rule;
-        // A denied address is refused however its request counts: a made-up API key must not get it past.
         let denied = |entry: &ListEntry| {
             entry.contains(&self.key) || entry.contains(&self.address) || self.claimed.iter().any(|v| entry.names(v))
         };
@@ -479,13 +453,14 @@ impl Route {
                 .map(|(policy, decision)| limit_item(policy, decision, now_ms))
                 .collect()
         } else {
-            // The block cache answered with the one denial that speaks for all: name it by its limit.
-            speaking_policy(policies, &outcome.decision)
+            // The block cache answered with the one denial that speaks for all: named by its limit.
+            let speaking = policies.iter().find(|policy| policy.quota == outcome.decision.limit);
+            speaking
                 .map(|policy| limit_item(policy, &outcome.decision, now_ms))
                 .into_iter()
                 .collect()
         };
-        // From reserved permits `r` is this isolate's own share, an estimate; each item says so in a parameter.
+        // From reserved permits `r` is this isolate's own share: an estimate.
         let mark = if outcome.reason == Reason::Reserved {
             ";estimate"
         } else {
@@ -509,9 +484,8 @@ impl Route {
         refusal(reason, 429, "Too Many Requests", &detail, headers, Some(retry_after))
     }
 
-    /// The admission when the limit could not be decided. Only an unavailable store is the rule's `onError` to decide
-    /// (pass, or 503); any other error is a 500 that never reaches the origin, since passing it could admit requests
-    /// past the limit.
+    /// The admission when the limit could not be decided: only an unavailable store is the rule's `onError` to decide;
+    /// any other error is a 500, since passing it could admit requests past the limit.
     fn failed(&self, error: Error) -> Admission {
         let reason = AdmissionReason::Limit(Reason::of_failure(&error));
         let mut admission = if !error.is_store_unavailable() {
@@ -566,26 +540,19 @@ fn refusal(
     }
 }
 
-/// The policy a cached denial belongs to: the first whose quota is the decision's limit.
-fn speaking_policy<'a>(policies: &'a [Policy], decision: &Decision) -> Option<&'a Policy> {
-    policies.iter().find(|policy| policy.quota == decision.limit)
-}
-
 /// `5 per 10 s and 100 per 60 s`.
 fn describe_limits(policies: &[Policy]) -> String {
-    policies
+    let window = |ms: u64| {
+        if ms % 1000 == 0 {
+            format!("{} s", ms / 1000)
+        } else {
+            format!("{ms} ms")
+        }
+    };
+    let each = policies
         .iter()
-        .map(|policy| format!("{} per {}", policy.quota, human_window(policy.window_ms)))
-        .collect::<Vec<_>>()
-        .join(" and ")
-}
-
-fn human_window(ms: u64) -> String {
-    if ms % 1000 == 0 {
-        format!("{} s", ms / 1000)
-    } else {
-        format!("{ms} ms")
-    }
+        .map(|policy| format!("{} per {}", policy.quota, window(policy.window_ms)));
+    each.collect::<Vec<_>>().join(" and ")
 }
 
 #[cfg(test)]

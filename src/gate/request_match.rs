@@ -32,14 +32,12 @@ impl RequestMatch {
                     "paths and patterns start with \"/\", got {path:?}"
                 )));
             }
-            // The path a rule matches has no query or fragment: a rule holding one would never match.
             if path.contains(['?', '#']) {
                 return Err(Error::InvalidConfig(format!(
                     "paths and patterns match the path alone, without \"?\" (the query) or \"#\", got {path:?}"
                 )));
             }
-            // Nor a spelling a request's path never has (what the URL parser percent-encodes, what `normalize_path`
-            // decodes or merges): the rule would never apply, its limit off unseen.
+            // Nor a spelling a request's path never has: the rule would never apply.
             let encoded = as_requests_spell(path);
             if encoded != *path {
                 return Err(Error::InvalidConfig(format!(
@@ -49,7 +47,7 @@ impl RequestMatch {
             }
         }
         for host in &hosts {
-            // A name as the URL's host has it: no scheme, port, path or space, which would make the rule never match.
+            // A name as the URL's host has it: no scheme, port, path or space.
             let name = host.strip_prefix("*.").unwrap_or(host);
             if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b"-._".contains(&b)) {
                 return Err(Error::InvalidConfig(format!(
@@ -76,7 +74,7 @@ impl RequestMatch {
     /// Whether a request with this method, host and path (as [`normalize_path`] gives it) is one the rule applies
     /// to. Paths match in any case, and a pattern also without a trailing `/`, as most origins route them.
     pub fn matches(&self, method: &str, host: &str, path: &str) -> bool {
-        // A fully qualified name's trailing dot (`api.example.com.`) names the same host: a rule must not miss it.
+        // A fully qualified name's trailing dot (`api.example.com.`) names the same host.
         let host = host.strip_suffix('.').unwrap_or(host).to_ascii_lowercase();
         (self.methods.is_empty() || self.methods.iter().any(|m| m.eq_ignore_ascii_case(method)))
             && (self.hosts.is_empty() || self.hosts.iter().any(|pattern| host_matches(pattern, &host)))
@@ -96,21 +94,18 @@ impl RequestMatch {
 const DECODED: &[u8] = b"-._~!$&'()*+,=:@";
 
 /// The path a rule matches and a path key counts: unreserved escapes decoded, other escapes upper-cased,
-/// `;parameters` dropped, slashes merged, dot segments resolved. Origins read these spellings as one path, so a rule
-/// on the raw text could be bypassed; counting them together only limits more. `%5C` stays escaped (see
-/// [`normalize_path_reading_backslashes`]); case is kept. Why each: docs/design/gate-routing.md.
+/// `;parameters` dropped, slashes merged, dot segments resolved, case kept; `%5C` stays escaped. Origins read these
+/// spellings as one path (docs/design/gate-routing.md).
 pub fn normalize_path(path: &str) -> Cow<'_, str> {
     normalize(path, b"/")
 }
 
-/// [`normalize_path`] with `%5C` read as `/` too, as IIS reads it: the first rule this spelling matches is added to
-/// the request's (`Gate::route`).
+/// [`normalize_path`] with `%5C` read as `/` too, as IIS reads it.
 pub fn normalize_path_reading_backslashes(path: &str) -> Cow<'_, str> {
     normalize(path, b"/\\")
 }
 
-/// [`normalize_path`] but for `%2F` and `%5C`, which stay escaped, as an origin reads the path that does not take
-/// them for separators: the first rule this spelling matches is added to the request's (`Gate::route`).
+/// [`normalize_path`] but for `%2F` and `%5C`, which stay escaped, as an origin that does not take them for `/`.
 pub fn normalize_path_keeping_slashes(path: &str) -> Cow<'_, str> {
     normalize(path, b"")
 }
@@ -159,8 +154,7 @@ fn normalize<'p>(path: &'p str, separators: &[u8]) -> Cow<'p, str> {
     Cow::Owned(resolve_dot_segments(&normal))
 }
 
-/// `path` with its `.` and `..` segments resolved as the URL parser resolves them (a path ending in one keeps its
-/// trailing `/`; `..` never climbs above the root).
+/// `path` with its `.` and `..` segments resolved as the URL parser resolves them.
 fn resolve_dot_segments(path: &str) -> String {
     if !has_dot_segment(path) {
         return path.to_owned();
@@ -184,9 +178,8 @@ fn resolve_dot_segments(path: &str) -> String {
     segments.join("/")
 }
 
-/// `path` without its format suffix, when its last segment has one: `/users/sign_in` for `/users/sign_in.json`,
-/// `/users/sign_in.json/` or `/users/sign_in.`, which Rails routes to one action. The name before the suffix is not
-/// empty (`/.env` has none).
+/// `path` without its last segment's format suffix, as Rails routes it: `/users/sign_in` for `/users/sign_in.json`,
+/// `/users/sign_in.json/` or `/users/sign_in.`; `/.env` has none.
 pub fn without_format_suffix(path: &str) -> Option<&str> {
     let path = path.strip_suffix('/').unwrap_or(path);
     let segment_start = path.rfind('/').map_or(0, |slash| slash + 1);
@@ -222,8 +215,8 @@ fn host_matches(pattern: &str, host: &str) -> bool {
     }
 }
 
-/// `*` matches within a segment, `**` across segments; letters match in either case. One pass over the path per
-/// pattern character, O(pattern × path): backtracking would be exponential on a path the client chooses.
+/// `*` matches within a segment, `**` across segments; letters match in either case. O(pattern × path), with no
+/// backtracking, which would be exponential on a path the client chooses.
 fn glob(pattern: &[u8], path: &[u8]) -> bool {
     // matched[n]: the pattern read so far matches path[..n].
     let mut matched = vec![false; path.len() + 1];
