@@ -1,18 +1,12 @@
 //! Coalescing: the commands and decisions that concurrent callers send through one client (and its clones) within
 //! one turn of the executor go as one `/pipeline` request, each caller getting its own reply. Common decisions of
 //! one algorithm and cluster slot share one call of its batch script (`batch/<algorithm>`), which decides them in
-//! order: through a REST endpoint a decision's price is mostly the request and the call, not the decision.
-//!
-//! The first entry of a turn starts a flush task, which yields once and takes everything queued by then; one entry
-//! alone goes exactly as without coalescing. A request that fails as a whole fails each of its commands with that
-//! error; one command's or decision's error is its own. A batch refused with `TRYAGAIN` (a slot migrating; nothing
-//! ran) is resent as one call per decision.
+//! order. The first entry of a turn starts a flush task, which yields once and takes everything queued by then; one
+//! entry alone goes exactly as without coalescing.
 
 use std::borrow::Cow;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::task::{Context, Poll};
+use std::task::Poll;
 
 use futures_channel::oneshot;
 
@@ -21,12 +15,11 @@ use super::{hash_slot, http, Command, RestClient};
 use crate::error::{Error, Result};
 use crate::value::Value;
 
-/// The most bytes of commands one coalesced request carries: endpoints cap a request's body (the bridge at 1 MiB,
-/// Upstash at 1 MB on small plans), and one above the cap fails every command in it.
+/// The most bytes of commands one coalesced request carries, well under endpoints' caps (the bridge's 1 MiB,
+/// Upstash's 1 MB on small plans).
 const MAX_REQUEST_BYTES: usize = 256 * 1024;
 
-/// A batch call's most decisions and bytes of keys and arguments: one call holds Redis for all of them, and must fit
-/// in a request.
+/// A batch call's most decisions and bytes of keys and arguments: one call holds Redis for all of them.
 const MAX_DECISIONS_PER_CALL: usize = 256;
 const MAX_BYTES_PER_CALL: usize = 64 * 1024;
 
@@ -108,8 +101,8 @@ impl Call {
         })
     }
 
-    /// Hands each caller its reply. `NOSCRIPT` is resent with the script's text; a batch refused with `TRYAGAIN` as one
-    /// call per decision; each in a task of its own.
+    /// Hands each caller its reply. `NOSCRIPT` is resent with the script's text; a batch refused with `TRYAGAIN` (a
+    /// slot migrating; nothing ran) as one call per decision; each in a task of its own.
     fn answer(self, client: &RestClient, reply: Result<Value>) {
         match (self, reply) {
             (call @ (Call::Alone(..) | Call::Batch(_)), Err(error)) if error.is_noscript() => {
@@ -132,7 +125,6 @@ impl Call {
                 let replies = reply.and_then(|reply| split(reply, group.len()));
                 let replies = replies.unwrap_or_else(|error| vec![Err(error); group.len()]);
                 for ((_, caller), reply) in group.into_iter().zip(replies) {
-                    // A caller that stopped waiting has dropped its receiver: nothing to hand it.
                     let _ = caller.send(reply);
                 }
             }
@@ -268,23 +260,15 @@ fn split(reply: Value, count: usize) -> Result<Vec<Result<Value>>> {
 
 /// Lets the rest of the executor's turn run: whatever other tasks were woken or spawned run before this returns.
 pub(crate) async fn yield_once() {
-    YieldOnce(false).await
-}
-
-/// A future that is pending once (asking to be polled again at once) and then ready.
-struct YieldOnce(bool);
-
-impl Future for YieldOnce {
-    type Output = ();
-
-    fn poll(mut self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<()> {
-        if self.0 {
+    let mut yielded = false;
+    std::future::poll_fn(|context| {
+        if std::mem::replace(&mut yielded, true) {
             return Poll::Ready(());
         }
-        self.0 = true;
         context.waker().wake_by_ref();
         Poll::Pending
-    }
+    })
+    .await
 }
 
 #[cfg(test)]

@@ -1,17 +1,9 @@
-// One REST request through the runtime's global `fetch` (Workers, Node, browsers), for src/rest/http_wasm.rs.
-//
-// Why here and not from Rust, property by property: a request is one call into JS instead of a dozen (each
-// `Reflect.set` decodes its name from wasm memory), and its headers are one object literal.
-//
-// Why an AbortController and a timer cleared when the body is in, not `AbortSignal.timeout`: that signal's timer
-// stays armed after the response, so every request's timer fires later anyway, builds a DOMException and dispatches
-// an abort event nobody waits for. In Node (bench/coalescing.mjs, 8 in flight) that was about a tenth of the client's
-// CPU per decision.
+// One REST request through the runtime's global `fetch` (Workers, Node, browsers), for src/rest/http_wasm.rs: one
+// call into JS per request. A timer cleared when the body is in, not `AbortSignal.timeout`, whose timer stays armed
+// after the response (about a tenth of the client's CPU per decision in Node).
 
-// In a browser, a header of our own needs a CORS preflight's approval, which an endpoint may not give (then every
-// request fails, and a fail-open policy admits it): there the deadline header is left out (see DEADLINE_HEADER in
-// src/rest/mod.rs). A page has a `document`; a browser's Web Worker has none, but its user agent, like a page's,
-// begins with "Mozilla/" (Node's is "Node.js/…", Cloudflare Workers' "Cloudflare-Workers", Deno's "Deno/…").
+// In a browser a header of our own needs a CORS preflight's approval, so the deadline header is left out there. A
+// page has a `document`; a browser's Web Worker has none, but its user agent begins with "Mozilla/".
 const inABrowser =
   typeof document !== "undefined" ||
   (typeof navigator === "object" && navigator !== null && /^Mozilla\//.test(String(navigator.userAgent)));
@@ -32,11 +24,7 @@ export function urlHasCredentials(url) {
   return parsed.username !== "" || parsed.password !== "";
 }
 
-/**
- * POSTs `body` (JSON) to `url` with the `authorization` header, asking for base64-encoded replies, and gives up after
- * `timeoutMs`; outside a browser `deadlineHeader` carries the timeout to the bridge. Resolves to `[status, body
- * text]`; rejects with `{kind, message}` (see `failure`).
- */
+/** POSTs `body` (JSON) to `url`, asking for base64 replies, for at most `timeoutMs`; `[status, text]` or `failure`. */
 export async function post(url, authorization, body, timeoutMs, deadlineHeader) {
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(), timeoutMs);
@@ -44,10 +32,8 @@ export async function post(url, authorization, body, timeoutMs, deadlineHeader) 
     // Objects without a prototype: fetch reads only the fields set here, whatever the host put on Object.prototype.
     const headers = { __proto__: null, authorization, "upstash-encoding": "base64", "content-type": "application/json" };
     if (!inABrowser) headers[deadlineHeader] = String(timeoutMs);
-    // A redirect is never followed: followed, the call would go elsewhere (as a GET, without the token) and whatever
-    // answered there would be read as the store's decision. "manual" hands back the 30x (in a browser an opaque
-    // response of status 0), which src/rest/mod.rs reports; "error" would reject like an unreachable endpoint, which
-    // a fail-open policy absorbs.
+    // A redirect is never followed (whatever answered elsewhere would be read as the store's decision): "manual"
+    // hands back the 30x, which src/rest/mod.rs reports; "error" would reject like an unreachable endpoint.
     const init = { __proto__: null, method: "POST", headers, body, signal: controller.signal, redirect: "manual" };
     const response = await fetch(url, init);
     return [response.status, await response.text()];
@@ -58,27 +44,20 @@ export async function post(url, authorization, body, timeoutMs, deadlineHeader) 
   }
 }
 
-/**
- * Why a request got no reply, for src/rest/http_wasm.rs: `kind` "timeout" (our deadline aborted it), "network" (an
- * error the runtime gives only for the network: the store is unreachable) or "local" (anything else: fetch refused
- * the request in this process, so nothing says the store is down), and a `message`.
- */
+/** Why a request got no reply: `kind` "timeout" (our deadline), "network" (the store is unreachable) or "local". */
 function failure(error, aborted) {
   const name = error instanceof Error ? error.name : undefined;
   if (aborted && (name === "AbortError" || name === "TimeoutError")) return { __proto__: null, kind: "timeout", message: "" };
   return { __proto__: null, kind: networkError(error) ? "network" : "local", message: described(error) };
 }
 
-// A browser's TypeError for any network failure (it says no more, CORS refusals included): Chromium's (measured),
-// Firefox's and Safari's.
+// A browser's TypeError for any network failure: Chromium's, Firefox's and Safari's.
 const BROWSER_NETWORK_MESSAGES = new Set(["Failed to fetch", "NetworkError when attempting to fetch resource.", "Load failed"]);
 
 /**
- * Whether `error` is how this runtime reports a failure of the network. Node (undici): a TypeError "fetch failed"
- * ("terminated" when the body's read fails) whose cause is the socket's error. Deno (2.9, measured): "fetch failed"
- * whose cause is its HTTP client's "error sending request …", or "error reading a body from connection". Browsers: a
- * TypeError of a fixed message. workerd: an Error "Network connection lost.". A TypeError of another message is fetch
- * refusing the call.
+ * Whether `error` is how this runtime reports a failure of the network: Node's and Deno's "fetch failed" (or
+ * "terminated") with a network cause, Deno's body error, a browser's fixed TypeError, workerd's "Network connection
+ * lost.". A TypeError of another message is fetch refusing the call.
  */
 function networkError(error) {
   if (!(error instanceof Error)) return false;
@@ -98,10 +77,8 @@ const NETWORK_CODES = new Set([
 ]);
 
 /**
- * Whether the cause of "fetch failed" is a network error: Deno's, or in Node a socket's code, TLS (OpenSSL's codes),
- * an HTTP reply undici could not parse (HPE_*, as the native client's transport error), or an AggregateError of such
- * (several addresses tried).
- * Codes are read as own properties only, so a polluted prototype cannot pass a local error off as one.
+ * Whether the cause of "fetch failed" is a network error: Deno's, or Node's socket, TLS or HTTP parser code, or an
+ * AggregateError of such. Own properties only, so a polluted prototype cannot pass a local error off as one.
  */
 function networkCause(cause) {
   if (!(cause instanceof Error)) return false;

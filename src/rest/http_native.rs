@@ -10,16 +10,13 @@ pub(crate) struct Http {
 }
 
 impl Default for Http {
-    /// A pool that never follows a redirect: followed, a 30x would send the call elsewhere (as a GET, without the
-    /// token), and whatever answered there would be read as the store's decision.
+    /// A pool that never follows a redirect: whatever answered elsewhere would be read as the store's decision.
     fn default() -> Self {
         let client = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
-            // Below the bridge's 10 s idle timeout: a request sent on a connection the server is closing fails as a
-            // transport error, which a fail-open policy would absorb.
+            // Below the bridge's 10 s idle timeout, so no request goes on a connection the server is closing.
             .pool_idle_timeout(Duration::from_secs(5))
             .build()
-            // As `reqwest::Client::new()` does on its one failure: no TLS backend could start.
             .expect("an HTTP client (reqwest's TLS backend starts)");
         Http { client }
     }
@@ -53,14 +50,13 @@ fn failure(error: reqwest::Error) -> Failure {
     if error.is_timeout() {
         Failure::Timeout
     } else if error.is_builder() {
-        // The request could not be built here (a URL or header reqwest refuses): nothing was sent.
         Failure::Local(error.to_string())
     } else {
         Failure::Network(Box::new(error))
     }
 }
 
-/// Why `url` is not a URL a request can go to, if it is not (natively, the `url` crate's reading, as reqwest's).
+/// Why `url` is not a URL a request can go to, if it is not (as reqwest reads it).
 pub(crate) fn url_problem(url: &str) -> Option<String> {
     reqwest::Url::parse(url).err().map(|error| error.to_string())
 }

@@ -1,9 +1,6 @@
-//! HTTP in wasm: the runtime's global `fetch` (Workers, Node, browsers), one call of `fetch.js` per request.
-//!
-//! Not reqwest's wasm client: it always follows redirects (reqwest#2071), and a followed redirect would read
-//! whatever answered elsewhere as the store's decision. `fetch.js` asks for `redirect: "manual"`.
+//! HTTP in wasm: the runtime's global `fetch`, one call of `fetch.js` per request. Not reqwest's wasm client: it
+//! always follows redirects (reqwest#2071), and whatever answered elsewhere would be read as the store's decision.
 
-use std::fmt;
 use std::time::Duration;
 
 use wasm_bindgen::prelude::*;
@@ -33,18 +30,6 @@ extern "C" {
     pub(crate) fn url_has_credentials(url: &str) -> bool;
 }
 
-/// What `fetch` rejected with, as text (a JS value cannot cross threads, and the message is what matters).
-#[derive(Debug)]
-struct FetchError(String);
-
-impl fmt::Display for FetchError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for FetchError {}
-
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Http;
 
@@ -67,9 +52,8 @@ impl Http {
     }
 }
 
-/// False in Cloudflare Workers, true in Node and browsers: in workerd a request whose code runs on because another
-/// request settled what it waited for is cancelled when that other request ends (see `limit::Reserved`). Workers
-/// are known by `WebSocketPair` (every compatibility date) or their user agent.
+/// False in Cloudflare Workers (known by `WebSocketPair` or their user agent), true in Node and browsers: in workerd
+/// a request woken by another request's call is cancelled when that other request ends (see `limit::Reserved`).
 pub(crate) fn requests_may_wait_on_each_other() -> bool {
     let global = js_sys::global();
     let agent = js_sys::Reflect::get(&global, &"navigator".into())
@@ -81,8 +65,7 @@ pub(crate) fn requests_may_wait_on_each_other() -> bool {
     !workers
 }
 
-/// fetch.js rejects with `{kind, message}`: "timeout" (our deadline), "network" (the store is unreachable) or
-/// "local". Anything else (fetch.js itself failed) is local too.
+/// fetch.js rejects with `{kind, message}`; anything else (fetch.js itself failed) is local.
 fn failure(error: JsValue) -> Failure {
     let property = |name: &str| {
         js_sys::Reflect::get(&error, &name.into())
@@ -92,7 +75,8 @@ fn failure(error: JsValue) -> Failure {
     let message = property("message").unwrap_or_else(|| format!("{error:?}"));
     match property("kind").as_deref() {
         Some("timeout") => Failure::Timeout,
-        Some("network") => Failure::Network(Box::new(FetchError(message))),
+        // As text: a JS value cannot cross threads.
+        Some("network") => Failure::Network(message.into()),
         _ => Failure::Local(message),
     }
 }

@@ -23,17 +23,14 @@ use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
 use serde_json::Value as Json;
 
-/// The header telling the endpoint how many ms the client waits (its timeout): the cluster bridge stops resending a
-/// command (after `MOVED`, `TRYAGAIN`, …) once it has passed. Browsers do not send it: it would need a CORS
-/// preflight's approval.
+/// The header telling the endpoint how many ms the client waits, after which the cluster bridge stops resending a
+/// command. Browsers do not send it (it would need a CORS preflight's approval).
 pub const DEADLINE_HEADER: &str = "edgelimit-deadline-ms";
 
-/// How long a request may take when the caller does not say: a rate limiter that makes an edge request wait
-/// seconds has already failed at its job.
+/// How long a request may take when the caller does not say.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_millis(1_000);
 
-/// The longest per-request timeout: 2^31 - 1 ms, the longest a JS timer waits. A longer one fires at once on wasm,
-/// so every request would time out and fail open: refused on every target instead.
+/// The longest per-request timeout: 2^31 - 1 ms, the longest a JS timer waits (a longer one fires at once).
 pub const MAX_TIMEOUT: Duration = Duration::from_millis(i32::MAX as u64);
 
 /// Why a request got no HTTP reply (from either HTTP backend).
@@ -42,8 +39,7 @@ enum Failure {
     Timeout,
     /// The network failed: the endpoint could not be reached or the body not read.
     Network(Box<dyn std::error::Error + Send + Sync>),
-    /// The request was refused in this process (an argument the HTTP client rejects), or failed in a way not known
-    /// to be the network's: nothing says the store is down.
+    /// The request was refused in this process, or failed in a way not known to be the network's.
     Local(String),
 }
 
@@ -74,9 +70,8 @@ impl Command {
         &self.0
     }
 
-    /// The command as the REST protocol sends it: a JSON array of its words.
+    /// The command as the REST protocol sends it: a JSON array of its words (which always serialises).
     fn rendered(&self) -> String {
-        // A list of strings always serialises.
         serde_json::to_string(&self.0).unwrap_or_default()
     }
 }
@@ -96,7 +91,6 @@ pub struct RestClient {
 impl RestClient {
     /// A client for the endpoint at `url` (e.g. `https://eu1-xyz.upstash.io` or `http://127.0.0.1:8079`),
     /// authenticating with the bearer `token`, with [`DEFAULT_TIMEOUT`].
-    // `Http::default()` is a pool natively and a unit struct on wasm (the global fetch): one call for both.
     #[cfg_attr(target_arch = "wasm32", allow(clippy::default_constructed_unit_structs))]
     pub fn new(url: &str, token: &str) -> Result<Self> {
         let base_url = url.trim().trim_end_matches('/');
@@ -106,15 +100,14 @@ impl RestClient {
                  UPSTASH_REDIS_REST_URL"
             )));
         }
-        // Caught here: a request that cannot be sent fails as a transport error, which a fail-open policy would absorb.
+        // Caught here: a request that cannot be sent would fail as a transport error, which fail-open absorbs.
         if let Some(problem) = http::url_problem(base_url) {
             return Err(Error::InvalidConfig(format!(
                 "the REST URL {url:?} is not a URL a request can go to ({problem}); set EDGELIMIT_URL or \
                  UPSTASH_REDIS_REST_URL"
             )));
         }
-        // fetch refuses such a URL on every request; natively the credentials would go as Basic auth beside the
-        // token. Not echoed: they are secrets.
+        // fetch refuses such a URL; natively they would go as Basic auth beside the token. Not echoed: secrets.
         if http::url_has_credentials(base_url) {
             return Err(Error::InvalidConfig(
                 "the REST URL holds credentials (user:password@ before the host), which are never sent: give the URL \
@@ -127,7 +120,6 @@ impl RestClient {
                 "the REST token is empty; set EDGELIMIT_TOKEN or UPSTASH_REDIS_REST_TOKEN".into(),
             ));
         }
-        // A token HTTP cannot carry in a header would fail every request alike. REST tokens are visible ASCII.
         if let Some(bad) = token.chars().find(|c| !c.is_ascii_graphic()) {
             return Err(Error::InvalidConfig(format!(
                 "the REST token holds {bad:?}, which an HTTP header cannot carry: a token is visible ASCII (letters, \
@@ -145,7 +137,7 @@ impl RestClient {
     }
 
     /// The same client with every command a request of its own: none waits for the turn's others or shares their
-    /// request's failure, at the price of one HTTP request per command.
+    /// request's failure.
     pub fn without_coalescing(mut self) -> Self {
         self.queue = None;
         self
@@ -153,7 +145,6 @@ impl RestClient {
 
     /// The same client with another per-request timeout: from 1 ms to [`MAX_TIMEOUT`].
     pub fn with_timeout(mut self, timeout: Duration) -> Result<Self> {
-        // Under 1 ms every request would time out at once, and a fail-open policy would admit every request.
         if timeout < Duration::from_millis(1) {
             return Err(Error::InvalidConfig(format!(
                 "the request timeout must be at least 1 ms, got {timeout:?}"
@@ -188,7 +179,7 @@ impl RestClient {
     pub async fn command(&self, command: &Command) -> Result<Value> {
         match &self.queue {
             Some(queue) => self.coalesced(queue, coalesce::Entry::Command(command.clone())).await,
-            None => self.send(command).await,
+            None => self.send_rendered(command.rendered()).await,
         }
     }
 
@@ -201,11 +192,6 @@ impl RestClient {
         }
     }
 
-    /// Sends one command as a request of its own (`POST /`).
-    async fn send(&self, command: &Command) -> Result<Value> {
-        self.send_rendered(command.rendered()).await
-    }
-
     /// Sends one command, already its JSON array, as a request of its own (`POST /`).
     async fn send_rendered(&self, command: String) -> Result<Value> {
         let reply = self.post("", command).await?;
@@ -215,20 +201,20 @@ impl RestClient {
     /// Runs several commands in one round trip, not atomically: each gets its own result, and one command's error
     /// does not stop the others.
     pub async fn pipeline(&self, commands: &[Command]) -> Result<Vec<Result<Value>>> {
-        self.batch("/pipeline", commands).await
+        self.batch_rendered("/pipeline", &commands.iter().map(Command::rendered).collect::<Vec<_>>())
+            .await
     }
 
     /// Runs several commands in one round trip inside MULTI/EXEC: no other client's command runs between them.
     pub async fn multi_exec(&self, commands: &[Command]) -> Result<Vec<Result<Value>>> {
-        self.batch("/multi-exec", commands).await
+        self.batch_rendered(
+            "/multi-exec",
+            &commands.iter().map(Command::rendered).collect::<Vec<_>>(),
+        )
+        .await
     }
 
-    async fn batch(&self, path: &str, commands: &[Command]) -> Result<Vec<Result<Value>>> {
-        let rendered: Vec<String> = commands.iter().map(Command::rendered).collect();
-        self.batch_rendered(path, &rendered).await
-    }
-
-    /// [`batch`](RestClient::batch) of commands already rendered as their JSON arrays.
+    /// Sends commands already rendered as their JSON arrays in one request to `path`.
     async fn batch_rendered(&self, path: &str, commands: &[String]) -> Result<Vec<Result<Value>>> {
         let body = format!("[{}]", commands.join(","));
         let reply = self.post(path, body).await?;

@@ -1,11 +1,8 @@
-//! Lua scripts and how they are run: `EVALSHA` first, `EVAL` only when Redis answers `NOSCRIPT`. The crate's
-//! scripts carry their SHA1 from the build, so a decision is one round trip once Redis has cached the text; a
-//! `NOSCRIPT` (after a restart, a flush or a failover) costs one more, and loses nothing since nothing ran.
+//! Lua scripts and how they are run: `EVALSHA` first, `EVAL` only when Redis answers `NOSCRIPT` (nothing ran).
 
 use std::borrow::Cow;
 
 use crate::error::{Error, Result};
-
 use crate::rest::{Command, RestClient};
 use crate::value::Value;
 
@@ -63,9 +60,8 @@ impl Script {
             .args(args.iter().map(ToString::to_string))
     }
 
-    /// Runs the script atomically in Redis: `EVALSHA`, and `EVAL` with the full text if the cache misses.
-    ///
-    /// Every key the script touches must be in `keys` (Redis Cluster routes on them, and Redis 7 checks them).
+    /// Runs the script atomically in Redis: `EVALSHA`, and `EVAL` with the full text if the cache misses. Every key
+    /// the script touches must be in `keys`.
     pub async fn run<K: ToString, A: ToString>(&self, client: &RestClient, keys: &[K], args: &[A]) -> Result<Value> {
         match client.command(&self.evalsha_command(keys, args)).await {
             Err(error) if error.is_noscript() => client.command(&self.eval_command(keys, args)).await,
@@ -111,7 +107,6 @@ impl Script {
                 .iter()
                 .map(|&i| calls[i].script.eval_command(&calls[i].keys, &calls[i].args))
                 .collect();
-            // The others' replies are known and stand: a decision Redis made stands when a reservation beside it fails.
             match client.pipeline(&eval).await {
                 Ok(resent) => {
                     for (i, reply) in missing.into_iter().zip(resent) {
