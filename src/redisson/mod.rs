@@ -1,14 +1,8 @@
-//! The Redisson layout: Redisson's `RRateLimiter`, a sliding log under a named config that Java services share,
-//! done right. (The family's own sliding log, per identifier, is `limit::Algorithm::SlidingLog`.)
+//! The Redisson layout: Redisson's `RRateLimiter`, a sliding log under a named config that Java services share.
 //!
-//! It keeps Redisson's Redis layout and key lifetimes exactly, so a Java service and edgelimit can share one limiter
-//! and never disagree on when a key vanishes. Unlike Redisson: time is the Redis server's; `retry_after` is the wait
-//! for *this* request's permits; missing or evicted state is rebuilt and bad input is a typed error; permits are
-//! counted by amount and [`release`](RedissonLimiter::release) never pushes availability above the rate; expired
-//! grants are removed by score range; any state a Redisson client can leave is read without over-admitting.
-//!
-//! Without a keep-alive or an expiry an idle limiter keeps its few keys, as Redisson's does: an expiry of
-//! edgelimit's own would be unsafe against a Redisson writer, which never renews a TTL it did not set.
+//! It keeps Redisson's Redis layout and key lifetimes exactly, so a Java service and edgelimit can share one limiter.
+//! Unlike Redisson: time is the Redis server's, `retry_after` is the wait for *this* request's permits, missing
+//! state is rebuilt, and any state a Redisson client can leave is read without over-admitting (docs/redisson.md).
 
 mod rate;
 
@@ -21,6 +15,7 @@ use crate::lua;
 use crate::rest::Script;
 use crate::rest::{Command, RestClient};
 use crate::time::{sleep, Instant};
+use crate::value::Value;
 
 /// A handle on one named limiter. Cheap to clone.
 #[derive(Debug, Clone)]
@@ -50,8 +45,7 @@ impl RedissonLimiter {
         self
     }
 
-    /// Decide at this explicit time (unix ms) instead of the Redis server's: for deterministic tests and for sharing a
-    /// limiter with a clock-based client.
+    /// Decide at this explicit time (unix ms) instead of the Redis server's.
     pub fn at(mut self, now_ms: u64) -> RedissonLimiter {
         self.now_ms = Some(now_ms);
         self
@@ -73,12 +67,21 @@ impl RedissonLimiter {
         ]
     }
 
-    async fn run(&self, script: &Script, args: &[String]) -> Result<crate::Value> {
+    async fn run(&self, script: &Script, args: &[String]) -> Result<Value> {
         let time = self.now_ms.map(|ms| ms.to_string()).unwrap_or_default();
         let args: Vec<&str> = std::iter::once(time.as_str())
             .chain(args.iter().map(String::as_str))
             .collect();
         script.run(&self.client, &self.keys(), &args).await
+    }
+
+    /// Runs a script that replies 0 or 1 (`what` names it in the error).
+    async fn flag(&self, script: &Script, args: &[String], what: &str) -> Result<bool> {
+        match self.run(script, args).await?.into_int()? {
+            0 => Ok(false),
+            1 => Ok(true),
+            other => Err(Error::malformed(format!("0 or 1 from {what}"), other)),
+        }
     }
 
     async fn write_rate(&self, rate: Rate, mode: Mode, how: &str) -> Result<bool> {
@@ -89,11 +92,7 @@ impl RedissonLimiter {
             rate.keep_alive_ms().to_string(),
             how.to_owned(),
         ];
-        match self.run(&lua::REDISSON_SET_RATE, &args).await?.into_int()? {
-            0 => Ok(false),
-            1 => Ok(true),
-            other => Err(Error::malformed("0 or 1 from set-rate", other)),
-        }
+        self.flag(&lua::REDISSON_SET_RATE, &args, "set-rate").await
     }
 
     /// Sets the rate only if none is set: the first caller wins, later calls return `false` and change nothing.
@@ -113,47 +112,31 @@ impl RedissonLimiter {
         self.write_rate(rate, mode, "update").await
     }
 
-    async fn write_lifetime(&self, what: &str, ms: u64) -> Result<bool> {
-        let args = [what.to_owned(), ms.to_string()];
-        match self.run(&lua::REDISSON_LIFETIME, &args).await?.into_int()? {
-            0 => Ok(false),
-            1 => Ok(true),
-            other => Err(Error::malformed("0 or 1 from lifetime", other)),
-        }
+    /// Sets the lifetime `field` (`keep_alive`, `expire`) to `duration`, or clears it (`what` names it in errors).
+    async fn write_lifetime(&self, field: &str, duration: Option<Duration>, what: &str) -> Result<bool> {
+        let ms = duration.map_or(Ok(0), |duration| crate::duration::whole_ms(duration, what))?;
+        self.flag(&lua::REDISSON_LIFETIME, &[field.to_owned(), ms.to_string()], "lifetime")
+            .await
     }
 
     /// Changes the keep-alive: with `Some`, config and state vanish after that long unused (at least the interval),
     /// renewed by every use from either side; with `None`, they stay. Returns `false`, writing nothing, when no rate is
     /// set.
     pub async fn set_keep_alive(&self, keep_alive: Option<Duration>) -> Result<bool> {
-        let ms = match keep_alive {
-            Some(keep_alive) => crate::duration::whole_ms(keep_alive, "keep-alive")?.max(1),
-            None => 0,
-        };
-        self.write_lifetime("keep_alive", ms).await
+        self.write_lifetime("keep_alive", keep_alive, "keep-alive").await
     }
 
     /// Redisson's `expire`/`clearExpire`: with `Some`, every key of the limiter vanishes after that long unless a
     /// keep-alive renews it; with `None`, the expiry is cleared. Returns `false`, writing nothing, when no rate is set.
     pub async fn expire(&self, ttl: Option<Duration>) -> Result<bool> {
-        let ms = match ttl {
-            Some(ttl) => crate::duration::whole_ms(ttl, "expiry")?.max(1),
-            None => 0,
-        };
-        self.write_lifetime("expire", ms).await
+        self.write_lifetime("expire", ttl, "expiry").await
     }
 
     /// Takes `permits` now if available. A denial has the exact `retry_after` and consumes nothing.
     pub async fn try_acquire(&self, permits: u32) -> Result<Decision> {
         let args = [permits.to_string(), crate::unique_id::next()];
-        let verdict = self
-            .verdict(
-                &lua::REDISSON_ACQUIRE,
-                &args,
-                permits,
-                &[Status::Granted, Status::Denied],
-            )
-            .await?;
+        let expected = [Status::Granted, Status::Denied];
+        let verdict = self.verdict(&lua::REDISSON_ACQUIRE, &args, permits, &expected).await?;
         Ok(verdict.decision(verdict.status == Status::Granted))
     }
 
@@ -179,10 +162,8 @@ impl RedissonLimiter {
 
     /// Permits available now (0 or more), taking none.
     pub async fn available_permits(&self) -> Result<u64> {
-        let verdict = self
-            .verdict(&lua::REDISSON_AVAILABLE, &[], 0, &[Status::Allowed])
-            .await?;
-        Ok(verdict.remaining)
+        let available = self.verdict(&lua::REDISSON_AVAILABLE, &[], 0, &[Status::Allowed]);
+        Ok(available.await?.remaining)
     }
 
     /// Gives back up to `permits` (newest grants first) and returns how many were given back. Availability never
@@ -191,13 +172,9 @@ impl RedissonLimiter {
         if permits == 0 {
             return Ok(0);
         }
+        let args = [permits.to_string()];
         let verdict = self
-            .verdict(
-                &lua::REDISSON_RELEASE,
-                &[permits.to_string()],
-                permits,
-                &[Status::Refunded],
-            )
+            .verdict(&lua::REDISSON_RELEASE, &args, permits, &[Status::Refunded])
             .await?;
         // A release's last field is what was given back.
         verdict.last.into_u64()
@@ -205,22 +182,18 @@ impl RedissonLimiter {
 
     /// The stored configuration, or `None` when no rate is set.
     pub async fn config(&self) -> Result<Option<RateConfig>> {
-        let fields = ["rate", "interval", "type", "keepAliveTime"];
-        let reply = self
-            .client
-            .command(&Command::new("HMGET").arg(&self.name).args(fields))
-            .await?;
-        let [rate, interval, mode, keep_alive] = reply.into_tuple::<4>()?.map(|field| field.into_option());
+        let command = Command::new("HMGET")
+            .arg(&self.name)
+            .args(["rate", "interval", "type", "keepAliveTime"]);
+        let reply = self.client.command(&command).await?.into_tuple::<4>()?;
+        let [rate, interval, mode, keep_alive] = reply.map(Value::into_option);
         let (Some(rate), Some(interval), Some(mode)) = (rate, interval, mode) else {
             return Ok(None);
         };
         let permits: u32 = rate.into_number("rate")?;
         let mut rate = Rate::new(permits, Duration::from_millis(interval.into_number("interval")?))
             .map_err(|e| Error::malformed("a valid stored rate", e))?;
-        let keep_alive_ms: u64 = match keep_alive {
-            Some(value) => value.into_number("keepAliveTime")?,
-            None => 0,
-        };
+        let keep_alive_ms: u64 = keep_alive.map_or(Ok(0), |value| value.into_number("keepAliveTime"))?;
         if keep_alive_ms > 0 {
             // Redisson accepts keep-alives shorter than the interval; report what is stored rather than fail.
             rate.keep_alive_ms = keep_alive_ms;
@@ -235,12 +208,8 @@ impl RedissonLimiter {
 
     /// Deletes the limiter: its configuration and the state of this handle's modes. Returns whether it existed.
     pub async fn delete(&self) -> Result<bool> {
-        let deleted = self
-            .client
-            .command(&Command::new("DEL").args(self.keys()))
-            .await?
-            .into_int()?;
-        Ok(deleted > 0)
+        let command = Command::new("DEL").args(self.keys());
+        Ok(self.client.command(&command).await?.into_int()? > 0)
     }
 
     /// Runs a decision-shaped script and decodes its reply; a status outside `expected` becomes its typed error.
