@@ -1,9 +1,9 @@
 //! The block cache: identifiers known to be denied until a time, kept in memory so that repeated denied requests
 //! cost no round trip.
 //!
-//! It never denies what Redis would allow: a denial's deadline counts from when the request was *sent* (Redis
-//! decided later, so the true deadline is no earlier), and a smaller request than the one denied still goes to Redis
-//! (it may fit). Limits whose capacity can come back early (concurrency) are never cached.
+//! It never denies what Redis would allow: a denial's deadline counts from when the request was *sent*, and a
+//! smaller request than the one denied still goes to Redis. Concurrency limits (capacity can come back early) are
+//! never cached.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -11,14 +11,11 @@ use std::time::Duration;
 use crate::decision::Decision;
 use crate::time::Instant;
 
-/// One cached denial.
+/// One cached denial: the smallest request it covers, when it ends (local monotonic clock), and the denial itself.
 #[derive(Debug, Clone, Copy)]
 struct Block {
-    /// The smallest request the denial covers.
     permits: u32,
-    /// When the denied request could succeed, on the local monotonic clock.
     until: Instant,
-    /// The denial as Redis gave it; `retry_after` is recomputed when it is served.
     decision: Decision,
 }
 
@@ -48,25 +45,23 @@ impl BlockCache {
         self.blocks.is_empty()
     }
 
-    /// The cached denial that covers a request of `permits` for `key` at `now`, with `retry_after` counted from
-    /// `now`; `None` when the request must go to Redis. An expired denial is dropped.
+    /// The cached denial covering a request of `permits` for `key` at `now`, `retry_after` counted from `now`;
+    /// `None` when the request must go to Redis. An expired denial is dropped.
     pub fn check(&mut self, key: &str, permits: u32, now: Instant) -> Option<Decision> {
         let block = *self.blocks.get(key)?;
         if now >= block.until {
             self.blocks.remove(key);
             return None;
         }
-        if permits < block.permits {
-            return None;
-        }
-        Some(Decision {
-            retry_after: ceil_ms(block.until - now),
+        let retry_after = ceil_ms(block.until - now);
+        (permits >= block.permits).then_some(Decision {
+            retry_after,
             ..block.decision
         })
     }
 
-    /// Remembers that a request of `permits` for `key`, sent at `sent`, was denied with `decision`. A denial with
-    /// no wait (nothing to remember) is ignored. When full, expired denials go first, then the one that ends soonest.
+    /// Remembers that a request of `permits` for `key`, sent at `sent`, was denied with `decision` (ignored when it
+    /// has no wait). When full, expired denials go first, then the one that ends soonest.
     pub fn block(&mut self, key: &str, permits: u32, sent: Instant, decision: Decision) {
         if decision.success || decision.retry_after == 0 {
             return;
@@ -74,21 +69,21 @@ impl BlockCache {
         let until = sent + Duration::from_millis(decision.retry_after);
         if self.blocks.len() >= self.max_entries && !self.blocks.contains_key(key) {
             self.blocks.retain(|_, block| block.until > sent);
-            if self.blocks.len() >= self.max_entries {
-                let soonest = self.blocks.iter().min_by_key(|(_, block)| block.until);
-                if let Some(soonest) = soonest.map(|(key, _)| key.clone()) {
-                    self.blocks.remove(&soonest);
-                }
+            let soonest = self
+                .blocks
+                .iter()
+                .min_by_key(|(_, block)| block.until)
+                .map(|(key, _)| key.clone());
+            if let Some(soonest) = soonest.filter(|_| self.blocks.len() >= self.max_entries) {
+                self.blocks.remove(&soonest);
             }
         }
-        self.blocks.insert(
-            key.to_owned(),
-            Block {
-                permits,
-                until,
-                decision,
-            },
-        );
+        let block = Block {
+            permits,
+            until,
+            decision,
+        };
+        self.blocks.insert(key.to_owned(), block);
     }
 
     /// Forgets every denial whose key satisfies `matches` (after a reset).
@@ -99,13 +94,7 @@ impl BlockCache {
 
 /// Whole milliseconds, rounded up: a caller told to wait this long must not come back early.
 pub(crate) fn ceil_ms(duration: Duration) -> u64 {
-    let ms = duration.as_millis();
-    let rounded = if duration > Duration::from_millis(ms as u64) {
-        ms + 1
-    } else {
-        ms
-    };
-    u64::try_from(rounded).unwrap_or(u64::MAX)
+    u64::try_from(duration.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]

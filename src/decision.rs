@@ -23,9 +23,8 @@ pub struct Decision {
     pub receipt: Option<Receipt>,
 }
 
-/// What every script replies per limit, the one wire shape of a decision: `{status, limit, remaining, reset,
-/// retry_after, last}`, from the family's and the Redisson layout's scripts alike. `last` is a grant's receipt (text,
-/// empty when none) or what a Redisson release gave back (a number).
+/// What every script replies per limit: `{status, limit, remaining, reset, retry_after, last}`. `last` is a grant's
+/// receipt (text, empty when none) or what a Redisson release gave back (a number).
 #[derive(Debug)]
 pub(crate) struct ScriptReply {
     pub status: Status,
@@ -59,8 +58,7 @@ pub(crate) enum Status {
 pub(crate) const REPLY_FIELDS: usize = 6;
 
 impl ScriptReply {
-    /// Decodes one limit's six entries, checking each: an unknown status or a negative number is
-    /// [`Error::MalformedReply`](crate::Error::MalformedReply).
+    /// Decodes one limit's six entries: an unknown status or a negative number is malformed.
     pub fn from_fields(fields: [Value; REPLY_FIELDS]) -> Result<ScriptReply> {
         let [status, limit, remaining, reset, retry_after, last] = fields;
         let status = match status.into_string()?.as_str() {
@@ -83,9 +81,8 @@ impl ScriptReply {
         })
     }
 
-    /// The verdict, unless it has more remaining than its limit, which no family script replies (a proxy's invention
-    /// would otherwise reach callers and RateLimit headers). Not for the Redisson layout, whose logs a Redisson client
-    /// may leave over the rate.
+    /// The verdict, unless it has more remaining than its limit, which no family script replies. Not for the Redisson
+    /// layout, whose logs a Redisson client may leave over the rate.
     pub(crate) fn checked(self) -> Result<ScriptReply> {
         if self.remaining > self.limit {
             return Err(crate::Error::malformed(

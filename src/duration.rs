@@ -36,9 +36,8 @@ pub fn parse_duration(text: &str) -> Result<Duration> {
     Ok(Duration::new((ns / 1_000_000_000) as u64, (ns % 1_000_000_000) as u32))
 }
 
-/// `number` (digits with at most one `.`) times `unit`, rounded to the nearest whole, in exact decimal arithmetic:
-/// `"0.3s"` is 300 ms to the nanosecond, and no float parser is linked into the wasm module. `None` for anything
-/// else, or a value past u128.
+/// `number` (digits with at most one `.`) times `unit`, rounded to the nearest whole, in exact decimal arithmetic
+/// (`"0.3s"` is 300 ms to the nanosecond); `None` for anything else, or a value past u128.
 fn decimal_times(number: &str, unit: u128) -> Option<u128> {
     let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
     if whole.len() + fraction.len() == 0 || fraction.contains('.') {

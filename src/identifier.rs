@@ -1,10 +1,8 @@
 //! Identifiers: who a limit counts (an IP, an API key, a user), keyed by their exact bytes.
 //!
-//! Any identifier works, and two different ones never share a key. Text of at most [`MAX_RAW_BYTES`] bytes not
-//! starting with `#` is its own key part (readable keys); anything else is `#` and the SHA-256 of a domain separator
-//! and its exact bytes, so a huge identifier costs a fixed-size key. A JS string with lone surrogates is hashed as
-//! WTF-8 under another domain, so it is neither `"\uFFFD"` nor any text with the same bytes. Other key parts starting
-//! with `#` are free for edgelimit's own keys.
+//! Two different identifiers never share a key. Text of at most [`MAX_RAW_BYTES`] bytes not starting with `#` is its
+//! own key part; anything else is `#` and the SHA-256 of a domain separator and its exact bytes. A JS string with
+//! lone surrogates is hashed as WTF-8 under another domain.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -85,38 +83,24 @@ pub(crate) fn hashed_text(text: &str) -> String {
 /// `#` and the SHA-256 of `domain` and `bytes`, in lowercase hex.
 fn hashed(domain: &[u8], bytes: &[u8]) -> String {
     let digest = Sha256::new().chain_update(domain).chain_update(bytes).finalize();
-    let mut key = String::with_capacity(65);
-    key.push(HASHED);
-    for byte in digest {
-        key.push_str(&format!("{byte:02x}"));
-    }
-    key
+    format!("{HASHED}{digest:x}")
 }
 
-/// WTF-8: UTF-8, except that a lone surrogate is encoded as the 3 bytes UTF-8 would give its code point. By hand:
-/// a dozen lines, and no maintained crate does only this.
+/// WTF-8: UTF-8, except that a lone surrogate is encoded as the 3 bytes UTF-8 would give its code point.
 fn wtf8(units: &[u16]) -> Vec<u8> {
     let mut bytes = Vec::with_capacity(units.len() * 3);
     for unit in char::decode_utf16(units.iter().copied()) {
-        let code_point = match unit {
-            Ok(c) => u32::from(c),
-            Err(lone) => u32::from(lone.unpaired_surrogate()),
-        };
-        // Every code point below 0x10000 takes 3 bytes at most; the surrogates' are 0xED 0xA0..0xBF 0x80..0xBF.
-        match code_point {
-            0..=0x7F => bytes.push(code_point as u8),
-            0x80..=0x7FF => bytes.extend([0xC0 | (code_point >> 6) as u8, 0x80 | (code_point & 0x3F) as u8]),
-            0x800..=0xFFFF => bytes.extend([
-                0xE0 | (code_point >> 12) as u8,
-                0x80 | ((code_point >> 6) & 0x3F) as u8,
-                0x80 | (code_point & 0x3F) as u8,
-            ]),
-            _ => bytes.extend([
-                0xF0 | (code_point >> 18) as u8,
-                0x80 | ((code_point >> 12) & 0x3F) as u8,
-                0x80 | ((code_point >> 6) & 0x3F) as u8,
-                0x80 | (code_point & 0x3F) as u8,
-            ]),
+        match unit {
+            Ok(c) => bytes.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes()),
+            // A surrogate is 0xED 0xA0..0xBF 0x80..0xBF.
+            Err(lone) => {
+                let unit = lone.unpaired_surrogate();
+                bytes.extend([
+                    0xE0 | (unit >> 12) as u8,
+                    0x80 | ((unit >> 6) & 0x3F) as u8,
+                    0x80 | (unit & 0x3F) as u8,
+                ]);
+            }
         }
     }
     bytes

@@ -8,18 +8,9 @@ use crate::error::{Error, Result};
 /// The longest mark a receipt carries (the scripts refuse longer ones).
 const MAX_MARK: usize = 64;
 
-/// The receipt of a granted request: its permits and a mark naming the grant.
-/// [`Limiter::refund`](super::Limiter::refund) gives back exactly what that grant took, as far as the algorithm's
-/// rule still allows:
-///
-/// - token bucket, GCRA: the mark is the grant's server time `t0`; a refund at `t` gives back what has not refilled
-///   since, `max(0, permits × T − (t − t0))` with `T` = interval / rate;
-/// - fixed window: the grant's window index; given back while that window is current;
-/// - sliding window: the window index; given back while it is the current or the previous window;
-/// - sliding log, concurrency: `<expiry>-<grant id>`; given back while the grant still holds its permits.
-///
-/// Its text form is `<permits>:<mark>` (a mark of at most 64 letters, digits, `_` or `-`). The scripts remember no
-/// receipts: a time or window receipt refunded twice gives back twice (each within the rule); a log's grant once.
+/// The receipt of a granted request, `<permits>:<mark>` (a mark of at most 64 letters, digits, `_` or `-`):
+/// [`Limiter::refund`](super::Limiter::refund) gives back what that grant took, as far as the algorithm's rule still
+/// allows (each algorithm's mark and rule: docs/algorithms.md, "Refunds are receipts").
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Receipt {
     permits: u32,
@@ -49,8 +40,7 @@ pub(crate) fn log_mark(expiry: u64, id: &str) -> String {
     format!("{expiry}-{id}")
 }
 
-/// A fresh random id naming a logged grant: 16 hex digits no one can work out from other ids, since a refund needs
-/// only the receipt (a guessable id would let one lease's holder release another's).
+/// A fresh random id naming a logged grant: unguessable, since a refund needs only the receipt.
 pub(crate) fn fresh_grant_id() -> String {
     format!("{:016x}", crate::unique_id::unguessable_u64())
 }
@@ -80,16 +70,11 @@ impl FromStr for Receipt {
         };
         let (permits, mark) = text.split_once(':').ok_or_else(invalid)?;
         let permits_ok = !permits.is_empty() && permits.bytes().all(|byte| byte.is_ascii_digit());
-        let permits: u32 = permits
-            .parse()
-            .ok()
+        let permits: u32 = (permits.parse().ok())
             .filter(|&n| permits_ok && n > 0)
             .ok_or_else(invalid)?;
-        let mark_ok = (1..=MAX_MARK).contains(&mark.len())
-            && mark
-                .bytes()
-                .all(|byte| byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'-');
-        if !mark_ok {
+        let mark_byte = |byte: u8| byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'-';
+        if !(1..=MAX_MARK).contains(&mark.len()) || !mark.bytes().all(mark_byte) {
             return Err(invalid());
         }
         let mut bytes = [0; MAX_MARK];

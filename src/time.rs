@@ -41,8 +41,7 @@ pub(crate) async fn retry_until_granted<T: Attempt, F: Future<Output = Result<T>
 
 /// Completes after `duration`.
 pub async fn sleep(duration: Duration) {
-    // A JS timer given more than 2^31 - 1 ms fires at once, which would turn a long wait into a busy loop on Redis: a
-    // longer sleep is several.
+    // A JS timer given more than 2^31 - 1 ms fires at once: a longer sleep is several.
     let mut left = duration;
     loop {
         let step = left.min(crate::rest::MAX_TIMEOUT);

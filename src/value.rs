@@ -31,8 +31,7 @@ impl Value {
         u64::try_from(n).map_err(|_| Error::malformed("a non-negative integer", n))
     }
 
-    /// A string reply holding a number, as Redis stores numbers in hashes (`what` names it in the error): a text
-    /// that is not a number of type `T`, or out of its range, is malformed.
+    /// A string reply holding a number of type `T`, as Redis stores numbers in hashes (`what` names it in the error).
     pub fn into_number<T: std::str::FromStr>(self, what: &str) -> Result<T> {
         let text = self.into_string()?;
         text.parse().map_err(|_| {
@@ -98,14 +97,8 @@ impl std::fmt::Display for Value {
             Value::Int(n) => write!(f, "(integer) {n}"),
             Value::Bytes(bytes) => write!(f, "{:?}", String::from_utf8_lossy(bytes)),
             Value::Array(items) => {
-                f.write_str("[")?;
-                for (i, item) in items.iter().enumerate() {
-                    if i > 0 {
-                        f.write_str(", ")?;
-                    }
-                    write!(f, "{item}")?;
-                }
-                f.write_str("]")
+                let items: Vec<String> = items.iter().map(Value::to_string).collect();
+                write!(f, "[{}]", items.join(", "))
             }
         }
     }
