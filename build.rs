@@ -9,8 +9,10 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::{env, fs};
 
-/// The algorithms by file name, with the helpers each shares with others and whether its quota has a rate.
-const ALGORITHMS: [(&str, Option<&str>, bool); 6] = [
+/// An algorithm by file name, with the helpers it shares with others and whether its quota has a rate.
+type Algorithm = (&'static str, Option<&'static str>, bool);
+
+const ALGORITHMS: [Algorithm; 6] = [
     ("token_bucket", Some("bucket"), true),
     ("fixed_window", None, false),
     ("sliding_window", None, false),
@@ -57,7 +59,7 @@ fn main() {
         let text: String = text
             .lines()
             .filter(|line| !line.is_empty())
-            .map(|line| format!("{line}\n"))
+            .map(|l| format!("{l}\n"))
             .collect();
         assert!(!text.contains("--@"), "{name}: a marker was left");
         let path = out.join(format!("{name}.lua"));
@@ -74,24 +76,18 @@ fn main() {
 fn scripts(sources: &Sources) -> Vec<(String, String)> {
     let mut scripts = Vec::new();
     for algorithm in &ALGORITHMS {
-        scripts.push((
-            algorithm.0.to_owned(),
-            one_algorithm(sources, algorithm, "limits/single.lua", ""),
-        ));
-    }
-    for algorithm in &ALGORITHMS {
+        let single = one_algorithm(sources, algorithm, "limits/single.lua", "");
         // The decision runs inside batch.lua's function: its code is indented one level.
-        let text = one_algorithm(sources, algorithm, "limits/batch.lua", "    ");
-        scripts.push((format!("batch/{}", algorithm.0), text));
+        let batch = one_algorithm(sources, algorithm, "limits/batch.lua", "    ");
+        scripts.extend([
+            (algorithm.0.to_owned(), single),
+            (format!("batch/{}", algorithm.0), batch),
+        ]);
     }
     scripts.push(("limits".to_owned(), driver(sources)));
     let inspect = [sources.get("limits/zset_member.lua"), sources.get("limits/inspect.lua")];
     scripts.push(("inspect".to_owned(), whole(sources, true, &inspect)));
-    for algorithm in RESERVING {
-        let algorithm = ALGORITHMS
-            .iter()
-            .find(|(name, ..)| *name == algorithm)
-            .expect("an algorithm");
+    for algorithm in ALGORITHMS.iter().filter(|(name, ..)| RESERVING.contains(name)) {
         scripts.push((format!("reserve/{}", algorithm.0), reserve(sources, algorithm)));
     }
     for (script, pieces) in REDISSON {
@@ -105,12 +101,11 @@ fn scripts(sources: &Sources) -> Vec<(String, String)> {
 
 /// One algorithm's script: `frame` (one decision, or several in one call) with the request's reading, the
 /// algorithm's helpers and its sections spliced in; the per-decision code indented by `indent`.
-fn one_algorithm(sources: &Sources, algorithm: &(&str, Option<&str>, bool), frame: &str, indent: &str) -> String {
-    let &(name, shared, rate) = algorithm;
-    let parts = Parts::of(sources, name);
+fn one_algorithm(sources: &Sources, &(name, shared, rate): &Algorithm, frame: &str, indent: &str) -> String {
+    let (helpers, decision, grant) = parts(sources, name);
     let helpers = match shared {
-        Some(shared) => format!("{}\n{}", shared_part(sources, shared), parts.helpers),
-        None => parts.helpers.to_owned(),
+        Some(shared) => format!("{}\n{helpers}", shared_part(sources, shared)),
+        None => helpers.to_owned(),
     };
     let indented = |code: &str| indented(code, indent);
     let body = splice(
@@ -119,8 +114,8 @@ fn one_algorithm(sources: &Sources, algorithm: &(&str, Option<&str>, bool), fram
         &indented(&request_reading(sources, rate)),
     );
     let body = splice(&body, "--@helpers", &helpers);
-    let body = splice(&body, "--@decision", &indented(parts.decision));
-    let body = splice(&body, "--@grant", &indented(parts.grant));
+    let body = splice(&body, "--@decision", &indented(decision));
+    let body = splice(&body, "--@grant", &indented(grant));
     // No algorithm calls anything of common.lua, whose every function would be a closure made on every call.
     whole(sources, false, &[sources.get("limits/prelude.lua"), &body])
 }
@@ -129,10 +124,10 @@ fn one_algorithm(sources: &Sources, algorithm: &(&str, Option<&str>, bool), fram
 fn driver(sources: &Sources) -> String {
     let mut algorithms: Vec<String> = SHARED.iter().map(|(shared, _)| shared_part(sources, shared)).collect();
     for (name, _, _) in ALGORITHMS {
-        let parts = Parts::of(sources, name);
-        let entry = splice(sources.get("limits/entry.lua"), "--@decision", parts.decision);
-        let entry = splice(&entry, "--@grant", parts.grant).replace("__ALGORITHM__", name);
-        algorithms.extend([parts.helpers.to_owned(), entry]);
+        let (helpers, decision, grant) = parts(sources, name);
+        let entry = splice(sources.get("limits/entry.lua"), "--@decision", decision);
+        let entry = splice(&entry, "--@grant", grant).replace("__ALGORITHM__", name);
+        algorithms.extend([helpers.to_owned(), entry]);
     }
     let driver = splice(
         sources.get("limits/driver.lua"),
@@ -142,25 +137,17 @@ fn driver(sources: &Sources) -> String {
     whole(sources, true, &[sources.get("limits/prelude.lua"), &driver])
 }
 
-/// A script that decides one request and reserves permits: it reads and decides its request with the
-/// single-limit script's code (the algorithm's `--@decision` section).
-fn reserve(sources: &Sources, algorithm: &(&str, Option<&str>, bool)) -> String {
-    let &(name, shared, rate) = algorithm;
-    let parts = Parts::of(sources, name);
+/// A script that decides one request with the algorithm's `--@decision` section and reserves permits.
+fn reserve(sources: &Sources, &(name, shared, rate): &Algorithm) -> String {
+    let (_, decision, grant) = parts(sources, name);
     // The algorithms that keep a log share one reserve file.
     let log = shared == Some("zset_log");
-    let own = if log {
-        "reserve/log.lua".to_owned()
-    } else {
-        format!("reserve/{name}.lua")
-    };
+    let own = format!("reserve/{}.lua", if log { "log" } else { name });
     let file = splice(sources.get(&own), "--@request", &request_reading(sources, rate)).replace("__ALGORITHM__", name);
-    let file = splice(&file, "--@decision", parts.decision);
-    let file = if file.contains("\n--@grant\n") {
-        splice(&file, "--@grant", &indented(parts.grant, "    "))
-    } else {
-        file
-    };
+    let mut file = splice(&file, "--@decision", decision);
+    if file.contains("\n--@grant\n") {
+        file = splice(&file, "--@grant", &indented(grant, "    "));
+    }
     let log_helpers = log.then(|| shared_part(sources, "zset_log"));
     let mut pieces = vec![sources.get("limits/prelude.lua")];
     pieces.extend(log_helpers.as_deref());
@@ -187,38 +174,23 @@ fn shared_part(sources: &Sources, shared: &str) -> String {
 /// A whole script: `common.lua` when `common`, then `pieces`.
 fn whole(sources: &Sources, common: bool, pieces: &[&str]) -> String {
     let common = common.then(|| sources.get("common.lua"));
-    common
-        .into_iter()
-        .chain(pieces.iter().copied())
-        .collect::<Vec<_>>()
-        .join("\n")
+    let all: Vec<&str> = common.into_iter().chain(pieces.iter().copied()).collect();
+    all.join("\n")
 }
 
 /// An algorithm file cut at its marker lines: helpers, `--@decision`, `--@grant`.
-struct Parts<'a> {
-    helpers: &'a str,
-    decision: &'a str,
-    grant: &'a str,
-}
-
-impl<'a> Parts<'a> {
-    fn of(sources: &'a Sources, algorithm: &str) -> Self {
-        let file = sources.get(&format!("limits/{algorithm}.lua"));
-        let (helpers, rest) = match file.strip_prefix("--@decision\n") {
-            Some(rest) => ("", rest),
-            None => file
-                .split_once("\n--@decision\n")
-                .expect("an algorithm file has a --@decision line"),
-        };
-        let (decision, grant) = rest
-            .split_once("\n--@grant\n")
-            .expect("a --@grant line after --@decision");
-        Parts {
-            helpers,
-            decision,
-            grant,
-        }
-    }
+fn parts<'a>(sources: &'a Sources, algorithm: &str) -> (&'a str, &'a str, &'a str) {
+    let file = sources.get(&format!("limits/{algorithm}.lua"));
+    let (helpers, rest) = match file.strip_prefix("--@decision\n") {
+        Some(rest) => ("", rest),
+        None => file
+            .split_once("\n--@decision\n")
+            .expect("an algorithm file has a --@decision line"),
+    };
+    let (decision, grant) = rest
+        .split_once("\n--@grant\n")
+        .expect("a --@grant line after --@decision");
+    (helpers, decision, grant)
 }
 
 /// The source pieces under `lua/` by path, without comment lines and with their `--@inline` pieces spliced in.
