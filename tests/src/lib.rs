@@ -3,6 +3,8 @@
 //! No test depends on a service it did not start. The bridge runs in-process (same code as `edgelimit bridge`), so
 //! a test can stop and restart Redis under it and watch it recover.
 
+pub mod release_bridge;
+
 use std::future::Future;
 use std::time::Duration;
 

@@ -23,16 +23,16 @@
 //! bridge binary instead of building it.
 
 use std::fmt;
-use std::io::{BufRead, BufReader, Read};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use edgelimit_cli::bridge::REPLY_TOO_LARGE;
 use edgelimit_cli::redis_cluster::{self, RedisCluster};
 use edgelimit_cli::redis_server::RedisServer;
+use edgelimit_tests::release_bridge::{bridge_binary, ReleaseBridge};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, FileFailurePersistence, TestCaseError, TestRunner};
 use serde_json::{json, Value as Json};
@@ -45,136 +45,9 @@ const LIMITER_TOKEN: &str = "fuzz-limiter-token";
 // ---------------------------------------------------------------------------------------------------------------
 // The release bridge as a child process.
 
-/// The bridge binary built with `--profile bridge` (once per test run; cargo does nothing when it is up to date).
-fn bridge_binary() -> &'static Path {
-    static BINARY: OnceLock<PathBuf> = OnceLock::new();
-    BINARY.get_or_init(|| {
-        if let Some(prebuilt) = std::env::var_os("EDGELIMIT_BRIDGE_BIN") {
-            return PathBuf::from(prebuilt);
-        }
-        let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let output = Command::new(cargo)
-            .args([
-                "build",
-                "--profile",
-                "bridge",
-                "-p",
-                "edgelimit-cli",
-                "--bin",
-                "edgelimit",
-            ])
-            .arg("--message-format=json-render-diagnostics")
-            .current_dir(&workspace)
-            .stderr(Stdio::inherit())
-            .output()
-            .expect("run cargo build --profile bridge");
-        assert!(output.status.success(), "cargo build --profile bridge failed");
-        String::from_utf8_lossy(&output.stdout)
-            .lines()
-            .filter_map(|line| serde_json::from_str::<Json>(line).ok())
-            .filter(|message| message["reason"] == "compiler-artifact" && message["target"]["name"] == "edgelimit")
-            .find_map(|message| message["executable"].as_str().map(PathBuf::from))
-            .expect("cargo named the built edgelimit binary")
-    })
-}
-
-/// A tokens file granting [`LIMITER_TOKEN`] the `limiter` profile, written once per test run.
-/// A tokens file of its own for one bridge (removed with it), holding LIMITER_TOKEN as a limiter token.
-fn limiter_tokens_file() -> PathBuf {
-    static FILES: AtomicUsize = AtomicUsize::new(0);
-    let n = FILES.fetch_add(1, Ordering::Relaxed);
-    let path = std::env::temp_dir().join(format!("edgelimit-fuzz-tokens-{}-{n}", std::process::id()));
-    std::fs::write(&path, format!("limiter:{LIMITER_TOKEN}\n")).expect("write the tokens file");
-    path
-}
-
-/// `edgelimit bridge` started from the release binary; killed on drop, and its tokens file removed.
-struct ReleaseBridge {
-    child: Child,
-    tokens_file: PathBuf,
-    url: String,
-    stderr: Arc<Mutex<String>>,
-}
-
-impl ReleaseBridge {
-    fn start(redis_url: &str, env: &[(&str, &str)]) -> ReleaseBridge {
-        let tokens_file = limiter_tokens_file();
-        let mut child = Command::new(bridge_binary())
-            .args([
-                "bridge",
-                "--listen",
-                "127.0.0.1:0",
-                "--redis",
-                redis_url,
-                "--redis-timeout-ms",
-                "5000",
-            ])
-            .env("EDGELIMIT_TOKEN", TOKEN)
-            .env("EDGELIMIT_TOKENS_FILE", &tokens_file)
-            .envs(env.iter().copied())
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start the release bridge");
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let mut child_stderr = child.stderr.take().expect("piped stderr");
-        let collected = stderr.clone();
-        std::thread::spawn(move || {
-            let mut chunk = [0u8; 4096];
-            while let Ok(n @ 1..) = child_stderr.read(&mut chunk) {
-                collected
-                    .lock()
-                    .unwrap()
-                    .push_str(&String::from_utf8_lossy(&chunk[..n]));
-            }
-        });
-        let mut stdout = BufReader::new(child.stdout.take().expect("piped stdout"));
-        let mut line = String::new();
-        stdout.read_line(&mut line).expect("read the bridge's first line");
-        // Keep draining stdout, so that nothing the bridge prints later can block it.
-        std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
-        let address = line
-            .split_once("listening on ")
-            .and_then(|(_, rest)| rest.split_whitespace().next())
-            .map(|url| url.trim_start_matches("http://"))
-            .unwrap_or_else(|| panic!("no address in {line:?}; stderr: {}", stderr.lock().unwrap()))
-            .to_owned();
-        ReleaseBridge {
-            child,
-            tokens_file,
-            url: address,
-            stderr,
-        }
-    }
-
-    fn alive(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(None))
-    }
-
-    /// The process's peak resident memory (VmHWM), in bytes.
-    fn peak_rss(&self) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).expect("read /proc status");
-        let kib: u64 = status
-            .lines()
-            .find_map(|line| line.strip_prefix("VmHWM:"))
-            .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
-            .expect("VmHWM in /proc status");
-        kib * 1024
-    }
-
-    fn stderr(&self) -> String {
-        self.stderr.lock().unwrap().clone()
-    }
-}
-
-impl Drop for ReleaseBridge {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_file(&self.tokens_file);
-    }
+/// The release bridge with the fuzzer's tokens.
+fn fuzz_bridge(redis_url: &str, env: &[(&str, &str)]) -> ReleaseBridge {
+    ReleaseBridge::start(redis_url, TOKEN, &format!("limiter:{LIMITER_TOKEN}\n"), env)
 }
 
 fn http() -> reqwest::Client {
@@ -856,7 +729,7 @@ fn corpus() -> Vec<(FuzzRequest, u16, &'static str)> {
 fn no_request_crashes_the_release_bridge() {
     let runtime = runtime();
     let redis = runtime.block_on(RedisServer::start()).expect("start redis-server");
-    let bridge = ReleaseBridge::start(&redis.url(), &[]);
+    let bridge = fuzz_bridge(&redis.url(), &[]);
     let base = bridge.url.clone();
     let http = http();
     runtime.block_on(async {
@@ -915,7 +788,7 @@ fn fuzz(
     let outcome = runner.run(&any_request(), |request| {
         let mut bridge = bridge.lock().unwrap();
         if !bridge.alive() {
-            *bridge = ReleaseBridge::start(redis_url, &[]);
+            *bridge = fuzz_bridge(redis_url, &[]);
         }
         let answer = runtime.block_on(exchange(http, &bridge.url, &request));
         if answer.is_err() {
@@ -978,7 +851,7 @@ fn no_request_crashes_the_release_bridge_in_front_of_a_cluster() {
         }
     }
     let url = edgelimit_tests::cluster_url(&cluster);
-    let bridge = ReleaseBridge::start(&url, &[]);
+    let bridge = fuzz_bridge(&url, &[]);
     fuzz(&runtime, &http(), &url, bridge, 10_000);
     drop(cluster);
 }
@@ -987,7 +860,7 @@ fn no_request_crashes_the_release_bridge_in_front_of_a_cluster() {
 fn the_release_bridge_is_built_to_unwind_a_panic() {
     let runtime = runtime();
     let redis = runtime.block_on(RedisServer::start()).expect("start redis-server");
-    let bridge = ReleaseBridge::start(&redis.url(), &[]);
+    let bridge = fuzz_bridge(&redis.url(), &[]);
     let http = http();
     // Once a command has been answered, the bridge has said everything it says at start-up.
     let (status, _) = runtime.block_on(post(&http, &format!("http://{}/", bridge.url), json!(["PING"])));
@@ -1005,7 +878,7 @@ fn the_release_bridge_is_built_to_unwind_a_panic() {
 fn a_reply_above_the_cap_is_refused_not_buffered() {
     let runtime = runtime();
     let redis = runtime.block_on(RedisServer::start()).expect("start redis-server");
-    let mut bridge = ReleaseBridge::start(&redis.url(), &[]);
+    let mut bridge = fuzz_bridge(&redis.url(), &[]);
     let url = format!("http://{}", bridge.url);
     let http = http();
     runtime.block_on(async {
@@ -1103,7 +976,7 @@ fn large_responses_nobody_reads_are_held_to_the_memory_budget() {
     let redis = runtime.block_on(RedisServer::start()).expect("start redis-server");
     // Room for three of the 12 MiB responses below; 12 MiB is more than the kernel's send buffer (4 MiB at most
     // here), so a response the client does not read stays in the bridge.
-    let mut bridge = ReleaseBridge::start(
+    let mut bridge = fuzz_bridge(
         &redis.url(),
         &[
             ("EDGELIMIT_MAX_REPLY_BYTES", "16777216"),
@@ -1162,7 +1035,7 @@ fn large_requests_in_flight_are_held_to_the_memory_budget() {
     let runtime = runtime();
     let redis = runtime.block_on(RedisServer::start()).expect("start redis-server");
     // Room for two requests of 800 KB being parsed (ten times their size), not three.
-    let bridge = ReleaseBridge::start(&redis.url(), &[("EDGELIMIT_MAX_MEMORY_IN_FLIGHT", "20971520")]);
+    let bridge = fuzz_bridge(&redis.url(), &[("EDGELIMIT_MAX_MEMORY_IN_FLIGHT", "20971520")]);
     let url = format!("http://{}/", bridge.url);
     let http = http();
     let body = json!(["SET", "big", "b".repeat(800_000)]).to_string();
@@ -1224,7 +1097,7 @@ fn a_large_requests_share_of_the_budget_carries_its_response() {
     let runtime = runtime();
     let redis = runtime.block_on(RedisServer::start()).expect("start redis-server");
     // The smallest budget the bridge takes: one request of the body cap (1 MiB) being parsed.
-    let bridge = ReleaseBridge::start(&redis.url(), &[("EDGELIMIT_MAX_MEMORY_IN_FLIGHT", "10485760")]);
+    let bridge = fuzz_bridge(&redis.url(), &[("EDGELIMIT_MAX_MEMORY_IN_FLIGHT", "10485760")]);
     let url = format!("http://{}/pipeline", bridge.url);
     let template = json!([["SET", "carried", ""], ["GET", "carried"]]).to_string();
     let value = "v".repeat(1_048_576 - template.len());
@@ -1241,7 +1114,7 @@ fn a_large_requests_share_of_the_budget_carries_its_response() {
 fn the_reply_cap_is_configurable_and_checked() {
     let runtime = runtime();
     let redis = runtime.block_on(RedisServer::start()).expect("start redis-server");
-    let bridge = ReleaseBridge::start(&redis.url(), &[("EDGELIMIT_MAX_REPLY_BYTES", "1000")]);
+    let bridge = fuzz_bridge(&redis.url(), &[("EDGELIMIT_MAX_REPLY_BYTES", "1000")]);
     let url = format!("http://{}/", bridge.url);
     let http = http();
     runtime.block_on(async {

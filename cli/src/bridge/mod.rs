@@ -58,7 +58,7 @@ use tower_http::catch_panic::CatchPanicLayer;
 
 pub use self::cluster::SCHEME as CLUSTER_SCHEME;
 pub use self::cors::CorsOrigins;
-use self::fair_share::{off_runtime, FairShare, Lane, Turn, BULK_COMMANDS, SMALL};
+use self::fair_share::{off_runtime, FairShare, Lane, Share, BULK_COMMANDS};
 pub use self::in_process::InProcessBridge;
 use self::json::Words;
 use self::links::{LinkConfig, Links};
@@ -485,31 +485,27 @@ async fn method_not_allowed() -> Failure {
     )
 }
 
-/// Reads a request's commands from its JSON body with `words`, after taking a bulk turn when the body is large
-/// (parsed off the runtime then); an oversized or unparsable body is a failure that says so.
+/// Reads a request's commands from its JSON body with `words`, after taking the request's [`Share`] (a bulk one's
+/// body is parsed off the runtime); an oversized or unparsable body is a failure that says so.
 async fn read_commands<T: Send + 'static>(
     bridge: &Bridge,
     caller: &Caller,
     body: Result<Bytes, BytesRejection>,
     words: fn(&JsonValue) -> Result<T, String>,
-) -> Result<(T, Option<Turn>), Failure> {
+) -> Result<(T, Share), Failure> {
     let bytes = body.map_err(|rejection| {
         Failure::new(
             rejection.status(),
             format!("could not read the request body: {}", rejection.body_text()),
         )
     })?;
-    let large = bytes.len() as u64 > SMALL;
-    let turn = match large {
-        true => Some(bridge.fair_share.turn(&caller.token).await?),
-        false => None,
-    };
-    let parsed = off_runtime(large, move || {
+    let share = bridge.fair_share.share(&caller.token, bytes.len()).await?;
+    let parsed = off_runtime(share.is_bulk(), move || {
         let json: JsonValue = serde_json::from_slice(&bytes)
             .map_err(|e| Failure::bad_request(format!("the request body is not valid JSON: {e}")))?;
         words(&json).map_err(Failure::bad_request)
     });
-    Ok((parsed.await??, turn))
+    Ok((parsed.await??, share))
 }
 
 /// The JSON response `render` makes: rendered off the runtime for a bulk request.
@@ -650,8 +646,8 @@ async fn single(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, Failure> {
-    let (words, turn) = read_commands(&bridge, &caller, body, json::command).await?;
-    let bulk = turn.is_some();
+    let (words, share) = read_commands(&bridge, &caller, body, json::command).await?;
+    let bulk = share.is_bulk();
     let Some(prepared) = bridge
         .prepare_off_runtime(bulk, caller.profile, vec![words])
         .await?
@@ -680,7 +676,7 @@ async fn single(
         return respond(bulk, move || json!({ "result": render(value, prepared.1, base64) })).await;
     }
     let (command, loaded_sha, _) = prepared;
-    let mut connection = bridge.connection(caller.profile, lane(&turn)).await?;
+    let mut connection = bridge.connection(caller.profile, share.lane()).await?;
     let value = bridge
         .observer
         .redis_round_trip(connection.send_packed_command(&command))
@@ -708,15 +704,6 @@ async fn multi_exec(
     batch(bridge, caller, &headers, body, true).await
 }
 
-/// The connection a request runs on: the bulk lane when it holds a bulk turn.
-fn lane(turn: &Option<Turn>) -> Lane {
-    if turn.is_some() {
-        Lane::Bulk
-    } else {
-        Lane::Main
-    }
-}
-
 async fn batch(
     bridge: Arc<Bridge>,
     caller: Caller,
@@ -724,11 +711,13 @@ async fn batch(
     body: Result<Bytes, BytesRejection>,
     atomic: bool,
 ) -> Result<Response, Failure> {
-    let (commands, mut turn) = read_commands(&bridge, &caller, body, json::commands).await?;
-    if turn.is_none() && commands.len() > BULK_COMMANDS {
-        turn = Some(bridge.fair_share.turn(&caller.token).await?);
+    let (commands, mut share) = read_commands(&bridge, &caller, body, json::commands).await?;
+    if !share.is_bulk() && commands.len() > BULK_COMMANDS {
+        // Its main lane share is given back first: waiting for a turn must not hold up the token's small requests.
+        drop(share);
+        share = bridge.fair_share.bulk_turn(&caller.token).await?;
     }
-    let bulk = turn.is_some();
+    let bulk = share.is_bulk();
     let profile = caller.profile;
     let prepared = bridge.prepare_off_runtime(bulk, profile, commands).await?;
     let count = prepared.len();
@@ -759,7 +748,7 @@ async fn batch(
     if atomic {
         pipe.cmd("EXEC");
     }
-    let mut connection = bridge.connection(profile, lane(&turn)).await?;
+    let mut connection = bridge.connection(profile, share.lane()).await?;
     let replies = announced.replies(
         bridge
             .observer
