@@ -179,3 +179,29 @@ async fn many_small_requests_of_one_token_queue_behind_each_other_not_in_front_o
     let (served, refused) = served(attack.join().unwrap(), 64);
     println!("victim: {decisions} decisions, slowest {slowest:?}; attacker: {served} served, {refused} refused (429)");
 }
+
+/// A limiter token cannot grow a log past `MAX_LOG_LIMIT` entries (a decision's work in Redis grows with the log, for
+/// every client): the bridge refuses, and the client reports it, never absorbs it, whatever its failure policy.
+#[tokio::test]
+async fn a_limiter_token_may_not_give_a_log_more_than_ten_thousand_permits() {
+    let _serial = one_at_a_time().await;
+    let stack = Neighbourhood::start().await;
+    let limit = |quota: Quota| {
+        let client = RestClient::new(&stack.url, VICTIM_TOKEN).unwrap();
+        Ratelimit::new(client, &[Limit::new(quota)], Options::default()).unwrap()
+    };
+    let hour = Duration::from_secs(3600);
+    for quota in [
+        Quota::sliding_log(10_001, hour).unwrap(),
+        Quota::concurrency(10_001, hour).unwrap(),
+    ] {
+        let error = limit(quota).limit("ip", 1).await.unwrap_err();
+        assert_eq!(error.code(), "EDGELIMIT_AUTH", "{error}");
+        assert!(error.to_string().contains("more than 10000 permits"), "{error}");
+    }
+    let granted = limit(Quota::sliding_log(10_000, hour).unwrap())
+        .limit("ip", 1)
+        .await
+        .unwrap();
+    assert_eq!((granted.reason, granted.decision.success), (Reason::Decided, true));
+}

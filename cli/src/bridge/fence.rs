@@ -25,11 +25,11 @@ enum Known {
     /// Several limits, or stored quotas (script `limits`).
     Driver,
     /// Several decisions of one algorithm in one call (script `batch/<algorithm>`), on the server's clock only.
-    Batch,
+    Batch(Algorithm),
     /// Reads state, writes nothing (script `inspect`).
     Inspect,
     /// Decides a request and reserves permits (script `reserve/<algorithm>`); the time is ARGV[`time_at`].
-    Reserve { time_at: usize },
+    Reserve { algorithm: Algorithm, time_at: usize },
     /// The Redisson layout's acquire or available: decisions and reads, time in ARGV[1].
     RedissonDecision,
     /// The Redisson layout's release (permits back without a receipt) or set_rate (configuration).
@@ -42,13 +42,14 @@ static KNOWN: LazyLock<HashMap<&'static str, Known>> = LazyLock::new(|| {
         .into_iter()
         .map(|algorithm| (algorithm.script().sha1(), Known::Single(algorithm)))
         .collect();
-    known.extend(Algorithm::ALL.map(|algorithm| (algorithm.batch_script().sha1(), Known::Batch)));
+    known.extend(Algorithm::ALL.map(|algorithm| (algorithm.batch_script().sha1(), Known::Batch(algorithm))));
     known.insert(lua::LIMITS.sha1(), Known::Driver);
     known.insert(lua::INSPECT.sha1(), Known::Inspect);
-    known.insert(lua::RESERVE_GCRA.sha1(), Known::Reserve { time_at: 2 });
-    known.insert(lua::RESERVE_FIXED_WINDOW.sha1(), Known::Reserve { time_at: 2 });
-    known.insert(lua::RESERVE_SLIDING_LOG.sha1(), Known::Reserve { time_at: 3 });
-    known.insert(lua::RESERVE_CONCURRENCY.sha1(), Known::Reserve { time_at: 3 });
+    let reserve = |algorithm, time_at| Known::Reserve { algorithm, time_at };
+    known.insert(lua::RESERVE_GCRA.sha1(), reserve(Algorithm::Gcra, 2));
+    known.insert(lua::RESERVE_FIXED_WINDOW.sha1(), reserve(Algorithm::FixedWindow, 2));
+    known.insert(lua::RESERVE_SLIDING_LOG.sha1(), reserve(Algorithm::SlidingLog, 3));
+    known.insert(lua::RESERVE_CONCURRENCY.sha1(), reserve(Algorithm::Concurrency, 3));
     known.insert(lua::REDISSON_ACQUIRE.sha1(), Known::RedissonDecision);
     known.insert(lua::REDISSON_AVAILABLE.sha1(), Known::RedissonDecision);
     known.insert(lua::REDISSON_RELEASE.sha1(), Known::RedissonAdmin);
@@ -117,7 +118,9 @@ pub fn refusal(profile: Profile, words: &Words, limiter_keys: &[String]) -> Opti
         (Profile::Readonly, Some((keys, _))) => key_refusal("give scripts", keys, limiter_keys),
         (_, Some((keys, args))) => {
             let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
-            limiter_call_refusal(script, &args).or_else(|| key_refusal("give scripts", keys, limiter_keys))
+            limiter_call_refusal(script, &args)
+                .or_else(|| log_limit_refusal(script, keys.len(), &args))
+                .or_else(|| key_refusal("give scripts", keys, limiter_keys))
         }
     };
     why.and_then(refuse)
@@ -292,7 +295,7 @@ fn limiter_call_refusal(script: Known, args: &[&[u8]]) -> Option<String> {
                        future or past); explicit times need an admin token";
     match script {
         // Decisions; the script takes no time or operation.
-        Known::Inspect | Known::Batch => None,
+        Known::Inspect | Known::Batch(_) => None,
         Known::RedissonAdmin => Some(
             "may not release permits or set the rate of a Redisson-layout limiter (a release gives permits back \
              without a receipt); use an admin token"
@@ -300,7 +303,7 @@ fn limiter_call_refusal(script: Known, args: &[&[u8]]) -> Option<String> {
         ),
         Known::RedissonDecision => (args.first().copied().unwrap_or_default() != b"").then(|| server_time.to_owned()),
         // Reserving spends permits as decisions do.
-        Known::Reserve { time_at } => {
+        Known::Reserve { time_at, .. } => {
             (args.get(time_at).copied().unwrap_or_default() != b"").then(|| server_time.to_owned())
         }
         Known::Single(_) | Known::Driver => {
@@ -320,6 +323,60 @@ fn limiter_call_refusal(script: Known, args: &[&[u8]]) -> Option<String> {
             }
         }
     }
+}
+
+/// The largest limit a `limiter` token may give a sliding log or a concurrency limit: their state holds one entry per
+/// grant, and a decision's work grows with it, for every client of the Redis (bound: docs/bridge.md).
+pub const MAX_LOG_LIMIT: u64 = 10_000;
+
+/// Why a `limiter` token may not give `script` (with `key_count` keys) a log longer than [`MAX_LOG_LIMIT`], or `None`.
+fn log_limit_refusal(script: Known, key_count: usize, args: &[&[u8]]) -> Option<String> {
+    // The limit of a request '<permits>:<limit>:…' ; what does not parse, the script refuses.
+    let limit_of = |request: &[u8]| -> u64 {
+        let limit = request.split(|&b| b == b':').nth(1).unwrap_or_default();
+        std::str::from_utf8(limit)
+            .ok()
+            .and_then(|limit| limit.parse().ok())
+            .unwrap_or(0)
+    };
+    let logged = |algorithm: Algorithm| algorithm.names_grants();
+    let longest = match script {
+        Known::Single(algorithm) | Known::Reserve { algorithm, .. } if logged(algorithm) => {
+            args.first().map_or(0, |request| limit_of(request))
+        }
+        Known::Batch(algorithm) if logged(algorithm) => args
+            .iter()
+            .take(key_count)
+            .map(|request| limit_of(request))
+            .max()
+            .unwrap_or(0),
+        // The driver: the call's two arguments, then six per limit, its algorithm's name first and its limit third
+        // (a stored quota's name is '', its limit set by an admin).
+        Known::Driver => (args.get(2..).unwrap_or_default().chunks(6))
+            .filter(|limit| {
+                std::str::from_utf8(limit[0])
+                    .ok()
+                    .and_then(|name| name.parse().ok())
+                    .is_some_and(logged)
+            })
+            .map(|limit| {
+                limit
+                    .get(2)
+                    .and_then(|limit| std::str::from_utf8(limit).ok()?.parse().ok())
+                    .unwrap_or(0)
+            })
+            .max()
+            .unwrap_or(0),
+        _ => 0,
+    };
+    (longest > MAX_LOG_LIMIT).then(|| {
+        format!(
+            "may not give a sliding log or concurrency limit more than {MAX_LOG_LIMIT} permits (this call: {longest}): \
+             their state holds one entry per grant, and each decision's work in Redis grows with it for every \
+             client; store the quota with an admin token (`edgelimit configure`), or use a token bucket, GCRA or a \
+             window for large limits"
+        )
+    })
 }
 
 /// Why a `limiter` token may not make this refund: only refunds of grants that a logged member names are safe.
@@ -608,6 +665,58 @@ mod tests {
             let why = refusal(Profile::Limiter, &acquire).unwrap_or_default();
             assert!(why.contains("number of keys"), "{count:?}: {why}");
         }
+    }
+
+    #[test]
+    fn a_limiter_token_gives_logs_of_at_most_max_log_limit_permits() {
+        let key = ["edgelimit:{a}:1"];
+        let (at_most, above) = (MAX_LOG_LIMIT.to_string(), (MAX_LOG_LIMIT + 1).to_string());
+        for algorithm in [Algorithm::SlidingLog, Algorithm::Concurrency] {
+            let request = |limit: &str| format!("1:{limit}:60000");
+            let single = |limit: &str| evalsha(algorithm.script(), &key, &[&request(limit), "id"]);
+            assert_eq!(refusal(Profile::Limiter, &single(&at_most)), None);
+            let why = refusal(Profile::Limiter, &single(&above)).unwrap();
+            assert!(why.starts_with("NOPERM") && why.contains("(this call: 10001)"), "{why}");
+            let keys = ["edgelimit:{a}:1", "edgelimit:{a}:2"];
+            let batch = evalsha(
+                algorithm.batch_script(),
+                &keys,
+                &[&request("5"), &request(&above), "i", "j"],
+            );
+            assert!(refusal(Profile::Limiter, &batch).is_some());
+            let driver = |limit: &str| {
+                let name = algorithm.to_string().replace('-', "_");
+                evalsha(
+                    &lua::LIMITS,
+                    &keys,
+                    &["limit", "", &name, "1", limit, "60000", "1", "id"],
+                )
+            };
+            assert_eq!(refusal(Profile::Limiter, &driver(&at_most)), None);
+            assert!(refusal(Profile::Limiter, &driver(&above)).is_some());
+        }
+        let reserve = evalsha(
+            &lua::RESERVE_SLIDING_LOG,
+            &key,
+            &["1:10001:60000", "5:10:1000", "id", ""],
+        );
+        assert!(refusal(Profile::Limiter, &reserve).is_some());
+        // Counts, not logs: any limit.
+        assert_eq!(
+            refusal(
+                Profile::Limiter,
+                &evalsha(&lua::FIXED_WINDOW, &key, &["1:1000000:60000"])
+            ),
+            None
+        );
+        assert_eq!(
+            super::refusal(
+                Profile::Admin,
+                &evalsha(&lua::SLIDING_LOG, &key, &["1:1000000:60000"]),
+                &[]
+            ),
+            None
+        );
     }
 
     #[test]
