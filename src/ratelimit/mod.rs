@@ -32,7 +32,7 @@ use crate::time::{retry_until_granted, Attempt, Instant};
 
 /// What to answer when the store is unavailable (see [`Error::is_store_unavailable`]). Every other error is
 /// returned, whatever the policy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum OnError {
     /// Fail open: allow the request (the default: an outage of the limiter must not become one of the service).
     #[default]
@@ -41,6 +41,23 @@ pub enum OnError {
     Deny,
     /// Return the error.
     Throw,
+    /// Decide in this process, under a local limit, with the memory backend ([`Memory`], on the system clock):
+    /// [`Reason::Insurance`]. Every call still asks the store first, within its timeout, so decisions are the store's
+    /// again as soon as it answers; nothing decided locally is written to it. The local limit is this `Ratelimit`'s
+    /// (one process, one isolate): state it as the global limit divided by the processes expected.
+    Insurance(Insurance),
+}
+
+/// The local limit of [`OnError::Insurance`]. Its decisions are made afresh in this process: they know nothing of
+/// what the store counted before it failed, and the store learns nothing of them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Insurance {
+    /// The limits the call is decided under: the `Ratelimit`'s own, or those given to
+    /// [`limit_all`](Ratelimit::limit_all).
+    Same,
+    /// These limits, for every call (one or several, all of which must allow, as in the store). No concurrency limit:
+    /// a lease taken locally could not be released through the store.
+    Limits(Vec<Limit>),
 }
 
 impl FromStr for OnError {
@@ -74,6 +91,8 @@ pub enum Reason {
     /// The store was otherwise unavailable (unreachable, 502–504 or 520–524, Redis loading, busy, failing over,
     /// read-only or out of memory); [`OnError`] decided.
     Error,
+    /// The store was unavailable and [`OnError::Insurance`]'s local limit decided, in this process.
+    Insurance,
 }
 
 impl Reason {
@@ -85,7 +104,7 @@ impl Reason {
         }
     }
 
-    /// The JS spelling: `decided`, `cache`, `reserved`, `timeout`, `error`.
+    /// The JS spelling: `decided`, `cache`, `reserved`, `timeout`, `error`, `insurance`.
     pub fn as_str(self) -> &'static str {
         match self {
             Reason::Decided => "decided",
@@ -93,6 +112,7 @@ impl Reason {
             Reason::Reserved => "reserved",
             Reason::Timeout => "timeout",
             Reason::Error => "error",
+            Reason::Insurance => "insurance",
         }
     }
 }
@@ -140,7 +160,7 @@ pub struct Options {
     pub prefix: String,
     /// Where state lives: [`KeyLayout::PerLimiter`] by default; [`KeyLayout::PerIdentifier`] on a Redis Cluster.
     pub layout: KeyLayout,
-    /// What to answer when the store fails; default [`OnError::Allow`].
+    /// What to answer when the store is unavailable; default [`OnError::Allow`].
     pub on_error: OnError,
     /// How many denied identifiers the block cache remembers; 0 turns it off. Default 10 000.
     pub cache_entries: usize,
@@ -171,7 +191,8 @@ pub struct Outcome {
     pub decision: Decision,
     /// Who decided.
     pub reason: Reason,
-    /// Each limit's own decision, in order, when Redis decided; empty otherwise.
+    /// Each limit's own decision, in order, when Redis decided, or the local limits' under [`Reason::Insurance`]
+    /// (without receipts); empty otherwise.
     pub limits: Vec<Decision>,
     /// The store's failure that [`OnError`] turned into this decision.
     pub error: Option<Error>,
@@ -182,6 +203,8 @@ impl Attempt for Outcome {
     fn ask_again_after(&self) -> Option<u64> {
         match self.reason {
             Reason::Decided | Reason::Cache | Reason::Reserved => self.decision.ask_again_after(),
+            // The next attempt asks the store first again. A request larger than the local limit never fits (no wait).
+            Reason::Insurance => self.decision.ask_again_after().filter(|&wait| wait > 0),
             Reason::Timeout | Reason::Error => None,
         }
     }
@@ -199,6 +222,15 @@ pub struct Ratelimit {
     reserved: Option<Reservations>,
     /// The memory backend ([`Ratelimit::in_memory`]), deciding instead of Redis; `client` is then never used.
     memory: Option<Memory>,
+    /// [`OnError::Insurance`]'s local limit.
+    insured: Option<Insured>,
+}
+
+/// The local limit of [`OnError::Insurance`], ready: its memory and the stated limits' limiters (`None`: the call's).
+#[derive(Debug)]
+struct Insured {
+    memory: Memory,
+    limiters: Option<Vec<Limiter>>,
 }
 
 /// What [`Ratelimit::give_back`] gives back of a grant.
@@ -231,8 +263,34 @@ impl Ratelimit {
             cache: (options.cache_entries > 0).then(|| Mutex::new(BlockCache::new(options.cache_entries))),
             reserved: None,
             memory: None,
+            insured: None,
         };
         ratelimit.limiters = ratelimit.limiters_for(limits)?;
+        if let OnError::Insurance(insurance) = &ratelimit.on_error {
+            let limiters = match insurance {
+                Insurance::Same => None,
+                Insurance::Limits(limits) => Some(ratelimit.limiters_for(limits).map_err(|error| match error {
+                    Error::InvalidConfig(message) => Error::InvalidConfig(format!("the insurance limit: {message}")),
+                    other => other,
+                })?),
+            };
+            if limiters
+                .as_ref()
+                .unwrap_or(&ratelimit.limiters)
+                .iter()
+                .any(Limiter::frees_early)
+            {
+                return Err(Error::InvalidConfig(
+                    "the insurance limit cannot be a concurrency limit: a lease taken in this process could not be \
+                     released through the store; state the insurance limit with another algorithm"
+                        .into(),
+                ));
+            }
+            ratelimit.insured = Some(Insured {
+                memory: Memory::default(),
+                limiters,
+            });
+        }
         if let Some(length) = options.reserve {
             ratelimit.reserved = Some(match ratelimit.limiters.as_slice() {
                 [limiter] => Reservations::One(Box::new(limit::Reserved::new(limiter.clone(), length)?)),
@@ -331,7 +389,7 @@ impl Ratelimit {
                 limits,
                 error: None,
             }),
-            Err(error) => self.on_failure(&self.limiters, error),
+            Err(error) => self.on_failure(&self.limiters, id, permits, error),
         }
     }
 
@@ -525,7 +583,7 @@ impl Ratelimit {
                     error: None,
                 })
             }
-            Err(error) => self.on_failure(limiters, error),
+            Err(error) => self.on_failure(limiters, id, permits, error),
         }
     }
 
@@ -538,9 +596,12 @@ impl Ratelimit {
     }
 
     /// Applies the failure policy when the store is unavailable; any other error is returned as it is.
-    fn on_failure(&self, limiters: &[Limiter], error: Error) -> Result<Outcome> {
+    fn on_failure(&self, limiters: &[Limiter], id: &Identifier<'_>, permits: u32, error: Error) -> Result<Outcome> {
         if !error.is_store_unavailable() || self.on_error == OnError::Throw {
             return Err(error);
+        }
+        if let Some(insured) = &self.insured {
+            return insured.decide(limiters, id, permits, error);
         }
         let reason = Reason::of_failure(&error);
         let limit = limiters
@@ -562,6 +623,52 @@ impl Ratelimit {
             decision,
             reason,
             limits: Vec::new(),
+            error: Some(error),
+        })
+    }
+}
+
+impl Insured {
+    /// The local limit's decision on `permits` for `id`, `error` being the store's unavailability it stands in for. The
+    /// limits are the stated ones, or the call's own (`limiters`): a concurrency limit among those is not decided here,
+    /// and the store's error is returned. More permits than a local limit holds is a denial, since the store, with its
+    /// larger limit, would have decided the request.
+    fn decide(&self, limiters: &[Limiter], id: &Identifier<'_>, permits: u32, error: Error) -> Result<Outcome> {
+        let limiters = self.limiters.as_deref().unwrap_or(limiters);
+        if limiters.iter().any(Limiter::frees_early) {
+            return Err(error);
+        }
+        let requests: Vec<_> = limiters.iter().map(|limiter| limiter.request(id, permits)).collect();
+        let (decision, limits) = match self.memory.limit_all(&requests) {
+            // No receipts: a refund or release goes to the store, which never saw these grants.
+            Ok(decisions) => {
+                let unreceipted = |decision: Decision| Decision {
+                    receipt: None,
+                    ..decision
+                };
+                let limits: Vec<Decision> = decisions.decisions.iter().copied().map(unreceipted).collect();
+                (unreceipted(decisions.speaking_for_all()), limits)
+            }
+            Err(Error::PermitsExceedRate { .. }) => {
+                let limit = (limiters.iter().filter_map(Limiter::quota))
+                    .map(|quota| quota.limit().into())
+                    .min();
+                let decision = Decision {
+                    success: false,
+                    limit: limit.unwrap_or(0),
+                    remaining: 0,
+                    reset: 0,
+                    retry_after: 0,
+                    receipt: None,
+                };
+                (decision, Vec::new())
+            }
+            Err(other) => return Err(other),
+        };
+        Ok(Outcome {
+            decision,
+            reason: Reason::Insurance,
+            limits,
             error: Some(error),
         })
     }
