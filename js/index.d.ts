@@ -120,11 +120,13 @@ export interface RatelimitConfig {
    * - `"deny"`: fail closed, `success: false`;
    * - `"throw"`: reject with the {@link EdgelimitError}.
    *
+   * - `{ insurance }`: decide in this process under a local limit (see {@link Insurance}), `reason: "insurance"`.
+   *
    * With `"allow"`/`"deny"` the result's `reason` is `"timeout"` or `"error"`, `error` holds the failure, and
    * `remaining`, `reset` and `retryAfter` are 0. Every other error rejects whatever this says (invalid arguments, a
    * wrong token, foreign state, an unreadable reply, …): failing open on those would pass requests by accident.
    */
-  onError?: "allow" | "deny" | "throw";
+  onError?: "allow" | "deny" | "throw" | Insurance;
   /**
    * The block cache: identifiers denied moments ago are denied again from memory, without a round trip, until the
    * denial's `retryAfter` has passed (`reason: "cache"`). Only requests at least as large as the one denied are
@@ -133,6 +135,34 @@ export interface RatelimitConfig {
    * elsewhere is not seen until the cached denial ends.
    */
   cache?: boolean | number;
+}
+
+/**
+ * `onError: { insurance }`: while the store is unavailable (only the errors with `storeUnavailable: true`), this
+ * process decides on its own, under a local limit, with the in-memory backend on the system clock; the result has
+ * `reason: "insurance"` and `error` holds the store's failure. Every call still asks the store first, within
+ * `timeout`, so decisions are the store's again as soon as it answers, and nothing decided locally is written to it.
+ *
+ * The local limit is per process, per isolate, per `Ratelimit` object, and starts afresh (it knows nothing of what
+ * the store counted): state it as the global limit divided by the processes you expect, e.g. a global
+ * `slidingWindow(100, "1 m")` over about 4 processes: `{ insurance: Ratelimit.slidingWindow(25, "1 m") }`.
+ * Weighted permits and several limits are decided as in the store (all must allow); a request for more permits than
+ * a local limit holds is denied. Local grants carry no receipt (`refund` and `release` go to the store, which never
+ * saw them). A concurrency limit cannot be insured (a local lease could not be released): it is refused, and with
+ * `"same"` a `limitAll` call with one gets the store's error. The block cache holds only the store's denials: one
+ * cached before the outage still answers (`reason: "cache"`), a local denial is not cached. With `reserve`, permits
+ * reserved before the outage are still used (`reason: "reserved"`); a call that needs the store is insured.
+ * @example
+ * ```ts
+ * onError: { insurance: Ratelimit.slidingWindow(25, "1 m") } // global 100 per minute, about 4 processes
+ * ```
+ */
+export interface Insurance {
+  /**
+   * The local limit: a limiter from a factory, an array of them (all must allow), or `"same"`: the limits the call is
+   * decided under (the limiter's own, or `limitAll`'s). Not a concurrency limit.
+   */
+  insurance: Quota | Quota[] | "same";
 }
 
 /**
@@ -209,12 +239,13 @@ export interface RatelimitResponse extends Decision {
    * Who decided: `"decided"` (Redis), `"cache"` (the block cache, no round trip), `"reserved"` (a permit this client
    * reserved, no round trip: see the `reserve` option; under several limits also a grant that took one limit's
    * reserved permit while Redis decided the others), `"timeout"` or `"error"` (the store was unavailable and
-   * `onError` decided).
+   * `onError` decided), `"insurance"` (the store was unavailable and this process decided under `onError`'s
+   * {@link Insurance} limit).
    */
-  reason: "decided" | "cache" | "reserved" | "timeout" | "error";
+  reason: "decided" | "cache" | "reserved" | "timeout" | "error" | "insurance";
   /**
    * Each limit's own decision, in the order given, when Redis took part (one whose reserved permit was taken has no
-   * receipt); empty otherwise.
+   * receipt), or each local limit's under `"insurance"` (no receipts); empty otherwise.
    */
   results: Decision[];
   /** The store's unavailability, when `onError` turned it into this result. */

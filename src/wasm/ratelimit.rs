@@ -15,7 +15,7 @@ use crate::decision::Decision;
 use crate::error::{Error, Result};
 use crate::identifier::Identifier;
 use crate::limit::{Clock, KeyLayout, LimitState, Memory, Receipt, StateDetail};
-use crate::ratelimit::{OnError, Options, Outcome, Ratelimit, Returned};
+use crate::ratelimit::{Insurance, OnError, Options, Outcome, Ratelimit, Returned};
 use crate::reader::{as_config_error, Dur, Flag, Function, Limits, OneOrMany, Parsed, MAX_SAFE_INTEGER};
 use crate::rest::RestClient;
 
@@ -40,8 +40,80 @@ struct RatelimitOptions {
     timeout: Option<Milliseconds>,
     coalesce: Option<Flag>,
     reserve: Option<Dur>,
-    on_error: Option<Parsed<OnError>>,
+    /// A string or an object: read apart ([`on_error_of`]).
+    on_error: Option<ReadApart>,
     cache: Option<Cache>,
+}
+
+/// A value present, read apart from the options: the reader cannot tell a string from an object in one type.
+struct ReadApart;
+
+impl<'de> Deserialize<'de> for ReadApart {
+    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Present;
+        impl<'de> Visitor<'de> for Present {
+            type Value = ReadApart;
+            fn expecting(&self, f: &mut Formatter<'_>) -> std::fmt::Result {
+                f.write_str("any value")
+            }
+            fn visit_newtype_struct<D: de::Deserializer<'de>>(self, _: D) -> Result<ReadApart, D::Error> {
+                Ok(ReadApart)
+            }
+        }
+        deserializer.deserialize_newtype_struct("ReadApart", Present)
+    }
+}
+
+/// What `onError` must be, for messages.
+const ON_ERROR: &str = "\"allow\", \"deny\", \"throw\" or { insurance: a limiter, an array of them, or \"same\" }";
+
+/// `onError: { insurance }`, its one field.
+#[derive(Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "\"allow\", \"deny\", \"throw\" or { insurance: a limiter, an array of them, or \"same\" }"
+)]
+struct InsuranceField {
+    #[allow(dead_code)]
+    insurance: ReadApart,
+}
+
+/// `options.onError`: a policy's name, or `{ insurance: <limiter | limiter[] | "same"> }`.
+fn on_error_of(given: &JsValue) -> Result<OnError> {
+    let value = field_of(given, "onError")?;
+    if let Some(text) = value.as_string() {
+        let shown: String = text.chars().take(200).collect();
+        return (text.parse())
+            .map_err(|_| Error::InvalidConfig(format!("onError must be {ON_ERROR}, got the string {shown:?}")));
+    }
+    read::<InsuranceField>(&value, "onError")?;
+    let insurance = field_of(&value, "insurance")?;
+    let stated = |got: String| {
+        Error::InvalidConfig(format!(
+            "onError.insurance must be \"same\" (the limiter's own limits), a limiter from a factory, e.g. \
+             Ratelimit.slidingWindow(25, \"1 m\"), or an array of them, got {got}"
+        ))
+    };
+    if let Some(text) = insurance.as_string() {
+        return match text.as_str() {
+            "same" => Ok(OnError::Insurance(Insurance::Same)),
+            _ => Err(stated(format!(
+                "the string {:?}",
+                text.chars().take(200).collect::<String>()
+            ))),
+        };
+    }
+    if !insurance.is_object() {
+        return Err(stated(super::printed(&insurance)));
+    }
+    // The reader names a field inside one limiter by its path alone (`interval`): say whose it is.
+    let Limits(limits) = read(&insurance, "onError.insurance").map_err(|error| match error {
+        Error::InvalidArgument(message) | Error::InvalidConfig(message) if !message.starts_with("onError") => {
+            Error::InvalidConfig(format!("onError.insurance.{message}"))
+        }
+        other => other,
+    })?;
+    Ok(OnError::Insurance(Insurance::Limits(limits)))
 }
 
 /// `cache`: `true` (10 000 entries), `false` (off), or a number of entries.
@@ -105,7 +177,10 @@ fn ratelimit_of(options: &JsValue) -> Result<Ratelimit> {
     let settings = Options {
         prefix: options.prefix.unwrap_or(defaults.prefix),
         layout: options.layout.map_or(defaults.layout, |layout| layout.0),
-        on_error: options.on_error.map_or(defaults.on_error, |policy| policy.0),
+        on_error: match options.on_error {
+            None => defaults.on_error,
+            Some(ReadApart) => on_error_of(given)?,
+        },
         cache_entries: match options.cache {
             None | Some(Cache::On(true)) => defaults.cache_entries,
             Some(Cache::On(false)) => 0,

@@ -220,7 +220,7 @@ test("bad configuration and arguments: a clear EDGELIMIT_ error naming what was 
     [{ ...base, url: undefined }, /url must be a string/],
     [{ ...base, url: "not a url" }, /url/],
     [{ ...base, timeout: 0 }, /timeout/],
-    [{ ...base, onError: "ignore" }, /onError must be "allow", "deny" or "throw", got "ignore"/],
+    [{ ...base, onError: "ignore" }, /onError must be "allow", "deny", "throw" or \{ insurance: a limiter, an array of them, or "same" \}, got the string "ignore"/],
     [{ ...base, prefix: "a{b}" }, /key prefix "a\{b\}" must be non-empty and free of/],
     [{ ...base, cache: -1 }, /cache must be true, false or a whole number of entries from 0 to 10000000, got the number -1/],
     // A field a limit does not have would be ignored (@upstash/ratelimit names the rate refillRate), and so would a
