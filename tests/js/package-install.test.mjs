@@ -82,7 +82,7 @@ const ratelimit = new Ratelimit({
 });
 export async function check(ip: string): Promise<number> {
   const result: RatelimitResponse = await ratelimit.limit(ip, { permits: 2 });
-  const reason: "decided" | "cache" | "reserved" | "timeout" | "error" = result.reason;
+  const reason: "decided" | "cache" | "reserved" | "insurance" | "timeout" | "error" = result.reason;
   const code: string | undefined = (result.error as EdgelimitError | undefined)?.code;
   const all = await ratelimit.limitAll(ip, [Ratelimit.gcra(10, "1 s", 20), Ratelimit.fixedWindow(100, "1 h")]);
   const handle = ratelimit.rateLimiter("api", { clientId: "a" });
