@@ -56,11 +56,7 @@ fn main() {
     let mut arms = String::new();
     for (name, text) in scripts(&sources) {
         let text = format!("-- edgelimit script {name}: built from lua/ (lua/README.md)\n{text}");
-        let text: String = text
-            .lines()
-            .filter(|line| !line.is_empty())
-            .map(|l| format!("{l}\n"))
-            .collect();
+        let text: String = text.lines().filter(|line| !line.is_empty()).map(|l| format!("{l}\n")).collect();
         assert!(!text.contains("--@"), "{name}: a marker was left");
         let path = out.join(format!("{name}.lua"));
         fs::create_dir_all(path.parent().expect("a folder")).expect("creating OUT_DIR/scripts");
@@ -79,10 +75,7 @@ fn scripts(sources: &Sources) -> Vec<(String, String)> {
         let single = one_algorithm(sources, algorithm, "limits/single.lua", "");
         // The decision runs inside batch.lua's function: its code is indented one level.
         let batch = one_algorithm(sources, algorithm, "limits/batch.lua", "    ");
-        scripts.extend([
-            (algorithm.0.to_owned(), single),
-            (format!("batch/{}", algorithm.0), batch),
-        ]);
+        scripts.extend([(algorithm.0.to_owned(), single), (format!("batch/{}", algorithm.0), batch)]);
     }
     scripts.push(("limits".to_owned(), driver(sources)));
     let inspect = [sources.get("limits/zset_member.lua"), sources.get("limits/inspect.lua")];
@@ -108,11 +101,7 @@ fn one_algorithm(sources: &Sources, &(name, shared, rate): &Algorithm, frame: &s
         None => helpers.to_owned(),
     };
     let indented = |code: &str| indented(code, indent);
-    let body = splice(
-        sources.get(frame),
-        "--@request",
-        &indented(&request_reading(sources, rate)),
-    );
+    let body = splice(sources.get(frame), "--@request", &indented(&request_reading(sources, rate)));
     let body = splice(&body, "--@helpers", &helpers);
     let body = splice(&body, "--@decision", &indented(decision));
     let body = splice(&body, "--@grant", &indented(grant));
@@ -129,11 +118,7 @@ fn driver(sources: &Sources) -> String {
         let entry = splice(&entry, "--@grant", grant).replace("__ALGORITHM__", name);
         algorithms.extend([helpers.to_owned(), entry]);
     }
-    let driver = splice(
-        sources.get("limits/driver.lua"),
-        "--@algorithms",
-        &algorithms.join("\n"),
-    );
+    let driver = splice(sources.get("limits/driver.lua"), "--@algorithms", &algorithms.join("\n"));
     whole(sources, true, &[sources.get("limits/prelude.lua"), &driver])
 }
 
@@ -164,10 +149,7 @@ fn request_reading(sources: &Sources, rate: bool) -> String {
 /// The text of the shared helpers named `shared`.
 fn shared_part(sources: &Sources, shared: &str) -> String {
     let (_, pieces) = SHARED.iter().find(|(name, _)| *name == shared).expect("a shared part");
-    let texts: Vec<&str> = pieces
-        .iter()
-        .map(|piece| sources.get(&format!("limits/{piece}.lua")))
-        .collect();
+    let texts: Vec<&str> = pieces.iter().map(|piece| sources.get(&format!("limits/{piece}.lua"))).collect();
     texts.join("\n")
 }
 
@@ -183,13 +165,9 @@ fn parts<'a>(sources: &'a Sources, algorithm: &str) -> (&'a str, &'a str, &'a st
     let file = sources.get(&format!("limits/{algorithm}.lua"));
     let (helpers, rest) = match file.strip_prefix("--@decision\n") {
         Some(rest) => ("", rest),
-        None => file
-            .split_once("\n--@decision\n")
-            .expect("an algorithm file has a --@decision line"),
+        None => file.split_once("\n--@decision\n").expect("an algorithm file has a --@decision line"),
     };
-    let (decision, grant) = rest
-        .split_once("\n--@grant\n")
-        .expect("a --@grant line after --@decision");
+    let (decision, grant) = rest.split_once("\n--@grant\n").expect("a --@grant line after --@decision");
     (helpers, decision, grant)
 }
 
@@ -200,10 +178,7 @@ impl Sources {
     fn read(lua: &Path) -> Self {
         let mut raw = BTreeMap::new();
         read_dir(lua, "", &mut raw);
-        let pieces = raw
-            .iter()
-            .map(|(path, text)| (path.clone(), inlined(&raw, &without_comments(text))))
-            .collect();
+        let pieces = raw.iter().map(|(path, text)| (path.clone(), inlined(&raw, &without_comments(text)))).collect();
         Sources(pieces)
     }
 
@@ -222,11 +197,7 @@ fn read_dir(dir: &Path, prefix: &str, into: &mut BTreeMap<String, String>) {
         } else if name.ends_with(".lua") {
             let text = fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
             // A line starting with `--` inside a long string could be text, not a comment.
-            assert!(
-                !text.contains("[["),
-                "{}: no long strings or comments ([[) in lua/",
-                path.display()
-            );
+            assert!(!text.contains("[["), "{}: no long strings or comments ([[) in lua/", path.display());
             into.insert(format!("{prefix}{name}"), text);
         }
     }
@@ -248,9 +219,7 @@ fn inlined(raw: &BTreeMap<String, String>, text: &str) -> String {
         let code = line.trim_start();
         match code.strip_prefix("--@inline ") {
             Some(piece) => {
-                let piece = raw
-                    .get(piece)
-                    .unwrap_or_else(|| panic!("no source lua/{piece} to inline"));
+                let piece = raw.get(piece).unwrap_or_else(|| panic!("no source lua/{piece} to inline"));
                 let indent = &line[..line.len() - code.len()];
                 for piece_line in without_comments(piece).lines() {
                     assert!(

@@ -29,10 +29,7 @@ pub struct BlockCache {
 impl BlockCache {
     /// A cache holding at most `max_entries` denials (at least one).
     pub fn new(max_entries: usize) -> BlockCache {
-        BlockCache {
-            max_entries: max_entries.max(1),
-            blocks: HashMap::new(),
-        }
+        BlockCache { max_entries: max_entries.max(1), blocks: HashMap::new() }
     }
 
     /// Number of denials held, expired or not.
@@ -54,10 +51,7 @@ impl BlockCache {
             return None;
         }
         let retry_after = ceil_ms(block.until - now);
-        (permits >= block.permits).then_some(Decision {
-            retry_after,
-            ..block.decision
-        })
+        (permits >= block.permits).then_some(Decision { retry_after, ..block.decision })
     }
 
     /// Remembers that a request of `permits` for `key`, sent at `sent`, was denied with `decision` (ignored when it
@@ -69,20 +63,12 @@ impl BlockCache {
         let until = sent + Duration::from_millis(decision.retry_after);
         if self.blocks.len() >= self.max_entries && !self.blocks.contains_key(key) {
             self.blocks.retain(|_, block| block.until > sent);
-            let soonest = self
-                .blocks
-                .iter()
-                .min_by_key(|(_, block)| block.until)
-                .map(|(key, _)| key.clone());
+            let soonest = self.blocks.iter().min_by_key(|(_, block)| block.until).map(|(key, _)| key.clone());
             if let Some(soonest) = soonest.filter(|_| self.blocks.len() >= self.max_entries) {
                 self.blocks.remove(&soonest);
             }
         }
-        let block = Block {
-            permits,
-            until,
-            decision,
-        };
+        let block = Block { permits, until, decision };
         self.blocks.insert(key.to_owned(), block);
     }
 
@@ -102,14 +88,7 @@ mod tests {
     use super::*;
 
     fn denied(retry_after: u64) -> Decision {
-        Decision {
-            success: false,
-            limit: 10,
-            remaining: 0,
-            reset: 1_700_000_001_000,
-            retry_after,
-            receipt: None,
-        }
+        Decision { success: false, limit: 10, remaining: 0, reset: 1_700_000_001_000, retry_after, receipt: None }
     }
 
     fn ms(n: u64) -> Duration {
@@ -122,21 +101,9 @@ mod tests {
         let sent = Instant::now();
         cache.block("ip:1", 1, sent, denied(300));
         let served = cache.check("ip:1", 1, sent + ms(100)).unwrap();
-        assert_eq!(
-            (served.success, served.retry_after, served.reset),
-            (false, 200, 1_700_000_001_000)
-        );
-        assert_eq!(
-            cache
-                .check("ip:1", 1, sent + ms(299) + Duration::from_micros(500))
-                .unwrap()
-                .retry_after,
-            1
-        );
-        assert!(
-            cache.check("ip:1", 1, sent + ms(300)).is_none(),
-            "the deadline itself goes to Redis"
-        );
+        assert_eq!((served.success, served.retry_after, served.reset), (false, 200, 1_700_000_001_000));
+        assert_eq!(cache.check("ip:1", 1, sent + ms(299) + Duration::from_micros(500)).unwrap().retry_after, 1);
+        assert!(cache.check("ip:1", 1, sent + ms(300)).is_none(), "the deadline itself goes to Redis");
         assert!(cache.is_empty(), "an expired denial is dropped");
     }
 
@@ -155,15 +122,7 @@ mod tests {
     fn grants_and_waitless_denials_are_not_cached() {
         let mut cache = BlockCache::new(10);
         let sent = Instant::now();
-        cache.block(
-            "k",
-            1,
-            sent,
-            Decision {
-                success: true,
-                ..denied(0)
-            },
-        );
+        cache.block("k", 1, sent, Decision { success: true, ..denied(0) });
         cache.block("k", 1, sent, denied(0));
         assert!(cache.is_empty());
     }

@@ -162,10 +162,7 @@ mod tests {
             with(2, Value::Nil),
             with(2, Value::Int(-1)),
         ] {
-            assert_eq!(
-                ScriptReply::decode(Value::Array(bad)).unwrap_err().code(),
-                "EDGELIMIT_MALFORMED_REPLY"
-            );
+            assert_eq!(ScriptReply::decode(Value::Array(bad)).unwrap_err().code(), "EDGELIMIT_MALFORMED_REPLY");
         }
         assert!(ScriptReply::decode(Value::Nil).is_err());
     }

@@ -8,9 +8,7 @@ use crate::error::{Error, Result};
 /// plurals too). A bare number is an error: ms or s is what a rate limit must not leave to a guess.
 pub fn parse_duration(text: &str) -> Result<Duration> {
     let trimmed = text.trim();
-    let split = trimmed
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(trimmed.len());
+    let split = trimmed.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(trimmed.len());
     let (number, unit) = trimmed.split_at(split);
     let invalid = || {
         // At most 100 bytes of the text, as the scripts quote what they refuse.
@@ -43,18 +41,13 @@ fn decimal_times(number: &str, unit: u128) -> Option<u128> {
     if whole.len() + fraction.len() == 0 || fraction.contains('.') {
         return None;
     }
-    let digits = |text: &str| {
-        text.bytes().try_fold(0u128, |n, digit| {
-            n.checked_mul(10)?.checked_add(u128::from(digit - b'0'))
-        })
-    };
+    let digits =
+        |text: &str| text.bytes().try_fold(0u128, |n, digit| n.checked_mul(10)?.checked_add(u128::from(digit - b'0')));
     // Beyond 18 digits a fraction moves nothing: unit (at most a day in ns, < 10^14) / 10^18 is under a nanosecond.
     let fraction = &fraction[..fraction.len().min(18)];
     let scale = 10u128.pow(fraction.len() as u32);
     let part = digits(fraction)? * unit;
-    digits(whole)?
-        .checked_mul(unit)?
-        .checked_add((part + scale / 2) / scale)
+    digits(whole)?.checked_mul(unit)?.checked_add((part + scale / 2) / scale)
 }
 
 /// A duration as whole milliseconds, at least 1 ms: what every limiter stores. `what` names it in the error.
@@ -87,20 +80,14 @@ mod tests {
         assert_eq!(parse_duration("0.0015 s").unwrap(), Duration::from_micros(1500));
         assert_eq!(parse_duration("1.5 minutes").unwrap(), Duration::from_secs(90));
         assert_eq!(parse_duration("0.0000000015s").unwrap(), Duration::from_nanos(2));
-        assert_eq!(
-            parse_duration("1.00000000000000000000000000000000000000001h").unwrap(),
-            Duration::from_secs(3600)
-        );
+        assert_eq!(parse_duration("1.00000000000000000000000000000000000000001h").unwrap(), Duration::from_secs(3600));
         assert_eq!(parse_duration("000010ms").unwrap(), Duration::from_millis(10));
     }
 
     #[test]
     fn the_bound_is_half_of_u64_in_ms() {
         let max = u64::MAX / 2;
-        assert_eq!(
-            parse_duration(&format!("{max}ms")).unwrap().as_millis(),
-            u128::from(max)
-        );
+        assert_eq!(parse_duration(&format!("{max}ms")).unwrap().as_millis(), u128::from(max));
         for too_long in [format!("{}ms", max + 1), format!("{}d", u64::MAX), "9".repeat(60) + "s"] {
             assert!(parse_duration(&too_long).is_err(), "{too_long}");
         }
@@ -108,19 +95,7 @@ mod tests {
 
     #[test]
     fn refuses_guesses_and_nonsense() {
-        for bad in [
-            "10",
-            "",
-            "s",
-            "1 fortnight",
-            "-1s",
-            "1e3s",
-            "1..2s",
-            ".s",
-            "1.2.3s",
-            "NaN s",
-            "inf s",
-        ] {
+        for bad in ["10", "", "s", "1 fortnight", "-1s", "1e3s", "1..2s", ".s", "1.2.3s", "NaN s", "inf s"] {
             let err = parse_duration(bad).unwrap_err();
             assert!(err.to_string().contains("250ms"), "{bad}: {err}");
         }

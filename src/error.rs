@@ -206,14 +206,10 @@ impl Error {
             "OOM" => Error::StoreFull(message),
             "NOPERM" | "NOAUTH" | "WRONGPASS" | "MOVED" | "ASK" | "CROSSSLOT" => Error::StoreConfig { code, message },
             "WRONGTYPE" => Error::ForeignState(message),
-            "ERR" if message.starts_with(NOPERM_IN_SCRIPT) => Error::StoreConfig {
-                code: "NOPERM".to_owned(),
-                message,
-            },
-            "ERR" if message.starts_with(SCRIPT_REFUSAL) => Error::InvalidArgument(format!(
-                "the script refused the call: {}",
-                &message[SCRIPT_REFUSAL.len()..]
-            )),
+            "ERR" if message.starts_with(NOPERM_IN_SCRIPT) => Error::StoreConfig { code: "NOPERM".to_owned(), message },
+            "ERR" if message.starts_with(SCRIPT_REFUSAL) => {
+                Error::InvalidArgument(format!("the script refused the call: {}", &message[SCRIPT_REFUSAL.len()..]))
+            }
             _ => Error::Redis { code, message },
         }
     }
@@ -231,10 +227,7 @@ impl Error {
 /// The longest start of `text` of at most `max_bytes` bytes ending on a character boundary, so a message quoting a
 /// refused value does not grow with it.
 pub(crate) fn prefix(text: &str, max_bytes: usize) -> &str {
-    let cut = (0..=max_bytes.min(text.len()))
-        .rev()
-        .find(|&i| text.is_char_boundary(i))
-        .unwrap_or(0);
+    let cut = (0..=max_bytes.min(text.len())).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0);
     &text[..cut]
 }
 
@@ -373,50 +366,22 @@ mod tests {
                 "EDGELIMIT_UNAVAILABLE",
                 true,
             ),
-            (
-                "LOADING Redis is loading the dataset in memory",
-                "EDGELIMIT_UNAVAILABLE",
-                true,
-            ),
+            ("LOADING Redis is loading the dataset in memory", "EDGELIMIT_UNAVAILABLE", true),
             (
                 "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.",
                 "EDGELIMIT_UNAVAILABLE",
                 true,
             ),
-            (
-                "TRYAGAIN Multiple keys request during rehashing of slot",
-                "EDGELIMIT_UNAVAILABLE",
-                true,
-            ),
+            ("TRYAGAIN Multiple keys request during rehashing of slot", "EDGELIMIT_UNAVAILABLE", true),
             ("CLUSTERDOWN The cluster is down", "EDGELIMIT_UNAVAILABLE", true),
-            (
-                "READONLY You can't write against a read only replica.",
-                "EDGELIMIT_READONLY",
-                true,
-            ),
-            (
-                "NOPERM this user has no permissions to run the 'evalsha' command",
-                "EDGELIMIT_STORE_CONFIG",
-                false,
-            ),
+            ("READONLY You can't write against a read only replica.", "EDGELIMIT_READONLY", true),
+            ("NOPERM this user has no permissions to run the 'evalsha' command", "EDGELIMIT_STORE_CONFIG", false),
             ("NOAUTH Authentication required.", "EDGELIMIT_STORE_CONFIG", false),
-            (
-                "WRONGPASS invalid username-password pair or user is disabled.",
-                "EDGELIMIT_STORE_CONFIG",
-                false,
-            ),
+            ("WRONGPASS invalid username-password pair or user is disabled.", "EDGELIMIT_STORE_CONFIG", false),
             ("MOVED 15495 127.0.0.1:7103", "EDGELIMIT_STORE_CONFIG", false),
             ("ASK 15495 127.0.0.1:7103", "EDGELIMIT_STORE_CONFIG", false),
-            (
-                "CROSSSLOT Keys in request don't hash to the same slot",
-                "EDGELIMIT_STORE_CONFIG",
-                false,
-            ),
-            (
-                "EXECABORT Transaction discarded because of previous errors.",
-                "EDGELIMIT_REDIS",
-                false,
-            ),
+            ("CROSSSLOT Keys in request don't hash to the same slot", "EDGELIMIT_STORE_CONFIG", false),
+            ("EXECABORT Transaction discarded because of previous errors.", "EDGELIMIT_REDIS", false),
             ("", "EDGELIMIT_REDIS", false),
             (
                 "ERR The user executing the script can't run this command or subcommand script: \
@@ -433,11 +398,7 @@ mod tests {
         ];
         for (reply, code, unavailable) in cases {
             let error = Error::from_redis_reply(reply);
-            assert_eq!(
-                (error.code(), error.is_store_unavailable()),
-                (code, unavailable),
-                "{reply}"
-            );
+            assert_eq!((error.code(), error.is_store_unavailable()), (code, unavailable), "{reply}");
             let text = error.to_string();
             assert!(!text.contains("user_script") && !text.contains("f_fd1f"), "{text}");
             assert!(!text.contains("be5473da61c2bc2b4b836cd2b0cf9c682ff26f27"), "{text}");
@@ -451,10 +412,7 @@ mod tests {
 
     #[test]
     fn only_an_unavailable_store_may_be_absorbed() {
-        let endpoint = |status| Error::Endpoint {
-            status,
-            message: String::new(),
-        };
+        let endpoint = |status| Error::Endpoint { status, message: String::new() };
         for status in [502, 503, 504, 520, 524] {
             assert!(endpoint(status).is_store_unavailable(), "{status}");
         }
@@ -467,15 +425,9 @@ mod tests {
             endpoint(429),
             endpoint(404),
             Error::malformed("a JSON body", "<html>"),
-            Error::Unauthorized {
-                status: 401,
-                message: String::new(),
-            },
+            Error::Unauthorized { status: 401, message: String::new() },
             Error::InvalidArgument(String::new()),
-            Error::Client {
-                url: String::new(),
-                message: String::new(),
-            },
+            Error::Client { url: String::new(), message: String::new() },
         ] {
             assert!(!error.is_store_unavailable(), "{error}");
         }
@@ -485,9 +437,7 @@ mod tests {
     #[test]
     fn malformed_reply_renderings_are_cut_on_a_char_boundary() {
         let long = "é".repeat(200);
-        let Error::MalformedReply { got, .. } = Error::malformed("an integer", &long) else {
-            unreachable!()
-        };
+        let Error::MalformedReply { got, .. } = Error::malformed("an integer", &long) else { unreachable!() };
         assert!(got.ends_with('…'));
         assert!(got.len() <= 124);
     }

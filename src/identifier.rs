@@ -117,9 +117,7 @@ mod tests {
     fn is_hashed(key: &str) -> bool {
         key.len() == 65
             && key.starts_with('#')
-            && key[1..]
-                .bytes()
-                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+            && key[1..].bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
     }
 
     #[test]
@@ -139,10 +137,7 @@ mod tests {
     #[test]
     fn hashes_are_sha256_of_the_domain_and_the_exact_bytes() {
         // printf 'edgelimit identifier, text\0#' | sha256sum
-        assert_eq!(
-            key("#"),
-            "#fc26ca2d1d13f2d672e8bde1638d40028b8f62ff3387d047f4772e8a2d558fcf"
-        );
+        assert_eq!(key("#"), "#fc26ca2d1d13f2d672e8bde1638d40028b8f62ff3387d047f4772e8a2d558fcf");
     }
 
     #[test]

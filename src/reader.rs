@@ -81,10 +81,7 @@ impl de::Error for ReadError {
 
     fn unknown_field(field: &str, expected: &'static [&'static str]) -> Self {
         ReadError {
-            message: format!(
-                " has an unknown field {field:?}; the fields are {}",
-                expected.join(", ")
-            ),
+            message: format!(" has an unknown field {field:?}; the fields are {}", expected.join(", ")),
             unknown_field: true,
         }
     }
@@ -92,10 +89,7 @@ impl de::Error for ReadError {
 
 impl ReadError {
     pub(crate) fn new(message: String) -> Self {
-        ReadError {
-            message,
-            unknown_field: false,
-        }
+        ReadError { message, unknown_field: false }
     }
 }
 
@@ -116,10 +110,7 @@ fn describe(unexpected: &Unexpected<'_>) -> String {
 /// A number as JS prints it (`String(n)`). On wasm JS prints it: Rust's float printer stays out of the module.
 fn number_text(n: f64) -> String {
     #[cfg(target_arch = "wasm32")]
-    return js_sys::Number::from(n)
-        .to_string_with_radix(10)
-        .map(String::from)
-        .unwrap_or_default();
+    return js_sys::Number::from(n).to_string_with_radix(10).map(String::from).unwrap_or_default();
     #[cfg(not(target_arch = "wasm32"))]
     match n.abs() {
         a if a == 0.0 || (1e-6..1e21).contains(&a) => format!("{n}"),
@@ -177,15 +168,11 @@ impl Source for Option<&serde_json::Value> {
     }
 
     fn items(&self) -> Result<Vec<Self>, ReadError> {
-        Ok(self
-            .and_then(|value| value.as_array())
-            .map_or_else(Vec::new, |items| items.iter().map(Some).collect()))
+        Ok(self.and_then(|value| value.as_array()).map_or_else(Vec::new, |items| items.iter().map(Some).collect()))
     }
 
     fn keys(&self) -> Result<Vec<String>, ReadError> {
-        Ok(self
-            .and_then(|value| value.as_object())
-            .map_or_else(Vec::new, |object| object.keys().cloned().collect()))
+        Ok(self.and_then(|value| value.as_object()).map_or_else(Vec::new, |object| object.keys().cloned().collect()))
     }
 
     fn field(&self, name: &str) -> Result<Self, ReadError> {
@@ -480,10 +467,7 @@ pub(crate) fn as_config_error(error: Error) -> Error {
 struct LimitOf(Limit);
 
 #[derive(Deserialize)]
-#[serde(
-    deny_unknown_fields,
-    expecting = "a limiter from a factory, like Ratelimit.slidingWindow(10, \"1 s\")"
-)]
+#[serde(deny_unknown_fields, expecting = "a limiter from a factory, like Ratelimit.slidingWindow(10, \"1 s\")")]
 struct LimitFields {
     algorithm: Parsed<Algorithm>,
     limit: Count,
@@ -509,10 +493,7 @@ impl TryFrom<LimitFields> for LimitOf {
             Some(rate) => rate.0 as u32,
         };
         let quota = Quota::new(algorithm, limit, fields.interval.0, rate).map_err(message_of)?;
-        Ok(LimitOf(Limit {
-            quota,
-            name: fields.name,
-        }))
+        Ok(LimitOf(Limit { quota, name: fields.name }))
     }
 }
 

@@ -70,20 +70,14 @@ impl FromStr for Receipt {
         };
         let (permits, mark) = text.split_once(':').ok_or_else(invalid)?;
         let permits_ok = !permits.is_empty() && permits.bytes().all(|byte| byte.is_ascii_digit());
-        let permits: u32 = (permits.parse().ok())
-            .filter(|&n| permits_ok && n > 0)
-            .ok_or_else(invalid)?;
+        let permits: u32 = (permits.parse().ok()).filter(|&n| permits_ok && n > 0).ok_or_else(invalid)?;
         let mark_byte = |byte: u8| byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'-';
         if !(1..=MAX_MARK).contains(&mark.len()) || !mark.bytes().all(mark_byte) {
             return Err(invalid());
         }
         let mut bytes = [0; MAX_MARK];
         bytes[..mark.len()].copy_from_slice(mark.as_bytes());
-        Ok(Receipt {
-            permits,
-            mark: bytes,
-            mark_len: mark.len() as u8,
-        })
+        Ok(Receipt { permits, mark: bytes, mark_len: mark.len() as u8 })
     }
 }
 
@@ -93,18 +87,10 @@ mod tests {
 
     #[test]
     fn a_grant_id_says_nothing_of_the_next() {
-        let ids: Vec<u64> = (0..1000)
-            .map(|_| u64::from_str_radix(&fresh_grant_id(), 16).unwrap())
-            .collect();
+        let ids: Vec<u64> = (0..1000).map(|_| u64::from_str_radix(&fresh_grant_id(), 16).unwrap()).collect();
         // A counter (or any small step) would show in the differences of consecutive ids.
-        let close = ids
-            .windows(2)
-            .filter(|pair| pair[1].abs_diff(pair[0]) < 1 << 32)
-            .count();
-        assert!(
-            close < 3,
-            "{close} of 999 consecutive grant ids lie within 2^32 of each other"
-        );
+        let close = ids.windows(2).filter(|pair| pair[1].abs_diff(pair[0]) < 1 << 32).count();
+        assert!(close < 3, "{close} of 999 consecutive grant ids lie within 2^32 of each other");
     }
 
     #[test]

@@ -51,12 +51,7 @@ fn random_u64() -> u64 {
     use std::hash::{BuildHasher, Hasher};
     // RandomState is seeded from the OS per process; mixing in the time separates processes further.
     let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-    hasher.write_u128(
-        web_time::SystemTime::now()
-            .duration_since(web_time::UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_nanos(),
-    );
+    hasher.write_u128(web_time::SystemTime::now().duration_since(web_time::UNIX_EPOCH).unwrap_or_default().as_nanos());
     hasher.finish()
 }
 

@@ -34,12 +34,8 @@ impl Value {
     /// A string reply holding a number of type `T`, as Redis stores numbers in hashes (`what` names it in the error).
     pub fn into_number<T: std::str::FromStr>(self, what: &str) -> Result<T> {
         let text = self.into_string()?;
-        text.parse().map_err(|_| {
-            Error::malformed(
-                format!("a whole number ({}) for {what}", std::any::type_name::<T>()),
-                text,
-            )
-        })
+        text.parse()
+            .map_err(|_| Error::malformed(format!("a whole number ({}) for {what}", std::any::type_name::<T>()), text))
     }
 
     /// The reply as a UTF-8 string.
@@ -73,10 +69,7 @@ impl Value {
         let items = self.into_array()?;
         let len = items.len();
         <[Value; N]>::try_from(items).map_err(|items| {
-            Error::malformed(
-                format!("an array of {N} items"),
-                format!("{len} items: {}", Value::Array(items)),
-            )
+            Error::malformed(format!("an array of {N} items"), format!("{len} items: {}", Value::Array(items)))
         })
     }
 
@@ -113,15 +106,8 @@ mod tests {
         assert_eq!(Value::Int(7).into_u64().unwrap(), 7);
         assert!(Value::Int(-1).into_u64().is_err());
         assert!(Value::Bytes(b"7".to_vec()).into_u64().is_err());
-        assert_eq!(
-            Value::Bytes(b"4294967295".to_vec())
-                .into_number::<u32>("a rate")
-                .unwrap(),
-            u32::MAX
-        );
-        let too_large = Value::Bytes(b"4294967296".to_vec())
-            .into_number::<u32>("a rate")
-            .unwrap_err();
+        assert_eq!(Value::Bytes(b"4294967295".to_vec()).into_number::<u32>("a rate").unwrap(), u32::MAX);
+        let too_large = Value::Bytes(b"4294967296".to_vec()).into_number::<u32>("a rate").unwrap_err();
         assert_eq!(too_large.code(), "EDGELIMIT_MALFORMED_REPLY");
         assert!(too_large.to_string().contains("for a rate"), "{too_large}");
         assert!(Value::Bytes(b"ten".to_vec()).into_number::<u64>("an interval").is_err());

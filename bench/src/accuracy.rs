@@ -129,11 +129,7 @@ pub(crate) async fn run(
         }
         let server = case.ours.contender(client, &format!("clients-{name}"), Clock::Server)?;
         for contender in std::iter::once(server).chain(peer("clients")?) {
-            progress.set_message(format!(
-                "{CLIENTS} clients: {}, {}",
-                case.name,
-                contender.kind().label()
-            ));
+            progress.set_message(format!("{CLIENTS} clients: {}, {}", case.name, contender.kind().label()));
             rows.push(concurrent_clients(case, contender, &skews, run_time).await?);
             progress.inc(1);
         }
@@ -217,11 +213,7 @@ async fn concurrent_clients(
                 if verdict.granted {
                     let arrived_ms = local_ms();
                     let reset = verdict.reset;
-                    grants.push(Grant {
-                        sent_ms,
-                        arrived_ms,
-                        reset,
-                    });
+                    grants.push(Grant { sent_ms, arrived_ms, reset });
                 }
             }
             Ok::<_, String>((requests, grants))
@@ -255,33 +247,24 @@ fn grant_times(case: &Pairing, grants: &[Grant]) -> (GrantClock, Vec<u64>) {
         .iter()
         .map(|grant| {
             let time = grant.reset?.checked_sub(interval)?;
-            (grant.sent_ms.saturating_sub(1)..=grant.arrived_ms + 1)
-                .contains(&time)
-                .then_some(time)
+            (grant.sent_ms.saturating_sub(1)..=grant.arrived_ms + 1).contains(&time).then_some(time)
         })
         .collect();
     match from_replies {
         Some(times) if case.ours.keeps_permit_log() => (GrantClock::ServerReply, times),
-        _ => (
-            GrantClock::LocalArrival,
-            grants.iter().map(|grant| grant.arrived_ms).collect(),
-        ),
+        _ => (GrantClock::LocalArrival, grants.iter().map(|grant| grant.arrived_ms).collect()),
     }
 }
 
 /// This machine's clock, unix ms (the clock Redis's `TIME` reads too).
 fn local_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |elapsed| elapsed.as_millis() as u64)
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |elapsed| elapsed.as_millis() as u64)
 }
 
 /// `count` clock skews within ±`MAX_SKEW_MS`, drawn with splitmix64 from `seed`.
 fn skews(count: u32, seed: u64) -> Vec<i64> {
     let mut state = seed;
-    (0..count)
-        .map(|_| (splitmix64(&mut state) % (2 * MAX_SKEW_MS + 1)) as i64 - MAX_SKEW_MS as i64)
-        .collect()
+    (0..count).map(|_| (splitmix64(&mut state) % (2 * MAX_SKEW_MS + 1)) as i64 - MAX_SKEW_MS as i64).collect()
 }
 
 /// The most of these times (sorted) that fall in any span `[t, t + span)`.

@@ -75,9 +75,7 @@ impl Topology {
     /// Decisions at `concurrency` for `run_time`, with Redis's counters zeroed first and read after.
     async fn run(&self, concurrency: u32, run_time: Duration) -> Result<(RunStats, Vec<CommandStats>), String> {
         for &port in &self.ports {
-            redis_cluster::command(port, &["CONFIG", "RESETSTAT"])
-                .await
-                .context("CONFIG RESETSTAT failed")?;
+            redis_cluster::command(port, &["CONFIG", "RESETSTAT"]).await.context("CONFIG RESETSTAT failed")?;
         }
         let limiter = Arc::new(self.limiter.clone());
         let stats = latency::run_clients(concurrency, run_time, move |lane, n| {
@@ -86,9 +84,9 @@ impl Topology {
                 let id = format!("user-{}", (u64::from(lane) * 7919 + n) % IDENTIFIERS);
                 match limiter.limit(id.as_str(), 1).await {
                     Ok(decision) if decision.success => Ok(()),
-                    Ok(decision) => Err(format!(
-                        "a decision was denied under a limit meant to allow all: {decision:?}"
-                    )),
+                    Ok(decision) => {
+                        Err(format!("a decision was denied under a limit meant to allow all: {decision:?}"))
+                    }
                     Err(e) => Err(format!("a decision failed: {e}")),
                 }
             }
@@ -96,9 +94,8 @@ impl Topology {
         .await?;
         let mut counters = Vec::new();
         for &port in &self.ports {
-            let info = redis_cluster::command(port, &["INFO", "commandstats"])
-                .await
-                .context("INFO commandstats failed")?;
+            let info =
+                redis_cluster::command(port, &["INFO", "commandstats"]).await.context("INFO commandstats failed")?;
             let info: redis::InfoDict = redis::from_redis_value(info).context("INFO commandstats")?;
             counters.push(CommandStats::new(&info));
         }
@@ -114,9 +111,7 @@ pub(crate) async fn run(quick: bool, progress: &ProgressBar) -> Result<ClusterSc
     let quota = Quota::gcra(1_000_000_000, 1_000_000_000, Duration::from_secs(3600)).context("invalid quota")?;
     progress.set_message("starting one redis-server and a 3-master cluster");
     let redis = RedisServer::start().await.context("could not start redis-server")?;
-    let cluster = RedisCluster::start(MASTERS, 0)
-        .await
-        .context("could not start a Redis Cluster")?;
+    let cluster = RedisCluster::start(MASTERS, 0).await.context("could not start a Redis Cluster")?;
     progress.inc(1);
     let single = Topology::start(redis.url(), vec![redis.port()], quota).await?;
     let seeds: Vec<String> = cluster.ports().iter().map(|port| format!("127.0.0.1:{port}")).collect();
@@ -125,11 +120,7 @@ pub(crate) async fn run(quick: bool, progress: &ProgressBar) -> Result<ClusterSc
     progress.set_message("warming the script caches");
     for topology in [&single, &clustered] {
         for id in 0..IDENTIFIERS {
-            topology
-                .limiter
-                .limit(format!("user-{id}").as_str(), 1)
-                .await
-                .context("a warm-up decision failed")?;
+            topology.limiter.limit(format!("user-{id}").as_str(), 1).await.context("a warm-up decision failed")?;
         }
     }
     progress.inc(1);
@@ -184,9 +175,8 @@ fn row(
     }
     let single_micros = single_usec / single_calls;
     let cluster_micros = cluster_usec / cluster_calls;
-    let master_shares: Vec<f64> = (cluster_counters.iter())
-        .map(|stats| stats.calls("evalsha") as f64 / cluster_calls)
-        .collect();
+    let master_shares: Vec<f64> =
+        (cluster_counters.iter()).map(|stats| stats.calls("evalsha") as f64 / cluster_calls).collect();
     let busiest = master_shares.iter().copied().fold(0.0, f64::max);
     Ok(ClusterRow {
         concurrency,

@@ -104,21 +104,9 @@ pub fn pairings(limit: u32, interval: Duration, concurrency: &'static str) -> Re
     use UpstashAlgorithm::{FixedWindow, SlidingWindow, TokenBucket};
     let upstash = |algorithm| Some(Peer::Upstash(algorithm));
     let family = [
-        (
-            "token bucket",
-            Quota::token_bucket(limit, limit, interval),
-            upstash(TokenBucket),
-        ),
-        (
-            "fixed window",
-            Quota::fixed_window(limit, interval),
-            upstash(FixedWindow),
-        ),
-        (
-            "sliding window",
-            Quota::sliding_window(limit, interval),
-            upstash(SlidingWindow),
-        ),
+        ("token bucket", Quota::token_bucket(limit, limit, interval), upstash(TokenBucket)),
+        ("fixed window", Quota::fixed_window(limit, interval), upstash(FixedWindow)),
+        ("sliding window", Quota::sliding_window(limit, interval), upstash(SlidingWindow)),
         ("GCRA", Quota::gcra(limit, limit, interval), None),
         (concurrency, Quota::concurrency(limit, interval), None),
         ("sliding log", Quota::sliding_log(limit, interval), Some(Peer::Redisson)),
@@ -128,19 +116,9 @@ pub fn pairings(limit: u32, interval: Duration, concurrency: &'static str) -> Re
         ours.push((name, Ours::Family(quota.context("invalid benchmark quota")?), peer));
     }
     let rate = Rate::new(limit, interval).context("invalid benchmark rate")?;
-    ours.push((
-        "sliding log, Redisson layout",
-        Ours::RedissonLayout(rate),
-        Some(Peer::Redisson),
-    ));
+    ours.push(("sliding log, Redisson layout", Ours::RedissonLayout(rate), Some(Peer::Redisson)));
     let interval_ms = interval.as_millis() as u64;
-    let pairings = ours.into_iter().map(|(name, ours, peer)| Pairing {
-        name,
-        ours,
-        peer,
-        limit,
-        interval_ms,
-    });
+    let pairings = ours.into_iter().map(|(name, ours, peer)| Pairing { name, ours, peer, limit, interval_ms });
     Ok(pairings.collect())
 }
 
@@ -210,11 +188,7 @@ impl Contender {
 
     /// edgelimit's Redisson-layout sliding log ([`RedissonLimiter`]).
     pub fn redisson_layout(client: &RestClient, name_prefix: &str, rate: Rate, clock: Clock) -> Contender {
-        Contender::new(
-            client,
-            clock.into(),
-            Decider::RedissonLayout(name_prefix.to_owned(), rate),
-        )
+        Contender::new(client, clock.into(), Decider::RedissonLayout(name_prefix.to_owned(), rate))
     }
 
     /// Redisson's acquire script (at the caller's time).
@@ -272,32 +246,21 @@ impl Contender {
         let explicit_time = self.kind == ContenderKind::EdgelimitExplicitTime;
         match &self.decider {
             Decider::Family(limiter) => {
-                let limiter = if explicit_time {
-                    limiter.clone().at(now)
-                } else {
-                    limiter.clone()
-                };
+                let limiter = if explicit_time { limiter.clone().at(now) } else { limiter.clone() };
                 let decision = limiter.limit(id, 1).await.context("edgelimit's decision failed")?;
-                Ok(Verdict {
-                    granted: decision.success,
-                    reset: Some(decision.reset),
-                })
+                Ok(Verdict { granted: decision.success, reset: Some(decision.reset) })
             }
             Decider::RedissonLayout(name_prefix, _) => {
                 let limiter = RedissonLimiter::new(self.client.clone(), &format!("{name_prefix}-{id}"))
                     .context("invalid limiter name")?;
                 let limiter = if explicit_time { limiter.at(now) } else { limiter };
                 let decision = limiter.try_acquire(1).await.context("edgelimit's acquire failed")?;
-                Ok(Verdict {
-                    granted: decision.success,
-                    reset: Some(decision.reset),
-                })
+                Ok(Verdict { granted: decision.success, reset: Some(decision.reset) })
             }
             Decider::Upstash(limiter) => limiter.limit(&self.client, id, now).await.map(at_clock),
-            Decider::Redisson(name_prefix, _, java) => java
-                .try_acquire(&self.client, &format!("{name_prefix}-{id}"), now)
-                .await
-                .map(at_clock),
+            Decider::Redisson(name_prefix, _, java) => {
+                java.try_acquire(&self.client, &format!("{name_prefix}-{id}"), now).await.map(at_clock)
+            }
             Decider::IncrCommand(prefix) => {
                 let command = Command::new("INCR").arg(format!("{prefix}:{id}"));
                 self.client.command(&command).await.context("INCR failed")?;
@@ -305,10 +268,7 @@ impl Contender {
             }
             Decider::IncrScript(prefix, script) => {
                 let keys = [format!("{prefix}:{id}")];
-                script
-                    .run::<_, &str>(&self.client, &keys, &[])
-                    .await
-                    .context("the INCR script failed")?;
+                script.run::<_, &str>(&self.client, &keys, &[]).await.context("the INCR script failed")?;
                 Ok(at_clock(true))
             }
         }

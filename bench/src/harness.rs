@@ -109,11 +109,7 @@ pub async fn run(config: &BenchConfig) -> Result<BenchResults, String> {
         ..BenchResults::default()
     };
     let stack = BenchStack::start().await?;
-    let target = if config.progress {
-        ProgressDrawTarget::stderr()
-    } else {
-        ProgressDrawTarget::hidden()
-    };
+    let target = if config.progress { ProgressDrawTarget::stderr() } else { ProgressDrawTarget::hidden() };
     let style = ProgressStyle::with_template("[{elapsed_precise}] {bar:30} {pos}/{len} {prefix}: {msg}");
     let progress = ProgressBar::with_draw_target(Some(0), target).with_style(style.expect("a valid template"));
     // Redraws the elapsed time while one long step (a Node driver) runs.

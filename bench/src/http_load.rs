@@ -67,18 +67,13 @@ impl HelloServer {
 fn hello_binary() -> Result<PathBuf, String> {
     let exe = std::env::current_exe().context("cannot tell where this executable is")?;
     let name = format!("{HELLO}{}", std::env::consts::EXE_SUFFIX);
-    exe.ancestors()
-        .skip(1)
-        .take(2)
-        .map(|dir| dir.join(&name))
-        .find(|candidate| candidate.is_file())
-        .ok_or_else(|| {
-            format!(
-                "{name} is not beside {}: build it with `cargo build --profile bridge -p edgelimit-bench` \
+    exe.ancestors().skip(1).take(2).map(|dir| dir.join(&name)).find(|candidate| candidate.is_file()).ok_or_else(|| {
+        format!(
+            "{name} is not beside {}: build it with `cargo build --profile bridge -p edgelimit-bench` \
                  (scripts/bench does)",
-                exe.display()
-            )
-        })
+            exe.display()
+        )
+    })
 }
 
 /// Makes `wrk` send the request in `BENCH_*` as edgelimit's Rust client does, and print its numbers as a last
@@ -113,13 +108,8 @@ struct WrkReport {
 /// `wrk -t1 -c<concurrency> -d<seconds>` (whole seconds) sending `request` to `url`. Fails on any non-2xx answer
 /// or socket error: an error is answered fast and would be measured as a fast answer.
 pub(crate) async fn wrk(url: &str, concurrency: u32, seconds: u64, request: &Request) -> Result<RunStats, String> {
-    let mut script = tempfile::Builder::new()
-        .suffix(".lua")
-        .tempfile()
-        .context("could not create wrk's script")?;
-    script
-        .write_all(WRK_SCRIPT.as_bytes())
-        .context("could not write wrk's script")?;
+    let mut script = tempfile::Builder::new().suffix(".lua").tempfile().context("could not create wrk's script")?;
+    script.write_all(WRK_SCRIPT.as_bytes()).context("could not write wrk's script")?;
     let mut wrk = Command::new("wrk");
     wrk.args(["-t1", &format!("-c{concurrency}"), &format!("-d{seconds}s"), "-s"])
         .arg(script.path())

@@ -32,9 +32,7 @@ impl Machine {
             .ok()
             .and_then(|info| {
                 info.lines().find_map(|line| {
-                    line.strip_prefix("model name")?
-                        .split_once(':')
-                        .map(|(_, model)| model.trim().to_owned())
+                    line.strip_prefix("model name")?.split_once(':').map(|(_, model)| model.trim().to_owned())
                 })
             })
             .unwrap_or_else(|| UNKNOWN.to_owned());
@@ -43,12 +41,7 @@ impl Machine {
             .unwrap_or_else(|_| UNKNOWN.to_owned());
         let redis_server = output_of("redis-server", &["--version"], checkout)
             .await
-            .and_then(|version| {
-                version
-                    .split_whitespace()
-                    .find_map(|word| word.strip_prefix("v="))
-                    .map(str::to_owned)
-            })
+            .and_then(|version| version.split_whitespace().find_map(|word| word.strip_prefix("v=")).map(str::to_owned))
             .unwrap_or_else(|| UNKNOWN.to_owned());
         let node = output_of(&node_binary(checkout).to_string_lossy(), &["--version"], checkout).await;
         Machine {

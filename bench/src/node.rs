@@ -121,10 +121,7 @@ impl NodeRunner {
                 ));
             }
         }
-        Ok(NodeRunner {
-            node: node_binary(checkout),
-            checkout: checkout.to_owned(),
-        })
+        Ok(NodeRunner { node: node_binary(checkout), checkout: checkout.to_owned() })
     }
 
     /// `node <script> --json` (`bench/npm.mjs`, `bench/worker.mjs`) against the stack's bridge, its report read.

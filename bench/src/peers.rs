@@ -27,11 +27,7 @@ pub enum UpstashAlgorithm {
 }
 
 /// The variables the bundle defines the scripts in, in [`UpstashAlgorithm`]'s order.
-const UPSTASH_VARIABLES: [&str; 3] = [
-    "fixedWindowLimitScript",
-    "slidingWindowLimitScript",
-    "tokenBucketLimitScript",
-];
+const UPSTASH_VARIABLES: [&str; 3] = ["fixedWindowLimitScript", "slidingWindowLimitScript", "tokenBucketLimitScript"];
 
 /// `@upstash/ratelimit`'s limit scripts, as the installed package defines them.
 #[derive(Debug, Clone)]
@@ -70,13 +66,7 @@ impl UpstashScripts {
     /// A limiter of `limit` per `window_ms` with this algorithm, its keys under `prefix`.
     pub fn limiter(&self, algorithm: UpstashAlgorithm, limit: u32, window_ms: u64, prefix: &str) -> UpstashLimiter {
         let script = self.0[algorithm as usize].clone();
-        UpstashLimiter {
-            algorithm,
-            script,
-            limit,
-            window_ms,
-            prefix: prefix.to_owned(),
-        }
+        UpstashLimiter { algorithm, script, limit, window_ms, prefix: prefix.to_owned() }
     }
 }
 
@@ -97,10 +87,9 @@ impl UpstashLimiter {
         let window = now / self.window_ms;
         match self.algorithm {
             UpstashAlgorithm::FixedWindow => vec![format!("{identifier}:{window}")],
-            UpstashAlgorithm::SlidingWindow => vec![
-                format!("{identifier}:{window}"),
-                format!("{identifier}:{}", window.saturating_sub(1)),
-            ],
+            UpstashAlgorithm::SlidingWindow => {
+                vec![format!("{identifier}:{window}"), format!("{identifier}:{}", window.saturating_sub(1))]
+            }
             UpstashAlgorithm::TokenBucket => vec![identifier],
         }
     }

@@ -86,10 +86,8 @@ pub(crate) async fn run(
     let client = stack.client();
     let rows = pairings(LIMIT, window, "concurrency (leases of 1 s)")?;
     // Every contender in one list, measured one after the other; the rows and the floor keep their places in it.
-    let mut contenders = vec![
-        Contender::incr(client, "floor-command", false),
-        Contender::incr(client, "floor-script", true),
-    ];
+    let mut contenders =
+        vec![Contender::incr(client, "floor-command", false), Contender::incr(client, "floor-script", true)];
     let mut peers: Vec<(Peer, usize)> = Vec::new();
     let mut places = Vec::new();
     for row in &rows {
@@ -135,11 +133,7 @@ pub(crate) async fn run(
         let bytes_idle = contender.memory("idle", end).await?;
         let bytes_busy = contender.memory(&busy, end).await?;
         progress.inc(1);
-        Ok(Cost {
-            decision,
-            bytes_idle,
-            bytes_busy,
-        })
+        Ok(Cost { decision, bytes_idle, bytes_busy })
     })
     .await?;
     // Each contender's cheapest round, with the first round's memory: the idle identifier holds one request only then.
@@ -159,10 +153,7 @@ pub(crate) async fn run(
     let algorithms = (rows.iter().zip(places))
         .map(|(row, (ours, peer))| {
             let (server_clock, explicit_time) = (costs[ours].clone(), costs[ours + 1].clone());
-            let peer = peer.map(|place| PeerCost {
-                kind: contenders[place].kind(),
-                cost: costs[place].clone(),
-            });
+            let peer = peer.map(|place| PeerCost { kind: contenders[place].kind(), cost: costs[place].clone() });
             let peer_us = peer.as_ref().map(|peer| micros(&peer.cost));
             let ratios = Ratios {
                 server_clock_to_peer: peer_us.and_then(|peer_us| ratio(micros(&server_clock), peer_us)),
@@ -171,13 +162,7 @@ pub(crate) async fn run(
                 peer_to_floor: peer_us.and_then(|peer_us| ratio(peer_us, floor_us)),
             };
             let algorithm = row.name.to_owned();
-            AlgorithmCost {
-                algorithm,
-                server_clock,
-                explicit_time,
-                peer,
-                ratios,
-            }
+            AlgorithmCost { algorithm, server_clock, explicit_time, peer, ratios }
         })
         .collect();
     Ok(RedisCost {
@@ -185,10 +170,7 @@ pub(crate) async fn run(
         window_ms: WINDOW_MS,
         explicit_ms,
         requests: times.len() as u64,
-        floor: Floor {
-            command: costs[0].clone(),
-            script: costs[1].clone(),
-        },
+        floor: Floor { command: costs[0].clone(), script: costs[1].clone() },
         algorithms,
     })
 }

@@ -49,11 +49,7 @@ pub(crate) struct CommandStats {
 
 /// Zeroes Redis's command statistics.
 pub(crate) async fn reset(client: &RestClient) -> Result<(), String> {
-    client
-        .command(&Command::new("CONFIG").arg("RESETSTAT"))
-        .await
-        .map(drop)
-        .context("CONFIG RESETSTAT failed")
+    client.command(&Command::new("CONFIG").arg("RESETSTAT")).await.map(drop).context("CONFIG RESETSTAT failed")
 }
 
 /// Reads `INFO commandstats`.
@@ -74,19 +70,13 @@ impl CommandStats {
                 let value = |pair: &str| pair.strip_prefix(key)?.strip_prefix('=')?.parse().ok();
                 fields.split(',').find_map(value).unwrap_or(0.0)
             };
-            CallStats {
-                calls: field("calls"),
-                usec: field("usec"),
-                failed_calls: field("failed_calls"),
-            }
+            CallStats { calls: field("calls"), usec: field("usec"), failed_calls: field("failed_calls") }
         };
         let by_command = info.iter().filter_map(|(key, value)| match value {
             Value::SimpleString(fields) => Some((key.strip_prefix("cmdstat_")?.to_owned(), stats(fields))),
             _ => None,
         });
-        CommandStats {
-            by_command: by_command.collect(),
-        }
+        CommandStats { by_command: by_command.collect() }
     }
 
     /// Calls of `command` counted.
@@ -105,9 +95,7 @@ impl CommandStats {
     pub fn cost_of(&self, command: &str, requests: u64, granted: u64) -> Result<DecisionCost, String> {
         let own = self.by_command.get(command).copied().unwrap_or_default();
         if own.calls == 0.0 {
-            return Err(format!(
-                "Redis counted no {command} calls: the decisions did not reach it"
-            ));
+            return Err(format!("Redis counted no {command} calls: the decisions did not reach it"));
         }
         let failed: f64 = self.by_command.values().map(|stats| stats.failed_calls).sum();
         if failed > 0.0 {
@@ -156,14 +144,9 @@ pub(crate) async fn memory_usage(client: &RestClient, keys: &[String]) -> Result
     let mut total = 0;
     for key in keys {
         let command = Command::new("MEMORY").args(["USAGE", key, "SAMPLES", "0"]);
-        let reply = client
-            .command(&command)
-            .await
-            .context(format_args!("MEMORY USAGE {key} failed"))?;
+        let reply = client.command(&command).await.context(format_args!("MEMORY USAGE {key} failed"))?;
         if let Some(bytes) = reply.into_option() {
-            total += bytes
-                .into_u64()
-                .context(format_args!("MEMORY USAGE {key} answered no byte count"))?;
+            total += bytes.into_u64().context(format_args!("MEMORY USAGE {key} answered no byte count"))?;
         }
     }
     Ok(total)
@@ -192,9 +175,7 @@ mod tests {
     #[test]
     fn failed_calls_are_an_error() {
         let info = "cmdstat_evalsha:calls=4,usec=100,usec_per_call=25.00,rejected_calls=0,failed_calls=1\r\n";
-        let error = CommandStats::new(&InfoDict::new(info))
-            .cost_of("evalsha", 4, 4)
-            .unwrap_err();
+        let error = CommandStats::new(&InfoDict::new(info)).cost_of("evalsha", 4, 4).unwrap_err();
         assert!(error.contains("failed calls"), "{error}");
     }
 }

@@ -30,19 +30,12 @@ pub fn write(results: &BenchResults, checkout: &Path, out: &Path) -> Result<Vec<
     std::fs::create_dir_all(out).context(format_args!("could not create {}", out.display()))?;
     let json = serde_json::to_string_pretty(results).context("could not serialise the results")?;
     let same = |a: &Path, b: &Path| matches!((a.canonicalize(), b.canonicalize()), (Ok(a), Ok(b)) if a == b);
-    let page = if same(out, &checkout.join(DEFAULT_OUT)) {
-        checkout.join("bench")
-    } else {
-        out.to_owned()
-    };
+    let page = if same(out, &checkout.join(DEFAULT_OUT)) { checkout.join("bench") } else { out.to_owned() };
     let (machine, tables) = (machine_section(results), tables(results));
     let page_text = text("page", &(), &[("machine", &machine), ("tables", &tables)]);
     let markdown = format!("# edgelimit benchmark results\n\n{machine}\n\n{tables}\n\n");
-    let files = [
-        ("results.json", out, json + "\n"),
-        ("results.md", out, markdown),
-        ("RESULTS.md", &page, page_text + "\n\n"),
-    ];
+    let files =
+        [("results.json", out, json + "\n"), ("results.md", out, markdown), ("RESULTS.md", &page, page_text + "\n\n")];
     let mut written = Vec::new();
     for (name, dir, text) in files {
         let path = dir.join(name);
@@ -55,9 +48,7 @@ pub fn write(results: &BenchResults, checkout: &Path, out: &Path) -> Result<Vec<
 /// The block `name` of `report.md` (from its `<!-- name -->` line to the next such line, trimmed), each `{key}`
 /// replaced by `fields`' field of that name (a string, or a number as Rust prints it) or by its value in `more`.
 fn text(name: &str, fields: &impl Serialize, more: &[(&str, &str)]) -> String {
-    let block = TEXT
-        .split_once(&format!("<!-- {name} -->\n"))
-        .map_or("", |(_, rest)| rest);
+    let block = TEXT.split_once(&format!("<!-- {name} -->\n")).map_or("", |(_, rest)| rest);
     let mut text = block.split("<!-- ").next().unwrap_or_default().trim_end().to_owned();
     let fields = match serde_json::to_value(fields) {
         Ok(Value::Object(fields)) => fields,
@@ -160,29 +151,13 @@ fn redis_cost_tables(cost: &RedisCost) -> String {
         rows,
     );
     let commands = every_cost(cost).into_iter().map(|(algorithm, kind, cost)| {
-        let DecisionCost {
-            commands_per_decision: commands,
-            granted,
-            requests,
-            ..
-        } = cost.decision;
-        format!(
-            "{algorithm} | {} | {} | {commands:.2} | {granted} of {requests}",
-            kind.label(),
-            micros(cost)
-        )
+        let DecisionCost { commands_per_decision: commands, granted, requests, .. } = cost.decision;
+        format!("{algorithm} | {} | {} | {commands:.2} | {granted} of {requests}", kind.label(), micros(cost))
     });
-    let commands = table(
-        "algorithm | contender | µs/decision | commands/decision | granted",
-        commands,
-    );
+    let commands = table("algorithm | contender | µs/decision | commands/decision | granted", commands);
     let (floor_script, floor_command) = (micros(&cost.floor.script), micros(&cost.floor.command));
     let more = [("floorScript", &floor_script[..]), ("floorCommand", &floor_command)];
-    text(
-        "redis-cost",
-        cost,
-        &[&more[..], &[("costs", &costs), ("commands", &commands)]].concat(),
-    )
+    text("redis-cost", cost, &[&more[..], &[("costs", &costs), ("commands", &commands)]].concat())
 }
 
 fn memory_table(cost: &RedisCost) -> String {
@@ -214,9 +189,7 @@ fn scaling_table(scaling: &Scaling) -> String {
     let rows = scaling.rows.iter().map(|row| {
         let costs = [&row.family, &row.redisson_layout, &row.redisson];
         let micros = costs.map(|cost| two(cost.micros_per_decision)).join(" | ");
-        let commands = costs
-            .map(|cost| format!("{:.1}", cost.commands_per_decision))
-            .join(" · ");
+        let commands = costs.map(|cost| format!("{:.1}", cost.commands_per_decision)).join(" · ");
         let (family, layout) = (times(row.family_to_redisson), times(row.redisson_layout_to_redisson));
         format!("{} | {micros} | {family} | {layout} | {commands}", row.rate)
     });
@@ -254,11 +227,7 @@ fn throughput_tables(throughput: &Throughput) -> String {
 fn load_table(load: &LoadComparison) -> String {
     let rows = load.rows.iter().map(|row| {
         let runs = [&row.bridge, &row.direct, &row.hello_world].map(|stats| run_cells(stats, false));
-        let ratios = [
-            row.bridge_to_direct,
-            row.bridge_to_hello_world,
-            row.hello_world_to_direct,
-        ];
+        let ratios = [row.bridge_to_direct, row.bridge_to_hello_world, row.hello_world_to_direct];
         let (runs, ratios) = (runs.join(" | "), ratios.map(times).join(" | "));
         format!("{} | {} | {runs} | {ratios}", row.operation, row.concurrency)
     });
@@ -275,10 +244,7 @@ fn scoping_table(scoping: &Scoping) -> String {
         let (admin, off, user) = (&row.admin, &row.limiter_acl_off, &row.limiter_acl_user);
         let [admin, off, user] = [admin, off, user].map(|stats| run_cells(stats, true));
         let (off_to_admin, user_to_admin) = (times(row.acl_off_to_admin), times(row.acl_user_to_admin));
-        format!(
-            "{} | {admin} | {off} | {off_to_admin} | {user} | {user_to_admin}",
-            row.concurrency
-        )
+        format!("{} | {admin} | {off} | {off_to_admin} | {user} | {user_to_admin}", row.concurrency)
     });
     let rows = table(
         "in flight | admin /s | p50 µs | p99 µs | limiter, ACL off /s | p50 µs | p99 µs | ACL off / admin | limiter, \
@@ -292,18 +258,9 @@ fn npm_tables(npm: &NpmReport) -> String {
     let (size, cold, flow) = (&npm.package, &npm.cold_start, &npm.throughput);
     let rows = flow.algorithms.iter().map(|row| {
         let peers = [&row.upstash_plain, &row.upstash_pipelined].map(|peer| {
-            format!(
-                "{} | {}",
-                run_cells(peer, false),
-                times(ratio(row.edgelimit.per_second, peer.per_second))
-            )
+            format!("{} | {}", run_cells(peer, false), times(ratio(row.edgelimit.per_second, peer.per_second)))
         });
-        format!(
-            "{} | {} | {}",
-            row.algorithm,
-            run_cells(&row.edgelimit, false),
-            peers.join(" | ")
-        )
+        format!("{} | {} | {}", row.algorithm, run_cells(&row.edgelimit, false), peers.join(" | "))
     });
     let throughput = table(
         "algorithm | edgelimit /s | p50 ms | p99 ms | @upstash, no auto-pipelining /s | p50 ms | p99 ms | edgelimit / \
@@ -337,15 +294,11 @@ fn npm_tables(npm: &NpmReport) -> String {
 
 fn accuracy_tables(accuracy: &Accuracy) -> String {
     let bursts = accuracy.boundary_bursts.iter().map(|row| {
-        let ratios = [row.at_boundary, row.half_interval_after, row.promise]
-            .map(two)
-            .join(" | ");
+        let ratios = [row.at_boundary, row.half_interval_after, row.promise].map(two).join(" | ");
         format!("{} | {} | {ratios}", row.algorithm, row.kind.label())
     });
-    let bursts = table(
-        "algorithm | contender | second burst at the boundary | second burst ½ interval later | promise",
-        bursts,
-    );
+    let bursts =
+        table("algorithm | contender | second burst at the boundary | second burst ½ interval later | promise", bursts);
     let concurrent = &accuracy.concurrent;
     let rows = concurrent.rows.iter().map(|row| {
         let (algorithm, kind, clock) = (&row.algorithm, row.kind.label(), row.grant_times.label());
@@ -357,17 +310,9 @@ fn accuracy_tables(accuracy: &Accuracy) -> String {
         rows,
     );
     let skews: Vec<String> = concurrent.skews_ms.iter().map(|skew| format!("{skew:+}")).collect();
-    let (limit, interval_ms, skews) = (
-        accuracy.limit.to_string(),
-        accuracy.interval_ms.to_string(),
-        skews.join(", "),
-    );
+    let (limit, interval_ms, skews) = (accuracy.limit.to_string(), accuracy.interval_ms.to_string(), skews.join(", "));
     let more = [("limit", &limit[..]), ("intervalMs", &interval_ms), ("skews", &skews)];
-    text(
-        "accuracy",
-        concurrent,
-        &[&more[..], &[("bursts", &bursts), ("rows", &rows)]].concat(),
-    )
+    text("accuracy", concurrent, &[&more[..], &[("bursts", &bursts), ("rows", &rows)]].concat())
 }
 
 fn worker_table(worker: &WorkerReport) -> String {
@@ -394,20 +339,10 @@ fn worker_table(worker: &WorkerReport) -> String {
 fn weighted_tables(weighted: &Weighted) -> String {
     let cells = |name: &str, permits: u32, cost: &DecisionCost, counted: u64, to_baseline: Option<f64>| {
         let (us, commands, requests) = (cost.micros_per_decision, cost.commands_per_decision, cost.requests);
-        format!(
-            "{name} | {permits} | {us:.2} | {commands:.2} | {counted} of {requests} | {}",
-            times(to_baseline)
-        )
+        format!("{name} | {permits} | {us:.2} | {commands:.2} | {counted} of {requests} | {}", times(to_baseline))
     };
-    let by_weight = (weighted.by_weight.iter()).map(|row| {
-        cells(
-            &row.algorithm,
-            row.permits,
-            &row.cost,
-            row.cost.granted,
-            row.to_one_permit,
-        )
-    });
+    let by_weight = (weighted.by_weight.iter())
+        .map(|row| cells(&row.algorithm, row.permits, &row.cost, row.cost.granted, row.to_one_permit));
     let by_weight = table(
         "algorithm | permits per grant | µs/decision | commands/decision | granted | µs / 1-permit row",
         by_weight,
@@ -416,18 +351,14 @@ fn weighted_tables(weighted: &Weighted) -> String {
         let denied = row.cost.requests - row.cost.granted;
         cells(&row.log, row.permits, &row.cost, denied, row.to_small_log)
     });
-    let denied = table(
-        "log | permits held | µs/denied decision | commands/decision | denied | µs / 10-grant log",
-        denied,
-    );
+    let denied =
+        table("log | permits held | µs/denied decision | commands/decision | denied | µs / 10-grant log", denied);
     text("weighted", weighted, &[("byWeight", &by_weight), ("denied", &denied)])
 }
 
 fn cluster_table(cluster: &ClusterScaling) -> String {
     let rows = cluster.rows.iter().map(|row| {
-        let shares: Vec<String> = (row.master_shares.iter())
-            .map(|share| format!("{:.0}%", share * 100.0))
-            .collect();
+        let shares: Vec<String> = (row.master_shares.iter()).map(|share| format!("{:.0}%", share * 100.0)).collect();
         let (single, clustered) = (run_cells(&row.single, false), run_cells(&row.cluster, false));
         let (ratio, one_us, master_us) = (times(row.cluster_to_single), row.single_micros, row.cluster_micros);
         let (one_bound, cluster_bound) = (row.single_redis_bound, row.cluster_redis_bound);

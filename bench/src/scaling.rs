@@ -42,11 +42,7 @@ pub struct ScalingRow {
 
 /// Runs scenario 2.
 pub(crate) async fn run(stack: &BenchStack, quick: bool, progress: &ProgressBar) -> Result<Scaling, String> {
-    let rates: &[u64] = if quick {
-        &[10, 1_000]
-    } else {
-        &[10, 100, 1_000, 10_000, 100_000]
-    };
+    let rates: &[u64] = if quick { &[10, 1_000] } else { &[10, 100, 1_000, 10_000, 100_000] };
     let measured_ms = if quick { 50 } else { 2_000 };
     progress.set_length((ROUNDS * 3 * rates.len()) as u64);
     let client = stack.client();

@@ -79,11 +79,7 @@ impl BenchStack {
 
     /// Deletes every key (the script cache stays).
     pub async fn flush(&self) -> Result<(), String> {
-        self.client
-            .command(&Command::new("FLUSHALL"))
-            .await
-            .map(drop)
-            .context("FLUSHALL failed")
+        self.client.command(&Command::new("FLUSHALL")).await.map(drop).context("FLUSHALL failed")
     }
 
     /// Stops the bridges, then Redis. Failures to stop are reported, not returned: the measurements are done.
@@ -101,10 +97,7 @@ impl BenchStack {
 
 /// Starts a bridge of `config`, its Redis timeout generous.
 pub(crate) async fn start_bridge(config: BridgeConfig) -> Result<InProcessBridge, String> {
-    let config = BridgeConfig {
-        redis_timeout: CLIENT_TIMEOUT,
-        ..config
-    };
+    let config = BridgeConfig { redis_timeout: CLIENT_TIMEOUT, ..config };
     InProcessBridge::start(config).await.context("could not start a bridge")
 }
 

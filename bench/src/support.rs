@@ -59,12 +59,9 @@ pub(crate) fn best_each<T, const N: usize>(
     runs: Vec<Vec<T>>,
     better: impl Fn(&T, &T) -> bool,
 ) -> Result<[T; N], String> {
-    let best = runs
-        .into_iter()
-        .map(|runs| runs.into_iter().reduce(|a, b| if better(&b, &a) { b } else { a }));
+    let best = runs.into_iter().map(|runs| runs.into_iter().reduce(|a, b| if better(&b, &a) { b } else { a }));
     let best: Vec<T> = best.collect::<Option<_>>().ok_or("a contender was never measured")?;
-    best.try_into()
-        .map_err(|_| "a contender more or less than expected".to_owned())
+    best.try_into().map_err(|_| "a contender more or less than expected".to_owned())
 }
 
 /// The stdout of `command` (`what` names it in errors) when it ran and succeeded; else an error with its stderr.

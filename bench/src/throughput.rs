@@ -136,10 +136,7 @@ pub(crate) async fn run(
     let quota = Quota::fixed_window(1_000_000_000, Duration::from_secs(3600)).context("invalid benchmark quota")?;
     let limiter = Limiter::new(client.clone(), LIMITER, quota).context("invalid limiter")?;
     // Loads the script, so that neither side meets NOSCRIPT while measured.
-    limiter
-        .limit(IDENTIFIER, 1)
-        .await
-        .context("the first decision failed")?;
+    limiter.limit(IDENTIFIER, 1).await.context("the first decision failed")?;
     let evalsha = decision_words(quota).await?;
     let hello_world = HelloServer::start().await?;
     let plain_http_ping = Arc::new(Operation::Ping(
@@ -174,9 +171,7 @@ pub(crate) async fn run(
                 operation: name.to_owned(),
                 concurrency,
                 bridge_to_direct: ratio(bridge.per_second, direct.per_second),
-                bridge_to_plain_http: plain_http
-                    .as_ref()
-                    .and_then(|plain| ratio(bridge.per_second, plain.per_second)),
+                bridge_to_plain_http: plain_http.as_ref().and_then(|plain| ratio(bridge.per_second, plain.per_second)),
                 bridge,
                 redis_benchmark: direct,
                 plain_http,
@@ -197,10 +192,7 @@ pub(crate) async fn run(
         None => None,
     };
     Ok(Throughput {
-        limit: format!(
-            "fixed window, {} per hour (every request allowed), server clock",
-            quota.limit()
-        ),
+        limit: format!("fixed window, {} per hour (every request allowed), server clock", quota.limit()),
         seconds,
         redis_benchmark_requests,
         rows,
@@ -220,17 +212,9 @@ async fn load_comparison(
     progress: &ProgressBar,
 ) -> Result<LoadComparison, String> {
     // wrk runs whole seconds: a quick run's single second is already its shortest.
-    let (seconds, redis_benchmark_requests, rounds) = if quick {
-        (1, 2_000, 1)
-    } else {
-        (2, 100_000, LOAD_ROUNDS)
-    };
+    let (seconds, redis_benchmark_requests, rounds) = if quick { (1, 2_000, 1) } else { (2, 100_000, LOAD_ROUNDS) };
     let generator = wrk_version().await?;
-    let targets = [
-        "wrk through the bridge",
-        "redis-benchmark",
-        "wrk to the hello-world server",
-    ];
+    let targets = ["wrk through the bridge", "redis-benchmark", "wrk to the hello-world server"];
     let mut rows = Vec::new();
     for (operation, words) in operations {
         let request = http_load::Request {
@@ -305,9 +289,7 @@ async fn scoping(stack: &BenchStack, quota: Quota, seconds: f64, progress: &Prog
         let runs = take_turns(SCOPING_ROUNDS as usize, variants.len(), true, async |which, round| {
             let (name, operation) = &variants[which];
             let round = round + 1;
-            progress.set_message(format!(
-                "decision with the {name}, {concurrency} in flight, round {round}"
-            ));
+            progress.set_message(format!("decision with the {name}, {concurrency} in flight, round {round}"));
             let stats = run_clients(concurrency, run_time, operation).await;
             progress.inc(1);
             stats
@@ -323,11 +305,7 @@ async fn scoping(stack: &BenchStack, quota: Quota, seconds: f64, progress: &Prog
             limiter_acl_user,
         });
     }
-    Ok(Scoping {
-        seconds,
-        rounds: SCOPING_ROUNDS,
-        rows,
-    })
+    Ok(Scoping { seconds, rounds: SCOPING_ROUNDS, rows })
 }
 
 /// What the Rust client sends through the bridge.
@@ -356,11 +334,7 @@ impl Operation {
                     Err("a throughput decision was denied under a limit meant to allow them all".to_owned())
                 }
             }
-            Operation::Ping(client) => client
-                .command(&Command::new("PING"))
-                .await
-                .map(drop)
-                .context("PING failed"),
+            Operation::Ping(client) => client.command(&Command::new("PING")).await.map(drop).context("PING failed"),
         }
     }
 }
@@ -382,25 +356,17 @@ async fn decision_words(quota: Quota) -> Result<Vec<String>, String> {
     let recorder = recorded.clone();
     let record = post(move |body: Bytes| async move {
         let _ = recorder.set(body);
-        (
-            StatusCode::BAD_REQUEST,
-            r#"{"error":"ERR recorded by edgelimit-bench"}"#,
-        )
+        (StatusCode::BAD_REQUEST, r#"{"error":"ERR recorded by edgelimit-bench"}"#)
     });
     let listener = (tokio::net::TcpListener::bind("127.0.0.1:0").await).context("could not listen on loopback")?;
-    let url = format!(
-        "http://{}",
-        listener.local_addr().context("the listener has no address")?
-    );
+    let url = format!("http://{}", listener.local_addr().context("the listener has no address")?);
     let server = tokio::spawn(async move { axum::serve(listener, Router::new().route("/", record)).await });
     let client = RestClient::new(&url, TOKEN).context("could not make a client for the recording endpoint")?;
     if let Ok(limiter) = Limiter::new(client, LIMITER, quota) {
         let _ = limiter.limit(IDENTIFIER, 1).await;
     }
     server.abort();
-    let body = recorded
-        .get()
-        .ok_or("the client sent nothing to the recording endpoint")?;
+    let body = recorded.get().ok_or("the client sent nothing to the recording endpoint")?;
     serde_json::from_slice(body).context("the client sent something other than a JSON array of words")
 }
 
@@ -419,11 +385,7 @@ async fn redis_benchmark(
         .args(["-h", "127.0.0.1", "-p", &stack.redis_port().to_string()])
         .args(["-c", &concurrency.to_string(), "-n", &requests.to_string(), "--csv"])
         .args(words);
-    let csv = stdout_of(
-        &mut redis_benchmark,
-        "redis-benchmark (Debian's redis-tools; run scripts/setup)",
-    )
-    .await?;
+    let csv = stdout_of(&mut redis_benchmark, "redis-benchmark (Debian's redis-tools; run scripts/setup)").await?;
     let command = words.first().map(|word| word.to_ascii_lowercase()).unwrap_or_default();
     let stats = redis_stats::read(client).await?;
     // Fails on any failed call: an error reply is fast, and would be measured as a fast answer.
@@ -452,12 +414,7 @@ fn parse_redis_benchmark_csv(csv: &str, requests: u64) -> Result<RunStats, Strin
         .next()
         .ok_or_else(|| format!("redis-benchmark --csv printed no result: {csv}"))?
         .context(format_args!("could not read redis-benchmark --csv: {csv}"))?;
-    Ok(RunStats {
-        requests,
-        per_second: row.rps,
-        p50_ms: row.p50_latency_ms,
-        p99_ms: row.p99_latency_ms,
-    })
+    Ok(RunStats { requests, per_second: row.rps, p50_ms: row.p50_latency_ms, p99_ms: row.p99_latency_ms })
 }
 
 #[cfg(test)]

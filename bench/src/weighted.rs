@@ -99,11 +99,7 @@ struct Measurement {
 /// Runs scenario 7.
 pub(crate) async fn run(stack: &BenchStack, quick: bool, progress: &ProgressBar) -> Result<Weighted, String> {
     let (step_ms, per_round, large_log) = if quick { (50, 4, 1_000) } else { (1, 400, 100_000) };
-    let sizes = Sizes {
-        step_ms,
-        per_round,
-        large_log,
-    };
+    let sizes = Sizes { step_ms, per_round, large_log };
     let logs = full_logs(sizes.large_log);
     let rows = 2 * WEIGHTS.len() + logs.len();
     // Each log's fill, then its rounds.
@@ -142,15 +138,12 @@ async fn by_weight(client: &RestClient, sizes: &Sizes, progress: &ProgressBar) -
         // would not be the steady state's.
         for k in 0..WIDE_INTERVAL_MS / sizes.step_ms {
             if !decide(&limiter, EXPLICIT_T0 + k * sizes.step_ms, permits).await? {
-                return Err(format!(
-                    "{algorithm}: a grant of {permits} was denied while filling the log"
-                ));
+                return Err(format!("{algorithm}: a grant of {permits} was denied while filling the log"));
             }
         }
         // Each request frees the oldest grant (its time + the interval is now) and is granted in its place.
-        let requests = (0..sizes.requests())
-            .map(|k| (EXPLICIT_T0 + WIDE_INTERVAL_MS + k * sizes.step_ms, permits))
-            .collect();
+        let requests =
+            (0..sizes.requests()).map(|k| (EXPLICIT_T0 + WIDE_INTERVAL_MS + k * sizes.step_ms, permits)).collect();
         measurements.push(Measurement { limiter, requests });
         progress.inc(1);
     }
@@ -159,9 +152,7 @@ async fn by_weight(client: &RestClient, sizes: &Sizes, progress: &ProgressBar) -
     let mut by_weight = Vec::new();
     for ((algorithm, permits, _), cost) in rows.into_iter().zip(costs) {
         if cost.granted != cost.requests {
-            return Err(format!(
-                "{algorithm}: grants of {permits} were denied in steady state: {cost:?}"
-            ));
+            return Err(format!("{algorithm}: grants of {permits} were denied in steady state: {cost:?}"));
         }
         if permits == WEIGHTS[0] {
             one_permit_us = cost.micros_per_decision;
@@ -180,16 +171,11 @@ async fn by_weight(client: &RestClient, sizes: &Sizes, progress: &ProgressBar) -
 fn full_logs(large: u64) -> Vec<(String, Vec<u32>)> {
     let mixed = |count: u64| -> Vec<u32> {
         let mut state = WEIGHT_SEED;
-        (0..count)
-            .map(|_| (splitmix64(&mut state) % MAX_WEIGHT + 1) as u32)
-            .collect()
+        (0..count).map(|_| (splitmix64(&mut state) % MAX_WEIGHT + 1) as u32).collect()
     };
     vec![
         (format!("{SMALL_LOG} grants, weights 1–{MAX_WEIGHT}"), mixed(SMALL_LOG)),
-        (
-            format!("{large} grants, {EQUAL_WEIGHT} permits each"),
-            vec![EQUAL_WEIGHT; large as usize],
-        ),
+        (format!("{large} grants, {EQUAL_WEIGHT} permits each"), vec![EQUAL_WEIGHT; large as usize]),
         (format!("{large} grants, weights 1–{MAX_WEIGHT}"), mixed(large)),
     ]
 }
@@ -285,26 +271,13 @@ async fn cheapest_rounds(
         let cheapest = costs.iter().copied().reduce(|a, b| if b.cheaper(&a) { b } else { a })?;
         let requests = costs.iter().map(|cost| cost.requests).sum();
         let granted = costs.iter().map(|cost| cost.granted).sum();
-        Some(DecisionCost {
-            requests,
-            granted,
-            ..cheapest
-        })
+        Some(DecisionCost { requests, granted, ..cheapest })
     };
-    rounds
-        .into_iter()
-        .map(cheapest)
-        .collect::<Option<_>>()
-        .ok_or_else(|| "no round was measured".to_owned())
+    rounds.into_iter().map(cheapest).collect::<Option<_>>().ok_or_else(|| "no round was measured".to_owned())
 }
 
 /// Whether `permits` for [`ID`] at `now` were granted.
 async fn decide(limiter: &Limiter, now: u64, permits: u32) -> Result<bool, String> {
-    let decision = limiter
-        .clone()
-        .at(now)
-        .limit(ID, permits)
-        .await
-        .context("edgelimit's decision failed")?;
+    let decision = limiter.clone().at(now).limit(ID, permits).await.context("edgelimit's decision failed")?;
     Ok(decision.success)
 }

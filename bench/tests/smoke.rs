@@ -20,10 +20,7 @@ fn positive(value: f64, what: &str) {
 
 fn measured(cost: &DecisionCost, what: &str) {
     positive(cost.micros_per_decision, what);
-    assert!(
-        cost.commands_per_decision.is_finite() && cost.commands_per_decision >= 0.0,
-        "{what}: {cost:?}"
-    );
+    assert!(cost.commands_per_decision.is_finite() && cost.commands_per_decision >= 0.0, "{what}: {cost:?}");
     assert!(cost.requests > 0 && cost.granted <= cost.requests, "{what}: {cost:?}");
 }
 
@@ -57,16 +54,10 @@ async fn quick_run_measures_every_scenario_and_writes_every_output() {
     measured(&cost.floor.script.decision, "INCR script");
     assert_eq!(cost.algorithms.len(), 7, "every algorithm, and the Redisson layout");
     for row in &cost.algorithms {
-        for (clock, ours) in [
-            ("server clock", &row.server_clock),
-            ("explicit time", &row.explicit_time),
-        ] {
+        for (clock, ours) in [("server clock", &row.server_clock), ("explicit time", &row.explicit_time)] {
             let what = format!("{} on the {clock}", row.algorithm);
             measured(&ours.decision, &what);
-            assert!(
-                ours.decision.commands_per_decision >= 1.0,
-                "{what}: a script that calls Redis"
-            );
+            assert!(ours.decision.commands_per_decision >= 1.0, "{what}: a script that calls Redis");
             // On the server clock a bucket's key lives only until the bucket would be whole again (a ms after one
             // request, a little longer after the quick workload), so on a loaded machine it may be gone before
             // MEMORY USAGE reads it (seen for both the idle and the busy read); at an explicit time keys live a
@@ -88,12 +79,8 @@ async fn quick_run_measures_every_scenario_and_writes_every_output() {
             ratio(value, &row.algorithm);
         }
     }
-    let peers: Vec<ContenderKind> = cost
-        .algorithms
-        .iter()
-        .filter_map(|row| row.peer.as_ref())
-        .map(|peer| peer.kind)
-        .collect();
+    let peers: Vec<ContenderKind> =
+        cost.algorithms.iter().filter_map(|row| row.peer.as_ref()).map(|peer| peer.kind).collect();
     assert!(peers.contains(&ContenderKind::Upstash) && peers.contains(&ContenderKind::Redisson));
 
     let scaling = results.scaling.as_ref().expect("scaling measured");
@@ -145,11 +132,7 @@ async fn quick_run_measures_every_scenario_and_writes_every_output() {
     assert!(throughput.npm.is_none(), "no Node asked for");
 
     let accuracy = results.accuracy.as_ref().expect("accuracy measured");
-    assert_eq!(
-        accuracy.boundary_bursts.len(),
-        12,
-        "seven algorithms (with the Redisson layout), five with a peer"
-    );
+    assert_eq!(accuracy.boundary_bursts.len(), 12, "seven algorithms (with the Redisson layout), five with a peer");
     for burst in &accuracy.boundary_bursts {
         positive(burst.at_boundary, &burst.algorithm);
         positive(burst.half_interval_after, &burst.algorithm);
@@ -163,22 +146,14 @@ async fn quick_run_measures_every_scenario_and_writes_every_output() {
     assert!(results.worker.is_none(), "no Node asked for");
 
     let weighted = results.weighted.as_ref().expect("weighted decisions measured");
-    assert_eq!(
-        weighted.by_weight.len(),
-        6,
-        "sliding log and concurrency, grants of 1, 1000 and 10^6"
-    );
+    assert_eq!(weighted.by_weight.len(), 6, "sliding log and concurrency, grants of 1, 1000 and 10^6");
     for row in &weighted.by_weight {
         let what = format!("{}, grants of {}", row.algorithm, row.permits);
         measured(&row.cost, &what);
         assert_eq!(row.cost.granted, row.cost.requests, "{what}: a limit never reached");
         ratio(row.to_one_permit, &what);
     }
-    assert_eq!(
-        weighted.denied.len(),
-        3,
-        "the 10-grant baseline, equal and mixed weights"
-    );
+    assert_eq!(weighted.denied.len(), 3, "the 10-grant baseline, equal and mixed weights");
     for row in &weighted.denied {
         measured(&row.cost, &row.log);
         assert_eq!(row.cost.granted, 0, "{}: a full log", row.log);
@@ -196,10 +171,7 @@ async fn quick_run_measures_every_scenario_and_writes_every_output() {
         assert_eq!(row.master_shares.len(), cluster.masters, "{what}");
         let total: f64 = row.master_shares.iter().sum();
         assert!((total - 1.0).abs() < 1e-9, "{what}: shares {:?}", row.master_shares);
-        assert!(
-            row.master_shares.iter().all(|&share| share > 0.0),
-            "{what}: every master decides"
-        );
+        assert!(row.master_shares.iter().all(|&share| share > 0.0), "{what}: every master decides");
         ratio(row.cluster_to_single, &what);
     }
 

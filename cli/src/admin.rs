@@ -28,16 +28,10 @@ pub const DEFAULT_TIMEOUT_MS: u64 = 1_000;
 /// Where the REST endpoint is. Flags win over `EDGELIMIT_URL`/`EDGELIMIT_TOKEN`, which win over Upstash's
 /// `UPSTASH_REDIS_REST_URL`/`UPSTASH_REDIS_REST_TOKEN`. Each request gives up after `timeout_ms`.
 pub fn endpoint(url: Option<String>, token: Option<String>, timeout_ms: u64) -> Result<RestClient, String> {
-    let from_env = |names: [&str; 2]| {
-        names
-            .iter()
-            .find_map(|name| std::env::var(name).ok().filter(|v| !v.is_empty()))
-    };
-    let url = url
-        .or_else(|| from_env(["EDGELIMIT_URL", "UPSTASH_REDIS_REST_URL"]))
-        .ok_or(
-            "no REST endpoint: pass --url or set EDGELIMIT_URL (or UPSTASH_REDIS_REST_URL); `edgelimit dev` prints one",
-        )?;
+    let from_env = |names: [&str; 2]| names.iter().find_map(|name| std::env::var(name).ok().filter(|v| !v.is_empty()));
+    let url = url.or_else(|| from_env(["EDGELIMIT_URL", "UPSTASH_REDIS_REST_URL"])).ok_or(
+        "no REST endpoint: pass --url or set EDGELIMIT_URL (or UPSTASH_REDIS_REST_URL); `edgelimit dev` prints one",
+    )?;
     let token = token
         .or_else(|| from_env(["EDGELIMIT_TOKEN", "UPSTASH_REDIS_REST_TOKEN"]))
         .ok_or("no REST token: pass --token or set EDGELIMIT_TOKEN (or UPSTASH_REDIS_REST_TOKEN)")?;
@@ -82,10 +76,7 @@ pub async fn set_rate(limiter: &RedissonLimiter, rate: Rate, mode: Mode, how: Se
         SetHow::KeepState => {
             let applied = limiter.update_rate(rate, mode).await?;
             if !applied {
-                return Ok(Outcome {
-                    exit_code: 1,
-                    output: json!({ "name": limiter.name(), "applied": false }),
-                });
+                return Ok(Outcome { exit_code: 1, output: json!({ "name": limiter.name(), "applied": false }) });
             }
             applied
         }
@@ -121,10 +112,7 @@ pub async fn acquire(limiter: &RedissonLimiter, permits: u32, timeout: Option<Du
         Some(timeout) => limiter.acquire(permits, timeout).await?,
         None => limiter.try_acquire(permits).await?,
     };
-    Ok(Outcome {
-        exit_code: if decision.success { 0 } else { 1 },
-        output: decision_json(&decision),
-    })
+    Ok(Outcome { exit_code: if decision.success { 0 } else { 1 }, output: decision_json(&decision) })
 }
 
 /// `edgelimit permits --algorithm redisson`.
@@ -141,10 +129,7 @@ pub async fn config(limiter: &RedissonLimiter) -> edgelimit::Result<Outcome> {
             "keepAliveMs": config.rate.keep_alive().map(|d| d.as_millis() as u64),
             "mode": match config.mode { Mode::Overall => "overall", Mode::PerClient => "per-client" },
         })),
-        None => Outcome {
-            exit_code: 1,
-            output: Json::Null,
-        },
+        None => Outcome { exit_code: 1, output: Json::Null },
     })
 }
 

@@ -34,9 +34,7 @@ pub struct DevConfig {
 /// Runs the stack until `shutdown` completes.
 pub async fn run(config: DevConfig, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<(), String> {
     let redis = if config.cluster {
-        let cluster = RedisCluster::start(3, 1)
-            .await
-            .map_err(|e| format!("could not start a Redis Cluster: {e}"))?;
+        let cluster = RedisCluster::start(3, 1).await.map_err(|e| format!("could not start a Redis Cluster: {e}"))?;
         DevRedis::Cluster(cluster)
     } else {
         let server = RedisServer::start_on(config.redis_port)
@@ -49,31 +47,19 @@ pub async fn run(config: DevConfig, shutdown: impl Future<Output = ()> + Send + 
             .await
             .map_err(|e| format!("could not load edgelimit's scripts into redis-server at {url}: {e}"))?;
     }
-    let listener = tokio::net::TcpListener::bind(config.listen).await.map_err(|e| {
-        format!(
-            "could not listen on {} for the bridge: {e}; pass --listen",
-            config.listen
-        )
-    })?;
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .map_err(|e| format!("could not listen on {} for the bridge: {e}; pass --listen", config.listen))?;
     let url = format!("http://{}", listener.local_addr().map_err(|e| e.to_string())?);
     say!("edgelimit dev stack is up");
     say!("  redis    {}", redis.url());
     if let DevRedis::Cluster(cluster) = &redis {
-        say!(
-            "  cluster  3 masters + 3 replicas, nodes on ports {:?}",
-            cluster.ports()
-        );
+        say!("  cluster  3 masters + 3 replicas, nodes on ports {:?}", cluster.ports());
     }
     say!("  bridge   {url}   (token: {})", config.token);
-    say!(
-        "  try      curl -H 'Authorization: Bearer {}' -d '[\"PING\"]' {url}/",
-        config.token
-    );
+    say!("  try      curl -H 'Authorization: Bearer {}' -d '[\"PING\"]' {url}/", config.token);
     say!("  clients  EDGELIMIT_URL={url} EDGELIMIT_TOKEN={}", config.token);
-    say!(
-        "  limiter  token {}   (limiter profile: decisions only; the Worker's)",
-        config.limiter_token
-    );
+    say!("  limiter  token {}   (limiter profile: decisions only; the Worker's)", config.limiter_token);
     // The playground is a view on the stack: if it cannot start, say why and run the rest.
     let playground = match &config.playground {
         Some(playground_config) => match playground::start(playground_config, &url, &config.token).await {
@@ -86,10 +72,7 @@ pub async fn run(config: DevConfig, shutdown: impl Future<Output = ()> + Send + 
         None => None,
     };
     if let Some(playground) = &playground {
-        say!(
-            "  playground {}   (open it in a browser: the wasm core runs in the page)",
-            playground.url
-        );
+        say!("  playground {}   (open it in a browser: the wasm core runs in the page)", playground.url);
     }
     let worker = match &config.worker {
         Some(worker_config) => Some(worker_dev::start(worker_config, &url, &config.limiter_token).await?),
@@ -97,23 +80,15 @@ pub async fn run(config: DevConfig, shutdown: impl Future<Output = ()> + Send + 
     };
     if let Some(worker) = &worker {
         say!("  origin   {}   (demo: echoes what reaches it)", worker.origin_url);
-        say!(
-            "  worker   {}   (wrangler dev, rules from wrangler.toml; ready when it says so below)",
-            worker.url
-        );
-        say!(
-            "  try      for i in $(seq 6); do curl -s -o /dev/null -w '%{{http_code}} ' {}/; done",
-            worker.url
-        );
+        say!("  worker   {}   (wrangler dev, rules from wrangler.toml; ready when it says so below)", worker.url);
+        say!("  try      for i in $(seq 6); do curl -s -o /dev/null -w '%{{http_code}} ' {}/; done", worker.url);
     }
     say!("Ctrl-C stops everything.");
     let mut bridge_config = BridgeConfig::new(redis.url(), config.token);
     bridge_config.tokens.push((Profile::Limiter, config.limiter_token));
     // Local pages call the dev bridge from the browser; it holds only throwaway state behind a dev token.
     bridge_config.cors_origins = CorsOrigins(vec!["*".to_owned()]);
-    bridge::serve(listener, bridge_config, shutdown)
-        .await
-        .map_err(|e| e.to_string())?;
+    bridge::serve(listener, bridge_config, shutdown).await.map_err(|e| e.to_string())?;
     if let Some(worker) = worker {
         worker.stop().await;
     }
@@ -153,10 +128,7 @@ impl DevRedis {
 
     async fn stop(self) -> Result<(), String> {
         match self {
-            DevRedis::Single(server) => server
-                .stop()
-                .await
-                .map_err(|e| format!("could not stop redis-server: {e}")),
+            DevRedis::Single(server) => server.stop().await.map_err(|e| format!("could not stop redis-server: {e}")),
             // Its nodes are killed as they are dropped.
             DevRedis::Cluster(cluster) => {
                 drop(cluster);

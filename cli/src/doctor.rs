@@ -33,19 +33,11 @@ struct Check {
 
 impl Check {
     fn passed(name: &'static str, detail: impl Into<String>) -> Check {
-        Check {
-            name,
-            ok: Some(true),
-            detail: detail.into(),
-        }
+        Check { name, ok: Some(true), detail: detail.into() }
     }
 
     fn failed(name: &'static str, detail: impl Into<String>) -> Check {
-        Check {
-            name,
-            ok: Some(false),
-            detail: detail.into(),
-        }
+        Check { name, ok: Some(false), detail: detail.into() }
     }
 
     fn json(&self) -> Json {
@@ -65,15 +57,8 @@ pub async fn run(client: &RestClient) -> Outcome {
     for check in &checks {
         say!("{}", check.json());
     }
-    let failed: Vec<&str> = checks
-        .iter()
-        .filter(|check| check.ok == Some(false))
-        .map(|check| check.name)
-        .collect();
-    Outcome {
-        exit_code: u8::from(!failed.is_empty()),
-        output: json!({ "ok": failed.is_empty(), "failed": failed }),
-    }
+    let failed: Vec<&str> = checks.iter().filter(|check| check.ok == Some(false)).map(|check| check.name).collect();
+    Outcome { exit_code: u8::from(!failed.is_empty()), output: json!({ "ok": failed.is_empty(), "failed": failed }) }
 }
 
 /// The endpoint answers, and accepts the token.
@@ -100,10 +85,7 @@ async fn eviction_policy(client: &RestClient) -> Check {
     match policy {
         Some(policy) => match eviction_policy_problem(&policy) {
             Some(problem) => Check::failed(NAME, problem),
-            None => Check::passed(
-                NAME,
-                "noeviction: a full Redis refuses writes, it never drops limiter state",
-            ),
+            None => Check::passed(NAME, "noeviction: a full Redis refuses writes, it never drops limiter state"),
         },
         None => Check {
             name: NAME,
@@ -111,9 +93,7 @@ async fn eviction_policy(client: &RestClient) -> Check {
             detail: format!(
                 "unknown: the endpoint does not answer CONFIG GET ({}); make sure its eviction policy is \
                  {SAFE_EVICTION_POLICY}, or that limiter keys are never evicted",
-                asked
-                    .err()
-                    .map_or_else(|| "an unexpected reply".to_owned(), |e| e.to_string())
+                asked.err().map_or_else(|| "an unexpected reply".to_owned(), |e| e.to_string())
             ),
         },
     }
@@ -130,10 +110,7 @@ async fn scripts(client: &RestClient) -> Check {
         match loaded {
             Ok(sha1) if sha1 == script.sha1() => {}
             Ok(sha1) => {
-                return Check::failed(
-                    NAME,
-                    format!("SCRIPT LOAD named a script {sha1}, not {}", script.sha1()),
-                )
+                return Check::failed(NAME, format!("SCRIPT LOAD named a script {sha1}, not {}", script.sha1()))
             }
             Err(error) => return Check::failed(NAME, format!("SCRIPT LOAD was refused: {error}")),
         }
@@ -144,14 +121,9 @@ async fn scripts(client: &RestClient) -> Check {
 /// The server's clock, which decides every window, against this machine's.
 async fn server_time(client: &RestClient) -> Check {
     const NAME: &str = "server time";
-    let time = client
-        .command(&Command::new("TIME"))
-        .await
-        .and_then(|reply| reply.into_tuple::<2>());
+    let time = client.command(&Command::new("TIME")).await.and_then(|reply| reply.into_tuple::<2>());
     let seconds = time.and_then(|[seconds, _]| seconds.into_number::<u64>("the server's unix seconds"));
-    let local = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |since| since.as_secs());
+    let local = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |since| since.as_secs());
     match seconds {
         Ok(seconds) => Check::passed(
             NAME,

@@ -162,21 +162,17 @@ impl AlgorithmArgs {
         match algorithm {
             AlgorithmName::Redisson => {
                 if self.quota.has_numbers() {
-                    return Err(
-                        "--limit, --interval and --rate do not apply to --algorithm redisson: its rate is \
+                    return Err("--limit, --interval and --rate do not apply to --algorithm redisson: its rate is \
                                 stored in Redis by `edgelimit set-rate NAME --rate N --interval 1s`"
-                            .into(),
-                    );
+                        .into());
                 }
                 if self.layout.is_some() {
                     return Err("--layout does not apply to --algorithm redisson: it keeps Redisson's keys".into());
                 }
                 if self.id.is_some() {
-                    return Err(
-                        "--id does not apply to --algorithm redisson: its limiter has one budget, or one \
+                    return Err("--id does not apply to --algorithm redisson: its limiter has one budget, or one \
                                 per --client-id when `set-rate --per-client` set it"
-                            .into(),
-                    );
+                        .into());
                 }
                 let client_id = self.client_id.as_deref().unwrap_or("edgelimit");
                 let limiter = RedissonLimiter::new(client()?, name).map_err(|e| e.to_string())?;
@@ -191,11 +187,9 @@ impl AlgorithmArgs {
                 }
                 let quota = match family {
                     AlgorithmName::Stored if self.quota.has_numbers() => {
-                        return Err(
-                            "--algorithm stored reads its numbers from the quota `edgelimit configure NAME` \
+                        return Err("--algorithm stored reads its numbers from the quota `edgelimit configure NAME` \
                                     stored: drop --limit, --interval and --rate"
-                                .into(),
-                        )
+                            .into())
                     }
                     AlgorithmName::Stored => None,
                     _ => Some(self.quota.quota()?),
@@ -275,12 +269,10 @@ impl Target {
         match self {
             Target::Redisson(limiter) => {
                 if receipt.is_some() {
-                    return Err(
-                        "--receipt applies to the family's algorithms: --algorithm redisson gives back a \
+                    return Err("--receipt applies to the family's algorithms: --algorithm redisson gives back a \
                                 number of permits, newest grants first (`edgelimit release NAME --algorithm \
                                 redisson 2`)"
-                            .into(),
-                    );
+                        .into());
                 }
                 admin::release(limiter, permits.unwrap_or(1)).await
             }
@@ -313,10 +305,7 @@ fn decided(decision: &edgelimit::Decision) -> Outcome {
     if let Some(receipt) = decision.receipt {
         output["receipt"] = json!(receipt.to_string());
     }
-    Outcome {
-        exit_code: if decision.success { 0 } else { 1 },
-        output,
-    }
+    Outcome { exit_code: if decision.success { 0 } else { 1 }, output }
 }
 
 /// `edgelimit acquire` on the family: exit 0 granted (printing its receipt, for `release --receipt`), 1 denied.
@@ -336,10 +325,7 @@ pub async fn acquire(
 /// `edgelimit permits` on the family: what is left, taking nothing.
 pub async fn permits(limiter: &Limiter, id: &str) -> edgelimit::Result<Outcome> {
     let decision = limiter.peek(id, 1).await?;
-    Ok(Outcome {
-        exit_code: 0,
-        output: json!({ "available": decision.remaining, "reset": decision.reset }),
-    })
+    Ok(Outcome { exit_code: 0, output: json!({ "available": decision.remaining, "reset": decision.reset }) })
 }
 
 /// `edgelimit release --receipt R` on the family: give back the grant (a concurrency lease: release it). Exit 1 when
@@ -362,10 +348,7 @@ pub async fn release(limiter: &Limiter, id: &str, receipt: Option<&str>) -> edge
 
 /// `edgelimit delete` on the family: forget the identifier's state.
 pub async fn reset(limiter: &Limiter, id: &str) -> edgelimit::Result<Outcome> {
-    Ok(Outcome {
-        exit_code: 0,
-        output: json!({ "deleted": limiter.reset(id).await? }),
-    })
+    Ok(Outcome { exit_code: 0, output: json!({ "deleted": limiter.reset(id).await? }) })
 }
 
 /// `edgelimit configure`: store a quota, or remove it.
@@ -383,14 +366,8 @@ pub async fn configure(limiter: &Limiter, quota: Option<Quota>) -> edgelimit::Re
 /// `edgelimit config --algorithm stored`: the stored quota, exit 1 with `null` when none.
 pub async fn stored_config(limiter: &Limiter) -> edgelimit::Result<Outcome> {
     Ok(match limiter.stored_quota().await? {
-        Some(quota) => Outcome {
-            exit_code: 0,
-            output: quota_json(&quota),
-        },
-        None => Outcome {
-            exit_code: 1,
-            output: Json::Null,
-        },
+        Some(quota) => Outcome { exit_code: 0, output: quota_json(&quota) },
+        None => Outcome { exit_code: 1, output: Json::Null },
     })
 }
 
@@ -422,16 +399,9 @@ mod tests {
             let camel: String =
                 words.next().unwrap().to_owned() + &words.map(|w| w[..1].to_uppercase() + &w[1..]).collect::<String>();
             assert_eq!(name(&camel).algorithm(), Some(algorithm), "{camel}");
-            assert_eq!(
-                camel.parse::<Algorithm>().unwrap(),
-                algorithm,
-                "the core reads it alike"
-            );
+            assert_eq!(camel.parse::<Algorithm>().unwrap(), algorithm, "the core reads it alike");
         }
-        let values: Vec<_> = AlgorithmName::value_variants()
-            .iter()
-            .filter_map(|v| v.algorithm())
-            .collect();
+        let values: Vec<_> = AlgorithmName::value_variants().iter().filter_map(|v| v.algorithm()).collect();
         assert_eq!(values.len(), Algorithm::ALL.len(), "no value the core does not know");
         assert_eq!((name("stored").algorithm(), name("redisson").algorithm()), (None, None));
     }
@@ -449,9 +419,7 @@ mod tests {
     }
 
     fn target(args: AlgorithmArgs) -> Result<Target, String> {
-        args.target("api", || {
-            RestClient::new("http://127.0.0.1:1", "t").map_err(|e| e.to_string())
-        })
+        args.target("api", || RestClient::new("http://127.0.0.1:1", "t").map_err(|e| e.to_string()))
     }
 
     #[test]
@@ -462,10 +430,7 @@ mod tests {
         let npm = Quota::sliding_log(10, Duration::from_secs(10)).unwrap();
         assert_eq!((limiter.quota(), id.as_str()), (Some(npm), "default"));
         let redisson = AlgorithmArgs {
-            quota: QuotaArgs {
-                algorithm: Some(name("redisson")),
-                ..QuotaArgs::default()
-            },
+            quota: QuotaArgs { algorithm: Some(name("redisson")), ..QuotaArgs::default() },
             ..AlgorithmArgs::default()
         };
         assert!(matches!(target(redisson), Ok(Target::Redisson(_))));
@@ -478,34 +443,18 @@ mod tests {
             Ok(_) => panic!("refused"),
         };
         let message = refused(AlgorithmArgs::default());
-        assert!(
-            message.contains("--algorithm") && message.contains("redisson"),
-            "{message}"
-        );
+        assert!(message.contains("--algorithm") && message.contains("redisson"), "{message}");
 
         let mut redisson = args("redisson");
         assert!(refused(redisson.clone()).contains("set-rate"));
-        redisson.quota = QuotaArgs {
-            algorithm: Some(AlgorithmName::Redisson),
-            ..QuotaArgs::default()
-        };
-        let with_id = AlgorithmArgs {
-            id: Some("ip".into()),
-            ..redisson.clone()
-        };
+        redisson.quota = QuotaArgs { algorithm: Some(AlgorithmName::Redisson), ..QuotaArgs::default() };
+        let with_id = AlgorithmArgs { id: Some("ip".into()), ..redisson.clone() };
         assert!(refused(with_id).contains("--id does not apply"));
 
-        let with_client = AlgorithmArgs {
-            client_id: Some("c".into()),
-            ..args("gcra")
-        };
+        let with_client = AlgorithmArgs { client_id: Some("c".into()), ..args("gcra") };
         assert!(refused(with_client).contains("--client-id applies to --algorithm redisson only"));
         let numbered_stored = AlgorithmArgs {
-            quota: QuotaArgs {
-                algorithm: Some(AlgorithmName::Stored),
-                limit: Some(3),
-                ..QuotaArgs::default()
-            },
+            quota: QuotaArgs { algorithm: Some(AlgorithmName::Stored), limit: Some(3), ..QuotaArgs::default() },
             ..AlgorithmArgs::default()
         };
         assert!(refused(numbered_stored).contains("drop --limit"));
@@ -515,9 +464,6 @@ mod tests {
         let mut unnumbered = args("sliding-log");
         unnumbered.quota.limit = None;
         let message = refused(unnumbered);
-        assert!(
-            message.contains("--limit and --interval") && message.contains("--algorithm redisson"),
-            "{message}"
-        );
+        assert!(message.contains("--limit and --interval") && message.contains("--algorithm redisson"), "{message}");
     }
 }

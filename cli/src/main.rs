@@ -87,11 +87,7 @@ enum Commands {
         /// Redis to forward to: one Redis, `redis://[user:password@]host:port` (or `unix:///path`); or a Redis
         /// Cluster, `redis+cluster://[user:password@]host:port[,host:port…]`, any of its nodes (the bridge reads the
         /// others from them, routes each command to its key's master, and follows MOVED/ASK).
-        #[arg(
-            long = "redis",
-            env = "EDGELIMIT_REDIS_URL",
-            default_value = "redis://127.0.0.1:6379"
-        )]
+        #[arg(long = "redis", env = "EDGELIMIT_REDIS_URL", default_value = "redis://127.0.0.1:6379")]
         redis_url: String,
         /// An admin token: it may run everything the bridge serves. Give Workers a limiter token instead
         /// (--tokens-file).
@@ -347,10 +343,7 @@ fn print_scripts(name: Option<String>, out: Option<PathBuf>) -> Result<(), Strin
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if let Commands::Rules {
-        command: RulesCommand::Check { path },
-    } = &cli.command
-    {
+    if let Commands::Rules { command: RulesCommand::Check { path } } = &cli.command {
         return rules::check(path);
     }
     let threads = match &cli.command {
@@ -435,46 +428,22 @@ async fn run(command: Commands) -> Result<Option<Outcome>, String> {
             threads: _,
         } => {
             let root = std::env::current_dir().map_err(|e| format!("no current directory: {e}"))?;
-            let worker = (!no_worker)
-                .then(|| WorkerConfig::in_checkout(&root, worker_port, origin_port))
-                .flatten();
-            let playground = (!no_playground)
-                .then(|| PlaygroundConfig::in_checkout(&root, playground_port))
-                .flatten();
-            let config = DevConfig {
-                listen,
-                redis_port,
-                cluster,
-                token,
-                limiter_token,
-                worker,
-                playground,
-            };
+            let worker = (!no_worker).then(|| WorkerConfig::in_checkout(&root, worker_port, origin_port)).flatten();
+            let playground = (!no_playground).then(|| PlaygroundConfig::in_checkout(&root, playground_port)).flatten();
+            let config = DevConfig { listen, redis_port, cluster, token, limiter_token, worker, playground };
             return dev::run(config, shutdown_requested()).await.map(|()| None);
         }
         Commands::Scripts { name, out } => return print_scripts(name, out).map(|()| None),
         Commands::Doctor { url, token, timeout_ms } => doctor::run(&admin::endpoint(url, token, timeout_ms)?).await,
         Commands::KeepAlive { named, keep_alive } => {
             let limiter = RedissonLimiter::new(named.client()?, &named.name).map_err(|e| e.to_string())?;
-            admin::lifetime(&limiter, admin::Lifetime::KeepAlive, keep_alive.0)
-                .await
-                .map_err(|e| e.to_string())?
+            admin::lifetime(&limiter, admin::Lifetime::KeepAlive, keep_alive.0).await.map_err(|e| e.to_string())?
         }
         Commands::Expire { named, ttl } => {
             let limiter = RedissonLimiter::new(named.client()?, &named.name).map_err(|e| e.to_string())?;
-            admin::lifetime(&limiter, admin::Lifetime::Expire, ttl.0)
-                .await
-                .map_err(|e| e.to_string())?
+            admin::lifetime(&limiter, admin::Lifetime::Expire, ttl.0).await.map_err(|e| e.to_string())?
         }
-        Commands::SetRate {
-            named,
-            rate,
-            interval,
-            keep_alive,
-            per_client,
-            if_absent,
-            keep_state,
-        } => {
+        Commands::SetRate { named, rate, interval, keep_alive, per_client, if_absent, keep_state } => {
             let mut rate = Rate::new(rate, interval).map_err(|e| e.to_string())?;
             if let Some(keep_alive) = keep_alive {
                 rate = rate.with_keep_alive(keep_alive).map_err(|e| e.to_string())?;
@@ -486,31 +455,21 @@ async fn run(command: Commands) -> Result<Option<Outcome>, String> {
                 _ => SetHow::Replace,
             };
             let limiter = RedissonLimiter::new(named.client()?, &named.name).map_err(|e| e.to_string())?;
-            admin::set_rate(&limiter, rate, mode, how)
-                .await
-                .map_err(|e| e.to_string())?
+            admin::set_rate(&limiter, rate, mode, how).await.map_err(|e| e.to_string())?
         }
-        Commands::Acquire {
-            named,
-            algorithm,
-            permits,
-            timeout,
-        } => named.target(algorithm)?.acquire(permits, timeout).await?,
+        Commands::Acquire { named, algorithm, permits, timeout } => {
+            named.target(algorithm)?.acquire(permits, timeout).await?
+        }
         Commands::Permits { named, algorithm } => named.target(algorithm)?.permits().await?,
         Commands::Config { named, algorithm } => named.target(algorithm)?.config().await?,
-        Commands::Release {
-            named,
-            algorithm,
-            permits,
-            receipt,
-        } => named.target(algorithm)?.release(permits, receipt.as_deref()).await?,
+        Commands::Release { named, algorithm, permits, receipt } => {
+            named.target(algorithm)?.release(permits, receipt.as_deref()).await?
+        }
         Commands::Delete { named, algorithm } => named.target(algorithm)?.delete().await?,
         Commands::Configure { named, quota, remove } => {
             let quota = if remove { None } else { Some(quota.quota()?) };
             let limiter = Limiter::stored(named.client()?, &named.name).map_err(|e| e.to_string())?;
-            limiter_commands::configure(&limiter, quota)
-                .await
-                .map_err(|e| e.to_string())?
+            limiter_commands::configure(&limiter, quota).await.map_err(|e| e.to_string())?
         }
     };
     Ok(Some(outcome))
@@ -519,18 +478,12 @@ async fn run(command: Commands) -> Result<Option<Outcome>, String> {
 async fn run_bridge(listen: SocketAddr, config: BridgeConfig) -> Result<(), String> {
     // Before listening: nothing should announce an address that will not serve.
     bridge::check(&config).map_err(|e| e.to_string())?;
-    let listener = tokio::net::TcpListener::bind(listen)
-        .await
-        .map_err(|e| format!("could not listen on {listen}: {e}"))?;
+    let listener =
+        tokio::net::TcpListener::bind(listen).await.map_err(|e| format!("could not listen on {listen}: {e}"))?;
     let address = listener.local_addr().map_err(|e| e.to_string())?;
     // Tests and scripts read this line to learn the port when --listen asked for port 0.
-    say!(
-        "edgelimit bridge listening on http://{address} (redis: {})",
-        bridge::redis_address(&config.redis_url)
-    );
-    bridge::serve(listener, config, shutdown_requested())
-        .await
-        .map_err(|e| e.to_string())
+    say!("edgelimit bridge listening on http://{address} (redis: {})", bridge::redis_address(&config.redis_url));
+    bridge::serve(listener, config, shutdown_requested()).await.map_err(|e| e.to_string())
 }
 
 /// A lifetime argument: a duration, or `none` (a type of its own, so clap does not read it as a list).

@@ -71,20 +71,14 @@ pub async fn start(config: &PlaygroundConfig, bridge_url: &str, token: &str) -> 
         ));
     }
     let listener = tokio::net::TcpListener::bind(config.listen).await.map_err(|e| {
-        format!(
-            "could not listen on {} for the playground: {e}; pass --playground-port",
-            config.listen
-        )
+        format!("could not listen on {} for the playground: {e}; pass --playground-port", config.listen)
     })?;
     let address = listener.local_addr().map_err(|e| e.to_string())?;
     let site = Site {
         www: config.www.clone(),
         pkg: config.pkg.clone(),
         endpoint: serde_json::json!({ "url": bridge_url, "token": token }),
-        hosts: ["127.0.0.1", "localhost", "[::1]"]
-            .iter()
-            .map(|host| format!("{host}:{}", address.port()))
-            .collect(),
+        hosts: ["127.0.0.1", "localhost", "[::1]"].iter().map(|host| format!("{host}:{}", address.port())).collect(),
     };
     let app = Router::new()
         .route("/playground.json", get(endpoint))
@@ -96,10 +90,7 @@ pub async fn start(config: &PlaygroundConfig, bridge_url: &str, token: &str) -> 
     let server = tokio::spawn(async move {
         let _ = axum::serve(listener, app).await;
     });
-    Ok(Playground {
-        server,
-        url: format!("http://{address}/"),
-    })
+    Ok(Playground { server, url: format!("http://{address}/") })
 }
 
 /// Refuses requests for any other host name: a page elsewhere could point its own name at 127.0.0.1 (DNS rebinding)
@@ -165,10 +156,7 @@ fn not_found(path: &str) -> Response {
 fn no_store(mut response: Response) -> Response {
     let headers = response.headers_mut();
     headers.insert(header::CACHE_CONTROL, header::HeaderValue::from_static("no-store"));
-    headers.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        header::HeaderValue::from_static("nosniff"),
-    );
+    headers.insert(header::X_CONTENT_TYPE_OPTIONS, header::HeaderValue::from_static("nosniff"));
     response
 }
 
@@ -179,10 +167,7 @@ mod tests {
     #[test]
     fn only_the_pages_kinds_of_file_have_a_content_type() {
         assert_eq!(content_type(Path::new("core_bg.wasm")), Some("application/wasm"));
-        assert_eq!(
-            content_type(Path::new("app/log.js")),
-            Some("text/javascript; charset=utf-8")
-        );
+        assert_eq!(content_type(Path::new("app/log.js")), Some("text/javascript; charset=utf-8"));
         assert_eq!(content_type(Path::new("secrets.env")), None);
         assert_eq!(content_type(Path::new("Makefile")), None);
     }

@@ -45,11 +45,7 @@ impl RedisCluster {
             nodes.push(start_node().await?);
         }
         let cluster = RedisCluster { nodes };
-        let addresses: Vec<String> = cluster
-            .nodes
-            .iter()
-            .map(|node| format!("127.0.0.1:{}", node.port()))
-            .collect();
+        let addresses: Vec<String> = cluster.nodes.iter().map(|node| format!("127.0.0.1:{}", node.port())).collect();
         let output = tokio::process::Command::new("redis-cli")
             .arg("--cluster")
             .arg("create")
@@ -158,12 +154,7 @@ impl RedisCluster {
     pub async fn failover(&self, replica: u16) -> io::Result<()> {
         command(replica, &["CLUSTER", "FAILOVER"]).await?;
         let deadline = Instant::now() + FORM_TIMEOUT;
-        while self
-            .roles()
-            .await
-            .iter()
-            .all(|&(port, role)| port != replica || role != Role::Master)
-        {
+        while self.roles().await.iter().all(|&(port, role)| port != replica || role != Role::Master) {
             if Instant::now() > deadline {
                 return Err(io::Error::other(format!("replica {replica} did not take over")));
             }
@@ -286,10 +277,7 @@ async fn start_node() -> io::Result<RedisServer> {
 /// Sends one command to the node on `port`, on a connection of its own.
 pub async fn command(port: u16, args: &[&str]) -> io::Result<redis::Value> {
     let client = redis::Client::open(format!("redis://127.0.0.1:{port}")).map_err(io::Error::other)?;
-    let mut connection = client
-        .get_multiplexed_async_connection()
-        .await
-        .map_err(io::Error::other)?;
+    let mut connection = client.get_multiplexed_async_connection().await.map_err(io::Error::other)?;
     let mut cmd = redis::cmd(args[0]);
     for arg in &args[1..] {
         cmd.arg(*arg);

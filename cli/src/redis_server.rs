@@ -46,16 +46,7 @@ impl RedisServer {
         let dir = std::env::temp_dir().join(format!("edgelimit-redis-{}-{port}", std::process::id()));
         std::fs::create_dir_all(&dir)?;
         let child = Command::new("redis-server")
-            .args([
-                "--port",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ])
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
             .args(["--loglevel", "warning", "--dir"])
             .arg(&dir)
             .args(extra)
@@ -90,10 +81,7 @@ impl RedisServer {
             if Instant::now() > deadline {
                 return Err(io::Error::new(
                     io::ErrorKind::TimedOut,
-                    format!(
-                        "redis-server did not answer PING on port {} within {READY_TIMEOUT:?}",
-                        self.port
-                    ),
+                    format!("redis-server did not answer PING on port {} within {READY_TIMEOUT:?}", self.port),
                 ));
             }
             tokio::time::sleep(Duration::from_millis(20)).await;

@@ -17,12 +17,7 @@ pub fn build(threads: Option<u16>) -> io::Result<Runtime> {
         .worker_threads(threads)
         .enable_all()
         .build()
-        .map_err(|e| {
-            io::Error::new(
-                e.kind(),
-                format!("could not start the runtime's {threads} worker threads: {e}"),
-            )
-        })
+        .map_err(|e| io::Error::new(e.kind(), format!("could not start the runtime's {threads} worker threads: {e}")))
 }
 
 /// Half the machine's cores, at least one: the bridge's Redis is single-threaded and often on the same host, and

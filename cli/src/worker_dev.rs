@@ -39,18 +39,8 @@ impl WorkerConfig {
             return None;
         }
         let local_node = root.join("node_modules/.bin/node");
-        let node = if local_node.exists() {
-            local_node
-        } else {
-            PathBuf::from("node")
-        };
-        Some(WorkerConfig {
-            root: root.to_owned(),
-            node,
-            wrangler,
-            port,
-            origin_port,
-        })
+        let node = if local_node.exists() { local_node } else { PathBuf::from("node") };
+        Some(WorkerConfig { root: root.to_owned(), node, wrangler, port, origin_port })
     }
 }
 
@@ -72,10 +62,7 @@ impl WorkerDev {
         if let Some(pid) = self.wrangler.id() {
             let _ = Command::new("kill").args(["-TERM", &pid.to_string()]).status().await;
         }
-        if tokio::time::timeout(Duration::from_secs(5), self.wrangler.wait())
-            .await
-            .is_err()
-        {
+        if tokio::time::timeout(Duration::from_secs(5), self.wrangler.wait()).await.is_err() {
             let _ = self.wrangler.kill().await;
         }
         self.origin.abort();
@@ -92,11 +79,8 @@ pub async fn start(config: &WorkerConfig, bridge_url: &str, token: &str) -> Resu
         let _ = axum::serve(listener, axum::Router::new().fallback(echo)).await;
     });
     let origin_url = format!("http://{origin_address}");
-    let vars = [
-        format!("ORIGIN:{origin_url}"),
-        format!("EDGELIMIT_URL:{bridge_url}"),
-        format!("EDGELIMIT_TOKEN:{token}"),
-    ];
+    let vars =
+        [format!("ORIGIN:{origin_url}"), format!("EDGELIMIT_URL:{bridge_url}"), format!("EDGELIMIT_TOKEN:{token}")];
     let mut command = Command::new(&config.node);
     command
         .arg("--no-warnings")
@@ -109,13 +93,9 @@ pub async fn start(config: &WorkerConfig, bridge_url: &str, token: &str) -> Resu
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .kill_on_drop(true);
-    let mut child = command.spawn().map_err(|e| {
-        format!(
-            "could not run {} {}: {e}",
-            config.node.display(),
-            config.wrangler.display()
-        )
-    })?;
+    let mut child = command
+        .spawn()
+        .map_err(|e| format!("could not run {} {}: {e}", config.node.display(), config.wrangler.display()))?;
     if let Some(stdout) = child.stdout.take() {
         tokio::spawn(async move {
             let mut lines = BufReader::new(stdout).lines();
@@ -124,12 +104,7 @@ pub async fn start(config: &WorkerConfig, bridge_url: &str, token: &str) -> Resu
             }
         });
     }
-    Ok(WorkerDev {
-        wrangler: child,
-        origin,
-        url: format!("http://127.0.0.1:{}", config.port),
-        origin_url,
-    })
+    Ok(WorkerDev { wrangler: child, origin, url: format!("http://127.0.0.1:{}", config.port), origin_url })
 }
 
 /// The demo origin's answer: what reached it.

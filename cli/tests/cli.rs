@@ -19,15 +19,7 @@ impl DevStack {
     fn start() -> DevStack {
         let redis_port = edgelimit_cli::redis_server::free_port().unwrap();
         let mut child = Command::new(BIN)
-            .args([
-                "dev",
-                "--listen",
-                "127.0.0.1:0",
-                "--redis-port",
-                &redis_port.to_string(),
-                "--token",
-                "cli-token",
-            ])
+            .args(["dev", "--listen", "127.0.0.1:0", "--redis-port", &redis_port.to_string(), "--token", "cli-token"])
             .stdout(Stdio::piped())
             .spawn()
             .unwrap();
@@ -41,10 +33,7 @@ impl DevStack {
                 break;
             }
         }
-        DevStack {
-            child,
-            url: url.expect("edgelimit dev printed the bridge URL"),
-        }
+        DevStack { child, url: url.expect("edgelimit dev printed the bridge URL") }
     }
 
     /// Runs `edgelimit ARGS` against this stack; returns (exit code, parsed stdout, stderr).
@@ -57,19 +46,13 @@ impl DevStack {
             .unwrap();
         let stdout = String::from_utf8(output.stdout).unwrap();
         let json = serde_json::from_str(stdout.trim()).unwrap_or(Json::Null);
-        (
-            output.status.code().unwrap(),
-            json,
-            String::from_utf8(output.stderr).unwrap(),
-        )
+        (output.status.code().unwrap(), json, String::from_utf8(output.stderr).unwrap())
     }
 }
 
 impl Drop for DevStack {
     fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
+        let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
         let _ = self.child.wait();
     }
 }
@@ -83,10 +66,7 @@ fn five_per_second_grants_five_denies_the_sixth_then_grants_after_retry_after() 
     for remaining in (0..5).rev() {
         let (code, out, _) = stack.run(&acquire);
         assert_eq!(code, 0, "{out}");
-        assert_eq!(
-            (out["success"].as_bool(), out["remaining"].as_u64()),
-            (Some(true), Some(remaining))
-        );
+        assert_eq!((out["success"].as_bool(), out["remaining"].as_u64()), (Some(true), Some(remaining)));
         assert_eq!(out["retryAfter"], 0);
     }
     let (code, denied, _) = stack.run(&acquire);
@@ -94,10 +74,7 @@ fn five_per_second_grants_five_denies_the_sixth_then_grants_after_retry_after() 
     assert_eq!(denied["success"], false);
     let retry_after = denied["retryAfter"].as_u64().unwrap();
     assert!((1..=1000).contains(&retry_after), "{denied}");
-    assert!(
-        denied["reset"].as_u64().unwrap() > 1_600_000_000_000,
-        "reset is unix ms"
-    );
+    assert!(denied["reset"].as_u64().unwrap() > 1_600_000_000_000, "reset is unix ms");
 
     std::thread::sleep(Duration::from_millis(retry_after));
     let (code, out, _) = stack.run(&acquire);
@@ -109,30 +86,15 @@ fn the_other_redisson_commands_report_as_json_and_errors_say_what_to_do() {
     let stack = DevStack::start();
     let (code, _, stderr) = stack.run(&["acquire", "nothing", "--algorithm", "redisson"]);
     assert_eq!(code, 2);
-    assert!(
-        stderr.contains("has no rate") && stderr.contains("set-rate nothing"),
-        "{stderr}"
-    );
+    assert!(stderr.contains("has no rate") && stderr.contains("set-rate nothing"), "{stderr}");
 
-    stack.run(&[
-        "set-rate",
-        "ops",
-        "--rate",
-        "10",
-        "--interval",
-        "1m",
-        "--keep-alive",
-        "1h",
-    ]);
+    stack.run(&["set-rate", "ops", "--rate", "10", "--interval", "1m", "--keep-alive", "1h"]);
     let (code, out, _) = stack.run(&["set-rate", "ops", "--rate", "99", "--interval", "1s", "--if-absent"]);
     assert_eq!((code, out["applied"].as_bool()), (0, Some(false)));
     let redisson = ["--algorithm", "redisson"];
     let ops = |args: &[&str]| stack.run(&[&args[..2], &redisson, &args[2..]].concat());
     let (_, config, _) = ops(&["config", "ops"]);
-    assert_eq!(
-        config,
-        serde_json::json!({"rate": 10, "intervalMs": 60000, "keepAliveMs": 3600000, "mode": "overall"})
-    );
+    assert_eq!(config, serde_json::json!({"rate": 10, "intervalMs": 60000, "keepAliveMs": 3600000, "mode": "overall"}));
 
     assert_eq!(ops(&["acquire", "ops", "--permits", "4"]).0, 0);
     assert_eq!(ops(&["permits", "ops"]).1, serde_json::json!({"available": 6}));
@@ -164,18 +126,8 @@ fn a_missing_endpoint_or_a_wrong_token_is_a_clear_error() {
     assert!(String::from_utf8_lossy(&output.stderr).contains("set EDGELIMIT_URL"));
 
     let stack = DevStack::start();
-    let (code, _, stderr) = stack.run(&[
-        "permits",
-        "api",
-        "--algorithm",
-        "gcra",
-        "--limit",
-        "1",
-        "--interval",
-        "1s",
-        "--token",
-        "wrong",
-    ]);
+    let (code, _, stderr) =
+        stack.run(&["permits", "api", "--algorithm", "gcra", "--limit", "1", "--interval", "1s", "--token", "wrong"]);
     assert_eq!(code, 2);
     assert!(stderr.contains("rejected the token"), "{stderr}");
 }
@@ -183,24 +135,8 @@ fn a_missing_endpoint_or_a_wrong_token_is_a_clear_error() {
 #[test]
 fn every_algorithm_from_the_command_line_and_a_stored_quota_changed_at_runtime() {
     let stack = DevStack::start();
-    for algorithm in [
-        "sliding-log",
-        "token-bucket",
-        "fixed-window",
-        "sliding-window",
-        "gcra",
-        "concurrency",
-    ] {
-        let flags = [
-            "--algorithm",
-            algorithm,
-            "--limit",
-            "2",
-            "--interval",
-            "1m",
-            "--id",
-            "ip-1",
-        ];
+    for algorithm in ["sliding-log", "token-bucket", "fixed-window", "sliding-window", "gcra", "concurrency"] {
+        let flags = ["--algorithm", algorithm, "--limit", "2", "--interval", "1m", "--id", "ip-1"];
         let acquire = [&["acquire", "cli"][..], &flags].concat();
         let (code, first, _) = stack.run(&acquire);
         assert_eq!((code, &first["remaining"]), (0, &Json::from(1)), "{algorithm}: {first}");
@@ -213,11 +149,7 @@ fn every_algorithm_from_the_command_line_and_a_stored_quota_changed_at_runtime()
         let receipt = first["receipt"].as_str().unwrap();
         let release = [&["release", "cli"][..], &flags, &["--receipt", receipt]].concat();
         let (code, refunded, _) = stack.run(&release);
-        assert_eq!(
-            (code, &refunded["released"]),
-            (0, &Json::from(true)),
-            "{algorithm}: {refunded}"
-        );
+        assert_eq!((code, &refunded["released"]), (0, &Json::from(true)), "{algorithm}: {refunded}");
         assert_eq!(refunded["available"], 1, "{algorithm}: {refunded}");
         if algorithm == "concurrency" {
             assert_eq!(stack.run(&release).0, 1, "a lease is released once");
@@ -231,41 +163,16 @@ fn every_algorithm_from_the_command_line_and_a_stored_quota_changed_at_runtime()
     let (code, _, stderr) = stack.run(&[&["acquire", "api"][..], &stored].concat());
     assert_eq!(code, 2);
     assert!(stderr.contains("edgelimit configure api"), "{stderr}");
-    let configure = [
-        "configure",
-        "api",
-        "--algorithm",
-        "fixed-window",
-        "--limit",
-        "1",
-        "--interval",
-        "1m",
-    ];
+    let configure = ["configure", "api", "--algorithm", "fixed-window", "--limit", "1", "--interval", "1m"];
     let (code, out, _) = stack.run(&configure);
     assert_eq!((code, &out["stored"]["limit"]), (0, &Json::from(1)), "{out}");
     assert_eq!(stack.run(&[&["acquire", "api"][..], &stored].concat()).0, 0);
     assert_eq!(stack.run(&[&["acquire", "api"][..], &stored].concat()).0, 1);
-    let raised = [
-        "configure",
-        "api",
-        "--algorithm",
-        "fixed-window",
-        "--limit",
-        "3",
-        "--interval",
-        "1m",
-    ];
+    let raised = ["configure", "api", "--algorithm", "fixed-window", "--limit", "3", "--interval", "1m"];
     stack.run(&raised);
-    assert_eq!(
-        stack.run(&[&["acquire", "api"][..], &stored].concat()).0,
-        0,
-        "the raised limit applies at once"
-    );
+    assert_eq!(stack.run(&[&["acquire", "api"][..], &stored].concat()).0, 0, "the raised limit applies at once");
     let (code, config, _) = stack.run(&["config", "api", "--algorithm", "stored"]);
-    assert_eq!(
-        (code, &config["limit"], &config["algorithm"]),
-        (0, &Json::from(3), &Json::from("fixed-window"))
-    );
+    assert_eq!((code, &config["limit"], &config["algorithm"]), (0, &Json::from(3), &Json::from("fixed-window")));
     assert_eq!(stack.run(&["configure", "api", "--remove"]).1["removed"], true);
 
     // Incomplete or invalid flags say what to write.
@@ -284,10 +191,7 @@ fn sliding_log_on_the_command_line_is_npms_sliding_log_and_redisson_is_a_limiter
     for spelling in ["sliding-log", "slidingLog"] {
         let (code, out, _) = stack.run(&[&["acquire", "shared", "--algorithm", spelling][..], &flags].concat());
         assert_eq!(code, 0, "{spelling}: {out}");
-        assert!(
-            out["receipt"].as_str().unwrap().contains('-'),
-            "a logged grant's receipt: {out}"
-        );
+        assert!(out["receipt"].as_str().unwrap().contains('-'), "a logged grant's receipt: {out}");
     }
     let (code, _, _) = stack.run(&[&["acquire", "shared", "--algorithm", "sliding_log"][..], &flags].concat());
     assert_eq!(code, 1, "one limiter under the three spellings");
@@ -310,18 +214,8 @@ fn sliding_log_on_the_command_line_is_npms_sliding_log_and_redisson_is_a_limiter
     assert_eq!(runtime.block_on(npm.peek("ip-1", 1)).unwrap().remaining, 0);
 
     // --layout per-identifier acts on npm's `layout: "per-identifier"` keys: another state than the default's.
-    let spread = [
-        &[
-            "acquire",
-            "shared",
-            "--algorithm",
-            "sliding-log",
-            "--layout",
-            "per-identifier",
-        ][..],
-        &flags,
-    ]
-    .concat();
+    let spread =
+        [&["acquire", "shared", "--algorithm", "sliding-log", "--layout", "per-identifier"][..], &flags].concat();
     for expected in [0, 0, 1] {
         assert_eq!(stack.run(&spread).0, expected);
     }
@@ -347,74 +241,29 @@ fn a_missing_algorithm_and_flags_the_chosen_limiter_would_ignore_are_refused_bef
     let cases: &[(&[&str], &str)] = &[
         (&["acquire", "api"], "name the limiter with --algorithm"),
         (&["delete", "api"], "or redisson (the Redisson-layout limiter"),
-        (
-            &["acquire", "api", "--algorithm", "sliding-log"],
-            "is --algorithm redisson",
-        ),
-        (
-            &["permits", "api", "--algorithm", "redisson", "--limit", "5"],
-            "do not apply to --algorithm redisson",
-        ),
-        (
-            &["acquire", "api", "--algorithm", "redisson", "--id", "ip"],
-            "--id does not apply",
-        ),
+        (&["acquire", "api", "--algorithm", "sliding-log"], "is --algorithm redisson"),
+        (&["permits", "api", "--algorithm", "redisson", "--limit", "5"], "do not apply to --algorithm redisson"),
+        (&["acquire", "api", "--algorithm", "redisson", "--id", "ip"], "--id does not apply"),
         (
             &[&["acquire", "api", "--client-id", "c"][..], &gcra].concat(),
             "--client-id applies to --algorithm redisson only",
         ),
+        (&["release", "api", "--algorithm", "redisson", "--receipt", "1:5"], "--receipt applies to the family"),
         (
-            &["release", "api", "--algorithm", "redisson", "--receipt", "1:5"],
-            "--receipt applies to the family",
-        ),
-        (
-            &[
-                "permits",
-                "api",
-                "--algorithm",
-                "redisson",
-                "--layout",
-                "per-identifier",
-            ],
+            &["permits", "api", "--algorithm", "redisson", "--layout", "per-identifier"],
             "--layout does not apply to --algorithm redisson",
         ),
+        (&[&["acquire", "api", "--layout", "cluster"][..], &gcra].concat(), "layout must be \"per-limiter\""),
+        (&[&["release", "api", "2"][..], &gcra].concat(), "applies to --algorithm redisson only"),
+        (&[&["config", "api"][..], &gcra].concat(), "config prints a configuration stored in Redis"),
         (
-            &[&["acquire", "api", "--layout", "cluster"][..], &gcra].concat(),
-            "layout must be \"per-limiter\"",
-        ),
-        (
-            &[&["release", "api", "2"][..], &gcra].concat(),
-            "applies to --algorithm redisson only",
-        ),
-        (
-            &[&["config", "api"][..], &gcra].concat(),
-            "config prints a configuration stored in Redis",
-        ),
-        (
-            &[
-                "acquire",
-                "api",
-                "--algorithm",
-                "fixed-window",
-                "--limit",
-                "1",
-                "--interval",
-                "1s",
-                "--rate",
-                "5",
-            ],
+            &["acquire", "api", "--algorithm", "fixed-window", "--limit", "1", "--interval", "1s", "--rate", "5"],
             "--rate applies to token-bucket and gcra only",
         ),
-        (
-            &["acquire", "api", "--algorithm", "stored", "--limit", "3"],
-            "drop --limit",
-        ),
+        (&["acquire", "api", "--algorithm", "stored", "--limit", "3"], "drop --limit"),
         (&["configure", "api", "--algorithm", "redisson"], "has no quota to give"),
         (&["configure", "api", "--algorithm", "stored"], "has no quota to give"),
-        (
-            &["set-rate", "api", "--rate", "1", "--interval", "1s", "--client-id", "c"],
-            "unexpected argument",
-        ),
+        (&["set-rate", "api", "--rate", "1", "--interval", "1s", "--client-id", "c"], "unexpected argument"),
         (
             &["acquire", "api", "--algorithm", "leaky-bucket"],
             "[possible values: sliding-log, token-bucket, fixed-window, sliding-window, gcra, concurrency, stored, \
@@ -437,11 +286,8 @@ fn doctor_passes_a_safe_endpoint_and_fails_one_that_evicts() {
             .env("EDGELIMIT_TOKEN", "cli-token")
             .output()
             .unwrap();
-        let lines: Vec<Json> = String::from_utf8(output.stdout)
-            .unwrap()
-            .lines()
-            .map(|line| serde_json::from_str(line).unwrap())
-            .collect();
+        let lines: Vec<Json> =
+            String::from_utf8(output.stdout).unwrap().lines().map(|line| serde_json::from_str(line).unwrap()).collect();
         (output.status.code().unwrap(), lines)
     };
     let (code, lines) = doctor();
@@ -459,39 +305,19 @@ fn doctor_passes_a_safe_endpoint_and_fails_one_that_evicts() {
     assert_eq!(code, 1, "{lines:?}");
     assert_eq!(lines[1]["ok"], false);
     let detail = lines[1]["detail"].as_str().unwrap();
-    assert!(
-        detail.contains("allkeys-lru") && detail.contains("CONFIG SET maxmemory-policy noeviction"),
-        "{detail}"
-    );
-    assert_eq!(
-        lines[4],
-        serde_json::json!({ "ok": false, "failed": ["maxmemory-policy"] })
-    );
+    assert!(detail.contains("allkeys-lru") && detail.contains("CONFIG SET maxmemory-policy noeviction"), "{detail}");
+    assert_eq!(lines[4], serde_json::json!({ "ok": false, "failed": ["maxmemory-policy"] }));
 }
 
 #[test]
 fn the_bridge_warns_at_start_up_when_redis_evicts_keys() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    let redis = runtime
-        .block_on(edgelimit_cli::redis_server::RedisServer::start())
-        .unwrap();
+    let redis = runtime.block_on(edgelimit_cli::redis_server::RedisServer::start()).unwrap();
     let mut connection = redis::Client::open(redis.url()).unwrap().get_connection().unwrap();
-    let _: () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("maxmemory-policy")
-        .arg("volatile-lru")
-        .query(&mut connection)
-        .unwrap();
+    let _: () =
+        redis::cmd("CONFIG").arg("SET").arg("maxmemory-policy").arg("volatile-lru").query(&mut connection).unwrap();
     let mut bridge = Command::new(BIN)
-        .args([
-            "bridge",
-            "--listen",
-            "127.0.0.1:0",
-            "--redis",
-            &redis.url(),
-            "--token",
-            "cli-token",
-        ])
+        .args(["bridge", "--listen", "127.0.0.1:0", "--redis", &redis.url(), "--token", "cli-token"])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -517,10 +343,7 @@ fn scripts_lists_prints_and_refuses_unknown_names() {
     let pinned = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../lua/SHA1SUMS")).unwrap();
     assert_eq!(String::from_utf8(listed.stdout).unwrap(), pinned);
     let gcra = run(&["scripts", "batch/gcra"]);
-    assert_eq!(
-        String::from_utf8(gcra.stdout).unwrap(),
-        edgelimit::lua::BATCH_GCRA.source()
-    );
+    assert_eq!(String::from_utf8(gcra.stdout).unwrap(), edgelimit::lua::BATCH_GCRA.source());
     let unknown = run(&["scripts", "nope"]);
     assert_eq!(unknown.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&unknown.stderr).contains("the scripts are token_bucket"));
@@ -529,9 +352,7 @@ fn scripts_lists_prints_and_refuses_unknown_names() {
 /// The `host:port` a spawned bridge prints it listens on (its first line of stdout).
 fn listening_address(bridge: &mut Child) -> String {
     let mut listening = String::new();
-    BufReader::new(bridge.stdout.take().unwrap())
-        .read_line(&mut listening)
-        .unwrap();
+    BufReader::new(bridge.stdout.take().unwrap()).read_line(&mut listening).unwrap();
     let url = listening.split("http://").nth(1).unwrap();
     url.split_whitespace().next().unwrap().to_owned()
 }
@@ -541,19 +362,9 @@ fn listening_address(bridge: &mut Child) -> String {
 #[test]
 fn the_bridge_logs_refused_requests_and_bounds_the_lines() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    let redis = runtime
-        .block_on(edgelimit_cli::redis_server::RedisServer::start())
-        .unwrap();
+    let redis = runtime.block_on(edgelimit_cli::redis_server::RedisServer::start()).unwrap();
     let mut bridge = Command::new(BIN)
-        .args([
-            "bridge",
-            "--listen",
-            "127.0.0.1:0",
-            "--redis",
-            &redis.url(),
-            "--token",
-            "cli-token",
-        ])
+        .args(["bridge", "--listen", "127.0.0.1:0", "--redis", &redis.url(), "--token", "cli-token"])
         .args(["--log-format", "json"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -581,19 +392,10 @@ fn the_bridge_logs_refused_requests_and_bounds_the_lines() {
     let mut stderr = String::new();
     std::io::Read::read_to_string(&mut bridge.stderr.take().unwrap(), &mut stderr).unwrap();
     assert!(!stderr.contains("wrong-token-123"), "{stderr}");
-    let lines: Vec<Json> = stderr
-        .lines()
-        .filter(|line| line.starts_with('{'))
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect();
-    let logged = lines
-        .iter()
-        .filter(|line| line["fields"]["message"] == "refused")
-        .count() as u64;
-    let left_out: u64 = lines
-        .iter()
-        .filter_map(|line| line["fields"]["left_out"].as_u64())
-        .sum();
+    let lines: Vec<Json> =
+        stderr.lines().filter(|line| line.starts_with('{')).map(|line| serde_json::from_str(line).unwrap()).collect();
+    let logged = lines.iter().filter(|line| line["fields"]["message"] == "refused").count() as u64;
+    let left_out: u64 = lines.iter().filter_map(|line| line["fields"]["left_out"].as_u64()).sum();
     assert_eq!(logged + left_out, 31, "{stderr}");
     assert!(logged <= 10 * (seconds + 2), "{logged} lines in {seconds} s:\n{stderr}");
     let first = &lines[0]["fields"];
@@ -602,10 +404,7 @@ fn the_bridge_logs_refused_requests_and_bounds_the_lines() {
         (&Json::from(401), &Json::from("/"), &Json::from("none")),
         "{stderr}"
     );
-    assert!(
-        first["reason"].as_str().unwrap().starts_with("Unauthorized"),
-        "{stderr}"
-    );
+    assert!(first["reason"].as_str().unwrap().starts_with("Unauthorized"), "{stderr}");
     runtime.block_on(redis.stop()).unwrap();
 }
 
@@ -613,16 +412,11 @@ fn the_bridge_logs_refused_requests_and_bounds_the_lines() {
 /// free port and a tokens file of its own), serves: `GET /healthz` answers 200.
 #[test]
 fn the_systemd_units_command_line_serves() {
-    let unit = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../deploy/edgelimit-bridge.service"
-    ))
-    .unwrap();
+    let unit =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/edgelimit-bridge.service")).unwrap();
     let exec = unit.lines().find_map(|line| line.strip_prefix("ExecStart=")).unwrap();
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    let redis = runtime
-        .block_on(edgelimit_cli::redis_server::RedisServer::start())
-        .unwrap();
+    let redis = runtime.block_on(edgelimit_cli::redis_server::RedisServer::start()).unwrap();
     let tokens = std::env::temp_dir().join(format!("edgelimit-unit-tokens-{}", std::process::id()));
     std::fs::write(&tokens, "admin:unit-admin-token\n").unwrap();
     let mut words: Vec<String> = exec.split_whitespace().map(str::to_owned).collect();
@@ -632,33 +426,19 @@ fn the_systemd_units_command_line_serves() {
         ("--redis", redis.url()),
         ("--tokens-file", tokens.display().to_string()),
     ] {
-        let at = words
-            .iter()
-            .position(|word| word == flag)
-            .unwrap_or_else(|| panic!("{flag} in {exec}"));
+        let at = words.iter().position(|word| word == flag).unwrap_or_else(|| panic!("{flag} in {exec}"));
         words[at + 1] = value;
     }
-    let mut bridge = Command::new(BIN)
-        .args(&words[1..])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut bridge = Command::new(BIN).args(&words[1..]).stdout(Stdio::piped()).spawn().unwrap();
     let address = listening_address(&mut bridge);
     let mut stream = std::net::TcpStream::connect(&address).unwrap();
-    std::io::Write::write_all(
-        &mut stream,
-        b"GET /healthz HTTP/1.1\r\nHost: b\r\nConnection: close\r\n\r\n",
-    )
-    .unwrap();
+    std::io::Write::write_all(&mut stream, b"GET /healthz HTTP/1.1\r\nHost: b\r\nConnection: close\r\n\r\n").unwrap();
     let mut response = String::new();
     std::io::Read::read_to_string(&mut stream, &mut response).unwrap();
     let _ = bridge.kill();
     bridge.wait().unwrap();
     std::fs::remove_file(&tokens).unwrap();
-    assert!(
-        response.starts_with("HTTP/1.1 200") && response.ends_with(r#"{"status":"ok"}"#),
-        "{response}"
-    );
+    assert!(response.starts_with("HTTP/1.1 200") && response.ends_with(r#"{"status":"ok"}"#), "{response}");
     runtime.block_on(redis.stop()).unwrap();
 }
 
@@ -667,25 +447,14 @@ fn the_systemd_units_command_line_serves() {
 #[test]
 fn an_invalid_redis_url_is_refused_before_listening_and_threads_are_the_servers() {
     let output = Command::new(BIN)
-        .args([
-            "bridge",
-            "--redis",
-            "not-a-url",
-            "--token",
-            "cli-token",
-            "--listen",
-            "127.0.0.1:0",
-        ])
+        .args(["bridge", "--redis", "not-a-url", "--token", "cli-token", "--listen", "127.0.0.1:0"])
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(2));
     assert_eq!(String::from_utf8_lossy(&output.stdout), "");
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains(r#"invalid Redis URL "not-a-url""#), "{stderr}");
-    let output = Command::new(BIN)
-        .args(["permits", "api", "--threads", "2"])
-        .output()
-        .unwrap();
+    let output = Command::new(BIN).args(["permits", "api", "--threads", "2"]).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("unexpected argument '--threads'"));
 }
@@ -726,10 +495,7 @@ fn the_cli_lines_of_the_guides_run_as_written() {
             assert!(code == 0 || code == 1, "{guide}: `{command}` exited {code}: {stderr}");
             for (field, value) in shown_json(comment).unwrap_or_default() {
                 let printed = output.get(&field);
-                assert!(
-                    printed.is_some(),
-                    "{guide}: `{command}` printed {output}, without {field}"
-                );
+                assert!(printed.is_some(), "{guide}: `{command}` printed {output}, without {field}");
                 if !value.is_null() {
                     assert_eq!(printed, Some(&value), "{guide}: `{command}` printed {output}");
                 }
@@ -743,26 +509,13 @@ fn the_cli_lines_of_the_guides_run_as_written() {
 fn the_doctor_block_shows_what_doctor_prints() {
     let stack = DevStack::start();
     let block = shell_blocks("errors.md").concat();
-    let shown: Vec<Json> = block
-        .iter()
-        .skip(1)
-        .map(|line| serde_json::from_str(&line.replace('…', "")).unwrap())
-        .collect();
-    let output = Command::new(BIN)
-        .args(["doctor", "--url", &stack.url, "--token", "cli-token"])
-        .output()
-        .unwrap();
+    let shown: Vec<Json> =
+        block.iter().skip(1).map(|line| serde_json::from_str(&line.replace('…', "")).unwrap()).collect();
+    let output = Command::new(BIN).args(["doctor", "--url", &stack.url, "--token", "cli-token"]).output().unwrap();
     assert_eq!(output.status.code(), Some(0));
-    let printed: Vec<Json> = String::from_utf8(output.stdout)
-        .unwrap()
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect();
-    let checks = |lines: &[Json]| {
-        lines
-            .iter()
-            .map(|line| (line["check"].clone(), line["ok"].clone()))
-            .collect::<Vec<_>>()
-    };
+    let printed: Vec<Json> =
+        String::from_utf8(output.stdout).unwrap().lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+    let checks =
+        |lines: &[Json]| lines.iter().map(|line| (line["check"].clone(), line["ok"].clone())).collect::<Vec<_>>();
     assert_eq!(checks(&printed), checks(&shown));
 }

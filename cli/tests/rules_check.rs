@@ -6,12 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Runs `edgelimit rules check` on `path`: (exit code, stdout, stderr), the file's name left out.
 fn run(path: &Path) -> (i32, String, String) {
-    let output = Command::new(env!("CARGO_BIN_EXE_edgelimit"))
-        .arg("rules")
-        .arg("check")
-        .arg(path)
-        .output()
-        .unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_edgelimit")).arg("rules").arg("check").arg(path).output().unwrap();
     let file = format!("{}: ", path.display());
     let text = |bytes: Vec<u8>| {
         let text = String::from_utf8(bytes).unwrap();
@@ -39,10 +34,7 @@ fn with_rules(rules: &str) -> String {
 #[test]
 fn the_shipped_wrangler_toml_passes() {
     let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../wrangler.toml");
-    assert_eq!(
-        run(&shipped),
-        (0, "3 rules ok (login, api, site)".into(), String::new())
-    );
+    assert_eq!(run(&shipped), (0, "3 rules ok (login, api, site)".into(), String::new()));
 }
 
 #[test]
@@ -65,10 +57,7 @@ fn a_broken_rule_gets_the_message_the_worker_starts_with() {
     let dry_run = refused(&with_rules(
         r#"[{ name = "a", dryrun = true, limits = [{ algorithm = "slidingLog", limit = 5, interval = "10 s" }] }]"#,
     ));
-    assert!(dry_run.starts_with(&format!(
-        "invalid configuration: {}; the fields are name, match",
-        worker_says[1]
-    )));
+    assert!(dry_run.starts_with(&format!("invalid configuration: {}; the fields are name, match", worker_says[1])));
     let cases = [
         (
             r#"'[{"name": "a", "limits": [{"algorithm": "gcra", "limit": 4294967296, "interval": "1 s"}]}]'"#,
@@ -82,10 +71,7 @@ fn a_broken_rule_gets_the_message_the_worker_starts_with() {
             r#"'[{"name": "a", "limits": [{"algorithm": "gcra", "limit": 2.5, "interval": "1 s"}]}]'"#,
             "RULES[0].limits[0].limit must be a whole number from 1 to 4294967295, got the number 2.5",
         ),
-        (
-            r#"'[{"name": ["a"], "limits": []}]'"#,
-            "RULES[0].name must be a string, got object",
-        ),
+        (r#"'[{"name": ["a"], "limits": []}]'"#, "RULES[0].name must be a string, got object"),
         (
             r#"'[{"name": "a\u0000", "limits": [{"algorithm": "gcra", "limit": 1, "interval": "1 s"}]}]'"#,
             r#"rule "a\0": a rule name is letters, digits, '-', '_' and '.'"#,
@@ -111,24 +97,15 @@ fn a_broken_rule_gets_the_message_the_worker_starts_with() {
     let layout = "[vars]\nEDGELIMIT_LAYOUT = \"cluster\"\nRULES = '[{\"name\": \"a\", \"limits\": [{\"algorithm\": \
                   \"gcra\", \"limit\": 1, \"interval\": \"1 s\"}]}]'\n";
     assert!(refused(layout).starts_with("invalid configuration: EDGELIMIT_LAYOUT: layout must be \"per-limiter\""));
-    assert_eq!(
-        refused(""),
-        "invalid configuration: RULES is not set: add the rules to wrangler.toml [vars]"
-    );
+    assert_eq!(refused(""), "invalid configuration: RULES is not set: add the rules to wrangler.toml [vars]");
 }
 
 #[test]
 fn a_file_that_is_not_toml_or_not_there_exits_2() {
     let (code, _, stderr) = check("[vars\n");
     assert_eq!(code, 2);
-    assert!(
-        stderr.contains("is not valid TOML: TOML parse error at line 1, column 6"),
-        "{stderr}"
-    );
+    assert!(stderr.contains("is not valid TOML: TOML parse error at line 1, column 6"), "{stderr}");
     let (code, _, stderr) = run(Path::new("/nonexistent/wrangler.toml"));
     assert_eq!(code, 2);
-    assert!(
-        stderr.starts_with("cannot read /nonexistent/wrangler.toml: "),
-        "{stderr}"
-    );
+    assert!(stderr.starts_with("cannot read /nonexistent/wrangler.toml: "), "{stderr}");
 }

@@ -103,18 +103,14 @@ pub(crate) fn key_of(
 ) -> ClientKey {
     match source {
         KeySource::Header(_) | KeySource::Cookie(_) => match claimed {
-            [value, others @ ..] if others.iter().all(|other| other == value) => ClientKey {
-                id: format!("{source}:{}", sha1_smol::Sha1::from(value).digest()),
-                raw: value.clone(),
-            },
+            [value, others @ ..] if others.iter().all(|other| other == value) => {
+                ClientKey { id: format!("{source}:{}", sha1_smol::Sha1::from(value).digest()), raw: value.clone() }
+            }
             _ => ip_key(header, 64),
         },
         KeySource::Path => {
             let path = path_key(path);
-            ClientKey {
-                id: format!("path:{path}"),
-                raw: path,
-            }
+            ClientKey { id: format!("path:{path}"), raw: path }
         }
         KeySource::Ip { ipv6_prefix } => ip_key(header, *ipv6_prefix),
     }
@@ -156,11 +152,7 @@ fn header_value(name: &str, value: &str) -> String {
     let value = value.trim_matches(HTTP_SPACE);
     match value.split_once(HTTP_SPACE) {
         Some((scheme, credentials)) if name == "authorization" || name == "proxy-authorization" => {
-            format!(
-                "{} {}",
-                scheme.to_ascii_lowercase(),
-                credentials.trim_start_matches(HTTP_SPACE)
-            )
+            format!("{} {}", scheme.to_ascii_lowercase(), credentials.trim_start_matches(HTTP_SPACE))
         }
         _ => value.to_owned(),
     }
@@ -177,9 +169,8 @@ fn cookie_value(value: &str) -> String {
                 rest = tail;
                 if byte != b'\\' {
                     bytes.push(byte);
-                } else if let Some(octal) = tail
-                    .get(..3)
-                    .filter(|digits| digits.iter().all(|d| (b'0'..=b'7').contains(d)))
+                } else if let Some(octal) =
+                    tail.get(..3).filter(|digits| digits.iter().all(|d| (b'0'..=b'7').contains(d)))
                 {
                     bytes.push(octal.iter().fold(0u8, |n, d| n.wrapping_mul(8).wrapping_add(d - b'0')));
                     rest = &tail[3..];
@@ -277,10 +268,7 @@ impl ListEntry {
             // An IPv4-mapped range (`::ffff:203.0.113.0/120`) is the IPv4 range, as the keys are.
             Ok(match network {
                 IpAddr::V6(v6) if prefix_len >= 96 => match v6.to_ipv4_mapped() {
-                    Some(v4) => ListEntry::Range {
-                        network: IpAddr::V4(v4),
-                        prefix_len: prefix_len - 96,
-                    },
+                    Some(v4) => ListEntry::Range { network: IpAddr::V4(v4), prefix_len: prefix_len - 96 },
                     None => ListEntry::Range { network, prefix_len },
                 },
                 _ => ListEntry::Range { network, prefix_len },
@@ -336,12 +324,7 @@ mod tests {
     }
 
     fn headers<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
-        move |name| {
-            pairs
-                .iter()
-                .find(|(key, _)| *key == name)
-                .map(|(_, value)| value.to_string())
-        }
+        move |name| pairs.iter().find(|(key, _)| *key == name).map(|(_, value)| value.to_string())
     }
 
     #[test]
@@ -367,21 +350,8 @@ mod tests {
         assert_ne!(key("2001:db8:2::1"), key("2001:db8:1::1"));
         assert_eq!(key("203.0.113.7"), "ip:203.0.113.7");
         let one = "ip/1".parse::<KeySource>().unwrap();
-        assert_eq!(
-            client_key(&one, "/", headers(&[("cf-connecting-ip", "ffff::1")])).id,
-            "ip:8000::/1"
-        );
-        for wrong in [
-            "ip/65",
-            "ip/128",
-            "ip/0",
-            "ip/",
-            "ip/x",
-            "ip/048",
-            "ip/+48",
-            "ip/ 48",
-            "ip/4294967344",
-        ] {
+        assert_eq!(client_key(&one, "/", headers(&[("cf-connecting-ip", "ffff::1")])).id, "ip:8000::/1");
+        for wrong in ["ip/65", "ip/128", "ip/0", "ip/", "ip/x", "ip/048", "ip/+48", "ip/ 48", "ip/4294967344"] {
             let error = wrong.parse::<KeySource>().unwrap_err().to_string();
             assert!(error.contains("from 1 to 64"), "{wrong}: {error}");
         }
@@ -390,24 +360,13 @@ mod tests {
     #[test]
     fn secrets_are_hashed_and_missing_ones_fall_back_to_the_ip() {
         let source: KeySource = "header:X-API-Key".parse().unwrap();
-        let with_key = client_key(
-            &source,
-            "/",
-            headers(&[("x-api-key", "k1"), ("cf-connecting-ip", "192.0.2.1")]),
-        );
+        let with_key = client_key(&source, "/", headers(&[("x-api-key", "k1"), ("cf-connecting-ip", "192.0.2.1")]));
         assert_eq!(with_key.raw, "k1");
-        assert_eq!(
-            with_key.id,
-            format!("header:x-api-key:{}", sha1_smol::Sha1::from("k1").digest())
-        );
+        assert_eq!(with_key.id, format!("header:x-api-key:{}", sha1_smol::Sha1::from("k1").digest()));
         let without = client_key(&source, "/", headers(&[("cf-connecting-ip", "192.0.2.1")]));
         assert_eq!(without.id, "ip:192.0.2.1");
         let cookie_source: KeySource = "cookie:session".parse().unwrap();
-        let session = client_key(
-            &cookie_source,
-            "/",
-            headers(&[("cookie", "theme=dark; session=\"abc\"")]),
-        );
+        let session = client_key(&cookie_source, "/", headers(&[("cookie", "theme=dark; session=\"abc\"")]));
         assert_eq!(session.raw, "abc");
         assert!(session.id.starts_with("cookie:session:"));
     }
@@ -428,11 +387,7 @@ mod tests {
         for spelling in ["bearer t0k", "BEARER  t0k", "Bearer\tt0k "] {
             assert_eq!(key(&auth, &[("authorization", spelling)]), bearer, "{spelling:?}");
         }
-        assert_ne!(
-            key(&auth, &[("authorization", "Bearer T0K")]),
-            bearer,
-            "credentials keep their case"
-        );
+        assert_ne!(key(&auth, &[("authorization", "Bearer T0K")]), bearer, "credentials keep their case");
         let session: KeySource = "cookie:session".parse().unwrap();
         let real = key(&session, &[("cookie", "session=real"), ip]);
         for spelling in [
@@ -453,19 +408,12 @@ mod tests {
             let many: String = (0..100).map(|i| format!("session={i}; ")).collect();
             assert_eq!(claimed_values(&session, &headers(&[("cookie", &many)])).len(), 100);
         }
-        assert_eq!(
-            key(&session, &[("cookie", "Session=real"), ip]),
-            "ip:192.0.2.1",
-            "names keep their case"
-        );
+        assert_eq!(key(&session, &[("cookie", "Session=real"), ip]), "ip:192.0.2.1", "names keep their case");
         // List entries are read as the values are: as written in the rule, they list every spelling of the value.
         let listed = |entry: &str, source: &KeySource, pairs: &[(&str, &str)]| {
             let entry = ListEntry::parse(entry, source).unwrap();
             let key = client_key(source, "/", headers(pairs));
-            entry.contains(&key)
-                && claimed_values(source, &headers(pairs))
-                    .iter()
-                    .all(|value| entry.names(value))
+            entry.contains(&key) && claimed_values(source, &headers(pairs)).iter().all(|value| entry.names(value))
         };
         assert!(listed("Bearer bad", &auth, &[("authorization", "Bearer bad")]));
         assert!(listed("Bearer bad", &auth, &[("authorization", "bearer  bad")]));
@@ -474,10 +422,7 @@ mod tests {
         assert!(listed(" real ", &api, &[("x-api-key", "real")]));
         for written in ["/admin/", "/%61dmin", "//Admin", "/admin"] {
             let entry = ListEntry::parse(written, &KeySource::Path).unwrap();
-            assert!(
-                entry.contains(&client_key(&KeySource::Path, "/admin", headers(&[]))),
-                "{written}"
-            );
+            assert!(entry.contains(&client_key(&KeySource::Path, "/admin", headers(&[]))), "{written}");
         }
     }
 
@@ -493,14 +438,7 @@ mod tests {
         );
         assert!("header:".parse::<KeySource>().is_err());
         // Names that are no HTTP token would make reading the header throw on every request.
-        for name in [
-            "header:x-api-key,",
-            "header:x/y",
-            "header:(x)",
-            "cookie:a=b",
-            "header:x y",
-            "cookie:é",
-        ] {
+        for name in ["header:x-api-key,", "header:x/y", "header:(x)", "cookie:a=b", "header:x y", "cookie:é"] {
             let error = name.parse::<KeySource>().unwrap_err().to_string();
             assert!(error.contains("letters, digits"), "{name}: {error}");
         }
@@ -509,14 +447,8 @@ mod tests {
 
     #[test]
     fn list_entries_match_ranges_and_exact_values() {
-        let ip = |text: &str| ClientKey {
-            raw: text.into(),
-            id: format!("ip:{text}"),
-        };
-        let value = |text: &str| ClientKey {
-            raw: text.into(),
-            id: format!("header:x-api-key:{text}"),
-        };
+        let ip = |text: &str| ClientKey { raw: text.into(), id: format!("ip:{text}") };
+        let value = |text: &str| ClientKey { raw: text.into(), id: format!("header:x-api-key:{text}") };
         let range = ListEntry::parse("198.51.100.0/24", &KeySource::IP).unwrap();
         assert!(range.contains(&ip("198.51.100.200")));
         assert!(!range.contains(&ip("198.51.101.1")));
@@ -531,9 +463,7 @@ mod tests {
         let exact = ListEntry::parse("k1", &header).unwrap();
         assert!(exact.contains(&value("k1")) && !exact.contains(&value("k2")));
         // An IPv4 client reported IPv4-mapped is listed as its IPv4 address, whichever way the entry is written.
-        assert!(ListEntry::parse("203.0.113.7", &KeySource::IP)
-            .unwrap()
-            .contains(&ip("::ffff:203.0.113.7")));
+        assert!(ListEntry::parse("203.0.113.7", &KeySource::IP).unwrap().contains(&ip("::ffff:203.0.113.7")));
         let mapped = ListEntry::parse("::ffff:198.51.100.0/120", &KeySource::IP).unwrap();
         assert!(mapped.contains(&ip("198.51.100.9")) && !mapped.contains(&ip("198.51.101.9")));
         // On a header rule an IP entry lists the requests that count by their IP (no key), and only those: a client

@@ -16,9 +16,7 @@ use crate::rest::RestClient;
 /// the client `client` makes. Errors are [`Error::InvalidConfig`]s naming the setting and the field.
 pub fn from_vars(vars: &Json, client: impl FnOnce() -> Result<RestClient>) -> Result<Gate> {
     let Some(rules) = vars.get("RULES") else {
-        return Err(Error::InvalidConfig(
-            "RULES is not set: add the rules to wrangler.toml [vars]".into(),
-        ));
+        return Err(Error::InvalidConfig("RULES is not set: add the rules to wrangler.toml [vars]".into()));
     };
     let rules = self::rules(rules).map_err(as_config_error)?;
     let prefix: Option<String> = read(vars.get("EDGELIMIT_PREFIX"), "EDGELIMIT_PREFIX").map_err(as_config_error)?;
@@ -30,11 +28,7 @@ pub fn from_vars(vars: &Json, client: impl FnOnce() -> Result<RestClient>) -> Re
 
 /// A rule as `RULES` gives it (README, "Rules").
 #[derive(Deserialize)]
-#[serde(
-    rename_all = "camelCase",
-    deny_unknown_fields,
-    expecting = "a rule like {\"name\": \"site\", \"limits\": […]}"
-)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, expecting = "a rule like {\"name\": \"site\", \"limits\": […]}")]
 struct RuleFields {
     name: String,
     #[serde(rename = "match")]
@@ -85,13 +79,9 @@ impl RuleFields {
         rule.allow = list(self.allow, "allow")?;
         rule.deny = list(self.deny, "deny")?;
         if let Some(fields) = self.request_match {
-            rule.request_match = RequestMatch::new(
-                strings(fields.host),
-                fields.path,
-                fields.pattern,
-                strings(fields.methods),
-            )
-            .map_err(|e| in_field(e, &format!("{what}.match")))?;
+            rule.request_match =
+                RequestMatch::new(strings(fields.host), fields.path, fields.pattern, strings(fields.methods))
+                    .map_err(|e| in_field(e, &format!("{what}.match")))?;
         }
         rule.dry_run = self.dry_run.is_some_and(|flag| flag.0);
         if let Some(policy) = self.on_error {

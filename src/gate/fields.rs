@@ -21,10 +21,7 @@ pub fn seconds_ceil(ms: u64) -> u64 {
 
 /// An sf-string: printable ASCII with `"` and `\` escaped; anything else (which limit names cannot hold) becomes `?`.
 fn sf_string(text: &str) -> String {
-    let printable: String = text
-        .chars()
-        .map(|c| if matches!(c, ' '..='~') { c } else { '?' })
-        .collect();
+    let printable: String = text.chars().map(|c| if matches!(c, ' '..='~') { c } else { '?' }).collect();
     format!("\"{}\"", printable.replace('\\', "\\\\").replace('"', "\\\""))
 }
 
@@ -64,41 +61,16 @@ mod tests {
     use super::*;
 
     fn login() -> Policy {
-        Policy {
-            name: "login".into(),
-            quota: 5,
-            window_ms: 10_000,
-        }
+        Policy { name: "login".into(), quota: 5, window_ms: 10_000 }
     }
 
     #[test]
     fn fields_use_the_draft_syntax() {
-        let other = Policy {
-            name: "a \"b\"".into(),
-            quota: 100,
-            window_ms: 1_500,
-        };
-        assert_eq!(
-            policy_field(&[login(), other]),
-            r#""login";q=5;w=10, "a \"b\"";q=100;w=2"#
-        );
-        let denied = Decision {
-            success: false,
-            limit: 5,
-            remaining: 0,
-            reset: 0,
-            retry_after: 7_001,
-            receipt: None,
-        };
+        let other = Policy { name: "a \"b\"".into(), quota: 100, window_ms: 1_500 };
+        assert_eq!(policy_field(&[login(), other]), r#""login";q=5;w=10, "a \"b\"";q=100;w=2"#);
+        let denied = Decision { success: false, limit: 5, remaining: 0, reset: 0, retry_after: 7_001, receipt: None };
         assert_eq!(limit_item(&login(), &denied, 0), r#""login";r=0;t=8"#);
-        let granted = Decision {
-            success: true,
-            limit: 5,
-            remaining: 3,
-            reset: 12_500,
-            retry_after: 0,
-            receipt: None,
-        };
+        let granted = Decision { success: true, limit: 5, remaining: 3, reset: 12_500, retry_after: 0, receipt: None };
         assert_eq!(limit_item(&login(), &granted, 10_000), r#""login";r=3;t=3"#);
         // A skewed clock cannot make t exceed the window.
         assert_eq!(limit_item(&login(), &granted, 0), r#""login";r=3;t=10"#);
@@ -110,10 +82,7 @@ mod tests {
             serde_json::from_str(&problem(429, "Too Many Requests", "a \"quoted\"\nline", Some(5))).unwrap();
         assert_eq!(body.get("status"), Some(&serde_json::Value::from(429)));
         assert_eq!(body.get("retryAfterMs"), Some(&serde_json::Value::from(5)));
-        assert_eq!(
-            body.get("detail").and_then(serde_json::Value::as_str),
-            Some("a \"quoted\"\nline")
-        );
+        assert_eq!(body.get("detail").and_then(serde_json::Value::as_str), Some("a \"quoted\"\nline"));
         assert_eq!(
             problem(503, "Service Unavailable", "x", None),
             r#"{"detail":"x","status":503,"title":"Service Unavailable","type":"about:blank"}"#

@@ -75,24 +75,13 @@ struct ArmedRule {
 impl ArmedRule {
     fn new(client: &RestClient, mut rule: Rule, prefix: &str, layout: KeyLayout) -> Result<ArmedRule> {
         let invalid = |message: String| Error::InvalidConfig(format!("rule {:?}: {message}", rule.name));
-        if rule.name.is_empty()
-            || !rule
-                .name
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
-        {
+        if rule.name.is_empty() || !rule.name.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b)) {
             return Err(invalid("a rule name is letters, digits, '-', '_' and '.'".into()));
         }
         if rule.on_error == OnError::Throw {
-            return Err(invalid(
-                "onError is \"allow\" (fail open) or \"deny\" (fail closed)".into(),
-            ));
+            return Err(invalid("onError is \"allow\" (fail open) or \"deny\" (fail closed)".into()));
         }
-        if rule
-            .limits
-            .iter()
-            .any(|limit| limit.quota.algorithm() == Algorithm::Concurrency)
-        {
+        if rule.limits.iter().any(|limit| limit.quota.algorithm() == Algorithm::Concurrency) {
             return Err(invalid(
                 "concurrency limits are not available in rules (a Worker cannot hold a lease across requests); \
                  use slidingLog, slidingWindow, fixedWindow, tokenBucket or gcra"
@@ -102,10 +91,7 @@ impl ArmedRule {
         // Limits are stored (and advertised) under the rule's name unless named: rules share state only on purpose.
         let mut policies = Vec::with_capacity(rule.limits.len());
         for limit in &mut rule.limits {
-            let name = limit
-                .name
-                .take()
-                .unwrap_or_else(|| format!("{}/{}", rule.name, limit.default_name()));
+            let name = limit.name.take().unwrap_or_else(|| format!("{}/{}", rule.name, limit.default_name()));
             policies.push(Policy {
                 name: name.clone(),
                 quota: limit.quota.limit().into(),
@@ -131,11 +117,7 @@ impl ArmedRule {
             Error::InvalidConfig(message) | Error::InvalidArgument(message) => invalid(message),
             other => other,
         })?;
-        Ok(ArmedRule {
-            rule,
-            ratelimit,
-            policies,
-        })
+        Ok(ArmedRule { rule, ratelimit, policies })
     }
 }
 
@@ -166,9 +148,8 @@ impl Gate {
         // Rules that name a limit alike share its state: it must be one algorithm over one interval, or neither limits.
         let state = |limit: &Limit| (limit.quota.algorithm(), limit.quota.interval_ms());
         let mut first_under: HashMap<&str, (&str, &Limit)> = HashMap::new();
-        for (rule, limit) in armed
-            .iter()
-            .flat_map(|armed| armed.rule.limits.iter().map(|limit| (armed.rule.name.as_str(), limit)))
+        for (rule, limit) in
+            armed.iter().flat_map(|armed| armed.rule.limits.iter().map(|limit| (armed.rule.name.as_str(), limit)))
         {
             let name = limit.name.as_deref().unwrap_or_default();
             let (other_rule, other) = *first_under.entry(name).or_insert((rule, limit));
@@ -185,15 +166,11 @@ impl Gate {
                 )));
             }
         }
-        let mut named_methods: Vec<String> = (armed.iter())
-            .flat_map(|armed| armed.rule.request_match.methods.iter().cloned())
-            .collect();
+        let mut named_methods: Vec<String> =
+            (armed.iter()).flat_map(|armed| armed.rule.request_match.methods.iter().cloned()).collect();
         named_methods.sort_unstable();
         named_methods.dedup();
-        Ok(Gate {
-            rules: armed,
-            named_methods,
-        })
+        Ok(Gate { rules: armed, named_methods })
     }
 
     /// The rules' names, in order.
@@ -235,9 +212,7 @@ impl Gate {
             let first = matching.next()?;
             let mut route = route_of(first, path);
             if first.rule.dry_run {
-                route.next = matching
-                    .find(|armed| !armed.rule.dry_run)
-                    .map(|armed| Box::new(route_of(armed, path)));
+                route.next = matching.find(|armed| !armed.rule.dry_run).map(|armed| Box::new(route_of(armed, path)));
             }
             Some(route)
         };
@@ -258,10 +233,8 @@ impl Gate {
             method_sets.push(vec!["-".to_owned()]);
         }
         let unformatted = request_match::without_format_suffix(&path);
-        let spellings: Vec<&str> = [Some(&*path), kept.as_deref(), backslashes.as_deref(), unformatted]
-            .into_iter()
-            .flatten()
-            .collect();
+        let spellings: Vec<&str> =
+            [Some(&*path), kept.as_deref(), backslashes.as_deref(), unformatted].into_iter().flatten().collect();
         let mut route: Option<Route> = None;
         for methods in &method_sets {
             for spelling in &spellings {
@@ -455,17 +428,10 @@ impl Route {
         } else {
             // The block cache answered with the one denial that speaks for all: named by its limit.
             let speaking = policies.iter().find(|policy| policy.quota == outcome.decision.limit);
-            speaking
-                .map(|policy| limit_item(policy, &outcome.decision, now_ms))
-                .into_iter()
-                .collect()
+            speaking.map(|policy| limit_item(policy, &outcome.decision, now_ms)).into_iter().collect()
         };
         // From reserved permits `r` is this isolate's own share: an estimate.
-        let mark = if outcome.reason == Reason::Reserved {
-            ";estimate"
-        } else {
-            ""
-        };
+        let mark = if outcome.reason == Reason::Reserved { ";estimate" } else { "" };
         let items: Vec<String> = items.into_iter().map(|item| item + mark).collect();
         headers.push(("RateLimit".to_owned(), items.join(", ")));
         let reason = AdmissionReason::Limit(outcome.reason);
@@ -510,15 +476,7 @@ impl Route {
 }
 
 fn passage(reason: AdmissionReason, headers: Vec<(String, String)>) -> Admission {
-    Admission {
-        allowed: true,
-        reason,
-        status: 200,
-        headers,
-        body: None,
-        error: None,
-        rule: None,
-    }
+    Admission { allowed: true, reason, status: 200, headers, body: None, error: None, rule: None }
 }
 
 fn refusal(
@@ -549,9 +507,7 @@ fn describe_limits(policies: &[Policy]) -> String {
             format!("{ms} ms")
         }
     };
-    let each = policies
-        .iter()
-        .map(|policy| format!("{} per {}", policy.quota, window(policy.window_ms)));
+    let each = policies.iter().map(|policy| format!("{} per {}", policy.quota, window(policy.window_ms)));
     each.collect::<Vec<_>>().join(" and ")
 }
 
@@ -565,12 +521,7 @@ mod tests {
     }
 
     fn gate(rules: Vec<Rule>) -> Result<Gate> {
-        Gate::new(
-            RestClient::new("http://127.0.0.1:1", "t").unwrap(),
-            rules,
-            "edgelimit",
-            KeyLayout::default(),
-        )
+        Gate::new(RestClient::new("http://127.0.0.1:1", "t").unwrap(), rules, "edgelimit", KeyLayout::default())
     }
 
     #[test]
@@ -578,11 +529,7 @@ mod tests {
         let ten = Duration::from_secs(10);
         let mut login = Rule::new("login", KeySource::IP, vec![limit(Quota::sliding_log(5, ten).unwrap())]);
         login.request_match = RequestMatch::new(vec![], Some("/login".into()), None, vec!["POST".into()]).unwrap();
-        let everything = Rule::new(
-            "site",
-            KeySource::Path,
-            vec![limit(Quota::fixed_window(100, ten).unwrap())],
-        );
+        let everything = Rule::new("site", KeySource::Path, vec![limit(Quota::fixed_window(100, ten).unwrap())]);
         let gate = gate(vec![login, everything]).unwrap();
         let ip = |name: &str| (name == "cf-connecting-ip").then(|| "192.0.2.9".to_owned());
         assert_eq!(gate.route("POST", "h", "/login", ip).unwrap().rule(), "login");
@@ -591,36 +538,22 @@ mod tests {
         assert!(self::gate(vec![]).unwrap().route("GET", "h", "/", ip).is_none());
         // Spellings that reach the same handler are routed, and counted, as one.
         for (method, path) in [("POST", "/login/"), ("POST", "/login;x=1"), ("POST", "//%6Cogin")] {
-            assert_eq!(
-                gate.route(method, "h", path, ip).unwrap().rule(),
-                "login",
-                "{method} {path}"
-            );
+            assert_eq!(gate.route(method, "h", path, ip).unwrap().rule(), "login", "{method} {path}");
         }
         // Paths match in either case (Express routes `/LOGIN` as `/login`), and a path key counts them as one.
         assert_eq!(gate.route("POST", "h", "/LOGIN", ip).unwrap().rule(), "login");
-        assert_eq!(
-            gate.route("GET", "h", "/Report/7", ip).unwrap().key().id,
-            "path:/report/7"
-        );
+        assert_eq!(gate.route("GET", "h", "/Report/7", ip).unwrap().key().id, "path:/report/7");
         // A decoded `%2F` makes dot segments an origin that keeps it never sees: the rule the kept spelling matches
         // is added to the decoded spelling's (first-match on either would let `/*` hide `/auth%2Flogin`).
         for path in ["/login;x%2F..%2Fadmin", "/login%2F..%2Fadmin"] {
             let route = gate.route("POST", "h", path, ip).unwrap();
-            let decided: Vec<&str> = [route.rule()]
-                .into_iter()
-                .chain(route.also.iter().map(Route::rule))
-                .collect();
+            let decided: Vec<&str> = [route.rule()].into_iter().chain(route.also.iter().map(Route::rule)).collect();
             assert_eq!(decided, ["site", "login"], "{path}");
         }
         // A format suffix adds the rule of the path without it (Rails routes `/login.json` to `/login`'s action).
         let mut exact = Rule::new("exact", KeySource::IP, vec![limit(Quota::sliding_log(5, ten).unwrap())]);
         exact.request_match = RequestMatch::new(vec![], None, Some("/users/sign_in".into()), vec![]).unwrap();
-        let site = Rule::new(
-            "site",
-            KeySource::IP,
-            vec![limit(Quota::fixed_window(100, ten).unwrap())],
-        );
+        let site = Rule::new("site", KeySource::IP, vec![limit(Quota::fixed_window(100, ten).unwrap())]);
         let formats = self::gate(vec![exact, site]).unwrap();
         for (path, decided) in [
             ("/users/sign_in.json", vec!["site", "exact"]),
@@ -629,18 +562,11 @@ mod tests {
             ("/users/sign_up.json", vec!["site"]),
         ] {
             let route = formats.route("POST", "h", path, ip).unwrap();
-            let rules: Vec<&str> = [route.rule()]
-                .into_iter()
-                .chain(route.also.iter().map(Route::rule))
-                .collect();
+            let rules: Vec<&str> = [route.rule()].into_iter().chain(route.also.iter().map(Route::rule)).collect();
             assert_eq!(rules, decided, "{path}");
         }
         for path in ["/report/7/", "/report/7", "/report%2F7", "/report/7;a"] {
-            assert_eq!(
-                gate.route("GET", "h", path, ip).unwrap().key().id,
-                "path:/report/7",
-                "{path}"
-            );
+            assert_eq!(gate.route("GET", "h", path, ip).unwrap().key().id, "path:/report/7", "{path}");
         }
         assert_eq!(gate.route("GET", "h", "/", ip).unwrap().key().id, "path:/");
     }
@@ -651,11 +577,7 @@ mod tests {
         let ip = |name: &str| (name == "cf-connecting-ip").then(|| "192.0.2.9".to_owned());
         let mut api = Rule::new("api", KeySource::IP, vec![limit(Quota::fixed_window(1, ten).unwrap())]);
         api.request_match = RequestMatch::new(vec![], None, Some("/api/*".into()), vec![]).unwrap();
-        let mut sign_in = Rule::new(
-            "sign-in",
-            KeySource::Path,
-            vec![limit(Quota::fixed_window(1, ten).unwrap())],
-        );
+        let mut sign_in = Rule::new("sign-in", KeySource::Path, vec![limit(Quota::fixed_window(1, ten).unwrap())]);
         sign_in.request_match = RequestMatch::new(vec![], None, Some("/users/sign_in".into()), vec![]).unwrap();
         let gate = gate(vec![api, sign_in]).unwrap();
         // `%2F` decoded with `%5C` kept (WSGI, nginx): `/api/x%5Cy`, under `/api/*`.
@@ -664,56 +586,35 @@ mod tests {
         }
         for path in ["/users/sign_in.xml", "/users/sign_in.a-b", "/users/sign_in.json/"] {
             let route = gate.route("POST", "h", path, ip).unwrap();
-            assert_eq!(
-                (route.rule(), route.key().id.as_str()),
-                ("sign-in", "path:/users/sign_in"),
-                "{path}"
-            );
+            assert_eq!((route.rule(), route.key().id.as_str()), ("sign-in", "path:/users/sign_in"), "{path}");
         }
     }
 
     #[test]
     fn a_rule_on_a_method_holds_the_requests_that_reach_its_handler() {
-        let mut search = Rule::new(
-            "search",
-            KeySource::IP,
-            vec![limit(Quota::fixed_window(5, Duration::from_secs(9)).unwrap())],
-        );
+        let mut search =
+            Rule::new("search", KeySource::IP, vec![limit(Quota::fixed_window(5, Duration::from_secs(9)).unwrap())]);
         search.request_match = RequestMatch::new(vec![], None, None, vec!["GET".into(), "POST".into()]).unwrap();
         let gate = gate(vec![search]).unwrap();
         let with = |pairs: &'static [(&'static str, &'static str)]| {
-            move |name: &str| {
-                (pairs.iter())
-                    .find(|(key, _)| *key == name)
-                    .map(|(_, value)| (*value).to_owned())
-            }
+            move |name: &str| (pairs.iter()).find(|(key, _)| *key == name).map(|(_, value)| (*value).to_owned())
         };
         assert!(gate.route("HEAD", "h", "/search", with(&[])).is_some());
         assert!(gate.route("DELETE", "h", "/x", with(&[])).is_none());
         let overridden = with(&[("x-http-method-override", "POST")]);
         assert!(gate.route("PUT", "h", "/x", overridden).is_some());
-        assert!(gate
-            .route("PUT", "h", "/x", with(&[("x-method-override", "delete, get")]))
-            .is_some());
-        assert!(gate
-            .route("PUT", "h", "/x", with(&[("x-http-method", "G E T")]))
-            .is_none());
+        assert!(gate.route("PUT", "h", "/x", with(&[("x-method-override", "delete, get")])).is_some());
+        assert!(gate.route("PUT", "h", "/x", with(&[("x-http-method", "G E T")])).is_none());
         assert!(gate.route("POST", "h", "/x?a=1&_method=GET", with(&[])).is_some());
-        assert!(
-            gate.route("PUT", "h", "/x?_method=GET", with(&[])).is_none(),
-            "only a POST's"
-        );
+        assert!(gate.route("PUT", "h", "/x?_method=GET", with(&[])).is_none(), "only a POST's");
     }
 
     #[test]
     fn a_method_override_adds_a_rule_and_never_takes_a_request_out_of_its_own() {
         let minute = Duration::from_secs(60);
         let rule = |name: &str, method: &str, limit: u32| {
-            let mut rule = Rule::new(
-                name,
-                KeySource::IP,
-                vec![self::limit(Quota::fixed_window(limit, minute).unwrap())],
-            );
+            let mut rule =
+                Rule::new(name, KeySource::IP, vec![self::limit(Quota::fixed_window(limit, minute).unwrap())]);
             rule.request_match =
                 RequestMatch::new(vec![], None, Some("/items/**".into()), vec![method.into()]).unwrap();
             rule
@@ -723,17 +624,9 @@ mod tests {
         let also = |route: &Route| route.also.iter().map(|also| also.rule().to_owned()).collect::<Vec<_>>();
         let route = gate.route("POST", "h", "/items/1", override_get).unwrap();
         assert_eq!((route.rule(), also(&route)), ("writes", vec!["reads".to_owned()]));
-        for target in [
-            "/items/1?_method=GET",
-            "/items/1?a=1&%5Fmethod=G%45T",
-            "/items/1?.method=GET",
-        ] {
+        for target in ["/items/1?_method=GET", "/items/1?a=1&%5Fmethod=G%45T", "/items/1?.method=GET"] {
             let route = gate.route("POST", "h", target, |_| None).unwrap();
-            assert_eq!(
-                (route.rule(), also(&route)),
-                ("writes", vec!["reads".to_owned()]),
-                "{target}"
-            );
+            assert_eq!((route.rule(), also(&route)), ("writes", vec!["reads".to_owned()]), "{target}");
         }
         // A rule the request's own method matches is decided once, however the override names it.
         let override_post = |name: &str| (name == "x-http-method").then(|| "POST".to_owned());
@@ -743,22 +636,15 @@ mod tests {
         assert_eq!((route.rule(), also(&route).is_empty()), ("reads", true));
         // Every method an override names adds its rule, and junk names crowd none out (a DELETE beside a GET, or
         // after four made-up names).
-        let gate = self::gate(vec![
-            rule("reads", "GET", 1000),
-            rule("writes", "POST", 2),
-            rule("deletes", "DELETE", 2),
-        ])
-        .unwrap();
+        let gate =
+            self::gate(vec![rule("reads", "GET", 1000), rule("writes", "POST", 2), rule("deletes", "DELETE", 2)])
+                .unwrap();
         let junk = |name: &str| (name == "x-http-method-override").then(|| "A,B,C,D,E,GET".to_owned());
         let route = gate.route("POST", "h", "/items/1?_method=DELETE", junk).unwrap();
         assert_eq!(route.rule(), "writes");
         assert_eq!(also(&route), ["deletes", "reads"]);
         // PHP reads `+_method` and `%20_method` as `_method` too.
-        for target in [
-            "/items/1?+_method=DELETE",
-            "/items/1?%20_method=DELETE",
-            "/items/1?_method=+DELETE",
-        ] {
+        for target in ["/items/1?+_method=DELETE", "/items/1?%20_method=DELETE", "/items/1?_method=+DELETE"] {
             let route = gate.route("POST", "h", target, |_| None).unwrap();
             assert_eq!(also(&route), ["deletes"], "{target}");
         }
@@ -777,11 +663,8 @@ mod tests {
         let fixed = || vec![limit(Quota::fixed_window(1, second).unwrap())];
         let message = |rules| gate(rules).unwrap_err().to_string();
         assert!(message(vec![Rule::new("a b", KeySource::IP, fixed())]).contains("rule \"a b\": a rule name is"));
-        assert!(message(vec![
-            Rule::new("a", KeySource::IP, fixed()),
-            Rule::new("a", KeySource::IP, fixed())
-        ])
-        .contains("two rules are named \"a\""));
+        assert!(message(vec![Rule::new("a", KeySource::IP, fixed()), Rule::new("a", KeySource::IP, fixed())])
+            .contains("two rules are named \"a\""));
         assert!(message(vec![Rule::new("a", KeySource::IP, vec![])]).contains("rule \"a\": no limits"));
         let leases = vec![limit(Quota::concurrency(1, second).unwrap())];
         assert!(message(vec![Rule::new("a", KeySource::IP, leases)]).contains("concurrency limits are not available"));
@@ -803,25 +686,16 @@ mod tests {
             vec![shared]
         };
         let window = Quota::fixed_window(2, second).unwrap();
-        for other in [
-            Quota::gcra(2, 2, second).unwrap(),
-            Quota::fixed_window(2, 2 * second).unwrap(),
-        ] {
+        for other in [Quota::gcra(2, 2, second).unwrap(), Quota::fixed_window(2, 2 * second).unwrap()] {
             let clash = message(vec![
                 Rule::new("a", KeySource::IP, named(window)),
                 Rule::new("b", KeySource::IP, named(other)),
             ]);
-            assert!(
-                clash.contains("rules \"a\" and \"b\" keep a limit under one name, \"shared\""),
-                "{clash}"
-            );
+            assert!(clash.contains("rules \"a\" and \"b\" keep a limit under one name, \"shared\""), "{clash}");
         }
         let more = Quota::fixed_window(10, second).unwrap();
-        assert!(gate(vec![
-            Rule::new("a", KeySource::IP, named(window)),
-            Rule::new("b", KeySource::IP, named(more))
-        ])
-        .is_ok());
+        assert!(gate(vec![Rule::new("a", KeySource::IP, named(window)), Rule::new("b", KeySource::IP, named(more))])
+            .is_ok());
     }
 
     #[test]
@@ -829,17 +703,9 @@ mod tests {
         let second = Duration::from_secs(1);
         let mut shared = limit(Quota::fixed_window(100, second).unwrap());
         shared.name = Some("global".into());
-        let rule = Rule::new(
-            "api",
-            KeySource::IP,
-            vec![limit(Quota::sliding_log(5, second).unwrap()), shared],
-        );
+        let rule = Rule::new("api", KeySource::IP, vec![limit(Quota::sliding_log(5, second).unwrap()), shared]);
         let gate = gate(vec![rule]).unwrap();
-        let names: Vec<_> = gate.rules[0]
-            .policies
-            .iter()
-            .map(|policy| policy.name.as_str())
-            .collect();
+        let names: Vec<_> = gate.rules[0].policies.iter().map(|policy| policy.name.as_str()).collect();
         assert_eq!(names, ["api/sliding_log-1000ms", "global"]);
         assert_eq!(describe_limits(&gate.rules[0].policies), "5 per 1 s and 100 per 1 s");
     }

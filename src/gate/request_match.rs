@@ -28,9 +28,7 @@ impl RequestMatch {
     ) -> Result<RequestMatch> {
         for path in path_prefix.iter().chain(&pattern) {
             if !path.starts_with('/') {
-                return Err(Error::InvalidConfig(format!(
-                    "paths and patterns start with \"/\", got {path:?}"
-                )));
+                return Err(Error::InvalidConfig(format!("paths and patterns start with \"/\", got {path:?}")));
             }
             if path.contains(['?', '#']) {
                 return Err(Error::InvalidConfig(format!(
@@ -374,23 +372,14 @@ mod tests {
         // For an origin that does not take `%2F` for `/`, the spelling that keeps it: no dot segments made of it, and
         // no end to a `;parameters` run.
         assert_eq!(normalize_path("/api/expensive%2F..%2Fcheap"), "/api/cheap");
-        assert_eq!(
-            normalize_path_keeping_slashes("/api/expensive%2f..%2Fcheap"),
-            "/api/expensive%2F..%2Fcheap"
-        );
+        assert_eq!(normalize_path_keeping_slashes("/api/expensive%2f..%2Fcheap"), "/api/expensive%2F..%2Fcheap");
         assert_eq!(normalize_path_keeping_slashes("/login;x%2F..%2Fadmin"), "/login");
         assert_eq!(normalize_path_keeping_slashes("/%6Cogin//a/../b"), "/login/b");
         // `%5C` is a separator to IIS, as `%2F` is to others; the other spellings keep it.
         assert_eq!(normalize_path_reading_backslashes("/auth%5clogin"), "/auth/login");
-        assert_eq!(
-            normalize_path_reading_backslashes("/api/expensive%5C..%5Ccheap"),
-            "/api/cheap"
-        );
+        assert_eq!(normalize_path_reading_backslashes("/api/expensive%5C..%5Ccheap"), "/api/cheap");
         assert_eq!(normalize_path("/api%2Fx%5cy"), "/api/x%5Cy");
-        assert_eq!(
-            normalize_path_keeping_slashes("/api/expensive%5c..%5Ccheap"),
-            "/api/expensive%5C..%5Ccheap"
-        );
+        assert_eq!(normalize_path_keeping_slashes("/api/expensive%5c..%5Ccheap"), "/api/expensive%5C..%5Ccheap");
         // A format suffix (Rails routes `/users/sign_in.json` to `/users/sign_in`'s action).
         for (path, name) in [
             ("/users/sign_in.json", "/users/sign_in"),
@@ -409,9 +398,7 @@ mod tests {
         let login = with_pattern("/login");
         assert!(login.matches("POST", "h", "/LOGIN") && login.matches("POST", "h", "/Login/"));
         assert!(with_pattern("/users/*/posts").matches("GET", "h", "/Users/7/POSTS"));
-        assert!(RequestMatch::new(vec![], Some("/api/".into()), None, vec![])
-            .unwrap()
-            .matches("GET", "h", "/API/x"));
+        assert!(RequestMatch::new(vec![], Some("/api/".into()), None, vec![]).unwrap().matches("GET", "h", "/API/x"));
         assert!(login.matches("POST", "h", &normalize_path("/%6Cogin")));
         assert!(login.matches("POST", "h", &normalize_path("//login")));
         assert!(login.matches("POST", "h", &normalize_path("/login;jsessionid=1")));
@@ -441,9 +428,7 @@ mod tests {
             ("/caf%c3%a9", "/caf%C3%A9"),
         ] {
             for (prefix, pattern) in [(Some(written.to_owned()), None), (None, Some(written.to_owned()))] {
-                let error = RequestMatch::new(vec![], prefix, pattern, vec![])
-                    .unwrap_err()
-                    .to_string();
+                let error = RequestMatch::new(vec![], prefix, pattern, vec![]).unwrap_err().to_string();
                 assert!(error.contains(&format!("write {spelt:?}")), "{written}: {error}");
             }
         }
@@ -458,25 +443,10 @@ mod tests {
         assert!(RequestMatch::new(vec![], None, None, vec!["GET /".into()]).is_err());
         assert!(RequestMatch::new(vec![], Some("/search?q=".into()), None, vec![]).is_err());
         assert!(RequestMatch::new(vec![], None, Some("/a/*#top".into()), vec![]).is_err());
-        for host in [
-            "",
-            "https://example.com",
-            "example.com:443",
-            "example.com/",
-            "*.",
-            "a b",
-        ] {
-            assert!(
-                RequestMatch::new(vec![host.into()], None, None, vec![]).is_err(),
-                "{host:?}"
-            );
+        for host in ["", "https://example.com", "example.com:443", "example.com/", "*.", "a b"] {
+            assert!(RequestMatch::new(vec![host.into()], None, None, vec![]).is_err(), "{host:?}");
         }
-        assert!(RequestMatch::new(
-            vec!["*.api-1.example.com".into(), "xn--bcher-kva.de".into()],
-            None,
-            None,
-            vec![]
-        )
-        .is_ok());
+        assert!(RequestMatch::new(vec!["*.api-1.example.com".into(), "xn--bcher-kva.de".into()], None, None, vec![])
+            .is_ok());
     }
 }

@@ -26,10 +26,7 @@ pub async fn limit_all_across_slots(requests: &[LimitRequest<'_>]) -> Result<Acr
                 "limits decided together must all use the server's clock or the same explicit time".into(),
             ));
         }
-        groups
-            .entry(hash_slot(request.limiter.state_key(&request.id)))
-            .or_default()
-            .push(i);
+        groups.entry(hash_slot(request.limiter.state_key(&request.id))).or_default().push(i);
     }
     if groups.len() <= 1 {
         let decided = limit_all(requests).await?;
@@ -67,10 +64,7 @@ pub async fn limit_all_across_slots(requests: &[LimitRequest<'_>]) -> Result<Acr
             }
             Err(error) => {
                 decided.success = false;
-                decided.failed.push(FailedGroup {
-                    requests: members,
-                    error,
-                });
+                decided.failed.push(FailedGroup { requests: members, error });
             }
         }
     }
@@ -104,12 +98,7 @@ impl AcrossSlots {
 
     /// Milliseconds until every denying limit that decided would allow the request (0 when none denies).
     pub fn retry_after(&self) -> u64 {
-        self.decisions
-            .iter()
-            .flatten()
-            .map(|d| d.retry_after)
-            .max()
-            .unwrap_or(0)
+        self.decisions.iter().flatten().map(|d| d.retry_after).max().unwrap_or(0)
     }
 }
 
@@ -138,16 +127,13 @@ pub enum GiveBack {
 /// Gives back every grant among `decisions` by its receipt, in one pipeline; a decision shows the standing after,
 /// and loses its receipt if given back. Sent once: a refund run twice would give back twice.
 async fn give_back(requests: &[LimitRequest<'_>], decisions: &mut [Option<Decision>]) -> GiveBack {
-    let granted: Vec<(usize, Receipt)> = (decisions.iter().enumerate())
-        .filter_map(|(i, decision)| Some((i, (*decision)?.receipt?)))
-        .collect();
+    let granted: Vec<(usize, Receipt)> =
+        (decisions.iter().enumerate()).filter_map(|(i, decision)| Some((i, (*decision)?.receipt?))).collect();
     if granted.is_empty() {
         return GiveBack::NotNeeded;
     }
-    let refunds: Vec<(LimitRequest, Receipt)> = granted
-        .iter()
-        .map(|&(i, receipt)| (requests[i].clone(), receipt))
-        .collect();
+    let refunds: Vec<(LimitRequest, Receipt)> =
+        granted.iter().map(|&(i, receipt)| (requests[i].clone(), receipt)).collect();
     let afters = match refund_all(&refunds).await {
         Ok(afters) => afters,
         Err(error) => return GiveBack::Failed(error),

@@ -67,16 +67,14 @@ impl<'a> Batch<'a> {
                     "limits decided together must all use the server's clock or the same explicit time".into(),
                 ));
             }
-            limiter
-                .check_permits(request.permits)
-                .map_err(|error| match (operation, error) {
-                    // A refund's permits are its receipt's: more than the limit is a receipt no grant returned.
-                    (Operation::Refund, Error::PermitsExceedRate { permits, rate }) => Error::InvalidArgument(format!(
-                        "invalid receipt: it names {permits} permits, more than the limit {rate}, which no grant of \
+            limiter.check_permits(request.permits).map_err(|error| match (operation, error) {
+                // A refund's permits are its receipt's: more than the limit is a receipt no grant returned.
+                (Operation::Refund, Error::PermitsExceedRate { permits, rate }) => Error::InvalidArgument(format!(
+                    "invalid receipt: it names {permits} permits, more than the limit {rate}, which no grant of \
                          this limit takes"
-                    )),
-                    (_, error) => error,
-                })?;
+                )),
+                (_, error) => error,
+            })?;
             let state_key = limiter.state_key(&request.id);
             // The driver decides every limit before it grants any: one state named twice would be granted twice on
             // one reading.
@@ -103,11 +101,9 @@ impl<'a> Batch<'a> {
                     args.push(quota.map_or_else(String::new, |quota| quota.algorithm().script_name().to_owned()));
                     args.push(request.permits.to_string());
                     args.extend(match quota {
-                        Some(quota) => [
-                            quota.limit().to_string(),
-                            quota.interval_ms().to_string(),
-                            quota.rate().to_string(),
-                        ],
+                        Some(quota) => {
+                            [quota.limit().to_string(), quota.interval_ms().to_string(), quota.rate().to_string()]
+                        }
                         None => [String::new(), String::new(), String::new()],
                     });
                 }
@@ -115,29 +111,14 @@ impl<'a> Batch<'a> {
             // A grant logged as zset members needs a fresh id to name them, which its receipt carries.
             let names_grant =
                 operation == Operation::Limit && quota.is_none_or(|quota| quota.algorithm().names_grants());
-            args.push(if names_grant {
-                receipt::fresh_grant_id()
-            } else {
-                String::new()
-            });
+            args.push(if names_grant { receipt::fresh_grant_id() } else { String::new() });
         }
-        Ok(Batch {
-            operation,
-            requests: requests.to_vec(),
-            script,
-            keys,
-            args,
-            single,
-            quotas,
-        })
+        Ok(Batch { operation, requests: requests.to_vec(), script, keys, args, single, quotas })
     }
 
     /// The refund of the grant `receipt` names, under `request`'s limiter and identifier.
     pub(super) fn refund(request: LimitRequest<'a>, receipt: &Receipt) -> Result<Batch<'a>> {
-        let request = LimitRequest {
-            permits: receipt.permits(),
-            ..request
-        };
+        let request = LimitRequest { permits: receipt.permits(), ..request };
         let mut batch = Batch::new(Operation::Refund, &[request])?;
         // The request's last argument: the receipt (lua/limits/prelude.lua).
         *batch.args.last_mut().expect("a request has arguments") = receipt.to_string();
@@ -145,11 +126,7 @@ impl<'a> Batch<'a> {
     }
 
     pub(super) fn call(&self) -> ScriptCall<'_> {
-        let time = self.requests[0]
-            .limiter
-            .now_ms
-            .map(|ms| ms.to_string())
-            .unwrap_or_default();
+        let time = self.requests[0].limiter.now_ms.map(|ms| ms.to_string()).unwrap_or_default();
         let args = if !self.single {
             let mut args = vec![self.operation.word().to_owned(), time];
             args.extend(self.args.iter().cloned());
@@ -164,11 +141,7 @@ impl<'a> Batch<'a> {
             let lease = self.args.len() - 1;
             self.args[..lease + usize::from(!self.args[lease].is_empty())].to_vec()
         };
-        ScriptCall {
-            script: self.script,
-            keys: self.keys.clone(),
-            args,
-        }
+        ScriptCall { script: self.script, keys: self.keys.clone(), args }
     }
 
     /// Runs the call. Requests that sent a stored quota's copy re-read their config in the same round trip.
@@ -192,10 +165,7 @@ impl<'a> Batch<'a> {
         client: &RestClient,
         copies: Vec<(&Limiter, Quota)>,
     ) -> Result<Decisions> {
-        let reads: Vec<Command> = copies
-            .iter()
-            .map(|(limiter, _)| stored_copy::read_command(limiter))
-            .collect();
+        let reads: Vec<Command> = copies.iter().map(|(limiter, _)| stored_copy::read_command(limiter)).collect();
         let (decided, read) = call.script.run_then(client, &call.keys, &call.args, &reads).await?;
         for ((limiter, used), read) in copies.iter().zip(read) {
             limiter.stored_copy.check(*used, read);
@@ -238,10 +208,9 @@ impl<'a> Batch<'a> {
             other => return Err(Error::malformed("a status code from 0 to 5", other)),
         };
         let (retry_after, receipt) = match status {
-            Status::Granted if quota.algorithm().names_grants() => (
-                0,
-                format!("{}:{}", request.permits, receipt::log_mark(x, &self.args[1])),
-            ),
+            Status::Granted if quota.algorithm().names_grants() => {
+                (0, format!("{}:{}", request.permits, receipt::log_mark(x, &self.args[1])))
+            }
             Status::Granted => (0, format!("{}:{x}", request.permits)),
             Status::Refunded | Status::NotHeld => (0, String::new()),
             _ => (x, String::new()),
@@ -262,10 +231,7 @@ impl<'a> Batch<'a> {
         let entries = reply.into_array()?;
         if entries.len() != REPLY_FIELDS * self.requests.len() {
             return Err(Error::malformed(
-                format!(
-                    "{} entries ({REPLY_FIELDS} per decision)",
-                    REPLY_FIELDS * self.requests.len()
-                ),
+                format!("{} entries ({REPLY_FIELDS} per decision)", REPLY_FIELDS * self.requests.len()),
                 entries.len(),
             ));
         }
@@ -282,11 +248,7 @@ impl<'a> Batch<'a> {
 
     /// Checks the reply decision by decision (see [`ScriptReply`]); an error status becomes its typed error.
     pub(super) fn decode(&self, reply: Value) -> Result<Decisions> {
-        let verdicts = if self.single {
-            vec![self.single_reply(reply)?]
-        } else {
-            self.driver_replies(reply)?
-        };
+        let verdicts = if self.single { vec![self.single_reply(reply)?] } else { self.driver_replies(reply)? };
         let mut success = true;
         let mut decisions = Vec::with_capacity(self.requests.len());
         for (request, verdict) in self.requests.iter().zip(verdicts) {
@@ -303,16 +265,9 @@ impl<'a> Batch<'a> {
                     false
                 }
                 (_, Status::ExceedsLimit) => {
-                    return Err(Error::PermitsExceedRate {
-                        permits: request.permits,
-                        rate: verdict.limit,
-                    })
+                    return Err(Error::PermitsExceedRate { permits: request.permits, rate: verdict.limit })
                 }
-                (_, Status::NotConfigured) => {
-                    return Err(Error::NotInitialized {
-                        name: request.limiter.name.clone(),
-                    })
-                }
+                (_, Status::NotConfigured) => return Err(Error::NotInitialized { name: request.limiter.name.clone() }),
                 (operation, status) => {
                     return Err(Error::malformed(
                         format!("a status a {} call replies", operation.word()),
@@ -385,10 +340,7 @@ mod tests {
         let denied = batch.decode(reply([0, 1, window_end, 1_234])).unwrap();
         let decision = &denied.decisions[0];
         assert!(!denied.success && !decision.success);
-        assert_eq!(
-            (decision.remaining, decision.reset, decision.retry_after),
-            (1, window_end as u64, 1_234)
-        );
+        assert_eq!((decision.remaining, decision.reset, decision.retry_after), (1, window_end as u64, 1_234));
         // A grant's mark is its window: the receipt names it.
         let granted = batch.decode(reply([1, 5, window_end, 472_222])).unwrap();
         let decision = &granted.decisions[0];
@@ -402,14 +354,8 @@ mod tests {
         let numbers = |status| Value::Array(vec![Value::Int(status), Value::Int(0), Value::Int(0), Value::Int(0)]);
         assert!(batch.decode(numbers(6)).is_err());
         let plenty = Value::Array(vec![Value::Int(1), Value::Int(11), Value::Int(0), Value::Int(1)]);
-        assert!(matches!(
-            batch.decode(plenty).unwrap_err(),
-            Error::MalformedReply { .. }
-        ));
-        assert!(matches!(
-            batch.decode(numbers(5)).unwrap_err(),
-            Error::PermitsExceedRate { permits: 2, rate: 10 }
-        ));
+        assert!(matches!(batch.decode(plenty).unwrap_err(), Error::MalformedReply { .. }));
+        assert!(matches!(batch.decode(numbers(5)).unwrap_err(), Error::PermitsExceedRate { permits: 2, rate: 10 }));
         // A status of another operation: `refunded` or `not_held` to a limit call, a grant to a peek.
         for status in [3, 4] {
             let error = batch.decode(numbers(status)).unwrap_err();
@@ -427,21 +373,11 @@ mod tests {
         // Sent to a store that is down, the caller's mistake would meet the failure policy instead of this error.
         let window = limiter(Quota::fixed_window(10, HOUR).unwrap());
         for operation in [Operation::Limit, Operation::Peek] {
-            let error = Batch::new(operation, &[window.request("id", 11)])
-                .map(drop)
-                .unwrap_err();
-            assert!(
-                matches!(error, Error::PermitsExceedRate { permits: 11, rate: 10 }),
-                "{error}"
-            );
+            let error = Batch::new(operation, &[window.request("id", 11)]).map(drop).unwrap_err();
+            assert!(matches!(error, Error::PermitsExceedRate { permits: 11, rate: 10 }), "{error}");
         }
-        let error = Batch::new(Operation::Refund, &[window.request("id", 11)])
-            .map(drop)
-            .unwrap_err();
-        assert!(
-            matches!(&error, Error::InvalidArgument(m) if m.contains("receipt")),
-            "{error}"
-        );
+        let error = Batch::new(Operation::Refund, &[window.request("id", 11)]).map(drop).unwrap_err();
+        assert!(matches!(&error, Error::InvalidArgument(m) if m.contains("receipt")), "{error}");
         assert!(Batch::new(Operation::Limit, &[window.request("id", 10)]).is_ok());
     }
 }

@@ -88,14 +88,8 @@ mod tests {
     #[test]
     fn keys_of_each_layout() {
         let id = Identifier::from("203.0.113.7");
-        assert_eq!(
-            KeyLayout::PerLimiter.state_key("edgelimit", "api", &id),
-            "edgelimit:{api}:203.0.113.7"
-        );
-        assert_eq!(
-            KeyLayout::PerIdentifier.state_key("edgelimit", "api", &id),
-            "edgelimit:v2{203.0.113.7}:api"
-        );
+        assert_eq!(KeyLayout::PerLimiter.state_key("edgelimit", "api", &id), "edgelimit:{api}:203.0.113.7");
+        assert_eq!(KeyLayout::PerIdentifier.state_key("edgelimit", "api", &id), "edgelimit:v2{203.0.113.7}:api");
     }
 
     #[test]

@@ -45,10 +45,7 @@ impl Default for Memory {
 impl Memory {
     /// Decides on `clock` instead of the system's, e.g. one a test moves.
     pub fn with_clock(clock: Clock) -> Memory {
-        Memory {
-            clock,
-            states: Mutex::default(),
-        }
+        Memory { clock, states: Mutex::default() }
     }
 
     /// [`limit_all`](super::limit_all), decided here: all or nothing, a denial consuming nothing.
@@ -89,9 +86,8 @@ impl Memory {
     pub fn reset(&self, limiters: &[Limiter], id: &Identifier<'_>) -> Result<bool> {
         let now = (self.clock)()?;
         let mut states = self.states.lock().unwrap_or_else(PoisonError::into_inner);
-        let forgotten: Vec<ModelLimit> = (limiters.iter())
-            .filter_map(|limiter| states.by_key.remove(&limiter.state_key(id)))
-            .collect();
+        let forgotten: Vec<ModelLimit> =
+            (limiters.iter()).filter_map(|limiter| states.by_key.remove(&limiter.state_key(id))).collect();
         Ok(forgotten.into_iter().any(|mut model| !model.is_whole(now)))
     }
 
@@ -103,22 +99,12 @@ impl Memory {
             let mut entries: Vec<_> = (models.iter_mut().zip(requests))
                 .map(|(model, request)| {
                     let logged = model.quota().algorithm().names_grants();
-                    (
-                        model,
-                        request.permits,
-                        if logged { crate::unique_id::unguessable_u64() } else { 0 },
-                    )
+                    (model, request.permits, if logged { crate::unique_id::unguessable_u64() } else { 0 })
                 })
                 .collect();
             let (verdicts, receipts) = match operation {
                 Operation::Limit => decide_all(&mut entries, now),
-                _ => (
-                    entries
-                        .iter_mut()
-                        .map(|(model, permits, _)| model.decide(now, *permits))
-                        .collect(),
-                    None,
-                ),
+                _ => (entries.iter_mut().map(|(model, permits, _)| model.decide(now, *permits)).collect(), None),
             };
             let decisions = (verdicts.iter().zip(&entries).enumerate())
                 .map(|(i, (verdict, (model, _, _)))| {
@@ -134,10 +120,7 @@ impl Memory {
                 })
                 .collect();
             // A grant, or a peek every limit would grant (decide_all grants when every limit allows).
-            Ok(Decisions {
-                success: verdicts.iter().all(|verdict| verdict.allowed),
-                decisions,
-            })
+            Ok(Decisions { success: verdicts.iter().all(|verdict| verdict.allowed), decisions })
         })
     }
 
@@ -160,10 +143,7 @@ impl Memory {
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-        let keys: Vec<String> = requests
-            .iter()
-            .map(|request| request.limiter.state_key(&request.id))
-            .collect();
+        let keys: Vec<String> = requests.iter().map(|request| request.limiter.state_key(&request.id)).collect();
         let mut states = self.states.lock().unwrap_or_else(PoisonError::into_inner);
         let mut models: Vec<ModelLimit> = (keys.iter().zip(&quotas))
             .map(|(key, &quota)| {
@@ -228,21 +208,13 @@ mod tests {
 
     #[tokio::test]
     async fn decides_on_its_clock_all_or_nothing() {
-        let (ratelimit, now) = in_memory(&[
-            Quota::fixed_window(3, second()).unwrap(),
-            Quota::gcra(4, 2, second()).unwrap(),
-        ]);
+        let (ratelimit, now) =
+            in_memory(&[Quota::fixed_window(3, second()).unwrap(), Quota::gcra(4, 2, second()).unwrap()]);
         let granted = ratelimit.limit("ip", 3).await.unwrap();
-        assert_eq!(
-            (granted.decision.success, granted.reason, granted.limits.len()),
-            (true, Reason::Decided, 2)
-        );
+        assert_eq!((granted.decision.success, granted.reason, granted.limits.len()), (true, Reason::Decided, 2));
         let denied = ratelimit.limit("ip", 1).await.unwrap();
         // The window denies, GCRA would allow: nothing taken from either.
-        assert_eq!(
-            denied.limits.iter().map(|d| d.success).collect::<Vec<_>>(),
-            [false, true]
-        );
+        assert_eq!(denied.limits.iter().map(|d| d.success).collect::<Vec<_>>(), [false, true]);
         assert_eq!((denied.decision.retry_after, denied.limits[1].remaining), (1000, 1));
         now.fetch_add(1000, Ordering::Relaxed);
         let next = ratelimit.limit("ip", 1).await.unwrap();
@@ -257,22 +229,13 @@ mod tests {
         assert!(!ratelimit.limit("job", 1).await.unwrap().decision.success);
         let released = ratelimit.release("job", &[lease]).await.unwrap();
         assert_eq!((released[0].success, released[0].remaining), (true, 2));
-        assert!(
-            !ratelimit.release("job", &[lease]).await.unwrap()[0].success,
-            "given back once"
-        );
+        assert!(!ratelimit.release("job", &[lease]).await.unwrap()[0].success, "given back once");
         let forged = "1:12345".parse().unwrap();
-        assert_eq!(
-            ratelimit.refund("job", &[forged]).await.unwrap_err().code(),
-            "EDGELIMIT_INVALID_ARGUMENT"
-        );
+        assert_eq!(ratelimit.refund("job", &[forged]).await.unwrap_err().code(), "EDGELIMIT_INVALID_ARGUMENT");
         ratelimit.limit("job", 1).await.unwrap();
         assert!(ratelimit.reset("job").await.unwrap());
         assert!(!ratelimit.reset("job").await.unwrap(), "nothing held any more");
-        assert_eq!(
-            ratelimit.state("job").await.unwrap_err().code(),
-            "EDGELIMIT_INVALID_ARGUMENT"
-        );
+        assert_eq!(ratelimit.state("job").await.unwrap_err().code(), "EDGELIMIT_INVALID_ARGUMENT");
         assert!(ratelimit.client().is_none());
     }
 
@@ -281,19 +244,10 @@ mod tests {
         let memory = Memory::with_clock(Box::new(|| Err(Error::InvalidConfig("the clock broke".into()))));
         let limits = [Limit::new(Quota::sliding_log(1, second()).unwrap())];
         let broken = Ratelimit::in_memory(&limits, memory, "edgelimit").unwrap();
-        assert_eq!(
-            broken.limit("ip", 1).await.unwrap_err().code(),
-            "EDGELIMIT_INVALID_CONFIG"
-        );
+        assert_eq!(broken.limit("ip", 1).await.unwrap_err().code(), "EDGELIMIT_INVALID_CONFIG");
         let (ratelimit, _) = in_memory(&[Quota::sliding_log(1, second()).unwrap()]);
-        assert_eq!(
-            ratelimit.limit("ip", 2).await.unwrap_err().code(),
-            "EDGELIMIT_PERMITS_EXCEED_RATE"
-        );
-        assert_eq!(
-            ratelimit.limit("ip", 0).await.unwrap_err().code(),
-            "EDGELIMIT_INVALID_ARGUMENT"
-        );
+        assert_eq!(ratelimit.limit("ip", 2).await.unwrap_err().code(), "EDGELIMIT_PERMITS_EXCEED_RATE");
+        assert_eq!(ratelimit.limit("ip", 0).await.unwrap_err().code(), "EDGELIMIT_INVALID_ARGUMENT");
     }
 
     #[test]

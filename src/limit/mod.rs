@@ -149,11 +149,7 @@ impl Limiter {
 
     /// A request of `permits` for identifier `id`, to decide with others in [`limit_all`].
     pub fn request<'a>(&'a self, id: impl Into<Identifier<'a>>, permits: u32) -> LimitRequest<'a> {
-        LimitRequest {
-            limiter: self,
-            id: id.into(),
-            permits,
-        }
+        LimitRequest { limiter: self, id: id.into(), permits }
     }
 
     /// Takes `permits` for `id` if the limit allows it now. A grant carries its [`Receipt`] in [`Decision::receipt`].
@@ -189,10 +185,9 @@ impl Limiter {
             )));
         }
         match self.quota {
-            Some(quota) if permits > quota.limit() => Err(Error::PermitsExceedRate {
-                permits,
-                rate: quota.limit().into(),
-            }),
+            Some(quota) if permits > quota.limit() => {
+                Err(Error::PermitsExceedRate { permits, rate: quota.limit().into() })
+            }
             _ => Ok(()),
         }
     }
@@ -200,8 +195,7 @@ impl Limiter {
     /// True when capacity may come back before a denial's `retry_after` (a concurrency lease, or a stored quota that
     /// may be one): such denials are to poll, not sleep through, and never to cache.
     pub(crate) fn frees_early(&self) -> bool {
-        self.quota
-            .is_none_or(|quota| quota.algorithm() == Algorithm::Concurrency)
+        self.quota.is_none_or(|quota| quota.algorithm() == Algorithm::Concurrency)
     }
 
     /// What [`limit`](Limiter::limit) would decide, recording nothing: `remaining` is what is left now.
@@ -218,9 +212,7 @@ impl Limiter {
     pub async fn refund<'i>(&self, id: impl Into<Identifier<'i>>, receipt: &Receipt) -> Result<Decision> {
         let id = id.into();
         stored_copy::refresh([self]).await?;
-        let reply = Batch::refund(self.request(&id, receipt.permits()), receipt)?
-            .run()
-            .await?;
+        let reply = Batch::refund(self.request(&id, receipt.permits()), receipt)?.run().await?;
         Ok(single(reply))
     }
 
@@ -362,11 +354,7 @@ pub async fn refund_all(refunds: &[(LimitRequest<'_>, Receipt)]) -> Result<Vec<R
 }
 
 fn single(decisions: Decisions) -> Decision {
-    let mut decision = decisions
-        .decisions
-        .into_iter()
-        .next()
-        .expect("one request, one decision");
+    let mut decision = decisions.decisions.into_iter().next().expect("one request, one decision");
     // A single limit's decision is its own verdict, except that a refund's `success` means "refunded".
     decision.success = decisions.success;
     decision

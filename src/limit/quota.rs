@@ -116,15 +116,12 @@ impl FromStr for Algorithm {
                 c => vec![c],
             })
             .collect();
-        Algorithm::ALL
-            .into_iter()
-            .find(|algorithm| algorithm.script_name() == wanted)
-            .ok_or_else(|| {
-                Error::InvalidArgument(format!(
-                    "unknown algorithm {text:?}: use one of token-bucket, fixed-window, sliding-window, gcra, \
+        Algorithm::ALL.into_iter().find(|algorithm| algorithm.script_name() == wanted).ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "unknown algorithm {text:?}: use one of token-bucket, fixed-window, sliding-window, gcra, \
                      concurrency, sliding-log"
-                ))
-            })
+            ))
+        })
     }
 }
 
@@ -182,12 +179,7 @@ impl Quota {
                  arithmetic; use a shorter interval with a proportional limit"
             )));
         }
-        Ok(Quota {
-            algorithm,
-            limit,
-            interval_ms,
-            rate,
-        })
+        Ok(Quota { algorithm, limit, interval_ms, rate })
     }
 
     /// The algorithm.

@@ -78,10 +78,7 @@ struct Memory {
 
 impl Default for Memory {
     fn default() -> Memory {
-        Memory {
-            pools: HashMap::new(),
-            denials: BlockCache::new(MAX_TRACKED),
-        }
+        Memory { pools: HashMap::new(), denials: BlockCache::new(MAX_TRACKED) }
     }
 }
 
@@ -236,12 +233,7 @@ impl Block {
             Uses::Loans(loans, _) => {
                 // Unguessable: whoever holds one lease's receipt must not be able to name another's.
                 let id = crate::unique_id::unguessable_u64();
-                loans.push(Loan {
-                    id,
-                    permits: count,
-                    latest,
-                    lent: now,
-                });
+                loans.push(Loan { id, permits: count, latest, lent: now });
                 // A count of at most the limit (a u32) and a mark of 6 + 16 characters: always a receipt.
                 format!("{count}:{LOCAL_MARK}{id:016x}").parse().ok()
             }
@@ -331,9 +323,8 @@ impl Pool {
     /// Concurrency: counts the permits this client holds now, with `permits` more, in the current span's peak.
     fn hold(&mut self, permits: u32, now: Instant) {
         self.leases.retain(|(_, expires)| now < *expires);
-        let lent = (self.blocks.iter())
-            .filter(|block| matches!(block.uses, Uses::Loans(..)))
-            .map(|block| block.next - 1);
+        let lent =
+            (self.blocks.iter()).filter(|block| matches!(block.uses, Uses::Loans(..))).map(|block| block.next - 1);
         let from_redis = self.leases.iter().map(|(lease, _)| u64::from(lease.permits()));
         let holding = u32::try_from(lent.chain(from_redis).sum::<u64>() + u64::from(permits)).unwrap_or(u32::MAX);
         self.peak = self.peak.max(holding);
@@ -362,11 +353,7 @@ impl Pool {
         if usable_from <= now {
             return Some(self.take(index, permits, quota, now));
         }
-        Some(ReservedDecision {
-            decision: self.standing(index, quota, usable_from, now),
-            local: true,
-            span: (0, 0),
-        })
+        Some(ReservedDecision { decision: self.standing(index, quota, usable_from, now), local: true, span: (0, 0) })
     }
 
     /// What the block at `index` answers now without taking its permits (usable from `usable_from`).
@@ -465,11 +452,7 @@ impl Pool {
             retry_after: 0,
             receipt,
         };
-        ReservedDecision {
-            decision,
-            local: true,
-            span: (block.now + span.0, block.now + span.1),
-        }
+        ReservedDecision { decision, local: true, span: (block.now + span.0, block.now + span.1) }
     }
 
     /// Nothing worth keeping: no demand for two spans of `length`, no call under way, and no lease its holder may still
@@ -528,19 +511,17 @@ impl Reserved {
     /// concurrency quota in code, on the server's clock. `length` is 1 ms to 60 s and at most half the bucket's refill
     /// time (GCRA) or the interval.
     pub fn new(limiter: Limiter, length: Duration) -> Result<Reserved> {
-        let (quota, script) = match limiter
-            .quota
-            .and_then(|quota| Some((quota, Reserved::script_of(quota.algorithm())?)))
-        {
-            Some(found) => found,
-            None => {
-                return Err(Error::InvalidConfig(format!(
-                    "limiter {:?}: reserving permits needs a GCRA, fixed-window, sliding-log or concurrency quota \
+        let (quota, script) =
+            match limiter.quota.and_then(|quota| Some((quota, Reserved::script_of(quota.algorithm())?))) {
+                Some(found) => found,
+                None => {
+                    return Err(Error::InvalidConfig(format!(
+                        "limiter {:?}: reserving permits needs a GCRA, fixed-window, sliding-log or concurrency quota \
                      given in code (Quota::gcra, Quota::fixed_window, Quota::sliding_log, Quota::concurrency)",
-                    limiter.name
-                )))
-            }
-        };
+                        limiter.name
+                    )))
+                }
+            };
         if limiter.now_ms.is_some() {
             return Err(Error::InvalidConfig(
                 "reserved permits run on the server's clock and local time: not at an explicit time".into(),
@@ -570,13 +551,7 @@ impl Reserved {
                 span_ms / 2
             )));
         }
-        Ok(Reserved {
-            limiter,
-            quota,
-            script,
-            length,
-            memory: Arc::default(),
-        })
+        Ok(Reserved { limiter, quota, script, length, memory: Arc::default() })
     }
 
     /// The script that decides a request and reserves permits for `algorithm`, if it reserves any.
@@ -593,10 +568,7 @@ impl Reserved {
 
     /// A client of the same limit sharing nothing with this one, as another process would be. Clones share permits.
     pub fn fresh(&self) -> Reserved {
-        Reserved {
-            memory: Arc::default(),
-            ..self.clone()
-        }
+        Reserved { memory: Arc::default(), ..self.clone() }
     }
 
     /// Takes `permits` for `id`: from this client's reserved permits when it can (no round trip), else from Redis,
@@ -624,11 +596,7 @@ impl Reserved {
                     }
                 }
                 if let Some(decision) = memory.denials.check(&key, permits, now) {
-                    return Ok(ReservedDecision {
-                        decision,
-                        local: true,
-                        span: (0, 0),
-                    });
+                    return Ok(ReservedDecision { decision, local: true, span: (0, 0) });
                 }
                 match pool {
                     // Another request of this client is asking Redis for the identifier: its reply may answer this one
@@ -661,11 +629,7 @@ impl Reserved {
         };
         // However this call ends, the requests waiting for it look again. Built only when reserving: a guard built
         // and dropped would end another request's reservation.
-        let mut reserving = reserving.then(|| Reserving {
-            memory: &self.memory,
-            key: &key,
-            replied: false,
-        });
+        let mut reserving = reserving.then(|| Reserving { memory: &self.memory, key: &key, replied: false });
         let algorithm = self.quota.algorithm();
         let id = algorithm.names_grants().then(receipt::fresh_grant_id);
         let call = self.reserve_call(&key, permits, (block, pace, false), id.as_deref(), returns);
@@ -675,19 +639,12 @@ impl Reserved {
             // left to the failure policy, which may admit.
             Err(Error::Unavailable { .. } | Error::StoreFull(_)) => {
                 let decision = self.limiter.limit(&identifier, permits).await?;
-                return Ok(ReservedDecision {
-                    decision,
-                    local: false,
-                    span: (0, 0),
-                });
+                return Ok(ReservedDecision { decision, local: false, span: (0, 0) });
             }
             reply => reply?,
         };
-        let Reservation {
-            now,
-            mut decision,
-            blocks,
-        } = self.read_reply(reply, permits, (block, false), id.as_deref(), sent)?;
+        let Reservation { now, mut decision, blocks } =
+            self.read_reply(reply, permits, (block, false), id.as_deref(), sent)?;
         if let Some(reserving) = reserving.as_mut() {
             reserving.replied = true;
         }
@@ -713,11 +670,7 @@ impl Reserved {
                 pool.leases.push((lease, expires));
             }
         }
-        Ok(ReservedDecision {
-            decision,
-            local: false,
-            span: if decision.success { (now, now) } else { (0, 0) },
-        })
+        Ok(ReservedDecision { decision, local: false, span: if decision.success { (now, now) } else { (0, 0) } })
     }
 
     /// What a reservation asks besides a request of `permits`, from this client's demand: the block, and for a sliding
@@ -766,20 +719,13 @@ impl Reserved {
         let lead = (self.length.as_millis() as u64 / 4).max(1);
         let horizon = self.horizon();
         let only = if only { ":only" } else { "" };
-        let mut args = vec![
-            self.quota.request_argument(permits),
-            format!("{block}:{lead}:{horizon}:{pace}{only}"),
-        ];
+        let mut args = vec![self.quota.request_argument(permits), format!("{block}:{lead}:{horizon}:{pace}{only}")];
         if let Some(id) = id {
             // The grant id, the server's clock, then the returns (lua/reserve/log.lua).
             args.extend([id.to_owned(), String::new()]);
             args.extend(returns);
         }
-        ScriptCall {
-            script: self.script,
-            keys: vec![key.to_owned()],
-            args,
-        }
+        ScriptCall { script: self.script, keys: vec![key.to_owned()], args }
     }
 
     /// The reply of [`reserve_call`](Reserved::reserve_call), sent at `sent`, checked: the decision and the blocks.
@@ -793,15 +739,9 @@ impl Reserved {
     ) -> Result<Reservation> {
         let received = Instant::now();
         let (limit, algorithm, horizon) = (self.quota.limit(), self.quota.algorithm(), self.horizon());
-        let numbers = (reply.into_array()?.into_iter())
-            .map(Value::into_u64)
-            .collect::<Result<Vec<u64>>>()?;
+        let numbers = (reply.into_array()?.into_iter()).map(Value::into_u64).collect::<Result<Vec<u64>>>()?;
         // Seven numbers, then for a sliding log a pair for each tranche after the first (see its script).
-        let most = if algorithm.names_grants() {
-            5 + 2 * MAX_TRANCHES
-        } else {
-            7
-        };
+        let most = if algorithm.names_grants() { 5 + 2 * MAX_TRANCHES } else { 7 };
         let &[granted, now, reserved, fourth, remaining, reset, retry_after, ref pairs @ ..] = &numbers[..] else {
             return Err(Error::malformed("7 numbers", format!("{} numbers", numbers.len())));
         };
@@ -822,10 +762,7 @@ impl Reserved {
         let schedule_of = |fourth: u64| match algorithm {
             Algorithm::Gcra => Schedule::Slots { charged: fourth },
             Algorithm::FixedWindow => Schedule::Span { from: 0, until: fourth },
-            _ => Schedule::Span {
-                from: fourth,
-                until: fourth.saturating_add(horizon),
-            },
+            _ => Schedule::Span { from: fourth, until: fourth.saturating_add(horizon) },
         };
         // Uses past the horizon would be uses Redis did not count.
         let well_formed = |&(count, fourth): &(u64, u64)| {
@@ -849,11 +786,7 @@ impl Reserved {
                 format!(
                     "{} permits granted, at most {block} reserved in tranches of at least 1, usable for \
                      at most {horizon} ms",
-                    if only {
-                        "no".to_owned()
-                    } else {
-                        format!("{permits} or no")
-                    }
+                    if only { "no".to_owned() } else { format!("{permits} or no") }
                 ),
                 format!(
                     "{granted} granted, {reserved} reserved, {fourth} (where their use starts or ends), then {}",
@@ -869,14 +802,8 @@ impl Reserved {
             }
             _ => None,
         };
-        let decision = Decision {
-            success: granted > 0,
-            limit: limit.into(),
-            remaining,
-            reset,
-            retry_after,
-            receipt: lease,
-        };
+        let decision =
+            Decision { success: granted > 0, limit: limit.into(), remaining, reset, retry_after, receipt: lease };
         let blocks: Vec<Block> = (tranches.into_iter())
             .filter(|&(count, _)| count > 0)
             .map(|(count, fourth)| Block {

@@ -41,10 +41,7 @@ mod tests {
             ("", "non-empty"),
             ("a{b", "'{' and '}'"),
             ("victim\0fixed", "contains NUL"),
-            (
-                &"n".repeat(MAX_TAG_PART_BYTES + 1),
-                "is 257 bytes long: use at most 256",
-            ),
+            (&"n".repeat(MAX_TAG_PART_BYTES + 1), "is 257 bytes long: use at most 256"),
             (&"n".repeat(1 << 20), "is 1048576 bytes long"),
         ] {
             let error = check_tag_part("limiter name", name).unwrap_err();

@@ -93,12 +93,7 @@ impl StateDetail {
     /// Sliding window: the previous window's count as the sliding window weighs it at `now`, plus the current
     /// count: what the limit is held against. `None` for the other algorithms.
     pub fn weighted_count(&self, quota: &Quota, now: u64) -> Option<f64> {
-        let StateDetail::SlidingWindow {
-            window_start,
-            current,
-            previous,
-        } = *self
-        else {
+        let StateDetail::SlidingWindow { window_start, current, previous } = *self else {
             return None;
         };
         let interval = quota.interval_ms();
@@ -113,35 +108,25 @@ pub async fn state_all<'i, I>(requests: &[(&Limiter, I)]) -> Result<Vec<LimitSta
 where
     I: Into<Identifier<'i>> + Clone,
 {
-    let (first, _) = requests
-        .first()
-        .ok_or_else(|| Error::InvalidArgument("no limits to inspect: pass at least one".into()))?;
+    let (first, _) =
+        requests.first().ok_or_else(|| Error::InvalidArgument("no limits to inspect: pass at least one".into()))?;
     let mut quotas = Vec::with_capacity(requests.len());
     for (limiter, _) in requests {
         let quota = match limiter.quota {
             Some(quota) => quota,
-            None => limiter.stored_quota().await?.ok_or_else(|| Error::NotInitialized {
-                name: limiter.name.clone(),
-            })?,
+            None => {
+                limiter.stored_quota().await?.ok_or_else(|| Error::NotInitialized { name: limiter.name.clone() })?
+            }
         };
         quotas.push(quota);
     }
-    let keys: Vec<String> = requests
-        .iter()
-        .map(|(limiter, id)| limiter.state_key(id.clone()))
-        .collect();
-    let mut args = vec![
-        first.now_ms.map(|ms| ms.to_string()).unwrap_or_default(),
-        LISTED_GRANTS.to_string(),
-    ];
+    let keys: Vec<String> = requests.iter().map(|(limiter, id)| limiter.state_key(id.clone())).collect();
+    let mut args = vec![first.now_ms.map(|ms| ms.to_string()).unwrap_or_default(), LISTED_GRANTS.to_string()];
     args.extend(quotas.iter().map(|quota| kind(quota.algorithm()).to_owned()));
     let reply = INSPECT.run(&first.client, &keys, &args).await?.into_array()?;
     if reply.len() != requests.len() + 1 {
         return Err(Error::malformed(
-            format!(
-                "the inspection of {} keys (the time, then one entry per key)",
-                requests.len()
-            ),
+            format!("the inspection of {} keys (the time, then one entry per key)", requests.len()),
             Value::Array(reply),
         ));
     }
@@ -172,27 +157,13 @@ fn decode(name: &str, quota: Quota, key: String, now: u64, entry: Value) -> Resu
     let expires_at = u64::try_from(ttl).ok().map(|ms| now + ms);
     let (stored, detail) = if quota.algorithm().names_grants() {
         let held = next("the permits held")?.into_u64()?;
-        (
-            None,
-            StateDetail::Log {
-                held,
-                grants: grants(items.collect())?,
-            },
-        )
+        (None, StateDetail::Log { held, grants: grants(items.collect())? })
     } else {
         let text = next("the stored value")?.into_string()?;
         let detail = decode_value(&quota, &text, now)?;
         ((!text.is_empty()).then_some(text), detail)
     };
-    Ok(LimitState {
-        name: name.to_owned(),
-        quota,
-        key,
-        now,
-        expires_at,
-        stored,
-        detail,
-    })
+    Ok(LimitState { name: name.to_owned(), quota, key, now, expires_at, stored, detail })
 }
 
 /// Member, frees-at pairs, one per grant (members `<position>:<permits>:<run>:<grant id>`, see
@@ -228,23 +199,14 @@ fn decode_value(quota: &Quota, text: &str, now: u64) -> Result<StateDetail> {
     let (interval, rate) = (quota.interval_ms(), u64::from(quota.rate()));
     let full = u64::from(quota.limit()) * interval;
     Ok(match stored::view(quota, text, now)? {
-        StoredView::FixedWindow { window, count } => StateDetail::FixedWindow {
-            window_start: window.saturating_mul(interval),
-            count,
-        },
-        StoredView::SlidingWindow {
-            window,
-            current,
-            previous,
-        } => StateDetail::SlidingWindow {
-            window_start: window.saturating_mul(interval),
-            current,
-            previous,
-        },
+        StoredView::FixedWindow { window, count } => {
+            StateDetail::FixedWindow { window_start: window.saturating_mul(interval), count }
+        }
+        StoredView::SlidingWindow { window, current, previous } => {
+            StateDetail::SlidingWindow { window_start: window.saturating_mul(interval), current, previous }
+        }
         // Units are tokens × interval.
-        StoredView::TokenBucket { units } => StateDetail::TokenBucket {
-            tokens: units as f64 / interval as f64,
-        },
+        StoredView::TokenBucket { units } => StateDetail::TokenBucket { tokens: units as f64 / interval as f64 },
         // TAT = now + debt / rate.
         StoredView::Gcra { debt } => StateDetail::Gcra {
             tat: now as f64 + debt as f64 / rate as f64,
@@ -267,38 +229,16 @@ mod tests {
     fn a_fixed_window_that_ended_counts_nothing() {
         let q = quota(Algorithm::FixedWindow, 10, 1000, 10);
         let detail = |text| decode_value(&q, text, 5_250).unwrap();
-        assert_eq!(
-            detail("fw:5:7"),
-            StateDetail::FixedWindow {
-                window_start: 5_000,
-                count: 7
-            }
-        );
-        assert_eq!(
-            detail("fw:4:7"),
-            StateDetail::FixedWindow {
-                window_start: 5_000,
-                count: 0
-            }
-        );
-        assert_eq!(
-            detail(""),
-            StateDetail::FixedWindow {
-                window_start: 5_000,
-                count: 0
-            }
-        );
+        assert_eq!(detail("fw:5:7"), StateDetail::FixedWindow { window_start: 5_000, count: 7 });
+        assert_eq!(detail("fw:4:7"), StateDetail::FixedWindow { window_start: 5_000, count: 0 });
+        assert_eq!(detail(""), StateDetail::FixedWindow { window_start: 5_000, count: 0 });
     }
 
     #[test]
     fn a_sliding_window_shifts_its_counts_as_windows_pass() {
         let q = quota(Algorithm::SlidingWindow, 10, 1000, 10);
         let detail = |text| decode_value(&q, text, 5_250).unwrap();
-        let at = |current, previous| StateDetail::SlidingWindow {
-            window_start: 5_000,
-            current,
-            previous,
-        };
+        let at = |current, previous| StateDetail::SlidingWindow { window_start: 5_000, current, previous };
         assert_eq!(detail("sw:5:3:8"), at(3, 8));
         assert_eq!(detail("sw:4:3:8"), at(0, 3));
         assert_eq!(detail("sw:3:3:8"), at(0, 0));
@@ -324,24 +264,10 @@ mod tests {
         // 3 per second, burst 6: the emission interval is 333.3 ms.
         let q = quota(Algorithm::Gcra, 6, 1000, 3);
         let detail = |text| decode_value(&q, text, 10_000).unwrap();
-        assert_eq!(
-            detail(""),
-            StateDetail::Gcra {
-                tat: 10_000.0,
-                tokens: 6.0
-            }
-        );
-        assert_eq!(
-            detail("gcra:9000:2"),
-            StateDetail::Gcra {
-                tat: 10_000.0,
-                tokens: 6.0
-            }
-        );
+        assert_eq!(detail(""), StateDetail::Gcra { tat: 10_000.0, tokens: 6.0 });
+        assert_eq!(detail("gcra:9000:2"), StateDetail::Gcra { tat: 10_000.0, tokens: 6.0 });
         // TAT 10 500 ms + 1/3: a debt of 1 501 units, 1.501 tokens.
-        let StateDetail::Gcra { tat, tokens } = detail("gcra:10500:1") else {
-            unreachable!()
-        };
+        let StateDetail::Gcra { tat, tokens } = detail("gcra:10500:1") else { unreachable!() };
         assert!((tat - 10_500.333).abs() < 0.001, "{tat}");
         assert!((tokens - 4.499).abs() < 1e-9, "{tokens}");
     }
@@ -371,14 +297,7 @@ mod tests {
     fn a_stored_window_far_ahead_is_shown_without_overflow() {
         let q = quota(Algorithm::SlidingWindow, 10, 1 << 40, 10);
         let detail = decode_value(&q, "sw:9007199254740991:1:2", 5_250).unwrap();
-        assert_eq!(
-            detail,
-            StateDetail::SlidingWindow {
-                window_start: u64::MAX,
-                current: 1,
-                previous: 2
-            }
-        );
+        assert_eq!(detail, StateDetail::SlidingWindow { window_start: u64::MAX, current: 1, previous: 2 });
     }
 
     #[test]
@@ -392,15 +311,8 @@ mod tests {
         .into_iter()
         .flatten()
         .collect();
-        let grant = |id: &str, permits, frees_at| HeldGrant {
-            id: id.into(),
-            permits,
-            frees_at,
-        };
-        assert_eq!(
-            grants(flat).unwrap(),
-            vec![grant("a", 2, 900), grant("b", 1, 900), grant("a-2:x", 5, 950)]
-        );
+        let grant = |id: &str, permits, frees_at| HeldGrant { id: id.into(), permits, frees_at };
+        assert_eq!(grants(flat).unwrap(), vec![grant("a", 2, 900), grant("b", 1, 900), grant("a-2:x", 5, 950)]);
         for bad in [
             pair("a/1", "900"),
             pair("x:1:0:a", "900"),

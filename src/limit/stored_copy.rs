@@ -32,9 +32,7 @@ impl StoredCopy {
     }
 
     fn fresh(&self) -> Option<Quota> {
-        self.lock()
-            .filter(|(_, read)| read.elapsed() < STALE_AFTER)
-            .map(|(quota, _)| quota)
+        self.lock().filter(|(_, read)| read.elapsed() < STALE_AFTER).map(|(quota, _)| quota)
     }
 
     fn lock(&self) -> Option<(Quota, Instant)> {
@@ -69,9 +67,8 @@ pub(super) fn read_command(limiter: &Limiter) -> Command {
 
 /// Reads, in one round trip, the copies that are missing or stale. No stored config is [`Error::NotInitialized`].
 pub(super) async fn refresh<'a>(limiters: impl IntoIterator<Item = &'a Limiter>) -> Result<()> {
-    let stale: Vec<&Limiter> = (limiters.into_iter())
-        .filter(|limiter| uses_copy(limiter) && limiter.stored_copy.fresh().is_none())
-        .collect();
+    let stale: Vec<&Limiter> =
+        (limiters.into_iter()).filter(|limiter| uses_copy(limiter) && limiter.stored_copy.fresh().is_none()).collect();
     let Some(first) = stale.first() else {
         return Ok(());
     };
@@ -82,9 +79,8 @@ pub(super) async fn refresh<'a>(limiters: impl IntoIterator<Item = &'a Limiter>)
 async fn read_copies(client: &RestClient, stale: &[&Limiter]) -> Result<()> {
     let commands: Vec<Command> = stale.iter().map(|limiter| read_command(limiter)).collect();
     for (limiter, reply) in stale.iter().zip(client.pipeline(&commands).await?) {
-        let quota = parse(reply?, &limiter.name)?.ok_or_else(|| Error::NotInitialized {
-            name: limiter.name.clone(),
-        })?;
+        let quota =
+            parse(reply?, &limiter.name)?.ok_or_else(|| Error::NotInitialized { name: limiter.name.clone() })?;
         limiter.stored_copy.set(Some(quota));
     }
     Ok(())
@@ -101,11 +97,6 @@ pub(super) fn parse(reply: Value, name: &str) -> Result<Option<Quota>> {
         .parse()
         .map_err(|e| Error::malformed(format!("a known stored algorithm for {name:?}"), e))?;
     let interval = Duration::from_millis(interval.into_number("the stored interval")?);
-    let (limit, rate) = (
-        limit.into_number("the stored limit")?,
-        rate.into_number("the stored rate")?,
-    );
-    Quota::new(algorithm, limit, interval, rate)
-        .map(Some)
-        .map_err(|e| Error::malformed("a valid stored quota", e))
+    let (limit, rate) = (limit.into_number("the stored limit")?, rate.into_number("the stored rate")?);
+    Quota::new(algorithm, limit, interval, rate).map(Some).map_err(|e| Error::malformed("a valid stored quota", e))
 }

@@ -86,11 +86,7 @@ scripts! {
 
 /// `lua/SHA1SUMS`'s text for the scripts this build carries: `<sha1>  <name>.lua` a line, as `sha1sum` writes it.
 pub fn sha1sums() -> String {
-    NAMES
-        .iter()
-        .zip(every_script())
-        .map(|(name, script)| format!("{}  {name}.lua\n", script.sha1()))
-        .collect()
+    NAMES.iter().zip(every_script()).map(|(name, script)| format!("{}  {name}.lua\n", script.sha1())).collect()
 }
 
 #[cfg(test)]
@@ -106,11 +102,7 @@ mod tests {
             std::fs::write(&path, sha1sums()).unwrap();
         }
         let pinned = std::fs::read_to_string(&path).unwrap_or_default();
-        assert_eq!(
-            pinned,
-            sha1sums(),
-            "lua/SHA1SUMS differs from the built scripts: run scripts/lua"
-        );
+        assert_eq!(pinned, sha1sums(), "lua/SHA1SUMS differs from the built scripts: run scripts/lua");
     }
 
     #[test]

@@ -68,9 +68,9 @@ impl FromStr for OnError {
             "allow" => Ok(OnError::Allow),
             "deny" => Ok(OnError::Deny),
             "throw" => Ok(OnError::Throw),
-            other => Err(Error::InvalidConfig(format!(
-                "onError must be \"allow\", \"deny\" or \"throw\", got {other:?}"
-            ))),
+            other => {
+                Err(Error::InvalidConfig(format!("onError must be \"allow\", \"deny\" or \"throw\", got {other:?}")))
+            }
         }
     }
 }
@@ -145,11 +145,7 @@ impl Limit {
 
     /// The name used when none is given: the algorithm and the interval, e.g. `sliding_window-1000ms`.
     pub(crate) fn default_name(&self) -> String {
-        format!(
-            "{}-{}ms",
-            self.quota.algorithm().script_name(),
-            self.quota.interval_ms()
-        )
+        format!("{}-{}ms", self.quota.algorithm().script_name(), self.quota.interval_ms())
     }
 }
 
@@ -274,22 +270,14 @@ impl Ratelimit {
                     other => other,
                 })?),
             };
-            if limiters
-                .as_ref()
-                .unwrap_or(&ratelimit.limiters)
-                .iter()
-                .any(Limiter::frees_early)
-            {
+            if limiters.as_ref().unwrap_or(&ratelimit.limiters).iter().any(Limiter::frees_early) {
                 return Err(Error::InvalidConfig(
                     "the insurance limit cannot be a concurrency limit: a lease taken in this process could not be \
                      released through the store; state the insurance limit with another algorithm"
                         .into(),
                 ));
             }
-            ratelimit.insured = Some(Insured {
-                memory: Memory::default(),
-                limiters,
-            });
+            ratelimit.insured = Some(Insured { memory: Memory::default(), limiters });
         }
         if let Some(length) = options.reserve {
             ratelimit.reserved = Some(match ratelimit.limiters.as_slice() {
@@ -308,17 +296,10 @@ impl Ratelimit {
     pub fn in_memory(limits: &[Limit], memory: Memory, prefix: &str) -> Result<Ratelimit> {
         // A client to nowhere (`.invalid` never resolves), which no method uses when `memory` is set.
         let client = RestClient::new("http://memory.invalid", "memory")?;
-        let options = Options {
-            prefix: prefix.to_owned(),
-            on_error: OnError::Throw,
-            cache_entries: 0,
-            ..Options::default()
-        };
+        let options =
+            Options { prefix: prefix.to_owned(), on_error: OnError::Throw, cache_entries: 0, ..Options::default() };
         let ratelimit = Ratelimit::new(client, limits, options)?;
-        Ok(Ratelimit {
-            memory: Some(memory),
-            ..ratelimit
-        })
+        Ok(Ratelimit { memory: Some(memory), ..ratelimit })
     }
 
     /// The client every limit decides through; `None` for the memory backend.
@@ -365,11 +346,7 @@ impl Ratelimit {
         // The decision, whether it took reserved permits, and each limit's decision when Redis made any.
         let decided = match reserved {
             Reservations::One(reserved) => (reserved.limit(id, permits).await).map(|decided| {
-                let limits = if decided.local {
-                    Vec::new()
-                } else {
-                    vec![decided.decision]
-                };
+                let limits = if decided.local { Vec::new() } else { vec![decided.decision] };
                 (decided.decision, decided.local, limits)
             }),
             // A decision that took any reserved permit is marked as one (its `remaining` is an estimate).
@@ -431,8 +408,7 @@ impl Ratelimit {
         limits: &[Limit],
         receipts: &[Receipt],
     ) -> Result<Vec<Decision>> {
-        self.give_back(&id.into(), Some(limits), receipts, Returned::Grant)
-            .await
+        self.give_back(&id.into(), Some(limits), receipts, Returned::Grant).await
     }
 
     /// Ends the leases of a grant whose work is done: only the concurrency limits' receipts are given back, and the
@@ -449,8 +425,7 @@ impl Ratelimit {
         limits: &[Limit],
         receipts: &[Receipt],
     ) -> Result<Vec<Decision>> {
-        self.give_back(&id.into(), Some(limits), receipts, Returned::Leases)
-            .await
+        self.give_back(&id.into(), Some(limits), receipts, Returned::Leases).await
     }
 
     /// Refunds and releases: what `returned` names of the grant `receipts` name, under this limiter's limits or
@@ -558,16 +533,8 @@ impl Ratelimit {
             .filter(|_| !limiters.iter().any(Limiter::frees_early))
             .map(|cache| (cache, cache_key(limiters, id)));
         let sent = Instant::now();
-        if let Some(decision) = cache
-            .as_ref()
-            .and_then(|(cache, key)| lock(cache).check(key, permits, sent))
-        {
-            return Ok(Outcome {
-                decision,
-                reason: Reason::Cache,
-                limits: Vec::new(),
-                error: None,
-            });
+        if let Some(decision) = cache.as_ref().and_then(|(cache, key)| lock(cache).check(key, permits, sent)) {
+            return Ok(Outcome { decision, reason: Reason::Cache, limits: Vec::new(), error: None });
         }
         let requests: Vec<_> = limiters.iter().map(|limiter| limiter.request(id, permits)).collect();
         match self.limit_all_requests(&requests).await {
@@ -576,12 +543,7 @@ impl Ratelimit {
                 if let Some((cache, key)) = &cache {
                     lock(cache).block(key, permits, sent, decision);
                 }
-                Ok(Outcome {
-                    decision,
-                    reason: Reason::Decided,
-                    limits: decisions.decisions,
-                    error: None,
-                })
+                Ok(Outcome { decision, reason: Reason::Decided, limits: decisions.decisions, error: None })
             }
             Err(error) => self.on_failure(limiters, id, permits, error),
         }
@@ -619,12 +581,7 @@ impl Ratelimit {
             retry_after: 0,
             receipt: None,
         };
-        Ok(Outcome {
-            decision,
-            reason,
-            limits: Vec::new(),
-            error: Some(error),
-        })
+        Ok(Outcome { decision, reason, limits: Vec::new(), error: Some(error) })
     }
 }
 
@@ -642,17 +599,12 @@ impl Insured {
         let (decision, limits) = match self.memory.limit_all(&requests) {
             // No receipts: a refund or release goes to the store, which never saw these grants.
             Ok(decisions) => {
-                let unreceipted = |decision: Decision| Decision {
-                    receipt: None,
-                    ..decision
-                };
+                let unreceipted = |decision: Decision| Decision { receipt: None, ..decision };
                 let limits: Vec<Decision> = decisions.decisions.iter().copied().map(unreceipted).collect();
                 (unreceipted(decisions.speaking_for_all()), limits)
             }
             Err(Error::PermitsExceedRate { .. }) => {
-                let limit = (limiters.iter().filter_map(Limiter::quota))
-                    .map(|quota| quota.limit().into())
-                    .min();
+                let limit = (limiters.iter().filter_map(Limiter::quota)).map(|quota| quota.limit().into()).min();
                 let decision = Decision {
                     success: false,
                     limit: limit.unwrap_or(0),
@@ -665,12 +617,7 @@ impl Insured {
             }
             Err(other) => return Err(other),
         };
-        Ok(Outcome {
-            decision,
-            reason: Reason::Insurance,
-            limits,
-            error: Some(error),
-        })
+        Ok(Outcome { decision, reason: Reason::Insurance, limits, error: Some(error) })
     }
 }
 
@@ -700,14 +647,7 @@ mod tests {
     use crate::limit::Decisions;
 
     fn decision(success: bool, remaining: u64, retry_after: u64) -> Decision {
-        Decision {
-            success,
-            limit: 10,
-            remaining,
-            reset: 5_000 + retry_after,
-            retry_after,
-            receipt: None,
-        }
+        Decision { success, limit: 10, remaining, reset: 5_000 + retry_after, retry_after, receipt: None }
     }
 
     #[test]
@@ -738,13 +678,7 @@ mod tests {
         let second = Duration::from_secs(1);
         let name = |quota| Limit::new(quota).name();
         assert_eq!(name(Quota::fixed_window(10, second).unwrap()), "fixed_window-1000ms");
-        assert_eq!(
-            name(Quota::fixed_window(10, second).unwrap()),
-            name(Quota::fixed_window(20, second).unwrap())
-        );
-        assert_ne!(
-            name(Quota::fixed_window(10, second).unwrap()),
-            name(Quota::sliding_window(10, second).unwrap())
-        );
+        assert_eq!(name(Quota::fixed_window(10, second).unwrap()), name(Quota::fixed_window(20, second).unwrap()));
+        assert_ne!(name(Quota::fixed_window(10, second).unwrap()), name(Quota::sliding_window(10, second).unwrap()));
     }
 }

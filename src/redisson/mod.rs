@@ -31,12 +31,7 @@ impl RedissonLimiter {
     /// contain `{` or `}`.
     pub fn new(client: RestClient, name: &str) -> Result<RedissonLimiter> {
         crate::limit::slot::check_tag_part("limiter name", name)?;
-        Ok(RedissonLimiter {
-            client,
-            name: name.to_owned(),
-            client_id: "edgelimit".to_owned(),
-            now_ms: None,
-        })
+        Ok(RedissonLimiter { client, name: name.to_owned(), client_id: "edgelimit".to_owned(), now_ms: None })
     }
 
     /// The id whose budget this handle uses in [`Mode::PerClient`] (Redisson uses its client's id).
@@ -69,9 +64,7 @@ impl RedissonLimiter {
 
     async fn run(&self, script: &Script, args: &[String]) -> Result<Value> {
         let time = self.now_ms.map(|ms| ms.to_string()).unwrap_or_default();
-        let args: Vec<&str> = std::iter::once(time.as_str())
-            .chain(args.iter().map(String::as_str))
-            .collect();
+        let args: Vec<&str> = std::iter::once(time.as_str()).chain(args.iter().map(String::as_str)).collect();
         script.run(&self.client, &self.keys(), &args).await
     }
 
@@ -115,8 +108,7 @@ impl RedissonLimiter {
     /// Sets the lifetime `field` (`keep_alive`, `expire`) to `duration`, or clears it (`what` names it in errors).
     async fn write_lifetime(&self, field: &str, duration: Option<Duration>, what: &str) -> Result<bool> {
         let ms = duration.map_or(Ok(0), |duration| crate::duration::whole_ms(duration, what))?;
-        self.flag(&lua::REDISSON_LIFETIME, &[field.to_owned(), ms.to_string()], "lifetime")
-            .await
+        self.flag(&lua::REDISSON_LIFETIME, &[field.to_owned(), ms.to_string()], "lifetime").await
     }
 
     /// Changes the keep-alive: with `Some`, config and state vanish after that long unused (at least the interval),
@@ -173,18 +165,14 @@ impl RedissonLimiter {
             return Ok(0);
         }
         let args = [permits.to_string()];
-        let verdict = self
-            .verdict(&lua::REDISSON_RELEASE, &args, permits, &[Status::Refunded])
-            .await?;
+        let verdict = self.verdict(&lua::REDISSON_RELEASE, &args, permits, &[Status::Refunded]).await?;
         // A release's last field is what was given back.
         verdict.last.into_u64()
     }
 
     /// The stored configuration, or `None` when no rate is set.
     pub async fn config(&self) -> Result<Option<RateConfig>> {
-        let command = Command::new("HMGET")
-            .arg(&self.name)
-            .args(["rate", "interval", "type", "keepAliveTime"]);
+        let command = Command::new("HMGET").arg(&self.name).args(["rate", "interval", "type", "keepAliveTime"]);
         let reply = self.client.command(&command).await?.into_tuple::<4>()?;
         let [rate, interval, mode, keep_alive] = reply.map(Value::into_option);
         let (Some(rate), Some(interval), Some(mode)) = (rate, interval, mode) else {
@@ -223,17 +211,9 @@ impl RedissonLimiter {
         let verdict = ScriptReply::decode(self.run(script, args).await?)?;
         match verdict.status {
             status if expected.contains(&status) => Ok(verdict),
-            Status::NotConfigured => Err(Error::NotInitialized {
-                name: self.name.clone(),
-            }),
-            Status::ExceedsLimit => Err(Error::PermitsExceedRate {
-                permits,
-                rate: verdict.limit,
-            }),
-            other => Err(Error::malformed(
-                format!("one of {expected:?} from this script"),
-                format!("{other:?}"),
-            )),
+            Status::NotConfigured => Err(Error::NotInitialized { name: self.name.clone() }),
+            Status::ExceedsLimit => Err(Error::PermitsExceedRate { permits, rate: verdict.limit }),
+            other => Err(Error::malformed(format!("one of {expected:?} from this script"), format!("{other:?}"))),
         }
     }
 }

@@ -21,11 +21,7 @@ impl Rate {
         let permits = NonZeroU32::new(permits)
             .ok_or_else(|| Error::InvalidArgument("the rate must be at least 1 permit per interval".into()))?;
         let interval_ms = whole_ms(interval, "interval")?;
-        Ok(Rate {
-            permits,
-            interval_ms,
-            keep_alive_ms: 0,
-        })
+        Ok(Rate { permits, interval_ms, keep_alive_ms: 0 })
     }
 
     /// Lets the limiter vanish after `keep_alive` unused (Redisson's keepAliveTime, renewed by every use from either
@@ -108,9 +104,6 @@ mod tests {
         let rate = Rate::new(5, Duration::from_secs(1)).unwrap();
         assert!(rate.with_keep_alive(Duration::from_millis(999)).is_err());
         let rate = rate.with_keep_alive(Duration::from_secs(60)).unwrap();
-        assert_eq!(
-            (rate.permits(), rate.interval_ms(), rate.keep_alive_ms()),
-            (5, 1000, 60_000)
-        );
+        assert_eq!((rate.permits(), rate.interval_ms(), rate.keep_alive_ms()), (5, 1000, 60_000));
     }
 }

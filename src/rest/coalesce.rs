@@ -146,9 +146,7 @@ impl RestClient {
         reply.await.unwrap_or_else(|_| {
             Err(Error::Transport {
                 url: self.base_url.clone(),
-                source: Arc::from(Box::from(
-                    "the runtime stopped the request before its reply (is it shutting down?)",
-                )),
+                source: Arc::from(Box::from("the runtime stopped the request before its reply (is it shutting down?)")),
             })
         })
     }
@@ -209,9 +207,7 @@ fn calls(queued: Vec<(Entry, Reply)>) -> Vec<Call> {
             Some((_, _, at, count, bytes))
                 if *count < MAX_DECISIONS_PER_CALL && *bytes + size <= MAX_BYTES_PER_CALL =>
             {
-                let Call::Batch(group) = &mut calls[*at] else {
-                    unreachable!("an open group is a batch call")
-                };
+                let Call::Batch(group) = &mut calls[*at] else { unreachable!("an open group is a batch call") };
                 group.push((decision, reply));
                 (*count, *bytes) = (*count + 1, *bytes + size);
             }
@@ -242,10 +238,7 @@ fn calls(queued: Vec<(Entry, Reply)>) -> Vec<Call> {
 fn split(reply: Value, count: usize) -> Result<Vec<Result<Value>>> {
     let entries = reply.into_array()?;
     if entries.len() != count {
-        return Err(Error::malformed(
-            format!("{count} entries, one per decision"),
-            entries.len(),
-        ));
+        return Err(Error::malformed(format!("{count} entries, one per decision"), entries.len()));
     }
     Ok(entries
         .into_iter()
@@ -309,21 +302,14 @@ mod tests {
             decision(&lua::BATCH_GCRA, "{a}:2", 1),
             decision(&lua::BATCH_FIXED_WINDOW, "{a}:3", 1),
         ];
-        assert_eq!(
-            shape(&calls(queued)),
-            ["batch {a}:1 {a}:2", "PING", "alone {b}:1", "alone {a}:3"]
-        );
+        assert_eq!(shape(&calls(queued)), ["batch {a}:1 {a}:2", "PING", "alone {b}:1", "alone {a}:3"]);
     }
 
     #[test]
     fn a_group_is_cut_into_calls_of_bounded_count_and_size_in_order() {
-        let many = (0..600)
-            .map(|i| decision(&lua::BATCH_GCRA, &format!("{{k}}{i:03}"), 1))
-            .collect();
+        let many = (0..600).map(|i| decision(&lua::BATCH_GCRA, &format!("{{k}}{i:03}"), 1)).collect();
         assert_eq!(shape(&calls(many)), ["batch of 256", "batch of 256", "batch of 88"]);
-        let big = (0..5)
-            .map(|i| decision(&lua::BATCH_GCRA, &format!("{{b}}{i}"), 30_000))
-            .collect();
+        let big = (0..5).map(|i| decision(&lua::BATCH_GCRA, &format!("{{b}}{i}"), 30_000)).collect();
         assert_eq!(shape(&calls(big)), ["batch {b}0 {b}1", "batch {b}2 {b}3", "alone {b}4"]);
     }
 
@@ -336,10 +322,8 @@ mod tests {
             args: vec!["1:3:1000".to_owned(), id.to_owned()],
             names_grants: true,
         };
-        let call = Call::Batch(vec![
-            (log("{l}:a", "id1"), oneshot::channel().0),
-            (log("{l}:b", "id2"), oneshot::channel().0),
-        ]);
+        let call =
+            Call::Batch(vec![(log("{l}:a", "id1"), oneshot::channel().0), (log("{l}:b", "id2"), oneshot::channel().0)]);
         let sha1 = lua::BATCH_SLIDING_LOG.sha1();
         assert_eq!(
             call.command(false).words(),

@@ -67,11 +67,7 @@ pub(crate) fn requests_may_wait_on_each_other() -> bool {
 
 /// fetch.js rejects with `{kind, message}`; anything else (fetch.js itself failed) is local.
 fn failure(error: JsValue) -> Failure {
-    let property = |name: &str| {
-        js_sys::Reflect::get(&error, &name.into())
-            .ok()
-            .and_then(|v| v.as_string())
-    };
+    let property = |name: &str| js_sys::Reflect::get(&error, &name.into()).ok().and_then(|v| v.as_string());
     let message = property("message").unwrap_or_else(|| format!("{error:?}"));
     match property("kind").as_deref() {
         Some("timeout") => Failure::Timeout,

@@ -146,9 +146,7 @@ impl RestClient {
     /// The same client with another per-request timeout: from 1 ms to [`MAX_TIMEOUT`].
     pub fn with_timeout(mut self, timeout: Duration) -> Result<Self> {
         if timeout < Duration::from_millis(1) {
-            return Err(Error::InvalidConfig(format!(
-                "the request timeout must be at least 1 ms, got {timeout:?}"
-            )));
+            return Err(Error::InvalidConfig(format!("the request timeout must be at least 1 ms, got {timeout:?}")));
         }
         if timeout > MAX_TIMEOUT {
             return Err(Error::InvalidConfig(format!(
@@ -201,17 +199,12 @@ impl RestClient {
     /// Runs several commands in one round trip, not atomically: each gets its own result, and one command's error
     /// does not stop the others.
     pub async fn pipeline(&self, commands: &[Command]) -> Result<Vec<Result<Value>>> {
-        self.batch_rendered("/pipeline", &commands.iter().map(Command::rendered).collect::<Vec<_>>())
-            .await
+        self.batch_rendered("/pipeline", &commands.iter().map(Command::rendered).collect::<Vec<_>>()).await
     }
 
     /// Runs several commands in one round trip inside MULTI/EXEC: no other client's command runs between them.
     pub async fn multi_exec(&self, commands: &[Command]) -> Result<Vec<Result<Value>>> {
-        self.batch_rendered(
-            "/multi-exec",
-            &commands.iter().map(Command::rendered).collect::<Vec<_>>(),
-        )
-        .await
+        self.batch_rendered("/multi-exec", &commands.iter().map(Command::rendered).collect::<Vec<_>>()).await
     }
 
     /// Sends commands already rendered as their JSON arrays in one request to `path`.
@@ -237,17 +230,9 @@ impl RestClient {
             Ok(reply) => reply,
             Err(Failure::Timeout) => return Err(Error::Timeout { after: self.timeout }),
             Err(Failure::Network(source)) => {
-                return Err(Error::Transport {
-                    url: self.base_url.clone(),
-                    source: source.into(),
-                })
+                return Err(Error::Transport { url: self.base_url.clone(), source: source.into() })
             }
-            Err(Failure::Local(message)) => {
-                return Err(Error::Client {
-                    url: self.base_url.clone(),
-                    message,
-                })
-            }
+            Err(Failure::Local(message)) => return Err(Error::Client { url: self.base_url.clone(), message }),
         };
         let json = serde_json::from_str::<Json>(&text).ok();
         let error_text = || match json.as_ref().and_then(|j| j.get("error")).and_then(|e| e.as_str()) {
@@ -258,14 +243,8 @@ impl RestClient {
             200 => json.ok_or_else(|| Error::malformed("a JSON body", &text)),
             // Upstash answers a command that Redis rejected with 400 and the Redis error text.
             400 if json.is_some() => Err(Error::from_redis_reply(&error_text())),
-            401 | 403 => Err(Error::Unauthorized {
-                status,
-                message: error_text(),
-            }),
-            _ => Err(Error::Endpoint {
-                status,
-                message: error_text(),
-            }),
+            401 | 403 => Err(Error::Unauthorized { status, message: error_text() }),
+            _ => Err(Error::Endpoint { status, message: error_text() }),
         }
     }
 }
@@ -289,18 +268,16 @@ fn decode_item(item: &Json) -> Result<Value> {
 fn decode_value(json: &Json, base64: bool) -> Result<Value> {
     match json {
         Json::Null => Ok(Value::Nil),
-        Json::Number(number) => (number.as_i64())
-            .map(Value::Int)
-            .ok_or_else(|| Error::malformed("an integer that fits in 64 bits", number)),
-        Json::String(text) if base64 && text != "OK" => (STANDARD.decode(text).ok())
-            .map(Value::Bytes)
-            .ok_or_else(|| Error::malformed("a base64 string", json)),
+        Json::Number(number) => {
+            (number.as_i64()).map(Value::Int).ok_or_else(|| Error::malformed("an integer that fits in 64 bits", number))
+        }
+        Json::String(text) if base64 && text != "OK" => {
+            (STANDARD.decode(text).ok()).map(Value::Bytes).ok_or_else(|| Error::malformed("a base64 string", json))
+        }
         Json::String(text) => Ok(Value::Bytes(text.clone().into_bytes())),
-        Json::Array(items) => items
-            .iter()
-            .map(|item| decode_value(item, base64))
-            .collect::<Result<_>>()
-            .map(Value::Array),
+        Json::Array(items) => {
+            items.iter().map(|item| decode_value(item, base64)).collect::<Result<_>>().map(Value::Array)
+        }
         Json::Bool(_) | Json::Object(_) => Err(Error::malformed("a Redis reply (null, number, string or array)", json)),
     }
 }
@@ -325,27 +302,17 @@ mod tests {
         let err = RestClient::new("http://a b", "t").unwrap_err();
         assert!(err.to_string().contains("not a URL a request can go to"), "{err}");
         assert!(RestClient::new("https://[bad", "t").is_err());
-        for url in [
-            "http://user:pw@127.0.0.1:8079",
-            "https://user@example.com/",
-            "http://:pw@h",
-        ] {
+        for url in ["http://user:pw@127.0.0.1:8079", "https://user@example.com/", "http://:pw@h"] {
             let err = RestClient::new(url, "t").unwrap_err();
             assert_eq!(err.code(), "EDGELIMIT_INVALID_CONFIG");
             assert!(err.to_string().contains("holds credentials"), "{err}");
-            assert!(
-                !err.to_string().contains("pw") && !err.to_string().contains("user@"),
-                "{err}"
-            );
+            assert!(!err.to_string().contains("pw") && !err.to_string().contains("user@"), "{err}");
         }
         // An `@` after the host is no credential.
         assert!(RestClient::new("http://127.0.0.1:8079/a@b", "t").is_ok());
         for token in ["t\u{2603}", "a b", "t\r\nx: y", "t\0"] {
             let err = RestClient::new("http://127.0.0.1:8079", token).unwrap_err();
-            assert!(
-                err.to_string().contains("which an HTTP header cannot carry"),
-                "{token:?}: {err}"
-            );
+            assert!(err.to_string().contains("which an HTTP header cannot carry"), "{token:?}: {err}");
         }
         // A JS timer fires at once past 2^31 - 1 ms: a longer timeout would time every request out on wasm.
         assert!(client.clone().with_timeout(MAX_TIMEOUT).is_ok());
@@ -356,10 +323,7 @@ mod tests {
     #[test]
     fn result_and_error_items_are_decoded_and_anything_else_is_malformed() {
         let item = |text: &str| decode_item(&json(text));
-        assert_eq!(
-            item(r#"{"result": "UE9ORw=="}"#).unwrap(),
-            Value::Bytes(b"PONG".to_vec())
-        );
+        assert_eq!(item(r#"{"result": "UE9ORw=="}"#).unwrap(), Value::Bytes(b"PONG".to_vec()));
         assert_eq!(
             item(r#"{"error": "ERR x"}"#).unwrap_err().to_string(),
             "redis replied with an error edgelimit does not expect: ERR x"
@@ -393,25 +357,13 @@ mod tests {
         let reply = json(r#"["T0s=", "OK", "AP8="]"#);
         assert_eq!(
             decode_value(&reply, true).unwrap(),
-            Value::Array(vec![
-                Value::Bytes(b"OK".to_vec()),
-                Value::Bytes(b"OK".to_vec()),
-                Value::Bytes(vec![0, 255]),
-            ])
+            Value::Array(vec![Value::Bytes(b"OK".to_vec()), Value::Bytes(b"OK".to_vec()), Value::Bytes(vec![0, 255]),])
         );
     }
 
     #[test]
     fn rejects_what_redis_never_sends() {
-        for bad in [
-            "1.5",
-            "1e3",
-            "-0.0",
-            "true",
-            r#"{"a": 1}"#,
-            "18446744073709551615",
-            "[1, [false]]",
-        ] {
+        for bad in ["1.5", "1e3", "-0.0", "true", r#"{"a": 1}"#, "18446744073709551615", "[1, [false]]"] {
             let err = decode_value(&json(bad), false).unwrap_err();
             assert_eq!(err.code(), "EDGELIMIT_MALFORMED_REPLY", "{bad}");
         }

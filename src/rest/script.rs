@@ -18,18 +18,12 @@ impl Script {
     pub fn new(source: impl Into<String>) -> Self {
         let source = source.into();
         let sha1 = sha1_smol::Sha1::from(source.as_bytes()).digest().to_string();
-        Script {
-            sha1: Cow::Owned(sha1),
-            text: Cow::Owned(source),
-        }
+        Script { sha1: Cow::Owned(sha1), text: Cow::Owned(source) }
     }
 
     /// One of the crate's scripts, with the SHA1 `build.rs` computed for its text.
     pub(crate) const fn built(sha1: &'static str, text: &'static str) -> Self {
-        Script {
-            sha1: Cow::Borrowed(sha1),
-            text: Cow::Borrowed(text),
-        }
+        Script { sha1: Cow::Borrowed(sha1), text: Cow::Borrowed(text) }
     }
 
     /// The script's text.
@@ -81,9 +75,7 @@ impl Script {
         let mut commands = vec![self.evalsha_command(keys, args)];
         commands.extend_from_slice(then);
         let mut replies = client.pipeline(&commands).await?.into_iter();
-        let reply = replies
-            .next()
-            .ok_or_else(|| Error::malformed("a reply per command", "none"))?;
+        let reply = replies.next().ok_or_else(|| Error::malformed("a reply per command", "none"))?;
         let reply = match reply {
             Err(error) if error.is_noscript() => client.command(&self.eval_command(keys, args)).await,
             reply => reply,
@@ -94,19 +86,14 @@ impl Script {
     /// Runs several script calls in one pipeline, each atomic on its own but not together. Calls whose script was not
     /// cached are resent with the text in a second pipeline; if that fails, its error is those calls' reply alone.
     pub async fn run_many(client: &RestClient, calls: &[ScriptCall<'_>]) -> Result<Vec<Result<Value>>> {
-        let evalsha: Vec<Command> = calls
-            .iter()
-            .map(|call| call.script.evalsha_command(&call.keys, &call.args))
-            .collect();
+        let evalsha: Vec<Command> =
+            calls.iter().map(|call| call.script.evalsha_command(&call.keys, &call.args)).collect();
         let mut replies = client.pipeline(&evalsha).await?;
-        let missing: Vec<usize> = (0..replies.len())
-            .filter(|&i| matches!(&replies[i], Err(error) if error.is_noscript()))
-            .collect();
+        let missing: Vec<usize> =
+            (0..replies.len()).filter(|&i| matches!(&replies[i], Err(error) if error.is_noscript())).collect();
         if !missing.is_empty() {
-            let eval: Vec<Command> = missing
-                .iter()
-                .map(|&i| calls[i].script.eval_command(&calls[i].keys, &calls[i].args))
-                .collect();
+            let eval: Vec<Command> =
+                missing.iter().map(|&i| calls[i].script.eval_command(&calls[i].keys, &calls[i].args)).collect();
             match client.pipeline(&eval).await {
                 Ok(resent) => {
                     for (i, reply) in missing.into_iter().zip(resent) {
@@ -151,10 +138,7 @@ mod tests {
     #[test]
     fn sha1_matches_redis_script_load() {
         // `redis-cli SCRIPT LOAD "return 1"` answers this digest.
-        assert_eq!(
-            Script::new("return 1").sha1(),
-            "e0e1f9fabfc9d4800c877a703b823ac0578ff8db"
-        );
+        assert_eq!(Script::new("return 1").sha1(), "e0e1f9fabfc9d4800c877a703b823ac0578ff8db");
     }
 
     #[test]

@@ -96,10 +96,7 @@ impl Source for Js {
 /// that throws is the caller's error, never read as absent: `{ get permits() { throw … } }` would take one permit.
 fn field(object: &JsValue, name: &str) -> Result<JsValue, ReadError> {
     let threw = |thrown: JsValue| {
-        de::Error::custom(format!(
-            "reading {name:?} of the object given threw: {}",
-            printed(&thrown)
-        ))
+        de::Error::custom(format!("reading {name:?} of the object given threw: {}", printed(&thrown)))
     };
     if !has_own(object, name).map_err(threw)? {
         return Ok(JsValue::UNDEFINED);

@@ -33,11 +33,7 @@ fn required<T: DeserializeOwned>(env: &JsValue, name: &str, hint: &str) -> Resul
 }
 
 fn gate_of(env: &JsValue) -> Result<Gate> {
-    let url: String = required(
-        env,
-        "EDGELIMIT_URL",
-        "put the REST endpoint's URL in wrangler.toml [vars]",
-    )?;
+    let url: String = required(env, "EDGELIMIT_URL", "put the REST endpoint's URL in wrangler.toml [vars]")?;
     let token: String = required(
         env,
         "EDGELIMIT_TOKEN",
@@ -136,10 +132,7 @@ struct Verdict<'a> {
     headers: &'a [(String, String)],
     #[serde(skip_serializing_if = "Option::is_none")]
     body: Option<&'a str>,
-    #[serde(
-        skip_serializing_if = "JsValue::is_undefined",
-        serialize_with = "serde_wasm_bindgen::preserve::serialize"
-    )]
+    #[serde(skip_serializing_if = "JsValue::is_undefined", serialize_with = "serde_wasm_bindgen::preserve::serialize")]
     error: JsValue,
     #[serde(skip_serializing_if = "Option::is_none")]
     rule: Option<&'a str>,

@@ -40,22 +40,14 @@ fn to_js_error(error: Error) -> JsValue {
     js_error.set_name("EdgelimitError");
     // Reflect::set only fails on frozen objects; a fresh Error is not one.
     let _ = js_sys::Reflect::set(&js_error, &"code".into(), &error.code().into());
-    let _ = js_sys::Reflect::set(
-        &js_error,
-        &"storeUnavailable".into(),
-        &error.is_store_unavailable().into(),
-    );
+    let _ = js_sys::Reflect::set(&js_error, &"storeUnavailable".into(), &error.is_store_unavailable().into());
     js_error.into()
 }
 
 /// `String(value)` cut to 200 characters, or a placeholder when that throws: for error messages, which must not
 /// throw.
 fn printed(value: &JsValue) -> String {
-    js_string(value)
-        .unwrap_or_else(|_| "a value String() cannot print".into())
-        .chars()
-        .take(200)
-        .collect()
+    js_string(value).unwrap_or_else(|_| "a value String() cannot print".into()).chars().take(200).collect()
 }
 
 #[wasm_bindgen]

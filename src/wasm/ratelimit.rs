@@ -97,10 +97,7 @@ fn on_error_of(given: &JsValue) -> Result<OnError> {
     if let Some(text) = insurance.as_string() {
         return match text.as_str() {
             "same" => Ok(OnError::Insurance(Insurance::Same)),
-            _ => Err(stated(format!(
-                "the string {:?}",
-                text.chars().take(200).collect::<String>()
-            ))),
+            _ => Err(stated(format!("the string {:?}", text.chars().take(200).collect::<String>()))),
         };
     }
     if !insurance.is_object() {
@@ -340,29 +337,11 @@ struct JsState<'a> {
 #[derive(Serialize)]
 #[serde(untagged, rename_all_fields = "camelCase")]
 enum JsDetail<'a> {
-    Log {
-        held: f64,
-        grants: Vec<JsGrant<'a>>,
-    },
-    Window {
-        window_start: f64,
-        window_end: f64,
-        count: f64,
-    },
-    Sliding {
-        window_start: f64,
-        window_end: f64,
-        current: f64,
-        previous: f64,
-        weighted_count: f64,
-    },
-    Bucket {
-        tokens: f64,
-    },
-    Gcra {
-        tat: f64,
-        tokens: f64,
-    },
+    Log { held: f64, grants: Vec<JsGrant<'a>> },
+    Window { window_start: f64, window_end: f64, count: f64 },
+    Sliding { window_start: f64, window_end: f64, current: f64, previous: f64, weighted_count: f64 },
+    Bucket { tokens: f64 },
+    Gcra { tat: f64, tokens: f64 },
 }
 
 #[derive(Serialize)]
@@ -380,11 +359,7 @@ fn state_object(state: &LimitState) -> JsValue {
         StateDetail::Log { held, grants } => JsDetail::Log {
             held: *held as f64,
             grants: (grants.iter())
-                .map(|grant| JsGrant {
-                    id: &grant.id,
-                    permits: grant.permits.into(),
-                    frees_at: grant.frees_at as f64,
-                })
+                .map(|grant| JsGrant { id: &grant.id, permits: grant.permits.into(), frees_at: grant.frees_at as f64 })
                 .collect(),
         },
         StateDetail::FixedWindow { window_start, count } => JsDetail::Window {
@@ -392,11 +367,7 @@ fn state_object(state: &LimitState) -> JsValue {
             window_end: end(*window_start),
             count: *count as f64,
         },
-        detail @ StateDetail::SlidingWindow {
-            window_start,
-            current,
-            previous,
-        } => JsDetail::Sliding {
+        detail @ StateDetail::SlidingWindow { window_start, current, previous } => JsDetail::Sliding {
             window_start: *window_start as f64,
             window_end: end(*window_start),
             current: *current as f64,
@@ -404,10 +375,7 @@ fn state_object(state: &LimitState) -> JsValue {
             weighted_count: detail.weighted_count(quota, state.now).unwrap_or_default(),
         },
         StateDetail::TokenBucket { tokens } => JsDetail::Bucket { tokens: *tokens },
-        StateDetail::Gcra { tat, tokens } => JsDetail::Gcra {
-            tat: *tat,
-            tokens: *tokens,
-        },
+        StateDetail::Gcra { tat, tokens } => JsDetail::Gcra { tat: *tat, tokens: *tokens },
     };
     to_js(&JsState {
         name: &state.name,
@@ -498,9 +466,7 @@ impl JsRatelimit {
     pub async fn limit(&self, id: JsValue, options: JsValue) -> Result<JsValue, JsValue> {
         let id = identifier(&id).map_err(to_js_error)?;
         let permits = permits_in(&options).map_err(to_js_error)?;
-        Ok(outcome_object(
-            self.inner.limit(&id, permits).await.map_err(to_js_error)?,
-        ))
+        Ok(outcome_object(self.inner.limit(&id, permits).await.map_err(to_js_error)?))
     }
 
     /// Takes `permits` for `id` under `limiters` (an array of factory results), all or nothing, in one round trip.

@@ -17,11 +17,7 @@ const DEFAULT_ACQUIRE_TIMEOUT_MS: u64 = 10_000;
 
 /// The setters' options.
 #[derive(Deserialize)]
-#[serde(
-    rename_all = "camelCase",
-    deny_unknown_fields,
-    expecting = "an object like { mode: \"perClient\" }"
-)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, expecting = "an object like { mode: \"perClient\" }")]
 struct RateOptions {
     mode: Option<JsMode>,
     keep_alive: Option<Dur>,
@@ -54,11 +50,7 @@ fn rate_of(rate: &JsValue, interval: &JsValue, options: &JsValue) -> Result<(Rat
 
 /// A handle's options: `{ clientId }`.
 #[derive(Deserialize)]
-#[serde(
-    rename_all = "camelCase",
-    deny_unknown_fields,
-    expecting = "an object like { clientId: \"worker-1\" }"
-)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, expecting = "an object like { clientId: \"worker-1\" }")]
 struct HandleOptions {
     client_id: Option<String>,
 }

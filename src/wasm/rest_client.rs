@@ -37,9 +37,7 @@ impl JsRestClient {
                 },
             }
         };
-        Ok(JsRestClient {
-            inner: client().map_err(to_js_error)?,
-        })
+        Ok(JsRestClient { inner: client().map_err(to_js_error)? })
     }
 
     /// Runs one command, e.g. `await client.command(["SET", "k", "v"])`.
@@ -52,17 +50,10 @@ impl JsRestClient {
     /// Runs a script with `EVALSHA`, falling back to `EVAL` when Redis does not have it cached.
     pub async fn eval(&self, script: JsValue, keys: JsValue, args: JsValue) -> Result<JsValue, JsValue> {
         let call = || -> Result<(String, Vec<String>, Vec<String>)> {
-            Ok((
-                read::<String>(&script, "script")?,
-                read::<Words>(&keys, "keys")?.0,
-                read::<Words>(&args, "args")?.0,
-            ))
+            Ok((read::<String>(&script, "script")?, read::<Words>(&keys, "keys")?.0, read::<Words>(&args, "args")?.0))
         };
         let (script, keys, args) = call().map_err(to_js_error)?;
-        let reply = Script::new(&script)
-            .run(&self.inner, &keys, &args)
-            .await
-            .map_err(to_js_error)?;
+        let reply = Script::new(&script).run(&self.inner, &keys, &args).await.map_err(to_js_error)?;
         Ok(to_js_value(&reply))
     }
 }

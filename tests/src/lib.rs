@@ -81,9 +81,7 @@ impl Stack {
 
     /// The cluster of a [`Stack::start_cluster`] stack.
     pub fn cluster(&mut self) -> &mut RedisCluster {
-        self.cluster
-            .as_mut()
-            .expect("a stack started with Stack::start_cluster")
+        self.cluster.as_mut().expect("a stack started with Stack::start_cluster")
     }
 
     /// The bridge's base URL.
@@ -121,11 +119,7 @@ impl Stack {
 
     /// Starts Redis again on the port it had.
     pub async fn restart_redis(&mut self) {
-        self.redis = Some(
-            RedisServer::start_on(self.redis_port)
-                .await
-                .expect("restart redis-server"),
-        );
+        self.redis = Some(RedisServer::start_on(self.redis_port).await.expect("restart redis-server"));
     }
 
     /// Stops the bridge gracefully and waits for it to finish.
@@ -139,10 +133,7 @@ impl Stack {
 /// A bridge config as the harness sets it up: its tokens, a short Redis timeout, then `configure`.
 fn harness_config(redis_url: String, configure: impl FnOnce(&mut BridgeConfig)) -> BridgeConfig {
     let mut config = BridgeConfig::new(redis_url, TOKEN);
-    config.tokens = vec![
-        (Profile::Limiter, LIMITER_TOKEN.to_owned()),
-        (Profile::Readonly, READONLY_TOKEN.to_owned()),
-    ];
+    config.tokens = vec![(Profile::Limiter, LIMITER_TOKEN.to_owned()), (Profile::Readonly, READONLY_TOKEN.to_owned())];
     // Short, so the Redis-down tests answer quickly; still generous for a loaded 2-core machine.
     config.redis_timeout = Duration::from_millis(1_500);
     configure(&mut config);

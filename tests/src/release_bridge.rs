@@ -17,15 +17,7 @@ pub fn bridge_binary() -> &'static Path {
         let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
         let output = Command::new(cargo)
-            .args([
-                "build",
-                "--profile",
-                "bridge",
-                "-p",
-                "edgelimit-cli",
-                "--bin",
-                "edgelimit",
-            ])
+            .args(["build", "--profile", "bridge", "-p", "edgelimit-cli", "--bin", "edgelimit"])
             .arg("--message-format=json-render-diagnostics")
             .current_dir(&workspace)
             .stderr(Stdio::inherit())
@@ -65,15 +57,7 @@ impl ReleaseBridge {
     pub fn start(redis_url: &str, admin: &str, tokens: &str, env: &[(&str, &str)]) -> ReleaseBridge {
         let tokens_file = tokens_file(tokens);
         let mut child = Command::new(bridge_binary())
-            .args([
-                "bridge",
-                "--listen",
-                "127.0.0.1:0",
-                "--redis",
-                redis_url,
-                "--redis-timeout-ms",
-                "5000",
-            ])
+            .args(["bridge", "--listen", "127.0.0.1:0", "--redis", redis_url, "--redis-timeout-ms", "5000"])
             .env("EDGELIMIT_TOKEN", admin)
             .env("EDGELIMIT_TOKENS_FILE", &tokens_file)
             .envs(env.iter().copied())
@@ -88,10 +72,7 @@ impl ReleaseBridge {
         std::thread::spawn(move || {
             let mut chunk = [0u8; 4096];
             while let Ok(n @ 1..) = child_stderr.read(&mut chunk) {
-                collected
-                    .lock()
-                    .unwrap()
-                    .push_str(&String::from_utf8_lossy(&chunk[..n]));
+                collected.lock().unwrap().push_str(&String::from_utf8_lossy(&chunk[..n]));
             }
         });
         let mut stdout = BufReader::new(child.stdout.take().expect("piped stdout"));
@@ -105,12 +86,7 @@ impl ReleaseBridge {
             .map(|url| url.trim_start_matches("http://"))
             .unwrap_or_else(|| panic!("no address in {line:?}; stderr: {}", stderr.lock().unwrap()))
             .to_owned();
-        ReleaseBridge {
-            child,
-            tokens_file,
-            url: address,
-            stderr,
-        }
+        ReleaseBridge { child, tokens_file, url: address, stderr }
     }
 
     /// Whether the process still runs.

@@ -49,10 +49,7 @@ async fn command_errors_are_classified_with_redis_text() {
     let client = stack.client();
     client.command(&cmd("SET s x")).await.unwrap();
     let err = client.command(&cmd("LPUSH s y")).await.unwrap_err();
-    assert!(
-        matches!(&err, Error::ForeignState(m) if m.starts_with("WRONGTYPE")),
-        "{err}"
-    );
+    assert!(matches!(&err, Error::ForeignState(m) if m.starts_with("WRONGTYPE")), "{err}");
     let err = client.command(&cmd("NOSUCHCOMMAND")).await.unwrap_err();
     assert!(
         matches!(&err, Error::Redis { code, message } if code == "ERR" && message.starts_with("ERR unknown command")),
@@ -60,45 +57,27 @@ async fn command_errors_are_classified_with_redis_text() {
     );
     let err = client.command(&cmd("MULTI")).await.unwrap_err();
     assert!(err.to_string().contains("/multi-exec"), "{err}");
-    let err = Script::new("error('boom')")
-        .run::<&str, &str>(&client, &[], &[])
-        .await
-        .unwrap_err();
+    let err = Script::new("error('boom')").run::<&str, &str>(&client, &[], &[]).await.unwrap_err();
     // A Lua runtime error: reported as it is, without the script's location.
-    assert!(
-        matches!(&err, Error::Redis { message, .. } if message == "ERR boom"),
-        "{err}"
-    );
+    assert!(matches!(&err, Error::Redis { message, .. } if message == "ERR boom"), "{err}");
 }
 
 #[tokio::test]
 async fn pipeline_reports_each_command_and_multi_exec_is_atomic() {
     let stack = Stack::start().await;
     let client = stack.client();
-    let results = client
-        .pipeline(&[cmd("SET p 1"), cmd("HSET p f v"), cmd("INCR p")])
-        .await
-        .unwrap();
+    let results = client.pipeline(&[cmd("SET p 1"), cmd("HSET p f v"), cmd("INCR p")]).await.unwrap();
     assert_eq!(results[0].as_ref().unwrap(), &bytes("OK"));
     assert!(matches!(&results[1], Err(Error::ForeignState(m)) if m.starts_with("WRONGTYPE")));
     assert_eq!(results[2].as_ref().unwrap(), &Value::Int(2));
 
-    let results = client
-        .multi_exec(&[cmd("INCR m"), cmd("INCR m"), cmd("GET m")])
-        .await
-        .unwrap();
+    let results = client.multi_exec(&[cmd("INCR m"), cmd("INCR m"), cmd("GET m")]).await.unwrap();
     let values: Vec<Value> = results.into_iter().map(Result::unwrap).collect();
     assert_eq!(values, vec![Value::Int(1), Value::Int(2), bytes("2")]);
 
     // A transaction Redis refuses as a whole runs nothing.
-    let err = client
-        .multi_exec(&[cmd("INCR m"), cmd("NOSUCHCOMMAND")])
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(&err, Error::Redis { code, .. } if code == "EXECABORT"),
-        "{err}"
-    );
+    let err = client.multi_exec(&[cmd("INCR m"), cmd("NOSUCHCOMMAND")]).await.unwrap_err();
+    assert!(matches!(&err, Error::Redis { code, .. } if code == "EXECABORT"), "{err}");
     assert_eq!(client.command(&cmd("GET m")).await.unwrap(), bytes("2"));
 }
 
@@ -107,16 +86,10 @@ async fn evalsha_falls_back_to_eval_once_after_a_script_flush() {
     let stack = Stack::start().await;
     let client = stack.client();
     let script = Script::new("return redis.call('INCR', KEYS[1])");
-    assert_eq!(
-        script.run(&client, &["{c}:n"], &[] as &[&str]).await.unwrap(),
-        Value::Int(1)
-    );
+    assert_eq!(script.run(&client, &["{c}:n"], &[] as &[&str]).await.unwrap(), Value::Int(1));
     client.command(&cmd("SCRIPT FLUSH")).await.unwrap();
     // EVALSHA misses (NOSCRIPT, nothing ran), EVAL runs it exactly once.
-    assert_eq!(
-        script.run(&client, &["{c}:n"], &[] as &[&str]).await.unwrap(),
-        Value::Int(2)
-    );
+    assert_eq!(script.run(&client, &["{c}:n"], &[] as &[&str]).await.unwrap(), Value::Int(2));
     let exists = client.command(&cmd("SCRIPT EXISTS").arg(script.sha1())).await.unwrap();
     assert_eq!(exists, Value::Array(vec![Value::Int(1)]));
 }
@@ -129,30 +102,16 @@ async fn a_resend_after_noscript_that_fails_is_the_error_of_the_calls_it_carried
     let stack = Stack::start().await;
     let cached = Script::new("return redis.call('INCR', KEYS[1])");
     let uncached = Script::new("return 'never answered' -- stall-marker");
-    assert_eq!(
-        cached.run(&stack.client(), &["{r}:n"], &[] as &[&str]).await.unwrap(),
-        Value::Int(1)
-    );
+    assert_eq!(cached.run(&stack.client(), &["{r}:n"], &[] as &[&str]).await.unwrap(), Value::Int(1));
     let relay = relay_stalling_on(stack.url(), b"stall-marker").await;
-    let client = RestClient::new(&relay, TOKEN)
-        .and_then(|client| client.with_timeout(Duration::from_millis(300)))
-        .unwrap();
-    let call = |script| ScriptCall {
-        script,
-        keys: vec!["{r}:n".into()],
-        args: Vec::new(),
-    };
-    let replies = Script::run_many(&client, &[call(&cached), call(&uncached)])
-        .await
-        .unwrap();
+    let client =
+        RestClient::new(&relay, TOKEN).and_then(|client| client.with_timeout(Duration::from_millis(300))).unwrap();
+    let call = |script| ScriptCall { script, keys: vec!["{r}:n".into()], args: Vec::new() };
+    let replies = Script::run_many(&client, &[call(&cached), call(&uncached)]).await.unwrap();
     assert_eq!(replies[0].as_ref().unwrap(), &Value::Int(2));
     assert!(matches!(&replies[1], Err(Error::Timeout { .. })), "{:?}", replies[1]);
     // It never ran: the stalled EVAL did not reach Redis.
-    let exists = stack
-        .client()
-        .command(&cmd("SCRIPT EXISTS").arg(uncached.sha1()))
-        .await
-        .unwrap();
+    let exists = stack.client().command(&cmd("SCRIPT EXISTS").arg(uncached.sha1())).await.unwrap();
     assert_eq!(exists, Value::Array(vec![Value::Int(0)]));
 }
 
@@ -163,14 +122,8 @@ async fn upstash_shebang_scripts_run_and_keep_their_original_sha1() {
     let script = Script::new("#!lua flags=allow-key-locking\nreturn redis.call('INCR', KEYS[1])");
     let loaded = client.command(&cmd("SCRIPT LOAD").arg(script.source())).await.unwrap();
     assert_eq!(loaded.into_string().unwrap(), script.sha1());
-    assert_eq!(
-        script.run(&client, &["{s}:n"], &[] as &[&str]).await.unwrap(),
-        Value::Int(1)
-    );
-    assert_eq!(
-        script.run(&client, &["{s}:n"], &[] as &[&str]).await.unwrap(),
-        Value::Int(2)
-    );
+    assert_eq!(script.run(&client, &["{s}:n"], &[] as &[&str]).await.unwrap(), Value::Int(1));
+    assert_eq!(script.run(&client, &["{s}:n"], &[] as &[&str]).await.unwrap(), Value::Int(2));
 }
 
 #[tokio::test]
@@ -191,10 +144,7 @@ async fn redis_down_gives_clean_errors_then_the_bridge_recovers_by_itself() {
     stack.stop_redis().await;
     for _ in 0..3 {
         let err = client.command(&cmd("PING")).await.unwrap_err();
-        assert!(
-            matches!(&err, Error::Endpoint { status: 503, message } if message.contains("unavailable")),
-            "{err}"
-        );
+        assert!(matches!(&err, Error::Endpoint { status: 503, message } if message.contains("unavailable")), "{err}");
     }
     let err = client.pipeline(&[cmd("PING")]).await.unwrap_err();
     assert!(matches!(err, Error::Endpoint { status: 503, .. }), "{err}");
@@ -212,10 +162,7 @@ async fn redis_down_gives_clean_errors_then_the_bridge_recovers_by_itself() {
     // A restarted, disk-less Redis is empty: the script cache too, which EVALSHA's fallback handles.
     assert_eq!(client.command(&cmd("GET before")).await.unwrap(), Value::Nil);
     let script = Script::new("return 7");
-    assert_eq!(
-        script.run::<&str, &str>(&client, &[], &[]).await.unwrap(),
-        Value::Int(7)
-    );
+    assert_eq!(script.run::<&str, &str>(&client, &[], &[]).await.unwrap(), Value::Int(7));
 }
 
 #[tokio::test]
@@ -224,10 +171,7 @@ async fn an_oversized_or_unparsable_body_gets_a_json_error() {
     let client = stack.client();
     let huge = "x".repeat(2 << 20);
     let err = client.command(&cmd("SET big").arg(huge)).await.unwrap_err();
-    assert!(
-        matches!(&err, Error::Endpoint { status: 413, message } if message.contains("body")),
-        "{err}"
-    );
+    assert!(matches!(&err, Error::Endpoint { status: 413, message } if message.contains("body")), "{err}");
 }
 
 #[tokio::test]
@@ -257,15 +201,9 @@ async fn browsers_may_call_only_from_the_listed_origins() {
     let allowed = preflight("http://127.0.0.1:8080").await.unwrap();
     assert_eq!(allowed.status(), 204);
     let header = |response: &reqwest::Response, name: &str| {
-        response
-            .headers()
-            .get(name)
-            .map(|value| value.to_str().unwrap().to_owned())
+        response.headers().get(name).map(|value| value.to_str().unwrap().to_owned())
     };
-    assert_eq!(
-        header(&allowed, "access-control-allow-origin").as_deref(),
-        Some("http://127.0.0.1:8080")
-    );
+    assert_eq!(header(&allowed, "access-control-allow-origin").as_deref(), Some("http://127.0.0.1:8080"));
     assert_eq!(
         header(&allowed, "access-control-allow-headers").as_deref(),
         Some("authorization, content-type, upstash-encoding, edgelimit-deadline-ms")
@@ -278,24 +216,14 @@ async fn browsers_may_call_only_from_the_listed_origins() {
     );
 
     let call = |token: &'static str| {
-        http.post(stack.url())
-            .header("origin", "http://127.0.0.1:8080")
-            .bearer_auth(token)
-            .body(r#"["PING"]"#)
-            .send()
+        http.post(stack.url()).header("origin", "http://127.0.0.1:8080").bearer_auth(token).body(r#"["PING"]"#).send()
     };
     let pong = call(TOKEN).await.unwrap();
-    assert_eq!(
-        header(&pong, "access-control-allow-origin").as_deref(),
-        Some("http://127.0.0.1:8080")
-    );
+    assert_eq!(header(&pong, "access-control-allow-origin").as_deref(), Some("http://127.0.0.1:8080"));
     assert_eq!(pong.text().await.unwrap(), r#"{"result":"PONG"}"#);
     let unauthorized = call("wrong").await.unwrap();
     assert_eq!(unauthorized.status(), 401);
-    assert!(
-        header(&unauthorized, "access-control-allow-origin").is_some(),
-        "a page can read why it failed"
-    );
+    assert!(header(&unauthorized, "access-control-allow-origin").is_some(), "a page can read why it failed");
 
     let no_cors = Stack::start().await;
     let plain = http
@@ -319,10 +247,7 @@ async fn a_script_command_without_its_script_is_refused_by_redis_not_a_crash() {
             "{verb}: {err}"
         );
         let results = client.pipeline(&[Command::new(verb), cmd("PING")]).await.unwrap();
-        assert!(
-            matches!(&results[0], Err(Error::Redis { code, .. }) if code == "ERR"),
-            "{verb}"
-        );
+        assert!(matches!(&results[0], Err(Error::Redis { code, .. }) if code == "ERR"), "{verb}");
         assert_eq!(results[1].as_ref().unwrap(), &bytes("PONG"));
     }
     let err = client.command(&cmd("SCRIPT EXISTS")).await.unwrap_err();
@@ -333,20 +258,15 @@ async fn a_script_command_without_its_script_is_refused_by_redis_not_a_crash() {
 /// POSTs `body` to `path` on the stack's bridge with the token (and `Upstash-Encoding: base64` when asked); the
 /// status and the body as JSON.
 async fn post_json(stack: &Stack, path: &str, body: &str, base64: bool) -> (u16, serde_json::Value) {
-    let mut request = reqwest::Client::new()
-        .post(format!("{}{path}", stack.url()))
-        .bearer_auth(TOKEN)
-        .body(body.to_owned());
+    let mut request =
+        reqwest::Client::new().post(format!("{}{path}", stack.url())).bearer_auth(TOKEN).body(body.to_owned());
     if base64 {
         request = request.header("upstash-encoding", "base64");
     }
     let response = request.send().await.unwrap();
     let status = response.status().as_u16();
     let text = response.text().await.unwrap();
-    (
-        status,
-        serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}")),
-    )
+    (status, serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}")))
 }
 
 #[tokio::test]
@@ -358,10 +278,7 @@ async fn an_error_nested_in_a_reply_is_its_text_in_place_on_every_route() {
     let scripts = [
         (r#"return {1, redis.error_reply('E1 x')}"#, json!([1, "E1 x"])),
         (r#"return {1, {err='E2'}}"#, json!([1, "E2"])),
-        (
-            r#"return {'a', {2, redis.error_reply('ERR deep')}}"#,
-            json!(["a", [2, "ERR deep"]]),
-        ),
+        (r#"return {'a', {2, redis.error_reply('ERR deep')}}"#, json!(["a", [2, "ERR deep"]])),
     ];
     for (script, expected) in scripts {
         let command = json!(["EVAL", script, "0"]);
@@ -388,20 +305,13 @@ async fn an_error_nested_in_a_reply_is_its_text_in_place_on_every_route() {
     }
     // An error that is the command's own reply is the command's error, with the same text on every route: on POST /
     // the request's (HTTP 400), in a batch that command's item (a transaction's failed command included).
-    for (script, text) in [
-        ("return redis.error_reply('E1 x')", "E1 x"),
-        ("return {err='E2'}", "E2"),
-    ] {
+    for (script, text) in [("return redis.error_reply('E1 x')", "E1 x"), ("return {err='E2'}", "E2")] {
         let command = json!(["EVAL", script, "0"]);
         let (status, body) = post_json(&stack, "/", &command.to_string(), false).await;
         assert_eq!((status, body), (400, json!({ "error": text })), "POST / {script}");
         for route in ["/pipeline", "/multi-exec"] {
             let (status, body) = post_json(&stack, route, &json!([command, ["PING"]]).to_string(), false).await;
-            assert_eq!(
-                (status, body),
-                (200, json!([{ "error": text }, { "result": "PONG" }])),
-                "{route} {script}"
-            );
+            assert_eq!((status, body), (200, json!([{ "error": text }, { "result": "PONG" }])), "{route} {script}");
         }
     }
 }
@@ -451,10 +361,7 @@ impl EventStream {
             .unwrap();
         assert_eq!(response.status(), 200, "{path}");
         assert_eq!(response.headers()["content-type"], "text/event-stream");
-        EventStream {
-            response,
-            text: String::new(),
-        }
+        EventStream { response, text: String::new() }
     }
 
     /// Reads until the text so far ends with `tail`; the text, or a failure after 10 s or at the stream's end.
@@ -492,9 +399,7 @@ async fn subscribe_streams_upstash_events_and_a_client_that_leaves_leaves_no_sub
     let stack = Stack::start().await;
     let client = stack.client();
     let mut channels = EventStream::open(&stack, "/subscribe/news/a%2Fb%2C%20c").await;
-    channels
-        .until("data: subscribe,news,1\n\ndata: subscribe,a/b, c,2\n\n")
-        .await;
+    channels.until("data: subscribe,news,1\n\ndata: subscribe,a/b, c,2\n\n").await;
     let mut patterns = EventStream::open(&stack, "/psubscribe/ne*").await;
     patterns.until("data: psubscribe,ne*,1\n\n").await;
     assert_eq!(subscribers(&client, "news").await, 1);
@@ -511,9 +416,7 @@ async fn subscribe_streams_upstash_events_and_a_client_that_leaves_leaves_no_sub
     channels
         .until("data: message,news,héllo, wörld\n\ndata: message,a/b, c,{\"n\":[1,2]}\n\ndata: message,news,two\ndata: lines\n\n")
         .await;
-    patterns
-        .until("data: pmessage,ne*,news,héllo, wörld\n\ndata: pmessage,ne*,news,two\ndata: lines\n\n")
-        .await;
+    patterns.until("data: pmessage,ne*,news,héllo, wörld\n\ndata: pmessage,ne*,news,two\ndata: lines\n\n").await;
 
     // The client goes away: the bridge closes that subscription's Redis connection, and only that one.
     drop(channels);
@@ -524,10 +427,7 @@ async fn subscribe_streams_upstash_events_and_a_client_that_leaves_leaves_no_sub
     drop(patterns);
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     while client.command(&cmd("PUBSUB NUMPAT")).await.unwrap() != Value::Int(0) {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the pattern subscription outlived its client"
-        );
+        assert!(tokio::time::Instant::now() < deadline, "the pattern subscription outlived its client");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
@@ -541,24 +441,14 @@ async fn subscribe_refuses_what_it_cannot_serve_with_a_json_error() {
     let (status, body) = post_json(&stack, "/psubscribe/a//b", "[]", false).await;
     assert_eq!(status, 400);
     assert!(body["error"].as_str().unwrap().contains("empty pattern"), "{body}");
-    let unauthorized = reqwest::Client::new()
-        .post(format!("{}/subscribe/news", stack.url()))
-        .send()
-        .await
-        .unwrap();
+    let unauthorized = reqwest::Client::new().post(format!("{}/subscribe/news", stack.url())).send().await.unwrap();
     assert_eq!(unauthorized.status(), 401);
     // Pub/sub needs an admin token: the other profiles' Redis users hold no channel, and limiter tokens run scripts.
-    for (token, profile) in [
-        (edgelimit_tests::LIMITER_TOKEN, "limiter"),
-        (edgelimit_tests::READONLY_TOKEN, "readonly"),
-    ] {
+    for (token, profile) in [(edgelimit_tests::LIMITER_TOKEN, "limiter"), (edgelimit_tests::READONLY_TOKEN, "readonly")]
+    {
         for (route, verb) in [("/subscribe/news", "subscribe"), ("/psubscribe/n*", "psubscribe")] {
-            let refused = reqwest::Client::new()
-                .post(format!("{}{route}", stack.url()))
-                .bearer_auth(token)
-                .send()
-                .await
-                .unwrap();
+            let refused =
+                reqwest::Client::new().post(format!("{}{route}", stack.url())).bearer_auth(token).send().await.unwrap();
             assert_eq!(refused.status(), 403, "{profile} {route}");
             assert_eq!(
                 refused.text().await.unwrap(),
@@ -621,10 +511,7 @@ async fn a_message_above_the_reply_cap_ends_the_subscription_unbuffered() {
     client.command(&cmd("PUBLISH big").arg("x".repeat(5000))).await.unwrap();
     let text = events.read_to_end().await;
     assert!(!text.contains("xxx"), "the large message was not passed on");
-    assert!(
-        text.ends_with("reply cap, --max-reply-bytes): subscribe again\n\n"),
-        "{text:?}"
-    );
+    assert!(text.ends_with("reply cap, --max-reply-bytes): subscribe again\n\n"), "{text:?}");
     until_subscribers(&client, "big", 0).await;
 }
 

@@ -51,10 +51,7 @@ fn fuzz_bridge(redis_url: &str, env: &[(&str, &str)]) -> ReleaseBridge {
 }
 
 fn http() -> reqwest::Client {
-    reqwest::Client::builder()
-        .timeout(Duration::from_secs(60))
-        .build()
-        .expect("an HTTP client")
+    reqwest::Client::builder().timeout(Duration::from_secs(60)).build().expect("an HTTP client")
 }
 
 /// POSTs `body` to `url` with the token; the status and the body as JSON (a body that is not JSON fails the test).
@@ -74,11 +71,7 @@ async fn post(http: &reqwest::Client, url: &str, body: Json) -> (u16, Json) {
 }
 
 fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a tokio runtime")
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("a tokio runtime")
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -168,9 +161,7 @@ impl FuzzRequest {
         let start = value.iter().position(|b| !ows(b)).unwrap_or(value.len());
         let end = value.iter().rposition(|b| !ows(b)).map_or(start, |last| last + 1);
         let presented = value.get(start..end);
-        [TOKEN, LIMITER_TOKEN]
-            .iter()
-            .any(|token| presented == Some(format!("Bearer {token}").as_bytes()))
+        [TOKEN, LIMITER_TOKEN].iter().any(|token| presented == Some(format!("Bearer {token}").as_bytes()))
     }
 }
 
@@ -224,40 +215,28 @@ async fn exchange(http: &reqwest::Client, base: &str, request: &FuzzRequest) -> 
                 // sees a reset instead of the answer, as HTTP/1.1 allows. Not a failure of the bridge (the test
                 // checks after each request that it is alive); nothing to check either.
                 Err(again) if !read_whole && request.body.len() >= CLOSED_EARLY_BODY && !again.is_timeout() => {
-                    return Ok(Answer {
-                        status: 0,
-                        json: Json::Null,
-                    })
+                    return Ok(Answer { status: 0, json: Json::Null })
                 }
                 Err(again) => return Err(format!("the connection failed, twice: {first}; then {again}")),
             }
         }
     };
     let status = response.status().as_u16();
-    let body = response
-        .bytes()
-        .await
-        .map_err(|e| format!("HTTP {status}: the body was cut: {e}"))?;
+    let body = response.bytes().await.map_err(|e| format!("HTTP {status}: the body was cut: {e}"))?;
     let json: Json = serde_json::from_slice(&body)
         .map_err(|e| format!("HTTP {status}: the body is not JSON ({e}): {}", excerpt(&body, 300)))?;
     let shape = |ok: bool, what: &str| {
         if ok {
             Ok(())
         } else {
-            Err(format!(
-                "HTTP {status}: expected {what}, got {}",
-                excerpt(json.to_string().as_bytes(), 300)
-            ))
+            Err(format!("HTTP {status}: expected {what}, got {}", excerpt(json.to_string().as_bytes(), 300)))
         }
     };
     let is_error = |item: &Json| {
         item.as_object()
             .is_some_and(|o| o.len() == 1 && o.get("error").and_then(Json::as_str).is_some_and(|e| !e.is_empty()))
     };
-    let is_result = |item: &Json| {
-        item.as_object()
-            .is_some_and(|o| o.len() == 1 && o.contains_key("result"))
-    };
+    let is_result = |item: &Json| item.as_object().is_some_and(|o| o.len() == 1 && o.contains_key("result"));
     match status {
         200 => match request.route {
             Route::Single => shape(is_result(&json), r#"{"result": …}"#)?,
@@ -451,13 +430,7 @@ fn command_name() -> BoxedStrategy<Vec<u8>> {
             let name: String = name
                 .chars()
                 .enumerate()
-                .map(|(i, c)| {
-                    if case >> (i % 64) & 1 == 1 {
-                        c.to_ascii_lowercase()
-                    } else {
-                        c
-                    }
-                })
+                .map(|(i, c)| if case >> (i % 64) & 1 == 1 { c.to_ascii_lowercase() } else { c })
                 .collect();
             text_json(&name)
         })
@@ -510,17 +483,15 @@ fn body(route: &Route) -> BoxedStrategy<Vec<u8>> {
         Route::Single => command(),
         _ => pipeline(),
     };
-    let big = (
-        prop_oneof![Just((1 << 20) - 64), Just((1 << 20) + 1), 900_000..1_100_000usize],
-        any::<u8>(),
-    )
-        .prop_map(|(len, fill)| {
+    let big = (prop_oneof![Just((1 << 20) - 64), Just((1 << 20) + 1), 900_000..1_100_000usize], any::<u8>()).prop_map(
+        |(len, fill)| {
             let fill = b'a' + fill % 26;
             let mut out = br#"["SET","big-fuzz",""#.to_vec();
             out.resize(out.len() + len, fill);
             out.extend_from_slice(br#""]"#);
             out
-        });
+        },
+    );
     prop_oneof![
         40 => shaped.clone(),
         6 => any_json().prop_map(|value| serde_json::to_vec(&value).expect("JSON serialises")),
@@ -640,16 +611,14 @@ fn any_request() -> impl Strategy<Value = FuzzRequest> {
         ]),
         route_and_body(),
     )
-        .prop_map(
-            |(method, authorization, encoding, content_type, (route, body))| FuzzRequest {
-                method,
-                route,
-                authorization,
-                encoding,
-                content_type,
-                body,
-            },
-        )
+        .prop_map(|(method, authorization, encoding, content_type, (route, body))| FuzzRequest {
+            method,
+            route,
+            authorization,
+            encoding,
+            content_type,
+            body,
+        })
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -666,11 +635,7 @@ fn corpus() -> Vec<(FuzzRequest, u16, &'static str)> {
         (single(r#"["evalsha_ro"]"#), 400, "wrong number of arguments"),
         (single(r#"["SCRIPT","LOAD"]"#), 400, "wrong number of arguments"),
         (single(r#"["SCRIPT"]"#), 400, "wrong number of arguments"),
-        (
-            FuzzRequest::post(Route::Pipeline, r#"[["EVAL"],["PING"]]"#),
-            200,
-            "wrong number of arguments",
-        ),
+        (FuzzRequest::post(Route::Pipeline, r#"[["EVAL"],["PING"]]"#), 200, "wrong number of arguments"),
         (FuzzRequest::post(Route::MultiExec, r#"[["EVAL"]]"#), 400, "EXECABORT"),
         // Redis replies the redis crate cannot parse: they broke the shared connection, failing every request in
         // flight with 503.
@@ -679,22 +644,10 @@ fn corpus() -> Vec<(FuzzRequest, u16, &'static str)> {
             400,
             "ERR reply nested too deeply",
         ),
-        (
-            single(r#"["EVAL","return redis.status_reply('a\\255b')","0"]"#),
-            200,
-            "a\u{fffd}b",
-        ),
-        (
-            single(r#"["EVAL","return redis.error_reply('E\\255')","0"]"#),
-            400,
-            "E\u{fffd}",
-        ),
+        (single(r#"["EVAL","return redis.status_reply('a\\255b')","0"]"#), 200, "a\u{fffd}b"),
+        (single(r#"["EVAL","return redis.error_reply('E\\255')","0"]"#), 400, "E\u{fffd}"),
         // Replies above the cap (8 MiB by default): refused, not buffered.
-        (
-            single(r#"["EVAL","return string.rep('x', 9437184)","0"]"#),
-            413,
-            REPLY_TOO_LARGE,
-        ),
+        (single(r#"["EVAL","return string.rep('x', 9437184)","0"]"#), 413, REPLY_TOO_LARGE),
         (
             single(r#"["EVAL","local t={} for i=1,100 do t[i]=string.rep('y',100000) end return t","0"]"#),
             413,
@@ -703,17 +656,9 @@ fn corpus() -> Vec<(FuzzRequest, u16, &'static str)> {
         // Bodies the JSON parser refuses.
         (single(r#"["SET","k","\ud800"]"#), 400, "not valid JSON"),
         (single(r#"["INCRBY","n",1e400]"#), 400, "not valid JSON"),
-        (
-            single(&format!("{}\"PING\"{}", "[".repeat(300), "]".repeat(300))),
-            400,
-            "not valid JSON",
-        ),
+        (single(&format!("{}\"PING\"{}", "[".repeat(300), "]".repeat(300))), 400, "not valid JSON"),
         (single(""), 400, "not valid JSON"),
-        (
-            FuzzRequest::post(Route::Single, b"[\"SET\",\"k\",\"\xff\"]".to_vec()),
-            400,
-            "not valid JSON",
-        ),
+        (FuzzRequest::post(Route::Single, b"[\"SET\",\"k\",\"\xff\"]".to_vec()), 400, "not valid JSON"),
         (single(r#"["SET","k","\u0000"]"#), 200, "OK"),
         (FuzzRequest::post(Route::Pipeline, "[]"), 400, "at least one command"),
         (FuzzRequest::post(Route::Pipeline, "[[]]"), 400, "must not be empty"),
@@ -734,26 +679,17 @@ fn no_request_crashes_the_release_bridge() {
     let http = http();
     runtime.block_on(async {
         // The throwaway Redis: no string above 2 MB, at most 128 MB in all, no eviction (writes past it fail).
-        for (name, value) in [
-            ("proto-max-bulk-len", "2mb"),
-            ("maxmemory", "128mb"),
-            ("maxmemory-policy", "noeviction"),
-        ] {
+        for (name, value) in [("proto-max-bulk-len", "2mb"), ("maxmemory", "128mb"), ("maxmemory-policy", "noeviction")]
+        {
             let (status, reply) = post(&http, &format!("http://{base}/"), json!(["CONFIG", "SET", name, value])).await;
             assert_eq!((status, reply), (200, json!({"result": "OK"})));
         }
     });
 
     for (request, status, needle) in corpus() {
-        let answer = runtime
-            .block_on(exchange(&http, &base, &request))
-            .unwrap_or_else(|e| panic!("{request:?}: {e}"));
+        let answer = runtime.block_on(exchange(&http, &base, &request)).unwrap_or_else(|e| panic!("{request:?}: {e}"));
         assert_eq!(answer.status, status, "{request:?}: {}", answer.json);
-        assert!(
-            answer.json.to_string().contains(&needle.replace('"', "\\\"")),
-            "{request:?}: {}",
-            answer.json
-        );
+        assert!(answer.json.to_string().contains(&needle.replace('"', "\\\"")), "{request:?}: {}", answer.json);
     }
 
     fuzz(&runtime, &http, &redis.url(), bridge, 10_000);
@@ -769,10 +705,7 @@ fn fuzz(
     default_cases: u32,
 ) {
     let base = bridge.url.clone();
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|cases| cases.parse().ok())
-        .unwrap_or(default_cases);
+    let cases = std::env::var("PROPTEST_CASES").ok().and_then(|cases| cases.parse().ok()).unwrap_or(default_cases);
     let mut runner = TestRunner::new(Config {
         cases,
         failure_persistence: Some(Box::new(FileFailurePersistence::WithSource("regressions"))),
@@ -835,19 +768,12 @@ fn fuzz(
 #[test]
 fn no_request_crashes_the_release_bridge_in_front_of_a_cluster() {
     let runtime = runtime();
-    let cluster = runtime
-        .block_on(RedisCluster::start(3, 0))
-        .expect("start a 3-master Redis Cluster");
+    let cluster = runtime.block_on(RedisCluster::start(3, 0)).expect("start a 3-master Redis Cluster");
     // The same caps as the single Redis's, on every master.
     for port in cluster.ports() {
-        for (name, value) in [
-            ("proto-max-bulk-len", "2mb"),
-            ("maxmemory", "128mb"),
-            ("maxmemory-policy", "noeviction"),
-        ] {
-            runtime
-                .block_on(redis_cluster::command(port, &["CONFIG", "SET", name, value]))
-                .expect("CONFIG SET");
+        for (name, value) in [("proto-max-bulk-len", "2mb"), ("maxmemory", "128mb"), ("maxmemory-policy", "noeviction")]
+        {
+            runtime.block_on(redis_cluster::command(port, &["CONFIG", "SET", name, value])).expect("CONFIG SET");
         }
     }
     let url = edgelimit_tests::cluster_url(&cluster);
@@ -894,18 +820,12 @@ fn a_reply_above_the_cap_is_refused_not_buffered() {
             error.starts_with("ERR reply too large: Redis answered 200000014 bytes, above the bridge's cap of 8388608"),
             "{error}"
         );
-        assert!(
-            error.contains("the command ran in Redis; only its reply was discarded"),
-            "{error}"
-        );
+        assert!(error.contains("the command ran in Redis; only its reply was discarded"), "{error}");
 
         // In a pipeline, that command's item; the others answer.
         let (status, reply) = post(&http, &format!("{url}/pipeline"), json!([["GET", "amp"], ["PING"]])).await;
         assert_eq!(status, 200);
-        assert!(
-            reply[0]["error"].as_str().unwrap().starts_with(REPLY_TOO_LARGE),
-            "{reply}"
-        );
+        assert!(reply[0]["error"].as_str().unwrap().starts_with(REPLY_TOO_LARGE), "{reply}");
         assert_eq!(reply[1], json!({"result": "PONG"}));
         let (status, reply) = post(&http, &format!("{url}/multi-exec"), json!([["GET", "amp"], ["PING"]])).await;
         assert_eq!(status, 413, "{reply}");
@@ -925,10 +845,7 @@ fn a_reply_above_the_cap_is_refused_not_buffered() {
         assert_eq!(reply[1]["result"].as_str().map(str::len), Some(3 << 20));
         for refused in [&reply[2], &reply[3]] {
             let error = refused["error"].as_str().unwrap();
-            assert!(
-                error.starts_with(REPLY_TOO_LARGE) && error.contains("together"),
-                "{error}"
-            );
+            assert!(error.starts_with(REPLY_TOO_LARGE) && error.contains("together"), "{error}");
         }
 
         // A pipeline of many replies, each within the cap, is held to it together as they arrive, not collected
@@ -938,27 +855,12 @@ fn a_reply_above_the_cap_is_refused_not_buffered() {
         let gets: Vec<Json> = (0..300).map(|_| json!(["GET", "mebibyte"])).collect();
         let (status, reply) = post(&http, &format!("{url}/pipeline"), Json::Array(gets)).await;
         assert_eq!(status, 200);
-        let answered = reply
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|item| item.get("result").is_some())
-            .count();
-        assert_eq!(
-            answered, 7,
-            "8 MiB of cap holds 7 replies of 1 MiB and their RESP headers"
-        );
-        assert!(
-            reply[299]["error"].as_str().unwrap().contains("together exceed"),
-            "{}",
-            reply[299]
-        );
+        let answered = reply.as_array().unwrap().iter().filter(|item| item.get("result").is_some()).count();
+        assert_eq!(answered, 7, "8 MiB of cap holds 7 replies of 1 MiB and their RESP headers");
+        assert!(reply[299]["error"].as_str().unwrap().contains("together exceed"), "{}", reply[299]);
 
         // And the bridge serves on.
-        assert_eq!(
-            post(&http, &format!("{url}/"), json!(["PING"])).await,
-            (200, json!({"result": "PONG"}))
-        );
+        assert_eq!(post(&http, &format!("{url}/"), json!(["PING"])).await, (200, json!({"result": "PONG"})));
     });
     let peak = bridge.peak_rss();
     eprintln!("the bridge's peak RSS: {:.1} MiB", peak as f64 / f64::from(1 << 20));
@@ -978,18 +880,11 @@ fn large_responses_nobody_reads_are_held_to_the_memory_budget() {
     // here), so a response the client does not read stays in the bridge.
     let mut bridge = fuzz_bridge(
         &redis.url(),
-        &[
-            ("EDGELIMIT_MAX_REPLY_BYTES", "16777216"),
-            ("EDGELIMIT_MAX_MEMORY_IN_FLIGHT", "41943040"),
-        ],
+        &[("EDGELIMIT_MAX_REPLY_BYTES", "16777216"), ("EDGELIMIT_MAX_MEMORY_IN_FLIGHT", "41943040")],
     );
     let http = http();
     let set = "redis.call('SET', KEYS[1], string.rep('r', 12582912))";
-    runtime.block_on(post(
-        &http,
-        &format!("http://{}/", bridge.url),
-        json!(["EVAL", set, "1", "r"]),
-    ));
+    runtime.block_on(post(&http, &format!("http://{}/", bridge.url), json!(["EVAL", set, "1", "r"])));
     let body = r#"["GET","r"]"#;
     let request = format!(
         "POST / HTTP/1.1\r\nHost: bridge\r\nAuthorization: Bearer {TOKEN}\r\nContent-Length: {}\r\n\r\n{body}",
@@ -1015,10 +910,7 @@ fn large_responses_nobody_reads_are_held_to_the_memory_budget() {
     // On a loaded machine a reply queued behind some 480 MB on the one Redis connection may pass the Redis timeout
     // (503); what matters here is that no more than three responses are held.
     let timed_out = statuses.iter().filter(|status| *status == "503").count();
-    assert!(
-        (1..=3).contains(&sent) && sent + busy + timed_out == 40 && busy > 0,
-        "{statuses:?}"
-    );
+    assert!((1..=3).contains(&sent) && sent + busy + timed_out == 40 && busy > 0, "{statuses:?}");
     let peak = bridge.peak_rss();
     eprintln!("the bridge's peak RSS: {:.1} MiB", peak as f64 / f64::from(1 << 20));
     // 40 responses of 12 MiB held would be 480 MiB.
@@ -1066,14 +958,8 @@ fn large_requests_in_flight_are_held_to_the_memory_budget() {
         .await
         .expect("a third large request is refused while two are read");
         let error = busy["error"].as_str().unwrap();
-        assert!(
-            error.contains("--max-memory-in-flight") && error.contains("retry in a second"),
-            "{error}"
-        );
-        assert_eq!(
-            post(&http, &url, json!(["PING"])).await,
-            (200, json!({"result": "PONG"}))
-        );
+        assert!(error.contains("--max-memory-in-flight") && error.contains("retry in a second"), "{error}");
+        assert_eq!(post(&http, &url, json!(["PING"])).await, (200, json!({"result": "PONG"})));
     });
     for stream in &mut slow {
         stream.write_all(second_half.as_bytes()).unwrap();
@@ -1119,40 +1005,23 @@ fn the_reply_cap_is_configurable_and_checked() {
     let http = http();
     runtime.block_on(async {
         post(&http, &url, json!(["SET", "small", "x".repeat(900)])).await;
-        assert_eq!(
-            post(&http, &url, json!(["STRLEN", "small"])).await,
-            (200, json!({"result": 900}))
-        );
+        assert_eq!(post(&http, &url, json!(["STRLEN", "small"])).await, (200, json!({"result": 900})));
         post(&http, &url, json!(["SET", "large", "x".repeat(1100)])).await;
         let (status, reply) = post(&http, &url, json!(["GET", "large"])).await;
         assert_eq!(status, 413);
-        assert!(
-            reply["error"].as_str().unwrap().contains("cap of 1000 bytes"),
-            "{reply}"
-        );
+        assert!(reply["error"].as_str().unwrap().contains("cap of 1000 bytes"), "{reply}");
         assert_eq!(post(&http, &url, json!(["GET", "small"])).await.0, 200);
     });
 
     // (An empty variable counts as unset, as clap reads it: the default cap.)
     for bad in ["0", "-1", "lots"] {
         let output = Command::new(bridge_binary())
-            .args([
-                "bridge",
-                "--listen",
-                "127.0.0.1:0",
-                "--redis",
-                &redis.url(),
-                "--token",
-                TOKEN,
-            ])
+            .args(["bridge", "--listen", "127.0.0.1:0", "--redis", &redis.url(), "--token", TOKEN])
             .env("EDGELIMIT_MAX_REPLY_BYTES", bad)
             .stdin(Stdio::null())
             .output()
             .expect("run the bridge");
-        assert!(
-            !output.status.success(),
-            "EDGELIMIT_MAX_REPLY_BYTES={bad:?} was accepted"
-        );
+        assert!(!output.status.success(), "EDGELIMIT_MAX_REPLY_BYTES={bad:?} was accepted");
         assert!(
             String::from_utf8_lossy(&output.stderr).contains("--max-reply-bytes"),
             "{}",

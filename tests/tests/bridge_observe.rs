@@ -18,10 +18,7 @@ async fn get(stack: &Stack, path: &str, token: Option<&str>) -> (u16, String) {
 
 /// The value of the metric line that starts with `series` (its name and labels), if there is one.
 fn sample(metrics: &str, series: &str) -> Option<f64> {
-    metrics
-        .lines()
-        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
-        .map(|value| value.parse().unwrap())
+    metrics.lines().find_map(|line| line.strip_prefix(series)?.strip_prefix(' ')).map(|value| value.parse().unwrap())
 }
 
 /// `/healthz` until it answers `status` (it checks Redis once a second at most), within 10 s.
@@ -39,16 +36,10 @@ async fn health_until(stack: &Stack, status: u16) -> String {
 #[tokio::test]
 async fn healthz_needs_no_token_and_says_whether_redis_answers() {
     let mut stack = Stack::start().await;
-    assert_eq!(
-        get(&stack, "/healthz", None).await,
-        (200, r#"{"status":"ok"}"#.to_owned())
-    );
+    assert_eq!(get(&stack, "/healthz", None).await, (200, r#"{"status":"ok"}"#.to_owned()));
     stack.stop_redis().await;
     let body = health_until(&stack, 503).await;
-    assert!(
-        body.contains(r#""status":"unavailable""#) && body.contains("is unavailable"),
-        "{body}"
-    );
+    assert!(body.contains(r#""status":"unavailable""#) && body.contains("is unavailable"), "{body}");
     stack.restart_redis().await;
     assert_eq!(health_until(&stack, 200).await, r#"{"status":"ok"}"#);
 }
@@ -76,21 +67,9 @@ async fn metrics_count_requests_by_route_profile_and_status_for_admins_and_the_m
     let (status, metrics) = get(&stack, "/metrics", Some(METRICS_TOKEN)).await;
     assert_eq!(status, 200, "{metrics}");
     let requests = |labels: &str| sample(&metrics, &format!("edgelimit_bridge_requests_total{{{labels}}}"));
-    assert_eq!(
-        requests(r#"route="/",profile="limiter",status="200""#),
-        Some(2.0),
-        "{metrics}"
-    );
-    assert_eq!(
-        requests(r#"route="/",profile="none",status="401""#),
-        Some(3.0),
-        "{metrics}"
-    );
-    assert_eq!(
-        requests(r#"route="/metrics",profile="none",status="401""#),
-        Some(3.0),
-        "{metrics}"
-    );
+    assert_eq!(requests(r#"route="/",profile="limiter",status="200""#), Some(2.0), "{metrics}");
+    assert_eq!(requests(r#"route="/",profile="none",status="401""#), Some(3.0), "{metrics}");
+    assert_eq!(requests(r#"route="/metrics",profile="none",status="401""#), Some(3.0), "{metrics}");
     let round_trips = sample(&metrics, "edgelimit_bridge_redis_round_trip_seconds_count").unwrap();
     assert!(round_trips >= 2.0, "{metrics}");
     for series in [

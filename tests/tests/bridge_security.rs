@@ -45,30 +45,15 @@ async fn a_limiter_token_gets_a_clear_refusal_for_everything_but_the_limiters_sc
     }
     for body in ["while true do end", "return redis.call('FLUSHALL')"] {
         let script = Script::new(body);
-        assert_forbidden(
-            script.run::<&str, &str>(&limiter, &[], &[]).await,
-            "only edgelimit's own scripts",
-        );
+        assert_forbidden(script.run::<&str, &str>(&limiter, &[], &[]).await, "only edgelimit's own scripts");
     }
     // Nothing of it reached Redis.
+    assert_eq!(admin.command(&cmd(&["GET", "precious"])).await.unwrap(), Value::Bytes(b"1".to_vec()));
     assert_eq!(
-        admin.command(&cmd(&["GET", "precious"])).await.unwrap(),
-        Value::Bytes(b"1".to_vec())
+        admin.command(&cmd(&["CONFIG", "GET", "maxmemory-policy"])).await.unwrap(),
+        Value::Array(vec![Value::Bytes(b"maxmemory-policy".to_vec()), Value::Bytes(b"noeviction".to_vec())])
     );
-    assert_eq!(
-        admin
-            .command(&cmd(&["CONFIG", "GET", "maxmemory-policy"]))
-            .await
-            .unwrap(),
-        Value::Array(vec![
-            Value::Bytes(b"maxmemory-policy".to_vec()),
-            Value::Bytes(b"noeviction".to_vec())
-        ])
-    );
-    assert_eq!(
-        limiter.command(&cmd(&["PING"])).await.unwrap(),
-        Value::Bytes(b"PONG".to_vec())
-    );
+    assert_eq!(limiter.command(&cmd(&["PING"])).await.unwrap(), Value::Bytes(b"PONG".to_vec()));
 }
 
 #[tokio::test]
@@ -76,12 +61,8 @@ async fn a_limiter_token_decides_at_server_time_and_refunds_only_grants_a_member
     let stack = Stack::start().await;
     let client = stack.client_with(LIMITER_TOKEN);
 
-    let bucket = Limiter::new(
-        client.clone(),
-        "api",
-        Quota::token_bucket(2, 2, Duration::from_secs(60)).unwrap(),
-    )
-    .unwrap();
+    let bucket =
+        Limiter::new(client.clone(), "api", Quota::token_bucket(2, 2, Duration::from_secs(60)).unwrap()).unwrap();
     let granted = bucket.limit("alice", 1).await.unwrap();
     assert!(granted.success);
     assert_eq!(bucket.peek("alice", 1).await.unwrap().remaining, 1);
@@ -99,9 +80,7 @@ async fn a_limiter_token_decides_at_server_time_and_refunds_only_grants_a_member
     );
     // Stored quotas are written with plain commands: an admin's job.
     assert!(matches!(
-        bucket
-            .store_quota(Quota::fixed_window(1, Duration::from_secs(1)).unwrap())
-            .await,
+        bucket.store_quota(Quota::fixed_window(1, Duration::from_secs(1)).unwrap()).await,
         Err(Error::Unauthorized { status: 403, .. })
     ));
 
@@ -127,14 +106,10 @@ fn text_of(value: &Value) -> String {
 async fn keys_outside_the_limiter_patterns_are_refused_by_the_fence_and_its_redis_user_holds_the_same() {
     let stack = Stack::start().await;
     let client = stack.client_with(LIMITER_TOKEN);
-    let outside = Limiter::new(
-        client.clone(),
-        "api",
-        Quota::fixed_window(5, Duration::from_secs(1)).unwrap(),
-    )
-    .unwrap()
-    .with_prefix("elsewhere")
-    .unwrap();
+    let outside = Limiter::new(client.clone(), "api", Quota::fixed_window(5, Duration::from_secs(1)).unwrap())
+        .unwrap()
+        .with_prefix("elsewhere")
+        .unwrap();
     match outside.limit("alice", 1).await {
         Err(Error::Unauthorized { status: 403, message }) => assert!(message.contains("--limiter-keys"), "{message}"),
         other => panic!("expected the fence's refusal, got {other:?}"),
@@ -144,10 +119,7 @@ async fn keys_outside_the_limiter_patterns_are_refused_by_the_fence_and_its_redi
     let inside = Limiter::new(client, "api", Quota::fixed_window(5, Duration::from_secs(1)).unwrap()).unwrap();
     assert!(inside.limit("alice", 1).await.unwrap().success);
     let admin = stack.client();
-    let user = admin
-        .command(&cmd(&["ACL", "GETUSER", "edgelimit-limiter"]))
-        .await
-        .unwrap();
+    let user = admin.command(&cmd(&["ACL", "GETUSER", "edgelimit-limiter"])).await.unwrap();
     let text = text_of(&user);
     assert!(text.contains("~edgelimit:*"), "{text}");
     assert!(!text.contains("flushall"), "{text}");
@@ -176,18 +148,13 @@ async fn dry_run(stack: &Stack, user: &str, words: &[&str]) -> String {
 async fn a_readonly_token_reads_edgelimits_keys_only_and_its_redis_user_holds_the_same() {
     let stack = Stack::start().await;
     let admin = stack.client();
-    for words in [
-        &["SET", "user:2:apikey", "sk_live_SECRET"][..],
-        &["SET", "edgelimit:k", "v"],
-        &["SADD", "edgelimit:{s}", "a"],
-    ] {
+    for words in
+        [&["SET", "user:2:apikey", "sk_live_SECRET"][..], &["SET", "edgelimit:k", "v"], &["SADD", "edgelimit:{s}", "a"]]
+    {
         admin.command(&cmd(words)).await.unwrap();
     }
     let reader = stack.client_with(READONLY_TOKEN);
-    assert_eq!(
-        reader.command(&cmd(&["GET", "edgelimit:k"])).await.unwrap(),
-        Value::Bytes(b"v".to_vec())
-    );
+    assert_eq!(reader.command(&cmd(&["GET", "edgelimit:k"])).await.unwrap(), Value::Bytes(b"v".to_vec()));
     let readonly = "NOPERM this token's profile (readonly) ";
     let outside = format!(
         "{readonly}may read keys matching edgelimit:* or {{edgelimit:* only (the bridge's --limiter-keys), not \
@@ -201,9 +168,7 @@ async fn a_readonly_token_reads_edgelimits_keys_only_and_its_redis_user_holds_th
     ] {
         assert_refused_with(reader.command(&cmd(words)).await, &outside);
     }
-    let inspect_outside = edgelimit::lua::INSPECT
-        .run(&reader, &["user:2:apikey"], &["", "10", "value"])
-        .await;
+    let inspect_outside = edgelimit::lua::INSPECT.run(&reader, &["user:2:apikey"], &["", "10", "value"]).await;
     assert_refused_with(
         inspect_outside,
         &format!("{readonly}may give scripts keys matching edgelimit:* or {{edgelimit:* only"),
@@ -212,11 +177,7 @@ async fn a_readonly_token_reads_edgelimits_keys_only_and_its_redis_user_holds_th
         "{readonly}may SCAN only with MATCH and a pattern inside the bridge's --limiter-keys (edgelimit:* or \
          {{edgelimit:*), e.g. SCAN 0 MATCH edgelimit:* COUNT 1000; use an admin token to list other keys"
     );
-    for words in [
-        &["SCAN", "0"][..],
-        &["SCAN", "0", "MATCH", "*"],
-        &["SCAN", "0", "MATCH", "user:*"],
-    ] {
+    for words in [&["SCAN", "0"][..], &["SCAN", "0", "MATCH", "*"], &["SCAN", "0", "MATCH", "user:*"]] {
         assert_refused_with(reader.command(&cmd(words)).await, &scan);
     }
     for (words, prefix) in [
@@ -231,18 +192,9 @@ async fn a_readonly_token_reads_edgelimits_keys_only_and_its_redis_user_holds_th
             &["HMGET", "edgelimit:{ops}", "rate", "rate"],
             "may HMGET only the fields of a stored quota's config (algorithm, limit, interval, rate), each once",
         ),
-        (
-            &["MEMORY", "USAGE", "edgelimit:{s}", "SAMPLES", "0"],
-            "may run MEMORY with SAMPLES from 1 to 1000 only",
-        ),
-        (
-            &["SRANDMEMBER", "edgelimit:{s}", "-100000000"],
-            "may run SRANDMEMBER with a count of at most 1000 only",
-        ),
-        (
-            &["SCAN", "0", "MATCH", "edgelimit:*", "COUNT", "1000000"],
-            "may run SCAN with a count of at most 1000 only",
-        ),
+        (&["MEMORY", "USAGE", "edgelimit:{s}", "SAMPLES", "0"], "may run MEMORY with SAMPLES from 1 to 1000 only"),
+        (&["SRANDMEMBER", "edgelimit:{s}", "-100000000"], "may run SRANDMEMBER with a count of at most 1000 only"),
+        (&["SCAN", "0", "MATCH", "edgelimit:*", "COUNT", "1000000"], "may run SCAN with a count of at most 1000 only"),
     ] {
         assert_refused_with(reader.command(&cmd(words)).await, &format!("{readonly}{prefix}"));
     }
@@ -250,10 +202,7 @@ async fn a_readonly_token_reads_edgelimits_keys_only_and_its_redis_user_holds_th
         Script::new("return 1").run::<&str, &str>(&reader, &[], &[]).await,
         &format!("{readonly}may run only the read-only inspect script of edgelimit's scripts"),
     );
-    assert_eq!(
-        admin.command(&cmd(&["GET", "edgelimit:k"])).await.unwrap(),
-        Value::Bytes(b"v".to_vec())
-    );
+    assert_eq!(admin.command(&cmd(&["GET", "edgelimit:k"])).await.unwrap(), Value::Bytes(b"v".to_vec()));
 
     // The second fence: the Redis user itself, as the bridge made it.
     let user = "edgelimit-readonly";
@@ -298,21 +247,11 @@ async fn a_readonly_token_still_reads_what_dashboards_need() {
     assert!(ops.limit("bob", 1).await.unwrap().success);
 
     let reader = stack.client_with(READONLY_TOKEN);
-    let state = Limiter::new(reader.clone(), "api", log_quota)
-        .unwrap()
-        .state("alice")
-        .await
-        .unwrap();
-    assert!(
-        matches!(state.detail, StateDetail::Log { held: 2, ref grants } if grants.len() == 1),
-        "{state:?}"
-    );
+    let state = Limiter::new(reader.clone(), "api", log_quota).unwrap().state("alice").await.unwrap();
+    assert!(matches!(state.detail, StateDetail::Log { held: 2, ref grants } if grants.len() == 1), "{state:?}");
     let stored = Limiter::stored(reader.clone(), "ops").unwrap();
     let state = stored.state("bob").await.unwrap();
-    assert!(
-        matches!(state.detail, StateDetail::FixedWindow { count: 1, .. }),
-        "{state:?}"
-    );
+    assert!(matches!(state.detail, StateDetail::FixedWindow { count: 1, .. }), "{state:?}");
 
     let mut listed = Vec::new();
     let mut cursor = "0".to_owned();
@@ -325,12 +264,7 @@ async fn a_readonly_token_still_reads_what_dashboards_need() {
             .unwrap();
         let [next, keys] = <[Value; 2]>::try_from(page).unwrap();
         cursor = next.into_string().unwrap();
-        listed.extend(
-            keys.into_array()
-                .unwrap()
-                .into_iter()
-                .map(|key| key.into_string().unwrap()),
-        );
+        listed.extend(keys.into_array().unwrap().into_iter().map(|key| key.into_string().unwrap()));
         if cursor == "0" {
             break;
         }
@@ -369,10 +303,7 @@ async fn tokens_rotate_through_the_tokens_file_without_a_restart() {
     let old = stack.client_with("old-token-0001");
     let new = stack.client_with("new-token-0002");
     assert!(old.command(&cmd(&["PING"])).await.is_ok());
-    assert!(matches!(
-        new.command(&cmd(&["PING"])).await,
-        Err(Error::Unauthorized { status: 401, .. })
-    ));
+    assert!(matches!(new.command(&cmd(&["PING"])).await, Err(Error::Unauthorized { status: 401, .. })));
 
     // A file that does not parse keeps the tokens in force.
     std::fs::write(&file, "limiter:old-token-0001\nlimiter new-token-0002\n").unwrap();
@@ -385,10 +316,7 @@ async fn tokens_rotate_through_the_tokens_file_without_a_restart() {
         assert!(Instant::now() < deadline, "the new token was never accepted");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    assert!(matches!(
-        old.command(&cmd(&["PING"])).await,
-        Err(Error::Unauthorized { status: 401, .. })
-    ));
+    assert!(matches!(old.command(&cmd(&["PING"])).await, Err(Error::Unauthorized { status: 401, .. })));
     // The inline admin token stays whatever the file says.
     assert!(stack.client().command(&cmd(&["PING"])).await.is_ok());
     std::fs::remove_dir_all(&dir).unwrap();
@@ -397,12 +325,9 @@ async fn tokens_rotate_through_the_tokens_file_without_a_restart() {
 #[tokio::test]
 async fn the_limiter_user_comes_back_after_redis_restarts_without_it() {
     let mut stack = Stack::start().await;
-    let limiter = Limiter::new(
-        stack.client_with(LIMITER_TOKEN),
-        "api",
-        Quota::fixed_window(5, Duration::from_secs(1)).unwrap(),
-    )
-    .unwrap();
+    let limiter =
+        Limiter::new(stack.client_with(LIMITER_TOKEN), "api", Quota::fixed_window(5, Duration::from_secs(1)).unwrap())
+            .unwrap();
     assert!(limiter.limit("a", 1).await.unwrap().success);
     stack.stop_redis().await;
     stack.restart_redis().await;
@@ -425,16 +350,9 @@ async fn a_new_bridge_resets_the_readonly_user_an_older_bridge_made() {
     let user = "edgelimit-readonly";
     let password = edgelimit_cli::bridge::profile::password(&redis.url(), user);
     let older = format!("reset on >{password} ~* -@all +@read -@dangerous +evalsha +eval +ping +echo +time");
-    let mut admin = redis::Client::open(redis.url())
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap();
+    let mut admin = redis::Client::open(redis.url()).unwrap().get_multiplexed_async_connection().await.unwrap();
     let mut set_user = redis::cmd("ACL");
-    set_user
-        .arg("SETUSER")
-        .arg(user)
-        .arg(older.split(' ').collect::<Vec<_>>());
+    set_user.arg("SETUSER").arg(user).arg(older.split(' ').collect::<Vec<_>>());
     let () = set_user.query_async(&mut admin).await.unwrap();
     let dry_run = |words: &[&str]| {
         let mut command = redis::cmd("ACL");
@@ -449,15 +367,9 @@ async fn a_new_bridge_resets_the_readonly_user_an_older_bridge_made() {
     config.tokens = vec![(Profile::Readonly, READONLY_TOKEN.to_owned())];
     let bridge = InProcessBridge::start(config).await.unwrap();
     let reader = RestClient::new(bridge.url(), READONLY_TOKEN).unwrap();
-    assert_eq!(
-        reader.command(&cmd(&["EXISTS", "edgelimit:k"])).await.unwrap(),
-        Value::Int(0)
-    );
+    assert_eq!(reader.command(&cmd(&["EXISTS", "edgelimit:k"])).await.unwrap(), Value::Int(0));
     let after: String = secret.query_async(&mut admin).await.unwrap();
-    assert!(
-        after.starts_with("This user has no permissions to access the 'user:2:apikey' key"),
-        "{after}"
-    );
+    assert!(after.starts_with("This user has no permissions to access the 'user:2:apikey' key"), "{after}");
     let own: String = dry_run(&["GET", "edgelimit:k"]).query_async(&mut admin).await.unwrap();
     assert_eq!(own, "OK");
     bridge.stop().await.unwrap();
@@ -469,12 +381,7 @@ async fn with_the_acl_off_the_bridge_still_fences_limiter_tokens_and_refuses_rea
     let mut config = BridgeConfig::new(redis.url(), "admin-token-0001");
     config.redis_acl = RedisAcl::Off;
     config.tokens = vec![(Profile::Readonly, READONLY_TOKEN.to_owned())];
-    let refused = InProcessBridge::start(config.clone())
-        .await
-        .unwrap()
-        .stop()
-        .await
-        .unwrap_err();
+    let refused = InProcessBridge::start(config.clone()).await.unwrap().stop().await.unwrap_err();
     assert!(refused.to_string().contains("--redis-acl"), "{refused}");
 
     config.tokens = vec![(Profile::Limiter, LIMITER_TOKEN.to_owned())];
@@ -484,10 +391,7 @@ async fn with_the_acl_off_the_bridge_still_fences_limiter_tokens_and_refuses_rea
     // Its scripts are given keys of its patterns only (--limiter-keys): with the ACL off, nothing else keeps them
     // from reading another program's key (the inspect script reads a string back) or overwriting it.
     let admin = RestClient::new(bridge.url(), "admin-token-0001").unwrap();
-    admin
-        .command(&cmd(&["SET", "user:2:apikey", "sk_live_SECRET"]))
-        .await
-        .unwrap();
+    admin.command(&cmd(&["SET", "user:2:apikey", "sk_live_SECRET"])).await.unwrap();
     for script in [&edgelimit::lua::FIXED_WINDOW, &edgelimit::lua::INSPECT] {
         let outside = script.run(&client, &["user:2:apikey".to_owned()], &["1:5:60000"]).await;
         assert_forbidden(outside, "--limiter-keys");
@@ -510,10 +414,7 @@ async fn a_request_head_that_never_ends_is_closed_and_others_are_served() {
     let mut stalled = Vec::new();
     for _ in 0..50 {
         let mut connection = tokio::net::TcpStream::connect(&address).await.unwrap();
-        connection
-            .write_all(b"POST / HTTP/1.1\r\nHost: bridge\r\n")
-            .await
-            .unwrap();
+        connection.write_all(b"POST / HTTP/1.1\r\nHost: bridge\r\n").await.unwrap();
         stalled.push(connection);
     }
     let pong = stack.client().command(&cmd(&["PING"])).await.unwrap();
@@ -579,28 +480,19 @@ async fn connections_past_the_bound_wait_until_one_closes() {
     );
     let waiting = tokio::spawn(async move { answer_to(&address, ping.as_bytes(), Duration::from_secs(20)).await });
     tokio::time::sleep(Duration::from_millis(500)).await;
-    assert!(
-        !waiting.is_finished(),
-        "a third connection was served past a bound of 2"
-    );
+    assert!(!waiting.is_finished(), "a third connection was served past a bound of 2");
     let mut first = idle.remove(0);
     first.shutdown().await.unwrap();
     drop(first);
     let answer = waiting.await.unwrap();
-    assert!(
-        answer.starts_with("HTTP/1.1 200") && answer.ends_with(r#"{"result":"PONG"}"#),
-        "{answer}"
-    );
+    assert!(answer.starts_with("HTTP/1.1 200") && answer.ends_with(r#"{"result":"PONG"}"#), "{answer}");
 }
 
 /// A fixed window's decision for `id` as a limiter token sends it (EVALSHA), its script loaded by a first decision.
 async fn loaded_decision_script(stack: &Stack, id: &str) -> Command {
-    let limiter = Limiter::new(
-        stack.client_with(LIMITER_TOKEN),
-        "api",
-        Quota::fixed_window(5, Duration::from_secs(60)).unwrap(),
-    )
-    .unwrap();
+    let limiter =
+        Limiter::new(stack.client_with(LIMITER_TOKEN), "api", Quota::fixed_window(5, Duration::from_secs(60)).unwrap())
+            .unwrap();
     assert!(limiter.limit(id, 1).await.unwrap().success, "the script is loaded");
     edgelimit::lua::FIXED_WINDOW.evalsha_command(&[limiter.state_key(id)], &["1:5:60000"])
 }
@@ -611,18 +503,11 @@ async fn loaded_decision_script(stack: &Stack, id: &str) -> Command {
 async fn a_scoped_tokens_multi_exec_is_one_transaction() {
     let stack = Stack::start().await;
     let script = loaded_decision_script(&stack, "mx").await;
-    let replies = stack
-        .client_with(LIMITER_TOKEN)
-        .multi_exec(&[script.clone(), script.clone(), script])
-        .await
-        .unwrap();
+    let replies = stack.client_with(LIMITER_TOKEN).multi_exec(&[script.clone(), script.clone(), script]).await.unwrap();
     assert_eq!(replies.len(), 3);
     assert!(replies.iter().all(Result::is_ok), "{replies:?}");
     let readonly = stack.client_with(READONLY_TOKEN);
-    let reads = readonly
-        .multi_exec(&[cmd(&["GET", "edgelimit:k"]), cmd(&["EXISTS", "edgelimit:k"])])
-        .await
-        .unwrap();
+    let reads = readonly.multi_exec(&[cmd(&["GET", "edgelimit:k"]), cmd(&["EXISTS", "edgelimit:k"])]).await.unwrap();
     assert_eq!(reads.len(), 2, "{reads:?}");
 }
 
@@ -635,10 +520,7 @@ async fn every_profiles_pipeline_is_announced_with_an_echo_its_redis_user_may_ru
     let script = loaded_decision_script(&stack, "p").await;
     let pipelines = [
         (LIMITER_TOKEN, vec![script.clone(), script]),
-        (
-            READONLY_TOKEN,
-            vec![cmd(&["GET", "edgelimit:k"]), cmd(&["EXISTS", "edgelimit:k"])],
-        ),
+        (READONLY_TOKEN, vec![cmd(&["GET", "edgelimit:k"]), cmd(&["EXISTS", "edgelimit:k"])]),
         (edgelimit_tests::TOKEN, vec![cmd(&["PING"]), cmd(&["GET", "k"])]),
     ];
     for (token, commands) in pipelines {
@@ -647,14 +529,10 @@ async fn every_profiles_pipeline_is_announced_with_an_echo_its_redis_user_may_ru
         assert!(replies.iter().all(Result::is_ok), "{replies:?}");
     }
     let stats = stack.client().command(&cmd(&["INFO", "commandstats"])).await.unwrap();
-    let Value::Bytes(stats) = stats else {
-        panic!("INFO answered {stats:?}")
-    };
+    let Value::Bytes(stats) = stats else { panic!("INFO answered {stats:?}") };
     let stats = String::from_utf8(stats).unwrap();
-    let echo = stats
-        .lines()
-        .find(|line| line.starts_with("cmdstat_echo:"))
-        .unwrap_or_else(|| panic!("no ECHO ran: {stats}"));
+    let echo =
+        stats.lines().find(|line| line.starts_with("cmdstat_echo:")).unwrap_or_else(|| panic!("no ECHO ran: {stats}"));
     assert!(echo.starts_with("cmdstat_echo:calls=3,"), "{echo}");
     assert!(echo.contains(",rejected_calls=0,failed_calls=0"), "{echo}");
 }
@@ -677,34 +555,22 @@ async fn a_bridge_that_redis_refuses_is_a_store_set_up_error_never_an_outage() {
     // The Redis ACL users of a bridge's limiter tokens cannot be made: its --redis user may not run ACL SETUSER.
     // (The harness bridge keeps its connections, made before.)
     let admin = stack.client();
-    admin
-        .command(&cmd(&["ACL", "SETUSER", "default", "-acl"]))
-        .await
-        .unwrap();
+    admin.command(&cmd(&["ACL", "SETUSER", "default", "-acl"])).await.unwrap();
     let mut config = BridgeConfig::new(stack.redis_url(), "admin-token-0001");
     config.tokens = vec![(Profile::Limiter, LIMITER_TOKEN.to_owned())];
     let bridge = InProcessBridge::start(config).await.unwrap();
-    let error = limited(RestClient::new(bridge.url(), LIMITER_TOKEN).unwrap())
-        .limit("a", 1)
-        .await
-        .unwrap_err();
+    let error = limited(RestClient::new(bridge.url(), LIMITER_TOKEN).unwrap()).limit("a", 1).await.unwrap_err();
     let message = refused(error, "NOPERM");
     assert!(message.contains("--redis-acl off"), "{message}");
     bridge.stop().await.unwrap();
 
     // A wrong password in the bridge's --redis URL.
-    admin
-        .command(&cmd(&["CONFIG", "SET", "requirepass", "the-right-one"]))
-        .await
-        .unwrap();
+    admin.command(&cmd(&["CONFIG", "SET", "requirepass", "the-right-one"])).await.unwrap();
     let url = stack.redis_url().replace("redis://", "redis://:a-wrong-one@");
     let mut config = BridgeConfig::new(url, "admin-token-0001");
     config.redis_acl = RedisAcl::Off;
     let bridge = InProcessBridge::start(config).await.unwrap();
-    let error = limited(RestClient::new(bridge.url(), "admin-token-0001").unwrap())
-        .limit("a", 1)
-        .await
-        .unwrap_err();
+    let error = limited(RestClient::new(bridge.url(), "admin-token-0001").unwrap()).limit("a", 1).await.unwrap_err();
     let message = refused(error, "WRONGPASS");
     assert!(message.contains("--redis URL"), "{message}");
     bridge.stop().await.unwrap();
@@ -722,12 +588,9 @@ async fn an_endless_script_is_killed_and_every_client_recovers_within_the_busy_t
     let stack = Stack::start().await;
     let started = Instant::now();
     run_forever(&stack, "while true do end").await;
-    let limiter = Limiter::new(
-        stack.client_with(LIMITER_TOKEN),
-        "api",
-        Quota::fixed_window(5, Duration::from_secs(1)).unwrap(),
-    )
-    .unwrap();
+    let limiter =
+        Limiter::new(stack.client_with(LIMITER_TOKEN), "api", Quota::fixed_window(5, Duration::from_secs(1)).unwrap())
+            .unwrap();
     // Redis reads SCRIPT KILL once the script has run busy-reply-threshold (5 s); the bound here is generous for a
     // loaded machine, and a test of recovery, not of speed.
     loop {
@@ -737,10 +600,7 @@ async fn an_endless_script_is_killed_and_every_client_recovers_within_the_busy_t
         }
         assert!(started.elapsed() < Duration::from_secs(40), "never recovered");
     }
-    eprintln!(
-        "recovered {:.1} s after the endless script was sent",
-        started.elapsed().as_secs_f64()
-    );
+    eprintln!("recovered {:.1} s after the endless script was sent", started.elapsed().as_secs_f64());
 }
 
 /// A Redis function that loops is stopped as a script is: Redis answers SCRIPT KILL with BUSY for a function, and the
@@ -750,10 +610,7 @@ async fn an_endless_function_is_killed_and_every_client_recovers() {
     let stack = Stack::start().await;
     let admin = stack.client();
     let library = "#!lua name=spin\nredis.register_function('spin', function() while true do end end)";
-    admin
-        .command(&cmd(&["FUNCTION", "LOAD", "REPLACE", library]))
-        .await
-        .unwrap();
+    admin.command(&cmd(&["FUNCTION", "LOAD", "REPLACE", library])).await.unwrap();
     let started = Instant::now();
     assert!(admin.command(&cmd(&["FCALL", "spin", "0"])).await.is_err());
     loop {
@@ -777,10 +634,7 @@ async fn a_script_that_wrote_cannot_be_killed_and_the_bridge_says_so() {
             Err(e) => assert!(e.is_store_unavailable(), "{e}"),
             Ok(reply) => panic!("Redis answered {reply:?} while the script ran"),
         }
-        assert!(
-            Instant::now() < deadline,
-            "the bridge never said the script cannot be killed"
-        );
+        assert!(Instant::now() < deadline, "the bridge never said the script cannot be killed");
     }
     // Only SHUTDOWN NOSAVE (or a kill of the process, here) ends it.
     stack.stop_redis().await;
@@ -799,10 +653,7 @@ async fn an_unusable_token_or_key_pattern_is_refused_at_start_with_what_to_do() 
         let mut config = BridgeConfig::new("redis://127.0.0.1:1", "admin-token-0001");
         configure(&mut config);
         let refused = edgelimit_cli::bridge::check(&config).unwrap_err().to_string();
-        assert!(
-            refused.contains("--limiter-keys") || refused.contains("token"),
-            "{refused}"
-        );
+        assert!(refused.contains("--limiter-keys") || refused.contains("token"), "{refused}");
         assert!(!refused.contains(&"x".repeat(100)), "the error repeats the token");
     }
 }

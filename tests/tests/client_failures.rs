@@ -40,10 +40,7 @@ fn http(status: &str, body: &str) -> &'static str {
 }
 
 async fn ping(url: &str) -> Error {
-    let client = RestClient::new(url, "t")
-        .unwrap()
-        .with_timeout(Duration::from_millis(300))
-        .unwrap();
+    let client = RestClient::new(url, "t").unwrap().with_timeout(Duration::from_millis(300)).unwrap();
     client.command(&Command::new("PING")).await.unwrap_err()
 }
 
@@ -52,10 +49,7 @@ async fn a_stalled_endpoint_times_out_at_the_configured_timeout() {
     let url = endpoint(None).await;
     let started = Instant::now();
     let err = ping(&url).await;
-    assert!(
-        matches!(err, Error::Timeout { after } if after == Duration::from_millis(300)),
-        "{err}"
-    );
+    assert!(matches!(err, Error::Timeout { after } if after == Duration::from_millis(300)), "{err}");
     assert_eq!(err.code(), "EDGELIMIT_TIMEOUT");
     // Only a lower bound: the client must not give up early. Upper bounds are for benchmarks, not tests.
     assert!(started.elapsed() >= Duration::from_millis(300));
@@ -71,10 +65,7 @@ async fn malformed_replies_are_errors_not_panics() {
         ("200 OK", r#"{"result": {"a": 1}}"#, "a Redis reply"),
     ] {
         let err = ping(&endpoint(Some(http(status, body))).await).await;
-        assert!(
-            matches!(&err, Error::MalformedReply { what, .. } if what.contains(expected)),
-            "{body}: {err}"
-        );
+        assert!(matches!(&err, Error::MalformedReply { what, .. } if what.contains(expected)), "{body}: {err}");
     }
 }
 
@@ -82,23 +73,14 @@ async fn malformed_replies_are_errors_not_panics() {
 async fn pipeline_replies_must_hold_one_result_per_command() {
     let url = endpoint(Some(http("200 OK", r#"[{"result": "T0s="}]"#))).await;
     let client = RestClient::new(&url, "t").unwrap();
-    let err = client
-        .pipeline(&[Command::new("PING"), Command::new("PING")])
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(&err, Error::MalformedReply { what, .. } if what.contains("2 results")),
-        "{err}"
-    );
+    let err = client.pipeline(&[Command::new("PING"), Command::new("PING")]).await.unwrap_err();
+    assert!(matches!(&err, Error::MalformedReply { what, .. } if what.contains("2 results")), "{err}");
 }
 
 #[tokio::test]
 async fn http_failures_say_what_happened() {
     let err = ping(&endpoint(Some(http("502 Bad Gateway", "upstream down"))).await).await;
-    assert!(
-        matches!(&err, Error::Endpoint { status: 502, message } if message == "upstream down"),
-        "{err}"
-    );
+    assert!(matches!(&err, Error::Endpoint { status: 502, message } if message == "upstream down"), "{err}");
     let err = ping(&endpoint(Some(http("403 Forbidden", r#"{"error":"read-only token"}"#))).await).await;
     assert!(matches!(&err, Error::Unauthorized { status: 403, message } if message == "read-only token"));
 
@@ -106,10 +88,7 @@ async fn http_failures_say_what_happened() {
     let port = edgelimit_cli::redis_server::free_port().unwrap();
     let err = ping(&format!("http://127.0.0.1:{port}")).await;
     assert!(matches!(&err, Error::Transport { .. }), "{err}");
-    assert!(
-        std::error::Error::source(&err).is_some(),
-        "a transport error keeps its cause"
-    );
+    assert!(std::error::Error::source(&err).is_some(), "a transport error keeps its cause");
 }
 
 /// Credentials in the URL are refused when the client is made, on every target: fetch refuses such a URL on every
@@ -124,10 +103,7 @@ async fn a_url_with_credentials_is_refused_when_the_client_is_made() {
     assert!(err.to_string().contains("holds credentials"), "{err}");
     assert!(!err.to_string().contains("secret"), "{err}");
     let client = RestClient::new(&url, "t").unwrap();
-    assert_eq!(
-        client.command(&Command::new("PING")).await.unwrap(),
-        edgelimit::Value::Bytes(b"PONG".to_vec())
-    );
+    assert_eq!(client.command(&Command::new("PING")).await.unwrap(), edgelimit::Value::Bytes(b"PONG".to_vec()));
 }
 
 /// A redirect is never followed: followed, the call would go elsewhere (as a GET, without the token) and whatever

@@ -24,9 +24,7 @@ async fn the_harness_forms_a_six_node_cluster_that_serves_every_slot() {
     let count = |role| roles.iter().filter(|(_, r)| *r == role).count();
     assert_eq!((count(Role::Master), count(Role::Replica)), (3, 3), "{roles:?}");
     let info = command(cluster.ports()[0], &["CLUSTER", "INFO"]).await.unwrap();
-    let redis::Value::BulkString(info) = info else {
-        panic!("CLUSTER INFO: {info:?}")
-    };
+    let redis::Value::BulkString(info) = info else { panic!("CLUSTER INFO: {info:?}") };
     assert!(String::from_utf8_lossy(&info).contains("cluster_slots_ok:16384"));
     let shards = cluster.shards().await.unwrap();
     assert_eq!(shards.len(), 3, "{shards:?}");
@@ -69,10 +67,7 @@ async fn plain_commands_on_every_slot_pipelines_and_transactions_route_through_o
     let keys = a_key_per_slot();
     // /pipeline: every slot, so every node, in one request; the replies in the request's order.
     for chunk in keys.chunks(2048) {
-        let sets: Vec<Command> = chunk
-            .iter()
-            .map(|key| Command::new("SET").arg(key).arg(format!("v-{key}")))
-            .collect();
+        let sets: Vec<Command> = chunk.iter().map(|key| Command::new("SET").arg(key).arg(format!("v-{key}"))).collect();
         for reply in client.pipeline(&sets).await.unwrap() {
             assert_eq!(reply.unwrap(), Value::Bytes(b"OK".to_vec()));
         }
@@ -88,14 +83,8 @@ async fn plain_commands_on_every_slot_pipelines_and_transactions_route_through_o
         assert_eq!(bytes(&value), format!("v-{key}").into_bytes());
     }
     // Key-less commands go to any master; counting ones sum over all masters.
-    assert_eq!(
-        client.command(&Command::new("PING")).await.unwrap(),
-        Value::Bytes(b"PONG".to_vec())
-    );
-    assert_eq!(
-        client.command(&Command::new("DBSIZE")).await.unwrap(),
-        Value::Int(16384)
-    );
+    assert_eq!(client.command(&Command::new("PING")).await.unwrap(), Value::Bytes(b"PONG".to_vec()));
+    assert_eq!(client.command(&Command::new("DBSIZE")).await.unwrap(), Value::Int(16384));
     // Mixed items, errors per item, in order.
     let mixed = client
         .pipeline(&[
@@ -114,27 +103,16 @@ async fn plain_commands_on_every_slot_pipelines_and_transactions_route_through_o
     assert_eq!(mixed[3].as_ref().unwrap(), &Value::Bytes(b"1".to_vec()));
     assert_eq!(mixed[4].as_ref().unwrap(), &Value::Bytes(b"PONG".to_vec()));
     // /multi-exec: one slot runs; keys in several slots are refused before anything runs.
-    let same_slot = client
-        .multi_exec(&[
-            Command::new("SET").arg("{t}a").arg("1"),
-            Command::new("INCR").arg("{t}a"),
-        ])
-        .await
-        .unwrap();
+    let same_slot =
+        client.multi_exec(&[Command::new("SET").arg("{t}a").arg("1"), Command::new("INCR").arg("{t}a")]).await.unwrap();
     assert_eq!(same_slot[1].as_ref().unwrap(), &Value::Int(2));
     let refused = client
-        .multi_exec(&[
-            Command::new("SET").arg("a").arg("1"),
-            Command::new("SET").arg("b").arg("1"),
-        ])
+        .multi_exec(&[Command::new("SET").arg("a").arg("1"), Command::new("SET").arg("b").arg("1")])
         .await
         .unwrap_err();
     assert!(refused.to_string().contains("CROSSSLOT"), "{refused}");
     assert!(refused.to_string().contains("per-identifier layout"), "{refused}");
-    assert_eq!(
-        client.command(&Command::new("EXISTS").arg("a")).await.unwrap(),
-        Value::Int(0)
-    );
+    assert_eq!(client.command(&Command::new("EXISTS").arg("a")).await.unwrap(), Value::Int(0));
 }
 
 #[tokio::test]
@@ -155,12 +133,8 @@ async fn run_limiters_scripts_and_acl(stack: &Stack, masters: &[u16]) {
     for (client, token) in [(stack.client(), "admin"), (stack.client_with(LIMITER_TOKEN), "limiter")] {
         for name in &names {
             let name = format!("{name}-{token}");
-            let limiter = Limiter::new(
-                client.clone(),
-                &name,
-                Quota::gcra(3, 3, Duration::from_secs(3600)).unwrap(),
-            )
-            .unwrap();
+            let limiter =
+                Limiter::new(client.clone(), &name, Quota::gcra(3, 3, Duration::from_secs(3600)).unwrap()).unwrap();
             // The limiter token decides at the server's time only; the quota refills one permit per 20 minutes.
             let limiter = if token == "admin" { limiter.at(at) } else { limiter };
             let mut granted = 0;
@@ -190,17 +164,11 @@ async fn run_limiters_scripts_and_acl(stack: &Stack, masters: &[u16]) {
     // The limiter profile's ACL user exists on every master (Redis does not pass ACL SETUSER between nodes).
     for &port in masters {
         let user = command(port, &["ACL", "GETUSER", "edgelimit-limiter"]).await.unwrap();
-        assert!(
-            matches!(user, redis::Value::Array(_) | redis::Value::Map(_)),
-            "{port}: {user:?}"
-        );
+        assert!(matches!(user, redis::Value::Array(_) | redis::Value::Map(_)), "{port}: {user:?}");
     }
     // SCRIPT LOAD reaches every master, and answers the SHA1.
     let client = stack.client();
-    let loaded = client
-        .command(&Command::new("SCRIPT").arg("LOAD").arg("return 'seven'"))
-        .await
-        .unwrap();
+    let loaded = client.command(&Command::new("SCRIPT").arg("LOAD").arg("return 'seven'")).await.unwrap();
     let sha = String::from_utf8(bytes(&loaded)).unwrap();
     for &port in masters {
         let exists = command(port, &["SCRIPT", "EXISTS", &sha]).await.unwrap();
@@ -212,34 +180,22 @@ async fn run_limiters_scripts_and_acl(stack: &Stack, masters: &[u16]) {
         command(port, &["SCRIPT", "FLUSH"]).await.unwrap();
     }
     for key in a_key_per_slot().iter().step_by(1500) {
-        let reply = client
-            .command(&Command::new("EVALSHA").arg(&sha).arg(1).arg(key))
-            .await
-            .unwrap();
+        let reply = client.command(&Command::new("EVALSHA").arg(&sha).arg(1).arg(key)).await.unwrap();
         assert_eq!(bytes(&reply), b"seven");
     }
-    let unknown = client
-        .command(&Command::new("EVALSHA").arg("0".repeat(40)).arg(1).arg("k"))
-        .await
-        .unwrap_err();
+    let unknown = client.command(&Command::new("EVALSHA").arg("0".repeat(40)).arg(1).arg("k")).await.unwrap_err();
     assert!(unknown.to_string().contains("NOSCRIPT"), "{unknown}");
     // A script with Upstash's shebang flags: loaded under the SHA1 of the text the client sent (the bridge strips
     // the flag stock Redis does not know), and found again by that SHA1 after the masters lost it.
     let flagged = "#!lua flags=allow-key-locking\nreturn 'flagged'";
-    let loaded = client
-        .command(&Command::new("SCRIPT").arg("LOAD").arg(flagged))
-        .await
-        .unwrap();
+    let loaded = client.command(&Command::new("SCRIPT").arg("LOAD").arg(flagged)).await.unwrap();
     let flagged_sha = String::from_utf8(bytes(&loaded)).unwrap();
     assert_eq!(flagged_sha, edgelimit::Script::new(flagged).sha1());
     for &port in masters {
         command(port, &["SCRIPT", "FLUSH"]).await.unwrap();
     }
     for key in a_key_per_slot().iter().step_by(2000) {
-        let reply = client
-            .command(&Command::new("EVALSHA").arg(&flagged_sha).arg(1).arg(key))
-            .await
-            .unwrap();
+        let reply = client.command(&Command::new("EVALSHA").arg(&flagged_sha).arg(1).arg(key)).await.unwrap();
         assert_eq!(bytes(&reply), b"flagged");
     }
     // ... and edgelimit's own scripts, which the bridge always knows: decisions go on.
@@ -280,15 +236,9 @@ where
             Limiter::new(stack.client_with(LIMITER_TOKEN), name, quota).unwrap()
         })
         .collect();
-    let pairs: Vec<(usize, usize)> = (0..limiters.len())
-        .flat_map(|l| (0..ids).map(move |i| (l, i)))
-        .collect();
+    let pairs: Vec<(usize, usize)> = (0..limiters.len()).flat_map(|l| (0..ids).map(move |i| (l, i))).collect();
     let stop = Arc::new(AtomicBool::new(false));
-    let load = Arc::new(Mutex::new(Load {
-        granted: BTreeMap::new(),
-        errors: Vec::new(),
-        decisions: 0,
-    }));
+    let load = Arc::new(Mutex::new(Load { granted: BTreeMap::new(), errors: Vec::new(), decisions: 0 }));
     let started = Instant::now();
     // The workers take the pairs in turn, round and round: every pair is decided as often as any other.
     let next = Arc::new(AtomicUsize::new(0));
@@ -344,11 +294,9 @@ async fn report(what: &str, load: &Load, limiters: &[Limiter], ids: usize, limit
     }
     let granted_total: u64 = load.granted.values().sum();
     let window = match (load.errors.first(), load.errors.last()) {
-        (Some((first, _)), Some((last, _))) => format!(
-            "from {} ms to {} ms after the load started",
-            first.as_millis(),
-            last.as_millis()
-        ),
+        (Some((first, _)), Some((last, _))) => {
+            format!("from {} ms to {} ms after the load started", first.as_millis(), last.as_millis())
+        }
         _ => "none".to_owned(),
     };
     let mut kinds: BTreeMap<String, usize> = BTreeMap::new();
@@ -369,11 +317,7 @@ async fn report(what: &str, load: &Load, limiters: &[Limiter], ids: usize, limit
 
 /// Limiter names whose keys hash to `slots` (a range a master serves).
 fn names_in(slots: std::ops::Range<u16>, count: usize) -> Vec<String> {
-    (0..)
-        .map(|i| format!("fault-{i}"))
-        .filter(|name| slots.contains(&hash_slot(name)))
-        .take(count)
-        .collect()
+    (0..).map(|i| format!("fault-{i}")).filter(|name| slots.contains(&hash_slot(name))).take(count).collect()
 }
 
 #[tokio::test]
@@ -410,11 +354,7 @@ async fn a_reshard_under_load_admits_no_request_too_many() {
     println!("reshard of 200 slots took {:?} in all", started.elapsed());
     let over = report("reshard", &load, &limiters, ids, limit).await;
     assert_eq!(over, 0, "a reshard must not admit a request too many");
-    assert!(
-        load.errors.is_empty(),
-        "a reshard is invisible to clients: {:?}",
-        load.errors
-    );
+    assert!(load.errors.is_empty(), "a reshard is invisible to clients: {:?}", load.errors);
     // The slots did move, and the bridge followed ASK redirections while they did (ASKING is sent only then).
     assert_eq!(first_slot_of(from).await, first_slot + 200);
     let asking = command_calls(to, "asking").await;
@@ -423,10 +363,7 @@ async fn a_reshard_under_load_admits_no_request_too_many() {
     // Each INCR of the pipelines and transactions ran exactly once: a command is sent again only when a reply
     // proved it did not run.
     let (counted, side_errors) = side.await.unwrap();
-    println!(
-        "reshard: {} pipelines and transactions of INCR alongside, {side_errors:?} errors",
-        counted.len()
-    );
+    println!("reshard: {} pipelines and transactions of INCR alongside, {side_errors:?} errors", counted.len());
     assert!(side_errors.is_empty(), "{side_errors:?}");
     let client = stack.client();
     for (key, count) in counted_per_key(&counted) {
@@ -535,10 +472,7 @@ async fn decisions_merged_in_a_slot_being_migrated_are_decided_one_by_one() {
     let shards = stack.cluster().shards().await.unwrap();
     let (from, to) = (shards[0].0, shards[1].0);
     let slot = first_slot_of(from).await;
-    let client = stack
-        .client_with(LIMITER_TOKEN)
-        .with_timeout(Duration::from_millis(300))
-        .unwrap();
+    let client = stack.client_with(LIMITER_TOKEN).with_timeout(Duration::from_millis(300)).unwrap();
     let quota = Quota::fixed_window(2, Duration::from_secs(3600)).unwrap();
     let limiter = (0..)
         .map(|i| Limiter::new(client.clone(), &format!("moving-{i}"), quota).unwrap())
@@ -552,16 +486,10 @@ async fn decisions_merged_in_a_slot_being_migrated_are_decided_one_by_one() {
         (cluster.node_id(from).await.unwrap(), cluster.node_id(to).await.unwrap())
     };
     let slot_text = slot.to_string();
-    command(to, &["CLUSTER", "SETSLOT", &slot_text, "IMPORTING", &from_id])
-        .await
-        .unwrap();
-    command(from, &["CLUSTER", "SETSLOT", &slot_text, "MIGRATING", &to_id])
-        .await
-        .unwrap();
+    command(to, &["CLUSTER", "SETSLOT", &slot_text, "IMPORTING", &from_id]).await.unwrap();
+    command(from, &["CLUSTER", "SETSLOT", &slot_text, "MIGRATING", &to_id]).await.unwrap();
     let moved = limiter.state_key("id0");
-    command(from, &["MIGRATE", "127.0.0.1", &to.to_string(), &moved, "0", "5000"])
-        .await
-        .unwrap();
+    command(from, &["MIGRATE", "127.0.0.1", &to.to_string(), &moved, "0", "5000"]).await.unwrap();
     // id0 has moved, id1..id3 are still on the source, id4..id7 are nowhere yet: 8 decisions at once, twice.
     let round = || async {
         let decisions: Vec<_> = (0..8)
@@ -581,10 +509,7 @@ async fn decisions_merged_in_a_slot_being_migrated_are_decided_one_by_one() {
     let second: Vec<bool> = round().await.into_iter().collect::<Result<_, _>>().unwrap();
     assert_eq!(second, [false, false, false, false, true, true, true, true]);
     let calls = command_calls(to, "asking").await;
-    assert!(
-        calls > 0,
-        "the decisions on moved and new keys went to the importing node"
-    );
+    assert!(calls > 0, "the decisions on moved and new keys went to the importing node");
 }
 
 #[tokio::test]
@@ -604,10 +529,7 @@ async fn a_manual_failover_under_load_admits_no_request_too_many() {
     println!("manual failover: {:?} in all", started.elapsed());
     let over = report("manual failover", &load, &limiters, ids, limit).await;
     assert_eq!(over, 0, "a manual failover must not admit a request too many");
-    assert_eq!(
-        cluster.roles().await.iter().find(|(p, _)| *p == replica).unwrap().1,
-        Role::Master
-    );
+    assert_eq!(cluster.roles().await.iter().find(|(p, _)| *p == replica).unwrap().1, Role::Master);
     drop(cluster);
 }
 
@@ -630,10 +552,8 @@ async fn a_master_killed_under_load_fails_over_and_the_lost_grants_are_measured(
         let keys: Vec<String> = a_key_per_slot().into_iter().step_by(1024).collect();
         let gets: Vec<Command> = keys.iter().map(|key| Command::new("GET").arg(key)).collect();
         let replies = stack.client().pipeline(&gets).await.unwrap();
-        let dead: Vec<bool> = keys
-            .iter()
-            .map(|key| dead_slots.iter().any(|range| range.contains(&hash_slot(key))))
-            .collect();
+        let dead: Vec<bool> =
+            keys.iter().map(|key| dead_slots.iter().any(|range| range.contains(&hash_slot(key)))).collect();
         for ((key, reply), dead) in keys.iter().zip(&replies).zip(&dead) {
             match (reply, dead) {
                 (Ok(Value::Nil), false) => {}
@@ -658,17 +578,10 @@ async fn a_master_killed_under_load_fails_over_and_the_lost_grants_are_measured(
     );
     let over = report("master killed", &load, &limiters, ids, limit).await;
     println!("master killed: grants forgotten by the promoted replica (admitted over a limit): {over}");
-    assert_eq!(
-        cluster.roles().await.iter().find(|(p, _)| *p == replica).unwrap().1,
-        Role::Master
-    );
+    assert_eq!(cluster.roles().await.iter().find(|(p, _)| *p == replica).unwrap().1, Role::Master);
     // Every error is one the client can act on, and the limits work again.
-    let after = Limiter::new(
-        stack.client(),
-        "after-kill",
-        Quota::gcra(1, 1, Duration::from_secs(3600)).unwrap(),
-    )
-    .unwrap();
+    let after =
+        Limiter::new(stack.client(), "after-kill", Quota::gcra(1, 1, Duration::from_secs(3600)).unwrap()).unwrap();
     assert!(after.limit("x", 1).await.unwrap().success);
     drop(cluster);
 }
@@ -684,27 +597,17 @@ async fn an_endless_script_on_one_node_is_killed_there_and_decisions_recover() {
     // the others fail it over. Production's default (15 s) is well above busy-reply-threshold (5 s), when Redis
     // starts reading SCRIPT KILL: so here too.
     for port in stack.cluster().ports() {
-        command(port, &["CONFIG", "SET", "cluster-node-timeout", "15000"])
-            .await
-            .unwrap();
+        command(port, &["CONFIG", "SET", "cluster-node-timeout", "15000"]).await.unwrap();
     }
     let started = Instant::now();
     // The script names a key of that master's, so it runs there; the request times out.
     let endless = stack
         .client()
-        .command(
-            &Command::new("EVAL")
-                .arg("while true do end")
-                .arg(1)
-                .arg(format!("{{{name}}}:x")),
-        )
+        .command(&Command::new("EVAL").arg("while true do end").arg(1).arg(format!("{{{name}}}:x")))
         .await;
     assert!(endless.is_err(), "{endless:?}");
     // The other masters serve meanwhile.
-    let elsewhere = names_in(
-        first_slot_of(shards[0].0).await..first_slot_of(shards[0].0).await + 5000,
-        1,
-    );
+    let elsewhere = names_in(first_slot_of(shards[0].0).await..first_slot_of(shards[0].0).await + 5000, 1);
     let other = Limiter::new(
         stack.client_with(LIMITER_TOKEN),
         &elsewhere[0],
@@ -714,12 +617,9 @@ async fn an_endless_script_on_one_node_is_killed_there_and_decisions_recover() {
     assert!(other.limit("a", 1).await.unwrap().success);
     // The bridge sends SCRIPT KILL to the node that timed out; Redis reads it once the script has run
     // busy-reply-threshold (5 s), and decisions on that node go on.
-    let limiter = Limiter::new(
-        stack.client_with(LIMITER_TOKEN),
-        name,
-        Quota::gcra(5, 5, Duration::from_secs(1)).unwrap(),
-    )
-    .unwrap();
+    let limiter =
+        Limiter::new(stack.client_with(LIMITER_TOKEN), name, Quota::gcra(5, 5, Duration::from_secs(1)).unwrap())
+            .unwrap();
     loop {
         match limiter.limit("a", 1).await {
             Ok(decision) => break assert!(decision.success),
@@ -766,10 +666,7 @@ async fn subscribe_hears_what_is_published_through_any_master() {
     // PUBLISH names no key: each goes to the next master, and the cluster bus carries it to the subscriber's node.
     let client = stack.client();
     for i in 0..3 {
-        client
-            .command(&Command::new("PUBLISH").arg("news").arg(format!("m{i}")))
-            .await
-            .unwrap();
+        client.command(&Command::new("PUBLISH").arg("news").arg(format!("m{i}"))).await.unwrap();
     }
     read_until("data: message,news,m0\n\ndata: message,news,m1\n\ndata: message,news,m2\n\n").await;
 }
@@ -822,25 +719,14 @@ async fn the_bridge_stops_sending_again_once_the_clients_deadline_has_passed() {
 async fn a_reply_combined_from_every_master_is_held_to_the_cap() {
     let stack = Stack::start_cluster_with(|config| config.max_reply_bytes = 1000).await;
     let client = stack.client();
-    let sets: Vec<Command> = (0..60)
-        .map(|i| {
-            Command::new("SET")
-                .arg(format!("combined-reply-key-number-{i:04}"))
-                .arg("v")
-        })
-        .collect();
+    let sets: Vec<Command> =
+        (0..60).map(|i| Command::new("SET").arg(format!("combined-reply-key-number-{i:04}")).arg("v")).collect();
     for reply in client.pipeline(&sets).await.unwrap() {
         reply.unwrap();
     }
-    let error = client
-        .command(&Command::new("KEYS").arg("combined-*"))
-        .await
-        .unwrap_err();
+    let error = client.command(&Command::new("KEYS").arg("combined-*")).await.unwrap_err();
     assert_eq!(error.code(), "EDGELIMIT_TOO_LARGE", "{error}");
     assert!(!error.is_store_unavailable());
-    let few = client
-        .command(&Command::new("KEYS").arg("combined-reply-key-number-000*"))
-        .await
-        .unwrap();
+    let few = client.command(&Command::new("KEYS").arg("combined-reply-key-number-000*")).await.unwrap();
     assert_eq!(few.into_array().unwrap().len(), 10);
 }

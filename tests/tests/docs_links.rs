@@ -90,11 +90,7 @@ fn every_relative_link_reaches_a_file_and_heading() {
                 continue;
             }
             let (file, fragment) = link.split_once('#').unwrap_or((&link, ""));
-            let target = if file.is_empty() {
-                document.clone()
-            } else {
-                document.parent().unwrap().join(file)
-            };
+            let target = if file.is_empty() { document.clone() } else { document.parent().unwrap().join(file) };
             let name = document.strip_prefix(root()).unwrap().display().to_string();
             if !target.exists() {
                 broken.push(format!("{name}: {link} (no such file)"));
@@ -121,9 +117,6 @@ fn anchors_are_github_s() {
 
 #[test]
 fn the_readme_stays_short() {
-    let lines = std::fs::read_to_string(root().join("README.md"))
-        .unwrap()
-        .lines()
-        .count();
+    let lines = std::fs::read_to_string(root().join("README.md")).unwrap().lines().count();
     assert!(lines <= 300, "README.md has {lines} lines: move detail into docs/");
 }

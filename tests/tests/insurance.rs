@@ -17,11 +17,7 @@ const HOUR: Duration = Duration::from_secs(3600);
 /// Redis first).
 fn insured(client: RestClient, limits: &[Quota], insurance: Insurance) -> Ratelimit {
     let limits: Vec<Limit> = limits.iter().map(|&quota| Limit::new(quota)).collect();
-    let options = Options {
-        on_error: OnError::Insurance(insurance),
-        cache_entries: 0,
-        ..Options::default()
-    };
+    let options = Options { on_error: OnError::Insurance(insurance), cache_entries: 0, ..Options::default() };
     Ratelimit::new(client, &limits, options).unwrap()
 }
 
@@ -29,15 +25,9 @@ fn insured(client: RestClient, limits: &[Quota], insurance: Insurance) -> Rateli
 async fn limit(ratelimit: &Ratelimit, id: &str, permits: u32) -> (bool, Reason) {
     let outcome = ratelimit.limit(id, permits).await.unwrap();
     if outcome.reason == Reason::Insurance {
-        let error = outcome
-            .error
-            .as_ref()
-            .expect("the store's failure the insurance stood in for");
+        let error = outcome.error.as_ref().expect("the store's failure the insurance stood in for");
         assert!(error.is_store_unavailable(), "{error}");
-        assert!(
-            outcome.limits.iter().all(|limit| limit.receipt.is_none()),
-            "no receipt from a local grant"
-        );
+        assert!(outcome.limits.iter().all(|limit| limit.receipt.is_none()), "no receipt from a local grant");
     }
     (outcome.decision.success, outcome.reason)
 }
@@ -47,11 +37,8 @@ async fn redis_decides_then_the_local_limit_while_it_is_down_then_redis_again() 
     let mut stack = Stack::start().await;
     // Long intervals and no aligned windows: nothing frees or refills while the test runs, so every count is exact.
     let local = Quota::sliding_log(3, HOUR).unwrap();
-    let ratelimit = insured(
-        stack.client(),
-        &[Quota::sliding_log(5, HOUR).unwrap()],
-        Insurance::Limits(vec![Limit::new(local)]),
-    );
+    let ratelimit =
+        insured(stack.client(), &[Quota::sliding_log(5, HOUR).unwrap()], Insurance::Limits(vec![Limit::new(local)]));
     for _ in 0..5 {
         assert_eq!(limit(&ratelimit, "ip", 1).await, (true, Reason::Decided));
     }
@@ -73,27 +60,15 @@ async fn redis_decides_then_the_local_limit_while_it_is_down_then_redis_again() 
     assert_eq!(limit(&ratelimit, "w", 1).await, (true, Reason::Insurance));
     assert_eq!(limit(&ratelimit, "w", 1).await, (false, Reason::Insurance));
     let beyond = ratelimit.limit("x", 4).await.unwrap();
-    assert_eq!(
-        (beyond.decision.success, beyond.reason, beyond.decision.limit),
-        (false, Reason::Insurance, 3)
-    );
+    assert_eq!((beyond.decision.success, beyond.reason, beyond.decision.limit), (false, Reason::Insurance, 3));
     // Final: blocking for it waits for nothing (it never fits the local limit), and does not spin until the timeout.
     let started = Instant::now();
-    let blocked = ratelimit
-        .block_until_ready("x", 4, Duration::from_secs(30))
-        .await
-        .unwrap();
+    let blocked = ratelimit.block_until_ready("x", 4, Duration::from_secs(30)).await.unwrap();
     assert_eq!((blocked.decision.success, blocked.reason), (false, Reason::Insurance));
     assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
     // A caller's mistake is an error, insured or not; so is more than Redis's own limit.
-    assert_eq!(
-        ratelimit.limit("ip", 0).await.unwrap_err().code(),
-        "EDGELIMIT_INVALID_ARGUMENT"
-    );
-    assert_eq!(
-        ratelimit.limit("ip", 6).await.unwrap_err().code(),
-        "EDGELIMIT_PERMITS_EXCEED_RATE"
-    );
+    assert_eq!(ratelimit.limit("ip", 0).await.unwrap_err().code(), "EDGELIMIT_INVALID_ARGUMENT");
+    assert_eq!(ratelimit.limit("ip", 6).await.unwrap_err().code(), "EDGELIMIT_PERMITS_EXCEED_RATE");
 
     stack.restart_redis().await;
     // Redis again at the next call (it restarted empty: nothing decided locally was written to it).
@@ -101,43 +76,27 @@ async fn redis_decides_then_the_local_limit_while_it_is_down_then_redis_again() 
         assert_eq!(limit(&ratelimit, "ip", 1).await, (true, Reason::Decided));
     }
     assert_eq!(limit(&ratelimit, "ip", 1).await, (false, Reason::Decided));
-    assert_eq!(
-        ratelimit.remaining("w").await.unwrap().remaining,
-        5,
-        "the local grants are not in Redis"
-    );
+    assert_eq!(ratelimit.remaining("w").await.unwrap().remaining, 5, "the local grants are not in Redis");
 }
 
 #[tokio::test]
 async fn same_insures_under_the_limiters_own_limits_several_and_weighted() {
     let mut stack = Stack::start().await;
-    let limits = [
-        Quota::sliding_log(4, HOUR).unwrap(),
-        Quota::token_bucket(3, 1, HOUR).unwrap(),
-    ];
+    let limits = [Quota::sliding_log(4, HOUR).unwrap(), Quota::token_bucket(3, 1, HOUR).unwrap()];
     let ratelimit = insured(stack.client(), &limits, Insurance::Same);
     stack.stop_redis().await;
     let granted = ratelimit.limit("ip", 2).await.unwrap();
     assert_eq!((granted.decision.success, granted.reason), (true, Reason::Insurance));
-    assert_eq!(
-        granted.limits.iter().map(|limit| limit.remaining).collect::<Vec<_>>(),
-        [2, 1]
-    );
+    assert_eq!(granted.limits.iter().map(|limit| limit.remaining).collect::<Vec<_>>(), [2, 1]);
     assert_eq!(granted.decision.receipt, None);
     // The bucket has 1 token left (a token comes back in an hour): all or nothing, nothing taken from the log.
     let denied = ratelimit.limit("ip", 2).await.unwrap();
-    assert_eq!(
-        denied.limits.iter().map(|limit| limit.success).collect::<Vec<_>>(),
-        [true, false]
-    );
+    assert_eq!(denied.limits.iter().map(|limit| limit.success).collect::<Vec<_>>(), [true, false]);
     assert!(denied.decision.retry_after > 0);
     assert_eq!(limit(&ratelimit, "ip", 1).await, (true, Reason::Insurance));
     assert_eq!(limit(&ratelimit, "ip", 1).await, (false, Reason::Insurance));
     // limit_all under "same" is insured under the call's limits.
-    let hourly = [Limit {
-        quota: Quota::token_bucket(1, 1, HOUR).unwrap(),
-        name: Some("hourly".into()),
-    }];
+    let hourly = [Limit { quota: Quota::token_bucket(1, 1, HOUR).unwrap(), name: Some("hourly".into()) }];
     assert!(ratelimit.limit_all("other", &hourly, 1).await.unwrap().decision.success);
     let second = ratelimit.limit_all("other", &hourly, 1).await.unwrap();
     assert_eq!((second.decision.success, second.reason), (false, Reason::Insurance));
@@ -156,13 +115,8 @@ async fn only_the_stores_unavailability_is_insured_and_a_bad_insurance_is_refuse
     assert_eq!(error.code(), "EDGELIMIT_AUTH", "a refused token is not insured");
 
     let refused = |limits: Vec<Limit>, insurance| {
-        let options = Options {
-            on_error: OnError::Insurance(insurance),
-            ..Options::default()
-        };
-        Ratelimit::new(stack.client(), &limits, options)
-            .unwrap_err()
-            .to_string()
+        let options = Options { on_error: OnError::Insurance(insurance), ..Options::default() };
+        Ratelimit::new(stack.client(), &limits, options).unwrap_err().to_string()
     };
     let log = Limit::new(redis[0]);
     let concurrency = Limit::new(Quota::concurrency(2, HOUR).unwrap());
@@ -179,9 +133,8 @@ async fn a_five_second_outage_admits_per_process_at_most_the_stated_local_limit(
     // Globally 40 per second over 4 processes: each states 10 per second (an exact sliding log) as its insurance.
     let global = [Quota::sliding_window(40, Duration::from_secs(1)).unwrap()];
     let local = Limit::new(Quota::sliding_log(10, Duration::from_secs(1)).unwrap());
-    let processes: Vec<Ratelimit> = (0..PROCESSES)
-        .map(|_| insured(stack.client(), &global, Insurance::Limits(vec![local.clone()])))
-        .collect();
+    let processes: Vec<Ratelimit> =
+        (0..PROCESSES).map(|_| insured(stack.client(), &global, Insurance::Limits(vec![local.clone()]))).collect();
     stack.stop_redis().await;
     let outage = Duration::from_secs(5);
     let runs = processes.into_iter().map(|ratelimit| async move {
@@ -207,9 +160,6 @@ async fn a_five_second_outage_admits_per_process_at_most_the_stated_local_limit(
             took.as_millis()
         );
         assert!(*admitted <= bound, "process {i} admitted {admitted} > {bound}");
-        assert!(
-            *admitted >= 10,
-            "process {i} admitted {admitted}: the insurance must admit, not close the site"
-        );
+        assert!(*admitted >= 10, "process {i} admitted {admitted}: the insurance must admit, not close the site");
     }
 }

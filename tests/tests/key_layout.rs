@@ -32,9 +32,8 @@ async fn the_per_identifier_layout_decides_every_algorithm_exactly_as_the_defaul
         let default = Limiter::new(stack.client(), name, quota).unwrap();
         let spread = default.clone().with_layout(KeyLayout::PerIdentifier).unwrap();
         // The same schedule on each layout, at explicit times: weighted grants, denials, refills.
-        for (step, (at, permits)) in [(0, 2), (0, 3), (0, 1), (400, 2), (999, 1), (1000, 4), (1700, 5)]
-            .into_iter()
-            .enumerate()
+        for (step, (at, permits)) in
+            [(0, 2), (0, 3), (0, 1), (400, 2), (999, 1), (1000, 4), (1700, 5)].into_iter().enumerate()
         {
             let on = |limiter: &Limiter| limiter.clone().at(T0 + at);
             let mut a = on(&default).limit("user-1", permits).await.unwrap();
@@ -50,14 +49,8 @@ async fn the_per_identifier_layout_decides_every_algorithm_exactly_as_the_defaul
         let default_key = default.state_key("user-1");
         let spread_key = spread.state_key("user-1");
         assert_eq!(spread_key, format!("edgelimit:v2{{user-1}}:{name}"));
-        assert_eq!(
-            client.command(&exists(default_key)).await.unwrap().into_int().unwrap(),
-            1
-        );
-        assert_eq!(
-            client.command(&exists(spread_key)).await.unwrap().into_int().unwrap(),
-            1
-        );
+        assert_eq!(client.command(&exists(default_key)).await.unwrap().into_int().unwrap(), 1);
+        assert_eq!(client.command(&exists(spread_key)).await.unwrap().into_int().unwrap(), 1);
     }
 }
 
@@ -80,13 +73,7 @@ async fn the_two_layouts_on_one_redis_count_apart_and_never_misread_each_other()
     }
     assert!(!spread.limit("user-1", 1).await.unwrap().success);
     assert!(!mirrored.limit("api", 1).await.unwrap().success);
-    let keys = stack
-        .client()
-        .command(&Command::new("KEYS").arg("*"))
-        .await
-        .unwrap()
-        .into_array()
-        .unwrap();
+    let keys = stack.client().command(&Command::new("KEYS").arg("*")).await.unwrap().into_array().unwrap();
     assert_eq!(keys.len(), 3, "{keys:?}");
 }
 
@@ -98,15 +85,10 @@ async fn all_limits_of_one_identifier_are_one_script_in_one_slot() {
         Limit::new(Quota::sliding_log(2, second).unwrap()),
         Limit::new(Quota::fixed_window(100, Duration::from_secs(3600)).unwrap()),
     ];
-    let options = Options {
-        layout: KeyLayout::PerIdentifier,
-        ..Options::default()
-    };
+    let options = Options { layout: KeyLayout::PerIdentifier, ..Options::default() };
     let ratelimit = Ratelimit::new(stack.client(), &limits, options).unwrap();
     for id in ["203.0.113.7", "a}b{", "", &"x".repeat(1000)] {
-        let slots: Vec<u16> = (ratelimit.limiters().iter())
-            .map(|limiter| hash_slot(limiter.state_key(id)))
-            .collect();
+        let slots: Vec<u16> = (ratelimit.limiters().iter()).map(|limiter| hash_slot(limiter.state_key(id))).collect();
         assert!(slots.windows(2).all(|pair| pair[0] == pair[1]), "{id:?}: {slots:?}");
         let decided = [
             ratelimit.limit(id, 1).await.unwrap(),
@@ -120,20 +102,11 @@ async fn all_limits_of_one_identifier_are_one_script_in_one_slot() {
         assert_eq!((windows[0].success, windows[1].remaining), (false, 98), "{id:?}");
     }
     // The state keys are the per-identifier ones (the braced identifier hashed).
-    let keys = stack
-        .client()
-        .command(&Command::new("KEYS").arg("*"))
-        .await
-        .unwrap()
-        .into_array()
-        .unwrap();
+    let keys = stack.client().command(&Command::new("KEYS").arg("*")).await.unwrap().into_array().unwrap();
     assert_eq!(keys.len(), 8);
     for key in keys {
         let key = key.into_string().unwrap();
-        assert!(
-            key.starts_with("edgelimit:v2{") && !key["edgelimit:v2{".len()..].starts_with('}'),
-            "{key}"
-        );
+        assert!(key.starts_with("edgelimit:v2{") && !key["edgelimit:v2{".len()..].starts_with('}'), "{key}");
     }
 }
 
@@ -150,9 +123,8 @@ async fn a_stored_quota_in_the_per_identifier_layout_is_read_with_a_limiter_toke
         .await
         .unwrap();
     let limiter_client = stack.client_with(LIMITER_TOKEN);
-    let worker = (Limiter::stored(limiter_client.clone(), "worker").unwrap())
-        .with_layout(KeyLayout::PerIdentifier)
-        .unwrap();
+    let worker =
+        (Limiter::stored(limiter_client.clone(), "worker").unwrap()).with_layout(KeyLayout::PerIdentifier).unwrap();
     let mut taken = Vec::new();
     for _ in 0..3 {
         taken.push(worker.limit("u", 1).await.unwrap().success);
@@ -165,10 +137,7 @@ async fn a_stored_quota_in_the_per_identifier_layout_is_read_with_a_limiter_toke
     // Nor any other field of a hash under its patterns (another program's secret there).
     let secret = Command::new("HMGET").args(["edgelimit:secret", "apikey"]);
     let refused = limiter_client.command(&secret).await.unwrap_err();
-    assert!(
-        refused.to_string().contains("fields of a stored quota's config"),
-        "{refused}"
-    );
+    assert!(refused.to_string().contains("fields of a stored quota's config"), "{refused}");
 }
 
 #[tokio::test]
@@ -177,31 +146,18 @@ async fn a_stored_quota_in_the_per_identifier_layout_is_copied_and_a_change_reac
     let admin = Limiter::stored(stack.client(), "ops").unwrap();
     let spread = admin.clone().with_layout(KeyLayout::PerIdentifier).unwrap().at(T0);
     // No config yet: not initialized, nothing decided.
-    assert_eq!(
-        spread.limit("u", 1).await.unwrap_err().code(),
-        "EDGELIMIT_NOT_INITIALIZED"
-    );
+    assert_eq!(spread.limit("u", 1).await.unwrap_err().code(), "EDGELIMIT_NOT_INITIALIZED");
     let minute = Duration::from_secs(60);
-    admin
-        .store_quota(Quota::fixed_window(3, minute).unwrap())
-        .await
-        .unwrap();
+    admin.store_quota(Quota::fixed_window(3, minute).unwrap()).await.unwrap();
     let granted = |decisions: &[bool]| decisions.iter().filter(|&&granted| granted).count();
     let mut taken = Vec::new();
     for _ in 0..4 {
         taken.push(spread.limit("u", 1).await.unwrap().success);
     }
     assert_eq!(taken, [true, true, true, false]);
-    assert_eq!(
-        spread.state_key("u"),
-        "edgelimit:v2{u}:ops",
-        "the state is in the identifier's slot"
-    );
+    assert_eq!(spread.state_key("u"), "edgelimit:v2{u}:ops", "the state is in the identifier's slot");
     // Raised to 5: the next decision still used the copy of 3 (and saw the change), the one after uses 5.
-    admin
-        .store_quota(Quota::fixed_window(5, minute).unwrap())
-        .await
-        .unwrap();
+    admin.store_quota(Quota::fixed_window(5, minute).unwrap()).await.unwrap();
     let late = spread.limit("u", 1).await.unwrap();
     assert_eq!((late.success, late.limit), (false, 3));
     let now = [spread.limit("u", 1).await.unwrap(), spread.limit("u", 1).await.unwrap()];
@@ -210,10 +166,7 @@ async fn a_stored_quota_in_the_per_identifier_layout_is_copied_and_a_change_reac
     // Deleted: one decision late as well, then not initialized.
     assert!(admin.delete_stored_quota().await.unwrap());
     assert!(!spread.limit("u", 1).await.unwrap().success);
-    assert_eq!(
-        spread.limit("u", 1).await.unwrap_err().code(),
-        "EDGELIMIT_NOT_INITIALIZED"
-    );
+    assert_eq!(spread.limit("u", 1).await.unwrap_err().code(), "EDGELIMIT_NOT_INITIALIZED");
     // Several limits of one identifier, one of them stored: still one script (the copy is a quota in code).
     admin.store_quota(Quota::sliding_log(1, minute).unwrap()).await.unwrap();
     let inline = Limiter::new(stack.client(), "inline", Quota::fixed_window(10, minute).unwrap())
@@ -225,28 +178,19 @@ async fn a_stored_quota_in_the_per_identifier_layout_is_copied_and_a_change_reac
     assert!(limit::limit_all(&both).await.unwrap().success);
     let second = limit::limit_all(&both).await.unwrap();
     assert!(!second.success);
-    assert_eq!(
-        inline.peek("w", 1).await.unwrap().remaining,
-        9,
-        "the denial consumed nothing"
-    );
+    assert_eq!(inline.peek("w", 1).await.unwrap().remaining, 9, "the denial consumed nothing");
 }
 
 #[tokio::test]
 async fn several_identifiers_across_slots_are_decided_with_exact_give_back() {
     let stack = Stack::start().await;
     let quota = Quota::sliding_log(1, Duration::from_secs(60)).unwrap();
-    let limiter = Limiter::new(stack.client(), "pair", quota)
-        .unwrap()
-        .with_layout(KeyLayout::PerIdentifier)
-        .unwrap();
+    let limiter = Limiter::new(stack.client(), "pair", quota).unwrap().with_layout(KeyLayout::PerIdentifier).unwrap();
     let (a, b) = (Identifier::from("alice"), Identifier::from("bob"));
     assert_ne!(hash_slot(limiter.state_key(&a)), hash_slot(limiter.state_key(&b)));
     // Bob's permit is taken: a request counting both is denied, and Alice's grant is given back.
     assert!(limiter.limit(&b, 1).await.unwrap().success);
-    let both = limit::limit_all_across_slots(&[limiter.request(&a, 1), limiter.request(&b, 1)])
-        .await
-        .unwrap();
+    let both = limit::limit_all_across_slots(&[limiter.request(&a, 1), limiter.request(&b, 1)]).await.unwrap();
     assert!(!both.success);
     assert_eq!(limiter.peek(&a, 1).await.unwrap().remaining, 1);
     assert_eq!(limiter.quota().unwrap().algorithm(), Algorithm::SlidingLog);
@@ -255,15 +199,7 @@ async fn several_identifiers_across_slots_are_decided_with_exact_give_back() {
 /// Text with the characters that matter to keys: separators, braces, the hash mark, and anything else.
 fn part() -> impl Strategy<Value = String> {
     prop::collection::vec(
-        prop_oneof![
-            Just(':'),
-            Just('{'),
-            Just('}'),
-            Just('#'),
-            Just('v'),
-            Just('2'),
-            any::<char>()
-        ],
+        prop_oneof![Just(':'), Just('{'), Just('}'), Just('#'), Just('v'), Just('2'), any::<char>()],
         0..8,
     )
     .prop_map(|chars| chars.into_iter().collect())

@@ -103,13 +103,7 @@ fn the_layout_table_of_lib_rs_names_every_module() {
         .map(|cell| cell.split(' ').next().unwrap().trim_matches('`').to_owned())
         .collect();
     let private_helpers = BTreeSet::from(["unique_id".to_owned()]);
-    let missing: Vec<_> = declared
-        .difference(&tabled)
-        .filter(|m| !private_helpers.contains(*m))
-        .collect();
+    let missing: Vec<_> = declared.difference(&tabled).filter(|m| !private_helpers.contains(*m)).collect();
     let stale: Vec<_> = tabled.difference(&declared).collect();
-    assert!(
-        missing.is_empty() && stale.is_empty(),
-        "not in the table: {missing:?}; no such module: {stale:?}"
-    );
+    assert!(missing.is_empty() && stale.is_empty(), "not in the table: {missing:?}; no such module: {stale:?}");
 }

@@ -27,10 +27,7 @@ use proptest::test_runner::{Config, FileFailurePersistence, TestCaseError, TestR
 const T0: u64 = 1_700_000_000_000;
 
 fn cases(default: u32) -> u32 {
-    std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(default)
+    std::env::var("PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(default)
 }
 
 fn config(default_cases: u32) -> Config {
@@ -90,9 +87,7 @@ fn expected(verdict: &Verdict, limit: u32, granted: bool) -> Decision {
 /// The id a sliding log or concurrency grant's receipt names (the scripts pick it), for the model to log the same.
 fn grant_id(receipt: Option<Receipt>) -> u64 {
     // A log's mark is '<expiry>-<grant id>'.
-    receipt
-        .and_then(|receipt| u64::from_str_radix(receipt.mark().split_once('-')?.1, 16).ok())
-        .unwrap_or(0)
+    receipt.and_then(|receipt| u64::from_str_radix(receipt.mark().split_once('-')?.1, 16).ok()).unwrap_or(0)
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -136,10 +131,7 @@ fn definition_excess(quota: Quota, grants: &[Grant]) -> Option<String> {
     let (limit, interval, rate) = (u64::from(quota.limit()), quota.interval_ms(), u64::from(quota.rate()));
     let kept: Vec<&Grant> = grants.iter().filter(|grant| grant.refunded_step.is_none()).collect();
     let in_span = |a: u64, b: u64| -> u64 {
-        kept.iter()
-            .filter(|grant| (a..=b).contains(&grant.at))
-            .map(|grant| grant.permits)
-            .sum()
+        kept.iter().filter(|grant| (a..=b).contains(&grant.at)).map(|grant| grant.permits).sum()
     };
     match quota.algorithm() {
         Algorithm::TokenBucket | Algorithm::Gcra => {
@@ -276,9 +268,7 @@ fn grants_and_refunds() -> impl Strategy<Value = Vec<(u64, Op)>> {
 /// The receipt `Op::Refund(index)` refunds: the index-th (modulo) of the grants not refunded yet, marked refunded at
 /// `step`; None when every grant was refunded.
 fn refund_target(grants: &mut [Grant], index: usize, step: usize) -> Option<Receipt> {
-    let open: Vec<usize> = (0..grants.len())
-        .filter(|&i| grants[i].refunded_step.is_none())
-        .collect();
+    let open: Vec<usize> = (0..grants.len()).filter(|&i| grants[i].refunded_step.is_none()).collect();
     let chosen = *open.get(index % open.len().max(1))?;
     grants[chosen].refunded_step = Some(step);
     Some(grants[chosen].receipt)
@@ -309,10 +299,7 @@ fn fresh_name() -> String {
 fn check_on_redis<S: Strategy>(strategy: S, case: impl AsyncFn(&Stack, S::Value) -> Result<(), TestCaseError>) {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let stack = runtime.block_on(Stack::start());
-    let mut runner = TestRunner::new(Config {
-        source_file: Some(file!()),
-        ..config(96)
-    });
+    let mut runner = TestRunner::new(Config { source_file: Some(file!()), ..config(96) });
     if let Err(failure) = runner.run(&strategy, |value| runtime.block_on(case(&stack, value))) {
         panic!("{failure}");
     }
@@ -479,10 +466,8 @@ async fn several_limits_case(
     start: u64,
     schedule: Vec<(u64, u32)>,
 ) -> Result<(), TestCaseError> {
-    let limiters: Vec<Limiter> = quotas
-        .iter()
-        .map(|&quota| Limiter::new(stack.client(), &fresh_name(), quota).unwrap())
-        .collect();
+    let limiters: Vec<Limiter> =
+        quotas.iter().map(|&quota| Limiter::new(stack.client(), &fresh_name(), quota).unwrap()).collect();
     let mut models: Vec<ModelLimit> = quotas.iter().map(|&quota| ModelLimit::new(quota)).collect();
     let mut now = start;
     for (step, permits) in schedule {
@@ -490,14 +475,10 @@ async fn several_limits_case(
         let timed: Vec<Limiter> = limiters.iter().map(|limiter| limiter.clone().at(now)).collect();
         let requests: Vec<_> = timed.iter().map(|limiter| limiter.request("id", permits)).collect();
         let actual = limit::limit_all(&requests).await.unwrap();
-        let grant_ids: HashMap<usize, u64> = (actual.decisions.iter().enumerate())
-            .map(|(i, decision)| (i, grant_id(decision.receipt)))
-            .collect();
-        let mut entries: Vec<(&mut ModelLimit, u32, u64)> = models
-            .iter_mut()
-            .enumerate()
-            .map(|(i, model)| (model, permits, grant_ids[&i]))
-            .collect();
+        let grant_ids: HashMap<usize, u64> =
+            (actual.decisions.iter().enumerate()).map(|(i, decision)| (i, grant_id(decision.receipt))).collect();
+        let mut entries: Vec<(&mut ModelLimit, u32, u64)> =
+            models.iter_mut().enumerate().map(|(i, model)| (model, permits, grant_ids[&i])).collect();
         let (verdicts, receipts) = decide_all(&mut entries, now);
         prop_assert_eq!(actual.success, receipts.is_some(), "at +{} ms", now - start);
         for (i, (decision, verdict)) in actual.decisions.iter().zip(&verdicts).enumerate() {

@@ -24,24 +24,13 @@ async fn take(limiter: &Limiter, at: u64, permits: u32) -> Decision {
 }
 
 fn without_receipt(mut decision: Decision) -> Decision {
-    assert_eq!(
-        decision.receipt.is_some(),
-        decision.success,
-        "a grant, and only a grant, has a receipt: {decision:?}"
-    );
+    assert_eq!(decision.receipt.is_some(), decision.success, "a grant, and only a grant, has a receipt: {decision:?}");
     decision.receipt = None;
     decision
 }
 
 fn decision(success: bool, limit: u64, remaining: u64, reset: u64, retry_after: u64) -> Decision {
-    Decision {
-        success,
-        limit,
-        remaining,
-        reset,
-        retry_after,
-        receipt: None,
-    }
+    Decision { success, limit, remaining, reset, retry_after, receipt: None }
 }
 
 #[tokio::test]
@@ -67,11 +56,7 @@ async fn gcra_decides_like_the_token_bucket_with_one_timestamp() {
     assert_eq!(take(&gcra, T0, 5).await, decision(true, 5, 0, T0 + 1667, 0));
     assert_eq!(take(&gcra, T0, 2).await, decision(false, 5, 0, T0 + 1667, 667));
     assert_eq!(take(&gcra, T0 + 667, 2).await, decision(true, 5, 0, T0 + 2334, 0));
-    let stored = stack
-        .client()
-        .command(&Command::new("GET").arg(gcra.state_key("id")))
-        .await
-        .unwrap();
+    let stored = stack.client().command(&Command::new("GET").arg(gcra.state_key("id"))).await.unwrap();
     // The first grant set TAT = T0 + 5000/3 ms; at T0 + 667 that left a debt of 2999/3 ms, plus 2000/3 ms for this
     // grant: TAT = T0 + 667 + 4999/3 ms = T0 + 2333 ms + 1/3 ms, whole ms and the remainder in thirds, tagged.
     assert_eq!(stored.into_string().unwrap(), format!("gcra:{}:1", T0 + 2333));
@@ -94,10 +79,7 @@ async fn sliding_window_weighs_the_previous_window_exactly() {
     let sliding = limiter(&stack, "sw", Quota::sliding_window(10, SECOND).unwrap());
     assert!(take(&sliding, T0 + 500, 10).await.success);
     // 250 ms into the next window the previous 10 weigh 7.5: 2 fit (9.5), 3 do not (10.5).
-    assert_eq!(
-        take(&sliding, T0 + 1250, 3).await,
-        decision(false, 10, 2, T0 + 2000, 50)
-    );
+    assert_eq!(take(&sliding, T0 + 1250, 3).await, decision(false, 10, 2, T0 + 2000, 50));
     assert_eq!(take(&sliding, T0 + 1300, 3).await, decision(true, 10, 0, T0 + 3000, 0));
 }
 
@@ -111,26 +93,15 @@ async fn concurrency_leases_are_released_or_expire() {
     let (first_lease, second_lease) = (first.receipt.unwrap(), second.receipt.unwrap());
     assert_ne!(first_lease, second_lease);
     // Full: the wait is until the oldest lease expires (an upper bound: holders usually release sooner).
-    assert_eq!(
-        take(&slots, T0 + 20, 1).await,
-        decision(false, 2, 0, T0 + 30_010, 29_980)
-    );
+    assert_eq!(take(&slots, T0 + 20, 1).await, decision(false, 2, 0, T0 + 30_010, 29_980));
     let at = slots.clone().at(T0 + 30);
     assert!(at.release("id", &first_lease).await.unwrap());
-    assert!(
-        !at.release("id", &first_lease).await.unwrap(),
-        "a lease is released once"
-    );
+    assert!(!at.release("id", &first_lease).await.unwrap(), "a lease is released once");
     assert!(take(&slots, T0 + 40, 1).await.success);
     // The second lease expires at T0 + 30 010 without being released.
     let after_expiry = take(&slots, T0 + 30_010, 1).await;
     assert_eq!((after_expiry.success, after_expiry.remaining), (true, 0));
-    assert!(!slots
-        .clone()
-        .at(T0 + 30_020)
-        .release("id", &second_lease)
-        .await
-        .unwrap());
+    assert!(!slots.clone().at(T0 + 30_020).release("id", &second_lease).await.unwrap());
     // Well formed, but naming no lease this limit holds.
     let forged: Receipt = "1:1700000001000-000000000000002a".parse().unwrap();
     assert!(!at.release("id", &forged).await.unwrap());
@@ -186,10 +157,7 @@ async fn sliding_log_refunds_the_grant_its_receipt_names_and_its_key_expires_wit
     let again = log.clone().at(T0 + 200).refund("id", &older).await.unwrap();
     assert_eq!(again, decision(false, 4, 2, T0 + 1100, 0), "a grant goes back once");
     // Refunding the newest, the key then expires with nothing left: the limit is whole.
-    assert_eq!(
-        log.clone().at(T0 + 300).refund("id", &newer).await.unwrap(),
-        decision(true, 4, 4, T0 + 300, 0)
-    );
+    assert_eq!(log.clone().at(T0 + 300).refund("id", &newer).await.unwrap(), decision(true, 4, 4, T0 + 300, 0));
     assert_eq!(ttl().await, -2, "an empty log has no key");
     // A grant that has left the window gives nothing back.
     let gone = log.clone().at(T0 + 400).limit("id", 1).await.unwrap().receipt.unwrap();
@@ -203,13 +171,7 @@ async fn several_limits_are_all_or_nothing() {
     let per_ip = limiter(&stack, "ip", Quota::fixed_window(2, SECOND).unwrap()).at(T0);
     let per_key = limiter(&stack, "key", Quota::gcra(10, 10, SECOND).unwrap()).at(T0);
     let global = limiter(&stack, "global", Quota::sliding_window(100, SECOND).unwrap()).at(T0);
-    let request = || {
-        [
-            per_ip.request("1.2.3.4", 1),
-            per_key.request("k", 1),
-            global.request("all", 1),
-        ]
-    };
+    let request = || [per_ip.request("1.2.3.4", 1), per_key.request("k", 1), global.request("all", 1)];
     for _ in 0..2 {
         assert!(limit::limit_all(&request()).await.unwrap().success);
     }
@@ -223,11 +185,7 @@ async fn several_limits_are_all_or_nothing() {
     assert_eq!(remaining, [0, 8, 98]);
     assert_eq!(per_key.peek("k", 1).await.unwrap().remaining, 8);
     // Another IP under the same key and global limits is unaffected.
-    let other = [
-        per_ip.request("5.6.7.8", 1),
-        per_key.request("k", 1),
-        global.request("all", 1),
-    ];
+    let other = [per_ip.request("5.6.7.8", 1), per_key.request("k", 1), global.request("all", 1)];
     assert!(limit::limit_all(&other).await.unwrap().success);
 }
 
@@ -241,22 +199,13 @@ async fn one_limit_named_twice_in_a_call_is_refused_not_granted_twice() {
         Quota::concurrency(10, SECOND).unwrap(),
     ] {
         let log = limiter(&stack, &format!("twice-{}", quota.algorithm()), quota);
-        let error = limit::limit_all(&[log.request("x", 6), log.request("x", 6)])
-            .await
-            .unwrap_err();
+        let error = limit::limit_all(&[log.request("x", 6), log.request("x", 6)]).await.unwrap_err();
         assert_eq!(error.code(), "EDGELIMIT_INVALID_ARGUMENT", "{error}");
         assert!(error.to_string().contains("named twice"), "{error}");
-        assert!(limit::peek_all(&[log.request("x", 1), log.request("x", 1)])
-            .await
-            .is_err());
+        assert!(limit::peek_all(&[log.request("x", 1), log.request("x", 1)]).await.is_err());
         assert_eq!(log.peek("x", 1).await.unwrap().remaining, 10, "nothing was taken");
         // Another identifier under the same limit is another state.
-        assert!(
-            limit::limit_all(&[log.request("x", 6), log.request("y", 6)])
-                .await
-                .unwrap()
-                .success
-        );
+        assert!(limit::limit_all(&[log.request("x", 6), log.request("y", 6)]).await.unwrap().success);
     }
 }
 
@@ -278,17 +227,10 @@ async fn a_sliding_log_decides_with_other_limits_in_one_round_trip() {
         );
     }
     let denied = limit::limit_all(&request()).await.unwrap();
-    assert!(
-        denied.decisions.iter().all(|d| d.receipt.is_none()),
-        "nothing granted, no receipt"
-    );
+    assert!(denied.decisions.iter().all(|d| d.receipt.is_none()), "nothing granted, no receipt");
     assert_eq!(denied.decisions[0], decision(false, 2, 0, T0 + 1000, 1000));
     assert_eq!(denied.decisions[1], decision(true, 10, 8, T0 + 200, 0));
-    assert_eq!(
-        bucket.peek("ip", 1).await.unwrap().remaining,
-        8,
-        "the bucket recorded nothing"
-    );
+    assert_eq!(bucket.peek("ip", 1).await.unwrap().remaining, 8, "the bucket recorded nothing");
     // The other way round: the bucket denies, and the log, which allowed, logs nothing.
     let too_many = [log.request("other", 1), bucket.request("ip", 9)];
     let denied = limit::limit_all(&too_many).await.unwrap();
@@ -303,10 +245,7 @@ async fn limits_across_cluster_slots_use_one_pipeline_and_give_back_partial_gran
     let per_ip = limiter(&stack, "ip", Quota::fixed_window(1, SECOND).unwrap()).at(T0);
     let slots = limiter(&stack, "slots", Quota::concurrency(5, SECOND).unwrap()).at(T0);
     let bucket = limiter(&stack, "bucket", Quota::token_bucket(5, 5, SECOND).unwrap()).at(T0);
-    assert_ne!(
-        limit::hash_slot(per_ip.config_key()),
-        limit::hash_slot(bucket.config_key())
-    );
+    assert_ne!(limit::hash_slot(per_ip.config_key()), limit::hash_slot(bucket.config_key()));
     let request = [per_ip.request("a", 1), slots.request("a", 2), bucket.request("a", 3)];
     let granted = limit::limit_all_across_slots(&request).await.unwrap();
     assert!(granted.success && matches!(granted.give_back, GiveBack::NotNeeded));
@@ -318,11 +257,7 @@ async fn limits_across_cluster_slots_use_one_pipeline_and_give_back_partial_gran
     // The other two granted in their own slots, then were given back.
     assert_eq!(slots.peek("a", 1).await.unwrap().remaining, 3);
     assert_eq!(bucket.peek("a", 1).await.unwrap().remaining, 2);
-    assert_eq!(
-        denied.decisions[1].unwrap().receipt,
-        None,
-        "given back: no receipt to hold"
-    );
+    assert_eq!(denied.decisions[1].unwrap().receipt, None, "given back: no receipt to hold");
 }
 
 #[tokio::test]
@@ -331,10 +266,7 @@ async fn a_stored_quota_applies_at_once_everywhere() {
     let admin = limiter(&stack, "api", Quota::fixed_window(1, SECOND).unwrap());
     let stored = Limiter::stored(stack.client(), "api").unwrap().at(T0);
     let missing = stored.limit("u", 1).await.unwrap_err();
-    assert!(
-        matches!(missing, Error::NotInitialized { ref name } if name == "api"),
-        "{missing}"
-    );
+    assert!(matches!(missing, Error::NotInitialized { ref name } if name == "api"), "{missing}");
     assert_eq!(stored.stored_quota().await.unwrap(), None);
     let two_per_second = Quota::sliding_window(2, SECOND).unwrap();
     admin.store_quota(two_per_second).await.unwrap();
@@ -342,27 +274,15 @@ async fn a_stored_quota_applies_at_once_everywhere() {
     assert!(stored.limit("u", 2).await.unwrap().success);
     assert!(!stored.limit("u", 1).await.unwrap().success);
     // An operator raises the limit: the next decision uses it, state kept.
-    admin
-        .store_quota(Quota::sliding_window(3, SECOND).unwrap())
-        .await
-        .unwrap();
-    assert_eq!(
-        without_receipt(stored.limit("u", 1).await.unwrap()),
-        decision(true, 3, 0, T0 + 2000, 0)
-    );
+    admin.store_quota(Quota::sliding_window(3, SECOND).unwrap()).await.unwrap();
+    assert_eq!(without_receipt(stored.limit("u", 1).await.unwrap()), decision(true, 3, 0, T0 + 2000, 0));
     let as_lease = Quota::concurrency(1, SECOND).unwrap();
     admin.store_quota(as_lease).await.unwrap();
     let leased = stored.limit("v", 1).await.unwrap();
     assert!(leased.receipt.is_some(), "a stored concurrency quota hands out leases");
     admin.store_quota(Quota::sliding_log(1, SECOND).unwrap()).await.unwrap();
-    assert_eq!(
-        without_receipt(stored.limit("w", 1).await.unwrap()),
-        decision(true, 1, 0, T0 + 1000, 0)
-    );
-    assert_eq!(
-        stored.limit("w", 1).await.unwrap(),
-        decision(false, 1, 0, T0 + 1000, 1000)
-    );
+    assert_eq!(without_receipt(stored.limit("w", 1).await.unwrap()), decision(true, 1, 0, T0 + 1000, 0));
+    assert_eq!(stored.limit("w", 1).await.unwrap(), decision(false, 1, 0, T0 + 1000, 1000));
     assert!(admin.delete_stored_quota().await.unwrap());
 }
 
@@ -376,44 +296,28 @@ async fn a_stored_quota_that_changes_its_algorithm_never_misreads_the_old_state(
     // GCRA's TAT, then a fixed window: the TAT is no window count (it was read as one: reset 6.46e18).
     admin.store_quota(Quota::gcra(5, 5, SECOND).unwrap()).await.unwrap();
     assert!(stored.limit("id", 3).await.unwrap().success);
-    admin
-        .store_quota(Quota::fixed_window(5, SECOND).unwrap())
-        .await
-        .unwrap();
+    admin.store_quota(Quota::fixed_window(5, SECOND).unwrap()).await.unwrap();
     assert_eq!(
         without_receipt(stored.limit("id", 1).await.unwrap()),
         decision(true, 5, 4, T0 + 1000, 0),
         "a fresh window"
     );
     let window = client.command(&get).await.unwrap().into_string().unwrap();
-    assert_eq!(
-        window,
-        format!("fw:{}:1", T0 / 1000),
-        "overwritten by the new algorithm's state"
-    );
+    assert_eq!(window, format!("fw:{}:1", T0 / 1000), "overwritten by the new algorithm's state");
     // A string under a log (fixed window → concurrency), and a log under a string (concurrency → GCRA): fresh,
     // instead of Redis's WRONGTYPE.
     admin.store_quota(Quota::concurrency(2, SECOND).unwrap()).await.unwrap();
     assert_eq!(stored.limit("id", 2).await.unwrap().remaining, 0);
     admin.store_quota(Quota::gcra(5, 5, SECOND).unwrap()).await.unwrap();
-    assert_eq!(
-        without_receipt(stored.limit("id", 1).await.unwrap()),
-        decision(true, 5, 4, T0 + 200, 0)
-    );
+    assert_eq!(without_receipt(stored.limit("id", 1).await.unwrap()), decision(true, 5, 4, T0 + 200, 0));
     // Concurrency and the sliding log keep the same permit log: grants held stay held.
     admin.store_quota(Quota::concurrency(2, SECOND).unwrap()).await.unwrap();
     assert!(stored.limit("log", 2).await.unwrap().success);
     admin.store_quota(Quota::sliding_log(3, SECOND).unwrap()).await.unwrap();
-    assert_eq!(
-        stored.limit("log", 2).await.unwrap(),
-        decision(false, 3, 1, T0 + 1000, 1000)
-    );
+    assert_eq!(stored.limit("log", 2).await.unwrap(), decision(false, 3, 1, T0 + 1000, 1000));
     // A type no algorithm writes is foreign state: reported, never read as no state and never overwritten.
     let foreign = stored.state_key("foreign");
-    client
-        .command(&Command::new("HSET").arg(&foreign).args(["a", "b"]))
-        .await
-        .unwrap();
+    client.command(&Command::new("HSET").arg(&foreign).args(["a", "b"])).await.unwrap();
     let error = stored.limit("foreign", 1).await.unwrap_err();
     assert_eq!(error.code(), "EDGELIMIT_FOREIGN_STATE", "{error}");
     let kind = client.command(&Command::new("TYPE").arg(&foreign)).await.unwrap();
@@ -437,10 +341,7 @@ async fn refunds_give_back_but_never_above_the_limit() {
         assert_eq!((refunded.success, refunded.remaining), (true, 3), "{quota}");
         assert_eq!(limiter.refund("id", &first).await.unwrap().remaining, 4, "{quota}");
         assert_eq!(limiter.peek("id", 1).await.unwrap().remaining, 4, "{quota}");
-        assert!(
-            !limiter.reset("id").await.unwrap(),
-            "{quota}: a whole limit keeps no state"
-        );
+        assert!(!limiter.reset("id").await.unwrap(), "{quota}: a whole limit keeps no state");
     }
 }
 
@@ -454,10 +355,7 @@ async fn a_ratelimit_refunds_a_grant_with_one_receipt_per_limit() {
     let ratelimit = Ratelimit::new(stack.client(), &limits, Options::default()).unwrap();
     let granted = ratelimit.limit("id", 2).await.unwrap();
     assert!(granted.decision.success);
-    assert_eq!(
-        granted.decision.receipt, None,
-        "one receipt cannot give back two limits' grants"
-    );
+    assert_eq!(granted.decision.receipt, None, "one receipt cannot give back two limits' grants");
     let receipts: Vec<Receipt> = granted.limits.iter().map(|d| d.receipt.unwrap()).collect();
     let wrong = ratelimit.refund("id", &receipts[..1]).await.unwrap_err();
     assert_eq!(wrong.code(), "EDGELIMIT_INVALID_ARGUMENT");
@@ -474,19 +372,11 @@ async fn bad_requests_are_typed_errors_that_record_nothing() {
     let stack = Stack::start().await;
     let small = limiter(&stack, "small", Quota::gcra(3, 1, SECOND).unwrap()).at(T0);
     let other = limiter(&stack, "other", Quota::fixed_window(10, SECOND).unwrap()).at(T0);
-    let too_many = limit::limit_all(&[other.request("id", 1), small.request("id", 4)])
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(too_many, Error::PermitsExceedRate { permits: 4, rate: 3 }),
-        "{too_many}"
-    );
+    let too_many = limit::limit_all(&[other.request("id", 1), small.request("id", 4)]).await.unwrap_err();
+    assert!(matches!(too_many, Error::PermitsExceedRate { permits: 4, rate: 3 }), "{too_many}");
     assert_eq!(too_many.code(), "EDGELIMIT_PERMITS_EXCEED_RATE");
     assert_eq!(other.peek("id", 1).await.unwrap().remaining, 10, "nothing recorded");
-    assert_eq!(
-        small.limit("id", 0).await.unwrap_err().code(),
-        "EDGELIMIT_INVALID_ARGUMENT"
-    );
+    assert_eq!(small.limit("id", 0).await.unwrap_err().code(), "EDGELIMIT_INVALID_ARGUMENT");
     assert!(limit::limit_all(&[]).await.is_err());
     let later = small.clone().at(T0 + 1);
     let skewed = [other.request("id", 1), later.request("id", 1)];
@@ -510,12 +400,7 @@ async fn under_server_time_idle_keys_vanish_when_they_stop_mattering() {
         let limiter = limiter(&stack, &quota.algorithm().to_string(), quota);
         assert!(limiter.limit("id", 3).await.unwrap().success);
         let key = limiter.state_key("id");
-        let ttl = client
-            .command(&Command::new("PTTL").arg(&key))
-            .await
-            .unwrap()
-            .into_int()
-            .unwrap();
+        let ttl = client.command(&Command::new("PTTL").arg(&key)).await.unwrap().into_int().unwrap();
         // At most two intervals (the sliding window keeps its count through the next window).
         assert!(ttl > 0 && ttl <= 400, "{quota}: PTTL {ttl}");
     }
@@ -555,10 +440,7 @@ async fn hand_made_calls_get_clean_errors_never_lua_stack_traces() {
     cases.push((vec!["c", "s"], [&["limit", ""][..], &too_large].concat()));
     let concurrency = ["concurrency", "1", "5", "1000", "1", "no spaces allowed"];
     cases.push((vec!["c", "s"], [&["limit", ""][..], &concurrency].concat()));
-    cases.push((
-        vec!["c", "s"],
-        [&["refund", ""][..], &concurrency[..5], &["nocolon"]].concat(),
-    ));
+    cases.push((vec!["c", "s"], [&["refund", ""][..], &concurrency[..5], &["nocolon"]].concat()));
     // Receipts no grant returned: other permits than the refund's, more than the limit, a mark too long or of
     // another form, a time or window after the clock (explicit time 1000 here: window 1 of 1000 ms).
     let long_mark = format!("1:{}", "a".repeat(65));
@@ -590,27 +472,13 @@ async fn hand_made_calls_get_clean_errors_never_lua_stack_traces() {
         (Algorithm::Gcra.script(), vec![], owned(&["1:5:1000:5"])),
         (Algorithm::Gcra.script(), owned(&["s"]), vec![]),
         (Algorithm::Gcra.script(), owned(&["s"]), owned(&["1:5:1000"])),
-        (
-            Algorithm::Gcra.script(),
-            owned(&["s"]),
-            owned(&["1:5:1000:5", "", "drop", ""]),
-        ),
-        (
-            Algorithm::Gcra.script(),
-            owned(&["s"]),
-            owned(&["1:5:1000:5", "", "limit", "", "extra"]),
-        ),
+        (Algorithm::Gcra.script(), owned(&["s"]), owned(&["1:5:1000:5", "", "drop", ""])),
+        (Algorithm::Gcra.script(), owned(&["s"]), owned(&["1:5:1000:5", "", "limit", "", "extra"])),
         (Algorithm::FixedWindow.script(), owned(&["s"]), owned(&["1:5:1000:5"])),
-        (
-            Algorithm::FixedWindow.script(),
-            owned(&["s"]),
-            owned(&["1:5:1000", "", "limit", "-5"]),
-        ),
+        (Algorithm::FixedWindow.script(), owned(&["s"]), owned(&["1:5:1000", "", "limit", "-5"])),
     ];
     for (keys, args) in &cases {
-        let algorithm = Algorithm::ALL
-            .into_iter()
-            .find(|a| args.get(2) == Some(&a.script_name()));
+        let algorithm = Algorithm::ALL.into_iter().find(|a| args.get(2) == Some(&a.script_name()));
         if let (Some(algorithm), [_, state], [operation, time, _, permits, limit, interval, rate, lease]) =
             (algorithm, &keys[..], &args[..])
         {
@@ -624,9 +492,7 @@ async fn hand_made_calls_get_clean_errors_never_lua_stack_traces() {
             single_cases.push((algorithm.script(), vec![state.to_string()], args));
         }
     }
-    let all_cases = cases
-        .into_iter()
-        .map(|(keys, args)| (&edgelimit::lua::LIMITS, owned(&keys), owned(&args)));
+    let all_cases = cases.into_iter().map(|(keys, args)| (&edgelimit::lua::LIMITS, owned(&keys), owned(&args)));
     for (script, keys, args) in all_cases.chain(single_cases) {
         let error = script.run(&client, &keys, &args).await.unwrap_err();
         let message = error.to_string();
@@ -638,33 +504,19 @@ async fn hand_made_calls_get_clean_errors_never_lua_stack_traces() {
         );
     }
     // A stored config that someone garbled by hand is named in the error.
-    let command = Command::new("HSET")
-        .arg("c")
-        .args(["algorithm", "gcra", "limit", "ten", "interval", "1000"]);
+    let command = Command::new("HSET").arg("c").args(["algorithm", "gcra", "limit", "ten", "interval", "1000"]);
     client.command(&command).await.unwrap();
     let stored = ["", "1", "", "", "", ""];
-    let error = edgelimit::lua::LIMITS
-        .run(&client, &["c", "s"], &[&["limit", ""][..], &stored].concat())
-        .await
-        .unwrap_err();
+    let error =
+        edgelimit::lua::LIMITS.run(&client, &["c", "s"], &[&["limit", ""][..], &stored].concat()).await.unwrap_err();
     assert!(error.to_string().contains("stored config in c, field limit"), "{error}");
     // … and so is a field someone left out.
-    let command = Command::new("HSET")
-        .arg("c2")
-        .args(["algorithm", "gcra", "limit", "10", "interval", "1000"]);
+    let command = Command::new("HSET").arg("c2").args(["algorithm", "gcra", "limit", "10", "interval", "1000"]);
     client.command(&command).await.unwrap();
-    let error = edgelimit::lua::LIMITS
-        .run(&client, &["c2", "s"], &[&["limit", ""][..], &stored].concat())
-        .await
-        .unwrap_err();
-    assert!(
-        error.to_string().contains("stored config in c2, field rate: false"),
-        "{error}"
-    );
-    assert_eq!(
-        client.command(&Command::new("EXISTS").arg("s")).await.unwrap(),
-        Value::Int(0)
-    );
+    let error =
+        edgelimit::lua::LIMITS.run(&client, &["c2", "s"], &[&["limit", ""][..], &stored].concat()).await.unwrap_err();
+    assert!(error.to_string().contains("stored config in c2, field rate: false"), "{error}");
+    assert_eq!(client.command(&Command::new("EXISTS").arg("s")).await.unwrap(), Value::Int(0));
 }
 
 #[tokio::test]
@@ -683,10 +535,7 @@ async fn script_sha1s_match_what_redis_computes() {
     let stack = Stack::start().await;
     let client = stack.client();
     for script in edgelimit::lua::every_script() {
-        let loaded = client
-            .command(&Command::new("SCRIPT").args(["LOAD", script.source()]))
-            .await
-            .unwrap();
+        let loaded = client.command(&Command::new("SCRIPT").args(["LOAD", script.source()])).await.unwrap();
         assert_eq!(loaded.into_string().unwrap(), script.sha1());
     }
 }
@@ -754,9 +603,8 @@ async fn a_string_of_no_edgelimit_algorithm_is_foreign_state_never_nothing_count
             let key = limiter.state_key("victim");
             client.command(&Command::new("SET").arg(&key).arg(value)).await.unwrap();
             let one = limiter.limit("victim", 1).await.unwrap_err();
-            let several = limit::limit_all(&[limiter.request("victim", 1), other.request("victim", 1)])
-                .await
-                .unwrap_err();
+            let several =
+                limit::limit_all(&[limiter.request("victim", 1), other.request("victim", 1)]).await.unwrap_err();
             for error in [one, several] {
                 assert_eq!(error.code(), "EDGELIMIT_FOREIGN_STATE", "{quota:?} {value:?}: {error}");
                 assert!(!error.to_string().contains("SECRET"), "{error}");
@@ -768,10 +616,7 @@ async fn a_string_of_no_edgelimit_algorithm_is_foreign_state_never_nothing_count
         // of one name and different algorithms leave it.
         let another = if own_tag == "fw" { "tb:5:1" } else { "fw:1:5" };
         let key = limiter.state_key("shared");
-        client
-            .command(&Command::new("SET").arg(&key).arg(another))
-            .await
-            .unwrap();
+        client.command(&Command::new("SET").arg(&key).arg(another)).await.unwrap();
         let error = limiter.limit("shared", 1).await.unwrap_err();
         assert_eq!(error.code(), "EDGELIMIT_FOREIGN_STATE", "{quota:?}: {error}");
         assert!(error.to_string().contains("give each its own name"), "{error}");
@@ -783,23 +628,11 @@ async fn a_string_of_no_edgelimit_algorithm_is_foreign_state_never_nothing_count
 #[tokio::test]
 async fn two_algorithms_under_one_name_never_reset_each_other() {
     let stack = Stack::start().await;
-    let window = limiter(
-        &stack,
-        "login",
-        Quota::fixed_window(3, Duration::from_secs(3600)).unwrap(),
-    );
-    let slide = limiter(
-        &stack,
-        "login",
-        Quota::sliding_window(3, Duration::from_secs(3600)).unwrap(),
-    );
+    let window = limiter(&stack, "login", Quota::fixed_window(3, Duration::from_secs(3600)).unwrap());
+    let slide = limiter(&stack, "login", Quota::sliding_window(3, Duration::from_secs(3600)).unwrap());
     let mut admitted = 0;
     for i in 0..20 {
-        let decided = if i % 2 == 0 {
-            window.limit("u", 1).await
-        } else {
-            slide.limit("u", 1).await
-        };
+        let decided = if i % 2 == 0 { window.limit("u", 1).await } else { slide.limit("u", 1).await };
         match decided {
             Ok(decision) => admitted += u32::from(decision.success),
             Err(error) => assert_eq!(error.code(), "EDGELIMIT_FOREIGN_STATE", "{error}"),
@@ -816,15 +649,8 @@ async fn a_stored_config_drops_no_state_but_its_own_limiters() {
     let stack = Stack::start().await;
     let client = stack.client();
     let stored = Limiter::stored(client.clone(), "ops").unwrap();
-    stored
-        .store_quota(Quota::fixed_window(100, Duration::from_secs(60)).unwrap())
-        .await
-        .unwrap();
-    let login = limiter(
-        &stack,
-        "login",
-        Quota::sliding_log(3, Duration::from_secs(600)).unwrap(),
-    );
+    stored.store_quota(Quota::fixed_window(100, Duration::from_secs(60)).unwrap()).await.unwrap();
+    let login = limiter(&stack, "login", Quota::sliding_log(3, Duration::from_secs(600)).unwrap());
     for _ in 0..3 {
         assert!(login.limit("1.2.3.4", 1).await.unwrap().success);
     }
@@ -837,8 +663,5 @@ async fn a_stored_config_drops_no_state_but_its_own_limiters() {
         let exists = client.command(&Command::new("EXISTS").arg(&victim)).await.unwrap();
         assert_eq!(exists, Value::Int(1), "{operation}");
     }
-    assert!(
-        !login.limit("1.2.3.4", 1).await.unwrap().success,
-        "the log is still full"
-    );
+    assert!(!login.limit("1.2.3.4", 1).await.unwrap().success, "the log is still full");
 }

@@ -50,26 +50,15 @@ fn comparable(decision: &Decision) -> (bool, u64, u64, u64, u64, Option<(u32, St
         let mark = receipt.mark();
         (receipt.permits(), mark.split('-').next().unwrap_or(mark).to_owned())
     });
-    (
-        decision.success,
-        decision.limit,
-        decision.remaining,
-        decision.reset,
-        decision.retry_after,
-        receipt,
-    )
+    (decision.success, decision.limit, decision.remaining, decision.reset, decision.retry_after, receipt)
 }
 
 async fn same_decisions(stack: &Stack, case: &str, quotas: &[Quota]) {
     let clock = Arc::new(AtomicU64::new(T0));
     let read = clock.clone();
     let memory = Memory::with_clock(Box::new(move || Ok(read.load(Ordering::Relaxed))));
-    let limits: Vec<Limit> = (quotas.iter().enumerate())
-        .map(|(i, &quota)| Limit {
-            quota,
-            name: Some(format!("{case}{i}")),
-        })
-        .collect();
+    let limits: Vec<Limit> =
+        (quotas.iter().enumerate()).map(|(i, &quota)| Limit { quota, name: Some(format!("{case}{i}")) }).collect();
     let local = Ratelimit::in_memory(&limits, memory, "edgelimit").unwrap();
     let limiters: Vec<Limiter> = (limits.iter())
         .map(|limit| Limiter::new(stack.client(), limit.name.as_deref().unwrap(), limit.quota).unwrap())
@@ -103,22 +92,14 @@ async fn same_decisions(stack: &Stack, case: &str, quotas: &[Quota]) {
                 let (Some(mine), Some(theirs)) = (local_grants.get(n), redis_grants.get(n)) else {
                     continue;
                 };
-                let refunds: Vec<_> = (timed.iter().zip(theirs))
-                    .map(|(limiter, receipt)| (limiter.request("id", 1), *receipt))
-                    .collect();
-                let theirs = limit::refund_all(&refunds)
-                    .await
-                    .unwrap()
-                    .into_iter()
-                    .map(Result::unwrap)
-                    .collect();
+                let refunds: Vec<_> =
+                    (timed.iter().zip(theirs)).map(|(limiter, receipt)| (limiter.request("id", 1), *receipt)).collect();
+                let theirs = limit::refund_all(&refunds).await.unwrap().into_iter().map(Result::unwrap).collect();
                 (local.refund("id", mine).await.unwrap(), theirs)
             }
         };
-        let (mine, theirs): (Vec<_>, Vec<_>) = (
-            mine.iter().map(comparable).collect(),
-            theirs.iter().map(comparable).collect(),
-        );
+        let (mine, theirs): (Vec<_>, Vec<_>) =
+            (mine.iter().map(comparable).collect(), theirs.iter().map(comparable).collect());
         assert_eq!(mine, theirs, "{case} step {step} ({op:?}) at +{} ms", now - T0);
     }
 }

@@ -31,17 +31,8 @@ impl Neighbourhood {
         let url = format!("http://{}", bridge.url);
         let script = edgelimit::lua::script_named("fixed_window").unwrap();
         let load = Command::new("SCRIPT").args(["LOAD", script.source()]);
-        RestClient::new(&url, ADMIN_TOKEN)
-            .unwrap()
-            .command(&load)
-            .await
-            .unwrap();
-        Neighbourhood {
-            _redis: redis,
-            _bridge: bridge,
-            url,
-            sha1: script.sha1(),
-        }
+        RestClient::new(&url, ADMIN_TOKEN).unwrap().command(&load).await.unwrap();
+        Neighbourhood { _redis: redis, _bridge: bridge, url, sha1: script.sha1() }
     }
 
     /// A victim deciding with `token` and the client's defaults: 1 s timeout, fail open.
@@ -81,10 +72,7 @@ fn attack(
     let words: Vec<&[String]> = pipeline.iter().map(Command::words).collect();
     let body = serde_json::to_vec(&words).unwrap();
     std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         runtime.block_on(async move {
             let http = reqwest::Client::new();
             let sent: Vec<_> = (0..times)
@@ -191,17 +179,11 @@ async fn a_limiter_token_may_not_give_a_log_more_than_ten_thousand_permits() {
         Ratelimit::new(client, &[Limit::new(quota)], Options::default()).unwrap()
     };
     let hour = Duration::from_secs(3600);
-    for quota in [
-        Quota::sliding_log(10_001, hour).unwrap(),
-        Quota::concurrency(10_001, hour).unwrap(),
-    ] {
+    for quota in [Quota::sliding_log(10_001, hour).unwrap(), Quota::concurrency(10_001, hour).unwrap()] {
         let error = limit(quota).limit("ip", 1).await.unwrap_err();
         assert_eq!(error.code(), "EDGELIMIT_AUTH", "{error}");
         assert!(error.to_string().contains("more than 10000 permits"), "{error}");
     }
-    let granted = limit(Quota::sliding_log(10_000, hour).unwrap())
-        .limit("ip", 1)
-        .await
-        .unwrap();
+    let granted = limit(Quota::sliding_log(10_000, hour).unwrap()).limit("ip", 1).await.unwrap();
     assert_eq!((granted.reason, granted.decision.success), (Reason::Decided, true));
 }

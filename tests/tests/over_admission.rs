@@ -68,16 +68,9 @@ async fn fixed_window_grants_at_most_the_limit_in_every_window() {
         *per_window.entry(decision.reset).or_default() += 1;
     }
     let excess: u64 = per_window.values().map(|&n| n.saturating_sub(20)).sum();
-    eprintln!(
-        "fixed window 20/100ms: {} grants in {} windows, excess {excess}",
-        granted.len(),
-        per_window.len()
-    );
+    eprintln!("fixed window 20/100ms: {} grants in {} windows, excess {excess}", granted.len(), per_window.len());
     assert_eq!(excess, 0);
-    assert!(
-        per_window.values().any(|&n| n == 20),
-        "the limit was reached, so the test means something"
-    );
+    assert!(per_window.values().any(|&n| n == 20), "the limit was reached, so the test means something");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -90,10 +83,7 @@ async fn sliding_log_grants_at_most_the_limit_in_every_interval() {
     let mut times: Vec<u64> = granted.iter().map(|decision| decision.reset - interval).collect();
     times.sort_unstable();
     let most = most_in_any_span(&times, interval);
-    eprintln!(
-        "sliding log 20/100ms: {} grants, at most {most} in any {interval} ms",
-        granted.len()
-    );
+    eprintln!("sliding log 20/100ms: {} grants, at most {most} in any {interval} ms", granted.len());
     assert_eq!(most, 20, "never above the limit, and the limit was reached");
 }
 
@@ -108,27 +98,17 @@ async fn token_bucket_and_gcra_grant_at_most_capacity_plus_refill() {
         let taken: u64 = granted.len() as u64 * 2;
         // Everything granted within `span` ms of server time: at most the capacity plus the refill over the span.
         let bound = 10 + 50 * span / 1000;
-        eprintln!(
-            "{quota}: {taken} permits in {span} ms, bound {bound}, excess {}",
-            taken.saturating_sub(bound)
-        );
+        eprintln!("{quota}: {taken} permits in {span} ms, bound {bound}, excess {}", taken.saturating_sub(bound));
         assert!(taken <= bound, "{quota}: {taken} > {bound}");
-        assert!(
-            taken + 10 >= bound * 9 / 10,
-            "{quota}: the bucket was kept busy ({taken} of {bound})"
-        );
+        assert!(taken + 10 >= bound * 9 / 10, "{quota}: the bucket was kept busy ({taken} of {bound})");
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrency_never_holds_more_than_the_limit() {
     let stack = Stack::start().await;
-    let limiter = Limiter::new(
-        stack.client(),
-        "in-flight",
-        Quota::concurrency(4, Duration::from_secs(30)).unwrap(),
-    )
-    .unwrap();
+    let limiter =
+        Limiter::new(stack.client(), "in-flight", Quota::concurrency(4, Duration::from_secs(30)).unwrap()).unwrap();
     let (held, most, grants, denied) = (
         Arc::new(AtomicU64::new(0)),
         Arc::new(AtomicU64::new(0)),
@@ -137,13 +117,8 @@ async fn concurrency_never_holds_more_than_the_limit() {
     );
     let tasks: Vec<_> = (0..CLIENTS)
         .map(|_| {
-            let (limiter, held, most, grants, denied) = (
-                limiter.clone(),
-                held.clone(),
-                most.clone(),
-                grants.clone(),
-                denied.clone(),
-            );
+            let (limiter, held, most, grants, denied) =
+                (limiter.clone(), held.clone(), most.clone(), grants.clone(), denied.clone());
             tokio::spawn(async move {
                 let deadline = tokio::time::Instant::now() + RUN;
                 while tokio::time::Instant::now() < deadline {
@@ -166,19 +141,13 @@ async fn concurrency_never_holds_more_than_the_limit() {
     for task in tasks {
         task.await.unwrap();
     }
-    let (most, grants, denied) = (
-        most.load(Ordering::SeqCst),
-        grants.load(Ordering::SeqCst),
-        denied.load(Ordering::SeqCst),
-    );
+    let (most, grants, denied) =
+        (most.load(Ordering::SeqCst), grants.load(Ordering::SeqCst), denied.load(Ordering::SeqCst));
     eprintln!("concurrency 4 in flight: {grants} leases, {denied} denied, at most {most} seen held at once");
     assert!(most <= 4);
     // Contention was real: requests found the limit full. (How many leases a client sees held at one moment depends
     // on how the machine schedules the 32 tasks; a loaded one saw 3, so that is not what the test requires.)
-    assert!(
-        denied > 0 && grants > 40,
-        "contention was real: {grants} leases, {denied} denied"
-    );
+    assert!(denied > 0 && grants > 40, "contention was real: {grants} leases, {denied} denied");
 }
 
 /// Arrival times (ms from the start) over 10 intervals: what 16 clients send, merged.
@@ -186,9 +155,7 @@ fn arrivals(pattern: Pattern, interval: u64, limit: u64) -> Vec<u64> {
     let end = 10 * interval;
     match pattern {
         // Three times the limit, evenly spread.
-        Pattern::SteadyOverload => (0..end * 3 * limit / interval)
-            .map(|i| i * interval / (3 * limit))
-            .collect(),
+        Pattern::SteadyOverload => (0..end * 3 * limit / interval).map(|i| i * interval / (3 * limit)).collect(),
         // Windows alternate: a quiet one ending in a burst of the limit in its last ms, then a busy one with twice
         // the limit spread evenly. This defeats the counter's assumption that the previous window's requests were
         // spread evenly, and it is the fixed window's worst case too.
@@ -222,14 +189,7 @@ async fn worst_window_ratio(stack: &Stack, quota: Quota, pattern: Pattern) -> f6
     let start = 1_700_000_000_000; // a whole second: window boundaries fall where the pattern expects them
     let mut granted: Vec<u64> = Vec::new();
     for offset in arrivals(pattern, interval, u64::from(quota.limit())) {
-        if limiter
-            .clone()
-            .at(start + offset)
-            .limit("shared", 1)
-            .await
-            .unwrap()
-            .success
-        {
+        if limiter.clone().at(start + offset).limit("shared", 1).await.unwrap().success {
             granted.push(start + offset);
         }
     }
@@ -238,10 +198,7 @@ async fn worst_window_ratio(stack: &Stack, quota: Quota, pattern: Pattern) -> f6
 
 /// The most of these grant times (sorted) that fall in any span [t, t + span).
 fn most_in_any_span(times: &[u64], span: u64) -> usize {
-    (0..times.len())
-        .map(|i| times[i..].iter().take_while(|&&t| t < times[i] + span).count())
-        .max()
-        .unwrap_or(0)
+    (0..times.len()).map(|i| times[i..].iter().take_while(|&&t| t < times[i] + span).count()).max().unwrap_or(0)
 }
 
 #[tokio::test]

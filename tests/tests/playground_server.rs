@@ -37,11 +37,8 @@ impl Drop for Checkout {
 async fn get(url: &str) -> (u16, String, Vec<u8>) {
     let response = reqwest::get(url).await.unwrap();
     let status = response.status().as_u16();
-    let content_type = response
-        .headers()
-        .get("content-type")
-        .map(|value| value.to_str().unwrap().to_owned())
-        .unwrap_or_default();
+    let content_type =
+        response.headers().get("content-type").map(|value| value.to_str().unwrap().to_owned()).unwrap_or_default();
     (status, content_type, response.bytes().await.unwrap().to_vec())
 }
 
@@ -53,9 +50,7 @@ async fn raw_get(url: &str, target: &str) -> String {
 /// [`raw_get`] with this `Host` header (with the server's port).
 async fn raw_get_for(url: &str, target: &str, host: &str) -> String {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut stream = tokio::net::TcpStream::connect(url.trim_start_matches("http://"))
-        .await
-        .unwrap();
+    let mut stream = tokio::net::TcpStream::connect(url.trim_start_matches("http://")).await.unwrap();
     let port = url.rsplit(':').next().unwrap();
     let request = format!("GET {target} HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\n\r\n");
     stream.write_all(request.as_bytes()).await.unwrap();
@@ -67,9 +62,7 @@ async fn raw_get_for(url: &str, target: &str, host: &str) -> String {
 #[tokio::test]
 async fn serves_the_page_the_package_and_where_the_bridge_is() {
     let checkout = Checkout::new(true);
-    let server = playground::start(&checkout.config(), "http://127.0.0.1:8079", "dev-token")
-        .await
-        .unwrap();
+    let server = playground::start(&checkout.config(), "http://127.0.0.1:8079", "dev-token").await.unwrap();
     let url = server.url.trim_end_matches('/');
 
     let (status, content_type, body) = get(&format!("{url}/")).await;
@@ -79,26 +72,15 @@ async fn serves_the_page_the_package_and_where_the_bridge_is() {
     assert_eq!((status, content_type.as_str()), (200, "text/javascript; charset=utf-8"));
     // Browsers compile wasm while it downloads only when it comes as application/wasm.
     let (status, content_type, body) = get(&format!("{url}/pkg/core_bg.wasm")).await;
-    assert_eq!(
-        (status, content_type.as_str(), &body[..4]),
-        (200, "application/wasm", &b"\0asm"[..])
-    );
+    assert_eq!((status, content_type.as_str(), &body[..4]), (200, "application/wasm", &b"\0asm"[..]));
 
     let (status, _, body) = get(&format!("{url}/playground.json")).await;
     let endpoint: serde_json::Value = serde_json::from_slice(&body).unwrap();
     assert_eq!(status, 200);
-    assert_eq!(
-        endpoint,
-        serde_json::json!({ "url": "http://127.0.0.1:8079", "token": "dev-token" })
-    );
+    assert_eq!(endpoint, serde_json::json!({ "url": "http://127.0.0.1:8079", "token": "dev-token" }));
 
     // Sent raw: an HTTP client resolves dot segments before sending; a hostile one does not.
-    for outside in [
-        "/../secret.js",
-        "/pkg/../secret.js",
-        "/..%2fsecret.js",
-        "/app/%2e%2e/%2e%2e/secret.js",
-    ] {
+    for outside in ["/../secret.js", "/pkg/../secret.js", "/..%2fsecret.js", "/app/%2e%2e/%2e%2e/secret.js"] {
         let reply = raw_get(url, outside).await;
         assert!(reply.starts_with("HTTP/1.1 404"), "{outside}: {reply}");
         assert!(!reply.contains("outside"), "{outside}: {reply}");
@@ -110,22 +92,14 @@ async fn serves_the_page_the_package_and_where_the_bridge_is() {
     assert!(raw_get(url, "/playground.json").await.contains("dev-token"));
 
     let (status, _, body) = get(&format!("{url}/missing.js")).await;
-    assert_eq!(
-        (status, String::from_utf8(body).unwrap()),
-        (404, "not found: /missing.js\n".to_owned())
-    );
+    assert_eq!((status, String::from_utf8(body).unwrap()), (404, "not found: /missing.js\n".to_owned()));
     server.stop();
 }
 
 #[tokio::test]
 async fn an_unbuilt_package_is_a_clear_error() {
     let checkout = Checkout::new(false);
-    let error = playground::start(&checkout.config(), "http://127.0.0.1:8079", "t")
-        .await
-        .unwrap_err();
+    let error = playground::start(&checkout.config(), "http://127.0.0.1:8079", "t").await.unwrap_err();
     assert!(error.contains("not built: run scripts/build-wasm"), "{error}");
-    assert!(
-        PlaygroundConfig::in_checkout(&checkout.0.join("www"), 0).is_none(),
-        "no www/index.html, no playground"
-    );
+    assert!(PlaygroundConfig::in_checkout(&checkout.0.join("www"), 0).is_none(), "no www/index.html, no playground");
 }

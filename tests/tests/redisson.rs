@@ -15,10 +15,7 @@ fn rate(permits: u32, interval_ms: u64) -> Rate {
 
 async fn limiter(stack: &Stack, name: &str, permits: u32, interval_ms: u64) -> RedissonLimiter {
     let limiter = RedissonLimiter::new(stack.client(), name).unwrap();
-    assert!(limiter
-        .try_set_rate(rate(permits, interval_ms), Mode::Overall)
-        .await
-        .unwrap());
+    assert!(limiter.try_set_rate(rate(permits, interval_ms), Mode::Overall).await.unwrap());
     limiter
 }
 
@@ -48,17 +45,7 @@ async fn exact_count_per_interval_then_permits_return() {
     let limiter = limiter(&stack, "exact", 5, 1000).await;
     for remaining in (0..5).rev() {
         let d = take(&limiter, T0, 1).await;
-        assert_eq!(
-            d,
-            Decision {
-                success: true,
-                limit: 5,
-                remaining,
-                reset: T0 + 1000,
-                retry_after: 0,
-                receipt: None,
-            }
-        );
+        assert_eq!(d, Decision { success: true, limit: 5, remaining, reset: T0 + 1000, retry_after: 0, receipt: None });
     }
     let denied = take(&limiter, T0, 1).await;
     assert_eq!((denied.success, denied.remaining, denied.retry_after), (false, 0, 1000));
@@ -102,15 +89,9 @@ async fn bad_requests_are_typed_errors_not_lua_errors() {
     let stack = Stack::start().await;
     let unset = RedissonLimiter::new(stack.client(), "unset").unwrap();
     let err = unset.try_acquire(1).await.unwrap_err();
-    assert!(
-        matches!(&err, Error::NotInitialized { name } if name == "unset"),
-        "{err}"
-    );
+    assert!(matches!(&err, Error::NotInitialized { name } if name == "unset"), "{err}");
     assert!(err.to_string().contains("set-rate unset"), "{err}");
-    assert_eq!(
-        unset.available_permits().await.unwrap_err().code(),
-        "EDGELIMIT_NOT_INITIALIZED"
-    );
+    assert_eq!(unset.available_permits().await.unwrap_err().code(), "EDGELIMIT_NOT_INITIALIZED");
 
     let limiter = limiter(&stack, "bad", 5, 1000).await;
     let err = limiter.try_acquire(6).await.unwrap_err();
@@ -158,17 +139,11 @@ async fn missing_or_evicted_state_is_rebuilt_not_a_crash() {
     client.command(&Command::new("DEL").arg("{evict}:value")).await.unwrap();
     assert_eq!(available(&limiter, T0 + 1).await, 3);
     // The log evicted (Redisson's script then crashes on a nil): the counter is trusted no further than the rate.
-    client
-        .command(&Command::new("DEL").arg("{evict}:permits"))
-        .await
-        .unwrap();
+    client.command(&Command::new("DEL").arg("{evict}:permits")).await.unwrap();
     let d = take(&limiter, T0 + 2, 3).await;
     assert!(d.success, "{d:?}");
     // Both gone: a fresh window.
-    client
-        .command(&Command::new("DEL").arg("{evict}:value").arg("{evict}:permits"))
-        .await
-        .unwrap();
+    client.command(&Command::new("DEL").arg("{evict}:value").arg("{evict}:permits")).await.unwrap();
     assert_eq!(available(&limiter, T0 + 3).await, 5);
 }
 
@@ -177,11 +152,7 @@ async fn release_never_exceeds_the_rate_and_survives_the_next_acquire() {
     let stack = Stack::start().await;
     let limiter = limiter(&stack, "release", 5, 1000).await;
     assert!(take(&limiter, T0, 2).await.success);
-    assert_eq!(
-        limiter.clone().at(T0 + 1).release(10).await.unwrap(),
-        2,
-        "only what is in use comes back"
-    );
+    assert_eq!(limiter.clone().at(T0 + 1).release(10).await.unwrap(), 2, "only what is in use comes back");
     assert_eq!(available(&limiter, T0 + 1).await, 5);
 
     assert!(take(&limiter, T0 + 10, 5).await.success);
@@ -229,12 +200,7 @@ async fn lowering_below_use_keeps_the_counter_at_zero_and_frees_exactly_in_time(
         assert!(take(&limiter, T0 + i * 10, 1).await.success);
     }
     // 8 in use, the rate lowered to 5: the counter Redisson reads is 0, not -3.
-    assert!(limiter
-        .clone()
-        .at(T0 + 100)
-        .update_rate(rate(5, 1000), Mode::Overall)
-        .await
-        .unwrap());
+    assert!(limiter.clone().at(T0 + 100).update_rate(rate(5, 1000), Mode::Overall).await.unwrap());
     let value = client.command(&Command::new("GET").arg("{lower}:value")).await.unwrap();
     assert_eq!(value.into_number::<i64>("value").unwrap(), 0);
     // The first 3 grants expire (T0+1000..T0+1020): the 5 still in the window fill the rate.
@@ -268,20 +234,12 @@ async fn idle_limiters_vanish_after_their_keep_alive() {
     idle.set_rate(short, Mode::Overall).await.unwrap();
     assert!(idle.try_acquire(1).await.unwrap().success);
     for key in ["idle", "{idle}:value", "{idle}:permits"] {
-        let ttl = client
-            .command(&Command::new("PTTL").arg(key))
-            .await
-            .unwrap()
-            .into_int()
-            .unwrap();
+        let ttl = client.command(&Command::new("PTTL").arg(key)).await.unwrap().into_int().unwrap();
         assert!((1..=1_000).contains(&ttl), "{key} has TTL {ttl}");
     }
     tokio::time::sleep(Duration::from_millis(1_500)).await;
     assert_eq!(
-        client
-            .command(&Command::new("EXISTS").args(["idle", "{idle}:value", "{idle}:permits"]))
-            .await
-            .unwrap(),
+        client.command(&Command::new("EXISTS").args(["idle", "{idle}:value", "{idle}:permits"])).await.unwrap(),
         Value::Int(0)
     );
     assert_eq!(idle.config().await.unwrap(), None);
@@ -291,11 +249,7 @@ async fn idle_limiters_vanish_after_their_keep_alive() {
     let kept = limiter(&stack, "kept", 5, 1000).await;
     assert!(kept.try_acquire(1).await.unwrap().success);
     for key in ["kept", "{kept}:value", "{kept}:permits"] {
-        assert_eq!(
-            client.command(&Command::new("PTTL").arg(key)).await.unwrap(),
-            Value::Int(-1),
-            "{key}"
-        );
+        assert_eq!(client.command(&Command::new("PTTL").arg(key)).await.unwrap(), Value::Int(-1), "{key}");
     }
 }
 
@@ -309,10 +263,7 @@ async fn expired_grants_leave_the_log() {
     }
     assert!(take(&limiter, T0 + 1050, 1).await.success);
     // Grants at T0..T0+50 left the window and the log; T0+51..T0+99 and the new one remain.
-    let size = client
-        .command(&Command::new("ZCARD").arg("{trim}:permits"))
-        .await
-        .unwrap();
+    let size = client.command(&Command::new("ZCARD").arg("{trim}:permits")).await.unwrap();
     assert_eq!(size, Value::Int(50));
 }
 
@@ -335,11 +286,7 @@ async fn acquire_waits_for_the_exact_delay_and_honours_its_timeout() {
     let started = std::time::Instant::now();
     let denied = limiter.acquire(1, Duration::from_millis(200)).await.unwrap();
     assert!(!denied.success && denied.retry_after > 200, "{denied:?}");
-    assert!(
-        started.elapsed() < Duration::from_millis(200),
-        "{:?}",
-        started.elapsed()
-    );
+    assert!(started.elapsed() < Duration::from_millis(200), "{:?}", started.elapsed());
     // Enough time: granted once the window frees a permit.
     let granted = limiter.acquire(1, Duration::from_secs(5)).await.unwrap();
     assert!(granted.success, "{granted:?}");
@@ -376,25 +323,14 @@ async fn sixteen_concurrent_clients_never_get_more_than_the_rate_in_any_window()
         grants.extend(task.await.unwrap());
     }
     grants.sort();
-    assert!(
-        grants.len() > RATE as usize,
-        "the test must span several windows ({} grants)",
-        grants.len()
-    );
+    assert!(grants.len() > RATE as usize, "the test must span several windows ({} grants)", grants.len());
     // A window at time t holds the grants with time in (t - interval, t].
     let mut worst = 0;
     for &(t, _) in &grants {
-        let in_window: u64 = grants
-            .iter()
-            .filter(|(g, _)| *g + INTERVAL > t && *g <= t)
-            .map(|(_, p)| p)
-            .sum();
+        let in_window: u64 = grants.iter().filter(|(g, _)| *g + INTERVAL > t && *g <= t).map(|(_, p)| p).sum();
         worst = worst.max(in_window);
     }
-    assert!(
-        worst <= RATE,
-        "{worst} permits granted within one {INTERVAL} ms window, rate {RATE}"
-    );
+    assert!(worst <= RATE, "{worst} permits granted within one {INTERVAL} ms window, rate {RATE}");
 }
 
 #[tokio::test]
@@ -403,21 +339,10 @@ async fn redisson_and_edgelimit_share_one_budget() {
     let client = stack.client();
     let limiter = limiter(&stack, "shared", 10, 1000).await;
     let redisson = Script::new(include_str!("../../bench/peers/redisson_acquire.lua"));
-    let keys = [
-        "shared",
-        "{shared}:value",
-        "{shared}:value:java",
-        "{shared}:permits",
-        "{shared}:permits:java",
-    ];
+    let keys = ["shared", "{shared}:value", "{shared}:value:java", "{shared}:permits", "{shared}:permits:java"];
     let redisson_acquire = |now: u64, id: &'static str| {
         let (client, redisson) = (client.clone(), redisson.clone());
-        async move {
-            redisson
-                .run(&client, &keys, &["2", &now.to_string(), id])
-                .await
-                .unwrap()
-        }
+        async move { redisson.run(&client, &keys, &["2", &now.to_string(), id]).await.unwrap() }
     };
     // Alternate: edgelimit takes 3, Redisson 2, edgelimit 3, Redisson 2: the 10 are gone for both sides.
     assert!(take(&limiter, T0, 3).await.success);
@@ -443,13 +368,7 @@ async fn no_input_makes_a_script_raise_a_raw_lua_error() {
     let stack = Stack::start().await;
     let client = stack.client();
     limiter(&stack, "fuzz", 5, 1000).await;
-    let good_keys = [
-        "fuzz",
-        "{fuzz}:value",
-        "{fuzz}:value:c",
-        "{fuzz}:permits",
-        "{fuzz}:permits:c",
-    ];
+    let good_keys = ["fuzz", "{fuzz}:value", "{fuzz}:value:c", "{fuzz}:permits", "{fuzz}:permits:c"];
     let long_id = "x".repeat(300);
     let arg_sets: Vec<Vec<&str>> = vec![
         vec![],
@@ -488,10 +407,7 @@ async fn no_input_makes_a_script_raise_a_raw_lua_error() {
             }
         }
         // Between scripts, put the limiter back: a garbage-free set-rate above may have changed it.
-        SET_RATE
-            .run(&client, &good_keys, &["", "5", "1000", "0", "0", "set"])
-            .await
-            .unwrap();
+        SET_RATE.run(&client, &good_keys, &["", "5", "1000", "0", "0", "set"]).await.unwrap();
     }
     assert_eq!(checked, 4 * 3 * arg_sets.len());
 }
@@ -504,14 +420,7 @@ async fn state_keys_live_as_long_as_redisson_gives_them() {
     let client = stack.client();
     let pttl = |key: &'static str| {
         let client = client.clone();
-        async move {
-            client
-                .command(&Command::new("PTTL").arg(key))
-                .await
-                .unwrap()
-                .into_int()
-                .unwrap()
-        }
+        async move { client.command(&Command::new("PTTL").arg(key)).await.unwrap().into_int().unwrap() }
     };
     let limiter = RedissonLimiter::new(stack.client(), "ttl").unwrap();
     let with_keep_alive = rate(2, 1000).with_keep_alive(Duration::from_secs(60)).unwrap();
@@ -525,10 +434,7 @@ async fn state_keys_live_as_long_as_redisson_gives_them() {
         assert!((55_000..=60_000).contains(&ttl), "{key}: {ttl}");
     }
     // A rebuild from scratch (both keys evicted) gets it too.
-    client
-        .command(&Command::new("DEL").args(["{ttl}:value", "{ttl}:permits"]))
-        .await
-        .unwrap();
+    client.command(&Command::new("DEL").args(["{ttl}:value", "{ttl}:permits"])).await.unwrap();
     assert!(take(&limiter, T0 + 2000, 1).await.success);
     assert!(pttl("{ttl}:value").await > 55_000);
 
@@ -548,16 +454,10 @@ async fn state_keys_live_as_long_as_redisson_gives_them() {
     // A keep-alive shorter than the interval would forget grants in the window: refused.
     assert!(limiter.set_keep_alive(Some(Duration::from_millis(500))).await.is_err());
     assert!(limiter.set_keep_alive(Some(Duration::from_secs(5))).await.unwrap());
-    assert_eq!(
-        limiter.config().await.unwrap().unwrap().rate.keep_alive(),
-        Some(Duration::from_secs(5))
-    );
+    assert_eq!(limiter.config().await.unwrap().unwrap().rate.keep_alive(), Some(Duration::from_secs(5)));
     // A rate updated without a keep-alive drops the keep-alive's lifetime too: kept, 5 s on a rate per 30 s would let
     // the grants in the window vanish after an idle 5 s (review: 4 grants in 2 s on 2 per 30 s).
-    assert!(
-        limiter.try_acquire(1).await.unwrap().success,
-        "a grant in the window, on the server's clock"
-    );
+    assert!(limiter.try_acquire(1).await.unwrap().success, "a grant in the window, on the server's clock");
     assert!(pttl("{ttl}:permits").await > 0);
     assert!(limiter.update_rate(rate(2, 30_000), Mode::Overall).await.unwrap());
     for key in ["ttl", "{ttl}:value", "{ttl}:permits"] {
@@ -578,10 +478,7 @@ async fn states_a_redisson_client_leaves_are_repaired() {
     let set = |value: &'static str| {
         let client = client.clone();
         async move {
-            client
-                .command(&Command::new("SET").arg("{odd}:value").arg(value))
-                .await
-                .unwrap();
+            client.command(&Command::new("SET").arg("{odd}:value").arg(value)).await.unwrap();
         }
     };
     // A counter without a log (the log expired under it): nothing is in use.
@@ -619,19 +516,11 @@ async fn keys_that_are_not_the_limiters_own_are_refused() {
         keys("{own}:value", "{own}:value:c", "{own}:permits:fresh", "{own}:permits:c"),
         keys("{own}:value", "{own}:value:c", "{own}:permits", "{own}:permits:d"),
         keys("{own}:value:x", "{own}:value:x:c", "{own}:permits", "{own}:permits:c"),
-        keys(
-            "{other}:value",
-            "{other}:value:c",
-            "{other}:permits",
-            "{other}:permits:c",
-        ),
+        keys("{other}:value", "{other}:value:c", "{other}:permits", "{other}:permits:c"),
         keys("{own}:value", "{own}:valuex", "{own}:permits", "{own}:permitsx"),
     ] {
         for script in [&ACQUIRE, &AVAILABLE] {
-            let err = script
-                .run(&client, &wrong, &[&(T0 + 1).to_string(), "1", "id"])
-                .await
-                .unwrap_err();
+            let err = script.run(&client, &wrong, &[&(T0 + 1).to_string(), "1", "id"]).await.unwrap_err();
             assert!(
                 matches!(&err, Error::InvalidArgument(message) if message.contains("invalid keys")),
                 "{wrong:?}: {err}"
@@ -639,10 +528,7 @@ async fn keys_that_are_not_the_limiters_own_are_refused() {
         }
     }
     assert!(!take(&limiter, T0 + 2, 1).await.success, "the limiter is still full");
-    let log = client
-        .command(&Command::new("ZCARD").arg("{own}:permits:fresh"))
-        .await
-        .unwrap();
+    let log = client.command(&Command::new("ZCARD").arg("{own}:permits:fresh")).await.unwrap();
     assert_eq!(log.into_int().unwrap(), 0, "nothing written under a wrong key");
 }
 
@@ -670,11 +556,7 @@ async fn a_counter_redissons_release_raised_frees_no_permit_twice() {
     for start in T0 + 5..T0 + 1010 {
         let earlier = (0..5).filter(|i| (start..start + 1000).contains(&(T0 + i))).count();
         let later = granted.iter().filter(|at| (start..start + 1000).contains(*at)).count();
-        assert!(
-            earlier + later <= 5,
-            "{} in [{start}, +1000): {granted:?}",
-            earlier + later
-        );
+        assert!(earlier + later <= 5, "{} in [{start}, +1000): {granted:?}", earlier + later);
     }
     assert_eq!(granted.len(), 5, "each permit frees once: {granted:?}");
 }
@@ -703,11 +585,7 @@ async fn lowering_a_per_client_rate_holds_every_clients_grants_to_it() {
     // Every window holding a grant made after the lowering holds at most the new rate.
     for grant in &after {
         for start in grant - 999..=*grant {
-            let held = before
-                .iter()
-                .chain(&after)
-                .filter(|at| (start..start + 1000).contains(*at))
-                .count();
+            let held = before.iter().chain(&after).filter(|at| (start..start + 1000).contains(*at)).count();
             assert!(held <= 4, "{held} in [{start}, +1000): {after:?}");
         }
     }
@@ -728,15 +606,8 @@ async fn a_log_member_that_is_no_grant_is_foreign_state_and_nothing_changes() {
         let err = limiter.clone().at(T0 + 1000).try_acquire(1).await.unwrap_err();
         assert_eq!(err.code(), "EDGELIMIT_FOREIGN_STATE", "{member:?}: {err}");
         assert!(!err.to_string().contains("unpack"), "{err}");
-        let log = client
-            .command(&Command::new("ZCARD").arg("{damaged}:permits"))
-            .await
-            .unwrap();
-        assert_eq!(
-            log.into_int().unwrap(),
-            2,
-            "{member:?}: the expired grant is still logged"
-        );
+        let log = client.command(&Command::new("ZCARD").arg("{damaged}:permits")).await.unwrap();
+        assert_eq!(log.into_int().unwrap(), 2, "{member:?}: the expired grant is still logged");
         let remove = Command::new("ZREM").args(["{damaged}:permits", member]);
         client.command(&remove).await.unwrap();
     }

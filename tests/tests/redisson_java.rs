@@ -32,19 +32,11 @@ fn builds() -> Option<&'static [Build]> {
 }
 
 fn have(tool: &str) -> bool {
-    std::process::Command::new(tool)
-        .arg("-version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok()
+    std::process::Command::new(tool).arg("-version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok()
 }
 
 fn build_all() -> Option<Vec<Build>> {
-    let missing: Vec<&str> = ["java", "javac", "mvn"]
-        .into_iter()
-        .filter(|tool| !have(tool))
-        .collect();
+    let missing: Vec<&str> = ["java", "javac", "mvn"].into_iter().filter(|tool| !have(tool)).collect();
     if !missing.is_empty() {
         eprintln!(
             "SKIPPED: the Redisson interop tests need Java 17+ and Maven ({} not found). Install them with \
@@ -105,10 +97,7 @@ fn build(version: &str, dir: &Path) -> Build {
         "javac failed for Redisson {version}:\n{}",
         String::from_utf8_lossy(&compiled.stderr)
     );
-    Build {
-        version: version.to_owned(),
-        classpath: format!("{}:{}", classes.display(), jars.trim()),
-    }
+    Build { version: version.to_owned(), classpath: format!("{}:{}", classes.display(), jars.trim()) }
 }
 
 /// One running Java driver: Redisson connected to the stack's Redis.
@@ -142,13 +131,7 @@ impl Java {
             command.env("LD_PRELOAD", LIBFAKETIME).env("FAKETIME", offset);
         }
         command
-            .args([
-                "-Xss512k",
-                "-XX:+UseSerialGC",
-                "-XX:TieredStopAtLevel=1",
-                "-cp",
-                &build.classpath,
-            ])
+            .args(["-Xss512k", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", &build.classpath])
             .arg("edgelimit.RedissonDriver")
             .arg(stack.redis_url())
             .stdin(Stdio::piped())
@@ -164,13 +147,7 @@ impl Java {
             .unwrap()
             .expect("the Java driver printed its ready line");
         let id = ready.strip_prefix("ready ").expect("ready <id>").to_owned();
-        Java {
-            version: build.version.clone(),
-            id,
-            _child: child,
-            stdin,
-            stdout,
-        }
+        Java { version: build.version.clone(), id, _child: child, stdin, stdout }
     }
 
     /// Sends one command; `Ok(value)` for `ok value`, `Err(message)` for `err message`.
@@ -207,8 +184,7 @@ impl Java {
 
     async fn number(&mut self, line: &str) -> i64 {
         let text = self.ok(line).await;
-        text.parse()
-            .unwrap_or_else(|_| panic!("Redisson {}: {line}: expected a number, got {text}", self.version))
+        text.parse().unwrap_or_else(|_| panic!("Redisson {}: {line}: expected a number, got {text}", self.version))
     }
 
     async fn try_acquire(&mut self, name: &str, permits: u32) -> bool {
@@ -245,12 +221,7 @@ fn edge(stack: &Stack, name: &str) -> RedissonLimiter {
 
 /// The Redis server's clock, in ms.
 async fn server_ms(client: &RestClient) -> u64 {
-    let [seconds, micros] = client
-        .command(&Command::new("TIME"))
-        .await
-        .unwrap()
-        .into_tuple::<2>()
-        .unwrap();
+    let [seconds, micros] = client.command(&Command::new("TIME")).await.unwrap().into_tuple::<2>().unwrap();
     let seconds: u64 = seconds.into_number("seconds").unwrap();
     let micros: u64 = micros.into_number("micros").unwrap();
     seconds * 1000 + micros / 1000
@@ -410,13 +381,7 @@ async fn new_grants(client: &RestClient, log: &str, seen: &mut HashSet<Vec<u8>>)
 fn busiest_window(grants: &[(u64, u64)], interval: u64) -> u64 {
     grants
         .iter()
-        .map(|&(t, _)| {
-            grants
-                .iter()
-                .filter(|(g, _)| *g + interval > t && *g <= t)
-                .map(|(_, p)| p)
-                .sum()
-        })
+        .map(|&(t, _)| grants.iter().filter(|(g, _)| *g + interval > t && *g <= t).map(|(_, p)| p).sum())
         .max()
         .unwrap_or(0)
 }
@@ -436,11 +401,7 @@ async fn interleave(stack: &Stack, java: &mut Java, name: &str, attempts: usize,
     let log = format!("{{{name}}}:permits");
     let mut random = Random(seed);
     let mut seen = HashSet::new();
-    let mut run = Run {
-        grants: Vec::new(),
-        edge_permits: 0,
-        java_permits: 0,
-    };
+    let mut run = Run { grants: Vec::new(), edge_permits: 0, java_permits: 0 };
     for _ in 0..attempts {
         let permits = 1 + random.below(3) as u32;
         let granted = if random.below(2) == 0 {
@@ -508,10 +469,7 @@ async fn interleaved_random_use_never_exceeds_the_rate_in_any_window() {
             run.edge_permits
         );
         assert!(run.java_permits > 0 && run.edge_permits > 0, "both sides were granted");
-        assert!(
-            busiest <= u64::from(RATE),
-            "seed {seed:#x}: {busiest} permits in one window, rate {RATE}"
-        );
+        assert!(busiest <= u64::from(RATE), "seed {seed:#x}: {busiest} permits in one window, rate {RATE}");
 
         // Idle: both sides are back to the full rate after the interval.
         sleep_ms(INTERVAL + 50).await;
@@ -558,11 +516,7 @@ async fn forget_scenario(stack: &Stack, java: &mut Java, java_first: bool, attem
     }
     let first = Instant::now();
     sleep_until(first, INTERVAL + 50).await;
-    let read = if java_first {
-        java.available(&name).await
-    } else {
-        limiter.available_permits().await.unwrap() as i64
-    };
+    let read = if java_first { java.available(&name).await } else { limiter.available_permits().await.unwrap() as i64 };
     assert_eq!(read, 5, "the first grant left the window");
     sleep_until(first, INTERVAL + INTERVAL / 2).await;
     if java_first {
@@ -577,10 +531,9 @@ async fn forget_scenario(stack: &Stack, java: &mut Java, java_first: bool, attem
     };
     // Past 2 intervals after the first grant, the second side's 5 are still in the window.
     sleep_until(first, 2 * INTERVAL + 50).await;
-    for (who, granted) in [
-        ("Java", java.try_acquire(&name, 1).await),
-        ("edgelimit", limiter.try_acquire(1).await.unwrap().success),
-    ] {
+    for (who, granted) in
+        [("Java", java.try_acquire(&name, 1).await), ("edgelimit", limiter.try_acquire(1).await.unwrap().success)]
+    {
         let now = server_ms(&client).await;
         if granted && now < score + INTERVAL {
             panic!(
@@ -589,10 +542,7 @@ async fn forget_scenario(stack: &Stack, java: &mut Java, java_first: bool, attem
             );
         }
         if granted {
-            return Err(format!(
-                "{who}'s check ran {} ms after the grant it tested",
-                now - score
-            ));
+            return Err(format!("{who}'s check ran {} ms after the grant it tested", now - score));
         }
     }
     sleep_until(second, INTERVAL + 50).await;
@@ -615,10 +565,7 @@ async fn after_busy_interleaving_and_idle_both_sides_get_the_full_rate_back() {
     for_each_version(|stack, mut java| async move {
         for (round, java_first) in [(0u64, true), (1, false), (2, true), (3, false)] {
             let name = format!("stuck{round}");
-            assert!(
-                java.flag(&format!("trySetRate {name} overall {RATE} {INTERVAL} 0"))
-                    .await
-            );
+            assert!(java.flag(&format!("trySetRate {name} overall {RATE} {INTERVAL} 0")).await);
             interleave(&stack, &mut java, &name, 60, 0xC0FFEE + round, INTERVAL).await;
             sleep_ms(2 * INTERVAL + INTERVAL / 2).await;
             let limiter = edge(&stack, &name);
@@ -676,10 +623,7 @@ async fn a_keep_state_update_is_seen_by_java_never_negative() {
         // Releasing 0 is a no-op on both sides.
         java.ok("release keep 0").await;
         assert_eq!(limiter.release(0).await.unwrap(), 0);
-        assert_eq!(
-            java.available("keep").await,
-            limiter.available_permits().await.unwrap() as i64
-        );
+        assert_eq!(java.available("keep").await, limiter.available_permits().await.unwrap() as i64);
     })
     .await;
 }
@@ -723,15 +667,9 @@ async fn a_skewed_java_clock_over_admits_at_most_what_falls_within_the_skew() {
             let stack = Stack::start().await;
             let mut java = Java::start_with(build, &stack, Some(offset)).await;
             let skew = java_skew(&stack, &mut java).await;
-            assert!(
-                (35..=65).contains(&skew.abs()),
-                "faketime {offset} gave a skew of {skew} ms"
-            );
+            assert!((35..=65).contains(&skew.abs()), "faketime {offset} gave a skew of {skew} ms");
             let name = "skew";
-            assert!(
-                java.flag(&format!("trySetRate {name} overall {RATE} {INTERVAL} 0"))
-                    .await
-            );
+            assert!(java.flag(&format!("trySetRate {name} overall {RATE} {INTERVAL} 0")).await);
             let client = stack.client();
             let limiter = edge(&stack, name);
             let log = format!("{{{name}}}:permits");
@@ -773,11 +711,7 @@ async fn a_skewed_java_clock_over_admits_at_most_what_falls_within_the_skew() {
                 if excess > 0 {
                     windows_over += 1;
                     let slice_end = t - INTERVAL + skew.unsigned_abs() + tolerance;
-                    let in_slice: u64 = window
-                        .iter()
-                        .filter(|(g, _, _)| *g <= slice_end)
-                        .map(|(_, p, _)| p)
-                        .sum();
+                    let in_slice: u64 = window.iter().filter(|(g, _, _)| *g <= slice_end).map(|(_, p, _)| p).sum();
                     assert!(
                         excess <= in_slice,
                         "Redisson {} skew {skew} ms: {total} permits in the window ending {t}, more than the rate \

@@ -38,27 +38,14 @@ async fn reserved_permits_take_the_next_slots_from_the_window_on_and_start_on_th
     // request takes the slot to T0 + 100, later than the window (T0 + 50); the 5 reserved take the slots from there
     // to T0 + 600 (charged: 1000 units). The i-th is usable from its slot's end less 1 s (all before now: at once)
     // until its slot's start.
-    assert_eq!(
-        reserve(&stack, "r", 1, (10, 10), (5, 50, 200), T0).await,
-        [1, t, 5, 1000, 4, t + 600, 0]
-    );
+    assert_eq!(reserve(&stack, "r", 1, (10, 10), (5, 50, 200), T0).await, [1, t, 5, 1000, 4, t + 600, 0]);
     // Busy now: the request's slot ends at T0 + 700 and the 5 reserved follow; the i-th starts ceil((7000 + i ×
     // 1000 − 10 000) / 10) ms from now: 0, 0, 0, 100, 200, the 5th just within the horizon.
-    assert_eq!(
-        reserve(&stack, "r", 1, (10, 10), (5, 50, 200), T0).await,
-        [1, t, 5, 7000, 0, t + 1200, 0]
-    );
+    assert_eq!(reserve(&stack, "r", 1, (10, 10), (5, 50, 200), T0).await, [1, t, 5, 7000, 0, t + 1200, 0]);
     // Nothing left now: denied (the next slot ends 300 ms too late), and none would start within 200 ms.
-    assert_eq!(
-        reserve(&stack, "r", 1, (10, 10), (5, 50, 200), T0).await,
-        [0, t, 0, 12000, 0, t + 1200, 300]
-    );
+    assert_eq!(reserve(&stack, "r", 1, (10, 10), (5, 50, 200), T0).await, [0, t, 0, 12000, 0, t + 1200, 300]);
     // The state is lua/gcra.lua's: TAT = T0 + 1200.
-    let state = stack
-        .client()
-        .command(&edgelimit::Command::new("GET").arg("r"))
-        .await
-        .unwrap();
+    let state = stack.client().command(&edgelimit::Command::new("GET").arg("r")).await.unwrap();
     // With reserved permits, their slots' end (T0 + 1200) is marked in the remainder, so that no refund moves TAT
     // back over them (lua/limits/gcra.lua): 10 × (⌊2^32 / 10⌋ + 1 + T0 + 1200 + 1 − (T0 + 1200)).
     let marked = 10 * ((1u64 << 32) / 10 + 2);
@@ -83,32 +70,17 @@ async fn a_refund_never_moves_a_gcra_bucket_back_over_reserved_slots() {
     // T0 + 500 until T0 + 1000, the second from T0 + 1000 until T0 + 1500.
     let request = "1:2:1000:2".to_owned();
     let arguments = [request, "2:1:1000".to_owned(), T0.to_string()];
-    assert_eq!(
-        script_numbers(&stack, &RESERVE_GCRA, &key, &arguments).await,
-        [1, t, 2, 2000, 0, t + 2000, 0]
-    );
+    assert_eq!(script_numbers(&stack, &RESERVE_GCRA, &key, &arguments).await, [1, t, 2, 2000, 0, t + 2000, 0]);
     // The first grant refunded at T0 + 1: its 998 units would move TAT back to T0 + 1500, and a request at T0 + 1001
     // would be granted, while both reserved permits may be used at T0 + 1000: 3 in 1 ms, of a burst of 2. The
     // reserved slots' end is marked, so the refund gives nothing back and the request is denied.
-    let refund = gcra
-        .clone()
-        .at(T0 + 1)
-        .refund("id", &plain.receipt.unwrap())
-        .await
-        .unwrap();
+    let refund = gcra.clone().at(T0 + 1).refund("id", &plain.receipt.unwrap()).await.unwrap();
     assert!(!refund.success);
     assert!(!gcra.clone().at(T0 + 1001).limit("id", 1).await.unwrap().success);
     // Once the reserved slots are behind: plain again, and refunds give back as before.
     let late = gcra.clone().at(T0 + 2000).limit("id", 1).await.unwrap();
     assert!(late.success);
-    assert!(
-        gcra.clone()
-            .at(T0 + 2001)
-            .refund("id", &late.receipt.unwrap())
-            .await
-            .unwrap()
-            .success
-    );
+    assert!(gcra.clone().at(T0 + 2001).refund("id", &late.receipt.unwrap()).await.unwrap().success);
 }
 
 #[tokio::test]
@@ -118,12 +90,7 @@ async fn permits_reserved_on_an_idle_bucket_and_used_at_their_latest_leave_no_mo
     // from T0 + 200 (the window) on, so the first of them may be used until T0 + 200. If its holder uses all 8
     // then (each within its span: the i-th until T0 + 100 + i × 100), plain decisions at T0 + 200 must find at
     // most 2 left, whatever the bucket refilled in between (slots taken from TAT instead would leave 3).
-    let gcra = Limiter::new(
-        stack.client(),
-        "idle",
-        Quota::gcra(10, 10, Duration::from_secs(1)).unwrap(),
-    )
-    .unwrap();
+    let gcra = Limiter::new(stack.client(), "idle", Quota::gcra(10, 10, Duration::from_secs(1)).unwrap()).unwrap();
     let key = gcra.state_key("id");
     let reply = reserve(&stack, &key, 1, (10, 10), (8, 200, 1000), T0).await;
     let (granted, reserved, charged) = (reply[0], reply[2], reply[3]);
@@ -138,11 +105,7 @@ async fn a_fixed_window_reserves_what_is_left_in_the_window_until_its_last_ms() 
     let t = T0 as i64;
     // 10 per 1000 ms window; T0 starts a window. At T0 + 100 the request and 5 reserved, usable for the horizon.
     let at = |offset: u64, limit: u32, block: u32| {
-        let arguments = [
-            format!("1:{limit}:1000"),
-            format!("{block}:50:200"),
-            (T0 + offset).to_string(),
-        ];
+        let arguments = [format!("1:{limit}:1000"), format!("{block}:50:200"), (T0 + offset).to_string()];
         let stack = &stack;
         async move { script_numbers(stack, &RESERVE_FIXED_WINDOW, "w", &arguments).await }
     };
@@ -154,12 +117,7 @@ async fn a_fixed_window_reserves_what_is_left_in_the_window_until_its_last_ms() 
     // A lowered limit below the count: denied, nothing left, nothing reserved.
     assert_eq!(at(960, 5, 5).await, [0, t + 960, 0, 39, 0, t + 1000, 40]);
     // The state is lua/fixed_window.lua's: plain decisions in the window find it full, and the next window empty.
-    let window = Limiter::new(
-        stack.client(),
-        "w",
-        Quota::fixed_window(10, Duration::from_secs(1)).unwrap(),
-    )
-    .unwrap();
+    let window = Limiter::new(stack.client(), "w", Quota::fixed_window(10, Duration::from_secs(1)).unwrap()).unwrap();
     let key = window.state_key("id");
     assert_eq!(reserve_the_window(&stack, &key, T0 + 100).await[..3], [1, t + 100, 9]);
     assert!(!window.clone().at(T0 + 999).limit("id", 1).await.unwrap().success);
@@ -175,24 +133,15 @@ async fn reserve_the_window(stack: &Stack, key: &str, at: u64) -> Vec<i64> {
 /// The sliding-log reserve script on `key` at T0 + `offset`: 1 permit of 10 per second, `block` more usable for
 /// 200 ms, logged under `id`, with `returns`; the reply's seven numbers.
 async fn reserve_log(stack: &Stack, key: &str, offset: u64, block: u32, id: &str, returns: &[String]) -> Vec<i64> {
-    let mut arguments = vec![
-        "1:10:1000".to_owned(),
-        format!("{block}:50:200"),
-        id.to_owned(),
-        (T0 + offset).to_string(),
-    ];
+    let mut arguments =
+        vec!["1:10:1000".to_owned(), format!("{block}:50:200"), id.to_owned(), (T0 + offset).to_string()];
     arguments.extend_from_slice(returns);
     script_numbers(stack, &RESERVE_SLIDING_LOG, key, &arguments).await
 }
 
 /// A sliding-log limiter "l" of 10 per second, as `reserve_log` calls it.
 fn ten_per_second_log(stack: &Stack) -> Limiter {
-    Limiter::new(
-        stack.client(),
-        "l",
-        Quota::sliding_log(10, Duration::from_secs(1)).unwrap(),
-    )
-    .unwrap()
+    Limiter::new(stack.client(), "l", Quota::sliding_log(10, Duration::from_secs(1)).unwrap()).unwrap()
 }
 
 #[tokio::test]
@@ -202,24 +151,15 @@ async fn a_sliding_log_logs_reserved_permits_as_one_grant_freeing_an_interval_af
     let log = ten_per_second_log(&stack);
     let key = log.state_key("id");
     // The request frees at T0 + 1000, the 5 reserved at T0 + 1200 (usable until T0 + 200).
-    assert_eq!(
-        reserve_log(&stack, &key, 0, 5, "a", &[]).await,
-        [1, t, 5, 0, 4, t + 1200, 0]
-    );
+    assert_eq!(reserve_log(&stack, &key, 0, 5, "a", &[]).await, [1, t, 5, 0, 4, t + 1200, 0]);
     // The request's receipt is 1:<T0 + 1000>-a. A refund naming the tranche as a receipt would (worked out from it)
     // gives nothing back: the tranche is logged under a name no receipt can give, and the client still uses it.
     let forged: edgelimit::Receipt = format!("5:{}-a", T0 + 1200).parse().unwrap();
     assert!(!log.clone().at(T0 + 50).refund("id", &forged).await.unwrap().success);
     // The request frees at T0 + 1100, before the reserved grant: it goes before it in the log. 3 are left to reserve.
-    assert_eq!(
-        reserve_log(&stack, &key, 100, 5, "b", &[]).await,
-        [1, t + 100, 3, 0, 0, t + 1300, 0]
-    );
+    assert_eq!(reserve_log(&stack, &key, 100, 5, "b", &[]).await, [1, t + 100, 3, 0, 0, t + 1300, 0]);
     // Full: denied until the first grant frees at T0 + 1000; and no permit frees within the horizon (T0 + 350).
-    assert_eq!(
-        reserve_log(&stack, &key, 150, 5, "c", &[]).await,
-        [0, t + 150, 0, 0, 0, t + 1300, 850]
-    );
+    assert_eq!(reserve_log(&stack, &key, 150, 5, "c", &[]).await, [0, t + 150, 0, 0, 0, t + 1300, 850]);
     // The state is lua/sliding_log.lua's: at T0 + 1000 the first grant has freed, and one plain decision fits; at
     // T0 + 1100 the second.
     assert!(log.clone().at(T0 + 1000).limit("id", 1).await.unwrap().success);
@@ -229,10 +169,8 @@ async fn a_sliding_log_logs_reserved_permits_as_one_grant_freeing_an_interval_af
     // The 5 reserved free at T0 + 1200.
     assert_eq!(grants_until_denied(&log, "id", T0 + 1200).await, 5);
     // A grant id no client sends is refused by name, before anything is written.
-    let error = RESERVE_SLIDING_LOG
-        .run(&stack.client(), &["l2"], &["1:10:1000", "1:50:200", "a b", ""])
-        .await
-        .unwrap_err();
+    let error =
+        RESERVE_SLIDING_LOG.run(&stack.client(), &["l2"], &["1:10:1000", "1:50:200", "a b", ""]).await.unwrap_err();
     assert!(error.to_string().contains("invalid grant id"), "{error}");
 }
 
@@ -243,17 +181,11 @@ async fn on_a_full_sliding_log_a_block_holds_the_permits_that_free_next_from_whe
     let log = ten_per_second_log(&stack);
     let key = log.state_key("id");
     // The request frees at T0 + 1000, 9 reserved at T0 + 1200: full.
-    assert_eq!(
-        reserve_log(&stack, &key, 0, 9, "a", &[]).await,
-        [1, t, 9, 0, 0, t + 1200, 0]
-    );
+    assert_eq!(reserve_log(&stack, &key, 0, 9, "a", &[]).await, [1, t, 9, 0, 0, t + 1200, 0]);
     // At T0 + 900, 5 are asked: they would free at T0 + 1200, beyond the horizon (T0 + 1100); what frees within it,
     // the 1 at T0 + 1000, is the block's, usable from then (100 ms from now) for 200 ms, freeing at T0 + 2200. The
     // request is denied; its own wait (100 ms) is the block's start.
-    assert_eq!(
-        reserve_log(&stack, &key, 900, 5, "b", &[]).await,
-        [0, t + 900, 1, 100, 0, t + 2200, 100]
-    );
+    assert_eq!(reserve_log(&stack, &key, 900, 5, "b", &[]).await, [0, t + 900, 1, 100, 0, t + 2200, 100]);
     // So at T0 + 1000 the permit that freed is the block's: a plain decision finds none.
     assert!(!log.clone().at(T0 + 1000).limit("id", 1).await.unwrap().success);
     // And at T0 + 1200 the 9 free: 9 plain decisions fit, not 10.
@@ -325,10 +257,7 @@ async fn on_a_full_sliding_log_tranches_booked_ahead_start_at_the_clients_pace_a
     let denied = log.clone().at(T0 + 1005).limit("id", 1).await.unwrap();
     assert_eq!((denied.success, denied.retry_after), (false, 5));
     for at in [1010, 1030, 1050] {
-        assert!(
-            log.clone().at(T0 + at).limit("id", 1).await.unwrap().success,
-            "at T0 + {at}"
-        );
+        assert!(log.clone().at(T0 + at).limit("id", 1).await.unwrap().success, "at T0 + {at}");
         // The next one waits for the next grant that is no tranche's.
         let denied = log.clone().at(T0 + at).limit("id", 1).await.unwrap();
         assert_eq!((denied.success, denied.retry_after), (false, 20), "at T0 + {at}");
@@ -385,10 +314,7 @@ async fn a_returned_sliding_log_block_frees_its_unused_permits_now_and_its_used_
     let log = ten_per_second_log(&stack);
     let key = log.state_key("id");
     // The request, and 9 reserved freeing at T0 + 1200: the log is full.
-    assert_eq!(
-        reserve_log(&stack, &key, 0, 9, "a", &[]).await,
-        [1, t, 9, 0, 0, t + 1200, 0]
-    );
+    assert_eq!(reserve_log(&stack, &key, 0, 9, "a", &[]).await, [1, t, 9, 0, 0, t + 1200, 0]);
     // At T0 + 100 the client returns the block, 4 of its 9 used: 3 by T0 + 30 and the last by T0 + 50 on the
     // server's clock. 5 free now, the 3 at T0 + 1030, the last at T0 + 1050. So the request fits.
     let returned = format!("{}-a:9:3:{}:1:{}", T0 + 1200, T0 + 30, T0 + 50);
@@ -397,10 +323,7 @@ async fn a_returned_sliding_log_block_frees_its_unused_permits_now_and_its_used_
         [1, t + 100, 0, 0, 4, t + 1100, 0]
     );
     // The same return again finds no block: nothing changes (a return is idempotent).
-    assert_eq!(
-        reserve_log(&stack, &key, 110, 0, "c", &[returned]).await,
-        [1, t + 110, 0, 0, 3, t + 1110, 0]
-    );
+    assert_eq!(reserve_log(&stack, &key, 110, 0, "c", &[returned]).await, [1, t + 110, 0, 0, 3, t + 1110, 0]);
     // Held at T0 + 1000: the 4 used, b's and c's (the first grant has freed); at T0 + 1030 the 3 free, at T0 + 1050
     // the last.
     let mut plain = Vec::new();
@@ -412,24 +335,15 @@ async fn a_returned_sliding_log_block_frees_its_unused_permits_now_and_its_used_
     // leave): the used permits free an interval after the time the client names, here at T0 + 1150 (the latest it
     // can name is what a check of its grants counts), and the request waits for the first grant.
     let other = log.state_key("other");
-    assert_eq!(
-        reserve_log(&stack, &other, 0, 9, "e", &[]).await,
-        [1, t, 9, 0, 0, t + 1200, 0]
-    );
+    assert_eq!(reserve_log(&stack, &other, 0, 9, "e", &[]).await, [1, t, 9, 0, 0, t + 1200, 0]);
     let returned = format!("{}-e:9:9:{}", T0 + 1200, T0 + 150);
-    assert_eq!(
-        reserve_log(&stack, &other, 100, 0, "f", &[returned]).await,
-        [0, t + 100, 0, 0, 0, t + 1150, 900]
-    );
+    assert_eq!(reserve_log(&stack, &other, 100, 0, "f", &[returned]).await, [0, t + 100, 0, 0, 0, t + 1150, 900]);
     // A group whose last use is an interval old by the return frees at once (it is not logged again): at T0 + 1005
     // the 2 used at T0 are free, the 7 used by T0 + 10 free at T0 + 1010.
     let third = log.state_key("third");
     reserve_log(&stack, &third, 0, 9, "g", &[]).await;
     let returned = format!("{}-g:9:2:{}:7:{}", T0 + 1200, T0, T0 + 10);
-    assert_eq!(
-        reserve_log(&stack, &third, 1005, 0, "h", &[returned]).await,
-        [1, t + 1005, 0, 0, 2, t + 2005, 0]
-    );
+    assert_eq!(reserve_log(&stack, &third, 1005, 0, "h", &[returned]).await, [1, t + 1005, 0, 0, 2, t + 2005, 0]);
     // Returns no client sends are refused by name, before anything is written.
     let seventeen_groups = format!("1200-a:20{}", ":1:0".repeat(17));
     for bad in [
@@ -458,20 +372,12 @@ async fn a_sliding_log_call_with_a_bad_return_writes_nothing_and_no_return_frees
     let t = T0 as i64;
     let log = ten_per_second_log(&stack);
     let key = log.state_key("id");
-    assert_eq!(
-        reserve_log(&stack, &key, 0, 9, "a", &[]).await,
-        [1, t, 9, 0, 0, t + 1200, 0]
-    );
+    assert_eq!(reserve_log(&stack, &key, 0, 9, "a", &[]).await, [1, t, 9, 0, 0, t + 1200, 0]);
     // A good return, then one that is not, or a grant id no client sends: the call is refused by name, and the good
     // return is not applied (every return and the id are checked before the first is).
     let good = format!("{}-a:9:0:{T0}", T0 + 1200);
     let call = |returns: Vec<String>, id: &str| {
-        let mut arguments = vec![
-            "1:10:1000".to_owned(),
-            "0:50:200".to_owned(),
-            id.to_owned(),
-            (T0 + 100).to_string(),
-        ];
+        let mut arguments = vec!["1:10:1000".to_owned(), "0:50:200".to_owned(), id.to_owned(), (T0 + 100).to_string()];
         arguments.extend(returns);
         let (client, key) = (stack.client(), key.clone());
         async move { RESERVE_SLIDING_LOG.run(&client, &[&key], &arguments).await }
@@ -486,19 +392,14 @@ async fn a_sliding_log_call_with_a_bad_return_writes_nothing_and_no_return_frees
         let error = call(vec![long], "b").await.unwrap_err();
         assert!(error.to_string().contains("at most 1024 bytes"), "{error}");
     }
-    let error = call(vec![format!("1-a:1:{}", "1".repeat(1000))], "b")
-        .await
-        .unwrap_err();
+    let error = call(vec![format!("1-a:1:{}", "1".repeat(1000))], "b").await.unwrap_err();
     assert!(error.to_string().contains("invalid return"), "{error}");
     // The block is still logged: the log is full.
     assert!(!log.clone().at(T0 + 100).limit("id", 1).await.unwrap().success);
     // A return that puts the uses before the tranche could start (at unix 0) has them used at its start, T0: they
     // free at T0 + 1000, with the first grant, not at once.
     let forged = format!("{}-a:9:9:0", T0 + 1200);
-    assert_eq!(
-        reserve_log(&stack, &key, 100, 0, "c", &[forged]).await,
-        [0, t + 100, 0, 0, 0, t + 1000, 900]
-    );
+    assert_eq!(reserve_log(&stack, &key, 100, 0, "c", &[forged]).await, [0, t + 100, 0, 0, 0, t + 1000, 900]);
     assert!(!log.clone().at(T0 + 999).limit("id", 1).await.unwrap().success);
     assert!(log.clone().at(T0 + 1000).limit("id", 1).await.unwrap().success);
 }
@@ -518,10 +419,7 @@ async fn arguments_no_client_sends_are_refused_by_name() {
         ("1:10:1000", "2:50:200", "invalid request"),
         ("", "2:50:200", "invalid request"),
     ] {
-        let error = RESERVE_GCRA
-            .run(&stack.client(), &["r:key"], &[request, block])
-            .await
-            .unwrap_err();
+        let error = RESERVE_GCRA.run(&stack.client(), &["r:key"], &[request, block]).await.unwrap_err();
         assert!(
             matches!(&error, Error::InvalidArgument(message) if message.contains(what)),
             "{request} {block}: {error}"
@@ -529,17 +427,11 @@ async fn arguments_no_client_sends_are_refused_by_name() {
     }
     // A time is decimal digits, as a client writes it: not what Lua's tonumber would also read.
     for time in ["0x1A", " 1700000000000", "1e12", "1700000000000\0x", "-1"] {
-        let error = RESERVE_GCRA
-            .run(&stack.client(), &["r:key"], &["1:10:1000:10", "2:50:200", time])
-            .await
-            .unwrap_err();
+        let error =
+            RESERVE_GCRA.run(&stack.client(), &["r:key"], &["1:10:1000:10", "2:50:200", time]).await.unwrap_err();
         assert!(error.to_string().contains("invalid time"), "{time:?}: {error}");
     }
-    let exists = stack
-        .client()
-        .command(&edgelimit::Command::new("EXISTS").arg("r:key"))
-        .await
-        .unwrap();
+    let exists = stack.client().command(&edgelimit::Command::new("EXISTS").arg("r:key")).await.unwrap();
     assert_eq!(exists, Value::Int(0));
 }
 
@@ -585,11 +477,7 @@ async fn hammer(
 /// overlaps; 0 or less is exact. The windows: GCRA, every [a, b], allowed burst + (b − a) × rate / interval; a fixed
 /// window, each of its windows; a sliding log, every (t − interval, t].
 fn worst_excess(decisions: &[ReservedDecision], quota: &Quota) -> i64 {
-    let mut spans: Vec<(u64, u64)> = decisions
-        .iter()
-        .filter(|d| d.decision.success)
-        .map(|d| d.span)
-        .collect();
+    let mut spans: Vec<(u64, u64)> = decisions.iter().filter(|d| d.decision.success).map(|d| d.span).collect();
     spans.sort();
     let (limit, interval) = (i64::from(quota.limit()), quota.interval_ms());
     let mut worst = i64::MIN;
@@ -674,12 +562,7 @@ async fn a_call_that_reserves_only_takes_nothing_for_the_request_and_reserves_as
     let second = Duration::from_secs(1);
     for (script, quota, request, names_grants) in [
         (&RESERVE_GCRA, Quota::gcra(10, 10, second), "1:10:1000:10", false),
-        (
-            &RESERVE_FIXED_WINDOW,
-            Quota::fixed_window(10, second),
-            "1:10:1000",
-            false,
-        ),
+        (&RESERVE_FIXED_WINDOW, Quota::fixed_window(10, second), "1:10:1000", false),
         (&RESERVE_SLIDING_LOG, Quota::sliding_log(10, second), "1:10:1000", true),
     ] {
         let quota = quota.unwrap();
@@ -709,10 +592,7 @@ async fn a_call_that_reserves_only_takes_nothing_for_the_request_and_reserves_as
     }
     // Anything after the pace but ':only' is refused by name, and writes nothing.
     for block in ["3:50:200:0:onl", "3:50:200:0:only:", "3:50:200:only", "3:50:200::only"] {
-        let error = RESERVE_FIXED_WINDOW
-            .run(&stack.client(), &["only:bad"], &["1:10:1000", block])
-            .await
-            .unwrap_err();
+        let error = RESERVE_FIXED_WINDOW.run(&stack.client(), &["only:bad"], &["1:10:1000", block]).await.unwrap_err();
         assert!(error.to_string().contains("invalid block"), "{block}: {error}");
     }
 }
@@ -751,26 +631,10 @@ async fn concurrent_clients_granting_under_several_limits_never_exceed_any_limit
     let (fast, slow) = (Duration::from_millis(2), Duration::from_millis(10));
     for (quotas, pause, name) in [
         // Saturated, the tighter limit a sliding log, then a GCRA; and under both limits.
-        (
-            [Quota::gcra(40, 100, second), Quota::sliding_log(25, half)],
-            fast,
-            "gcra and sliding log saturated",
-        ),
-        (
-            [Quota::sliding_log(60, half), Quota::gcra(20, 50, second)],
-            fast,
-            "sliding log and gcra saturated",
-        ),
-        (
-            [Quota::fixed_window(30, half), Quota::sliding_log(40, half)],
-            fast,
-            "fixed window and sliding log saturated",
-        ),
-        (
-            [Quota::gcra(200, 1000, second), Quota::sliding_log(500, second)],
-            slow,
-            "gcra and sliding log light",
-        ),
+        ([Quota::gcra(40, 100, second), Quota::sliding_log(25, half)], fast, "gcra and sliding log saturated"),
+        ([Quota::sliding_log(60, half), Quota::gcra(20, 50, second)], fast, "sliding log and gcra saturated"),
+        ([Quota::fixed_window(30, half), Quota::sliding_log(40, half)], fast, "fixed window and sliding log saturated"),
+        ([Quota::gcra(200, 1000, second), Quota::sliding_log(500, second)], slow, "gcra and sliding log light"),
     ] {
         let quotas: Vec<Quota> = quotas.into_iter().map(Result::unwrap).collect();
         let limiters = (quotas.iter().enumerate())
@@ -799,20 +663,14 @@ async fn concurrent_clients_granting_under_several_limits_never_exceed_any_limit
         }
         for (quota, grants) in quotas.iter().zip(per_limit(&decisions, &quotas)) {
             let excess = worst_excess(&grants, quota);
-            assert!(
-                excess <= 0,
-                "{name}: a window of {quota:?} held {excess} grants too many"
-            );
+            assert!(excess <= 0, "{name}: a window of {quota:?} held {excess} grants too many");
         }
         // A grant is all or nothing: every limit granted it (from Redis, or from reserved permits with a span), or
         // none did.
         for d in decisions.iter().filter(|d| d.decision.success) {
             assert_eq!(d.limits.len(), quotas.len(), "{name}: {d:?}");
             for part in &d.limits {
-                assert!(
-                    part.decision.success && (part.local == (part.span != (0, 0))),
-                    "{name}: {d:?}"
-                );
+                assert!(part.decision.success && (part.local == (part.span != (0, 0))), "{name}: {d:?}");
             }
             assert_eq!(d.local, d.limits.iter().all(|part| part.local), "{name}: {d:?}");
         }
@@ -828,10 +686,7 @@ async fn concurrent_clients_granting_under_several_limits_never_exceed_any_limit
         );
         assert!(local > 0, "{name}: {granted} granted, none from reserved permits");
         if name.ends_with("light") {
-            assert!(
-                mixed > 0,
-                "{name}: no grant took one limit's reserved permit beside Redis's grant of another"
-            );
+            assert!(mixed > 0, "{name}: no grant took one limit's reserved permit beside Redis's grant of another");
         }
         // Denials are answered here too: until reserved permits start, or as Redis's denial said.
         if name.ends_with("saturated") {
@@ -847,10 +702,7 @@ async fn several_limits_reserve_without_a_concurrency_limit_and_decide_all_or_no
     let second = Duration::from_secs(1);
     let limiter = |name: &str, quota: Result<Quota, Error>| Limiter::new(stack.client(), name, quota.unwrap()).unwrap();
     for (beside, refused) in [
-        (
-            limiter("c", Quota::concurrency(5, second)),
-            "a concurrency limit reserves permits only alone",
-        ),
+        (limiter("c", Quota::concurrency(5, second)), "a concurrency limit reserves permits only alone"),
         (
             limiter("t", Quota::token_bucket(10, 10, second)),
             "needs a GCRA, fixed-window, sliding-log or concurrency quota",
@@ -881,26 +733,17 @@ async fn several_limits_reserve_without_a_concurrency_limit_and_decide_all_or_no
     assert_eq!(left.remaining, 97, "{left:?}");
     // Permits above the tightest limit: refused before anything is sent.
     let error = reserved.limit("id", 4).await.unwrap_err();
-    assert!(
-        matches!(error, Error::PermitsExceedRate { permits: 4, rate: 3 }),
-        "{error}"
-    );
+    assert!(matches!(error, Error::PermitsExceedRate { permits: 4, rate: 3 }), "{error}");
 }
 
 /// A Ratelimit's options reserving for `length_ms`.
 fn reserving(length_ms: u64) -> Options {
-    Options {
-        reserve: Some(Duration::from_millis(length_ms)),
-        ..Options::default()
-    }
+    Options { reserve: Some(Duration::from_millis(length_ms)), ..Options::default() }
 }
 
 /// A limit named `name`.
 fn named(name: &str, quota: Result<Quota, Error>) -> Limit {
-    Limit {
-        quota: quota.unwrap(),
-        name: Some(name.into()),
-    }
+    Limit { quota: quota.unwrap(), name: Some(name.into()) }
 }
 
 /// Two limits: "tight", a fixed window of 2 an hour, and "loose", a GCRA that reserves beside it.
@@ -915,9 +758,7 @@ fn tight_and_loose() -> [Limit; 2] {
 async fn out_of_memory(stack: &Stack, out: bool) {
     let port = stack.redis_url().rsplit(':').next().unwrap().parse().unwrap();
     let maxmemory = if out { "1" } else { "0" };
-    redis_cluster::command(port, &["CONFIG", "SET", "maxmemory", maxmemory])
-        .await
-        .unwrap();
+    redis_cluster::command(port, &["CONFIG", "SET", "maxmemory", maxmemory]).await.unwrap();
 }
 
 #[tokio::test]
@@ -927,11 +768,8 @@ async fn a_denial_redis_gives_while_it_cannot_write_stays_a_denial_when_permits_
     let stack = Stack::start().await;
     // One limit: a GCRA bucket of 5 refilling one a second, emptied by plain requests; the second request of the
     // Ratelimit (its demand now seen) is denied (for a second) and reserves slots to come.
-    let single = Ratelimit::new(
-        stack.client(),
-        &[named("single", Quota::gcra(5, 1, Duration::from_secs(1)))],
-        reserving(2000),
-    );
+    let single =
+        Ratelimit::new(stack.client(), &[named("single", Quota::gcra(5, 1, Duration::from_secs(1)))], reserving(2000));
     let single = single.unwrap();
     assert!(single.limit("id", 1).await.unwrap().decision.success);
     let plain = single.limiters()[0].clone();
@@ -943,10 +781,7 @@ async fn a_denial_redis_gives_while_it_cannot_write_stays_a_denial_when_permits_
     // The loose limit's reserved slot ends (its block is gone), so the next request reserves for it again.
     tokio::time::sleep(Duration::from_millis(150)).await;
     out_of_memory(&stack, true).await;
-    let outcomes = [
-        single.limit("id", 1).await.unwrap(),
-        several.limit("id", 1).await.unwrap(),
-    ];
+    let outcomes = [single.limit("id", 1).await.unwrap(), several.limit("id", 1).await.unwrap()];
     out_of_memory(&stack, false).await;
     for outcome in outcomes {
         assert_denied_by_redis(&outcome);
@@ -977,11 +812,7 @@ async fn a_grant_a_full_store_cannot_record_is_reported_not_admitted() {
 /// `outcome` is a denial Redis decided, with a wait, and no error for the failure policy to absorb.
 fn assert_denied_by_redis(outcome: &Outcome) {
     assert!(!outcome.decision.success, "{outcome:?}");
-    assert_eq!(
-        (outcome.reason, outcome.error.is_none()),
-        (Reason::Decided, true),
-        "{outcome:?}"
-    );
+    assert_eq!((outcome.reason, outcome.error.is_none()), (Reason::Decided, true), "{outcome:?}");
     assert!(outcome.decision.retry_after > 0, "{outcome:?}");
 }
 
@@ -993,50 +824,24 @@ async fn a_denial_stays_a_denial_when_the_resend_of_its_reservation_after_noscri
     // policy (allow, the default) would admit the request.
     let stack = Stack::start().await;
     let marker = b"invalid block (";
-    let text = |script: &Script| {
-        script
-            .source()
-            .as_bytes()
-            .windows(marker.len())
-            .any(|window| window == marker)
-    };
-    assert!(
-        text(&RESERVE_GCRA) && !text(&LIMITS),
-        "the marker names the reservation's script only"
-    );
+    let text = |script: &Script| script.source().as_bytes().windows(marker.len()).any(|window| window == marker);
+    assert!(text(&RESERVE_GCRA) && !text(&LIMITS), "the marker names the reservation's script only");
     let relay = relay_stalling_on(stack.url(), marker).await;
-    let client = RestClient::new(&relay, TOKEN)
-        .and_then(|client| client.with_timeout(Duration::from_millis(500)))
-        .unwrap();
+    let client =
+        RestClient::new(&relay, TOKEN).and_then(|client| client.with_timeout(Duration::from_millis(500))).unwrap();
     let several = Ratelimit::new(client, &tight_and_loose(), reserving(100)).unwrap();
     // Scripts loaded, the tight limit's 2 taken; then the loose limit's reserved slot ends (its block is gone), so
     // the next request reserves for it again.
-    stack
-        .client()
-        .command(&Command::new("SCRIPT").arg("FLUSH"))
-        .await
-        .unwrap();
+    stack.client().command(&Command::new("SCRIPT").arg("FLUSH")).await.unwrap();
     for script in [&LIMITS, &RESERVE_GCRA, &RESERVE_FIXED_WINDOW] {
-        stack
-            .client()
-            .command(&Command::new("SCRIPT").arg("LOAD").arg(script.source()))
-            .await
-            .unwrap();
+        stack.client().command(&Command::new("SCRIPT").arg("LOAD").arg(script.source())).await.unwrap();
     }
     for _ in 0..2 {
         assert!(several.limit("id", 1).await.unwrap().decision.success);
     }
     tokio::time::sleep(Duration::from_millis(150)).await;
-    stack
-        .client()
-        .command(&Command::new("SCRIPT").arg("FLUSH"))
-        .await
-        .unwrap();
-    stack
-        .client()
-        .command(&Command::new("SCRIPT").arg("LOAD").arg(LIMITS.source()))
-        .await
-        .unwrap();
+    stack.client().command(&Command::new("SCRIPT").arg("FLUSH")).await.unwrap();
+    stack.client().command(&Command::new("SCRIPT").arg("LOAD").arg(LIMITS.source())).await.unwrap();
     let started = std::time::Instant::now();
     let outcome = several.limit("id", 1).await.unwrap();
     // The reservation was sent, and its resend waited out the client's timeout (a lower bound only).
@@ -1057,11 +862,7 @@ async fn a_reset_forgets_the_denials_reserving_clients_remembered() {
             seen.push((outcome.decision.success, outcome.reason));
         }
         // Two granted, the third denied by Redis, the fourth answered here from that denial.
-        assert_eq!(
-            seen[2..],
-            [(false, Reason::Decided), (false, Reason::Reserved)],
-            "{seen:?}"
-        );
+        assert_eq!(seen[2..], [(false, Reason::Decided), (false, Reason::Reserved)], "{seen:?}");
         assert!(ratelimit.reset(&id).await.unwrap());
         let after = ratelimit.limit(&id, 1).await.unwrap();
         assert!(after.decision.success, "{after:?}");
@@ -1105,39 +906,23 @@ async fn requests_of_one_client_at_once_wait_for_its_reservation_instead_of_maki
 async fn a_reserved_limiter_needs_a_quota_that_reserves_given_in_code_and_a_sane_length() {
     let stack = Stack::start().await;
     let interval = Duration::from_secs(1);
-    for quota in [
-        Quota::token_bucket(10, 10, interval),
-        Quota::sliding_window(10, interval),
-    ] {
+    for quota in [Quota::token_bucket(10, 10, interval), Quota::sliding_window(10, interval)] {
         let limiter = Limiter::new(stack.client(), "x", quota.unwrap()).unwrap();
         let error = Reserved::new(limiter, Duration::from_millis(100)).unwrap_err();
-        assert!(
-            error
-                .to_string()
-                .contains("needs a GCRA, fixed-window, sliding-log or concurrency quota"),
-            "{error}"
-        );
+        assert!(error.to_string().contains("needs a GCRA, fixed-window, sliding-log or concurrency quota"), "{error}");
     }
     let stored = Limiter::stored(stack.client(), "stored").unwrap();
     assert!(Reserved::new(stored, Duration::from_millis(100)).is_err());
     // A fixed window, sliding log or concurrency limit of 1 s: at most 500 ms.
-    for quota in [
-        Quota::fixed_window(10, interval),
-        Quota::sliding_log(10, interval),
-        Quota::concurrency(10, interval),
-    ] {
+    for quota in [Quota::fixed_window(10, interval), Quota::sliding_log(10, interval), Quota::concurrency(10, interval)]
+    {
         let limiter = Limiter::new(stack.client(), "x", quota.unwrap()).unwrap();
         let error = Reserved::new(limiter.clone(), Duration::from_millis(501)).unwrap_err();
         assert!(error.to_string().contains("its interval is 1000 ms"), "{error}");
         assert!(error.to_string().contains("use at most 500 ms"), "{error}");
         assert!(Reserved::new(limiter, Duration::from_millis(500)).is_ok());
     }
-    let gcra = Limiter::new(
-        stack.client(),
-        "g",
-        Quota::gcra(10, 10, Duration::from_secs(1)).unwrap(),
-    )
-    .unwrap();
+    let gcra = Limiter::new(stack.client(), "g", Quota::gcra(10, 10, Duration::from_secs(1)).unwrap()).unwrap();
     assert!(Reserved::new(gcra.clone(), Duration::ZERO).is_err());
     // Under a millisecond would be sent as a block of 0 ms, which no script takes.
     assert!(Reserved::new(gcra.clone(), Duration::from_micros(999)).is_err());
@@ -1147,10 +932,7 @@ async fn a_reserved_limiter_needs_a_quota_that_reserves_given_in_code_and_a_sane
     assert!(error.to_string().contains("use at most 500 ms"), "{error}");
     assert!(Reserved::new(gcra.clone().at(T0), Duration::from_millis(100)).is_err());
     let reserved = Reserved::new(gcra, Duration::from_millis(100)).unwrap();
-    assert!(matches!(
-        reserved.limit("x", 11).await,
-        Err(Error::PermitsExceedRate { permits: 11, rate: 10 })
-    ));
+    assert!(matches!(reserved.limit("x", 11).await, Err(Error::PermitsExceedRate { permits: 11, rate: 10 })));
     // No permits is what no decision means, refused as every limiter refuses it.
     assert!(matches!(
         reserved.limit("x", 0).await,

@@ -15,23 +15,14 @@ const T0: u64 = 1_700_000_000_000;
 
 /// A concurrency limiter "c" of 10 leases of 1 s, as `reserve_leases` calls it.
 fn ten_leases(stack: &Stack) -> Limiter {
-    Limiter::new(
-        stack.client(),
-        "c",
-        Quota::concurrency(10, Duration::from_secs(1)).unwrap(),
-    )
-    .unwrap()
+    Limiter::new(stack.client(), "c", Quota::concurrency(10, Duration::from_secs(1)).unwrap()).unwrap()
 }
 
 /// The concurrency reserve script on `key` at T0 + `offset`: a lease of 1 permit of 10 (1 s each), `block` more lent
 /// within 200 ms, logged under `id`, with `returns`; the reply's numbers.
 async fn reserve_leases(stack: &Stack, key: &str, offset: u64, block: u32, id: &str, returns: &[String]) -> Vec<i64> {
-    let mut arguments = vec![
-        "1:10:1000".to_owned(),
-        format!("{block}:50:200"),
-        id.to_owned(),
-        (T0 + offset).to_string(),
-    ];
+    let mut arguments =
+        vec!["1:10:1000".to_owned(), format!("{block}:50:200"), id.to_owned(), (T0 + offset).to_string()];
     arguments.extend_from_slice(returns);
     script_numbers(stack, &RESERVE_CONCURRENCY, key, &arguments).await
 }
@@ -49,21 +40,12 @@ async fn a_concurrency_block_holds_only_the_permits_free_now_until_an_interval_a
     let key = leases.state_key("id");
     // The request's lease expires at T0 + 1000; the 5 reserved are lent within 200 ms, each for 1 s at most: held
     // until T0 + 1200.
-    assert_eq!(
-        reserve_leases(&stack, &key, 0, 5, "a", &[]).await,
-        [1, t, 5, 0, 4, t + 1200, 0]
-    );
+    assert_eq!(reserve_leases(&stack, &key, 0, 5, "a", &[]).await, [1, t, 5, 0, 4, t + 1200, 0]);
     // 9 asked, 3 free: the 3 (a sliding log would book the others ahead, as the grants before them free).
-    assert_eq!(
-        reserve_leases(&stack, &key, 10, 9, "b", &[]).await,
-        [1, t + 10, 3, 0, 0, t + 1210, 0]
-    );
+    assert_eq!(reserve_leases(&stack, &key, 10, 9, "b", &[]).await, [1, t + 10, 3, 0, 0, t + 1210, 0]);
     // Full at T0 + 900: denied until the first lease expires (T0 + 1000), and nothing reserved, although that lease
     // frees within the block's 200 ms (a sliding log would take it from then).
-    assert_eq!(
-        reserve_leases(&stack, &key, 900, 5, "c", &[]).await,
-        [0, t + 900, 0, 0, 0, t + 1210, 100]
-    );
+    assert_eq!(reserve_leases(&stack, &key, 900, 5, "c", &[]).await, [0, t + 900, 0, 0, 0, t + 1210, 100]);
     // The state is lua/concurrency.lua's: at T0 + 1000 the first lease has expired, at T0 + 1010 the second; the
     // blocks hold theirs until T0 + 1200 and T0 + 1210.
     assert_eq!(plain_leases_at(&leases, 1000).await, 1);
@@ -79,10 +61,7 @@ async fn no_refund_can_name_a_block_not_even_one_worked_out_from_the_request_s_r
     let leases = ten_leases(&stack);
     let key = leases.state_key("id");
     // The request's lease has the receipt 1:<T0 + 1000>-a; the block of 3 frees at T0 + 1200 under the same id.
-    assert_eq!(
-        reserve_leases(&stack, &key, 0, 3, "a", &[]).await,
-        [1, t, 3, 0, 6, t + 1200, 0]
-    );
+    assert_eq!(reserve_leases(&stack, &key, 0, 3, "a", &[]).await, [1, t, 3, 0, 6, t + 1200, 0]);
     // A caller holding that receipt can work out the block's name; released as a lease, it must free nothing (the
     // client still lends those 3): the block is logged under a name no receipt can give.
     let forged: edgelimit::Receipt = format!("3:{}-a", T0 + 1200).parse().unwrap();
@@ -100,10 +79,7 @@ async fn a_returned_concurrency_block_frees_at_once_what_is_not_lent_and_keeps_t
     let leases = ten_leases(&stack);
     let key = leases.state_key("id");
     // The request and 9 reserved: full.
-    assert_eq!(
-        reserve_leases(&stack, &key, 0, 9, "a", &[]).await,
-        [1, t, 9, 0, 0, t + 1200, 0]
-    );
+    assert_eq!(reserve_leases(&stack, &key, 0, 9, "a", &[]).await, [1, t, 9, 0, 0, t + 1200, 0]);
     // At T0 + 100 the client returns the block with 2 leases still out, lent by T0 + 30: the 7 others (never lent, or
     // lent and given back) free now, the 2 at T0 + 1030. The request fits, with 6 left.
     let returned = format!("{}-a:9:2:{}", T0 + 1200, T0 + 30);
@@ -112,10 +88,7 @@ async fn a_returned_concurrency_block_frees_at_once_what_is_not_lent_and_keeps_t
         [1, t + 100, 0, 0, 6, t + 1100, 0]
     );
     // Again: no block is found, nothing changes.
-    assert_eq!(
-        reserve_leases(&stack, &key, 110, 0, "c", &[returned]).await,
-        [1, t + 110, 0, 0, 5, t + 1110, 0]
-    );
+    assert_eq!(reserve_leases(&stack, &key, 110, 0, "c", &[returned]).await, [1, t + 110, 0, 0, 5, t + 1110, 0]);
     // At T0 + 1000 the first lease has expired: held are the 2 still out and b's and c's leases; at T0 + 1030 the 2
     // expire.
     assert_eq!(plain_leases_at(&leases, 1000).await, 6);
@@ -125,12 +98,7 @@ async fn a_returned_concurrency_block_frees_at_once_what_is_not_lent_and_keeps_t
 #[tokio::test]
 async fn a_client_lends_its_reserved_leases_and_lends_each_again_once_it_is_released() {
     let stack = Stack::start().await;
-    let limiter = Limiter::new(
-        stack.client(),
-        "c",
-        Quota::concurrency(3, Duration::from_secs(10)).unwrap(),
-    )
-    .unwrap();
+    let limiter = Limiter::new(stack.client(), "c", Quota::concurrency(3, Duration::from_secs(10)).unwrap()).unwrap();
     let reserved = Reserved::new(limiter.clone(), Duration::from_secs(2)).unwrap();
     // The first lease is Redis's, with its usual receipt; the client held one at a time, so it reserves nothing.
     let first = reserved.limit("id", 1).await.unwrap();
@@ -159,16 +127,9 @@ async fn a_client_lends_its_reserved_leases_and_lends_each_again_once_it_is_rele
     assert!(reserved.release("id", &first_lease).await.unwrap());
     assert!(limiter.peek("id", 1).await.unwrap().success);
     // A local receipt another client lent is not this client's: nothing is released, nothing is sent.
-    assert!(!reserved
-        .fresh()
-        .release("id", &again.decision.receipt.unwrap())
-        .await
-        .unwrap());
+    assert!(!reserved.fresh().release("id", &again.decision.receipt.unwrap()).await.unwrap());
     // And one sent to Redis by hand is refused there, never taken for a lease.
-    let error = limiter
-        .release("id", &again.decision.receipt.unwrap())
-        .await
-        .unwrap_err();
+    let error = limiter.release("id", &again.decision.receipt.unwrap()).await.unwrap_err();
     assert!(error.to_string().contains("invalid receipt"), "{error}");
 }
 
@@ -210,29 +171,17 @@ async fn hold_and_release(clients: &[Reserved], tasks_per_client: usize, run_for
     for task in tasks {
         task.await.unwrap();
     }
-    (
-        most.load(Ordering::SeqCst),
-        taken.load(Ordering::SeqCst),
-        lent.load(Ordering::SeqCst),
-    )
+    (most.load(Ordering::SeqCst), taken.load(Ordering::SeqCst), lent.load(Ordering::SeqCst))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_clients_lending_reserved_leases_never_hold_more_than_the_limit_at_once() {
     let stack = Stack::start().await;
-    let limiter = Limiter::new(
-        stack.client(),
-        "c",
-        Quota::concurrency(5, Duration::from_secs(10)).unwrap(),
-    )
-    .unwrap();
+    let limiter = Limiter::new(stack.client(), "c", Quota::concurrency(5, Duration::from_secs(10)).unwrap()).unwrap();
     let first = Reserved::new(limiter, Duration::from_millis(300)).unwrap();
     let clients: Vec<Reserved> = (0..4).map(|_| first.fresh()).collect();
     // 4 clients × 3 tasks want up to 12 leases at once, of a limit of 5.
     let (most, taken, lent) = hold_and_release(&clients, 3, Duration::from_secs(2)).await;
     assert!(most <= 5, "{most} leases held at once, of a limit of 5");
-    assert!(
-        taken > 0 && lent > 0,
-        "{taken} leases taken, {lent} of them lent from reserved permits"
-    );
+    assert!(taken > 0 && lent > 0, "{taken} leases taken, {lent} of them lent from reserved permits");
 }

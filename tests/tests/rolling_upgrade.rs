@@ -25,11 +25,7 @@ fn previous_script(algorithm: Algorithm) -> Script {
 
 /// A decision of the previous release's script on `key` at `at`: whether it granted.
 async fn previous_limit(client: &RestClient, script: &Script, quota: Quota, key: &str, at: u64, permits: u32) -> bool {
-    let lease = if quota.algorithm().names_grants() {
-        format!("previous-{at}")
-    } else {
-        String::new()
-    };
+    let lease = if quota.algorithm().names_grants() { format!("previous-{at}") } else { String::new() };
     let args = [
         "limit".to_owned(),
         at.to_string(),
@@ -68,11 +64,7 @@ async fn previous_and_current_clients_on_one_state_grant_the_limit_and_never_mor
                 let decision = limiter.clone().at(at).limit("id", permits).await.unwrap();
                 // The current client sees every grant so far, the previous client's too.
                 let counted = granted + if decision.success { permits } else { 0 };
-                assert_eq!(
-                    decision.remaining,
-                    u64::from(LIMIT - counted),
-                    "{algorithm} at step {step}"
-                );
+                assert_eq!(decision.remaining, u64::from(LIMIT - counted), "{algorithm} at step {step}");
                 decision.success
             };
             granted += if ok { permits } else { 0 };
@@ -81,16 +73,9 @@ async fn previous_and_current_clients_on_one_state_grant_the_limit_and_never_mor
         assert_eq!(granted, LIMIT, "{algorithm}: each client counts the other's grants");
         // And two hours on (the bucket full again, the windows fresh, the logs' grants freed), both again.
         let later = T0 + 2 * 3_600_000 + 1;
-        assert!(
-            previous_limit(&client, &previous, quota, &key, later, 1).await,
-            "{algorithm}"
-        );
+        assert!(previous_limit(&client, &previous, quota, &key, later, 1).await, "{algorithm}");
         let decision = limiter.clone().at(later + 1).limit("id", 1).await.unwrap();
         assert!(decision.success, "{algorithm}");
-        assert_eq!(
-            decision.remaining,
-            u64::from(LIMIT - 2),
-            "{algorithm}: the previous client's grant counted"
-        );
+        assert_eq!(decision.remaining, u64::from(LIMIT - 2), "{algorithm}: the previous client's grant counted");
     }
 }

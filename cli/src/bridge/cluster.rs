@@ -61,9 +61,7 @@ pub fn seeds(url: &str) -> RedisResult<Option<Vec<ConnectionInfo>>> {
         .split(',')
         .map(|host| {
             if host.is_empty() {
-                return Err(invalid(format!(
-                    "an empty node in {SCHEME}…: list the seed nodes as host:port,host:port"
-                )));
+                return Err(invalid(format!("an empty node in {SCHEME}…: list the seed nodes as host:port,host:port")));
             }
             format!("redis://{user}{host}{tail}").into_connection_info()
         })
@@ -77,14 +75,9 @@ pub fn seeds(url: &str) -> RedisResult<Option<Vec<ConnectionInfo>>> {
 /// The seed nodes of `url` as `host:port,host:port`, without a password; `None` for one Redis.
 pub fn describe_url(url: &str) -> Option<String> {
     match seeds(url) {
-        Ok(Some(seeds)) => Some(format!(
-            "cluster {}",
-            seeds
-                .iter()
-                .map(|seed| seed.addr().to_string())
-                .collect::<Vec<_>>()
-                .join(",")
-        )),
+        Ok(Some(seeds)) => {
+            Some(format!("cluster {}", seeds.iter().map(|seed| seed.addr().to_string()).collect::<Vec<_>>().join(",")))
+        }
         Ok(None) => None,
         Err(_) => Some("an invalid cluster URL".to_owned()),
     }
@@ -111,11 +104,7 @@ struct SlotMap {
 
 impl SlotMap {
     fn empty() -> Self {
-        SlotMap {
-            owner: vec![NO_OWNER; SLOTS],
-            masters: Vec::new(),
-            nodes: Vec::new(),
-        }
+        SlotMap { owner: vec![NO_OWNER; SLOTS], masters: Vec::new(), nodes: Vec::new() }
     }
 
     fn master_of(&self, slot: u16) -> Option<Arc<str>> {
@@ -140,10 +129,7 @@ impl SlotMap {
     /// The masters that serve at least one slot.
     fn serving_masters(&self) -> Vec<Arc<str>> {
         let serving: BTreeSet<u16> = self.owner.iter().copied().filter(|&i| i != NO_OWNER).collect();
-        serving
-            .into_iter()
-            .filter_map(|index| self.masters.get(usize::from(index)).cloned())
-            .collect()
+        serving.into_iter().filter_map(|index| self.masters.get(usize::from(index)).cloned()).collect()
     }
 }
 
@@ -245,16 +231,11 @@ pub fn resend(reply: &RedisResult<Value>) -> Option<Resend> {
     match error.code()? {
         "MOVED" => {
             let (address, slot) = error.redirect_node()?;
-            Some(Resend::Moved {
-                slot,
-                address: address.to_owned(),
-            })
+            Some(Resend::Moved { slot, address: address.to_owned() })
         }
         "ASK" => {
             let (address, _slot) = error.redirect_node()?;
-            Some(Resend::Ask {
-                address: address.to_owned(),
-            })
+            Some(Resend::Ask { address: address.to_owned() })
         }
         "TRYAGAIN" | "CLUSTERDOWN" | "MASTERDOWN" | "LOADING" | "BUSY" => Some(Resend::Wait),
         "NOSCRIPT" => Some(Resend::NoScript),
@@ -344,9 +325,7 @@ impl Cluster {
 
     /// The first seed's connection details (its user, password, protocol) at another address.
     fn template(&self, (host, port): (&str, u16)) -> ConnectionInfo {
-        self.template
-            .clone()
-            .set_addr(ConnectionAddr::Tcp(host.to_owned(), port))
+        self.template.clone().set_addr(ConnectionAddr::Tcp(host.to_owned(), port))
     }
 
     /// The node at `address` (`host:port`), its links made on first use.
@@ -439,9 +418,7 @@ impl Cluster {
                     break;
                 }
                 Ok(_) => {}
-                Err(e) => self.log(format_args!(
-                    "could not read the slot map from redis node {address}: {e}"
-                )),
+                Err(e) => self.log(format_args!("could not read the slot map from redis node {address}: {e}")),
             }
         }
         self.generation.fetch_add(1, Ordering::AcqRel);
@@ -449,15 +426,10 @@ impl Cluster {
 
     /// Logs a node's trouble on stderr, at most once a second.
     pub fn log(&self, what: std::fmt::Arguments<'_>) {
-        let now = u64::try_from(self.created.elapsed().as_millis())
-            .unwrap_or(u64::MAX)
-            .saturating_add(1000);
+        let now = u64::try_from(self.created.elapsed().as_millis()).unwrap_or(u64::MAX).saturating_add(1000);
         let last = self.logged_at.load(Ordering::Relaxed);
         if now.saturating_sub(last) >= 1000
-            && self
-                .logged_at
-                .compare_exchange(last, now, Ordering::AcqRel, Ordering::Relaxed)
-                .is_ok()
+            && self.logged_at.compare_exchange(last, now, Ordering::AcqRel, Ordering::Relaxed).is_ok()
         {
             eprintln!("edgelimit bridge: {what}");
         }
@@ -522,9 +494,7 @@ impl Cluster {
 
     /// `CLUSTER SLOTS` from the node at `address`, as a map.
     async fn read_slots(&self, address: &str) -> RedisResult<SlotMap> {
-        let node = self
-            .node(address)
-            .map_err(|e| RedisError::from(io::Error::other(e.text())))?;
+        let node = self.node(address).map_err(|e| RedisError::from(io::Error::other(e.text())))?;
         let mut connection = node.links.admin_connection().await?;
         let reply: Value = redis::cmd("CLUSTER").arg("SLOTS").query_async(&mut connection).await?;
         let host = address.rsplit_once(':').map_or(address, |(host, _)| host);
@@ -581,16 +551,10 @@ impl Cluster {
             match how {
                 Resend::Moved { slot, address: owner } => {
                     self.moved(slot, &owner);
-                    redirect = Some(Redirect {
-                        address: Arc::from(owner),
-                        asking: false,
-                    });
+                    redirect = Some(Redirect { address: Arc::from(owner), asking: false });
                 }
                 Resend::Ask { address: importing } => {
-                    redirect = Some(Redirect {
-                        address: Arc::from(importing),
-                        asking: true,
-                    });
+                    redirect = Some(Redirect { address: Arc::from(importing), asking: true });
                 }
                 Resend::Wait => {
                     if error.code() == Some("BUSY") {
@@ -611,11 +575,8 @@ impl Cluster {
                         return Err(Failed::Reply(error));
                     };
                     loaded = true;
-                    let load: RedisResult<Value> = redis::cmd("SCRIPT")
-                        .arg("LOAD")
-                        .arg(body.as_slice())
-                        .query_async(&mut connection)
-                        .await;
+                    let load: RedisResult<Value> =
+                        redis::cmd("SCRIPT").arg("LOAD").arg(body.as_slice()).query_async(&mut connection).await;
                     if load.is_err() {
                         return Err(Failed::Reply(error));
                     }
@@ -664,10 +625,7 @@ pub async fn pause(backoff: &mut Duration, deadline: Instant) -> bool {
 /// Sends one command, after `ASKING` in the same write when `asking` (an `ASK` holds for the next command only).
 pub async fn send(connection: &mut MultiplexedConnection, command: &redis::Cmd, asking: bool) -> RedisResult<Value> {
     if !asking {
-        return connection
-            .send_packed_command(command)
-            .await
-            .and_then(json::top_level_error);
+        return connection.send_packed_command(command).await.and_then(json::top_level_error);
     }
     let mut pipe = redis::pipe();
     pipe.ignore_errors();
@@ -678,9 +636,7 @@ pub async fn send(connection: &mut MultiplexedConnection, command: &redis::Cmd, 
     match (replies.pop(), reply) {
         (Some(Err(refused)), _) => Err(refused),
         (_, Some(reply)) => reply,
-        _ => Err(RedisError::from(io::Error::other(
-            "Redis answered ASKING and a command with one reply",
-        ))),
+        _ => Err(RedisError::from(io::Error::other("Redis answered ASKING and a command with one reply"))),
     }
 }
 
@@ -742,11 +698,7 @@ fn node_address(node: Value, default_host: &str) -> Option<String> {
         _ => return None,
     };
     let Value::Int(port) = fields.next()? else { return None };
-    let host = if host.is_empty() || host == "?" {
-        default_host.to_owned()
-    } else {
-        host
-    };
+    let host = if host.is_empty() || host == "?" { default_host.to_owned() } else { host };
     Some(format!("{host}:{port}"))
 }
 
@@ -757,19 +709,14 @@ mod tests {
     #[test]
     fn a_cluster_url_names_seeds_with_one_user_for_all() {
         assert!(seeds("redis://127.0.0.1:6379").unwrap().is_none());
-        let seeds_ = seeds("redis+cluster://u:p%40w@10.0.0.1:7000,10.0.0.2:7001")
-            .unwrap()
-            .unwrap();
+        let seeds_ = seeds("redis+cluster://u:p%40w@10.0.0.1:7000,10.0.0.2:7001").unwrap().unwrap();
         assert_eq!(seeds_.len(), 2);
         assert_eq!(seeds_[1].addr().to_string(), "10.0.0.2:7001");
         assert_eq!(seeds_[1].redis_settings().username(), Some("u"));
         assert_eq!(seeds_[1].redis_settings().password(), Some("p@w"));
         assert!(seeds("redis+cluster://").is_err());
         assert!(seeds("redis+cluster://a:1,,b:2").is_err());
-        assert_eq!(
-            describe_url("REDIS+CLUSTER://x:y@h:1,h:2/").as_deref(),
-            Some("cluster h:1,h:2")
-        );
+        assert_eq!(describe_url("REDIS+CLUSTER://x:y@h:1,h:2/").as_deref(), Some("cluster h:1,h:2"));
         assert_eq!(describe_url("redis://h:1"), None);
     }
 
@@ -778,29 +725,14 @@ mod tests {
         let reply = |text: &[u8]| json::top_level_error(redis::parse_redis_value(text).unwrap());
         assert_eq!(
             resend(&reply(b"-MOVED 3999 127.0.0.1:6381\r\n")),
-            Some(Resend::Moved {
-                slot: 3999,
-                address: "127.0.0.1:6381".into()
-            })
+            Some(Resend::Moved { slot: 3999, address: "127.0.0.1:6381".into() })
         );
         assert_eq!(
             resend(&reply(b"-ASK 3999 127.0.0.1:6381\r\n")),
-            Some(Resend::Ask {
-                address: "127.0.0.1:6381".into()
-            })
+            Some(Resend::Ask { address: "127.0.0.1:6381".into() })
         );
-        for wait in [
-            "TRYAGAIN x",
-            "CLUSTERDOWN The cluster is down",
-            "LOADING x",
-            "BUSY x",
-            "MASTERDOWN x",
-        ] {
-            assert_eq!(
-                resend(&reply(format!("-{wait}\r\n").as_bytes())),
-                Some(Resend::Wait),
-                "{wait}"
-            );
+        for wait in ["TRYAGAIN x", "CLUSTERDOWN The cluster is down", "LOADING x", "BUSY x", "MASTERDOWN x"] {
+            assert_eq!(resend(&reply(format!("-{wait}\r\n").as_bytes())), Some(Resend::Wait), "{wait}");
         }
         assert_eq!(resend(&reply(b"-NOSCRIPT x\r\n")), Some(Resend::NoScript));
         for final_ in ["ERR x", "WRONGTYPE x", "READONLY x", "E2", "CROSSSLOT x", "EXECABORT x"] {

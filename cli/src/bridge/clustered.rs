@@ -51,11 +51,7 @@ pub(super) async fn single(
     cluster.scripts.learn(words);
     let result = match route {
         Route::EveryMaster(combine) => every_master(cluster, profile, command, words, combine, deadline).await,
-        route => {
-            cluster
-                .run(profile, command, words, target(route), None, deadline)
-                .await
-        }
+        route => cluster.run(profile, command, words, target(route), None, deadline).await,
     };
     result.map_err(|failed| failure(&failed))
 }
@@ -72,9 +68,7 @@ async fn every_master(
 ) -> Result<Value, Failed> {
     let masters = cluster.masters(deadline).await?;
     let replies = join_all(
-        masters
-            .into_iter()
-            .map(|address| cluster.run(profile, command, words, Target::Node(address), None, deadline)),
+        masters.into_iter().map(|address| cluster.run(profile, command, words, Target::Node(address), None, deadline)),
     )
     .await;
     let count = replies.len();
@@ -151,12 +145,9 @@ pub(super) async fn pipeline(
             None => again.push((i, None)),
         }
     }
-    let parts = join_all(
-        groups
-            .into_iter()
-            .map(|(address, items)| node_part(cluster, profile, prepared, address, items)),
-    )
-    .await;
+    let parts =
+        join_all(groups.into_iter().map(|(address, items)| node_part(cluster, profile, prepared, address, items)))
+            .await;
     for (i, outcome) in parts.into_iter().flatten() {
         match outcome {
             Outcome::Done(result) => results[i] = Some(result),
@@ -170,11 +161,7 @@ pub(super) async fn pipeline(
         let (command, _, words) = &prepared[i];
         let result = match routing::route(words) {
             Ok(Route::EveryMaster(combine)) => every_master(cluster, profile, command, words, combine, deadline).await,
-            Ok(route) => {
-                cluster
-                    .run(profile, command, words, target(route), redirect, deadline)
-                    .await
-            }
+            Ok(route) => cluster.run(profile, command, words, target(route), redirect, deadline).await,
             Err(crossslot) => Err(Failed::Unreachable(crossslot)),
         };
         results[i] = Some(budget.take(result.map_err(|failed| failed.text())));
@@ -215,22 +202,13 @@ async fn node_part(
         Ok(replies) if replies.len() == items.len() => replies,
         Ok(_) => {
             let text = format!("redis node {address} answered a pipeline with another number of replies");
-            return items
-                .into_iter()
-                .map(|i| (i, Outcome::Done(Err(text.clone()))))
-                .collect();
+            return items.into_iter().map(|i| (i, Outcome::Done(Err(text.clone())))).collect();
         }
         Err(error) => {
-            let failed = if error.code().is_some() {
-                Failed::Reply(error)
-            } else {
-                cluster.lost(&node, address, error)
-            };
+            let failed =
+                if error.code().is_some() { Failed::Reply(error) } else { cluster.lost(&node, address, error) };
             let text = failed.text();
-            return items
-                .into_iter()
-                .map(|i| (i, Outcome::Done(Err(text.clone()))))
-                .collect();
+            return items.into_iter().map(|i| (i, Outcome::Done(Err(text.clone())))).collect();
         }
     };
     items
@@ -241,15 +219,11 @@ async fn node_part(
                 None => Outcome::Done(reply.map_err(|error| Failed::Reply(error).text())),
                 Some(Resend::Moved { slot, address }) => {
                     cluster.moved(slot, &address);
-                    Outcome::Again(Some(Redirect {
-                        address: Arc::from(address),
-                        asking: false,
-                    }))
+                    Outcome::Again(Some(Redirect { address: Arc::from(address), asking: false }))
                 }
-                Some(Resend::Ask { address }) => Outcome::Again(Some(Redirect {
-                    address: Arc::from(address),
-                    asking: true,
-                })),
+                Some(Resend::Ask { address }) => {
+                    Outcome::Again(Some(Redirect { address: Arc::from(address), asking: true }))
+                }
                 Some(Resend::Wait | Resend::NoScript) => Outcome::Again(None),
             };
             (i, outcome)
@@ -292,10 +266,7 @@ pub(super) async fn transaction(
             Ok(connection) => connection,
             Err(error) => {
                 cluster.unavailable(&node, &address, &error);
-                cluster
-                    .reroute(&address, &error, deadline)
-                    .await
-                    .map_err(|f| failure(&f))?;
+                cluster.reroute(&address, &error, deadline).await.map_err(|f| failure(&f))?;
                 continue;
             }
         };
@@ -371,10 +342,7 @@ mod tests {
         assert!(discarded_for_now(&[ok.clone(), moved.clone(), wrong, abort.clone()]).is_none());
         assert!(discarded_for_now(&[ok.clone(), queued.clone(), ran]).is_none());
         let exec_tryagain = reply("-TRYAGAIN Multiple keys request during rehashing of slot\r\n");
-        assert!(matches!(
-            discarded_for_now(&[ok, queued, exec_tryagain]),
-            Some((_, Resend::Wait))
-        ));
+        assert!(matches!(discarded_for_now(&[ok, queued, exec_tryagain]), Some((_, Resend::Wait))));
         assert!(discarded_for_now(&[]).is_none());
     }
 }

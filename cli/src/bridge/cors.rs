@@ -25,10 +25,7 @@ impl CorsOrigins {
             return Some(HeaderValue::from_static("*"));
         }
         let origin_text = origin.to_str().ok()?;
-        self.0
-            .iter()
-            .any(|allowed| allowed == origin_text)
-            .then(|| origin.clone())
+        self.0.iter().any(|allowed| allowed == origin_text).then(|| origin.clone())
     }
 }
 
@@ -50,22 +47,15 @@ pub(super) async fn cors(State(origins): State<Arc<CorsOrigins>>, request: Reque
         let headers = response.headers_mut();
         headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, allowed);
         headers.insert(header::ACCESS_CONTROL_ALLOW_METHODS, HeaderValue::from_static("POST"));
-        headers.insert(
-            header::ACCESS_CONTROL_ALLOW_HEADERS,
-            HeaderValue::from_static(ALLOWED_HEADERS),
-        );
+        headers.insert(header::ACCESS_CONTROL_ALLOW_HEADERS, HeaderValue::from_static(ALLOWED_HEADERS));
         headers.insert(header::ACCESS_CONTROL_MAX_AGE, HeaderValue::from_static("600"));
         headers.insert(header::VARY, HeaderValue::from_static("origin"));
         return response;
     }
     let mut response = next.run(request).await;
     if let Some(allowed) = allowed {
-        response
-            .headers_mut()
-            .insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, allowed);
-        response
-            .headers_mut()
-            .insert(header::VARY, HeaderValue::from_static("origin"));
+        response.headers_mut().insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, allowed);
+        response.headers_mut().insert(header::VARY, HeaderValue::from_static("origin"));
     }
     response
 }

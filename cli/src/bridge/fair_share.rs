@@ -65,10 +65,7 @@ impl Share {
 
 impl FairShare {
     pub(super) fn new() -> Self {
-        FairShare {
-            bulk: Arc::new(Semaphore::new(BULK_AT_ONCE)),
-            tokens: Mutex::new(HashMap::new()),
-        }
+        FairShare { bulk: Arc::new(Semaphore::new(BULK_AT_ONCE)), tokens: Mutex::new(HashMap::new()) }
     }
 
     fn of(&self, token: &TokenDigest) -> TokenShares {
@@ -89,13 +86,8 @@ impl FairShare {
         let permits = u32::try_from(bytes.max(1)).unwrap_or(u32::MAX);
         let held = tokio::time::timeout(SHARE_WAIT, main_bytes.acquire_many_owned(permits)).await;
         match held {
-            Ok(Ok(permit)) => Ok(Share {
-                lane: Lane::Main,
-                _held: vec![permit],
-            }),
-            _ => Err(waited(&format!(
-                "this token's other requests in flight hold {MAIN_BYTES_PER_TOKEN} bytes"
-            ))),
+            Ok(Ok(permit)) => Ok(Share { lane: Lane::Main, _held: vec![permit] }),
+            _ => Err(waited(&format!("this token's other requests in flight hold {MAIN_BYTES_PER_TOKEN} bytes"))),
         }
     }
 
@@ -105,10 +97,7 @@ impl FairShare {
         let turn = tokio::time::timeout(SHARE_WAIT, async move {
             let mine = mine.acquire_owned().await.ok()?;
             let all = all.acquire_owned().await.ok()?;
-            Some(Share {
-                lane: Lane::Bulk,
-                _held: vec![mine, all],
-            })
+            Some(Share { lane: Lane::Bulk, _held: vec![mine, all] })
         });
         turn.await.ok().flatten().ok_or_else(|| {
             waited(&format!(
@@ -123,10 +112,7 @@ impl FairShare {
 fn waited(why: &str) -> Failure {
     Failure::new(
         StatusCode::TOO_MANY_REQUESTS,
-        format!(
-            "{why} for the {} s this request waited: retry shortly, or send less at once",
-            SHARE_WAIT.as_secs()
-        ),
+        format!("{why} for the {} s this request waited: retry shortly, or send less at once", SHARE_WAIT.as_secs()),
     )
 }
 
@@ -140,9 +126,6 @@ pub(super) async fn off_runtime<T: Send + 'static>(
         return Ok(work());
     }
     tokio::task::spawn_blocking(work).await.map_err(|e| {
-        Failure::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            format!("the bridge failed on this request (a bug): {e}"),
-        )
+        Failure::new(StatusCode::INTERNAL_SERVER_ERROR, format!("the bridge failed on this request (a bug): {e}"))
     })
 }

@@ -38,10 +38,8 @@ enum Known {
 
 /// Every script of the crate by its SHA1.
 static KNOWN: LazyLock<HashMap<&'static str, Known>> = LazyLock::new(|| {
-    let mut known: HashMap<&'static str, Known> = Algorithm::ALL
-        .into_iter()
-        .map(|algorithm| (algorithm.script().sha1(), Known::Single(algorithm)))
-        .collect();
+    let mut known: HashMap<&'static str, Known> =
+        Algorithm::ALL.into_iter().map(|algorithm| (algorithm.script().sha1(), Known::Single(algorithm))).collect();
     known.extend(Algorithm::ALL.map(|algorithm| (algorithm.batch_script().sha1(), Known::Batch(algorithm))));
     known.insert(lua::LIMITS.sha1(), Known::Driver);
     known.insert(lua::INSPECT.sha1(), Known::Inspect);
@@ -69,9 +67,7 @@ pub fn refusal(profile: Profile, words: &Words, limiter_keys: &[String]) -> Opti
         return None;
     }
     let name = String::from_utf8_lossy(words.first()?).to_ascii_uppercase();
-    let sub = words
-        .get(1)
-        .map(|word| String::from_utf8_lossy(word).to_ascii_uppercase());
+    let sub = words.get(1).map(|word| String::from_utf8_lossy(word).to_ascii_uppercase());
     let script = match (name.as_str(), sub.as_deref()) {
         // Harmless, and what `edgelimit doctor` checks with. Without an argument, which Redis would echo back: a
         // token's replies stay small so they do not queue other clients' decisions on the shared connection.
@@ -247,9 +243,7 @@ fn scan_refusal(words: &Words, patterns: &[String]) -> Option<String> {
 /// True when every key `pattern` matches also matches `own`: the same pattern, or `own` is a plain prefix and a
 /// `*` (`edgelimit:*`) and `pattern` starts with that prefix.
 fn within(pattern: &[u8], own: &[u8]) -> bool {
-    let prefix = own
-        .strip_suffix(b"*")
-        .filter(|prefix| !prefix.iter().any(|b| matches!(b, b'*' | b'?')));
+    let prefix = own.strip_suffix(b"*").filter(|prefix| !prefix.iter().any(|b| matches!(b, b'*' | b'?')));
     pattern == own || prefix.is_some_and(|prefix| pattern.starts_with(prefix))
 }
 
@@ -283,10 +277,7 @@ fn count_refusal(name: &str, words: &Words) -> Option<String> {
 
 /// True for the commands that run or manage scripts and functions (any script may loop forever).
 fn is_script_command(name: &str) -> bool {
-    matches!(
-        name,
-        "EVAL" | "EVAL_RO" | "EVALSHA" | "EVALSHA_RO" | "SCRIPT" | "FCALL" | "FCALL_RO" | "FUNCTION"
-    )
+    matches!(name, "EVAL" | "EVAL_RO" | "EVALSHA" | "EVALSHA_RO" | "SCRIPT" | "FCALL" | "FCALL_RO" | "FUNCTION")
 }
 
 /// Why a `limiter` token may not run `script` with `args` (its ARGV), or `None`.
@@ -334,37 +325,21 @@ fn log_limit_refusal(script: Known, key_count: usize, args: &[&[u8]]) -> Option<
     // The limit of a request '<permits>:<limit>:…' ; what does not parse, the script refuses.
     let limit_of = |request: &[u8]| -> u64 {
         let limit = request.split(|&b| b == b':').nth(1).unwrap_or_default();
-        std::str::from_utf8(limit)
-            .ok()
-            .and_then(|limit| limit.parse().ok())
-            .unwrap_or(0)
+        std::str::from_utf8(limit).ok().and_then(|limit| limit.parse().ok()).unwrap_or(0)
     };
     let logged = |algorithm: Algorithm| algorithm.names_grants();
     let longest = match script {
         Known::Single(algorithm) | Known::Reserve { algorithm, .. } if logged(algorithm) => {
             args.first().map_or(0, |request| limit_of(request))
         }
-        Known::Batch(algorithm) if logged(algorithm) => args
-            .iter()
-            .take(key_count)
-            .map(|request| limit_of(request))
-            .max()
-            .unwrap_or(0),
+        Known::Batch(algorithm) if logged(algorithm) => {
+            args.iter().take(key_count).map(|request| limit_of(request)).max().unwrap_or(0)
+        }
         // The driver: the call's two arguments, then six per limit, its algorithm's name first and its limit third
         // (a stored quota's name is '', its limit set by an admin).
         Known::Driver => (args.get(2..).unwrap_or_default().chunks(6))
-            .filter(|limit| {
-                std::str::from_utf8(limit[0])
-                    .ok()
-                    .and_then(|name| name.parse().ok())
-                    .is_some_and(logged)
-            })
-            .map(|limit| {
-                limit
-                    .get(2)
-                    .and_then(|limit| std::str::from_utf8(limit).ok()?.parse().ok())
-                    .unwrap_or(0)
-            })
+            .filter(|limit| std::str::from_utf8(limit[0]).ok().and_then(|name| name.parse().ok()).is_some_and(logged))
+            .map(|limit| limit.get(2).and_then(|limit| std::str::from_utf8(limit).ok()?.parse().ok()).unwrap_or(0))
             .max()
             .unwrap_or(0),
         _ => 0,
@@ -411,9 +386,7 @@ type KeysAndArgs<'a> = (&'a [Vec<u8>], &'a [Vec<u8>]);
 /// The script's KEYS and ARGV (`EVAL <script> <numkeys> <keys…> <args…>`), or `None` when the count is not plain
 /// decimal digits or exceeds the words.
 fn script_keys_and_args(words: &Words) -> Option<KeysAndArgs<'_>> {
-    let count = words
-        .get(2)
-        .filter(|word| !word.is_empty() && word.iter().all(u8::is_ascii_digit))?;
+    let count = words.get(2).filter(|word| !word.is_empty() && word.iter().all(u8::is_ascii_digit))?;
     let numkeys: usize = std::str::from_utf8(count).ok()?.parse().ok()?;
     let first_arg = numkeys.checked_add(3)?;
     let keys = words.get(3..first_arg)?;
@@ -424,11 +397,8 @@ fn script_keys_and_args(words: &Words) -> Option<KeysAndArgs<'_>> {
 /// Why a `limiter` or `readonly` token may not `what` (give scripts, read) `keys`: the first outside its key patterns,
 /// or `None`. Neither may reach other keys; with `--redis-acl off` this is the only check that says so.
 fn key_refusal(what: &str, keys: &[Vec<u8>], patterns: &[String]) -> Option<String> {
-    let outside = keys.iter().find(|key| {
-        !patterns
-            .iter()
-            .any(|pattern| key_pattern::matches(pattern.as_bytes(), key))
-    })?;
+    let outside =
+        keys.iter().find(|key| !patterns.iter().any(|pattern| key_pattern::matches(pattern.as_bytes(), key)))?;
     Some(format!(
         "may {what} keys matching {} only (the bridge's --limiter-keys), not {:?}; use an admin token for other keys",
         patterns.join(" or "),
@@ -482,49 +452,23 @@ mod tests {
     fn a_limiter_tokens_scripts_are_given_keys_of_its_patterns_only() {
         let fw = &lua::FIXED_WINDOW;
         for keys in [&["edgelimit:{api}:1.2.3.4"][..], &["{edgelimit:x}:value"]] {
-            assert_eq!(
-                refusal(Profile::Limiter, &evalsha(fw, keys, &["1:5:60000"])),
-                None,
-                "{keys:?}"
-            );
+            assert_eq!(refusal(Profile::Limiter, &evalsha(fw, keys, &["1:5:60000"])), None, "{keys:?}");
         }
         // With the ACL off nothing else keeps a script from reading or overwriting any key of the Redis.
-        for keys in [
-            &["user:2:apikey"][..],
-            &["edgelimit:{a}:x", "session:1"],
-            &["edgelimit"],
-        ] {
+        for keys in [&["user:2:apikey"][..], &["edgelimit:{a}:x", "session:1"], &["edgelimit"]] {
             let why = refusal(Profile::Limiter, &evalsha(fw, keys, &["1:5:60000"])).unwrap();
             assert!(why.starts_with("NOPERM") && why.contains("--limiter-keys"), "{why}");
         }
         let inspect = evalsha(&lua::INSPECT, &["user:2:apikey"], &[]);
         assert!(refusal(Profile::Limiter, &inspect).is_some());
         let custom = ["myapp:*".to_owned()];
-        assert_eq!(
-            super::refusal(
-                Profile::Limiter,
-                &evalsha(fw, &["myapp:{a}:b"], &["1:5:60000"]),
-                &custom
-            ),
-            None
-        );
-        assert!(super::refusal(
-            Profile::Limiter,
-            &evalsha(fw, &["edgelimit:{a}:b"], &["1:5:60000"]),
-            &custom
-        )
-        .is_some());
+        assert_eq!(super::refusal(Profile::Limiter, &evalsha(fw, &["myapp:{a}:b"], &["1:5:60000"]), &custom), None);
+        assert!(super::refusal(Profile::Limiter, &evalsha(fw, &["edgelimit:{a}:b"], &["1:5:60000"]), &custom).is_some());
         // The admin is not held to them.
-        assert_eq!(
-            refusal(Profile::Admin, &evalsha(fw, &["user:2:apikey"], &["1:5:60000"])),
-            None
-        );
+        assert_eq!(refusal(Profile::Admin, &evalsha(fw, &["user:2:apikey"], &["1:5:60000"])), None);
         // A stored quota's config: one key of its patterns, read with HMGET.
         assert_eq!(
-            refusal(
-                Profile::Limiter,
-                &words(&["HMGET", "edgelimit:{ops}", "algorithm", "limit", "interval", "rate"])
-            ),
+            refusal(Profile::Limiter, &words(&["HMGET", "edgelimit:{ops}", "algorithm", "limit", "interval", "rate"])),
             None
         );
         for read in [
@@ -563,23 +507,11 @@ mod tests {
         let decide = |op: &str, time: &str| evalsha(tb, &["edgelimit:{a}:x"], &["1:10:1000:1", "", op, time]);
         assert_eq!(refusal(Profile::Limiter, &decide("limit", "")), None);
         // The common call leaves the operation and the time to their defaults.
-        assert_eq!(
-            refusal(Profile::Limiter, &evalsha(tb, &["edgelimit:{a}:x"], &["1:10:1000:1"])),
-            None
-        );
-        assert_eq!(
-            refusal(
-                Profile::Limiter,
-                &evalsha(tb, &["edgelimit:{a}:x"], &["1:10:1000:1", ""])
-            ),
-            None
-        );
+        assert_eq!(refusal(Profile::Limiter, &evalsha(tb, &["edgelimit:{a}:x"], &["1:10:1000:1"])), None);
+        assert_eq!(refusal(Profile::Limiter, &evalsha(tb, &["edgelimit:{a}:x"], &["1:10:1000:1", ""])), None);
         assert_eq!(refusal(Profile::Limiter, &decide("peek", "")), None);
         let explicit = refusal(Profile::Limiter, &decide("limit", "99999999999999")).unwrap();
-        assert!(
-            explicit.starts_with("NOPERM") && explicit.contains("server's clock"),
-            "{explicit}"
-        );
+        assert!(explicit.starts_with("NOPERM") && explicit.contains("server's clock"), "{explicit}");
         let refund = refusal(Profile::Limiter, &decide("refund", "")).unwrap();
         assert!(refund.contains("concurrency and sliding-log"), "{refund}");
         assert!(refusal(Profile::Limiter, &decide("grant", "")).is_some());
@@ -605,11 +537,8 @@ mod tests {
         }
 
         // Merged decisions: grants and denials, like a decision; a readonly token may not run them.
-        let batch = evalsha(
-            &lua::BATCH_FIXED_WINDOW,
-            &["edgelimit:{a}:x", "edgelimit:{a}:y"],
-            &["1:10:1000", "1:10:1000"],
-        );
+        let batch =
+            evalsha(&lua::BATCH_FIXED_WINDOW, &["edgelimit:{a}:x", "edgelimit:{a}:y"], &["1:10:1000", "1:10:1000"]);
         assert_eq!(refusal(Profile::Limiter, &batch), None);
         assert!(refusal(Profile::Readonly, &batch).is_some());
 
@@ -621,10 +550,7 @@ mod tests {
         eval[0] = b"eval".to_vec();
         eval[1] = conc.source().as_bytes().to_vec();
         assert_eq!(refusal(Profile::Limiter, &eval), None);
-        assert_eq!(
-            refusal(Profile::Limiter, &words(&["script", "load", conc.source()])),
-            None
-        );
+        assert_eq!(refusal(Profile::Limiter, &words(&["script", "load", conc.source()])), None);
     }
 
     #[test]
@@ -635,22 +561,7 @@ mod tests {
             evalsha(
                 limits,
                 &keys,
-                &[
-                    "refund",
-                    "",
-                    "concurrency",
-                    "1",
-                    "5",
-                    "1000",
-                    "1",
-                    "1:5-a",
-                    second,
-                    "1",
-                    "5",
-                    "1000",
-                    "1",
-                    "1:5-b",
-                ],
+                &["refund", "", "concurrency", "1", "5", "1000", "1", "1:5-a", second, "1", "5", "1000", "1", "1:5-b"],
             )
         };
         assert_eq!(refusal(Profile::Limiter, &call("sliding_log")), None);
@@ -678,45 +589,20 @@ mod tests {
             let why = refusal(Profile::Limiter, &single(&above)).unwrap();
             assert!(why.starts_with("NOPERM") && why.contains("(this call: 10001)"), "{why}");
             let keys = ["edgelimit:{a}:1", "edgelimit:{a}:2"];
-            let batch = evalsha(
-                algorithm.batch_script(),
-                &keys,
-                &[&request("5"), &request(&above), "i", "j"],
-            );
+            let batch = evalsha(algorithm.batch_script(), &keys, &[&request("5"), &request(&above), "i", "j"]);
             assert!(refusal(Profile::Limiter, &batch).is_some());
             let driver = |limit: &str| {
                 let name = algorithm.to_string().replace('-', "_");
-                evalsha(
-                    &lua::LIMITS,
-                    &keys,
-                    &["limit", "", &name, "1", limit, "60000", "1", "id"],
-                )
+                evalsha(&lua::LIMITS, &keys, &["limit", "", &name, "1", limit, "60000", "1", "id"])
             };
             assert_eq!(refusal(Profile::Limiter, &driver(&at_most)), None);
             assert!(refusal(Profile::Limiter, &driver(&above)).is_some());
         }
-        let reserve = evalsha(
-            &lua::RESERVE_SLIDING_LOG,
-            &key,
-            &["1:10001:60000", "5:10:1000", "id", ""],
-        );
+        let reserve = evalsha(&lua::RESERVE_SLIDING_LOG, &key, &["1:10001:60000", "5:10:1000", "id", ""]);
         assert!(refusal(Profile::Limiter, &reserve).is_some());
         // Counts, not logs: any limit.
-        assert_eq!(
-            refusal(
-                Profile::Limiter,
-                &evalsha(&lua::FIXED_WINDOW, &key, &["1:1000000:60000"])
-            ),
-            None
-        );
-        assert_eq!(
-            super::refusal(
-                Profile::Admin,
-                &evalsha(&lua::SLIDING_LOG, &key, &["1:1000000:60000"]),
-                &[]
-            ),
-            None
-        );
+        assert_eq!(refusal(Profile::Limiter, &evalsha(&lua::FIXED_WINDOW, &key, &["1:1000000:60000"])), None);
+        assert_eq!(super::refusal(Profile::Admin, &evalsha(&lua::SLIDING_LOG, &key, &["1:1000000:60000"]), &[]), None);
     }
 
     #[test]
@@ -736,16 +622,10 @@ mod tests {
             &["EVAL\0", "x"],
         ] {
             let why = refusal(Profile::Limiter, &words(command)).unwrap_or_default();
-            assert!(
-                why.starts_with("NOPERM this token's profile (limiter)"),
-                "{command:?}: {why}"
-            );
+            assert!(why.starts_with("NOPERM this token's profile (limiter)"), "{command:?}: {why}");
         }
-        let set_rate = evalsha(
-            &lua::REDISSON_SET_RATE,
-            &["n", "a", "b", "c", "d"],
-            &["", "5", "1000", "0", "0", "set"],
-        );
+        let set_rate =
+            evalsha(&lua::REDISSON_SET_RATE, &["n", "a", "b", "c", "d"], &["", "5", "1000", "0", "0", "set"]);
         assert!(refusal(Profile::Limiter, &set_rate).unwrap().contains("set the rate"));
         let acquire = evalsha(&lua::REDISSON_ACQUIRE, &["n", "a", "b", "c", "d"], &["1", "1", "id"]);
         assert!(refusal(Profile::Limiter, &acquire).unwrap().contains("server's clock"));
@@ -777,16 +657,7 @@ mod tests {
             &["MEMORY", "USAGE", "edgelimit:a"],
             &["memory", "usage", "edgelimit:a", "SAMPLES", "1000"],
             &["SCAN", "0", "MATCH", "edgelimit:*"],
-            &[
-                "SCAN",
-                "0",
-                "MATCH",
-                "edgelimit:{api}:*",
-                "COUNT",
-                "1000",
-                "TYPE",
-                "zset",
-            ],
+            &["SCAN", "0", "MATCH", "edgelimit:{api}:*", "COUNT", "1000", "TYPE", "zset"],
             &["scan", "0", "match", "{edgelimit:*"],
             &["PING"],
             &["TIME"],
@@ -796,23 +667,14 @@ mod tests {
         }
         // Each refusal says what it may do instead.
         for (read, why) in [
-            (
-                &["GET", "user:2:apikey"][..],
-                "may read keys matching edgelimit:* or {edgelimit:* only",
-            ),
-            (
-                &["MGET", "edgelimit:a", "session:1"],
-                "not \"session:1\"; use an admin token",
-            ),
+            (&["GET", "user:2:apikey"][..], "may read keys matching edgelimit:* or {edgelimit:* only"),
+            (&["MGET", "edgelimit:a", "session:1"], "not \"session:1\"; use an admin token"),
             (&["MEMORY", "USAGE", "user:2:apikey"], "--limiter-keys"),
             (&["HGETALL", "edgelimit"], "--limiter-keys"),
             (&["SCAN", "0"], "may SCAN only with MATCH"),
             (&["SCAN", "0", "MATCH", "*"], "SCAN 0 MATCH edgelimit:* COUNT 1000"),
             (&["SCAN", "0", "MATCH", "edgelimit*"], "may SCAN only with MATCH"),
-            (
-                &["SCAN", "0", "MATCH", "edgelimit:*", "MATCH", "*"],
-                "may SCAN only with MATCH",
-            ),
+            (&["SCAN", "0", "MATCH", "edgelimit:*", "MATCH", "*"], "may SCAN only with MATCH"),
             (&["KEYS", "edgelimit:*"], "list edgelimit's keys with SCAN"),
             (&["LRANGE", "edgelimit:a", "0", "-1"], "may not run LRANGE"),
             (&["SET", "edgelimit:a", "1"], "use an admin token"),
@@ -820,25 +682,13 @@ mod tests {
             (&["ECHO", "hello"], "may not run ECHO"),
             (&["HMGET", "edgelimit:{ops}", "rate", "rate"], "each once"),
             (&["HMGET", "edgelimit:{ops}", "apikey"], "each once"),
-            (
-                &["MEMORY", "USAGE", "edgelimit:a", "SAMPLES", "0"],
-                "SAMPLES from 1 to 1000",
-            ),
-            (
-                &["MEMORY", "USAGE", "edgelimit:a", "samples", "1001"],
-                "SAMPLES from 1 to 1000",
-            ),
+            (&["MEMORY", "USAGE", "edgelimit:a", "SAMPLES", "0"], "SAMPLES from 1 to 1000"),
+            (&["MEMORY", "USAGE", "edgelimit:a", "samples", "1001"], "SAMPLES from 1 to 1000"),
             (&["SRANDMEMBER", "edgelimit:{s}", "-100000000"], "count of at most 1000"),
             (&["ZRANDMEMBER", "edgelimit:a", "1001"], "count of at most 1000"),
-            (
-                &["HRANDFIELD", "edgelimit:a", "-1001", "WITHVALUES"],
-                "count of at most 1000",
-            ),
+            (&["HRANDFIELD", "edgelimit:a", "-1001", "WITHVALUES"], "count of at most 1000"),
             (&["HSCAN", "edgelimit:a", "0", "COUNT", "5000"], "count of at most 1000"),
-            (
-                &["SCAN", "0", "MATCH", "edgelimit:*", "count", "99999999999999999999999"],
-                "count of at most",
-            ),
+            (&["SCAN", "0", "MATCH", "edgelimit:*", "count", "99999999999999999999999"], "count of at most"),
         ] {
             let refused = refusal(Profile::Readonly, &words(read)).unwrap_or_default();
             assert!(
@@ -846,10 +696,7 @@ mod tests {
                 "{read:?}: {refused}"
             );
         }
-        assert_eq!(
-            refusal(Profile::Readonly, &words(&["SRANDMEMBER", "edgelimit:{s}", "-1000"])),
-            None
-        );
+        assert_eq!(refusal(Profile::Readonly, &words(&["SRANDMEMBER", "edgelimit:{s}", "-1000"])), None);
         // A custom pattern: its own keys, and SCAN of exactly it.
         let custom = ["myapp:?:*".to_owned()];
         let read = |parts: &[&str]| super::refusal(Profile::Readonly, &words(parts), &custom);
@@ -859,16 +706,8 @@ mod tests {
         assert!(read(&["GET", "edgelimit:a"]).is_some());
         for command in [
             inspect("user:2:apikey"),
-            evalsha(
-                &lua::INSPECT,
-                &["edgelimit:a", "user:2:apikey"],
-                &["", "10", "value", "value"],
-            ),
-            evalsha(
-                &lua::TOKEN_BUCKET,
-                &["edgelimit:a"],
-                &["peek", "", "1", "10", "1000", "1", ""],
-            ),
+            evalsha(&lua::INSPECT, &["edgelimit:a", "user:2:apikey"], &["", "10", "value", "value"]),
+            evalsha(&lua::TOKEN_BUCKET, &["edgelimit:a"], &["peek", "", "1", "10", "1000", "1", ""]),
             words(&["EVAL", "while true do end", "0"]),
             words(&["FCALL_RO", "f", "0"]),
             words(&["SCRIPT", "LOAD", lua::GCRA.source()]),

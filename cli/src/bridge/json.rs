@@ -14,10 +14,7 @@ pub type Words = Vec<Vec<u8>>;
 /// `false` (as `@upstash/redis` sends them).
 pub fn command(body: &Json) -> Result<Words, String> {
     let Json::Array(items) = body else {
-        return Err(format!(
-            "a command must be a JSON array like [\"PING\"], got {}",
-            kind(body)
-        ));
+        return Err(format!("a command must be a JSON array like [\"PING\"], got {}", kind(body)));
     };
     if items.is_empty() {
         return Err("a command must not be empty: put its name first, like [\"PING\"]".into());
@@ -34,10 +31,7 @@ pub fn command(body: &Json) -> Result<Words, String> {
                 )
             }),
             Json::Bool(flag) => Ok(flag.to_string().into_bytes()),
-            other => Err(format!(
-                "argument {i} must be a string, a number or a boolean, got {}",
-                kind(other)
-            )),
+            other => Err(format!("argument {i} must be a string, a number or a boolean, got {}", kind(other))),
         })
         .collect()
 }
@@ -63,19 +57,12 @@ fn number_text(number: &serde_json::Number) -> Option<String> {
 /// Parses `[["SET", "k", 1], ["GET", "k"]]` into commands.
 pub fn commands(body: &Json) -> Result<Vec<Words>, String> {
     let Json::Array(items) = body else {
-        return Err(format!(
-            "a pipeline must be a JSON array of commands, got {}",
-            kind(body)
-        ));
+        return Err(format!("a pipeline must be a JSON array of commands, got {}", kind(body)));
     };
     if items.is_empty() {
         return Err("a pipeline must hold at least one command".into());
     }
-    items
-        .iter()
-        .enumerate()
-        .map(|(i, item)| command(item).map_err(|e| format!("command {i}: {e}")))
-        .collect()
+    items.iter().enumerate().map(|(i, item)| command(item).map_err(|e| format!("command {i}: {e}"))).collect()
 }
 
 fn kind(json: &Json) -> &'static str {
@@ -142,9 +129,7 @@ pub fn wire_size(value: &redis::Value) -> u64 {
     let bytes = |len: usize| u64::try_from(len).unwrap_or(u64::MAX);
     let all = |items: &[V]| items.iter().fold(0u64, |sum, item| sum.saturating_add(wire_size(item)));
     let pairs = |pairs: &[(V, V)]| {
-        pairs.iter().fold(0u64, |sum, (k, v)| {
-            sum.saturating_add(wire_size(k)).saturating_add(wire_size(v))
-        })
+        pairs.iter().fold(0u64, |sum, (k, v)| sum.saturating_add(wire_size(k)).saturating_add(wire_size(v)))
     };
     let payload = match value {
         V::BulkString(bytes_) | V::BigNumber(bytes_) => bytes(bytes_.len()),
@@ -197,15 +182,10 @@ mod tests {
 
     #[test]
     fn parses_commands_and_says_what_is_wrong() {
-        assert_eq!(
-            command(&json!(["SET", "k", 12])).unwrap(),
-            vec![b"SET".to_vec(), b"k".to_vec(), b"12".to_vec()]
-        );
+        assert_eq!(command(&json!(["SET", "k", 12])).unwrap(), vec![b"SET".to_vec(), b"k".to_vec(), b"12".to_vec()]);
         assert!(command(&json!({"cmd": "PING"})).unwrap_err().contains("JSON array"));
         assert!(command(&json!([])).unwrap_err().contains("empty"));
-        assert!(commands(&json!([["PING"], [null]]))
-            .unwrap_err()
-            .starts_with("command 1"));
+        assert!(commands(&json!([["PING"], [null]])).unwrap_err().starts_with("command 1"));
     }
 
     #[test]
@@ -219,14 +199,8 @@ mod tests {
         assert_eq!(sent(r#"["SET", "k", -0]"#).unwrap(), "0");
         assert_eq!(sent(r#"["SET", "k", -0.0]"#).unwrap(), "0");
         assert_eq!(sent(r#"["INCRBYFLOAT", "k", 1.5]"#).unwrap(), "1.5");
-        assert_eq!(
-            sent(r#"["SET", "k", 18446744073709551615]"#).unwrap(),
-            "18446744073709551615"
-        );
-        assert_eq!(
-            sent(r#"["SET", "k", -9223372036854775808]"#).unwrap(),
-            "-9223372036854775808"
-        );
+        assert_eq!(sent(r#"["SET", "k", 18446744073709551615]"#).unwrap(), "18446744073709551615");
+        assert_eq!(sent(r#"["SET", "k", -9223372036854775808]"#).unwrap(), "-9223372036854775808");
         assert_eq!(sent(r#"["SET", "k", 9007199254740992.0]"#).unwrap(), "9007199254740992");
         let lost = sent(r#"["SET", "k", 123456789012345678901234567890]"#).unwrap_err();
         assert!(lost.contains("send it as a string"), "{lost}");
@@ -241,16 +215,9 @@ mod tests {
         assert_eq!(command(&json!([false])).unwrap(), vec![b"false".to_vec()]);
         assert_eq!(
             commands(&json!([["SET", "a", false], ["GET", "a"]])).unwrap(),
-            vec![
-                vec![b"SET".to_vec(), b"a".to_vec(), b"false".to_vec()],
-                vec![b"GET".to_vec(), b"a".to_vec()],
-            ]
+            vec![vec![b"SET".to_vec(), b"a".to_vec(), b"false".to_vec()], vec![b"GET".to_vec(), b"a".to_vec()],]
         );
-        for (bad, kind) in [
-            (json!(null), "null"),
-            (json!({"a": 1}), "an object"),
-            (json!(["x"]), "an array"),
-        ] {
+        for (bad, kind) in [(json!(null), "null"), (json!({"a": 1}), "an object"), (json!(["x"]), "an array")] {
             assert_eq!(
                 command(&json!(["SET", "k", bad])).unwrap_err(),
                 format!("argument 2 must be a string, a number or a boolean, got {kind}")
@@ -276,10 +243,7 @@ mod tests {
     fn a_nested_error_is_its_text_as_redis_wrote_it_encoded_like_any_string() {
         let value = redis::parse_redis_value(b"*4\r\n:1\r\n-E1 x\r\n-E2\r\n*1\r\n-ERR deep down\r\n").unwrap();
         assert_eq!(reply(value.clone(), false), json!([1, "E1 x", "E2", ["ERR deep down"]]));
-        assert_eq!(
-            reply(value.clone(), true),
-            json!([1, "RTEgeA==", "RTI=", ["RVJSIGRlZXAgZG93bg=="]])
-        );
+        assert_eq!(reply(value.clone(), true), json!([1, "RTEgeA==", "RTI=", ["RVJSIGRlZXAgZG93bg=="]]));
         // Only a top-level error fails the command.
         assert!(top_level_error(value).is_ok());
         let error = top_level_error(redis::parse_redis_value(b"-E2\r\n").unwrap()).unwrap_err();

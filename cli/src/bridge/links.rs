@@ -90,11 +90,7 @@ impl NodeLinks {
                 .filter_map(|profile| {
                     let user = profile.redis_user()?;
                     let password = profile::password(config.redis_url, user);
-                    let settings = admin_info
-                        .redis_settings()
-                        .clone()
-                        .set_username(user)
-                        .set_password(&password);
+                    let settings = admin_info.redis_settings().clone().set_username(user).set_password(&password);
                     Some(ProfileLink {
                         profile,
                         user,
@@ -107,11 +103,7 @@ impl NodeLinks {
                 })
                 .collect(),
         };
-        NodeLinks {
-            admin: link(admin_info.clone()),
-            admin_info,
-            users,
-        }
+        NodeLinks { admin: link(admin_info.clone()), admin_info, users }
     }
 
     /// Where Redis is, for error messages (without any password).

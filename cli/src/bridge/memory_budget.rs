@@ -99,10 +99,7 @@ impl MemoryBudget {
     /// [`PARSED_REQUEST_FACTOR`], never more than the body cap allows.
     fn request_bytes(&self, request: &Request) -> u64 {
         let body = http_body::Body::size_hint(request.body());
-        body.exact()
-            .unwrap_or(self.max_request_bytes)
-            .min(self.max_request_bytes)
-            .saturating_mul(PARSED_REQUEST_FACTOR)
+        body.exact().unwrap_or(self.max_request_bytes).min(self.max_request_bytes).saturating_mul(PARSED_REQUEST_FACTOR)
     }
 }
 
@@ -176,11 +173,10 @@ pub(super) async fn hold(State(memory): State<Arc<MemoryBudget>>, request: Reque
     // A body with an exact size is whole in memory already (axum's Json): collecting it copies nothing.
     match axum::body::to_bytes(body, usize::MAX).await {
         Ok(bytes) => Response::from_parts(parts, Body::new(Held::new(bytes, permit))),
-        Err(_) => Failure::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "the bridge could not read back a response it made (a bug)",
-        )
-        .into_response(),
+        Err(_) => {
+            Failure::new(StatusCode::INTERNAL_SERVER_ERROR, "the bridge could not read back a response it made (a bug)")
+                .into_response()
+        }
     }
 }
 
@@ -199,9 +195,7 @@ fn over_limit(error: &axum::Error) -> bool {
 /// `failure`'s answer, closing the connection: the rest of the request's body is never read.
 fn closing(failure: Failure) -> Response {
     let mut response = failure.into_response();
-    response
-        .headers_mut()
-        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
     response
 }
 
@@ -297,11 +291,7 @@ mod tests {
             collected.extend_from_slice(&data);
         }
         assert_eq!(collected, bytes);
-        assert_eq!(
-            memory.kib.available_permits(),
-            100,
-            "given back at the end, before the body is dropped"
-        );
+        assert_eq!(memory.kib.available_permits(), 100, "given back at the end, before the body is dropped");
         assert!(body.is_end_stream());
     }
 }

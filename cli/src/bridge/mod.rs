@@ -191,10 +191,7 @@ impl Bridge {
             max_reply_bytes: config.max_reply_bytes,
             subscriptions: subscribe::Subscriptions::new(config),
             limiter_keys: config.limiter_keys.clone(),
-            memory: Arc::new(memory_budget::MemoryBudget::new(
-                config.max_memory_in_flight,
-                config.max_request_bytes,
-            )),
+            memory: Arc::new(memory_budget::MemoryBudget::new(config.max_memory_in_flight, config.max_request_bytes)),
             fair_share: FairShare::new(),
             observer: observe::Observer::new(config.metrics_token.as_deref())?,
         })
@@ -217,10 +214,7 @@ pub async fn serve(
         );
     }
     let killer = match &redis {
-        Links::Single(links) => Some(Arc::new(ScriptKiller::new(
-            links.admin_info().clone(),
-            config.redis_timeout,
-        ))),
+        Links::Single(links) => Some(Arc::new(ScriptKiller::new(links.admin_info().clone(), config.redis_timeout))),
         Links::Cluster(cluster) => {
             tokio::spawn(cluster::keep_refreshing(Arc::downgrade(cluster)));
             None
@@ -230,10 +224,8 @@ pub async fn serve(
     let reloading = tokio::spawn(tokens.keep_reloading());
     tokio::spawn(check_redis_at_start(bridge.clone()));
     let app = app(routes(), bridge.clone(), &config);
-    let connections = serving::Connections {
-        open: bridge.observer.connections.clone(),
-        max: Some(config.max_connections),
-    };
+    let connections =
+        serving::Connections { open: bridge.observer.connections.clone(), max: Some(config.max_connections) };
     // Event streams never end by themselves; close them so the graceful shutdown completes.
     let shutdown = async move {
         shutdown.await;
@@ -261,10 +253,7 @@ fn links_of(config: &BridgeConfig) -> Result<Links, BridgeError> {
         timeout: config.redis_timeout,
         max_reply_bytes: config.max_reply_bytes,
     })
-    .map_err(|source| BridgeError::RedisUrl {
-        url: config.redis_url.clone(),
-        source,
-    })
+    .map_err(|source| BridgeError::RedisUrl { url: config.redis_url.clone(), source })
 }
 
 fn check_limits(config: &BridgeConfig) -> Result<(), BridgeError> {
@@ -344,10 +333,7 @@ fn app(routes: Router<Arc<Bridge>>, bridge: Arc<Bridge>, config: &BridgeConfig) 
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         // Inside the token check: a request without a valid token takes nothing from the budget.
-        .layer(middleware::from_fn_with_state(
-            bridge.memory.clone(),
-            memory_budget::hold,
-        ))
+        .layer(middleware::from_fn_with_state(bridge.memory.clone(), memory_budget::hold))
         .layer(middleware::from_fn_with_state(bridge.clone(), authenticate));
     Router::new()
         .route("/healthz", get(observe::healthz))
@@ -358,10 +344,7 @@ fn app(routes: Router<Arc<Bridge>>, bridge: Arc<Bridge>, config: &BridgeConfig) 
         .layer(CatchPanicLayer::custom(panic_response))
         .layer(middleware::from_fn_with_state(bridge.clone(), observe::count))
         // Outermost, so that preflights are answered before the token check.
-        .layer(middleware::from_fn_with_state(
-            Arc::new(config.cors_origins.clone()),
-            cors::cors,
-        ))
+        .layer(middleware::from_fn_with_state(Arc::new(config.cors_origins.clone()), cors::cors))
         .with_state(bridge)
 }
 
@@ -401,11 +384,8 @@ async fn check_redis_at_start(bridge: Arc<Bridge>) {
 
 /// Warns when the Redis behind `connection` evicts keys under memory pressure (see [`check_redis_at_start`]).
 async fn warn_of_eviction(mut connection: redis::aio::MultiplexedConnection) {
-    let reply: redis::RedisResult<Vec<String>> = redis::cmd("CONFIG")
-        .arg("GET")
-        .arg("maxmemory-policy")
-        .query_async(&mut connection)
-        .await;
+    let reply: redis::RedisResult<Vec<String>> =
+        redis::cmd("CONFIG").arg("GET").arg("maxmemory-policy").query_async(&mut connection).await;
     if let Ok([_, policy]) = reply.as_deref() {
         if let Some(problem) = crate::doctor::eviction_policy_problem(policy) {
             eprintln!("edgelimit bridge: WARNING: {problem}");
@@ -421,10 +401,7 @@ struct Failure {
 
 impl Failure {
     fn new(status: StatusCode, message: impl Into<String>) -> Self {
-        Failure {
-            status,
-            message: message.into(),
-        }
+        Failure { status, message: message.into() }
     }
 
     fn bad_request(message: impl Into<String>) -> Self {
@@ -436,9 +413,7 @@ impl IntoResponse for Failure {
     fn into_response(self) -> Response {
         let mut response = (self.status, Json(json!({ "error": &self.message }))).into_response();
         if self.status == StatusCode::TOO_MANY_REQUESTS {
-            response
-                .headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
         }
         response.extensions_mut().insert(observe::Refusal(self.message));
         response
@@ -472,17 +447,11 @@ async fn authenticate(State(bridge): State<Arc<Bridge>>, mut request: Request, n
 }
 
 async fn not_found() -> Failure {
-    Failure::new(
-        StatusCode::NOT_FOUND,
-        "no such route: POST a command to /, /pipeline or /multi-exec",
-    )
+    Failure::new(StatusCode::NOT_FOUND, "no such route: POST a command to /, /pipeline or /multi-exec")
 }
 
 async fn method_not_allowed() -> Failure {
-    Failure::new(
-        StatusCode::METHOD_NOT_ALLOWED,
-        "only POST is served: POST a command to /, /pipeline or /multi-exec",
-    )
+    Failure::new(StatusCode::METHOD_NOT_ALLOWED, "only POST is served: POST a command to /, /pipeline or /multi-exec")
 }
 
 /// Reads a request's commands from its JSON body with `words`, after taking the request's [`Share`] (a bulk one's
@@ -494,10 +463,7 @@ async fn read_commands<T: Send + 'static>(
     words: fn(&JsonValue) -> Result<T, String>,
 ) -> Result<(T, Share), Failure> {
     let bytes = body.map_err(|rejection| {
-        Failure::new(
-            rejection.status(),
-            format!("could not read the request body: {}", rejection.body_text()),
-        )
+        Failure::new(rejection.status(), format!("could not read the request body: {}", rejection.body_text()))
     })?;
     let share = bridge.fair_share.share(&caller.token, bytes.len()).await?;
     let parsed = off_runtime(share.is_bulk(), move || {
@@ -528,19 +494,14 @@ fn retry_budget(cluster: &cluster::Cluster, headers: &HeaderMap) -> Result<Durat
             Failure::bad_request(format!(
                 "{} must be the client's timeout in whole ms (at most 10 digits), got {:?}",
                 edgelimit::rest::DEADLINE_HEADER,
-                String::from_utf8_lossy(value.as_bytes())
-                    .chars()
-                    .take(40)
-                    .collect::<String>()
+                String::from_utf8_lossy(value.as_bytes()).chars().take(40).collect::<String>()
             ))
         })?;
     Ok(cluster.timeout().min(Duration::from_millis(ms)))
 }
 
 fn wants_base64(headers: &HeaderMap) -> bool {
-    headers
-        .get("upstash-encoding")
-        .is_some_and(|value| value.as_bytes().eq_ignore_ascii_case(b"base64"))
+    headers.get("upstash-encoding").is_some_and(|value| value.as_bytes().eq_ignore_ascii_case(b"base64"))
 }
 
 /// One prepared command: the command, the SHA1 a `SCRIPT LOAD` reply must name, and its words (for routing).
@@ -555,10 +516,7 @@ impl Bridge {
         if profile == Profile::Readonly && self.acl == RedisAcl::Off {
             return Err(Failure::new(StatusCode::FORBIDDEN, READONLY_NEEDS_ACL));
         }
-        if let Some(why) = commands
-            .iter()
-            .find_map(|words| fence::refusal(profile, words, &self.limiter_keys))
-        {
+        if let Some(why) = commands.iter().find_map(|words| fence::refusal(profile, words, &self.limiter_keys)) {
             return Err(Failure::new(StatusCode::FORBIDDEN, why));
         }
         Ok(commands
@@ -625,10 +583,7 @@ impl Bridge {
         } else {
             "the bridge reconnects by itself, retry shortly"
         };
-        Failure::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!("redis at {redis} is unavailable ({error}); {why}"),
-        )
+        Failure::new(StatusCode::SERVICE_UNAVAILABLE, format!("redis at {redis} is unavailable ({error}); {why}"))
     }
 }
 
@@ -648,11 +603,7 @@ async fn single(
 ) -> Result<Response, Failure> {
     let (words, share) = read_commands(&bridge, &caller, body, json::command).await?;
     let bulk = share.is_bulk();
-    let Some(prepared) = bridge
-        .prepare_off_runtime(bulk, caller.profile, vec![words])
-        .await?
-        .pop()
-    else {
+    let Some(prepared) = bridge.prepare_off_runtime(bulk, caller.profile, vec![words]).await?.pop() else {
         return Err(Failure::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             "the bridge prepared no command for this request (a bug)",
@@ -661,17 +612,12 @@ async fn single(
     let base64 = wants_base64(&headers);
     if let Links::Cluster(cluster) = &bridge.redis {
         let budget = retry_budget(cluster, &headers)?;
-        let value = bridge
-            .observer
-            .redis_round_trip(clustered::single(cluster, caller.profile, &prepared, budget))
-            .await?;
+        let value =
+            bridge.observer.redis_round_trip(clustered::single(cluster, caller.profile, &prepared, budget)).await?;
         // A reply combined from every master (KEYS) is held to the cap as a whole.
         let combined = matches!(routing::route(&prepared.2), Ok(routing::Route::EveryMaster(_)));
         if combined && json::wire_size(&value) > bridge.max_reply_bytes {
-            return Err(Failure::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                over_budget(bridge.max_reply_bytes),
-            ));
+            return Err(Failure::new(StatusCode::PAYLOAD_TOO_LARGE, over_budget(bridge.max_reply_bytes)));
         }
         return respond(bulk, move || json!({ "result": render(value, prepared.1, base64) })).await;
     }
@@ -828,10 +774,7 @@ impl Bridge {
             .enumerate()
             .filter_map(|(i, queued)| {
                 let e = queued.err()?;
-                Some(format!(
-                    "command {i}: {}",
-                    json::redis_error_text(&e).unwrap_or_else(|| e.to_string())
-                ))
+                Some(format!("command {i}: {}", json::redis_error_text(&e).unwrap_or_else(|| e.to_string())))
             })
             .collect();
         match exec {
@@ -882,10 +825,7 @@ mod tests {
         assert!(check(&config).is_ok());
         config.max_memory_in_flight = 4 << 20;
         let refusal = check(&config).unwrap_err().to_string();
-        assert!(
-            refusal.contains("--max-memory-in-flight (4194304 bytes) must hold at least one request"),
-            "{refusal}"
-        );
+        assert!(refusal.contains("--max-memory-in-flight (4194304 bytes) must hold at least one request"), "{refusal}");
         config.max_request_bytes = 64 << 10;
         assert!(check(&config).is_ok());
     }
@@ -923,10 +863,7 @@ mod tests {
             let (status, body) = post_to(address, "/panic").await;
             assert!(status.contains(" 500 "), "{status}");
             let body: JsonValue = serde_json::from_str(&body).unwrap();
-            assert!(body["error"]
-                .as_str()
-                .unwrap()
-                .contains("other requests are unaffected"));
+            assert!(body["error"].as_str().unwrap().contains("other requests are unaffected"));
         }
         let (status, body) = post_to(address, "/nowhere").await;
         assert!(status.contains(" 404 "), "{status} {body}");

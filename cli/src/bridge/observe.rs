@@ -64,11 +64,7 @@ impl Observer {
         }
         let mut registry = Registry::with_prefix("edgelimit_bridge");
         let requests = Family::<RequestLabels, Counter>::default();
-        registry.register(
-            "requests",
-            "HTTP requests answered, by route, token profile and status",
-            requests.clone(),
-        );
+        registry.register("requests", "HTTP requests answered, by route, token profile and status", requests.clone());
         // 100 µs to about 3.3 s.
         let redis_seconds = Histogram::new(exponential_buckets(0.0001, 2.0, 16));
         registry.register(
@@ -96,11 +92,7 @@ impl Observer {
             connections,
             memory_in_flight,
             metrics_token: metrics_token.map(|token| digest(token.as_bytes())),
-            log_window: Mutex::new(LogWindow {
-                started: Instant::now(),
-                logged: 0,
-                left_out: 0,
-            }),
+            log_window: Mutex::new(LogWindow { started: Instant::now(), logged: 0, left_out: 0 }),
             last_health: tokio::sync::Mutex::default(),
         })
     }
@@ -120,16 +112,9 @@ impl Observer {
         };
         if window.started.elapsed() >= Duration::from_secs(1) {
             if window.left_out > 0 {
-                tracing::warn!(
-                    left_out = window.left_out,
-                    "refused requests not logged in the last second"
-                );
+                tracing::warn!(left_out = window.left_out, "refused requests not logged in the last second");
             }
-            *window = LogWindow {
-                started: Instant::now(),
-                logged: 0,
-                left_out: 0,
-            };
+            *window = LogWindow { started: Instant::now(), logged: 0, left_out: 0 };
         }
         if window.logged >= LOGGED_PER_SECOND {
             window.left_out += 1;
@@ -145,9 +130,7 @@ impl Observer {
 /// Sends the bridge's log lines (refused requests) to stderr, as text or as one JSON object per line. Once per
 /// process: a second call changes nothing.
 pub fn init_logs(json: bool) {
-    let logs = tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_target(false);
+    let logs = tracing_subscriber::fmt().with_writer(std::io::stderr).with_target(false);
     let _ = if json { logs.json().try_init() } else { logs.try_init() };
 }
 
@@ -174,19 +157,8 @@ pub(super) async fn count(State(bridge): State<Arc<Bridge>>, request: Request, n
     let route = route_of(request.uri().path());
     let response = next.run(request).await;
     let status = response.status();
-    let profile = response
-        .extensions()
-        .get::<Profile>()
-        .map_or("none", |profile| profile.name());
-    bridge
-        .observer
-        .requests
-        .get_or_create(&RequestLabels {
-            route,
-            profile,
-            status: status.as_u16(),
-        })
-        .inc();
+    let profile = response.extensions().get::<Profile>().map_or("none", |profile| profile.name());
+    bridge.observer.requests.get_or_create(&RequestLabels { route, profile, status: status.as_u16() }).inc();
     let refused = matches!(status.as_u16(), 401 | 403 | 404 | 405 | 413 | 429);
     if let (true, Some(Refusal(reason))) = (refused, response.extensions().get::<Refusal>()) {
         bridge.observer.log_refusal(status, route, profile, reason);
@@ -210,11 +182,9 @@ pub(super) async fn healthz(State(bridge): State<Arc<Bridge>>) -> Response {
     drop(last);
     match health {
         Ok(()) => Json(json!({ "status": "ok" })).into_response(),
-        Err(why) => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            Json(json!({ "status": "unavailable", "error": why })),
-        )
-            .into_response(),
+        Err(why) => {
+            (StatusCode::SERVICE_UNAVAILABLE, Json(json!({ "status": "unavailable", "error": why }))).into_response()
+        }
     }
 }
 
@@ -235,10 +205,7 @@ async fn ping(bridge: &Bridge) -> Result<(), String> {
 async fn ping_node(links: &NodeLinks) -> Result<(), String> {
     let unavailable = |e: redis::RedisError| format!("redis at {} is unavailable: {e}", links.describe());
     let mut connection = links.admin_connection().await.map_err(unavailable)?;
-    redis::cmd("PING")
-        .query_async::<String>(&mut connection)
-        .await
-        .map_err(unavailable)?;
+    redis::cmd("PING").query_async::<String>(&mut connection).await.map_err(unavailable)?;
     Ok(())
 }
 
@@ -247,10 +214,7 @@ pub(super) async fn metrics(State(bridge): State<Arc<Bridge>>, request: Request)
     let authorization = request.headers().get("authorization").map(|value| value.as_bytes());
     let admin = bridge.tokens.table().profile_of(authorization) == Some(Profile::Admin);
     let observer = &bridge.observer;
-    let metrics_token = observer
-        .metrics_token
-        .as_ref()
-        .is_some_and(|token| bearer_is(token, authorization));
+    let metrics_token = observer.metrics_token.as_ref().is_some_and(|token| bearer_is(token, authorization));
     if !admin && !metrics_token {
         return Failure::new(
             StatusCode::UNAUTHORIZED,
@@ -261,18 +225,8 @@ pub(super) async fn metrics(State(bridge): State<Arc<Bridge>>, request: Request)
     observer.memory_in_flight.set(bridge.memory.in_use() as i64);
     let mut text = String::new();
     if let Err(e) = prometheus_client::encoding::text::encode(&mut text, &observer.registry) {
-        return Failure::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            format!("could not write the metrics: {e}"),
-        )
-        .into_response();
+        return Failure::new(StatusCode::INTERNAL_SERVER_ERROR, format!("could not write the metrics: {e}"))
+            .into_response();
     }
-    (
-        [(
-            header::CONTENT_TYPE,
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-        )],
-        text,
-    )
-        .into_response()
+    ([(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], text).into_response()
 }

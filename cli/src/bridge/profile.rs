@@ -134,12 +134,7 @@ pub const SCRIPT_COMMANDS: &[&str] = &[
 /// The rules after `ACL SETUSER <user>` for `profile`, its password first, from a fresh `reset` so that a rule
 /// dropped here is dropped from Redis too.
 pub fn acl_rules(profile: Profile, password: &str, limiter_keys: &[String]) -> Vec<String> {
-    let mut rules = vec![
-        "reset".to_owned(),
-        "on".to_owned(),
-        format!(">{password}"),
-        "-@all".to_owned(),
-    ];
+    let mut rules = vec!["reset".to_owned(), "on".to_owned(), format!(">{password}"), "-@all".to_owned()];
     let commands: Vec<&str> = match profile {
         Profile::Limiter => {
             rules.extend(limiter_keys.iter().map(|pattern| format!("~{pattern}")));
@@ -179,10 +174,7 @@ mod tests {
         for profile in [Profile::Limiter, Profile::Readonly, Profile::Admin] {
             assert_eq!(profile.name().parse::<Profile>(), Ok(profile));
         }
-        assert!("Admin"
-            .parse::<Profile>()
-            .unwrap_err()
-            .contains("limiter, readonly, admin"));
+        assert!("Admin".parse::<Profile>().unwrap_err().contains("limiter, readonly, admin"));
         assert!("".parse::<Profile>().is_err());
     }
 
@@ -206,10 +198,7 @@ mod tests {
             let command = part.split('\'').next().unwrap().to_ascii_lowercase();
             assert!(rules.contains(&format!("+{command}")), "{command}");
         }
-        assert!(
-            source.contains("redis.call('PTTL'"),
-            "the inspect script calls what it did"
-        );
+        assert!(source.contains("redis.call('PTTL'"), "the inspect script calls what it did");
     }
 
     #[test]
@@ -221,9 +210,7 @@ mod tests {
             let rules = acl_rules(profile, "p", &["edgelimit:*".to_owned()]);
             assert!(rules.contains(&"~edgelimit:*".to_owned()), "{profile}");
             assert!(
-                !rules
-                    .iter()
-                    .any(|rule| rule.contains("~*") || rule == "allkeys" || rule.starts_with("+@")),
+                !rules.iter().any(|rule| rule.contains("~*") || rule == "allkeys" || rule.starts_with("+@")),
                 "{profile}: {rules:?}"
             );
         }

@@ -83,12 +83,7 @@ impl RedisLink {
     /// A link to the Redis `info` names, as its user; connects on first use. `timeout` bounds connecting and each
     /// reply; no reply larger than `max_reply_bytes` reaches the bridge.
     pub fn new(info: ConnectionInfo, timeout: Duration, max_reply_bytes: u64) -> Self {
-        RedisLink {
-            info,
-            timeout,
-            max_reply_bytes,
-            lanes: [Mutex::new(None), Mutex::new(None)],
-        }
+        RedisLink { info, timeout, max_reply_bytes, lanes: [Mutex::new(None), Mutex::new(None)] }
     }
 
     /// A handle to the main lane's connection, connecting first if there is none or it broke.

@@ -91,10 +91,7 @@ pub(super) struct Scanner {
 }
 
 fn protocol_error(what: impl Into<String>) -> io::Error {
-    io::Error::new(
-        io::ErrorKind::InvalidData,
-        format!("not a RESP reply from Redis: {}", what.into()),
-    )
+    io::Error::new(io::ErrorKind::InvalidData, format!("not a RESP reply from Redis: {}", what.into()))
 }
 
 impl Scanner {
@@ -210,10 +207,7 @@ impl Scanner {
             self.value_done(out);
             return Ok(());
         }
-        let text = self
-            .header
-            .strip_suffix(b"\r\n")
-            .ok_or_else(|| protocol_error("a length line without CRLF"))?;
+        let text = self.header.strip_suffix(b"\r\n").ok_or_else(|| protocol_error("a length line without CRLF"))?;
         let number: i64 = std::str::from_utf8(text)
             .ok()
             .and_then(|text| text.parse().ok())
@@ -301,10 +295,7 @@ impl Scanner {
             None if refused.is_none() => {
                 self.shared = shared_budget::announced_count(&self.held)
                     .filter(|&replies| replies > 0)
-                    .map(|replies| SharedBudget {
-                        replies,
-                        bytes: self.cap,
-                    });
+                    .map(|replies| SharedBudget { replies, bytes: self.cap });
             }
             None => {}
         }
@@ -523,11 +514,7 @@ mod tests {
         let mut out = Vec::new();
         scanner.feed(&input, &mut out).unwrap();
         assert_eq!(scanner.shared, None);
-        assert!(
-            out.ends_with(&[&big[..], &big[..]].concat()),
-            "{}",
-            String::from_utf8_lossy(&out)
-        );
+        assert!(out.ends_with(&[&big[..], &big[..]].concat()), "{}", String::from_utf8_lossy(&out));
     }
 
     #[test]
@@ -570,13 +557,7 @@ mod tests {
 
     #[test]
     fn what_is_not_resp_is_an_error_not_a_panic() {
-        for bad in [
-            &b"?\r\n"[..],
-            b"$x\r\n",
-            b"$-2\r\n",
-            b"*99999999999999999999999\r\n",
-            b"$1\n",
-        ] {
+        for bad in [&b"?\r\n"[..], b"$x\r\n", b"$-2\r\n", b"*99999999999999999999999\r\n", b"$1\n"] {
             let mut out = Vec::new();
             assert!(Scanner::new(100).feed(bad, &mut out).is_err(), "{bad:?}");
         }

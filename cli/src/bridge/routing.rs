@@ -131,18 +131,12 @@ mod tests {
     fn routes_by_the_first_key_scripts_by_their_declared_keys() {
         assert_eq!(route(&words("GET foo")), Ok(Route::Slot(12182)));
         assert_eq!(route(&words("set {foo}x 1")), Ok(Route::Slot(12182)));
-        assert_eq!(
-            route(&words("EVALSHA abc 2 {u}a {u}b arg")),
-            Ok(Route::Slot(hash_slot("u")))
-        );
+        assert_eq!(route(&words("EVALSHA abc 2 {u}a {u}b arg")), Ok(Route::Slot(hash_slot("u"))));
         assert_eq!(route(&words("EVALSHA abc 0 arg")), Ok(Route::AnyMaster));
         assert_eq!(route(&words("PING")), Ok(Route::AnyMaster));
         assert_eq!(route(&words("SCRIPT EXISTS abc")), Ok(Route::AnyMaster));
         assert_eq!(route(&words("script load x")), Ok(Route::EveryMaster(Combine::Same)));
-        assert_eq!(
-            route(&words("XREAD COUNT 1 STREAMS s 0")),
-            Ok(Route::Slot(hash_slot("s")))
-        );
+        assert_eq!(route(&words("XREAD COUNT 1 STREAMS s 0")), Ok(Route::Slot(hash_slot("s"))));
         assert_eq!(route(&words("OBJECT ENCODING k")), Ok(Route::Slot(hash_slot("k"))));
         assert_eq!(route(&words("MSET {a}1 x {a}2 y")), Ok(Route::Slot(hash_slot("a"))));
     }
@@ -152,14 +146,7 @@ mod tests {
         assert!(route(&words("MGET a b")).unwrap_err().starts_with(CROSSSLOT));
         assert!(route(&words("EVAL x 2 a b")).unwrap_err().starts_with(CROSSSLOT));
         // A key count past the words, not a number, or huge: the keys that are there.
-        for odd in [
-            "EVAL x 99 a",
-            "EVAL x -1 a",
-            "EVAL x 18446744073709551616 a",
-            "EVAL",
-            "MSET",
-            "XREAD STREAMS",
-        ] {
+        for odd in ["EVAL x 99 a", "EVAL x -1 a", "EVAL x 18446744073709551616 a", "EVAL", "MSET", "XREAD STREAMS"] {
             let _ = route(&words(odd));
         }
         assert_eq!(route(&Vec::new()), Ok(Route::AnyMaster));
@@ -174,9 +161,7 @@ mod tests {
     #[test]
     fn any_words_route_without_panicking() {
         // A fixed pseudo-random stream of short commands, their names drawn from the ones the table knows.
-        let names = [
-            "EVAL", "EVALSHA", "ZUNION", "MSET", "XREAD", "OBJECT", "BITOP", "GET", "SCRIPT", "MGET", "x",
-        ];
+        let names = ["EVAL", "EVALSHA", "ZUNION", "MSET", "XREAD", "OBJECT", "BITOP", "GET", "SCRIPT", "MGET", "x"];
         let mut state = 0x2545_f491_4f6c_dd1d_u64;
         let mut next = || {
             state ^= state << 13;

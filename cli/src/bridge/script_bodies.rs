@@ -27,10 +27,7 @@ struct Seen {
 impl Default for ScriptBodies {
     fn default() -> Self {
         ScriptBodies {
-            own: edgelimit::lua::every_script()
-                .into_iter()
-                .map(|script| (script.sha1(), script.source()))
-                .collect(),
+            own: edgelimit::lua::every_script().into_iter().map(|script| (script.sha1(), script.source())).collect(),
             seen: Mutex::default(),
         }
     }
@@ -99,10 +96,7 @@ mod tests {
         let other = sha1_hex(b"return 7");
         assert!(bodies.body_for(&evalsha(&other)).is_none());
         bodies.learn(&vec![b"SCRIPT".to_vec(), b"load".to_vec(), b"return 7".to_vec()]);
-        assert_eq!(
-            bodies.body_for(&evalsha(&other)).as_deref(),
-            Some(&b"return 7".to_vec())
-        );
+        assert_eq!(bodies.body_for(&evalsha(&other)).as_deref(), Some(&b"return 7".to_vec()));
         bodies.learn(&vec![b"EVAL".to_vec()]);
         assert!(bodies.body_for(&vec![b"EVALSHA".to_vec()]).is_none());
     }

@@ -32,12 +32,7 @@ pub struct ScriptKiller {
 impl ScriptKiller {
     /// A killer that connects as `info`'s user, within `connect_timeout`.
     pub fn new(info: ConnectionInfo, connect_timeout: Duration) -> Self {
-        ScriptKiller {
-            info,
-            connect_timeout,
-            busy: AtomicBool::new(false),
-            unkillable: AtomicBool::new(false),
-        }
+        ScriptKiller { info, connect_timeout, busy: AtomicBool::new(false), unkillable: AtomicBool::new(false) }
     }
 
     /// Starts a kill in the background, unless one is under way already.

@@ -97,11 +97,7 @@ mod tests {
         let (pipe, announced) = pipeline(3);
         let marker = marker_of(&pipe);
         assert_eq!(announced_count(&echo_of(&marker)), Some(3));
-        assert_eq!(
-            announced_count(&echo_of(&marker)),
-            None,
-            "a marker read (or seen in a log) is spent"
-        );
+        assert_eq!(announced_count(&echo_of(&marker)), None, "a marker read (or seen in a log) is spent");
         drop(announced);
 
         let (pipe, announced) = pipeline(2);

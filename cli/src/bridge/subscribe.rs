@@ -87,10 +87,7 @@ impl Subscriptions {
     /// Subscriptions with the limits of `config` (its Redis timeout and reply cap).
     pub fn new(config: &BridgeConfig) -> Self {
         Subscriptions {
-            limits: Limits {
-                timeout: config.redis_timeout,
-                max_bytes: config.max_reply_bytes,
-            },
+            limits: Limits { timeout: config.redis_timeout, max_bytes: config.max_reply_bytes },
             closing: watch::channel(false).0,
         }
     }
@@ -146,13 +143,7 @@ async fn respond(bridge: &Bridge, profile: Profile, kind: Kind, uri: &Uri) -> Re
 /// The names after the route's own segment (`/subscribe/a/b` → `a`, `b`), each percent-decoded.
 fn names_in_path(path: &str, kind: Kind) -> Result<Vec<Vec<u8>>, String> {
     let route = kind.confirmation();
-    let usage = || {
-        format!(
-            "name the {} to {route} to: POST /{route}/<{}>",
-            kind.names(),
-            kind.names()
-        )
-    };
+    let usage = || format!("name the {} to {route} to: POST /{route}/<{}>", kind.names(), kind.names());
     let rest = path
         .trim_start_matches('/')
         .split_once('/')
@@ -169,9 +160,7 @@ fn names_in_path(path: &str, kind: Kind) -> Result<Vec<Vec<u8>>, String> {
         .map(|segment| match percent_decode(segment) {
             Some(name) if name.is_empty() => Err(format!("an empty {} name in {path:?}: {}", kind.names(), usage())),
             Some(name) => Ok(name),
-            None => Err(format!(
-                "{path:?} holds a '%' that is not followed by two hex digits (write '%' as %25)"
-            )),
+            None => Err(format!("{path:?} holds a '%' that is not followed by two hex digits (write '%' as %25)")),
         })
         .collect()
 }
@@ -229,15 +218,7 @@ pub(super) async fn event_stream(
     let (sender, receiver) = mpsc::channel(MAX_QUEUED_EVENTS + 1);
     let queued = Arc::new(AtomicUsize::new(0));
     let budget = usize::try_from(limits.max_bytes).unwrap_or(usize::MAX);
-    tokio::spawn(forward(
-        messages,
-        Queue {
-            sender,
-            queued: queued.clone(),
-            budget,
-        },
-        closing,
-    ));
+    tokio::spawn(forward(messages, Queue { sender, queued: queued.clone(), budget }, closing));
     let events = futures_util::stream::unfold((receiver, queued), |(mut receiver, queued)| async move {
         let event = receiver.recv().await?;
         queued.fetch_sub(event.len(), Ordering::AcqRel);
@@ -273,14 +254,8 @@ fn failure(info: &ConnectionInfo, kind: Kind, error: &redis::RedisError) -> Fail
         eprintln!("edgelimit bridge: {text}");
         return Failure::bad_request(text);
     }
-    eprintln!(
-        "edgelimit bridge: redis at {redis} unavailable for a {}: {error}",
-        kind.confirmation()
-    );
-    Failure::new(
-        StatusCode::SERVICE_UNAVAILABLE,
-        format!("redis at {redis} is unavailable ({error}); retry shortly"),
-    )
+    eprintln!("edgelimit bridge: redis at {redis} unavailable for a {}: {error}", kind.confirmation());
+    Failure::new(StatusCode::SERVICE_UNAVAILABLE, format!("redis at {redis} is unavailable ({error}); retry shortly"))
 }
 
 /// The events waiting for the HTTP client, bounded in number and bytes.
@@ -392,37 +367,23 @@ mod tests {
 
     #[test]
     fn names_are_the_percent_decoded_path_segments() {
-        assert_eq!(
-            names_in_path("/subscribe/chat", Kind::Channels).unwrap(),
-            vec![b"chat".to_vec()]
-        );
+        assert_eq!(names_in_path("/subscribe/chat", Kind::Channels).unwrap(), vec![b"chat".to_vec()]);
         assert_eq!(
             names_in_path("/psubscribe/user:*/a%2Fb%20c/%FF", Kind::Patterns).unwrap(),
             vec![b"user:*".to_vec(), b"a/b c".to_vec(), vec![0xff]]
         );
-        assert!(names_in_path("/subscribe/", Kind::Channels)
-            .unwrap_err()
-            .contains("POST /subscribe/<channel>"));
-        assert!(names_in_path("/subscribe/a//b", Kind::Channels)
-            .unwrap_err()
-            .contains("empty channel"));
-        assert!(names_in_path("/psubscribe/100%", Kind::Patterns)
-            .unwrap_err()
-            .contains("%25"));
+        assert!(names_in_path("/subscribe/", Kind::Channels).unwrap_err().contains("POST /subscribe/<channel>"));
+        assert!(names_in_path("/subscribe/a//b", Kind::Channels).unwrap_err().contains("empty channel"));
+        assert!(names_in_path("/psubscribe/100%", Kind::Patterns).unwrap_err().contains("%25"));
         assert!(names_in_path("/subscribe/%zz", Kind::Channels).is_err());
         let many = format!("/subscribe/{}", vec!["c"; MAX_QUEUED_EVENTS + 1].join("/"));
-        assert!(names_in_path(&many, Kind::Channels)
-            .unwrap_err()
-            .contains("at most 1024 channels"));
+        assert!(names_in_path(&many, Kind::Channels).unwrap_err().contains("at most 1024 channels"));
     }
 
     #[test]
     fn events_are_upstash_data_lines_and_line_breaks_split_them() {
         assert_eq!(event(&[b"subscribe", b"chat", b"1"]), "data: subscribe,chat,1\n\n");
-        assert_eq!(
-            event(&[b"pmessage", b"c*", b"chat", b"{\"a\":[1,2]}"]),
-            "data: pmessage,c*,chat,{\"a\":[1,2]}\n\n"
-        );
+        assert_eq!(event(&[b"pmessage", b"c*", b"chat", b"{\"a\":[1,2]}"]), "data: pmessage,c*,chat,{\"a\":[1,2]}\n\n");
         assert_eq!(
             event(&[b"message", b"c", b"one\ntwo\r\nthree\rfour"]),
             "data: message,c,one\ndata: two\ndata: three\ndata: four\n\n"
@@ -434,11 +395,7 @@ mod tests {
     #[tokio::test]
     async fn a_queue_takes_events_until_its_count_or_bytes_run_out_and_keeps_a_slot_for_the_last() {
         let (sender, mut receiver) = mpsc::channel(4);
-        let queue = Queue {
-            sender,
-            queued: Arc::new(AtomicUsize::new(0)),
-            budget: 10,
-        };
+        let queue = Queue { sender, queued: Arc::new(AtomicUsize::new(0)), budget: 10 };
         // Alone, an event larger than the budget is taken; behind it, nothing more.
         assert!(queue.offer(Bytes::from(vec![b'x'; 20])));
         assert!(!queue.offer(Bytes::from_static(b"y")));
@@ -448,17 +405,10 @@ mod tests {
         assert!(queue.offer(Bytes::from_static(b"12345")));
         assert!(!queue.offer(Bytes::from_static(b"1")), "over the byte budget");
         let (sender, _receiver) = mpsc::channel(3);
-        let queue = Queue {
-            sender,
-            queued: Arc::new(AtomicUsize::new(0)),
-            budget: 1000,
-        };
+        let queue = Queue { sender, queued: Arc::new(AtomicUsize::new(0)), budget: 1000 };
         assert!(queue.offer(Bytes::from_static(b"a")));
         assert!(queue.offer(Bytes::from_static(b"b")));
-        assert!(
-            !queue.offer(Bytes::from_static(b"c")),
-            "the last slot is the final event's"
-        );
+        assert!(!queue.offer(Bytes::from_static(b"c")), "the last slot is the final event's");
         assert!(queue.sender.try_send(error_event("ERR x")).is_ok());
     }
 }

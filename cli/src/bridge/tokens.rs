@@ -83,10 +83,7 @@ impl TokenTable {
 
     /// Adds the entries of `other`, none of whose tokens may be in this table.
     pub fn extend(&mut self, other: TokenTable) -> Result<(), String> {
-        other
-            .entries
-            .into_iter()
-            .try_for_each(|(token, profile)| self.add(token, profile))
+        other.entries.into_iter().try_for_each(|(token, profile)| self.add(token, profile))
     }
 
     /// The profiles that some token grants, each once.
@@ -132,11 +129,7 @@ pub fn entries(text: &str, origin: &str) -> Result<Vec<(Profile, String)>, Strin
         for entry in line.split_whitespace() {
             let at = || format!("{origin}, line {}", number + 1);
             let (profile, token) = entry.split_once(':').ok_or_else(|| {
-                format!(
-                    "{}: an entry is <profile>:<token> (profiles: {}), got one without ':'",
-                    at(),
-                    Profile::NAMES
-                )
+                format!("{}: an entry is <profile>:<token> (profiles: {}), got one without ':'", at(), Profile::NAMES)
             })?;
             let profile = profile.parse::<Profile>().map_err(|e| format!("{}: {e}", at()))?;
             check_token(token).map_err(|e| format!("{}: {e}", at()))?;
@@ -185,19 +178,12 @@ pub struct Tokens {
 impl Tokens {
     /// The inline tokens and those of `file` (read now: a missing or invalid file is an error at start-up).
     pub fn load(inline: TokenTable, file: Option<PathBuf>) -> Result<Tokens, String> {
-        let tokens = Tokens {
-            current: RwLock::new(Arc::new(inline.clone())),
-            inline,
-            file,
-            seen: RwLock::new(None),
-        };
+        let tokens = Tokens { current: RwLock::new(Arc::new(inline.clone())), inline, file, seen: RwLock::new(None) };
         tokens.reload()?;
         if tokens.table().entries.is_empty() {
-            return Err(
-                "the bridge needs at least one token: pass --token (an admin token) or --tokens-file, or set \
+            return Err("the bridge needs at least one token: pass --token (an admin token) or --tokens-file, or set \
                  EDGELIMIT_TOKEN"
-                    .into(),
-            );
+                .into());
         }
         Ok(tokens)
     }
@@ -221,13 +207,9 @@ impl Tokens {
         }
         let origin = path.display().to_string();
         let mut table = self.inline.clone();
-        table
-            .extend(TokenTable::parse(&text, &origin)?)
-            .map_err(|e| format!("{origin} and --token/--tokens: {e}"))?;
+        table.extend(TokenTable::parse(&text, &origin)?).map_err(|e| format!("{origin} and --token/--tokens: {e}"))?;
         if table.entries.is_empty() {
-            return Err(format!(
-                "the tokens file {origin} holds no token, and no --token or --tokens is given"
-            ));
+            return Err(format!("the tokens file {origin} holds no token, and no --token or --tokens is given"));
         }
         *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(table);
         *self.seen.write().unwrap_or_else(|e| e.into_inner()) = Some(text_digest);
@@ -269,19 +251,11 @@ mod tests {
 
     #[test]
     fn each_token_grants_its_profile_and_nothing_else_is_accepted() {
-        let table = TokenTable::parse(
-            &format!("# comment\nlimiter:{LIMITER}  # the Workers\n\nadmin:{ADMIN}\n"),
-            "tokens",
-        )
-        .unwrap();
-        assert_eq!(
-            table.profile_of(Some(format!("Bearer {LIMITER}").as_bytes())),
-            Some(Profile::Limiter)
-        );
-        assert_eq!(
-            table.profile_of(Some(format!("Bearer {ADMIN}").as_bytes())),
-            Some(Profile::Admin)
-        );
+        let table =
+            TokenTable::parse(&format!("# comment\nlimiter:{LIMITER}  # the Workers\n\nadmin:{ADMIN}\n"), "tokens")
+                .unwrap();
+        assert_eq!(table.profile_of(Some(format!("Bearer {LIMITER}").as_bytes())), Some(Profile::Limiter));
+        assert_eq!(table.profile_of(Some(format!("Bearer {ADMIN}").as_bytes())), Some(Profile::Admin));
         for wrong in [
             format!("Bearer {LIMITER} "),
             format!("bearer {LIMITER}"),
@@ -320,22 +294,13 @@ mod tests {
         std::fs::write(&path, old).unwrap();
         let tokens = Tokens::load(TokenTable::parse("", "inline").unwrap(), Some(path.clone())).unwrap();
         let bearer = |token: &str| format!("Bearer {token}").into_bytes();
-        assert!(tokens
-            .table()
-            .profile_of(Some(&bearer("limiter-OLD-token-1")))
-            .is_some());
+        assert!(tokens.table().profile_of(Some(&bearer("limiter-OLD-token-1"))).is_some());
         // Same length, written at once (often within one tick of the file's clock): its text tells it apart.
         std::fs::write(&path, new).unwrap();
         tokens.reload().unwrap();
         std::fs::remove_file(&path).unwrap();
-        assert!(tokens
-            .table()
-            .profile_of(Some(&bearer("limiter-OLD-token-1")))
-            .is_none());
-        assert!(tokens
-            .table()
-            .profile_of(Some(&bearer("limiter-NEW-token-2")))
-            .is_some());
+        assert!(tokens.table().profile_of(Some(&bearer("limiter-OLD-token-1"))).is_none());
+        assert!(tokens.table().profile_of(Some(&bearer("limiter-NEW-token-2"))).is_some());
     }
 
     #[test]
@@ -349,9 +314,7 @@ mod tests {
         );
         assert!(!refusal.contains(LIMITER));
         let mut inline = TokenTable::new([(Profile::Admin, ADMIN)]).unwrap();
-        assert!(inline
-            .extend(TokenTable::new([(Profile::Limiter, ADMIN)]).unwrap())
-            .is_err());
+        assert!(inline.extend(TokenTable::new([(Profile::Limiter, ADMIN)]).unwrap()).is_err());
     }
 
     #[test]

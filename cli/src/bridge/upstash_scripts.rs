@@ -36,10 +36,7 @@ pub fn strip_upstash_flags(script: &[u8]) -> Option<Vec<u8>> {
     for option in rest.split_whitespace() {
         match option.strip_prefix("flags=") {
             Some(flags) => {
-                let kept: Vec<&str> = flags
-                    .split(',')
-                    .filter(|flag| !UPSTASH_ONLY_FLAGS.contains(flag))
-                    .collect();
+                let kept: Vec<&str> = flags.split(',').filter(|flag| !UPSTASH_ONLY_FLAGS.contains(flag)).collect();
                 changed |= kept.len() != flags.split(',').count();
                 if !kept.is_empty() {
                     kept_options.push(format!("flags={}", kept.join(",")));
@@ -127,21 +124,10 @@ mod tests {
         let script = b"#!lua flags=allow-key-locking\nreturn 1\n";
         assert_eq!(strip_upstash_flags(script).unwrap(), b"#!lua\nreturn 1\n");
         let script = b"#!lua flags=no-writes,allow-key-locking\r\nreturn 1";
-        assert_eq!(
-            strip_upstash_flags(script).unwrap(),
-            b"#!lua flags=no-writes\r\nreturn 1"
-        );
+        assert_eq!(strip_upstash_flags(script).unwrap(), b"#!lua flags=no-writes\r\nreturn 1");
         assert_eq!(strip_upstash_flags(b"#!lua flags=no-writes\nreturn 1"), None);
         assert_eq!(strip_upstash_flags(b"return 1"), None);
-        for odd in [
-            &b""[..],
-            b"\n",
-            b"\r",
-            b"\r\n",
-            b"#!lua",
-            b"#!lua flags=allow-key-locking",
-            b"#!lua\xff\r\n",
-        ] {
+        for odd in [&b""[..], b"\n", b"\r", b"\r\n", b"#!lua", b"#!lua flags=allow-key-locking", b"#!lua\xff\r\n"] {
             let _ = strip_upstash_flags(odd);
         }
         assert_eq!(strip_upstash_flags(b"#!lua flags=allow-key-locking").unwrap(), b"#!lua");

@@ -138,10 +138,7 @@ mod tests {
         let (ours, theirs) = tokio::io::duplex(1 << 16);
         tokio::spawn(serve_echo(theirs));
         let writes = Arc::new(AtomicUsize::new(0));
-        let socket = WriteBatching::new(Counted {
-            inner: ours,
-            writes: writes.clone(),
-        });
+        let socket = WriteBatching::new(Counted { inner: ours, writes: writes.clone() });
         let settings = redis::RedisConnectionInfo::default().set_protocol(redis::ProtocolVersion::RESP2);
         let (connection, driver) =
             redis::aio::MultiplexedConnection::new_with_config(&settings, socket, redis::AsyncConnectionConfig::new())

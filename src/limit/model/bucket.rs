@@ -17,11 +17,7 @@ fn verdict(q: &Quota, now: u64, available: i128, permits: u64) -> Verdict {
         reset: now + ((full - units) as u64).div_ceil(rate as u64),
     };
     let allowed = available >= need;
-    let retry_after = if allowed {
-        0
-    } else {
-        ((need - available) as u64).div_ceil(rate as u64)
-    };
+    let retry_after = if allowed { 0 } else { ((need - available) as u64).div_ceil(rate as u64) };
     Verdict::new(allowed, retry_after, standing(available), standing(available - need))
 }
 
@@ -97,11 +93,7 @@ impl Gcra {
         match self.0 {
             // Saturating: a stored state read back (limit::state) may hold any time, written by something else.
             Some((ms, rem)) if ms >= now => {
-                let part = if rem >= FLOOR_MARKED {
-                    rem % rate
-                } else {
-                    rem.min(rate - 1)
-                };
+                let part = if rem >= FLOOR_MARKED { rem % rate } else { rem.min(rate - 1) };
                 (ms - now).saturating_mul(rate).saturating_add(part)
             }
             _ => 0,
@@ -146,11 +138,7 @@ impl Gcra {
     pub(super) fn refund(&mut self, q: &Quota, now: u64, granted: u64, permits: u64) -> bool {
         let (debt, credit) = (self.debt(q, now), credit(q, now, granted, permits));
         let floor = self.floor(q);
-        let least = if floor > now {
-            ((floor - now) * u64::from(q.rate())).min(debt)
-        } else {
-            0
-        };
+        let least = if floor > now { ((floor - now) * u64::from(q.rate())).min(debt) } else { 0 };
         let given = credit > 0 && debt > least;
         if given {
             self.write(q, now, debt.saturating_sub(credit).max(least));

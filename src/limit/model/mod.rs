@@ -37,12 +37,7 @@ pub struct Verdict {
 
 impl Verdict {
     fn new(allowed: bool, retry_after: u64, now: Standing, after: Standing) -> Verdict {
-        Verdict {
-            allowed,
-            retry_after,
-            now,
-            after: if allowed { after } else { now },
-        }
+        Verdict { allowed, retry_after, now, after: if allowed { after } else { now } }
     }
 
     /// The verdict of a limit whose grants hold permits until they free (concurrency, sliding log): `held` permits at
@@ -50,14 +45,9 @@ impl Verdict {
     fn of_log(q: &Quota, now: u64, permits: u64, held: u64, last_free: u64, retry_after: impl FnOnce() -> u64) -> Self {
         let limit = u64::from(q.limit());
         let allowed = held + permits <= limit;
-        let now_standing = Standing {
-            remaining: limit.saturating_sub(held),
-            reset: last_free,
-        };
-        let after = Standing {
-            remaining: limit.saturating_sub(held + permits),
-            reset: last_free.max(now + q.interval_ms()),
-        };
+        let now_standing = Standing { remaining: limit.saturating_sub(held), reset: last_free };
+        let after =
+            Standing { remaining: limit.saturating_sub(held + permits), reset: last_free.max(now + q.interval_ms()) };
         Verdict::new(allowed, if allowed { 0 } else { retry_after() }, now_standing, after)
     }
 }
@@ -154,9 +144,7 @@ impl ModelLimit {
                 format!("{}-{grant_id:016x}", now + q.interval_ms())
             }
         };
-        format!("{permits}:{mark}")
-            .parse()
-            .expect("a receipt of whole numbers or hex digits")
+        format!("{permits}:{mark}").parse().expect("a receipt of whole numbers or hex digits")
     }
 
     /// Gives back the grant `receipt` names at `now` (see [`Receipt`]). Returns whether anything was given back, or
@@ -209,14 +197,10 @@ fn give_back_grant(grants: &mut Vec<(u64, u64, u64)>, now: u64, grant: (u64, u64
 /// Decides several limits together, all or nothing, as the driver script does: each entry is a limit, its permits
 /// and its grant id. Returns each verdict and, when granted, each receipt.
 pub fn decide_all(limits: &mut [(&mut ModelLimit, u32, u64)], now: u64) -> (Vec<Verdict>, Option<Vec<Receipt>>) {
-    let verdicts: Vec<Verdict> = limits
-        .iter_mut()
-        .map(|(limit, permits, _)| limit.decide(now, *permits))
-        .collect();
-    let receipts = verdicts.iter().all(|verdict| verdict.allowed).then(|| {
-        (limits.iter_mut())
-            .map(|(limit, permits, grant_id)| limit.grant(now, *permits, *grant_id))
-            .collect()
-    });
+    let verdicts: Vec<Verdict> = limits.iter_mut().map(|(limit, permits, _)| limit.decide(now, *permits)).collect();
+    let receipts = verdicts
+        .iter()
+        .all(|verdict| verdict.allowed)
+        .then(|| (limits.iter_mut()).map(|(limit, permits, grant_id)| limit.grant(now, *permits, *grant_id)).collect());
     (verdicts, receipts)
 }

@@ -11,11 +11,7 @@ pub struct SlidingLog(Vec<(u64, u64, u64)>);
 impl SlidingLog {
     /// Permits granted less than an interval before `at`.
     fn held(&self, at: u64) -> u64 {
-        self.0
-            .iter()
-            .filter(|&&(free_at, _, _)| free_at > at)
-            .map(|&(_, permits, _)| permits)
-            .sum()
+        self.0.iter().filter(|&&(free_at, _, _)| free_at > at).map(|&(_, permits, _)| permits).sum()
     }
 
     /// Forgets the grants that left the window by `now`: they change no decision from then on.
@@ -30,12 +26,7 @@ impl SlidingLog {
         Verdict::of_log(q, now, permits, self.held(now), newest, || {
             // Nothing changes between the moments grants free, so the first of those at which the request fits is the
             // exact wait (one exists: the scripts refuse requests above the limit).
-            let first = self
-                .0
-                .iter()
-                .map(|&(free_at, _, _)| free_at)
-                .filter(|&at| fits(at))
-                .min();
+            let first = self.0.iter().map(|&(free_at, _, _)| free_at).filter(|&at| fits(at)).min();
             first.map_or(0, |at| at - now)
         })
     }

@@ -18,12 +18,7 @@ impl SlidingWindow {
             _ => (window, 0, 0),
         };
         // Saturating: a stored window far ahead (written by something else) must not overflow.
-        (
-            window,
-            now.saturating_sub(window.saturating_mul(interval)),
-            current,
-            previous,
-        )
+        (window, now.saturating_sub(window.saturating_mul(interval)), current, previous)
     }
 
     pub(super) fn decide(&mut self, q: &Quota, now: u64, permits: u64) -> Verdict {
@@ -43,11 +38,7 @@ impl SlidingWindow {
             },
         };
         let allowed = room(current + permits) >= 0;
-        let retry_after = if allowed {
-            0
-        } else {
-            first_fit(q, window, current, previous, permits) - now
-        };
+        let retry_after = if allowed { 0 } else { first_fit(q, window, current, previous, permits) - now };
         Verdict::new(allowed, retry_after, standing(current), standing(current + permits))
     }
 

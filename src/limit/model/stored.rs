@@ -37,22 +37,16 @@ pub(crate) enum StoredView {
 /// refuse both.
 pub(crate) fn view(quota: &Quota, text: &str, now: u64) -> Result<StoredView> {
     let algorithm = quota.algorithm();
-    let (_, tag, layout) = TAGS
-        .iter()
-        .find(|(tagged, _, _)| *tagged == algorithm)
-        .ok_or_else(|| no_string_state(algorithm))?;
+    let (_, tag, layout) =
+        TAGS.iter().find(|(tagged, _, _)| *tagged == algorithm).ok_or_else(|| no_string_state(algorithm))?;
     let fields = fields_of(algorithm, text).map_err(|error| match error {
         Error::ForeignState(_) => error,
         _ => Error::malformed(format!("a stored state {tag}{layout}"), text),
     })?;
     let pair = fields.as_deref().map(|f| (f[0], f[1]));
     Ok(match algorithm {
-        Algorithm::TokenBucket => StoredView::TokenBucket {
-            units: TokenBucket(pair).units(quota, now).0,
-        },
-        Algorithm::Gcra => StoredView::Gcra {
-            debt: Gcra(pair).debt(quota, now),
-        },
+        Algorithm::TokenBucket => StoredView::TokenBucket { units: TokenBucket(pair).units(quota, now).0 },
+        Algorithm::Gcra => StoredView::Gcra { debt: Gcra(pair).debt(quota, now) },
         Algorithm::FixedWindow => {
             let (window, count) = FixedWindow(pair).count(quota, now);
             StoredView::FixedWindow { window, count }
@@ -60,11 +54,7 @@ pub(crate) fn view(quota: &Quota, text: &str, now: u64) -> Result<StoredView> {
         Algorithm::SlidingWindow => {
             let stored = fields.map(|f| (f[0], f[1], f[2]));
             let (window, _, current, previous) = SlidingWindow(stored).counts(quota, now);
-            StoredView::SlidingWindow {
-                window,
-                current,
-                previous,
-            }
+            StoredView::SlidingWindow { window, current, previous }
         }
         Algorithm::Concurrency | Algorithm::SlidingLog => return Err(no_string_state(algorithm)),
     })

@@ -73,9 +73,7 @@ impl ReservedAll {
     /// Redis Cluster every key must be in one slot (as for [`limit_all`](crate::limit::limit_all)).
     pub fn new(limiters: Vec<Limiter>, length: Duration) -> Result<ReservedAll> {
         if limiters.is_empty() {
-            return Err(Error::InvalidConfig(
-                "no limits to reserve permits of: give at least one".into(),
-            ));
+            return Err(Error::InvalidConfig("no limits to reserve permits of: give at least one".into()));
         }
         if let Some(limiter) = (limiters.iter())
             .find(|limiter| (limiter.quota).is_some_and(|quota| quota.algorithm() == Algorithm::Concurrency))
@@ -96,13 +94,8 @@ impl ReservedAll {
                 )));
             }
         }
-        let parts = (limiters.into_iter())
-            .map(|limiter| Reserved::new(limiter, length))
-            .collect::<Result<Vec<_>>>()?;
-        Ok(ReservedAll {
-            parts,
-            denials: Arc::new(Mutex::new(BlockCache::new(MAX_TRACKED))),
-        })
+        let parts = (limiters.into_iter()).map(|limiter| Reserved::new(limiter, length)).collect::<Result<Vec<_>>>()?;
+        Ok(ReservedAll { parts, denials: Arc::new(Mutex::new(BlockCache::new(MAX_TRACKED))) })
     }
 
     /// A client of the same limits sharing nothing with this one, as another process would be. Clones share permits.
@@ -135,11 +128,7 @@ impl ReservedAll {
         };
         // However this call ends, each limit it reserves for is no longer reserving.
         let mut reserving: Vec<Reserving> = (plans.iter())
-            .map(|plan| Reserving {
-                memory: &self.parts[plan.index].memory,
-                key: &keys[plan.index],
-                replied: false,
-            })
+            .map(|plan| Reserving { memory: &self.parts[plan.index].memory, key: &keys[plan.index], replied: false })
             .collect();
         let requests: Vec<_> = (self.parts.iter().zip(&here))
             .filter(|(_, here)| !**here)
@@ -156,12 +145,8 @@ impl ReservedAll {
             ids.push(id);
         }
         let sent = Instant::now();
-        let mut replies = Script::run_many(&self.parts[0].limiter.client, &calls)
-            .await?
-            .into_iter();
-        let decided = replies
-            .next()
-            .ok_or_else(|| Error::malformed("a reply per call", "none"))?;
+        let mut replies = Script::run_many(&self.parts[0].limiter.client, &calls).await?.into_iter();
+        let decided = replies.next().ok_or_else(|| Error::malformed("a reply per call", "none"))?;
         let mut failure = None;
         for (((plan, id), reply), guard) in plans.iter().zip(&ids).zip(replies).zip(&mut reserving) {
             let part = &self.parts[plan.index];
@@ -245,11 +230,7 @@ impl ReservedAll {
             }
         }
         if let Some(denial) = lock(&self.denials).check(&keys[0], permits, now) {
-            return Look::Answer(ReservedDecisions {
-                decision: denial,
-                limits: Vec::new(),
-                local: true,
-            });
+            return Look::Answer(ReservedDecisions { decision: denial, limits: Vec::new(), local: true });
         }
         // Another request of this client is reserving for the identifier: wait for its reply, as a single limit's
         // requests do; else under load the calls that queue up time out before any reservation lands.
@@ -280,12 +261,7 @@ impl ReservedAll {
             let returns: Vec<String> = pool.returns.drain(..).take(super::MAX_RETURNS).collect();
             if block > 0 || !returns.is_empty() {
                 pool.reserving = Some(now);
-                plans.push(Plan {
-                    index,
-                    block,
-                    pace,
-                    returns,
-                });
+                plans.push(Plan { index, block, pace, returns });
             }
         }
         Look::Ask { here: usable, plans }
@@ -299,9 +275,7 @@ impl ReservedAll {
 
     /// Every limit's lock, in order (the one order every call takes them in).
     fn lock_all(&self) -> Vec<MutexGuard<'_, Memory>> {
-        (self.parts.iter())
-            .map(|part| part.memory.lock().unwrap_or_else(PoisonError::into_inner))
-            .collect()
+        (self.parts.iter()).map(|part| part.memory.lock().unwrap_or_else(PoisonError::into_inner)).collect()
     }
 
     /// Takes `permits` now from each limit marked `here`, all or none: each one's part (`None` for one not marked), or
@@ -368,15 +342,8 @@ impl ReservedAll {
                 }
             }
         }
-        let decisions = Decisions {
-            success,
-            decisions: limits.iter().map(|limit| limit.decision).collect(),
-        };
-        ReservedDecisions {
-            decision: decisions.speaking_for_all(),
-            limits,
-            local: false,
-        }
+        let decisions = Decisions { success, decisions: limits.iter().map(|limit| limit.decision).collect() };
+        ReservedDecisions { decision: decisions.speaking_for_all(), limits, local: false }
     }
 }
 
@@ -400,11 +367,7 @@ impl ReservedDecisions {
             success: limits.iter().all(|limit| limit.decision.success),
             decisions: limits.iter().map(|limit| limit.decision).collect(),
         };
-        ReservedDecisions {
-            decision: decisions.speaking_for_all(),
-            limits,
-            local: true,
-        }
+        ReservedDecisions { decision: decisions.speaking_for_all(), limits, local: true }
     }
 }
 

@@ -14,10 +14,7 @@ use edgelimit_tests::Stack;
 const SECOND: Duration = Duration::from_secs(1);
 
 fn fail_open(stack: &Stack, quota: Quota) -> Ratelimit {
-    let options = Options {
-        on_error: OnError::Allow,
-        ..Options::default()
-    };
+    let options = Options { on_error: OnError::Allow, ..Options::default() };
     Ratelimit::new(stack.client(), &[Limit::new(quota)], options).unwrap()
 }
 
@@ -38,12 +35,7 @@ async fn foreign_state_in_a_limits_key_is_reported_every_time_never_allowed() {
         stack.client().command(&write).await.unwrap();
         for _ in 0..3 {
             let error = ratelimit.limit("victim", 1).await.unwrap_err();
-            assert_eq!(
-                error.code(),
-                "EDGELIMIT_FOREIGN_STATE",
-                "{}: {error}",
-                quota.algorithm()
-            );
+            assert_eq!(error.code(), "EDGELIMIT_FOREIGN_STATE", "{}: {error}", quota.algorithm());
             assert!(!error.is_store_unavailable());
             let text = error.to_string();
             assert!(text.contains("WRONGTYPE") && !text.contains("user_script"), "{text}");
@@ -89,11 +81,7 @@ async fn a_read_only_replica_is_absorbed_with_its_own_code() {
     let closed = Ratelimit::new(
         stack.client(),
         &[Limit::new(quota)],
-        Options {
-            on_error: OnError::Deny,
-            cache_entries: 0,
-            ..Options::default()
-        },
+        Options { on_error: OnError::Deny, cache_entries: 0, ..Options::default() },
     )
     .unwrap();
     let replicaof = Command::new("REPLICAOF").args(["127.0.0.1".to_owned(), master.port().to_string()]);
@@ -107,10 +95,7 @@ async fn a_read_only_replica_is_absorbed_with_its_own_code() {
         assert!(!denied.decision.success);
         assert_eq!(denied.error.as_ref().map(Error::code), Some("EDGELIMIT_READONLY"));
     }
-    client
-        .command(&Command::new("REPLICAOF").args(["NO", "ONE"]))
-        .await
-        .unwrap();
+    client.command(&Command::new("REPLICAOF").args(["NO", "ONE"])).await.unwrap();
     let decided = open.limit("ip", 1).await.unwrap();
     assert_eq!((decided.decision.success, decided.reason), (true, Reason::Decided));
 }

@@ -10,10 +10,7 @@ use edgelimit::{Command, Identifier, Quota};
 use edgelimit_tests::Stack;
 
 fn fail_open(stack: &Stack, limits: &[Limit]) -> Ratelimit {
-    let options = Options {
-        on_error: OnError::Allow,
-        ..Options::default()
-    };
+    let options = Options { on_error: OnError::Allow, ..Options::default() };
     Ratelimit::new(stack.client(), limits, options).unwrap()
 }
 
@@ -39,10 +36,7 @@ async fn a_megabyte_identifier_is_limited_exactly_under_a_hash_of_its_bytes() {
     // Keyed by '#' and the SHA-256 of its bytes: a fixed-size key.
     let key = ratelimit.limiters()[0].state_key(huge.as_str());
     let part = Identifier::from(huge.as_str()).key_part().to_owned();
-    assert!(
-        key.ends_with(&format!("}}:{part}")) && part.len() == 65 && part.starts_with('#'),
-        "{key}"
-    );
+    assert!(key.ends_with(&format!("}}:{part}")) && part.len() == 65 && part.starts_with('#'), "{key}");
     assert!(exists(&stack, &key).await);
     // One byte more is another identifier.
     let other = format!("{huge}A");
@@ -59,18 +53,12 @@ async fn identifiers_that_look_alike_are_different_limits() {
     let truncated = "user";
     for id in [long.as_str(), hashed_form.as_str(), with_nul, truncated, "", "#", "##"] {
         let first = ratelimit.limit(id, 1).await.unwrap();
-        assert!(
-            first.decision.success,
-            "{id:.20?}: its own limit, untouched by the others"
-        );
+        assert!(first.decision.success, "{id:.20?}: its own limit, untouched by the others");
         assert!(!ratelimit.limit(id, 1).await.unwrap().decision.success, "{id:.20?}");
     }
     // The hashed form, used as an identifier, is hashed itself: its key is not the long identifier's.
     let limiter = &ratelimit.limiters()[0];
-    assert_ne!(
-        limiter.state_key(long.as_str()),
-        limiter.state_key(hashed_form.as_str())
-    );
+    assert_ne!(limiter.state_key(long.as_str()), limiter.state_key(hashed_form.as_str()));
 }
 
 #[tokio::test]
@@ -84,10 +72,7 @@ async fn no_identifier_can_poison_another_limits_block_cache_entry() {
     let denied = ratelimit.limit(attacker, 1).await.unwrap();
     assert_eq!((denied.decision.success, denied.reason), (false, Reason::Decided));
     assert_eq!(ratelimit.limit(attacker, 1).await.unwrap().reason, Reason::Cache);
-    let limits = [
-        Limit::new(Quota::fixed_window(5, Duration::from_secs(10)).unwrap()),
-        sliding_log(1, 10),
-    ];
+    let limits = [Limit::new(Quota::fixed_window(5, Duration::from_secs(10)).unwrap()), sliding_log(1, 10)];
     let victim = ratelimit.limit_all("victim", &limits, 1).await.unwrap();
     assert_eq!((victim.decision.success, victim.reason), (true, Reason::Decided));
     // Resetting the attacker forgets its cached denial, and only its own.

@@ -35,11 +35,7 @@ async fn a_give_back_takes_from_the_grants_window_never_the_current_one() {
     // window's count, making room for a third grant there. By receipt it takes from the grant's window only.
     let stack = Stack::start().await;
     let window = limiter(stack.client(), "fw", Quota::fixed_window(2, SECOND).unwrap());
-    let denier = limiter(
-        stack.client(),
-        "deny",
-        Quota::sliding_log(1, Duration::from_secs(3600)).unwrap(),
-    );
+    let denier = limiter(stack.client(), "deny", Quota::sliding_log(1, Duration::from_secs(3600)).unwrap());
     in_other_slots(&window, &denier);
     assert!(denier.clone().at(T0).limit("id", 1).await.unwrap().success);
     let mut tally: BTreeMap<u64, u64> = BTreeMap::new();
@@ -50,16 +46,11 @@ async fn a_give_back_takes_from_the_grants_window_never_the_current_one() {
     let late = window.clone().at(T0 + 999);
     count(late.limit("id", 1).await.unwrap().receipt.unwrap());
     let denied_at = denier.clone().at(T0 + 999);
-    let across = limit::limit_all_across_slots(&[late.request("id", 1), denied_at.request("id", 1)])
-        .await
-        .unwrap();
+    let across = limit::limit_all_across_slots(&[late.request("id", 1), denied_at.request("id", 1)]).await.unwrap();
     assert!(!across.success && across.denied() && across.failed.is_empty());
     assert!(matches!(across.give_back, GiveBack::Done), "{:?}", across.give_back);
     let given_back = across.decisions[0].unwrap();
-    assert_eq!(
-        (given_back.success, given_back.receipt, given_back.remaining),
-        (true, None, 1)
-    );
+    assert_eq!((given_back.success, given_back.receipt, given_back.remaining), (true, None, 1));
     // The same grant's receipt refunded again, as a give-back arriving in the next window would: nothing there.
     let grant = late.limit("id", 1).await.unwrap().receipt.unwrap();
     count(grant);
@@ -71,11 +62,7 @@ async fn a_give_back_takes_from_the_grants_window_never_the_current_one() {
     assert!(!refunded.success, "the grant's window has passed: nothing to give back");
     assert_eq!(refunded.remaining, 0, "the new window's count is untouched");
     assert!(next.limit("id", 1).await.unwrap().receipt.is_none(), "no third grant");
-    assert_eq!(
-        tally.into_values().collect::<Vec<_>>(),
-        [2, 2],
-        "at most 2 in each window"
-    );
+    assert_eq!(tally.into_values().collect::<Vec<_>>(), [2, 2], "at most 2 in each window");
 }
 
 #[tokio::test]
@@ -89,11 +76,7 @@ async fn when_every_group_denies_the_answer_is_a_plain_denial() {
     // Nothing granted, nothing to give back (this used to fail: "a pipeline must hold at least one command").
     let denied = limit::limit_all_across_slots(&request).await.unwrap();
     assert!(!denied.success && denied.denied() && denied.failed.is_empty());
-    assert!(
-        matches!(denied.give_back, GiveBack::NotNeeded),
-        "{:?}",
-        denied.give_back
-    );
+    assert!(matches!(denied.give_back, GiveBack::NotNeeded), "{:?}", denied.give_back);
     assert_eq!(denied.retry_after(), 1000);
 }
 
@@ -108,15 +91,9 @@ async fn a_group_whose_reply_is_an_error_gets_the_other_groups_grants_given_back
     in_other_slots(&window, &broken);
     in_other_slots(&leases, &broken);
     // Foreign state on the bucket's key: its script's reply is Redis's WRONGTYPE.
-    let foreign = Command::new("HSET")
-        .arg(broken.state_key("id"))
-        .args(["not", "a bucket"]);
+    let foreign = Command::new("HSET").arg(broken.state_key("id")).args(["not", "a bucket"]);
     client.command(&foreign).await.unwrap();
-    let request = [
-        window.request("id", 2),
-        leases.request("id", 2),
-        broken.request("id", 1),
-    ];
+    let request = [window.request("id", 2), leases.request("id", 2), broken.request("id", 1)];
     let outcome: AcrossSlots = limit::limit_all_across_slots(&request).await.unwrap();
     assert!(!outcome.success, "not admitted");
     assert!(!outcome.denied(), "no limit that decided denied");
@@ -142,9 +119,7 @@ async fn a_denial_stays_a_denial_when_the_give_back_fails() {
     // pass, while the give-back runs the single-limit fixed-window script, which is not cached: its EVAL fallback
     // (the whole script) is refused with HTTP 413.
     let redis = RedisServer::start().await.unwrap();
-    let warm_bridge = InProcessBridge::start(BridgeConfig::new(redis.url(), TOKEN))
-        .await
-        .unwrap();
+    let warm_bridge = InProcessBridge::start(BridgeConfig::new(redis.url(), TOKEN)).await.unwrap();
     let mut small = BridgeConfig::new(redis.url(), TOKEN);
     small.max_request_bytes = 1500;
     let small_bridge = InProcessBridge::start(small).await.unwrap();
@@ -157,24 +132,15 @@ async fn a_denial_stays_a_denial_when_the_give_back_fails() {
     // Warm: the driver (two requests in one slot) and the bucket's single-limit script, on other identifiers.
     let warm_window = limiter(warm.clone(), "fw", window).at(T0);
     let warm_bucket = limiter(warm.clone(), "tb", bucket).at(T0);
-    limit::limit_all(&[warm_window.request("w1", 1), warm_window.request("w2", 1)])
-        .await
-        .unwrap();
+    limit::limit_all(&[warm_window.request("w1", 1), warm_window.request("w2", 1)]).await.unwrap();
     assert!(warm_bucket.limit("spent", 1).await.unwrap().success);
 
     let tight_window = limiter(tight.clone(), "fw", window).at(T0);
     let tight_bucket = limiter(tight.clone(), "tb", bucket).at(T0);
     in_other_slots(&tight_window, &tight_bucket);
-    let request = [
-        tight_window.request("x", 1),
-        tight_window.request("y", 1),
-        tight_bucket.request("spent", 1),
-    ];
+    let request = [tight_window.request("x", 1), tight_window.request("y", 1), tight_bucket.request("spent", 1)];
     let outcome = limit::limit_all_across_slots(&request).await.unwrap();
-    assert!(
-        !outcome.success && outcome.denied(),
-        "the bucket's denial is the answer"
-    );
+    assert!(!outcome.success && outcome.denied(), "the bucket's denial is the answer");
     assert!(outcome.failed.is_empty());
     let GiveBack::Failed(error) = &outcome.give_back else {
         panic!("the give-back was refused: {:?}", outcome.give_back);
@@ -184,10 +150,7 @@ async fn a_denial_stays_a_denial_when_the_give_back_fails() {
     for id in ["x", "y"] {
         assert_eq!(warm_window.peek(id, 1).await.unwrap().remaining, 4, "{id}");
     }
-    assert!(
-        outcome.decisions[0].unwrap().receipt.is_some(),
-        "a grant not given back keeps its receipt"
-    );
+    assert!(outcome.decisions[0].unwrap().receipt.is_some(), "a grant not given back keeps its receipt");
     small_bridge.stop().await.unwrap();
     warm_bridge.stop().await.unwrap();
     redis.stop().await.unwrap();
@@ -206,20 +169,9 @@ async fn a_bucket_refund_credits_only_what_has_not_refilled() {
         assert_eq!(bucket.clone().at(T0).limit("id", 4).await.unwrap().remaining, 1);
         // 200 ms later 2 tokens have come back (3 in the bucket); of the grant's 5, 3 are still missing.
         let refunded = bucket.clone().at(T0 + 200).refund("id", &five).await.unwrap();
-        assert_eq!(
-            (refunded.success, refunded.remaining),
-            (true, 6),
-            "{quota}: credit exactly 3"
-        );
+        assert_eq!((refunded.success, refunded.remaining), (true, 6), "{quota}: credit exactly 3");
         // Once the grant's whole cost has refilled (500 ms), its receipt gives nothing back.
-        let later = bucket
-            .clone()
-            .at(T0 + 300)
-            .limit("id", 5)
-            .await
-            .unwrap()
-            .receipt
-            .unwrap();
+        let later = bucket.clone().at(T0 + 300).limit("id", 5).await.unwrap().receipt.unwrap();
         let spent = bucket.clone().at(T0 + 800).refund("id", &later).await.unwrap();
         assert!(!spent.success, "{quota}: nothing left to give back");
     }
@@ -247,23 +199,12 @@ async fn a_forged_receipt_is_an_argument_error_and_writes_nothing() {
         assert_eq!(error.code(), "EDGELIMIT_INVALID_ARGUMENT", "{receipt}: {error}");
         assert!(!error.is_store_unavailable(), "never absorbed by a fail-open policy");
         let message = error.to_string();
-        assert!(
-            message.contains("receipt") && !message.contains("user_script"),
-            "{receipt}: {message}"
-        );
+        assert!(message.contains("receipt") && !message.contains("user_script"), "{receipt}: {message}");
     }
     assert_eq!(bucket.peek("id", 1).await.unwrap().remaining, 2, "nothing credited");
     assert_eq!(window.peek("id", 1).await.unwrap().remaining, 2, "nothing credited");
     // Malformed text never reaches Redis.
-    for text in [
-        "",
-        "8",
-        "8:",
-        "0:1",
-        "8:a/b",
-        "8:\u{0}",
-        &format!("8:{}", "9".repeat(1 << 20)),
-    ] {
+    for text in ["", "8", "8:", "0:1", "8:a/b", "8:\u{0}", &format!("8:{}", "9".repeat(1 << 20))] {
         let error = text.parse::<Receipt>().unwrap_err();
         assert_eq!(error.code(), "EDGELIMIT_INVALID_ARGUMENT", "{text:.20}");
     }
@@ -285,16 +226,8 @@ async fn across_slots_give_backs_racing_plain_decisions_never_exceed_a_window() 
     // denies (so every grant they make is given back, often in a later window than it was made), two take plainly.
     // Every grant is tallied in the window its receipt names (the server's clock), unless its give-back gave it back.
     let stack = Stack::start().await;
-    let window = limiter(
-        stack.client(),
-        "race",
-        Quota::fixed_window(5, Duration::from_millis(20)).unwrap(),
-    );
-    let denier = limiter(
-        stack.client(),
-        "never",
-        Quota::concurrency(1, Duration::from_secs(60)).unwrap(),
-    );
+    let window = limiter(stack.client(), "race", Quota::fixed_window(5, Duration::from_millis(20)).unwrap());
+    let denier = limiter(stack.client(), "never", Quota::concurrency(1, Duration::from_secs(60)).unwrap());
     in_other_slots(&window, &denier);
     assert!(denier.limit("id", 1).await.unwrap().success);
     let tally: Arc<Mutex<BTreeMap<u64, u64>>> = Arc::default();
@@ -306,11 +239,8 @@ async fn across_slots_give_backs_racing_plain_decisions_never_exceed_a_window() 
             let (given_back, spent) = (given_back.clone(), spent.clone());
             tokio::spawn(async move {
                 let count = |receipt: Receipt| {
-                    *tally
-                        .lock()
-                        .unwrap()
-                        .entry(receipt.mark().parse().unwrap())
-                        .or_default() += u64::from(receipt.permits());
+                    *tally.lock().unwrap().entry(receipt.mark().parse().unwrap()).or_default() +=
+                        u64::from(receipt.permits());
                 };
                 let deadline = tokio::time::Instant::now() + Duration::from_millis(800);
                 while tokio::time::Instant::now() < deadline {
@@ -345,8 +275,5 @@ async fn across_slots_give_backs_racing_plain_decisions_never_exceed_a_window() 
         tally.len()
     );
     assert!(most <= 5, "a window held {most} grants: {tally:?}");
-    assert!(
-        most == 5 && given_back > 0,
-        "contention was real: {most} at most, {given_back} given back"
-    );
+    assert!(most == 5 && given_back > 0, "contention was real: {most} at most, {given_back} given back");
 }

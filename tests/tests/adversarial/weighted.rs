@@ -24,9 +24,7 @@ fn concurrency(stack: &Stack, name: &str, limit: u32, interval: Duration) -> Lim
 /// The log's members as Redis holds them: (position, permits, expiry), in the zset's order (a member's name is
 /// `<position>:<permits>:<run>:<grant id>`).
 async fn members(stack: &Stack, limiter: &Limiter) -> Vec<(u64, u32, u64)> {
-    let command = Command::new("ZRANGE")
-        .arg(limiter.state_key("id"))
-        .args(["0", "-1", "WITHSCORES"]);
+    let command = Command::new("ZRANGE").arg(limiter.state_key("id")).args(["0", "-1", "WITHSCORES"]);
     let flat = stack.client().command(&command).await.unwrap().into_array().unwrap();
     flat.chunks(2)
         .map(|pair| {
@@ -46,11 +44,7 @@ async fn granted(limiter: &Limiter, at: u64, permits: u32) -> Decision {
 
 async fn retry_after(limiter: &Limiter, at: u64, permits: u32) -> u64 {
     let decision = limiter.clone().at(at).peek("id", permits).await.unwrap();
-    assert!(
-        !decision.success,
-        "{permits} at +{} should be denied: {decision:?}",
-        at - T0
-    );
+    assert!(!decision.success, "{permits} at +{} should be denied: {decision:?}", at - T0);
     decision.retry_after
 }
 
@@ -59,18 +53,12 @@ async fn a_grant_of_millions_of_permits_is_one_member_and_decided_exactly() {
     let stack = Stack::start().await;
     let tokens = sliding_log(&stack, "tokens", u32::MAX);
     let first = granted(&tokens, T0, 3_000_000).await;
-    assert_eq!(
-        (first.remaining, first.reset),
-        (u64::from(u32::MAX) - 3_000_000, T0 + 1_000)
-    );
+    assert_eq!((first.remaining, first.reset), (u64::from(u32::MAX) - 3_000_000, T0 + 1_000));
     let rest = granted(&tokens, T0 + 400, u32::MAX - 3_000_000).await;
     assert_eq!(rest.remaining, 0);
     assert_eq!(
         members(&stack, &tokens).await,
-        [
-            (0, 3_000_000, T0 + 1_000),
-            (3_000_000, u32::MAX - 3_000_000, T0 + 1_400)
-        ]
+        [(0, 3_000_000, T0 + 1_000), (3_000_000, u32::MAX - 3_000_000, T0 + 1_400)]
     );
     // One more permit waits for the first grant; 3 000 001 more wait for the second.
     assert_eq!(retry_after(&tokens, T0 + 500, 1).await, 500);
@@ -95,13 +83,7 @@ async fn a_denied_wait_is_exact_over_mixed_weights() {
     }
     let at = T0 + 30;
     // (permits asked, when the grant holding the last permit that must free does): 9 held of 10.
-    for (permits, frees_at) in [
-        (2, T0 + 1_000),
-        (6, T0 + 1_000),
-        (7, T0 + 1_010),
-        (8, T0 + 1_020),
-        (10, T0 + 1_020),
-    ] {
+    for (permits, frees_at) in [(2, T0 + 1_000), (6, T0 + 1_000), (7, T0 + 1_010), (8, T0 + 1_020), (10, T0 + 1_020)] {
         assert_eq!(retry_after(&log, at, permits).await, frees_at - at, "{permits} permits");
     }
     // Once the first grant frees, its 5 permits are free, exactly then and not a ms before.
@@ -119,11 +101,7 @@ async fn a_denied_wait_is_exact_over_a_long_log_of_equal_weights() {
     // 3 000 held: k more permits wait for the ceil(k / 3)-th grant, made at ms ceil(k / 3) - 1.
     for permits in [1, 2, 3, 4, 1_500, 2_999, 3_000] {
         let grant_ms = u64::from(permits).div_ceil(3) - 1;
-        assert_eq!(
-            retry_after(&log, T0 + 1_000 - 1, permits).await,
-            grant_ms + 1,
-            "{permits} permits"
-        );
+        assert_eq!(retry_after(&log, T0 + 1_000 - 1, permits).await, grant_ms + 1, "{permits} permits");
     }
 }
 
@@ -137,10 +115,7 @@ async fn giving_back_a_grant_in_the_middle_keeps_the_count_and_the_waits_exact()
     }
     let at = log.clone().at(T0 + 3);
     assert!(at.release("id", &receipts[1]).await.unwrap());
-    assert!(
-        !at.release("id", &receipts[1]).await.unwrap(),
-        "a receipt gives back once"
-    );
+    assert!(!at.release("id", &receipts[1]).await.unwrap(), "a receipt gives back once");
     // 7 held, positions gapless again: 3 at [0, 3), 4 at [3, 7).
     assert_eq!(members(&stack, &log).await, [(0, 3, T0 + 1_000), (3, 4, T0 + 1_002)]);
     assert_eq!(at.peek("id", 3).await.unwrap().remaining, 3);
@@ -173,9 +148,7 @@ async fn a_log_in_an_older_layout_is_reported_and_never_granted() {
     let stack = Stack::start().await;
     let log = sliding_log(&stack, "old", 10);
     // What edgelimit wrote before one member per grant: one member per permit.
-    let old = Command::new("ZADD")
-        .arg(log.state_key("id"))
-        .args([(T0 + 500).to_string(), "00ab/1".into()]);
+    let old = Command::new("ZADD").arg(log.state_key("id")).args([(T0 + 500).to_string(), "00ab/1".into()]);
     stack.client().command(&old).await.unwrap();
     let error = log.clone().at(T0).limit("id", 1).await.unwrap_err();
     assert!(error.to_string().contains("no known layout"), "{error}");
