@@ -138,6 +138,11 @@ enum Commands {
         #[arg(long, env = "EDGELIMIT_MAX_CONNECTIONS", default_value_t = bridge::DEFAULT_MAX_CONNECTIONS as u32,
               value_parser = clap::value_parser!(u32).range(1..))]
         max_connections: u32,
+        /// The largest limit a limiter token may give a sliding log or a concurrency limit: their state holds one entry
+        /// per grant, and each decision's work in Redis grows with it. Larger ones need a stored quota (admin).
+        #[arg(long, env = "EDGELIMIT_MAX_LOG_LIMIT", default_value_t = bridge::fence::MAX_LOG_LIMIT,
+              value_parser = clap::value_parser!(u64).range(1..))]
+        max_log_limit: u64,
         /// A token that may read GET /metrics and nothing else (admin tokens may too).
         #[arg(long, env = "EDGELIMIT_METRICS_TOKEN", hide_env_values = true)]
         metrics_token: Option<String>,
@@ -394,6 +399,7 @@ async fn run(command: Commands) -> Result<Option<Outcome>, String> {
             metrics_token,
             log_format,
             max_connections,
+            max_log_limit,
             threads: _,
         } => {
             bridge::init_logs(log_format == "json");
@@ -411,6 +417,7 @@ async fn run(command: Commands) -> Result<Option<Outcome>, String> {
                 cors_origins: CorsOrigins(cors_origins),
                 metrics_token,
                 max_connections: max_connections as usize,
+                max_log_limit,
             };
             return run_bridge(listen, config).await.map(|()| None);
         }

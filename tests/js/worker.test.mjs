@@ -537,7 +537,7 @@ test("reserve: a rule of several limits answers a key this isolate sees often fr
       reserve: "200 ms",
       limits: [
         { algorithm: "gcra", limit: 1000, interval: "1 s", rate: 1000 },
-        { algorithm: "slidingLog", limit: 10000, interval: "1 m" },
+        { algorithm: "slidingLog", limit: 1000, interval: "1 m" },
       ],
     },
   ]);

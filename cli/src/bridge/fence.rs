@@ -61,7 +61,7 @@ const NOPERM: &str = "NOPERM";
 
 /// Why a token of `profile` may not run `words`, or `None` when it may. `limiter_keys` are the `limiter` profile's
 /// key patterns (`--limiter-keys`).
-pub fn refusal(profile: Profile, words: &Words, limiter_keys: &[String]) -> Option<String> {
+pub fn refusal(profile: Profile, words: &Words, limiter_keys: &[String], max_log_limit: u64) -> Option<String> {
     let refuse = |why: String| Some(format!("{NOPERM} this token's profile ({profile}) {why}"));
     if profile == Profile::Admin {
         return None;
@@ -115,7 +115,7 @@ pub fn refusal(profile: Profile, words: &Words, limiter_keys: &[String]) -> Opti
         (_, Some((keys, args))) => {
             let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
             limiter_call_refusal(script, &args)
-                .or_else(|| log_limit_refusal(script, keys.len(), &args))
+                .or_else(|| log_limit_refusal(script, keys.len(), &args, max_log_limit))
                 .or_else(|| key_refusal("give scripts", keys, limiter_keys))
         }
     };
@@ -316,12 +316,13 @@ fn limiter_call_refusal(script: Known, args: &[&[u8]]) -> Option<String> {
     }
 }
 
-/// The largest limit a `limiter` token may give a sliding log or a concurrency limit: their state holds one entry per
-/// grant, and a decision's work grows with it, for every client of the Redis (bound: docs/bridge.md).
-pub const MAX_LOG_LIMIT: u64 = 10_000;
+/// The default of the largest limit a `limiter` token may give a sliding log or a concurrency limit
+/// (`--max-log-limit`): their state holds one entry per grant, and a decision's work grows with it, for every client
+/// of the Redis (bound: docs/bridge.md).
+pub const MAX_LOG_LIMIT: u64 = 1_000;
 
-/// Why a `limiter` token may not give `script` (with `key_count` keys) a log longer than [`MAX_LOG_LIMIT`], or `None`.
-fn log_limit_refusal(script: Known, key_count: usize, args: &[&[u8]]) -> Option<String> {
+/// Why a `limiter` token may not give `script` (with `key_count` keys) a log longer than `max`, or `None`.
+fn log_limit_refusal(script: Known, key_count: usize, args: &[&[u8]], max: u64) -> Option<String> {
     // The limit of a request '<permits>:<limit>:…' ; what does not parse, the script refuses.
     let limit_of = |request: &[u8]| -> u64 {
         let limit = request.split(|&b| b == b':').nth(1).unwrap_or_default();
@@ -344,9 +345,10 @@ fn log_limit_refusal(script: Known, key_count: usize, args: &[&[u8]]) -> Option<
             .unwrap_or(0),
         _ => 0,
     };
-    (longest > MAX_LOG_LIMIT).then(|| {
+    (longest > max).then(|| {
         format!(
-            "may not give a sliding log or concurrency limit more than {MAX_LOG_LIMIT} permits (this call: {longest}): \
+            "may not give a sliding log or concurrency limit more than {max} permits (this call: {longest}, \
+             --max-log-limit): \
              their state holds one entry per grant, and each decision's work in Redis grows with it for every \
              client; store the quota with an admin token (`edgelimit configure`), or use a token bucket, GCRA or a \
              window for large limits"
@@ -445,7 +447,7 @@ mod tests {
     /// The fence under the default key patterns.
     fn refusal(profile: Profile, words: &Words) -> Option<String> {
         let patterns = crate::bridge::profile::DEFAULT_LIMITER_KEYS.map(str::to_owned);
-        super::refusal(profile, words, &patterns)
+        super::refusal(profile, words, &patterns, MAX_LOG_LIMIT)
     }
 
     #[test]
@@ -462,8 +464,17 @@ mod tests {
         let inspect = evalsha(&lua::INSPECT, &["user:2:apikey"], &[]);
         assert!(refusal(Profile::Limiter, &inspect).is_some());
         let custom = ["myapp:*".to_owned()];
-        assert_eq!(super::refusal(Profile::Limiter, &evalsha(fw, &["myapp:{a}:b"], &["1:5:60000"]), &custom), None);
-        assert!(super::refusal(Profile::Limiter, &evalsha(fw, &["edgelimit:{a}:b"], &["1:5:60000"]), &custom).is_some());
+        assert_eq!(
+            super::refusal(Profile::Limiter, &evalsha(fw, &["myapp:{a}:b"], &["1:5:60000"]), &custom, MAX_LOG_LIMIT),
+            None
+        );
+        assert!(super::refusal(
+            Profile::Limiter,
+            &evalsha(fw, &["edgelimit:{a}:b"], &["1:5:60000"]),
+            &custom,
+            MAX_LOG_LIMIT
+        )
+        .is_some());
         // The admin is not held to them.
         assert_eq!(refusal(Profile::Admin, &evalsha(fw, &["user:2:apikey"], &["1:5:60000"])), None);
         // A stored quota's config: one key of its patterns, read with HMGET.
@@ -587,7 +598,7 @@ mod tests {
             let single = |limit: &str| evalsha(algorithm.script(), &key, &[&request(limit), "id"]);
             assert_eq!(refusal(Profile::Limiter, &single(&at_most)), None);
             let why = refusal(Profile::Limiter, &single(&above)).unwrap();
-            assert!(why.starts_with("NOPERM") && why.contains("(this call: 10001)"), "{why}");
+            assert!(why.starts_with("NOPERM") && why.contains("(this call: 1001, --max-log-limit)"), "{why}");
             let keys = ["edgelimit:{a}:1", "edgelimit:{a}:2"];
             let batch = evalsha(algorithm.batch_script(), &keys, &[&request("5"), &request(&above), "i", "j"]);
             assert!(refusal(Profile::Limiter, &batch).is_some());
@@ -598,11 +609,14 @@ mod tests {
             assert_eq!(refusal(Profile::Limiter, &driver(&at_most)), None);
             assert!(refusal(Profile::Limiter, &driver(&above)).is_some());
         }
-        let reserve = evalsha(&lua::RESERVE_SLIDING_LOG, &key, &["1:10001:60000", "5:10:1000", "id", ""]);
+        let reserve = evalsha(&lua::RESERVE_SLIDING_LOG, &key, &["1:1001:60000", "5:10:1000", "id", ""]);
         assert!(refusal(Profile::Limiter, &reserve).is_some());
         // Counts, not logs: any limit.
         assert_eq!(refusal(Profile::Limiter, &evalsha(&lua::FIXED_WINDOW, &key, &["1:1000000:60000"])), None);
-        assert_eq!(super::refusal(Profile::Admin, &evalsha(&lua::SLIDING_LOG, &key, &["1:1000000:60000"]), &[]), None);
+        assert_eq!(
+            super::refusal(Profile::Admin, &evalsha(&lua::SLIDING_LOG, &key, &["1:1000000:60000"]), &[], MAX_LOG_LIMIT),
+            None
+        );
     }
 
     #[test]
@@ -699,7 +713,7 @@ mod tests {
         assert_eq!(refusal(Profile::Readonly, &words(&["SRANDMEMBER", "edgelimit:{s}", "-1000"])), None);
         // A custom pattern: its own keys, and SCAN of exactly it.
         let custom = ["myapp:?:*".to_owned()];
-        let read = |parts: &[&str]| super::refusal(Profile::Readonly, &words(parts), &custom);
+        let read = |parts: &[&str]| super::refusal(Profile::Readonly, &words(parts), &custom, MAX_LOG_LIMIT);
         assert_eq!(read(&["GET", "myapp:a:b"]), None);
         assert_eq!(read(&["SCAN", "0", "MATCH", "myapp:?:*"]), None);
         assert!(read(&["SCAN", "0", "MATCH", "myapp:*"]).is_some());

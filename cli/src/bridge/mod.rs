@@ -103,6 +103,8 @@ pub struct BridgeConfig {
     pub metrics_token: Option<String>,
     /// The most HTTP connections open at once; past it new ones wait in the listen backlog.
     pub max_connections: usize,
+    /// The largest limit a `limiter` token may give a sliding log or a concurrency limit ([`fence::MAX_LOG_LIMIT`]).
+    pub max_log_limit: u64,
 }
 
 impl BridgeConfig {
@@ -122,6 +124,7 @@ impl BridgeConfig {
             cors_origins: CorsOrigins::default(),
             metrics_token: None,
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_log_limit: fence::MAX_LOG_LIMIT,
         }
     }
 }
@@ -170,6 +173,7 @@ struct Bridge {
     subscriptions: subscribe::Subscriptions,
     /// The `limiter` profile's key patterns, which the fence holds its scripts' keys to.
     limiter_keys: Vec<String>,
+    max_log_limit: u64,
     memory: Arc<memory_budget::MemoryBudget>,
     fair_share: FairShare,
     observer: observe::Observer,
@@ -191,6 +195,7 @@ impl Bridge {
             max_reply_bytes: config.max_reply_bytes,
             subscriptions: subscribe::Subscriptions::new(config),
             limiter_keys: config.limiter_keys.clone(),
+            max_log_limit: config.max_log_limit,
             memory: Arc::new(memory_budget::MemoryBudget::new(config.max_memory_in_flight, config.max_request_bytes)),
             fair_share: FairShare::new(),
             observer: observe::Observer::new(config.metrics_token.as_deref())?,
@@ -516,7 +521,9 @@ impl Bridge {
         if profile == Profile::Readonly && self.acl == RedisAcl::Off {
             return Err(Failure::new(StatusCode::FORBIDDEN, READONLY_NEEDS_ACL));
         }
-        if let Some(why) = commands.iter().find_map(|words| fence::refusal(profile, words, &self.limiter_keys)) {
+        if let Some(why) =
+            commands.iter().find_map(|words| fence::refusal(profile, words, &self.limiter_keys, self.max_log_limit))
+        {
             return Err(Failure::new(StatusCode::FORBIDDEN, why));
         }
         Ok(commands
