@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::node::{NodeRunner, WorkerReport};
 use crate::stack::BenchStack;
-use crate::{accuracy, cluster, machine, peers, redis_cost, scaling, throughput, weighted};
+use crate::{accuracy, cluster, machine, neighbours, peers, redis_cost, scaling, throughput, weighted};
 
 /// A part of the benchmark, runnable alone with `--only`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -32,6 +32,9 @@ pub enum Scenario {
     Weighted,
     /// One Redis against a 3-master Redis Cluster behind the bridge: decisions/s and Redis µs per decision.
     Cluster,
+    /// A victim's decision latency alone and while another client floods the bridge: bulk pipelines from its own
+    /// token, many small ones from another.
+    Neighbours,
 }
 
 /// Run the benchmarks: edgelimit next to @upstash/ratelimit, Redisson and the floor, on a private redis-server and
@@ -85,6 +88,8 @@ pub struct BenchResults {
     pub weighted: Option<weighted::Weighted>,
     /// Scenario 8.
     pub cluster: Option<cluster::ClusterScaling>,
+    /// Scenario 9.
+    pub neighbours: Option<neighbours::Neighbours>,
 }
 
 /// Runs the scenarios `config` asks for on a private `redis-server` and bridge, which it stops before returning.
@@ -143,6 +148,7 @@ pub async fn run(config: &BenchConfig) -> Result<BenchResults, String> {
                 }
                 Scenario::Weighted => results.weighted = Some(weighted::run(&stack, quick, &progress).await?),
                 Scenario::Cluster => results.cluster = Some(cluster::run(quick, &progress).await?),
+                Scenario::Neighbours => results.neighbours = Some(neighbours::run(&stack, quick, &progress).await?),
             }
         }
         Ok::<_, String>(())

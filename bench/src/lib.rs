@@ -8,6 +8,7 @@ mod harness;
 mod http_load;
 pub mod latency;
 pub mod machine;
+pub mod neighbours;
 pub mod node;
 mod peers;
 pub mod redis_cost;

@@ -12,6 +12,7 @@ use crate::cluster::ClusterScaling;
 use crate::contender::ContenderKind;
 use crate::harness::BenchResults;
 use crate::latency::RunStats;
+use crate::neighbours::Neighbours;
 use crate::node::{NpmReport, WorkerReport};
 use crate::redis_cost::{Cost, RedisCost};
 use crate::redis_stats::DecisionCost;
@@ -99,6 +100,7 @@ fn tables(results: &BenchResults) -> String {
         results.worker.as_ref().map(worker_table),
         results.weighted.as_ref().map(weighted_tables),
         results.cluster.as_ref().map(cluster_table),
+        results.neighbours.as_ref().map(neighbours_table),
     ];
     tables.into_iter().flatten().collect::<Vec<_>>().join("\n\n")
 }
@@ -375,4 +377,22 @@ fn cluster_table(cluster: &ClusterScaling) -> String {
         rows,
     );
     text("cluster", cluster, &[("rows", &rows)])
+}
+
+fn neighbours_table(neighbours: &Neighbours) -> String {
+    let rows = neighbours.rows.iter().map(|row| {
+        let (p50, p99, max, timeouts) = (row.p50_ms, row.p99_ms, row.max_ms, row.timeouts);
+        let (to_p50, to_p99) = (times(row.p50_to_alone), times(row.p99_to_alone));
+        let [served, refused, failed] = row.attacker;
+        format!(
+            "{} | {} | {p50:.2} | {p99:.2} | {max:.1} | {timeouts} | {to_p50} | {to_p99} | {served} · {refused} · {failed}",
+            row.condition, row.decisions
+        )
+    });
+    let rows = table(
+        "attacker | victim decisions | p50 ms | p99 ms | max ms | over 1 s (admitted by the policy) | p50 / alone \
+         | p99 / alone | attacker's requests: 200 · 429 · other",
+        rows,
+    );
+    text("neighbours", neighbours, &[("rows", &rows)])
 }

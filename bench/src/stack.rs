@@ -12,8 +12,10 @@ use crate::support::Context;
 /// The admin token of the benchmark's bridge, which every scenario uses.
 pub const TOKEN: &str = "bench-token";
 
-/// The `limiter` token of both bridges, for what scoping a token costs (scenario 3).
-const LIMITER_TOKEN: &str = "bench-limiter-token";
+/// The `limiter` tokens of both bridges: for what scoping a token costs (scenario 3), and a victim and its neighbour
+/// (scenario 9).
+pub(crate) const LIMITER_TOKEN: &str = "bench-limiter-token";
+pub(crate) const OTHER_LIMITER_TOKEN: &str = "bench-other-limiter-token";
 
 /// Generous: the scaling warm-up keeps both cores busy, and a timeout there would only lose a measurement.
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -34,7 +36,9 @@ impl BenchStack {
     pub async fn start() -> Result<BenchStack, String> {
         let redis = RedisServer::start().await.context("could not start redis-server")?;
         let config = |redis_acl| BridgeConfig {
-            tokens: vec![(Profile::Limiter, LIMITER_TOKEN.to_owned())],
+            tokens: [LIMITER_TOKEN, OTHER_LIMITER_TOKEN]
+                .map(|token| (Profile::Limiter, token.to_owned()))
+                .to_vec(),
             redis_acl,
             ..BridgeConfig::new(redis.url(), TOKEN)
         };

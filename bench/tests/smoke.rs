@@ -175,6 +175,16 @@ async fn quick_run_measures_every_scenario_and_writes_every_output() {
         ratio(row.cluster_to_single, &what);
     }
 
+    let neighbours = results.neighbours.as_ref().expect("neighbours measured");
+    assert_eq!(neighbours.rows.len(), 3, "no attacker, bulk pipelines, many small ones");
+    for (i, row) in neighbours.rows.iter().enumerate() {
+        assert!(row.decisions > 0 && row.timeouts <= row.decisions, "{row:?}");
+        assert!(row.max_ms >= row.p99_ms && row.p99_ms >= row.p50_ms, "{row:?}");
+        let attacked = row.attacker.iter().sum::<u64>() > 0;
+        assert_eq!(attacked, i > 0, "{row:?}");
+        ratio(row.p99_to_alone, &row.condition);
+    }
+
     let json = serde_json::to_string(&results).unwrap();
     let back: BenchResults = serde_json::from_str(&json).expect("the results read back");
     assert_eq!(back, results, "JSON round-trips");
@@ -205,6 +215,8 @@ async fn quick_run_measures_every_scenario_and_writes_every_output() {
         "| log | permits held |",
         "## 8. One Redis against a Redis Cluster",
         "| in flight | one Redis /s |",
+        "## 9. Neighbours: one token's load against another's decisions",
+        "| attacker | victim decisions | p50 ms |",
     ] {
         assert!(markdown.contains(header), "results.md lacks {header:?}");
     }
