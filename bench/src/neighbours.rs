@@ -82,11 +82,7 @@ pub(crate) async fn run(stack: &BenchStack, quick: bool, progress: &ProgressBar)
         let attacker = tokio::task::spawn_blocking(move || attacker.map(|thread| thread.join()));
         let attacker = attacker.await.ok().and_then(|joined| joined.transpose().ok());
         progress.inc(1);
-        Ok((
-            latencies,
-            timeouts,
-            attacker.ok_or("the attacker failed")?.unwrap_or_default(),
-        ))
+        Ok((latencies, timeouts, attacker.ok_or("the attacker failed")?.unwrap_or_default()))
     })
     .await?;
     let rows = runs.into_iter().zip(CONDITIONS).map(|(runs, (name, _))| {

@@ -36,9 +36,7 @@ impl BenchStack {
     pub async fn start() -> Result<BenchStack, String> {
         let redis = RedisServer::start().await.context("could not start redis-server")?;
         let config = |redis_acl| BridgeConfig {
-            tokens: [LIMITER_TOKEN, OTHER_LIMITER_TOKEN]
-                .map(|token| (Profile::Limiter, token.to_owned()))
-                .to_vec(),
+            tokens: [LIMITER_TOKEN, OTHER_LIMITER_TOKEN].map(|token| (Profile::Limiter, token.to_owned())).to_vec(),
             redis_acl,
             ..BridgeConfig::new(redis.url(), TOKEN)
         };
