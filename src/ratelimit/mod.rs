@@ -88,8 +88,8 @@ pub enum Reason {
     Reserved,
     /// The store did not answer in time; [`OnError`] decided.
     Timeout,
-    /// The store was otherwise unavailable (unreachable, 502–504 or 520–524, Redis loading, busy, failing over,
-    /// read-only or out of memory); [`OnError`] decided.
+    /// The store was otherwise unavailable (unreachable, 502–504 or 520–524, Redis loading, busy, failing over or
+    /// read-only; not out of memory, which is an error); [`OnError`] decided.
     Error,
     /// The store was unavailable and [`OnError::Insurance`]'s local limit decided, in this process.
     Insurance,
