@@ -276,9 +276,6 @@ impl<'de, S: Source> de::Deserializer<'de> for Reader<S> {
         if name == ONE_OR_MANY && matches!(self.0.shape()?, Shape::Array) {
             return visitor.visit_seq(self.items()?);
         }
-        if name == FUNCTION && matches!(self.0.shape()?, Shape::Other("function")) {
-            return visitor.visit_unit();
-        }
         visitor.visit_newtype_struct(self)
     }
 
@@ -397,40 +394,6 @@ impl<'de, T: FromStr<Err = Error>> de::Deserialize<'de> for Parsed<T> {
             }
         }
         deserializer.deserialize_str(Text(PhantomData))
-    }
-}
-
-/// The name by which [`Function`] asks the reader for a JS function.
-const FUNCTION: &str = "$edgelimit::Function";
-
-/// A JS function, noted as there: serde cannot carry one, so the caller takes it from the object itself.
-#[cfg_attr(not(all(target_arch = "wasm32", feature = "package")), allow(dead_code))]
-pub(crate) struct Function;
-
-impl<'de> de::Deserialize<'de> for Function {
-    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Callable;
-        impl<'de> Visitor<'de> for Callable {
-            type Value = Function;
-            fn expecting(&self, f: &mut Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a function, e.g. () => Date.now()")
-            }
-            fn visit_unit<E: de::Error>(self) -> Result<Function, E> {
-                Ok(Function)
-            }
-            /// Anything but a function, which is refused whatever it is (`null` too).
-            fn visit_newtype_struct<D: de::Deserializer<'de>>(self, other: D) -> Result<Function, D::Error> {
-                struct Refused;
-                impl Visitor<'_> for Refused {
-                    type Value = Function;
-                    fn expecting(&self, f: &mut Formatter<'_>) -> std::fmt::Result {
-                        Callable.expecting(f)
-                    }
-                }
-                other.deserialize_any(Refused)
-            }
-        }
-        deserializer.deserialize_newtype_struct(FUNCTION, Callable)
     }
 }
 

@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 use crate::identifier::Identifier;
 use crate::limit::{Clock, KeyLayout, LimitState, Memory, Receipt, StateDetail};
 use crate::ratelimit::{Insurance, OnError, Options, Outcome, Ratelimit, Returned};
-use crate::reader::{as_config_error, Dur, Flag, Function, Limits, OneOrMany, Parsed, MAX_SAFE_INTEGER};
+use crate::reader::{as_config_error, Dur, Flag, Limits, OneOrMany, Parsed, MAX_SAFE_INTEGER};
 use crate::rest::RestClient;
 
 /// The options of `new Ratelimit(options)` (index.d.ts, `RatelimitConfig`).
@@ -32,7 +32,7 @@ struct RatelimitOptions {
     /// `true`: the memory backend ([`Ratelimit::in_memory`]).
     memory: Option<Flag>,
     /// The memory backend's clock, taken from the object itself.
-    clock: Option<Function>,
+    clock: Option<ReadApart>,
     limiter: Limits,
     prefix: Option<String>,
     layout: Option<Parsed<KeyLayout>>,
@@ -209,7 +209,13 @@ fn memory_ratelimit(given: &JsValue, options: RatelimitOptions) -> Result<Rateli
     }
     let memory = match options.clock {
         None => Memory::default(),
-        Some(Function) => Memory::with_clock(js_clock(field_of(given, "clock")?.unchecked_into())),
+        Some(ReadApart) => {
+            let clock = field_of(given, "clock")?;
+            if !clock.is_function() {
+                return Err(as_config_error(refuse(&clock, "clock", "a function, e.g. () => Date.now()")));
+            }
+            Memory::with_clock(js_clock(clock.unchecked_into()))
+        }
     };
     let prefix = options.prefix.unwrap_or_else(|| Options::default().prefix);
     Ratelimit::in_memory(&options.limiter.0, memory, &prefix)
