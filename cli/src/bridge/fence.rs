@@ -323,24 +323,18 @@ pub const MAX_LOG_LIMIT: u64 = 1_000;
 
 /// Why a `limiter` token may not give `script` (with `key_count` keys) a log longer than `max`, or `None`.
 fn log_limit_refusal(script: Known, key_count: usize, args: &[&[u8]], max: u64) -> Option<String> {
-    // The limit of a request '<permits>:<limit>:…' ; what does not parse, the script refuses.
-    let limit_of = |request: &[u8]| -> u64 {
-        let limit = request.split(|&b| b == b':').nth(1).unwrap_or_default();
-        std::str::from_utf8(limit).ok().and_then(|limit| limit.parse().ok()).unwrap_or(0)
-    };
-    let logged = |algorithm: Algorithm| algorithm.names_grants();
+    // The limit of a request '<permits>:<limit>:…'; what does not parse, the script refuses.
+    let limit_of = |request: &[u8]| number(request.split(|&b| b == b':').nth(1).unwrap_or_default());
     let longest = match script {
-        Known::Single(algorithm) | Known::Reserve { algorithm, .. } if logged(algorithm) => {
+        Known::Single(algorithm) | Known::Reserve { algorithm, .. } if algorithm.names_grants() => {
             args.first().map_or(0, |request| limit_of(request))
         }
-        Known::Batch(algorithm) if logged(algorithm) => {
+        Known::Batch(algorithm) if algorithm.names_grants() => {
             args.iter().take(key_count).map(|request| limit_of(request)).max().unwrap_or(0)
         }
-        // The driver: the call's two arguments, then six per limit, its algorithm's name first and its limit third
-        // (a stored quota's name is '', its limit set by an admin).
-        Known::Driver => (args.get(2..).unwrap_or_default().chunks(6))
-            .filter(|limit| std::str::from_utf8(limit[0]).ok().and_then(|name| name.parse().ok()).is_some_and(logged))
-            .map(|limit| limit.get(2).and_then(|limit| std::str::from_utf8(limit).ok()?.parse().ok()).unwrap_or(0))
+        Known::Driver => (driver_limits(args))
+            .filter(|limit| names_grants(limit[0]))
+            .map(|limit| limit.get(2).map_or(0, |limit| number(limit)))
             .max()
             .unwrap_or(0),
         _ => 0,
@@ -348,10 +342,9 @@ fn log_limit_refusal(script: Known, key_count: usize, args: &[&[u8]], max: u64) 
     (longest > max).then(|| {
         format!(
             "may not give a sliding log or concurrency limit more than {max} permits (this call: {longest}, \
-             --max-log-limit): \
-             their state holds one entry per grant, and each decision's work in Redis grows with it for every \
-             client; store the quota with an admin token (`edgelimit configure`), or use a token bucket, GCRA or a \
-             window for large limits"
+             --max-log-limit): their state holds one entry per grant, and each decision's work in Redis grows with it \
+             for every client; store the quota with an admin token (`edgelimit configure`), or use a token bucket, \
+             GCRA or a window for large limits"
         )
     })
 }
@@ -360,18 +353,9 @@ fn log_limit_refusal(script: Known, key_count: usize, args: &[&[u8]], max: u64) 
 fn refund_refusal(script: Known, args: &[&[u8]]) -> Option<String> {
     let names_grants = match script {
         Known::Single(algorithm) => algorithm.names_grants(),
-        // The driver: six arguments per limit after the call's two, the algorithm's name first ('' for a stored
-        // quota, whose algorithm the fence cannot see).
         _ => {
             let limits = args.get(2..).unwrap_or_default();
-            !limits.is_empty()
-                && limits.len() % 6 == 0
-                && limits.chunks(6).all(|limit| {
-                    std::str::from_utf8(limit[0])
-                        .ok()
-                        .and_then(|name| name.parse::<Algorithm>().ok())
-                        .is_some_and(Algorithm::names_grants)
-                })
+            !limits.is_empty() && limits.len() % 6 == 0 && driver_limits(args).all(|limit| names_grants(limit[0]))
         }
     };
     (!names_grants).then(|| {
@@ -380,6 +364,22 @@ fn refund_refusal(script: Known, args: &[&[u8]]) -> Option<String> {
          token for those refunds"
             .to_owned()
     })
+}
+
+/// The driver's limits (lua/limits/driver.lua): six arguments each after the call's two, the algorithm's name first
+/// ('' for a stored quota, whose algorithm the fence cannot see), then the permits and the limit.
+fn driver_limits<'a>(args: &'a [&'a [u8]]) -> std::slice::Chunks<'a, &'a [u8]> {
+    args.get(2..).unwrap_or_default().chunks(6)
+}
+
+/// Whether `name` is an algorithm whose grants are logged members (sliding log, concurrency).
+fn names_grants(name: &[u8]) -> bool {
+    std::str::from_utf8(name).ok().and_then(|name| name.parse::<Algorithm>().ok()).is_some_and(Algorithm::names_grants)
+}
+
+/// A whole number in decimal, or 0 when it is not one.
+fn number(word: &[u8]) -> u64 {
+    std::str::from_utf8(word).ok().and_then(|text| text.parse().ok()).unwrap_or(0)
 }
 
 /// A script call's KEYS and ARGV.
