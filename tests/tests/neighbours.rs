@@ -35,11 +35,23 @@ impl Neighbourhood {
         Neighbourhood { _redis: redis, _bridge: bridge, url, sha1: script.sha1() }
     }
 
-    /// A victim deciding with `token` and the client's defaults: 1 s timeout, fail open.
-    fn victim(&self, token: &str) -> Ratelimit {
+    /// A victim deciding under `quota` with `token` and the client's defaults: 1 s timeout, fail open.
+    fn victim(&self, token: &str, quota: Quota) -> Ratelimit {
         let client = RestClient::new(&self.url, token).unwrap();
-        let quota = Quota::fixed_window(1, Duration::from_secs(3600)).unwrap();
         Ratelimit::new(client, &[Limit::new(quota)], Options::default()).unwrap()
+    }
+
+    /// The attacker (the limiter token) sends `times` pipelines of `commands` decisions at once while a victim with
+    /// `victim_token` decides, each decision Redis's grant; the attacker's requests served and refused (429).
+    async fn attacked(&self, victim_token: &str, commands: usize, times: usize) -> (usize, usize) {
+        let attack = attack(&self.url, LIMITER_TOKEN, large_pipeline(self.sha1, commands), times);
+        let victim = self.victim(victim_token, Quota::fixed_window(1, Duration::from_secs(3600)).unwrap());
+        let (decisions, slowest) = decide_during(&victim, &attack).await;
+        let (served, refused) = served(attack.join().unwrap(), commands);
+        println!(
+            "victim: {decisions} decisions, slowest {slowest:?}; attacker: {served} served, {refused} refused (429)"
+        );
+        (served, refused)
     }
 }
 
@@ -136,23 +148,15 @@ fn large_pipeline(sha1: &str, count: usize) -> Vec<Command> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bulk_pipelines_of_one_token_never_push_another_clients_decisions_into_the_failure_policy() {
     let _serial = one_at_a_time().await;
-    let stack = Neighbourhood::start().await;
-    let attack = attack(&stack.url, LIMITER_TOKEN, large_pipeline(stack.sha1, 9_000), 8);
-    let (decisions, slowest) = decide_during(&stack.victim(LIMITER_TOKEN), &attack).await;
-    let (served, refused) = served(attack.join().unwrap(), 9_000);
+    let (served, _) = Neighbourhood::start().await.attacked(LIMITER_TOKEN, 9_000, 8).await;
     assert!(served >= 1, "no bulk request was served");
-    println!("victim: {decisions} decisions, slowest {slowest:?}; attacker: {served} served, {refused} refused (429)");
 }
 
 /// Bulk by count, not size: 32 pipelines of 100 decisions at once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pipelines_of_many_commands_are_bulk_too() {
     let _serial = one_at_a_time().await;
-    let stack = Neighbourhood::start().await;
-    let attack = attack(&stack.url, LIMITER_TOKEN, large_pipeline(stack.sha1, 100), 32);
-    let (decisions, slowest) = decide_during(&stack.victim(LIMITER_TOKEN), &attack).await;
-    let (served, refused) = served(attack.join().unwrap(), 100);
-    println!("victim: {decisions} decisions, slowest {slowest:?}; attacker: {served} served, {refused} refused (429)");
+    Neighbourhood::start().await.attacked(LIMITER_TOKEN, 100, 32).await;
 }
 
 /// One token sends 600 pipelines of 64 decisions at once (small: not bulk); a victim with another token decides
@@ -161,11 +165,7 @@ async fn pipelines_of_many_commands_are_bulk_too() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn many_small_requests_of_one_token_queue_behind_each_other_not_in_front_of_another_token() {
     let _serial = one_at_a_time().await;
-    let stack = Neighbourhood::start().await;
-    let attack = attack(&stack.url, LIMITER_TOKEN, large_pipeline(stack.sha1, 64), 600);
-    let (decisions, slowest) = decide_during(&stack.victim(VICTIM_TOKEN), &attack).await;
-    let (served, refused) = served(attack.join().unwrap(), 64);
-    println!("victim: {decisions} decisions, slowest {slowest:?}; attacker: {served} served, {refused} refused (429)");
+    Neighbourhood::start().await.attacked(VICTIM_TOKEN, 64, 600).await;
 }
 
 /// A limiter token cannot grow a log past `MAX_LOG_LIMIT` entries (a decision's work in Redis grows with the log, for
@@ -174,10 +174,7 @@ async fn many_small_requests_of_one_token_queue_behind_each_other_not_in_front_o
 async fn a_limiter_token_may_not_give_a_log_more_than_a_thousand_permits() {
     let _serial = one_at_a_time().await;
     let stack = Neighbourhood::start().await;
-    let limit = |quota: Quota| {
-        let client = RestClient::new(&stack.url, VICTIM_TOKEN).unwrap();
-        Ratelimit::new(client, &[Limit::new(quota)], Options::default()).unwrap()
-    };
+    let limit = |quota: Quota| stack.victim(VICTIM_TOKEN, quota);
     let hour = Duration::from_secs(3600);
     for quota in [Quota::sliding_log(1_001, hour).unwrap(), Quota::concurrency(1_001, hour).unwrap()] {
         let error = limit(quota).limit("ip", 1).await.unwrap_err();
